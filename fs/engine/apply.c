@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+/* apply.c -- the one update path: journal, data, checksums, parity, persist */
+#include <stdlib.h>
+#include <string.h>
+
+#include "csum.h"
+
+/* One page an update touches. */
+struct apage {
+	uint64_t vpn, row;
+	unsigned dev;
+	uint8_t *old, *new;	/* page images (redundancy only) */
+	uint64_t old_csum, new_csum;
+	uint32_t lo, hi;	/* changed bytes [lo, hi) */
+	bool whole;		/* some range covers the whole page */
+};
+
+/* One row whose parity an update patches. */
+struct arow {
+	uint64_t row;
+	uint8_t *par[DG_MAX_PARITY];
+	uint64_t par_csum[DG_MAX_PARITY];
+	uint32_t lo, hi;
+};
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int unsigned_cmp(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct apage *page_of(struct apage *pg, unsigned npg, uint64_t vpn)
+{
+	unsigned lo = 0, hi = npg;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (pg[mid].vpn < vpn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return &pg[lo];
+}
+
+static int check_ranges(struct dg_vol *vol, const struct dg_range *r,
+			unsigned n)
+{
+	if (n == 0)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].vpn >= vol->vpns || r[i].len == 0 ||
+		    r[i].off >= DG_PAGE_SIZE ||
+		    r[i].len > DG_PAGE_SIZE - r[i].off || !r[i].data)
+			return -EINVAL;
+	return 0;
+}
+
+size_t dg_apply_max_bytes(struct dg_vol *vol)
+{
+	size_t max = dg_journal_max_entry(vol);
+	size_t per_page = DG_PAGE_SIZE + sizeof(struct dg_djrange);
+
+	/* Whole pages, each with its range descriptor, plus the header. */
+	return (max - sizeof(struct dg_djentry)) / per_page * DG_PAGE_SIZE;
+}
+
+void dg_vol_set_page_hook(struct dg_vol *vol, dg_page_hook hook, void *arg)
+{
+	vol->page_hook = hook;
+	vol->page_hook_arg = arg;
+}
+
+/* Serialise the ranges into a journal entry image. */
+static void *build_entry(const struct dg_range *r, unsigned n,
+			 struct apage *pg, unsigned npg, size_t *lenp)
+{
+	size_t len = sizeof(struct dg_djentry) + n * sizeof(struct dg_djrange);
+	struct dg_djentry *e;
+	struct dg_djrange *jr;
+	uint8_t *data;
+
+	for (unsigned i = 0; i < n; i++)
+		len += (r[i].len + 7u) & ~7u;
+	len = (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1);
+	e = calloc(1, len);
+	if (!e)
+		return NULL;
+	e->nranges = n;
+	jr = (struct dg_djrange *)(e + 1);
+	data = (uint8_t *)(jr + n);
+	for (unsigned i = 0; i < n; i++) {
+		struct apage *p = page_of(pg, npg, r[i].vpn);
+
+		jr[i] = (struct dg_djrange){ .row = p->row,
+					     .dev = (uint16_t)p->dev,
+					     .off = (uint16_t)r[i].off,
+					     .len = (uint16_t)r[i].len,
+					     .page_csum = p->new_csum };
+		memcpy(data, r[i].data, r[i].len);
+		data += (r[i].len + 7u) & ~7u;
+	}
+	*lenp = len;
+	return e;
+}
+
+/* Read old images (verified), build new ones and their checksums. */
+static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
+			 unsigned n, struct apage *pg, unsigned npg)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct apage *p = page_of(pg, npg, r[i].vpn);
+
+		if (r[i].off < p->lo)
+			p->lo = r[i].off;
+		if (r[i].off + r[i].len > p->hi)
+			p->hi = r[i].off + r[i].len;
+		if (r[i].len == DG_PAGE_SIZE)
+			p->whole = true;
+	}
+	if (!vol->redundancy)
+		return 0;
+	for (unsigned i = 0; i < npg; i++) {
+		struct apage *p = &pg[i];
+		int ret;
+
+		/* Without parity an overwritten page needs no old image. */
+		if (p->whole && !vol->parity) {
+			memset(p->old, 0, DG_PAGE_SIZE);
+			p->old_csum = DG_CSUM_NONE;
+			continue;
+		}
+		ret = dg_page_read_locked(vol, p->dev, p->row, p->old,
+					  &p->old_csum);
+		if (ret)
+			return ret;
+	}
+	for (unsigned i = 0; i < npg; i++)
+		memcpy(pg[i].new, pg[i].old, DG_PAGE_SIZE);
+	for (unsigned i = 0; i < n; i++) {
+		struct apage *p = page_of(pg, npg, r[i].vpn);
+
+		memcpy(p->new + r[i].off, r[i].data, r[i].len);
+	}
+	for (unsigned i = 0; i < npg; i++)
+		pg[i].new_csum = dg_csum_page(vol, pg[i].dev, pg[i].row,
+					      pg[i].new);
+	return 0;
+}
+
+/* Verified parity of every touched row, patched with the data deltas
+ * (old xor new) of the changed cache lines only. */
+static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
+			  struct arow *rows, unsigned *nrowsp, uint8_t *delta)
+{
+	unsigned nrows = 0;
+
+	for (unsigned i = 0; i < npg; i++) {
+		struct apage *p = &pg[i];
+		uint32_t lo = p->lo & ~(DG_LINE_SIZE - 1);
+		uint32_t hi = (p->hi + DG_LINE_SIZE - 1) & ~(DG_LINE_SIZE - 1);
+		struct arow *a = NULL;
+		uint8_t *par[DG_MAX_PARITY];
+		const uint64_t *o = (const uint64_t *)p->old;
+		const uint64_t *nw = (const uint64_t *)p->new;
+		uint64_t *dl = (uint64_t *)delta;
+
+		for (unsigned j = 0; j < nrows; j++)
+			if (rows[j].row == p->row)
+				a = &rows[j];
+		if (!a) {
+			a = &rows[nrows++];
+			a->row = p->row;
+			a->lo = lo;
+			a->hi = hi;
+			for (unsigned j = 0; j < vol->parity; j++) {
+				unsigned dev = dg_row_parity_dev(vol, p->row, j);
+				int ret = dg_page_read_locked(vol, dev, p->row,
+							      a->par[j],
+							      &a->par_csum[j]);
+				if (ret)
+					return ret;
+			}
+		}
+		if (lo < a->lo)
+			a->lo = lo;
+		if (hi > a->hi)
+			a->hi = hi;
+		for (uint32_t w = lo / 8; w < hi / 8; w++)
+			dl[w] = o[w] ^ nw[w];
+		for (unsigned j = 0; j < vol->parity; j++)
+			par[j] = a->par[j] + lo;
+		dg_parity_delta(vol, dg_row_data_rank(vol, p->row, p->dev),
+				delta + lo, hi - lo, par);
+	}
+	*nrowsp = nrows;
+	return 0;
+}
+
+static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
+			    const uint8_t *img, uint32_t lo, uint32_t hi,
+			    struct dg_flushset *fs)
+{
+	struct dg_dev *d = &vol->devs[dev];
+	uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+
+	dg_dev_write(d, off + lo, img + lo, hi - lo);
+	dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
+}
+
+static void persist_set(struct dg_vol *vol, struct dg_flushset *fs)
+{
+	for (unsigned i = 0; i < fs->n; i++)
+		dg_dev_persist(&vol->devs[fs->r[i].dev], fs->r[i].off,
+			       fs->r[i].len);
+	if (fs->oom)
+		for (unsigned d = 0; d < vol->ndev; d++)
+			dg_dev_persist(&vol->devs[d], 0, vol->devs[d].size);
+}
+
+/* Write everything in place; the journal already holds the entry. */
+static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
+			  unsigned n, struct apage *pg, unsigned npg,
+			  struct arow *rows, unsigned nrows,
+			  struct dg_flushset *fs)
+{
+	struct dg_csum_upd *u;
+	unsigned nu = 0;
+	int ret;
+
+	if (!vol->redundancy) {
+		for (unsigned i = 0; i < n; i++) {
+			struct dg_loc l = dg_vpn_loc(vol, r[i].vpn);
+			uint64_t off = dg_row_page(vol, l.row) << DG_PAGE_SHIFT;
+
+			dg_dev_write(&vol->devs[l.dev], off + r[i].off,
+				     r[i].data, r[i].len);
+			dg_flushset_add(fs, l.dev, off, DG_PAGE_SIZE);
+		}
+		return 0;
+	}
+	u = malloc((npg + nrows * vol->parity) * sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	for (unsigned i = 0; i < npg; i++) {
+		struct apage *p = &pg[i];
+		bool fresh = p->old_csum == DG_CSUM_NONE;
+
+		/* A never-written page may hold anything: write it whole. */
+		write_page_span(vol, p->dev, p->row, p->new, fresh ? 0 : p->lo,
+				fresh ? DG_PAGE_SIZE : p->hi, fs);
+		if (vol->page_hook)
+			vol->page_hook(vol->page_hook_arg, p->vpn, p->old,
+				       p->new);
+		u[nu++] = (struct dg_csum_upd){ p->dev, p->row, p->new_csum };
+	}
+	for (unsigned i = 0; i < nrows; i++) {
+		struct arow *a = &rows[i];
+
+		for (unsigned j = 0; j < vol->parity; j++) {
+			unsigned dev = dg_row_parity_dev(vol, a->row, j);
+			bool fresh = a->par_csum[j] == DG_CSUM_NONE;
+
+			write_page_span(vol, dev, a->row, a->par[j],
+					fresh ? 0 : a->lo,
+					fresh ? DG_PAGE_SIZE : a->hi, fs);
+			u[nu++] = (struct dg_csum_upd){
+				dev, a->row,
+				dg_csum_page(vol, dev, a->row, a->par[j])
+			};
+		}
+	}
+	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
+	ret = dg_csum_set_batch(vol, u, nu, fs);
+	free(u);
+	return ret;
+}
+
+static unsigned lock_rows(struct dg_vol *vol, struct apage *pg, unsigned npg,
+			  unsigned *locks)
+{
+	unsigned nl = 0;
+
+	for (unsigned i = 0; i < npg; i++)
+		locks[i] = (unsigned)(pg[i].row % DG_ROW_LOCKS);
+	qsort(locks, npg, sizeof(*locks), unsigned_cmp);
+	for (unsigned i = 0; i < npg; i++)
+		if (i == 0 || locks[i] != locks[i - 1])
+			locks[nl++] = locks[i];
+	/* Sorted order: two updates never wait on each other in a cycle. */
+	for (unsigned i = 0; i < nl; i++)
+		pthread_rwlock_wrlock(&vol->row_locks[locks[i]]);
+	return nl;
+}
+
+int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
+{
+	uint64_t *vpns = NULL, seq;
+	struct apage *pg = NULL;
+	struct arow *rows = NULL;
+	unsigned *locks = NULL, npg = 0, nrows = 0, nl = 0;
+	uint8_t *mem = NULL;
+	void *entry = NULL;
+	size_t elen, mem_pages;
+	struct dg_flushset fs;
+	int ret;
+
+	if (vol->read_only || atomic_load(&vol->fatal))
+		return -EROFS;
+	ret = check_ranges(vol, r, n);
+	if (ret)
+		return ret;
+	dg_flushset_init(&fs);
+	vpns = malloc(n * sizeof(*vpns));
+	if (!vpns)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		vpns[i] = r[i].vpn;
+	qsort(vpns, n, sizeof(*vpns), u64_cmp);
+	for (unsigned i = 0; i < n; i++)
+		if (i == 0 || vpns[i] != vpns[i - 1])
+			vpns[npg++] = vpns[i];
+
+	mem_pages = vol->redundancy ? 2 * npg + npg * vol->parity + 1 : 0;
+	pg = calloc(npg, sizeof(*pg));
+	rows = calloc(npg, sizeof(*rows));
+	locks = malloc(npg * sizeof(*locks));
+	mem = mem_pages ? aligned_alloc(DG_PAGE_SIZE, mem_pages * DG_PAGE_SIZE)
+			: NULL;
+	if (!pg || !rows || !locks || (mem_pages && !mem)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < npg; i++) {
+		struct dg_loc l = dg_vpn_loc(vol, vpns[i]);
+
+		pg[i] = (struct apage){ .vpn = vpns[i], .row = l.row,
+					.dev = l.dev, .lo = DG_PAGE_SIZE };
+		if (mem) {
+			pg[i].old = mem + (size_t)(2 * i) * DG_PAGE_SIZE;
+			pg[i].new = pg[i].old + DG_PAGE_SIZE;
+			for (unsigned j = 0; j < vol->parity; j++)
+				rows[i].par[j] =
+					mem + (2 * npg + i * vol->parity + j) *
+						      (size_t)DG_PAGE_SIZE;
+		}
+	}
+
+	nl = lock_rows(vol, pg, npg, locks);
+	ret = prepare_pages(vol, r, n, pg, npg);
+	if (!ret && vol->redundancy && vol->parity)
+		ret = prepare_parity(vol, pg, npg, rows, &nrows,
+				     mem + (mem_pages - 1) * DG_PAGE_SIZE);
+	if (ret)
+		goto unlock;
+	entry = build_entry(r, n, pg, npg, &elen);
+	if (!entry) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+	/* The entry is durable before anything is written in place: after
+	 * a crash recovery redoes it whole (G4, no write hole). */
+	ret = dg_journal_append(vol, entry, elen, &seq);
+	if (ret)
+		goto unlock;
+	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);
+	persist_set(vol, &fs);
+	if (ret) {
+		/* Partly applied: only recovery can finish it. */
+		atomic_store(&vol->fatal, true);
+		dg_log(DG_LOG_ERR, "update seq=%" PRIu64 " failed midway "
+		       "(%d): volume is read-only until remount", seq, ret);
+		goto unlock;
+	}
+	dg_journal_done(vol, seq);
+unlock:
+	for (unsigned i = 0; i < nl; i++)
+		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
+out:
+	dg_flushset_fini(&fs);
+	free(entry);
+	free(mem);
+	free(locks);
+	free(rows);
+	free(pg);
+	free(vpns);
+	return ret;
+}

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: MIT
+/* csum.c -- address-seeded XXH3 page checksums, checksum pages, replicas */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "csum.h"
+
+#define K_DEV	0x9e3779b97f4a7c15ull
+#define K_ROW	0xc2b2ae3d27d4eb4full
+#define K_CPAGE 0x165667b19e3779f9ull
+
+enum copy_state { COPY_ABSENT, COPY_VALID, COPY_ZERO, COPY_BAD };
+
+uint64_t dg_seed_from_uuid(const uint8_t uuid[16])
+{
+	return XXH3_64bits(uuid, 16);
+}
+
+/* DESIGN §6: checksum seed = volume identity + page address. */
+uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
+		      const void *page)
+{
+	uint64_t seed = vol->seed ^ ((dev + 1) * K_DEV) ^ ((row + 1) * K_ROW);
+	uint64_t h = XXH3_64bits_withSeed(page, DG_PAGE_SIZE, seed);
+
+	return h == DG_CSUM_NONE ? 1 : h;
+}
+
+static uint64_t cpage_csum(const struct dg_vol *vol, unsigned owner,
+			   uint64_t index, const void *page)
+{
+	uint64_t seed = vol->seed ^ ((owner + 1) * K_DEV) ^
+			((index + 1) * K_CPAGE);
+	uint64_t h = XXH3_64bits_withSeed(page, DG_PAGE_SIZE - 8, seed);
+
+	return h ? h : 1;
+}
+
+static bool page_is_zero(const void *p)
+{
+	const uint64_t *w = p;
+
+	return w[0] == 0 && !memcmp(w, w + 1, DG_PAGE_SIZE - 8);
+}
+
+int dg_csum_page_check(const struct dg_vol *vol, unsigned owner,
+		       uint64_t index, const void *page)
+{
+	const uint64_t *w = page;
+
+	if (page_is_zero(page))
+		return 0;
+	if (w[DG_CSUMS_PER_PAGE] == cpage_csum(vol, owner, index, page))
+		return 1;
+	return -EUCLEAN;
+}
+
+void dg_csum_page_seal(const struct dg_vol *vol, unsigned owner,
+		       uint64_t index, void *page)
+{
+	uint64_t *w = page;
+
+	w[DG_CSUMS_PER_PAGE] = cpage_csum(vol, owner, index, page);
+}
+
+int dg_csum_upd_cmp(const void *a, const void *b)
+{
+	const struct dg_csum_upd *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* Copy c of checksum page index of owner: 0 primary, 1 replica. */
+static struct dg_dev *copy_dev(struct dg_vol *vol, unsigned owner,
+			       uint64_t index, int c, uint64_t *off)
+{
+	unsigned dev = c ? (owner + 1) % vol->ndev : owner;
+	uint64_t page = (c ? vol->sb.rep_start : vol->sb.csum_start) + index;
+
+	*off = page << DG_PAGE_SHIFT;
+	return vol->devs[dev].present ? &vol->devs[dev] : NULL;
+}
+
+static pthread_mutex_t *cpage_lock(struct dg_vol *vol, unsigned owner,
+				   uint64_t index)
+{
+	return &vol->csum_locks[(index * DG_MAX_DEVS + owner) %
+				DG_CSUM_LOCKS];
+}
+
+static enum copy_state load_copy(struct dg_vol *vol, unsigned owner,
+				 uint64_t index, int c, void *img)
+{
+	uint64_t off;
+	struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+	int ret;
+
+	if (!d)
+		return COPY_ABSENT;
+	memcpy(img, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+	ret = dg_csum_page_check(vol, owner, index, img);
+	return ret == 1 ? COPY_VALID : ret == 0 ? COPY_ZERO : COPY_BAD;
+}
+
+static void write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
+		       int c, const void *img, uint32_t from, uint32_t to,
+		       struct dg_flushset *fs)
+{
+	uint64_t off;
+	struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+
+	if (!d)
+		return;
+	dg_dev_write(d, off + from, (const uint8_t *)img + from, to - from);
+	if (to < DG_PAGE_SIZE)
+		dg_dev_write(d, off + DG_PAGE_SIZE - 8,
+			     (const uint8_t *)img + DG_PAGE_SIZE - 8, 8);
+	dg_flushset_add(fs, d->idx, off, DG_PAGE_SIZE);
+}
+
+static void persist_now(struct dg_vol *vol, struct dg_flushset *fs)
+{
+	for (unsigned i = 0; i < fs->n; i++)
+		dg_dev_persist(&vol->devs[fs->r[i].dev], fs->r[i].off,
+			       fs->r[i].len);
+	fs->n = 0;
+}
+
+/*
+ * Bring both copies of a checksum page to agreement where one is
+ * proven bad: a copy that fails its own checksum, or a zeroed copy
+ * whose partner is valid (a page once written is never all zero, so
+ * the zeroed one lost its contents). Leaves the trusted image in img[0]
+ * and returns 1 (valid), 0 (nothing ever written) or -EIO. Caller holds
+ * the page's csum lock. G6: a copy is only replaced when its own
+ * protection proves it bad.
+ */
+static int reconcile(struct dg_vol *vol, unsigned owner, uint64_t index,
+		     uint8_t *img0, uint8_t *img1, bool *rewrote)
+{
+	enum copy_state s0 = load_copy(vol, owner, index, 0, img0);
+	enum copy_state s1 = load_copy(vol, owner, index, 1, img1);
+	struct dg_flushset fs;
+	int src = -1, dst = -1;
+
+	rewrote[0] = rewrote[1] = false;
+	if (s0 == COPY_VALID && (s1 == COPY_BAD || s1 == COPY_ZERO))
+		src = 0, dst = 1;
+	else if (s1 == COPY_VALID && (s0 == COPY_BAD || s0 == COPY_ZERO))
+		src = 1, dst = 0;
+	else if (s0 == COPY_BAD && s1 == COPY_ZERO)
+		src = 1, dst = 0; /* never written; the primary took a hit */
+	else if (s1 == COPY_BAD && s0 == COPY_ZERO)
+		src = 0, dst = 1;
+
+	if (src >= 0) {
+		uint8_t *from = src ? img1 : img0, *to = src ? img0 : img1;
+
+		dg_fault_note(vol, DG_FAULT_DETECTED, (owner + dst) % vol->ndev,
+			      index, dst ? "csum-replica" : "csum-page",
+			      "repaired from other copy");
+		memcpy(to, from, DG_PAGE_SIZE);
+		if (!vol->read_only) {
+			dg_flushset_init(&fs);
+			write_copy(vol, owner, index, dst, to, 0,
+				   DG_PAGE_SIZE, &fs);
+			persist_now(vol, &fs);
+			dg_flushset_fini(&fs);
+			rewrote[dst] = true;
+		}
+		dg_fault_note(vol, DG_FAULT_REPAIRED, (owner + dst) % vol->ndev,
+			      index, dst ? "csum-replica" : "csum-page",
+			      "rewritten");
+		if (dst == 0)
+			s0 = s1;
+		else
+			s1 = s0;
+	}
+	if (s0 == COPY_VALID)
+		return 1;
+	if (s1 == COPY_VALID) {
+		memcpy(img0, img1, DG_PAGE_SIZE);
+		return 1;
+	}
+	if (s0 == COPY_ZERO || s1 == COPY_ZERO) {
+		memset(img0, 0, DG_PAGE_SIZE);
+		return 0;
+	}
+	dg_fault_note(vol, DG_FAULT_DETECTED, owner, index, "csum-page",
+		      "both copies bad");
+	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, owner, index, "csum-page",
+		      "none");
+	return -EIO;
+}
+
+int dg_csum_cursor_init(struct dg_csum_cursor *cur)
+{
+	cur->owner = -1;
+	cur->entries = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
+	return cur->entries ? 0 : -ENOMEM;
+}
+
+void dg_csum_cursor_fini(struct dg_csum_cursor *cur)
+{
+	free(cur->entries);
+	cur->entries = NULL;
+}
+
+int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
+		   unsigned dev, uint64_t row, uint64_t *csum)
+{
+	uint64_t index = row / DG_CSUMS_PER_PAGE;
+
+	if (cur->owner != (int)dev || cur->index != index) {
+		pthread_mutex_t *lock = cpage_lock(vol, dev, index);
+		uint8_t *img = (uint8_t *)cur->entries;
+		bool rewrote[2];
+		int ret;
+
+		pthread_mutex_lock(lock);
+		ret = reconcile(vol, dev, index, img, img + DG_PAGE_SIZE,
+				rewrote);
+		pthread_mutex_unlock(lock);
+		if (ret < 0) {
+			cur->owner = -1;
+			return ret;
+		}
+		cur->owner = (int)dev;
+		cur->index = index;
+	}
+	*csum = cur->entries[row % DG_CSUMS_PER_PAGE];
+	return 0;
+}
+
+int dg_csum_get(struct dg_vol *vol, unsigned dev, uint64_t row,
+		uint64_t *csum)
+{
+	struct dg_csum_cursor cur;
+	int ret = dg_csum_cursor_init(&cur);
+
+	if (ret)
+		return ret;
+	ret = dg_csum_lookup(vol, &cur, dev, row, csum);
+	dg_csum_cursor_fini(&cur);
+	return ret;
+}
+
+int dg_csum_get_replica(struct dg_vol *vol, unsigned dev, uint64_t row,
+			uint64_t *csum)
+{
+	uint64_t index = row / DG_CSUMS_PER_PAGE, off;
+	struct dg_dev *d = copy_dev(vol, dev, index, 1, &off);
+	uint64_t img[DG_PAGE_SIZE / 8];
+	int ret;
+
+	if (!d)
+		return -ENOENT;
+	pthread_mutex_lock(cpage_lock(vol, dev, index));
+	memcpy(img, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+	pthread_mutex_unlock(cpage_lock(vol, dev, index));
+	ret = dg_csum_page_check(vol, dev, index, img);
+	if (ret < 0)
+		return -EIO;
+	*csum = img[row % DG_CSUMS_PER_PAGE];
+	return 0;
+}
+
+int dg_csum_repair_primary(struct dg_vol *vol, unsigned dev, uint64_t row)
+{
+	uint64_t index = row / DG_CSUMS_PER_PAGE, off;
+	struct dg_dev *d = copy_dev(vol, dev, index, 1, &off);
+	uint8_t img[DG_PAGE_SIZE];
+	struct dg_flushset fs;
+
+	if (!d || vol->read_only)
+		return -EROFS;
+	pthread_mutex_lock(cpage_lock(vol, dev, index));
+	memcpy(img, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+	if (dg_csum_page_check(vol, dev, index, img) == 1) {
+		dg_flushset_init(&fs);
+		write_copy(vol, dev, index, 0, img, 0, DG_PAGE_SIZE, &fs);
+		persist_now(vol, &fs);
+		dg_flushset_fini(&fs);
+	}
+	pthread_mutex_unlock(cpage_lock(vol, dev, index));
+	return 0;
+}
+
+/* Apply the updates u[0..n) that share one checksum page to both
+ * copies. Each copy keeps its own other entries: a stale entry in one
+ * copy must not overwrite the good entry in the other. */
+static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
+			unsigned n, struct dg_flushset *fs, uint8_t *img)
+{
+	unsigned owner = u[0].dev;
+	uint64_t index = u[0].row / DG_CSUMS_PER_PAGE;
+	uint32_t from = (uint32_t)(u[0].row % DG_CSUMS_PER_PAGE) * 8;
+	uint32_t to = (uint32_t)(u[n - 1].row % DG_CSUMS_PER_PAGE) * 8 + 8;
+	pthread_mutex_t *lock = cpage_lock(vol, owner, index);
+	bool rewrote[2];
+	int ret;
+
+	pthread_mutex_lock(lock);
+	ret = reconcile(vol, owner, index, img, img + DG_PAGE_SIZE, rewrote);
+	if (ret < 0)
+		goto out;
+	for (int c = 0; c < 2; c++) {
+		uint64_t off;
+		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+		uint64_t *w = (uint64_t *)(img + DG_PAGE_SIZE);
+
+		if (!d)
+			continue;
+		/* Start from this copy's own bytes unless it was just
+		 * replaced, or is zero (then the trusted image is zero
+		 * too, or reconcile rewrote it). */
+		memcpy(w, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+		for (unsigned i = 0; i < n; i++)
+			w[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
+		dg_csum_page_seal(vol, owner, index, w);
+		write_copy(vol, owner, index, c, w, from, to, fs);
+	}
+	ret = 0;
+out:
+	pthread_mutex_unlock(lock);
+	return ret;
+}
+
+int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
+		      unsigned n, struct dg_flushset *fs)
+{
+	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
+	int ret = 0;
+
+	if (!img)
+		return -ENOMEM;
+	for (unsigned i = 0, j; i < n && !ret; i = j) {
+		for (j = i + 1; j < n && u[j].dev == u[i].dev &&
+				u[j].row / DG_CSUMS_PER_PAGE ==
+					u[i].row / DG_CSUMS_PER_PAGE;
+		     j++)
+			;
+		ret = set_one_page(vol, u + i, j - i, fs, img);
+	}
+	free(img);
+	return ret;
+}
+
+int dg_csum_set(struct dg_vol *vol, unsigned dev, uint64_t row,
+		uint64_t csum, struct dg_flushset *fs)
+{
+	struct dg_csum_upd u = { dev, row, csum };
+
+	return dg_csum_set_batch(vol, &u, 1, fs);
+}

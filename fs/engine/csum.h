@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* csum.h -- page checksums and the checksum pages that hold them */
+#ifndef DG_CSUM_H
+#define DG_CSUM_H
+
+#include "engine_i.h"
+
+/* A checksum page image and where it came from; reused across lookups
+ * of neighbouring rows within one locked operation. */
+struct dg_csum_cursor {
+	int owner;		/* device whose rows it covers; -1: empty */
+	uint64_t index;		/* checksum page index */
+	uint64_t *entries;	/* DG_CSUMS_PER_PAGE + self, 4 KiB aligned */
+};
+int dg_csum_cursor_init(struct dg_csum_cursor *cur);
+void dg_csum_cursor_fini(struct dg_csum_cursor *cur);
+
+/*
+ * Checksum of (dev, row), verified: the primary copy when it checks out,
+ * otherwise the replica, repairing the primary from it. Caller holds the
+ * row lock of row, which keeps that entry stable in the cursor.
+ * -EIO when no copy verifies.
+ */
+int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
+		   unsigned dev, uint64_t row, uint64_t *csum);
+
+struct dg_csum_upd {
+	unsigned dev;
+	uint64_t row;
+	uint64_t csum;
+};
+/* Store checksums in both copies. u must be sorted by (dev, row); the
+ * caller holds every row lock. Pages written are added to fs. */
+int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
+		      unsigned n, struct dg_flushset *fs);
+int dg_csum_upd_cmp(const void *a, const void *b);
+
+#endif /* DG_CSUM_H */

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* engine.h -- the daxguard volume engine: what its clients call */
+#ifndef DG_ENGINE_H
+#define DG_ENGINE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "format.h"
+
+struct dg_vol;
+
+/* ---- logging (log.c) ------------------------------------------------ */
+
+enum dg_log_level {
+	DG_LOG_ERR = 3,
+	DG_LOG_WARNING = 4,
+	DG_LOG_NOTICE = 5,
+	DG_LOG_INFO = 6,
+	DG_LOG_DEBUG = 7,
+};
+typedef void (*dg_log_func)(enum dg_log_level level, const char *fmt,
+			    va_list ap);
+/* Route all engine messages to func (NULL: stderr). */
+void dg_log_set_func(dg_log_func func);
+/* Messages above this level are dropped before formatting. */
+void dg_log_set_level(enum dg_log_level level);
+void dg_log(enum dg_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* True if a message at level would be emitted. */
+bool dg_log_enabled(enum dg_log_level level);
+
+/* ---- formatting (format.c) ------------------------------------------ */
+
+struct dg_format_opts {
+	unsigned parity;	 /* 0..2 */
+	bool no_redundancy;	 /* --redundancy none */
+	uint32_t chunk_pages;	 /* 0: default */
+	uint64_t size;		 /* bytes to create/extend files to; 0: as is */
+	bool force;		 /* overwrite an existing volume */
+	const char *label;	 /* may be NULL */
+};
+
+/* Summary returned by dg_format() and dg_vol_info(). */
+struct dg_vol_info {
+	uint8_t uuid[16];
+	char label[64];
+	unsigned ndev;		/* devices in the volume */
+	unsigned present;	/* devices that opened */
+	unsigned parity;
+	bool no_redundancy;
+	bool degraded;		/* a device is missing or stale */
+	bool read_only;
+	uint32_t missing_mask;	/* bit d: device d missing/stale/unusable */
+	uint32_t chunk_pages;
+	uint64_t dev_pages;
+	uint64_t rows;
+	uint64_t vpns;		/* data pages */
+	uint64_t free_vpns;	/* unallocated data pages */
+	uint64_t generation;
+	uint64_t csum_pages;	/* per device, each of checksum and replica */
+	uint64_t jrnl_pages;
+};
+
+/* Format devs as one volume. Regular files are created or extended to
+ * opts->size. Refuses (-EEXIST) to overwrite a daxguard volume unless
+ * opts->force. Work is proportional to the metadata, not the size. */
+int dg_format(const char *const *devs, unsigned ndev,
+	      const struct dg_format_opts *opts, struct dg_vol_info *info);
+
+/* ---- open / close (super.c) ----------------------------------------- */
+
+#define DG_OPEN_RDONLY	 (1u << 0) /* no writes at all, shared lock */
+#define DG_OPEN_NORECOVER (1u << 1) /* do not replay the journal */
+#define DG_OPEN_DEGRADED (1u << 2) /* allow missing devices parity covers */
+#define DG_OPEN_FORMAT	 (1u << 3) /* internal to dg_format(): no root yet */
+
+/*
+ * Open a volume from its device paths, in any order (the superblocks
+ * say which is which). A path may be NULL or "" for a missing device.
+ * On success *volp is set; on failure a negative errno and, when errbuf
+ * is not NULL, a one-line reason in errbuf. Specific errors:
+ *   -ENODEV   a device carries no daxguard superblock (foreign/blank)
+ *   -EXDEV    devices from different volumes
+ *   -ENXIO    devices missing beyond what parity covers
+ *   -ESTALE   a device is stale and cannot be left out
+ *   -EFBIG/-ENOSPC  a device is truncated
+ *   -EOPNOTSUPP  unknown incompatible feature or version
+ *   -EBUSY    the volume is open elsewhere (images are locked)
+ *   -EUCLEAN  a superblock fails validation
+ * A volume opens degraded only with DG_OPEN_DEGRADED.
+ */
+int dg_vol_open(const char *const *devs, unsigned ndev, unsigned flags,
+		struct dg_vol **volp, char *errbuf, size_t errlen);
+/* Persist, mark clean (if writable) and release. NULL is fine. */
+int dg_vol_close(struct dg_vol *vol);
+void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info);
+
+/* ---- data access (read.c, apply.c) ----------------------------------- */
+
+/* A change to one data page: len bytes at off within page vpn. */
+struct dg_range {
+	uint64_t vpn;
+	uint32_t off;
+	uint32_t len;
+	const void *data;
+};
+
+/*
+ * The one update path. Applies all ranges atomically: journal, data,
+ * page checksums, parity, persist (DESIGN §5). Old contents are verified
+ * (and repaired) before they are folded into parity. Ranges may not
+ * cross a page boundary; several may hit the same page (later wins).
+ * Returns 0, -EIO when an old page cannot be verified or repaired,
+ * -EROFS after a fatal persist failure or on a read-only volume,
+ * -EINVAL for bad ranges, -E2BIG when the set does not fit the journal.
+ */
+int dg_apply(struct dg_vol *vol, const struct dg_range *ranges, unsigned n);
+/* Largest payload one dg_apply() can carry. */
+size_t dg_apply_max_bytes(struct dg_vol *vol);
+
+/* Hook for mapped files (libcommit): called under the page lock for each
+ * page an update changes, with the old and new page images. */
+typedef void (*dg_page_hook)(void *arg, uint64_t vpn, const void *oldpg,
+			     const void *newpg);
+void dg_vol_set_page_hook(struct dg_vol *vol, dg_page_hook hook, void *arg);
+
+/*
+ * The one read path. Reads npages whole pages from vpn on into buf,
+ * verifying every page; a mismatch is repaired from parity (and the
+ * repair written back) before data is returned. -EIO when a page cannot
+ * be verified or repaired: never unverified bytes.
+ */
+int dg_read(struct dg_vol *vol, uint64_t vpn, uint64_t npages, void *buf);
+/* Bytes within one page. */
+int dg_read_bytes(struct dg_vol *vol, uint64_t vpn, uint32_t off,
+		  uint32_t len, void *buf);
+
+/* Make everything applied so far durable and retire the journal. */
+int dg_vol_sync(struct dg_vol *vol);
+
+/* ---- allocation (alloc.c) ------------------------------------------- */
+
+/*
+ * Allocation changes ride on the caller's update: dg_alloc() picks free
+ * vpns and marks them in core, appending the bitmap change to *txn so the
+ * caller commits it in the same dg_apply() as the metadata that uses
+ * them. dg_alloc_abort() undoes the in-core marking if the caller does
+ * not commit. Extents stay within one device's chunk where they can.
+ */
+struct dg_txn;
+struct dg_txn *dg_txn_new(struct dg_vol *vol);
+void dg_txn_free(struct dg_txn *txn);
+/* Buffer a write; data is copied. */
+int dg_txn_write(struct dg_txn *txn, uint64_t vpn, uint32_t off,
+		 const void *data, uint32_t len);
+/* Commit every buffered write with one dg_apply(); the txn is reset. */
+int dg_txn_commit(struct dg_txn *txn);
+/* Allocate up to want contiguous vpns near hint; *got >= 1 on success. */
+int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
+	     uint64_t *start, uint64_t *got);
+int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
+bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);
+uint64_t dg_free_vpns(struct dg_vol *vol);
+
+/* ---- redundancy checks (verify.c) ----------------------------------- */
+
+enum dg_fault {
+	DG_FAULT_DETECTED,	/* a page failed verification */
+	DG_FAULT_REPAIRED,	/* ... and was repaired */
+	DG_FAULT_UNRECOVERABLE, /* ... and could not be */
+	DG_FAULT_NR,
+};
+void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR]);
+
+/* ---- geometry, for fsck and inject (geom.c) ------------------------- */
+
+struct dg_loc {
+	unsigned dev;
+	uint64_t row;
+};
+struct dg_loc dg_vpn_loc(struct dg_vol *vol, uint64_t vpn);
+uint64_t dg_loc_vpn(struct dg_vol *vol, unsigned dev, uint64_t row);
+void dg_uuid_format(const uint8_t u[16], char out[37]);
+/* Device page number of a data row. */
+uint64_t dg_row_page(struct dg_vol *vol, uint64_t row);
+/* Parity device j (0..parity-1) of a row. */
+unsigned dg_row_parity_dev(struct dg_vol *vol, uint64_t row, unsigned j);
+/* Where the checksum of (dev, row) lives: device page and byte offset of
+ * the primary copy; the replica is on (dev + 1) % ndev. */
+void dg_csum_loc(struct dg_vol *vol, unsigned dev, uint64_t row,
+		 uint64_t *page, uint32_t *byte, uint64_t *rep_page);
+/* Device-relative pages of the journal copy i (0 or 1). */
+void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
+		 uint64_t *start, uint64_t *pages);
+
+#endif /* DG_ENGINE_H */

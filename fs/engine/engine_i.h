@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* engine_i.h -- private to the engine sources: the in-core volume */
+#ifndef DG_ENGINE_I_H
+#define DG_ENGINE_I_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine.h"
+#include "media.h"
+
+/* Lock classes, in the order they are taken (DESIGN §5):
+ *   row locks (sorted by index)  ->  journal lock  ->  csum page locks
+ * Row locks serialise everything that touches one row: a page's
+ * read-modify-write, its parity delta, and reconstruction from the row,
+ * so a reconstruction never sees a row whose data and parity disagree.
+ * Rows that hash to different locks update concurrently; there is no
+ * volume-wide lock on the data path. */
+#define DG_ROW_LOCKS  1024u
+#define DG_CSUM_LOCKS 256u
+
+struct dg_jpending;
+
+struct dg_journal {
+	pthread_mutex_t lock;
+	uint64_t log_off;	/* first byte of the log in the area */
+	uint64_t log_bytes;	/* circular log size */
+	uint64_t head_off;	/* protected by lock: next entry goes here */
+	uint64_t head_seq;	/* protected by lock */
+	uint64_t tail_off;	/* protected by lock: as last written */
+	uint64_t tail_seq;	/* protected by lock */
+	uint64_t hseq;		/* protected by lock: header write counter */
+	struct dg_jpending *pend; /* protected by lock: ring of in-flight */
+	unsigned npend, pend_cap, pend_first;
+	pthread_cond_t cond;	/* signalled when an entry completes */
+	unsigned ncopies;
+	unsigned dev[2];	/* device of each copy */
+	uint64_t start[2];	/* first page of each copy */
+};
+
+struct dg_vol {
+	struct dg_dev devs[DG_MAX_DEVS];	/* indexed by device index */
+	unsigned ndev, parity, k;		/* k = data pages per row */
+	struct dg_dsuper sb;			/* in-core copy, common fields */
+	uint8_t dev_uuid[DG_MAX_DEVS][16];
+	char *spare[DG_MAX_DEVS];		/* paths left out: rebuild targets */
+	unsigned nspare;
+	uint64_t seed;				/* checksum seed from the uuid */
+	uint64_t vpns;
+	bool redundancy;			/* checksums and parity on */
+	bool read_only, degraded;
+	uint32_t missing_mask;
+	atomic_bool fatal;			/* a persist failed: refuse writes */
+
+	uint8_t *ec_matrix;			/* (k+parity) x k, ISA-L */
+	uint8_t *ec_tables;			/* encode tables, parity rows */
+
+	pthread_rwlock_t row_locks[DG_ROW_LOCKS];
+	pthread_mutex_t csum_locks[DG_CSUM_LOCKS];
+	struct dg_journal jrnl;
+
+	/* allocator, alloc.c */
+	pthread_mutex_t alloc_lock;
+	uint8_t *bitmap;			/* protected by alloc_lock */
+	uint64_t bitmap_vpn, bitmap_pages, meta_vpns;
+	uint64_t free_vpns;			/* protected by alloc_lock */
+	uint64_t alloc_cursor;			/* protected by alloc_lock */
+
+	dg_page_hook page_hook;
+	void *page_hook_arg;
+
+	_Atomic uint64_t faults[DG_FAULT_NR];
+};
+
+/* ---- geom.c ---------------------------------------------------------- */
+unsigned dg_row_parity_first(const struct dg_vol *vol, uint64_t row);
+bool dg_row_dev_is_parity(const struct dg_vol *vol, uint64_t row,
+			  unsigned dev);
+/* Data rank (0..k-1) of dev in row; dev must not be a parity device. */
+unsigned dg_row_data_rank(const struct dg_vol *vol, uint64_t row,
+			  unsigned dev);
+unsigned dg_row_data_dev(const struct dg_vol *vol, uint64_t row,
+			 unsigned rank);
+void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
+		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity);
+
+/* ---- csum.c ---------------------------------------------------------- */
+uint64_t dg_seed_from_uuid(const uint8_t uuid[16]);
+/* Address-seeded checksum of a data-row page; never DG_CSUM_NONE. */
+uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
+		      const void *page);
+/* Read and verify the checksum entry of (dev, row), using the replica
+ * when the primary is missing, damaged or stale-zero. -EIO if neither
+ * copy verifies. Caller holds the row lock. */
+int dg_csum_get(struct dg_vol *vol, unsigned dev, uint64_t row,
+		uint64_t *csum);
+/* The entry from the replica alone (-ENOENT if the replica is absent). */
+int dg_csum_get_replica(struct dg_vol *vol, unsigned dev, uint64_t row,
+			uint64_t *csum);
+/* Store the checksum entry of (dev, row) in both copies, unflushed; the
+ * pages written are added to fs. Caller holds the row lock. */
+int dg_csum_set(struct dg_vol *vol, unsigned dev, uint64_t row,
+		uint64_t csum, struct dg_flushset *fs);
+/* Rewrite the primary checksum page covering (dev, row) from the replica
+ * (used when the replica is proven right). */
+int dg_csum_repair_primary(struct dg_vol *vol, unsigned dev, uint64_t row);
+/* Validate a checksum page image: 1 valid, 0 all zero, -EUCLEAN bad. */
+int dg_csum_page_check(const struct dg_vol *vol, unsigned owner,
+		       uint64_t index, const void *page);
+void dg_csum_page_seal(const struct dg_vol *vol, unsigned owner,
+		       uint64_t index, void *page);
+
+/* ---- parity.c -------------------------------------------------------- */
+int dg_parity_init(struct dg_vol *vol);
+void dg_parity_fini(struct dg_vol *vol);
+/* parity[j] ^= coef(j, rank) * delta over len bytes (len % 32 == 0). */
+void dg_parity_delta(const struct dg_vol *vol, unsigned rank,
+		     const uint8_t *delta, size_t len, uint8_t **parity);
+/* Compute all parity pages of a row from its k data pages. */
+void dg_parity_compute(const struct dg_vol *vol, uint8_t **data,
+		       uint8_t **parity, size_t len);
+/*
+ * Rebuild the pages of a row that are marked lost. pages[] holds k+P
+ * page pointers indexed by position (0..k-1 data rank, k+j parity j);
+ * lost[] marks those to rebuild; at most P may be lost. -EIO otherwise.
+ */
+int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
+		      const bool *lost, size_t len);
+
+/* ---- read.c ---------------------------------------------------------- */
+/* Read and verify (dev, row) into buf, repairing from the row when the
+ * page is bad. Caller holds the row lock for writing (a repair writes).
+ * *csum_out gets the page's checksum. */
+int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
+			void *buf, uint64_t *csum_out);
+/* Row-lock helpers. */
+pthread_rwlock_t *dg_row_lock(struct dg_vol *vol, uint64_t row);
+void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
+		   uint64_t row, const char *what, const char *action);
+
+/* ---- journal.c ------------------------------------------------------- */
+int dg_journal_open(struct dg_vol *vol, bool recover);
+void dg_journal_close(struct dg_vol *vol);
+/* Append an entry image (header csum/seq/len filled in here) to every
+ * journal copy and persist it; *seq gets its sequence number. */
+int dg_journal_append(struct dg_vol *vol, void *entry, size_t len,
+		      uint64_t *seq);
+/* The entry's effects are durable in place: it may be retired. */
+void dg_journal_done(struct dg_vol *vol, uint64_t seq);
+/* Retire everything completed, writing the header. */
+int dg_journal_checkpoint(struct dg_vol *vol);
+size_t dg_journal_max_entry(const struct dg_vol *vol);
+bool dg_journal_dirty(struct dg_vol *vol);
+/* Write a fresh, empty journal header to every copy (mkfs). */
+void dg_journal_format(struct dg_vol *vol);
+
+/* ---- alloc.c --------------------------------------------------------- */
+int dg_alloc_load(struct dg_vol *vol);
+/* Write the volume root and first bitmap page (mkfs). */
+int dg_alloc_format(struct dg_vol *vol);
+void dg_alloc_fini(struct dg_vol *vol);
+
+/* Little-endian helpers: x86-64 is little endian; keep the intent
+ * visible where media integers are read and written. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "daxguard's on-media format is little endian");
+
+#define DG_CORRUPT(vol, fmt, ...)                                          \
+	(dg_log(DG_LOG_ERR, "corrupt %s:%d " fmt, __FILE__, __LINE__,      \
+		##__VA_ARGS__),                                            \
+	 -EUCLEAN)
+
+static inline uint64_t dg_div_up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+#endif /* DG_ENGINE_I_H */

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+/* format.c -- dg_format(): lay a new volume over devices (mkfs) */
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "super.h"
+
+#define DG_DEFAULT_CHUNK_PAGES 256u /* 1 MiB */
+#define DG_MIN_DEV_BYTES       (8ull << 20)
+
+
+/* Create or extend a regular file to size; leave other files alone. */
+static int prepare_file(const char *path, uint64_t size)
+{
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		dg_log(DG_LOG_ERR, "cannot open '%s': %s", path,
+		       strerror(errno));
+		return ret;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size < size && ftruncate(fd, (off_t)size) < 0) {
+		ret = -errno;
+		dg_log(DG_LOG_ERR, "cannot extend '%s' to %llu bytes: %s",
+		       path, (unsigned long long)size, strerror(errno));
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * Zero [off, off + len) of a device as cheaply as the device allows:
+ * a hole in a file, BLKZEROOUT on a block device, stores otherwise.
+ * This is what keeps mkfs proportional to the metadata.
+ */
+static void zero_region(struct dg_dev *d, uint64_t off, uint64_t len)
+{
+	struct stat st;
+
+	if (fstat(d->fd, &st) == 0) {
+		if (S_ISREG(st.st_mode) &&
+		    fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)off, (off_t)len) == 0)
+			return;
+		if (S_ISBLK(st.st_mode)) {
+			uint64_t range[2] = { off, len };
+
+			if (ioctl(d->fd, BLKZEROOUT, range) == 0)
+				return;
+		}
+	}
+	dg_dev_zero(d, off, len);
+	dg_dev_persist(d, off, len);
+}
+
+static int check_opts(unsigned ndev, const struct dg_format_opts *o)
+{
+	if (ndev < 1 || ndev > DG_MAX_DEVS) {
+		dg_log(DG_LOG_ERR, "need 1 to %u devices, got %u",
+		       DG_MAX_DEVS, ndev);
+		return -EINVAL;
+	}
+	if (o->parity > DG_MAX_PARITY || o->parity >= ndev) {
+		dg_log(DG_LOG_ERR, "parity %u needs at least %u devices and "
+		       "is at most %u", o->parity, o->parity + 1,
+		       DG_MAX_PARITY);
+		return -EINVAL;
+	}
+	if (o->no_redundancy && o->parity) {
+		dg_log(DG_LOG_ERR, "redundancy none excludes parity");
+		return -EINVAL;
+	}
+	if (o->label && strlen(o->label) >= 64) {
+		dg_log(DG_LOG_ERR, "label longer than 63 bytes");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Open every device, refusing an existing volume without force, and
+ * check the sizes agree. */
+static int open_devs(struct dg_vol *vol, const char *const *devs,
+		     unsigned ndev, const struct dg_format_opts *o,
+		     uint64_t *dev_bytes)
+{
+	char err[512];
+	int ret;
+
+	for (unsigned i = 0; i < ndev; i++) {
+		struct dg_dev *d = &vol->devs[i];
+		struct dg_dsuper s;
+		bool backup;
+
+		for (unsigned j = 0; j < i; j++)
+			if (!strcmp(devs[i], devs[j])) {
+				dg_log(DG_LOG_ERR, "'%s' is given twice",
+				       devs[i]);
+				return -EINVAL;
+			}
+		if (o->size) {
+			ret = prepare_file(devs[i], o->size);
+			if (ret)
+				return ret;
+		}
+		ret = dg_dev_open(d, devs[i], false, err, sizeof(err));
+		if (ret) {
+			dg_log(DG_LOG_ERR, "%s", err);
+			return ret;
+		}
+		d->idx = i;
+		if (!o->force && dg_dev_read_super(d, &s, &backup) != -ENODEV) {
+			dg_log(DG_LOG_ERR, "'%s' already holds a daxguard "
+			       "volume; use --force to overwrite it", devs[i]);
+			return -EEXIST;
+		}
+		if (i && d->size != *dev_bytes) {
+			dg_log(DG_LOG_ERR, "device sizes differ: '%s' has %llu "
+			       "bytes, '%s' has %llu", devs[0],
+			       (unsigned long long)*dev_bytes, devs[i],
+			       (unsigned long long)d->size);
+			return -EINVAL;
+		}
+		*dev_bytes = d->size;
+	}
+	if (*dev_bytes < DG_MIN_DEV_BYTES) {
+		dg_log(DG_LOG_ERR, "devices of %llu bytes are too small: "
+		       "need at least %llu MiB each",
+		       (unsigned long long)*dev_bytes, DG_MIN_DEV_BYTES >> 20);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static void new_uuid(uint8_t u[16])
+{
+	if (getrandom(u, 16, 0) != 16) {
+		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+
+		memcpy(u, &t, 8);
+		memcpy(u + 8, &u, 8);
+	}
+	u[6] = (u[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
+	u[8] = (u[8] & 0x3f) | 0x80;
+}
+
+/* Write the skeleton: metadata regions zeroed, journal header,
+ * superblocks (CLEAN, generation 1). */
+static int write_skeleton(struct dg_vol *vol, unsigned ndev,
+			  const struct dg_format_opts *o, uint64_t dev_bytes)
+{
+	struct dg_dsuper *sb = &vol->sb;
+	uint32_t cp = o->chunk_pages ? o->chunk_pages : DG_DEFAULT_CHUNK_PAGES;
+
+	memset(sb, 0, sizeof(*sb));
+	dg_geom_layout(sb, dev_bytes / DG_PAGE_SIZE, cp, ndev, o->parity);
+	if (sb->rows < 2ull * cp) {
+		dg_log(DG_LOG_ERR, "devices of %llu bytes are too small for "
+		       "chunks of %u pages", (unsigned long long)dev_bytes,
+		       cp);
+		return -ENOSPC;
+	}
+	sb->magic = DG_SUPER_MAGIC;
+	sb->version = DG_FORMAT_VERSION;
+	sb->incompat = o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY : 0;
+	new_uuid(sb->vol_uuid);
+	sb->generation = 1;
+	sb->state = DG_STATE_CLEAN;
+	sb->ctime = sb->mtime = (uint64_t)time(NULL);
+	if (o->label)
+		strncpy(sb->label, o->label, sizeof(sb->label) - 1);
+	vol->ndev = ndev;
+	vol->seed = dg_seed_from_uuid(sb->vol_uuid);
+	for (unsigned i = 0; i < ndev; i++) {
+		struct dg_dev *d = &vol->devs[i];
+
+		new_uuid(vol->dev_uuid[i]);
+		/* Checksum regions must read as zero ("never written"); the
+		 * journal log needs nothing, its entries carry checksums. */
+		zero_region(d, sb->jrnl_start << DG_PAGE_SHIFT,
+			    2ull * DG_PAGE_SIZE);
+		if (ndev == 1)
+			zero_region(d, (sb->jrnl_start + sb->jrnl_pages / 2)
+					       << DG_PAGE_SHIFT,
+				    2ull * DG_PAGE_SIZE);
+		zero_region(d, sb->csum_start << DG_PAGE_SHIFT,
+			    2 * sb->csum_pages << DG_PAGE_SHIFT);
+	}
+	dg_journal_format(vol);
+	dg_write_supers(vol);
+	return 0;
+}
+
+int dg_format(const char *const *devs, unsigned ndev,
+	      const struct dg_format_opts *opts, struct dg_vol_info *info)
+{
+	struct dg_vol *tmp, *vol = NULL;
+	uint64_t dev_bytes = 0;
+	int ret;
+
+	ret = check_opts(ndev, opts);
+	if (ret)
+		return ret;
+	tmp = calloc(1, sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	ret = open_devs(tmp, devs, ndev, opts, &dev_bytes);
+	if (!ret)
+		ret = write_skeleton(tmp, ndev, opts, dev_bytes);
+	for (unsigned i = 0; i < ndev; i++)
+		if (tmp->devs[i].present)
+			dg_dev_close(&tmp->devs[i]);
+	free(tmp);
+	if (ret)
+		return ret;
+
+	/* The root and bitmap go through the ordinary update path. */
+	char err[512];
+	ret = dg_vol_open(devs, ndev, DG_OPEN_FORMAT, &vol, err, sizeof(err));
+	if (ret) {
+		dg_log(DG_LOG_ERR, "%s", err);
+		return ret;
+	}
+	ret = dg_alloc_format(vol);
+	if (!ret)
+		ret = dg_alloc_load(vol);
+	if (!ret && info)
+		dg_vol_get_info(vol, info);
+	dg_vol_close(vol);
+	return ret;
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* format.h -- every on-media structure of a daxguard volume */
+#ifndef DG_FORMAT_H
+#define DG_FORMAT_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/*
+ * OVERVIEW
+ *
+ * A volume is 1..16 devices of equal geometry. All integers are little
+ * endian; all offsets are in pages of DG_PAGE_SIZE bytes from the start
+ * of the device. Every device has the same layout:
+ *
+ *   page 0                  struct dg_dsuper, primary copy
+ *   [jrnl_start, +jrnl_pages)  journal area (used on the journal devices,
+ *                           reserved on the others so that rows line up)
+ *   [csum_start, +csum_pages)  checksum pages of this device's rows
+ *   [rep_start,  +csum_pages)  replica of the checksum pages of the
+ *                           previous device ((dev + ndev - 1) % ndev)
+ *   [data_start, +rows)     data rows
+ *   dev_pages - 1           struct dg_dsuper, backup copy
+ *
+ * Rows and columns. Row r of the volume is page data_start + r on every
+ * device. With parity P > 0, P pages of each row hold parity of the other
+ * K = ndev - P pages. The parity position rotates per chunk of
+ * chunk_pages rows (RAID-5 left-symmetric style), so a run of data pages
+ * within one chunk stays contiguous on one device (DESIGN §6):
+ *
+ *   chunk c = r / chunk_pages
+ *   first parity device  p0 = ndev - 1 - (c % ndev)
+ *   parity j (0..P-1) lives on device (p0 + j) % ndev
+ *   data devices are the others; data rank i (0..K-1) in device order
+ *   P = XOR of the data; Q = sum over i of g^i * D_i in GF(2^8), g = 2
+ *   (ISA-L gf_gen_rs_matrix rows k and k+1).
+ *
+ * Volume page numbers (vpn) address the data pages only, chunk-major:
+ *   vpn = (c * K + i) * chunk_pages + (r % chunk_pages)
+ * so vpns within one chunk-sized aligned run are contiguous on one device.
+ *
+ * Checksums (DESIGN §6). Each page of the data rows (data and parity
+ * alike) has a 64-bit XXH3 checksum seeded with the volume seed, the
+ * device index and the page number, so a page read from or written to the
+ * wrong address fails verification. The checksum of row r on device d is
+ * slot r % DG_CSUMS_PER_PAGE of checksum page r / DG_CSUMS_PER_PAGE in
+ * d's checksum region; the last 8 bytes of a checksum page are its own
+ * checksum. A replica of every checksum page lives on the next device.
+ *
+ * Never-written pages need no initialisation. A checksum value of 0
+ * (DG_CSUM_NONE) means "never written": the page reads as zeros and its
+ * media contents are ignored, in parity as everywhere else. A computed
+ * checksum of 0 is stored as 1. A checksum page that is all zeros
+ * (including its self checksum) is valid and says nothing in its range
+ * was ever written; because a fault can also zero a page, the engine
+ * only trusts an all-zero checksum page when its replica agrees.
+ *
+ * Journal. A redo journal of byte ranges on data-row pages, kept on two
+ * devices (devices 0 and 1; with one device, two halves of device 0's
+ * area). Its first two pages are alternating header slots
+ * (struct dg_djhead); the rest is a circular log of struct dg_djentry,
+ * each DG_JALIGN aligned and self-checksummed.
+ *
+ * Volume metadata in the vpn space: vpn 0 holds struct dg_droot; the
+ * allocation bitmap (one bit per vpn, 1 = in use) follows it.
+ */
+
+#define DG_PAGE_SHIFT	  12
+#define DG_PAGE_SIZE	  (1u << DG_PAGE_SHIFT)
+#define DG_LINE_SIZE	  64u /* cache line: unit of parity deltas */
+#define DG_MAX_DEVS	  16u
+#define DG_MAX_PARITY	  2u
+#define DG_CSUMS_PER_PAGE (DG_PAGE_SIZE / 8 - 1)
+#define DG_CSUM_NONE	  0ull
+#define DG_JALIGN	  64u
+
+#define DG_SUPER_MAGIC	0x5344524155475844ull /* "DXGUARDS" */
+#define DG_JHEAD_MAGIC	0x4844524155475844ull /* "DXGUARDH" */
+#define DG_JENTRY_MAGIC 0x4a47584du	     /* "MXGJ" */
+#define DG_ROOT_MAGIC	0x5452524155475844ull /* "DXGUARRT" */
+#define DG_FORMAT_VERSION 1u
+
+/* Feature flags, as ext4: unknown incompat -> refuse to open; unknown
+ * ro_compat -> open read-only; unknown compat -> ignore. */
+#define DG_FEAT_INCOMPAT_NOREDUNDANCY (1ull << 0) /* no checksums, no parity */
+#define DG_FEAT_INCOMPAT_SUPPORTED    DG_FEAT_INCOMPAT_NOREDUNDANCY
+#define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
+#define DG_FEAT_COMPAT_SUPPORTED      0ull
+
+/* dg_dsuper.state */
+#define DG_STATE_CLEAN 1u /* closed cleanly: journal empty */
+#define DG_STATE_DIRTY 2u /* open for writing, or crashed while open */
+
+/*
+ * Superblock, one per device at page 0 and a backup at the last page.
+ * Fields common to the volume are identical on every device; dev_index
+ * and dev_uuid are the device's own. csum is XXH3-64 of the first
+ * offsetof(csum) bytes, seeded with DG_SUPER_MAGIC.
+ */
+struct dg_dsuper {
+	uint64_t magic;		  /* DG_SUPER_MAGIC */
+	uint32_t version;	  /* DG_FORMAT_VERSION */
+	uint32_t size;		  /* sizeof(struct dg_dsuper) when written */
+	uint64_t compat;	  /* DG_FEAT_COMPAT_* */
+	uint64_t ro_compat;	  /* DG_FEAT_RO_COMPAT_* */
+	uint64_t incompat;	  /* DG_FEAT_INCOMPAT_* */
+	uint8_t vol_uuid[16];	  /* identity of the volume */
+	uint8_t dev_uuid[16];	  /* identity of this device slot's media */
+	uint32_t dev_index;	  /* 0..dev_count-1 */
+	uint32_t dev_count;	  /* devices in the volume, 1..16 */
+	uint32_t parity;	  /* parity pages per row, 0..2 */
+	uint32_t chunk_pages;	  /* rows per parity-rotation chunk */
+	uint64_t dev_pages;	  /* pages per device that the volume uses */
+	uint64_t generation;	  /* bumped at every open for writing */
+	uint32_t state;		  /* DG_STATE_* */
+	uint32_t jrnl_devs;	  /* devices that carry a journal copy */
+	uint64_t jrnl_start;	  /* first page of the journal area */
+	uint64_t jrnl_pages;	  /* pages in the journal area */
+	uint64_t csum_start;	  /* first checksum page */
+	uint64_t csum_pages;	  /* checksum pages (and replica pages) */
+	uint64_t rep_start;	  /* first replica checksum page */
+	uint64_t data_start;	  /* first page of row 0 */
+	uint64_t rows;		  /* data rows, a multiple of chunk_pages */
+	uint64_t ctime;		  /* mkfs time, seconds since the epoch */
+	uint64_t mtime;		  /* last open for writing, seconds */
+	char label[64];		  /* NUL padded */
+	uint8_t reserved[3840];	  /* zero; room for new fields */
+	uint64_t csum;		  /* XXH3-64 of the bytes before it */
+};
+_Static_assert(sizeof(struct dg_dsuper) == DG_PAGE_SIZE, "dsuper size");
+_Static_assert(offsetof(struct dg_dsuper, csum) == DG_PAGE_SIZE - 8,
+	       "dsuper csum offset");
+
+/*
+ * Journal header slot (pages 0 and 1 of a journal copy). The valid slot
+ * with the higher hseq wins. Entries before tail_off/tail_seq have been
+ * applied and are durable in place.
+ */
+struct dg_djhead {
+	uint64_t magic;		/* DG_JHEAD_MAGIC */
+	uint8_t vol_uuid[16];	/* volume this journal belongs to */
+	uint64_t hseq;		/* header write counter */
+	uint64_t tail_off;	/* byte offset of the first live entry in the log */
+	uint64_t tail_seq;	/* sequence number expected there */
+	uint64_t csum;		/* XXH3-64 of the bytes before it, vol seeded */
+};
+_Static_assert(sizeof(struct dg_djhead) == 56, "djhead size");
+
+/*
+ * One journal entry: a set of byte ranges applied atomically. Layout:
+ *   struct dg_djentry
+ *   struct dg_djrange[nranges]
+ *   the range bytes, concatenated, each padded to 8 bytes
+ *   zero padding to DG_JALIGN
+ * csum is XXH3-64 of the whole entry (len bytes) with csum = 0, seeded
+ * with the volume seed + seq. An entry is committed iff magic, seq and
+ * csum check out. A wrap entry (nranges = 0, flags DG_JENTRY_WRAP) says
+ * the log continues at offset 0.
+ */
+struct dg_djentry {
+	uint32_t magic;		/* DG_JENTRY_MAGIC */
+	uint32_t len;		/* bytes, multiple of DG_JALIGN */
+	uint64_t seq;		/* strictly increasing, no gaps */
+	uint32_t nranges;	/* struct dg_djrange that follow */
+	uint32_t flags;		/* DG_JENTRY_* */
+	uint64_t csum;		/* see above */
+};
+#define DG_JENTRY_WRAP 1u
+_Static_assert(sizeof(struct dg_djentry) == 32, "djentry size");
+
+/* A byte range of one page of a data row, and that page's checksum after
+ * the entry is applied (recovery checks the replayed page against it). */
+struct dg_djrange {
+	uint64_t row;		/* data row */
+	uint16_t dev;		/* device index */
+	uint16_t off;		/* byte offset in the page */
+	uint16_t len;		/* bytes, 1..DG_PAGE_SIZE */
+	uint16_t pad;		/* zero */
+	uint64_t page_csum;	/* checksum of the whole page afterwards */
+};
+_Static_assert(sizeof(struct dg_djrange) == 24, "djrange size");
+
+/*
+ * Volume root, vpn 0. Written by mkfs through the update path; the
+ * filesystem layer keeps its own fields in fs[].
+ */
+struct dg_droot {
+	uint64_t magic;		/* DG_ROOT_MAGIC */
+	uint64_t vpns;		/* data pages in the volume */
+	uint64_t bitmap_vpn;	/* first allocation bitmap page */
+	uint64_t bitmap_pages;	/* pages of allocation bitmap */
+	uint64_t meta_vpns;	/* vpns [0, meta_vpns) are reserved metadata */
+	uint8_t reserved[216];	/* zero */
+	uint8_t fs[3840];	/* owned by the filesystem layer */
+};
+_Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
+
+#endif /* DG_FORMAT_H */

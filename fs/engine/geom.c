@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/* geom.c -- address arithmetic: rows, chunks, parity rotation, vpns */
+#include "engine_i.h"
+
+/* DESIGN §6: parity rotates per chunk so extents stay on one device. */
+unsigned dg_row_parity_first(const struct dg_vol *vol, uint64_t row)
+{
+	uint64_t chunk = row / vol->sb.chunk_pages;
+
+	return vol->ndev - 1 - (unsigned)(chunk % vol->ndev);
+}
+
+bool dg_row_dev_is_parity(const struct dg_vol *vol, uint64_t row,
+			  unsigned dev)
+{
+	unsigned p0;
+
+	if (!vol->parity)
+		return false;
+	p0 = dg_row_parity_first(vol, row);
+	return (dev + vol->ndev - p0) % vol->ndev < vol->parity;
+}
+
+unsigned dg_row_parity_dev(struct dg_vol *vol, uint64_t row, unsigned j)
+{
+	return (dg_row_parity_first(vol, row) + j) % vol->ndev;
+}
+
+unsigned dg_row_data_rank(const struct dg_vol *vol, uint64_t row,
+			  unsigned dev)
+{
+	unsigned rank = 0;
+
+	for (unsigned d = 0; d < dev; d++)
+		if (!dg_row_dev_is_parity(vol, row, d))
+			rank++;
+	return rank;
+}
+
+unsigned dg_row_data_dev(const struct dg_vol *vol, uint64_t row,
+			 unsigned rank)
+{
+	for (unsigned d = 0; d < vol->ndev; d++) {
+		if (dg_row_dev_is_parity(vol, row, d))
+			continue;
+		if (rank-- == 0)
+			return d;
+	}
+	return vol->ndev; /* not reached for rank < k */
+}
+
+struct dg_loc dg_vpn_loc(struct dg_vol *vol, uint64_t vpn)
+{
+	uint64_t cp = vol->sb.chunk_pages;
+	uint64_t q = vpn / cp;
+	uint64_t row = (q / vol->k) * cp + vpn % cp;
+
+	return (struct dg_loc){ dg_row_data_dev(vol, row, q % vol->k), row };
+}
+
+uint64_t dg_loc_vpn(struct dg_vol *vol, unsigned dev, uint64_t row)
+{
+	uint64_t cp = vol->sb.chunk_pages;
+	uint64_t rank = dg_row_data_rank(vol, row, dev);
+
+	return ((row / cp) * vol->k + rank) * cp + row % cp;
+}
+
+uint64_t dg_row_page(struct dg_vol *vol, uint64_t row)
+{
+	return vol->sb.data_start + row;
+}
+
+void dg_csum_loc(struct dg_vol *vol, unsigned dev, uint64_t row,
+		 uint64_t *page, uint32_t *byte, uint64_t *rep_page)
+{
+	*page = vol->sb.csum_start + row / DG_CSUMS_PER_PAGE;
+	*byte = (uint32_t)(row % DG_CSUMS_PER_PAGE) * 8;
+	*rep_page = vol->sb.rep_start + row / DG_CSUMS_PER_PAGE;
+	(void)dev;
+}
+
+void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
+		 uint64_t *start, uint64_t *pages)
+{
+	/* Two copies on devices 0 and 1; one device holds both halves. */
+	if (vol->ndev > 1) {
+		*dev = copy;
+		*start = vol->sb.jrnl_start;
+		*pages = vol->sb.jrnl_pages;
+	} else {
+		*dev = 0;
+		*pages = vol->sb.jrnl_pages / 2;
+		*start = vol->sb.jrnl_start + copy * *pages;
+	}
+}
+
+/*
+ * Lay out a device of dev_pages pages: supers at both ends, the journal,
+ * checksum and replica regions, then as many whole chunks of rows as fit.
+ * Leaves sb->rows == 0 if nothing fits.
+ */
+void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
+		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity)
+{
+	uint64_t jrnl = dev_pages / 64, avail, rows, cp;
+
+	if (jrnl < 512)
+		jrnl = 512; /* 2 MiB: a 1 MiB write and its headers */
+	if (jrnl > 16384)
+		jrnl = 16384;
+	sb->dev_pages = dev_pages;
+	sb->dev_count = ndev;
+	sb->parity = parity;
+	sb->chunk_pages = chunk_pages;
+	sb->jrnl_devs = ndev > 1 ? 2 : 1;
+	sb->jrnl_start = 1;
+	sb->jrnl_pages = jrnl;
+	sb->rows = 0;
+	if (dev_pages < 2 + jrnl + 2)
+		return;
+	avail = dev_pages - 2 - jrnl;
+	rows = avail * DG_CSUMS_PER_PAGE / (DG_CSUMS_PER_PAGE + 2);
+	while (rows && rows + 2 * dg_div_up(rows, DG_CSUMS_PER_PAGE) > avail)
+		rows--;
+	cp = chunk_pages;
+	rows -= rows % cp;
+	sb->rows = rows;
+	sb->csum_pages = dg_div_up(rows, DG_CSUMS_PER_PAGE);
+	sb->csum_start = sb->jrnl_start + jrnl;
+	sb->rep_start = sb->csum_start + sb->csum_pages;
+	sb->data_start = sb->rep_start + sb->csum_pages;
+}

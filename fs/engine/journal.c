@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: MIT
+/* journal.c -- the redo journal: append, retire, recover (DESIGN §5, G4) */
+#include <stdlib.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include "csum.h"
+
+/* An appended entry not yet retired. */
+struct dg_jpending {
+	uint64_t seq;
+	uint64_t end_off;	/* log offset just past the entry */
+	bool done;
+};
+
+static uint64_t entry_csum(const struct dg_vol *vol, const void *e,
+			   size_t len)
+{
+	struct dg_djentry h;
+	XXH3_state_t st;
+
+	memcpy(&h, e, sizeof(h));
+	h.csum = 0;
+	XXH3_64bits_reset_withSeed(&st, vol->seed + h.seq);
+	XXH3_64bits_update(&st, &h, sizeof(h));
+	XXH3_64bits_update(&st, (const uint8_t *)e + sizeof(h),
+			   len - sizeof(h));
+	return XXH3_64bits_digest(&st);
+}
+
+static uint64_t head_csum(const struct dg_vol *vol, const struct dg_djhead *h)
+{
+	return XXH3_64bits_withSeed(h, offsetof(struct dg_djhead, csum),
+				    vol->seed);
+}
+
+static struct dg_dev *copy_dev(struct dg_vol *vol, unsigned c,
+			       uint64_t *area)
+{
+	struct dg_journal *j = &vol->jrnl;
+
+	*area = j->start[c] << DG_PAGE_SHIFT;
+	return vol->devs[j->dev[c]].present ? &vol->devs[j->dev[c]] : NULL;
+}
+
+/* Write both header slots' successor: the slot not written last. */
+static void write_head(struct dg_vol *vol)
+{
+	struct dg_journal *j = &vol->jrnl;
+	struct dg_djhead h = { 0 };
+	uint64_t area;
+
+	h.magic = DG_JHEAD_MAGIC;
+	memcpy(h.vol_uuid, vol->sb.vol_uuid, 16);
+	h.hseq = ++j->hseq;
+	h.tail_off = j->tail_off;
+	h.tail_seq = j->tail_seq;
+	h.csum = head_csum(vol, &h);
+	for (unsigned c = 0; c < j->ncopies; c++) {
+		struct dg_dev *d = copy_dev(vol, c, &area);
+		uint64_t off = area + (h.hseq % 2) * DG_PAGE_SIZE;
+
+		if (!d)
+			continue;
+		dg_dev_write(d, off, &h, sizeof(h));
+		/* The new tail must be durable before the space behind it
+		 * is reused. */
+		dg_dev_persist(d, off, sizeof(h));
+	}
+}
+
+static bool read_head(struct dg_vol *vol, struct dg_djhead *best)
+{
+	struct dg_journal *j = &vol->jrnl;
+	bool found = false;
+	uint64_t area;
+
+	for (unsigned c = 0; c < j->ncopies; c++) {
+		struct dg_dev *d = copy_dev(vol, c, &area);
+
+		for (unsigned s = 0; d && s < 2; s++) {
+			struct dg_djhead h;
+
+			memcpy(&h, dg_dev_ptr(d, area + s * DG_PAGE_SIZE),
+			       sizeof(h));
+			if (h.magic != DG_JHEAD_MAGIC ||
+			    memcmp(h.vol_uuid, vol->sb.vol_uuid, 16) ||
+			    h.csum != head_csum(vol, &h) ||
+			    h.tail_off >= j->log_bytes ||
+			    h.tail_off % DG_JALIGN)
+				continue;
+			if (!found || h.hseq > best->hseq)
+				*best = h;
+			found = true;
+		}
+	}
+	return found;
+}
+
+/* The entry at off with sequence seq in copy c, if it is committed. */
+static const struct dg_djentry *entry_at(struct dg_vol *vol, unsigned c,
+					 uint64_t off, uint64_t seq)
+{
+	struct dg_journal *j = &vol->jrnl;
+	const struct dg_djentry *e;
+	struct dg_dev *d;
+	uint64_t area;
+
+	d = copy_dev(vol, c, &area);
+	if (!d || off + sizeof(*e) > j->log_bytes)
+		return NULL;
+	e = (const void *)dg_dev_ptr(d, area + j->log_off + off);
+	if (e->magic != DG_JENTRY_MAGIC || e->seq != seq ||
+	    e->len < sizeof(*e) || e->len % DG_JALIGN ||
+	    e->len > j->log_bytes - off)
+		return NULL;
+	if ((uint64_t)e->nranges * sizeof(struct dg_djrange) >
+	    e->len - sizeof(*e))
+		return NULL;
+	if (entry_csum(vol, e, e->len) != e->csum)
+		return NULL;
+	return e;
+}
+
+static const struct dg_djentry *entry_any(struct dg_vol *vol, uint64_t off,
+					  uint64_t seq)
+{
+	for (unsigned c = 0; c < vol->jrnl.ncopies; c++) {
+		const struct dg_djentry *e = entry_at(vol, c, off, seq);
+
+		if (e)
+			return e;
+	}
+	return NULL;
+}
+
+/* ---- recovery ------------------------------------------------------ */
+
+struct touched {
+	unsigned dev;
+	uint64_t row;
+	uint64_t csum;	/* of the last entry that touched the page */
+};
+
+static int touched_cmp(const void *a, const void *b)
+{
+	const struct touched *x = a, *y = b;
+
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	return x->dev < y->dev ? -1 : x->dev > y->dev;
+}
+
+/* Redo the bytes of one entry; remember the pages it touched. */
+static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
+			struct touched **t, size_t *nt, size_t *capt)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+	const uint8_t *data = (const uint8_t *)(r + e->nranges);
+	const uint8_t *end = (const uint8_t *)e + e->len;
+
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		struct dg_dev *d;
+		uint64_t off;
+
+		if (r[i].dev >= vol->ndev || r[i].row >= vol->sb.rows ||
+		    r[i].len == 0 || r[i].off + r[i].len > DG_PAGE_SIZE ||
+		    data + r[i].len > end)
+			return DG_CORRUPT(vol, "journal entry %" PRIu64
+					  " range %u out of bounds", e->seq, i);
+		d = &vol->devs[r[i].dev];
+		off = (dg_row_page(vol, r[i].row) << DG_PAGE_SHIFT) + r[i].off;
+		if (d->present)
+			dg_dev_write(d, off, data, r[i].len);
+		data += (r[i].len + 7u) & ~7u;
+		if (*nt == *capt) {
+			size_t cap = *capt ? *capt * 2 : 64;
+			void *n = realloc(*t, cap * sizeof(**t));
+
+			if (!n)
+				return -ENOMEM;
+			*t = n;
+			*capt = cap;
+		}
+		(*t)[(*nt)++] = (struct touched){ r[i].dev, r[i].row,
+						  r[i].page_csum };
+	}
+	return 0;
+}
+
+static void persist_all(struct dg_vol *vol, struct dg_flushset *fs)
+{
+	for (unsigned i = 0; i < fs->n; i++)
+		dg_dev_persist(&vol->devs[fs->r[i].dev], fs->r[i].off,
+			       fs->r[i].len);
+	if (fs->oom)
+		for (unsigned d = 0; d < vol->ndev; d++)
+			if (vol->devs[d].present)
+				dg_dev_persist(&vol->devs[d], 0,
+					       vol->devs[d].size);
+	fs->n = 0;
+	fs->oom = false;
+}
+
+/*
+ * Bring the redundancy of the replayed pages up to date: each page must
+ * hash to the checksum its last entry recorded (anything else is
+ * corruption on top of the crash, reported, never blessed), and the
+ * parity of every touched row is recomputed from its verified data --
+ * a delta would not be idempotent.
+ */
+static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
+			   struct dg_flushset *fs)
+{
+	struct dg_csum_upd *u = NULL;
+	size_t nu = 0;
+	uint8_t *buf = NULL;
+	int ret = 0;
+
+	/* Stable sort keeps entry order; the last duplicate wins. */
+	for (size_t i = 1; i < nt; i++) {
+		struct touched x = t[i];
+		size_t j = i;
+
+		while (j > 0 && touched_cmp(&t[j - 1], &x) > 0) {
+			t[j] = t[j - 1];
+			j--;
+		}
+		t[j] = x;
+	}
+	u = calloc(nt + vol->parity * nt + 1, sizeof(*u));
+	buf = aligned_alloc(DG_PAGE_SIZE, (DG_MAX_DEVS + 1) * DG_PAGE_SIZE);
+	if (!u || !buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		struct dg_dev *d = &vol->devs[t[i].dev];
+		uint64_t off = dg_row_page(vol, t[i].row) << DG_PAGE_SHIFT;
+
+		if (i + 1 < nt && !touched_cmp(&t[i], &t[i + 1]))
+			continue;
+		if (d->present &&
+		    dg_csum_page(vol, t[i].dev, t[i].row, dg_dev_ptr(d, off)) !=
+			    t[i].csum) {
+			dg_fault_note(vol, DG_FAULT_DETECTED, t[i].dev, t[i].row,
+				      "data", "replayed page differs from journal");
+			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, t[i].dev,
+				      t[i].row, "data", "none");
+		}
+		u[nu++] = (struct dg_csum_upd){ t[i].dev, t[i].row, t[i].csum };
+	}
+	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
+	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
+	if (ret)
+		goto out;
+	persist_all(vol, fs);
+
+	nu = 0;
+	for (size_t i = 0; i < nt && vol->parity; i++) {
+		uint8_t *pages[DG_MAX_DEVS];
+		uint64_t row = t[i].row;
+
+		if (i > 0 && t[i - 1].row == row)
+			continue;
+		for (unsigned p = 0; p < vol->k + vol->parity; p++)
+			pages[p] = buf + p * DG_PAGE_SIZE;
+		for (unsigned r = 0; r < vol->k; r++) {
+			unsigned dev = dg_row_data_dev(vol, row, r);
+			uint64_t cs;
+
+			ret = dg_page_read_locked(vol, dev, row, pages[r], &cs);
+			if (ret)
+				goto out;
+		}
+		dg_parity_compute(vol, pages, pages + vol->k, DG_PAGE_SIZE);
+		for (unsigned j = 0; j < vol->parity; j++) {
+			unsigned dev = dg_row_parity_dev(vol, row, j);
+			struct dg_dev *d = &vol->devs[dev];
+			uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+
+			if (!d->present)
+				continue;
+			dg_dev_write(d, off, pages[vol->k + j], DG_PAGE_SIZE);
+			dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
+			u[nu++] = (struct dg_csum_upd){
+				dev, row,
+				dg_csum_page(vol, dev, row, pages[vol->k + j])
+			};
+		}
+	}
+	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
+	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
+	persist_all(vol, fs);
+out:
+	free(u);
+	free(buf);
+	return ret;
+}
+
+static int recover(struct dg_vol *vol)
+{
+	struct dg_journal *j = &vol->jrnl;
+	struct touched *t = NULL;
+	size_t nt = 0, capt = 0;
+	uint64_t off = j->tail_off, seq = j->tail_seq, n = 0;
+	struct dg_flushset fs;
+	const struct dg_djentry *e;
+	int ret = 0;
+
+	dg_flushset_init(&fs);
+	while ((e = entry_any(vol, off, seq))) {
+		if (!(e->flags & DG_JENTRY_WRAP)) {
+			ret = replay_entry(vol, e, &t, &nt, &capt);
+			if (ret)
+				goto out;
+			off += e->len;
+		} else {
+			off = 0;
+		}
+		seq++;
+		n++;
+		if (off >= j->log_bytes)
+			off = 0;
+	}
+	j->head_off = off;
+	j->head_seq = seq;
+	if (n == 0)
+		goto out;
+	dg_log(DG_LOG_NOTICE, "journal replay entries=%" PRIu64
+	       " first_seq=%" PRIu64 " pages=%zu", n, j->tail_seq, nt);
+	/* The redone bytes must be durable before redundancy is derived
+	 * from them and before the journal forgets them. */
+	for (size_t i = 0; i < nt; i++)
+		dg_flushset_add(&fs, t[i].dev,
+				dg_row_page(vol, t[i].row) << DG_PAGE_SHIFT,
+				DG_PAGE_SIZE);
+	persist_all(vol, &fs);
+	if (vol->redundancy) {
+		ret = redo_redundancy(vol, t, nt, &fs);
+		if (ret)
+			goto out;
+	}
+	j->tail_off = j->head_off;
+	j->tail_seq = j->head_seq;
+	write_head(vol);
+out:
+	dg_flushset_fini(&fs);
+	free(t);
+	return ret;
+}
+
+int dg_journal_open(struct dg_vol *vol, bool do_recover)
+{
+	struct dg_journal *j = &vol->jrnl;
+	struct dg_djhead h;
+	uint64_t pages;
+
+	memset(j, 0, sizeof(*j));
+	pthread_mutex_init(&j->lock, NULL);
+	pthread_cond_init(&j->cond, NULL);
+	j->ncopies = 2;
+	for (unsigned c = 0; c < j->ncopies; c++)
+		dg_jrnl_loc(vol, c, &j->dev[c], &j->start[c], &pages);
+	j->log_off = 2 * DG_PAGE_SIZE;
+	j->log_bytes = (pages - 2) * DG_PAGE_SIZE;
+	if (!vol->devs[j->dev[0]].present && !vol->devs[j->dev[1]].present)
+		return -ENXIO;
+	if (!read_head(vol, &h)) {
+		dg_log(DG_LOG_WARNING, "journal header unreadable on every "
+		       "copy: starting an empty journal");
+		h.hseq = 0;
+		h.tail_off = 0;
+		h.tail_seq = 1;
+	}
+	j->hseq = h.hseq;
+	j->tail_off = j->head_off = h.tail_off;
+	j->tail_seq = j->head_seq = h.tail_seq;
+	if (!do_recover) {
+		/* Find the head only, so nothing is appended over it. */
+		const struct dg_djentry *e;
+		uint64_t off = j->tail_off, seq = j->tail_seq;
+
+		while ((e = entry_any(vol, off, seq))) {
+			off = (e->flags & DG_JENTRY_WRAP) ? 0 : off + e->len;
+			if (off >= j->log_bytes)
+				off = 0;
+			seq++;
+		}
+		j->head_off = off;
+		j->head_seq = seq;
+		return 0;
+	}
+	return recover(vol);
+}
+
+bool dg_journal_dirty(struct dg_vol *vol)
+{
+	return vol->jrnl.head_seq != vol->jrnl.tail_seq;
+}
+
+void dg_journal_close(struct dg_vol *vol)
+{
+	free(vol->jrnl.pend);
+	vol->jrnl.pend = NULL;
+	pthread_mutex_destroy(&vol->jrnl.lock);
+	pthread_cond_destroy(&vol->jrnl.cond);
+}
+
+size_t dg_journal_max_entry(const struct dg_vol *vol)
+{
+	return vol->jrnl.log_bytes / 2 - DG_JALIGN;
+}
+
+/* Retire completed entries from the front of the pending ring. Caller
+ * holds the journal lock. Returns true if the tail moved. */
+static bool retire(struct dg_journal *j)
+{
+	bool moved = false;
+
+	while (j->npend && j->pend[j->pend_first].done) {
+		struct dg_jpending *p = &j->pend[j->pend_first];
+
+		j->tail_off = p->end_off;
+		j->tail_seq = p->seq + 1;
+		j->pend_first = (j->pend_first + 1) % j->pend_cap;
+		j->npend--;
+		moved = true;
+	}
+	if (!j->npend && (j->tail_off != j->head_off ||
+			  j->tail_seq != j->head_seq)) {
+		j->tail_off = j->head_off;
+		j->tail_seq = j->head_seq;
+		moved = true;
+	}
+	return moved;
+}
+
+static uint64_t log_used(const struct dg_journal *j)
+{
+	/* A gap of DG_JALIGN is always kept, so head == tail means empty. */
+	if (j->head_off >= j->tail_off)
+		return j->head_off - j->tail_off;
+	return j->log_bytes - j->tail_off + j->head_off;
+}
+
+static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
+		     bool done)
+{
+	if (j->npend == j->pend_cap) {
+		unsigned cap = j->pend_cap ? j->pend_cap * 2 : 64;
+		struct dg_jpending *n = malloc(cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		for (unsigned i = 0; i < j->npend; i++)
+			n[i] = j->pend[(j->pend_first + i) % j->pend_cap];
+		free(j->pend);
+		j->pend = n;
+		j->pend_cap = cap;
+		j->pend_first = 0;
+	}
+	j->pend[(j->pend_first + j->npend++) % j->pend_cap] =
+		(struct dg_jpending){ seq, end, done };
+	return 0;
+}
+
+/* Write an entry image at the head of every copy. Caller holds the lock
+ * and has made room. */
+static void put_entry(struct dg_vol *vol, void *entry, size_t len)
+{
+	struct dg_journal *j = &vol->jrnl;
+	struct dg_djentry *e = entry;
+	uint64_t area;
+
+	e->magic = DG_JENTRY_MAGIC;
+	e->len = (uint32_t)len;
+	e->seq = j->head_seq;
+	e->csum = 0;
+	e->csum = entry_csum(vol, e, len);
+	for (unsigned c = 0; c < j->ncopies; c++) {
+		struct dg_dev *d = copy_dev(vol, c, &area);
+		uint64_t off = area + j->log_off + j->head_off;
+
+		if (!d)
+			continue;
+		dg_dev_write(d, off, e, len);
+	}
+	for (unsigned c = 0; c < j->ncopies; c++) {
+		struct dg_dev *d = copy_dev(vol, c, &area);
+
+		if (d)
+			dg_dev_persist(d, area + j->log_off + j->head_off,
+				       len);
+	}
+}
+
+int dg_journal_append(struct dg_vol *vol, void *entry, size_t len,
+		      uint64_t *seq)
+{
+	struct dg_journal *j = &vol->jrnl;
+	int ret;
+
+	if (len > dg_journal_max_entry(vol))
+		return -E2BIG;
+	pthread_mutex_lock(&j->lock);
+	for (;;) {
+		uint64_t need = len;
+
+		if (j->head_off + len > j->log_bytes)
+			need += j->log_bytes - j->head_off; /* the wrap */
+		if (log_used(j) + need + DG_JALIGN <= j->log_bytes)
+			break;
+		if (retire(j)) {
+			write_head(vol);
+			continue;
+		}
+		/* Every live entry is still being applied: wait for one. */
+		pthread_cond_wait(&j->cond, &j->lock);
+	}
+	if (j->head_off + len > j->log_bytes) {
+		struct dg_djentry wrap = { .flags = DG_JENTRY_WRAP };
+		uint8_t img[DG_JALIGN] = { 0 };
+
+		memcpy(img, &wrap, sizeof(wrap));
+		put_entry(vol, img, DG_JALIGN);
+		ret = pend_push(j, j->head_seq, 0, true);
+		if (ret)
+			goto out;
+		j->head_seq++;
+		j->head_off = 0;
+	}
+	put_entry(vol, entry, len);
+	*seq = j->head_seq;
+	ret = pend_push(j, j->head_seq, (j->head_off + len) % j->log_bytes,
+			false);
+	if (ret)
+		goto out;
+	j->head_seq++;
+	j->head_off = (j->head_off + len) % j->log_bytes;
+out:
+	pthread_mutex_unlock(&j->lock);
+	return ret;
+}
+
+void dg_journal_done(struct dg_vol *vol, uint64_t seq)
+{
+	struct dg_journal *j = &vol->jrnl;
+
+	pthread_mutex_lock(&j->lock);
+	for (unsigned i = 0; i < j->npend; i++) {
+		struct dg_jpending *p = &j->pend[(j->pend_first + i) %
+						 j->pend_cap];
+
+		if (p->seq == seq) {
+			p->done = true;
+			break;
+		}
+	}
+	pthread_cond_broadcast(&j->cond);
+	pthread_mutex_unlock(&j->lock);
+}
+
+int dg_journal_checkpoint(struct dg_vol *vol)
+{
+	struct dg_journal *j = &vol->jrnl;
+
+	pthread_mutex_lock(&j->lock);
+	if (retire(j))
+		write_head(vol);
+	pthread_mutex_unlock(&j->lock);
+	return 0;
+}
+
+void dg_journal_format(struct dg_vol *vol)
+{
+	struct dg_journal *j = &vol->jrnl;
+	uint64_t pages;
+
+	memset(j, 0, sizeof(*j));
+	j->ncopies = 2;
+	for (unsigned c = 0; c < j->ncopies; c++)
+		dg_jrnl_loc(vol, c, &j->dev[c], &j->start[c], &pages);
+	j->log_off = 2 * DG_PAGE_SIZE;
+	j->log_bytes = (pages - 2) * DG_PAGE_SIZE;
+	j->tail_off = 0;
+	j->tail_seq = 1;
+	write_head(vol);
+}

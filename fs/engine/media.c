@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+/* media.c -- device layer over libpmem2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "media.h"
+
+static const struct dg_media_observer *observer;
+
+void dg_media_set_observer(const struct dg_media_observer *obs)
+{
+	observer = obs;
+}
+
+static int map_fail(struct dg_dev *d, char *err, size_t errlen,
+		    const char *what)
+{
+	snprintf(err, errlen, "cannot map '%s': %s: %s", d->path, what,
+		 pmem2_errormsg());
+	return -EIO;
+}
+
+/*
+ * Map the whole device shared. Page store granularity is what plain
+ * files on tmpfs give (DESIGN: no pmem here); on real pmem libpmem2
+ * picks cache-line flushing by itself.
+ */
+static int dev_map(struct dg_dev *d, char *err, size_t errlen)
+{
+	struct pmem2_config *cfg = NULL;
+	int ret;
+
+	if (pmem2_source_from_fd(&d->src, d->fd))
+		return map_fail(d, err, errlen, "source");
+	if (pmem2_config_new(&cfg)) {
+		ret = map_fail(d, err, errlen, "config");
+		goto out;
+	}
+	pmem2_config_set_required_store_granularity(cfg,
+						    PMEM2_GRANULARITY_PAGE);
+	if (d->rdonly)
+		pmem2_config_set_protection(cfg, PMEM2_PROT_READ);
+	if (pmem2_map_new(&d->map, cfg, d->src)) {
+		ret = map_fail(d, err, errlen, "map");
+		goto out;
+	}
+	d->base = pmem2_map_get_address(d->map);
+	d->size = pmem2_map_get_size(d->map);
+	d->memcpy_fn = pmem2_get_memcpy_fn(d->map);
+	d->memset_fn = pmem2_get_memset_fn(d->map);
+	d->persist_fn = pmem2_get_persist_fn(d->map);
+	ret = 0;
+out:
+	pmem2_config_delete(&cfg);
+	return ret;
+}
+
+int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, char *err,
+		size_t errlen)
+{
+	struct stat st;
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+	d->rdonly = rdonly;
+	d->path = strdup(path);
+	if (!d->path)
+		return -ENOMEM;
+	d->fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (d->fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open '%s': %s", path,
+			 strerror(errno));
+		goto fail;
+	}
+	if (fstat(d->fd, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot stat '%s': %s", path,
+			 strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode) &&
+	    !S_ISCHR(st.st_mode)) {
+		ret = -EINVAL;
+		snprintf(err, errlen,
+			 "'%s' is not a regular file, block or DAX device",
+			 path);
+		goto fail;
+	}
+	/* One writer per volume: the lock lives as long as the fd. */
+	if (flock(d->fd, (rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		snprintf(err, errlen, "'%s' is in use by another process "
+			 "(mounted or being checked)", path);
+		goto fail;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size == 0) {
+		ret = -ENOSPC;
+		snprintf(err, errlen, "'%s' is empty", path);
+		goto fail;
+	}
+	ret = dev_map(d, err, errlen);
+	if (ret)
+		goto fail;
+	d->present = true;
+	return 0;
+fail:
+	dg_dev_close(d);
+	return ret;
+}
+
+void dg_dev_close(struct dg_dev *d)
+{
+	if (d->map)
+		pmem2_map_delete(&d->map);
+	if (d->src)
+		pmem2_source_delete(&d->src);
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->path);
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+}
+
+void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
+		  size_t len)
+{
+	if (observer)
+		observer->write(observer->arg, d->path, off, src, len);
+	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
+}
+
+void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
+{
+	static const uint8_t zeros[4096];
+
+	if (observer) {
+		for (size_t done = 0; done < len; done += sizeof(zeros)) {
+			size_t n = len - done < sizeof(zeros) ?
+					   len - done : sizeof(zeros);
+			observer->write(observer->arg, d->path, off + done,
+					zeros, n);
+		}
+	}
+	d->memset_fn(d->base + off, 0, len, PMEM2_F_MEM_NOFLUSH);
+}
+
+void dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
+{
+	if (observer)
+		observer->persist(observer->arg, d->path, off, len);
+	d->persist_fn(d->base + off, len);
+}
+
+void dg_flushset_init(struct dg_flushset *fs)
+{
+	memset(fs, 0, sizeof(*fs));
+}
+
+void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
+		     uint64_t len)
+{
+	struct dg_flushrange *last = fs->n ? &fs->r[fs->n - 1] : NULL;
+
+	/* Most adds extend the previous range (pages of one extent). */
+	if (last && last->dev == dev && off >= last->off &&
+	    off <= last->off + last->len) {
+		if (off + len > last->off + last->len)
+			last->len = off + len - last->off;
+		return;
+	}
+	if (fs->n == fs->cap) {
+		unsigned cap = fs->cap ? fs->cap * 2 : 16;
+		void *r = realloc(fs->r, cap * sizeof(*fs->r));
+
+		if (!r) {
+			fs->oom = true;
+			return;
+		}
+		fs->r = r;
+		fs->cap = cap;
+	}
+	fs->r[fs->n++] = (struct dg_flushrange){ dev, off, len };
+}
+
+void dg_flushset_fini(struct dg_flushset *fs)
+{
+	free(fs->r);
+	memset(fs, 0, sizeof(*fs));
+}

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+/* parity.c -- XOR and Reed-Solomon parity of a row through ISA-L */
+#include <stdlib.h>
+#include <string.h>
+#include <isa-l/erasure_code.h>
+
+#include "engine_i.h"
+
+/*
+ * The generator is ISA-L's gf_gen_rs_matrix(): identity for the k data
+ * positions, then a row of ones (P = XOR) and a row of powers of 2
+ * (Q, as RAID-6). It is MDS for the one and two parity rows we use.
+ */
+int dg_parity_init(struct dg_vol *vol)
+{
+	unsigned k = vol->k, m = k + vol->parity;
+
+	if (!vol->parity)
+		return 0;
+	vol->ec_matrix = malloc(m * k);
+	vol->ec_tables = malloc(32 * k * vol->parity);
+	if (!vol->ec_matrix || !vol->ec_tables) {
+		dg_parity_fini(vol);
+		return -ENOMEM;
+	}
+	gf_gen_rs_matrix(vol->ec_matrix, (int)m, (int)k);
+	ec_init_tables((int)k, (int)vol->parity, vol->ec_matrix + k * k,
+		       vol->ec_tables);
+	return 0;
+}
+
+void dg_parity_fini(struct dg_vol *vol)
+{
+	free(vol->ec_matrix);
+	free(vol->ec_tables);
+	vol->ec_matrix = vol->ec_tables = NULL;
+}
+
+/* Pangolin §3.5: parity patches from data diffs commute; the caller
+ * holds the row lock, so patches to one parity page do not interleave. */
+void dg_parity_delta(const struct dg_vol *vol, unsigned rank,
+		     const uint8_t *delta, size_t len, uint8_t **parity)
+{
+	ec_encode_data_update((int)len, (int)vol->k, (int)vol->parity,
+			      (int)rank, vol->ec_tables, (uint8_t *)delta,
+			      parity);
+}
+
+void dg_parity_compute(const struct dg_vol *vol, uint8_t **data,
+		       uint8_t **parity, size_t len)
+{
+	ec_encode_data((int)len, (int)vol->k, (int)vol->parity,
+		       vol->ec_tables, data, parity);
+}
+
+int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
+		      const bool *lost, size_t len)
+{
+	unsigned k = vol->k, m = k + vol->parity, nlost = 0, nsurv = 0;
+	unsigned surv[DG_MAX_DEVS], lostd[DG_MAX_DEVS], nlostd = 0;
+	uint8_t b[DG_MAX_DEVS * DG_MAX_DEVS], inv[DG_MAX_DEVS * DG_MAX_DEVS];
+	uint8_t c[DG_MAX_PARITY * DG_MAX_DEVS];
+	uint8_t tbls[32 * DG_MAX_DEVS * DG_MAX_PARITY];
+	uint8_t *src[DG_MAX_DEVS], *dst[DG_MAX_PARITY];
+
+	for (unsigned i = 0; i < m; i++) {
+		if (lost[i]) {
+			nlost++;
+			if (i < k)
+				lostd[nlostd++] = i;
+		} else if (nsurv < k) {
+			surv[nsurv++] = i;
+		}
+	}
+	if (nlost == 0)
+		return 0;
+	if (nlost > vol->parity)
+		return -EIO;
+
+	if (nlostd) {
+		/* Invert the rows of the survivors; rows of the inverse
+		 * give each lost data page from the survivors. */
+		for (unsigned r = 0; r < k; r++)
+			memcpy(b + r * k, vol->ec_matrix + surv[r] * k, k);
+		if (gf_invert_matrix(b, inv, (int)k) < 0)
+			return -EIO;
+		for (unsigned r = 0; r < nlostd; r++) {
+			memcpy(c + r * k, inv + lostd[r] * k, k);
+			dst[r] = pages[lostd[r]];
+		}
+		for (unsigned r = 0; r < k; r++)
+			src[r] = pages[surv[r]];
+		ec_init_tables((int)k, (int)nlostd, c, tbls);
+		ec_encode_data((int)len, (int)k, (int)nlostd, tbls, src, dst);
+	}
+	/* With every data page present again, lost parity is recomputed. */
+	for (unsigned j = 0; j < vol->parity; j++) {
+		if (!lost[k + j])
+			continue;
+		ec_init_tables((int)k, 1, vol->ec_matrix + (k + j) * k, tbls);
+		dst[0] = pages[k + j];
+		ec_encode_data((int)len, (int)k, 1, tbls, pages, dst);
+	}
+	return 0;
+}

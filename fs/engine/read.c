@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+/* read.c -- the one read path: verify every page, repair from parity */
+#include <stdlib.h>
+#include <string.h>
+
+#include "csum.h"
+
+static const char *const fault_names[DG_FAULT_NR] = {
+	[DG_FAULT_DETECTED] = "detected",
+	[DG_FAULT_REPAIRED] = "repaired",
+	[DG_FAULT_UNRECOVERABLE] = "unrecoverable",
+};
+
+/* STYLE §5: every fault is logged and counted exactly once per kind. */
+void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
+		   uint64_t row, const char *what, const char *action)
+{
+	atomic_fetch_add(&vol->faults[kind], 1);
+	dg_log(kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR : DG_LOG_WARNING,
+	       "fault %s dev=%u row=%" PRIu64 " what=%s action=%s",
+	       fault_names[kind], dev, row, what, action);
+}
+
+void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR])
+{
+	for (int i = 0; i < DG_FAULT_NR; i++)
+		counts[i] = atomic_load(&vol->faults[i]);
+}
+
+pthread_rwlock_t *dg_row_lock(struct dg_vol *vol, uint64_t row)
+{
+	return &vol->row_locks[row % DG_ROW_LOCKS];
+}
+
+static uint64_t page_off(struct dg_vol *vol, uint64_t row)
+{
+	return dg_row_page(vol, row) << DG_PAGE_SHIFT;
+}
+
+/* Position of dev in a row: data rank, or k + parity index. */
+static unsigned row_pos(struct dg_vol *vol, uint64_t row, unsigned dev)
+{
+	unsigned p0 = dg_row_parity_first(vol, row);
+
+	if (dg_row_dev_is_parity(vol, row, dev))
+		return vol->k + (dev + vol->ndev - p0) % vol->ndev;
+	return dg_row_data_rank(vol, row, dev);
+}
+
+static unsigned pos_dev(struct dg_vol *vol, uint64_t row, unsigned pos)
+{
+	if (pos < vol->k)
+		return dg_row_data_dev(vol, row, pos);
+	return dg_row_parity_dev(vol, row, pos - vol->k);
+}
+
+/*
+ * Read (dev, row) and check it against csum without repairing: 1 good,
+ * 0 bad or absent. A never-written page is zeros whatever the media
+ * holds.
+ */
+static int fetch_verified(struct dg_vol *vol, unsigned dev, uint64_t row,
+			  uint64_t csum, void *buf)
+{
+	struct dg_dev *d = &vol->devs[dev];
+
+	if (csum == DG_CSUM_NONE) {
+		memset(buf, 0, DG_PAGE_SIZE);
+		return 1;
+	}
+	if (!d->present)
+		return 0;
+	memcpy(buf, dg_dev_ptr(d, page_off(vol, row)), DG_PAGE_SIZE);
+	return dg_csum_page(vol, dev, row, buf) == csum;
+}
+
+/* The checksum of (dev, row) from whichever copy survives. */
+static int csum_of(struct dg_vol *vol, unsigned dev, uint64_t row,
+		   uint64_t *csum)
+{
+	if (vol->devs[dev].present)
+		return dg_csum_get(vol, dev, row, csum);
+	return dg_csum_get_replica(vol, dev, row, csum);
+}
+
+/*
+ * Rebuild (dev, row) from the rest of its row into buf and check it
+ * against csum. Other bad pages in the row are rebuilt too when parity
+ * allows and written back. Caller holds the row lock for writing.
+ */
+static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
+			    uint64_t csum, void *buf)
+{
+	unsigned m = vol->k + vol->parity, want = row_pos(vol, row, dev);
+	uint64_t cs[DG_MAX_DEVS];
+	bool known[DG_MAX_DEVS];
+	uint8_t *pages[DG_MAX_DEVS], *mem;
+	bool lost[DG_MAX_DEVS] = { false };
+	int ret = -EIO;
+
+	if (!vol->parity)
+		return -EIO;
+	mem = aligned_alloc(DG_PAGE_SIZE, (size_t)m * DG_PAGE_SIZE);
+	if (!mem)
+		return -ENOMEM;
+	for (unsigned p = 0; p < m; p++) {
+		unsigned pd = pos_dev(vol, row, p);
+
+		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
+		known[p] = true;
+		if (p == want) {
+			lost[p] = true;
+			cs[p] = csum;
+			continue;
+		}
+		if (csum_of(vol, pd, row, &cs[p]) < 0) {
+			lost[p] = true;
+			known[p] = false; /* cannot verify a rebuild */
+			continue;
+		}
+		lost[p] = !fetch_verified(vol, pd, row, cs[p], pages[p]);
+	}
+	if (dg_parity_rebuild(vol, pages, lost, DG_PAGE_SIZE) < 0)
+		goto out;
+	for (unsigned p = 0; p < m; p++) {
+		unsigned pd = pos_dev(vol, row, p);
+		struct dg_dev *d = &vol->devs[pd];
+
+		if (!lost[p])
+			continue;
+		if (!known[p] ||
+		    (cs[p] != DG_CSUM_NONE &&
+		     dg_csum_page(vol, pd, row, pages[p]) != cs[p])) {
+			if (p == want)
+				goto out; /* parity disagrees too */
+			continue;
+		}
+		if (p == want)
+			memcpy(buf, pages[p], DG_PAGE_SIZE);
+		if (p != want)
+			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row,
+				      p < vol->k ? "data" : "parity",
+				      "found while rebuilding a neighbour");
+		if (d->present && !vol->read_only && cs[p] != DG_CSUM_NONE) {
+			dg_dev_write(d, page_off(vol, row), pages[p],
+				     DG_PAGE_SIZE);
+			dg_dev_persist(d, page_off(vol, row), DG_PAGE_SIZE);
+		}
+		if (p != want)
+			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row,
+				      p < vol->k ? "data" : "parity",
+				      "rebuilt from parity");
+	}
+	ret = 0;
+out:
+	free(mem);
+	return ret;
+}
+
+int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
+			void *buf, uint64_t *csum_out)
+{
+	struct dg_dev *d = &vol->devs[dev];
+	uint64_t csum, rep;
+	int ret;
+
+	if (!vol->redundancy) {
+		memcpy(buf, dg_dev_ptr(d, page_off(vol, row)), DG_PAGE_SIZE);
+		*csum_out = DG_CSUM_NONE;
+		return 0;
+	}
+	ret = csum_of(vol, dev, row, &csum);
+	if (ret < 0)
+		return -EIO;
+	*csum_out = csum;
+	if (fetch_verified(vol, dev, row, csum, buf))
+		return 0;
+	if (!d->present) /* degraded: the page lives only in parity */
+		return rebuild_from_row(vol, dev, row, csum, buf);
+
+	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row,
+		      dg_row_dev_is_parity(vol, row, dev) ? "parity" : "data",
+		      "checksum mismatch");
+	/* A lost write of the checksum page leaves a stale but valid
+	 * primary; the replica then agrees with the data (G6: the page
+	 * proves the replica, not a guess). */
+	if (dg_csum_get_replica(vol, dev, row, &rep) == 0 && rep != csum &&
+	    fetch_verified(vol, dev, row, rep, buf)) {
+		if (!vol->read_only)
+			dg_csum_repair_primary(vol, dev, row);
+		*csum_out = rep;
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "csum-page",
+			      "stale primary replaced by replica");
+		return 0;
+	}
+	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
+		if (!vol->read_only) {
+			dg_dev_write(d, page_off(vol, row), buf, DG_PAGE_SIZE);
+			dg_dev_persist(d, page_off(vol, row), DG_PAGE_SIZE);
+		}
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
+			      "rebuilt from parity");
+		return 0;
+	}
+	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, "data", "EIO");
+	return -EIO;
+}
+
+/* Read one batch of pages under shared row locks. Returns the number of
+ * pages read before one failed verification (the caller repairs it
+ * under an exclusive lock), or a negative errno. */
+static int64_t read_batch(struct dg_vol *vol, uint64_t vpn, uint64_t n,
+			  uint8_t *buf, struct dg_csum_cursor *cur)
+{
+	unsigned locks[64], nl = 0;
+	int64_t done = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned l = dg_vpn_loc(vol, vpn + i).row % DG_ROW_LOCKS;
+		unsigned j = nl;
+
+		while (j > 0 && locks[j - 1] > l)
+			j--;
+		if (j > 0 && locks[j - 1] == l)
+			continue;
+		memmove(locks + j + 1, locks + j, (nl - j) * sizeof(*locks));
+		locks[j] = l;
+		nl++;
+	}
+	for (unsigned i = 0; i < nl; i++)
+		pthread_rwlock_rdlock(&vol->row_locks[locks[i]]);
+	cur->owner = -1; /* entries may have changed since the last batch */
+	for (; done < (int64_t)n; done++) {
+		struct dg_loc l = dg_vpn_loc(vol, vpn + done);
+		uint8_t *p = buf + (size_t)done * DG_PAGE_SIZE;
+		uint64_t csum;
+
+		if (!vol->devs[l.dev].present)
+			break;
+		if (!vol->redundancy) {
+			memcpy(p, dg_dev_ptr(&vol->devs[l.dev],
+					     page_off(vol, l.row)),
+			       DG_PAGE_SIZE);
+			continue;
+		}
+		if (dg_csum_lookup(vol, cur, l.dev, l.row, &csum) < 0 ||
+		    !fetch_verified(vol, l.dev, l.row, csum, p))
+			break;
+	}
+	for (unsigned i = 0; i < nl; i++)
+		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
+	return done;
+}
+
+int dg_read(struct dg_vol *vol, uint64_t vpn, uint64_t npages, void *buf)
+{
+	struct dg_csum_cursor cur;
+	uint8_t *out = buf;
+	int ret;
+
+	if (vpn >= vol->vpns || npages > vol->vpns - vpn)
+		return -EINVAL;
+	ret = dg_csum_cursor_init(&cur);
+	if (ret)
+		return ret;
+	while (npages) {
+		uint64_t n = npages < 64 ? npages : 64;
+		int64_t got = read_batch(vol, vpn, n, out, &cur);
+
+		if (got < (int64_t)n) {
+			/* Slow path: verify again and repair exclusively. */
+			struct dg_loc l = dg_vpn_loc(vol, vpn + got);
+			pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
+			uint64_t csum;
+
+			pthread_rwlock_wrlock(lk);
+			ret = dg_page_read_locked(vol, l.dev, l.row,
+						  out + got * DG_PAGE_SIZE,
+						  &csum);
+			pthread_rwlock_unlock(lk);
+			if (ret)
+				break;
+			got++;
+		}
+		vpn += got;
+		npages -= got;
+		out += got * DG_PAGE_SIZE;
+	}
+	dg_csum_cursor_fini(&cur);
+	return ret;
+}
+
+int dg_read_bytes(struct dg_vol *vol, uint64_t vpn, uint32_t off,
+		  uint32_t len, void *buf)
+{
+	uint8_t *page;
+	int ret;
+
+	if (off > DG_PAGE_SIZE || len > DG_PAGE_SIZE - off)
+		return -EINVAL;
+	page = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!page)
+		return -ENOMEM;
+	ret = dg_read(vol, vpn, 1, page);
+	if (!ret)
+		memcpy(buf, page + off, len);
+	free(page);
+	return ret;
+}

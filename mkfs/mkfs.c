@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/* mkfs.c -- mkfs.daxguard: parse options, dg_format(), report */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+#include "util.h"
+
+static const char usage_line[] =
+	"usage: mkfs.daxguard [--parity N] [--size SIZE] [--chunk SIZE] "
+	"[--label L] [--redundancy full|none] [--force] [-q] DEV...\n";
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "mkfs.daxguard: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fputs(usage_line, stderr);
+	exit(1);
+}
+
+static void print_summary(const char *const *devs, unsigned n,
+			  const struct dg_vol_info *in, double secs)
+{
+	char u[37], b1[32], b2[32];
+	uint64_t total = (uint64_t)in->ndev * in->dev_pages * DG_PAGE_SIZE;
+	uint64_t usable = in->vpns * DG_PAGE_SIZE;
+	double csum_pct = 100.0 * (2.0 * (double)in->csum_pages) /
+			  (double)in->dev_pages;
+	double par_pct = 100.0 * in->parity / in->ndev;
+
+	dg_uuid_format(in->uuid, u);
+	printf("daxguard volume %s%s%s%s\n", u, in->label[0] ? " label '" : "",
+	       in->label, in->label[0] ? "'" : "");
+	for (unsigned i = 0; i < n; i++)
+		printf("  device %u: %s\n", i, devs[i]);
+	printf("  devices %u, parity %u%s, chunk %u KiB\n", in->ndev,
+	       in->parity, in->no_redundancy ? " (redundancy none)" : "",
+	       in->chunk_pages * 4);
+	printf("  raw %s, usable %s\n", human_bytes(total, b1, sizeof(b1)),
+	       human_bytes(usable, b2, sizeof(b2)));
+	if (in->no_redundancy)
+		printf("  overhead: no checksums, no parity\n");
+	else
+		printf("  overhead: checksums %.2f%% (with replica), parity "
+		       "%.2f%%, journal %s per device\n", csum_pct, par_pct,
+		       human_bytes(in->jrnl_pages * DG_PAGE_SIZE, b1,
+				   sizeof(b1)));
+	printf("  formatted in %.3f s\n", secs);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "parity", required_argument, NULL, 'p' },
+		{ "size", required_argument, NULL, 's' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "label", required_argument, NULL, 'L' },
+		{ "redundancy", required_argument, NULL, 'r' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct dg_format_opts o = { 0 };
+	struct dg_vol_info info;
+	bool parity_set = false, quiet = false;
+	struct timespec t0, t1;
+	uint64_t v;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "p:s:c:L:r:fqh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (strlen(optarg) != 1 || optarg[0] < '0' ||
+			    optarg[0] > '2')
+				usage_error("--parity takes 0, 1 or 2, not '%s'",
+					    optarg);
+			o.parity = (unsigned)(optarg[0] - '0');
+			parity_set = true;
+			break;
+		case 's':
+			if (parse_size(optarg, &o.size) || !o.size)
+				usage_error("bad size '%s'", optarg);
+			break;
+		case 'c':
+			if (parse_size(optarg, &v) || v < DG_PAGE_SIZE ||
+			    v % DG_PAGE_SIZE || v > (1ull << 32))
+				usage_error("bad chunk size '%s' (multiple of "
+					    "4K, at most 4G)", optarg);
+			o.chunk_pages = (uint32_t)(v / DG_PAGE_SIZE);
+			break;
+		case 'L':
+			o.label = optarg;
+			break;
+		case 'r':
+			if (!strcmp(optarg, "none"))
+				o.no_redundancy = true;
+			else if (strcmp(optarg, "full"))
+				usage_error("--redundancy takes full or none, "
+					    "not '%s'", optarg);
+			break;
+		case 'f':
+			o.force = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			fputs(usage_line, stdout);
+			return 0;
+		default:
+			fputs(usage_line, stderr);
+			return 1;
+		}
+	}
+	if (optind == argc)
+		usage_error("no devices given");
+	if (argc - optind > (int)DG_MAX_DEVS)
+		usage_error("at most %u devices", DG_MAX_DEVS);
+	if (!parity_set)
+		o.parity = (!o.no_redundancy && argc - optind >= 2) ? 1 : 0;
+	if (o.no_redundancy && o.parity)
+		usage_error("--redundancy none excludes --parity");
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = dg_format((const char *const *)argv + optind,
+			(unsigned)(argc - optind), &o, &info);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (ret) {
+		fprintf(stderr, "mkfs.daxguard: cannot format: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	if (!quiet)
+		print_summary((const char *const *)argv + optind,
+			      (unsigned)(argc - optind), &info,
+			      (double)(t1.tv_sec - t0.tv_sec) +
+				      (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return 0;
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+/* util.c -- helpers shared by the command-line tools */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+int parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; break;
+	case 'M': shift = 20; break;
+	case 'G': shift = 30; break;
+	case 'T': shift = 40; break;
+	case '\0': break;
+	default: return -1;
+	}
+	if (*end) {
+		end++;
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+		if (*end)
+			return -1;
+	}
+	if (shift && v > (~0ull >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int split_devs(const char *list, char **out, int max)
+{
+	int n = 0;
+	const char *p = list;
+
+	while (*p) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+
+		if (n == max)
+			goto too_many;
+		out[n] = strndup(p, len);
+		if (!out[n])
+			goto too_many;
+		n++;
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	return n;
+too_many:
+	while (n > 0)
+		free(out[--n]);
+	return -1;
+}
+
+const char *human_bytes(uint64_t bytes, char *buf, unsigned len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB",
+					     "TiB", "PiB" };
+	double v = (double)bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+	return buf;
+}
