@@ -175,6 +175,24 @@ enum dg_fault {
 };
 void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR]);
 
+struct dg_scrub_report {
+	uint64_t rows_checked;	/* rows with at least one written page */
+	uint64_t detected;	/* pages (or checksum pages) that failed */
+	uint64_t repaired;	/* ... and were repaired */
+	uint64_t unrecoverable; /* ... and could not be */
+	uint64_t parity_mismatch; /* rows whose parity disagreed with data */
+	uint64_t parity_fixed;	/* ... and were recomputed */
+};
+typedef void (*dg_progress_fn)(void *arg, uint64_t done, uint64_t total);
+/*
+ * Check every written row: each page against its checksum (repairing
+ * from parity through the read path when writable) and the parity
+ * against the verified data (recomputed when repair is set). Never
+ * writes on a read-only volume.
+ */
+int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
+		 dg_progress_fn progress, void *arg);
+
 /* ---- geometry, for fsck and inject (geom.c) ------------------------- */
 
 struct dg_loc {

@@ -15,7 +15,7 @@
 #include "super.h"
 
 #define DG_DEFAULT_CHUNK_PAGES 256u /* 1 MiB */
-#define DG_MIN_DEV_BYTES       (8ull << 20)
+#define DG_MIN_DEV_BYTES       (16ull << 20)
 
 
 /* Create or extend a regular file to size; leave other files alone. */

@@ -105,10 +105,14 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 {
 	uint64_t jrnl = dev_pages / 64, avail, rows, cp;
 
-	if (jrnl < 512)
-		jrnl = 512; /* 2 MiB: a 1 MiB write and its headers */
+	if (jrnl < 1024)
+		jrnl = 1024; /* 4 MiB: a copy holds a 1 MiB update twice */
 	if (jrnl > 16384)
 		jrnl = 16384;
+	if (ndev == 1)
+		jrnl *= 2; /* both copies share the one device */
+	if (jrnl > dev_pages / 4)
+		jrnl = dev_pages / 4 & ~1ull;
 	sb->dev_pages = dev_pages;
 	sb->dev_count = ndev;
 	sb->parity = parity;

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/* verify.c -- scrub: every page against its checksum, every row's parity */
+#include <stdlib.h>
+#include <string.h>
+
+#include "csum.h"
+
+/* True when no page of the row was ever written (all checksums NONE). */
+static int row_unwritten(struct dg_vol *vol, struct dg_csum_cursor *cur,
+			 uint64_t row, uint64_t *cs, bool *known)
+{
+	bool all_none = true;
+
+	for (unsigned d = 0; d < vol->ndev; d++) {
+		known[d] = true;
+		if (vol->devs[d].present) {
+			if (dg_csum_lookup(vol, &cur[d], d, row, &cs[d]) < 0)
+				known[d] = false;
+		} else if (dg_csum_get_replica(vol, d, row, &cs[d]) < 0) {
+			known[d] = false;
+		}
+		if (!known[d] || cs[d] != DG_CSUM_NONE)
+			all_none = false;
+	}
+	return all_none;
+}
+
+/* Compare stored parity with parity computed from the verified data;
+ * recompute and rewrite it when repairing. */
+static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
+			 bool repair, struct dg_scrub_report *rep)
+{
+	unsigned k = vol->k, m = k + vol->parity;
+	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
+	struct dg_flushset fs;
+	bool mismatch = false;
+
+	for (unsigned p = 0; p < m; p++)
+		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
+	for (unsigned j = 0; j < vol->parity; j++)
+		calc[j] = mem + (size_t)(m + j) * DG_PAGE_SIZE;
+	for (unsigned p = 0; p < m; p++) {
+		unsigned dev = p < k ? dg_row_data_dev(vol, row, p)
+				     : dg_row_parity_dev(vol, row, p - k);
+		uint64_t cs;
+
+		if (dg_page_read_locked(vol, dev, row, pages[p], &cs) < 0)
+			return; /* counted by the read path */
+	}
+	dg_parity_compute(vol, pages, calc, DG_PAGE_SIZE);
+	for (unsigned j = 0; j < vol->parity; j++)
+		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
+			mismatch = true;
+	if (!mismatch)
+		return;
+	rep->parity_mismatch++;
+	dg_log(DG_LOG_WARNING, "parity mismatch row=%" PRIu64 "%s", row,
+	       repair && !vol->read_only ? " action=recomputed" : "");
+	if (!repair || vol->read_only)
+		return;
+	dg_flushset_init(&fs);
+	for (unsigned j = 0; j < vol->parity; j++) {
+		unsigned dev = dg_row_parity_dev(vol, row, j);
+		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+
+		if (!vol->devs[dev].present)
+			continue;
+		dg_dev_write(&vol->devs[dev], off, calc[j], DG_PAGE_SIZE);
+		dg_flushset_add(&fs, dev, off, DG_PAGE_SIZE);
+		dg_csum_set(vol, dev, row, dg_csum_page(vol, dev, row, calc[j]),
+			    &fs);
+	}
+	for (unsigned i = 0; i < fs.n; i++)
+		dg_dev_persist(&vol->devs[fs.r[i].dev], fs.r[i].off,
+			       fs.r[i].len);
+	dg_flushset_fini(&fs);
+	rep->parity_fixed++;
+}
+
+int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
+		 dg_progress_fn progress, void *arg)
+{
+	struct dg_csum_cursor cur[DG_MAX_DEVS];
+	uint64_t before[DG_FAULT_NR], after[DG_FAULT_NR];
+	uint64_t cs[DG_MAX_DEVS];
+	bool known[DG_MAX_DEVS];
+	uint8_t *mem;
+	int ret = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!vol->redundancy)
+		return 0;
+	mem = aligned_alloc(DG_PAGE_SIZE,
+			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
+	if (!mem)
+		return -ENOMEM;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		if (dg_csum_cursor_init(&cur[d]))
+			ret = -ENOMEM;
+	dg_vol_fault_counts(vol, before);
+	for (uint64_t row = 0; row < vol->sb.rows && !ret; row++) {
+		pthread_rwlock_t *lk = dg_row_lock(vol, row);
+
+		if (progress && row % 4096 == 0)
+			progress(arg, row, vol->sb.rows);
+		pthread_rwlock_wrlock(lk);
+		for (unsigned d = 0; d < vol->ndev; d++)
+			cur[d].owner = -1;
+		if (!row_unwritten(vol, cur, row, cs, known)) {
+			rep->rows_checked++;
+			if (vol->parity) {
+				check_parity(vol, row, mem, repair, rep);
+			} else {
+				for (unsigned d = 0; d < vol->ndev; d++) {
+					uint64_t c;
+
+					dg_page_read_locked(vol, d, row, mem, &c);
+				}
+			}
+		}
+		pthread_rwlock_unlock(lk);
+	}
+	if (progress)
+		progress(arg, vol->sb.rows, vol->sb.rows);
+	dg_vol_fault_counts(vol, after);
+	rep->detected = after[DG_FAULT_DETECTED] - before[DG_FAULT_DETECTED];
+	rep->repaired = after[DG_FAULT_REPAIRED] - before[DG_FAULT_REPAIRED];
+	rep->unrecoverable = after[DG_FAULT_UNRECOVERABLE] -
+			     before[DG_FAULT_UNRECOVERABLE];
+	for (unsigned d = 0; d < vol->ndev; d++)
+		dg_csum_cursor_fini(&cur[d]);
+	free(mem);
+	return ret;
+}

@@ -1,0 +1,145 @@
+"""Teardown on failure and skipped-system reporting, with dummy systems
+whose "mount point" is a plain temp directory: no root, no real mount."""
+
+import json
+import os
+
+import pytest
+
+from dgbench import cli, systems
+from dgbench.util import Skip
+
+
+class Dummy(systems.System):
+    family = "fuse"
+    description = "dummy"
+    calls = []          # (system name, event), shared by all instances of a test
+
+    def __init__(self, cfg, name, fail_in=None):
+        self.name = name
+        self.fail_in = fail_in
+        super().__init__(cfg)
+
+    def _ev(self, what):
+        Dummy.calls.append((self.name, what))
+        if self.fail_in == what:
+            raise RuntimeError(f"{what} exploded")
+
+    def check(self):
+        self._ev("check")
+        if self.fail_in == "skip":
+            raise Skip("needs a unicorn")
+
+    def create(self):
+        self._mkdirs()
+        self._on_teardown("release", lambda: Dummy.calls.append((self.name, "released")))
+        self._ev("create")
+
+    def start(self, degraded=False):
+        self._ev("start")
+
+    def stop(self):
+        self._ev("stop")
+
+    def _force_stop(self):
+        Dummy.calls.append((self.name, "force_stop"))
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    Dummy.calls = []
+    return systems.Config(str(tmp_path / "work"), "build", 1 << 20, str(tmp_path / "bin"))
+
+
+def test_setup_failure_still_tears_down(cfg):
+    s = Dummy(cfg, "a", fail_in="start")
+    with pytest.raises(Skip, match="setup failed: start exploded"):
+        with systems.mounted(s):
+            pytest.fail("body must not run")
+    assert ("a", "force_stop") in Dummy.calls
+    assert ("a", "released") in Dummy.calls
+    assert not os.path.exists(s.dir)
+
+
+def test_exception_in_body_tears_down(cfg):
+    s = Dummy(cfg, "b")
+    with pytest.raises(KeyboardInterrupt):
+        with systems.mounted(s):
+            raise KeyboardInterrupt
+    assert Dummy.calls[-2:] == [("b", "force_stop"), ("b", "released")]
+
+
+def test_teardown_goes_on_after_errors_and_is_idempotent(cfg):
+    s = Dummy(cfg, "c")
+    s.create()
+    s._on_teardown("bad", lambda: 1 / 0)
+    s.teardown()
+    s.teardown()
+    assert Dummy.calls.count(("c", "released")) == 1
+    assert any("bad" in e for e in s.teardown_errors)
+
+
+def test_check_skip_is_reported(cfg):
+    s = Dummy(cfg, "d", fail_in="skip")
+    with pytest.raises(Skip, match="needs a unicorn"):
+        with systems.mounted(s):
+            pass
+    assert ("d", "force_stop") in Dummy.calls
+
+
+def test_missing_daxguard_binaries_skip_with_reason(cfg, tmp_path):
+    cfg.build_dir = str(tmp_path / "nobuild")
+    dg = {s.name: s for s in systems.all_systems(cfg)}["daxguard-p1"]
+    with pytest.raises(Skip, match=r"nobuild/mkfs/mkfs.daxguard missing"):
+        with systems.mounted(dg):
+            pass
+
+
+def _factory(fail):
+    def make(name, cfg):
+        return Dummy(cfg, name, fail_in=fail.get(name))
+    return make
+
+
+def test_cli_reports_skipped_systems_and_tears_down(tmp_path):
+    Dummy.calls = []
+    out = tmp_path / "out"
+    rc = cli.main(["--quick", "--systems", "passthrough,tmpfs,zfs-raidz1", "--workloads",
+                   "meta-flat", "--reps", "1", "--out", str(out)],
+                  system_factory=_factory({"tmpfs": "skip", "zfs-raidz1": "create"}))
+    assert rc == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["systems"]["passthrough"]["status"] == "ok"
+    assert res["systems"]["tmpfs"] == {"status": "skipped", "reason": "needs a unicorn",
+                                       "info": res["systems"]["tmpfs"]["info"]}
+    assert "create exploded" in res["systems"]["zfs-raidz1"]["reason"]
+    md = (out / "results.md").read_text()
+    assert "| tmpfs | skipped: needs a unicorn |" in md
+    # metabench really ran in the dummy's plain directory
+    vals = [r["value"] for r in res["raw"] if r["system"] == "passthrough"]
+    assert len(vals) == 4 and all(v > 0 for v in vals)
+    for name in ("passthrough", "tmpfs", "zfs-raidz1"):
+        assert (name, "force_stop") in Dummy.calls
+    assert res["meta"]["complete"] is True
+
+
+def test_cli_interrupt_tears_down_and_writes_partial_results(tmp_path, monkeypatch):
+    Dummy.calls = []
+
+    def boom(live, *a):
+        assert [s.name for s in live] == ["passthrough", "tmpfs"]
+        raise KeyboardInterrupt("signal 2")
+    monkeypatch.setattr(cli, "_run_interleaved", boom)
+    out = tmp_path / "out"
+    rc = cli.main(["--quick", "--systems", "passthrough,tmpfs", "--workloads", "meta-flat",
+                   "--out", str(out)], system_factory=_factory({}))
+    assert rc == 130
+    assert ("passthrough", "released") in Dummy.calls and ("tmpfs", "released") in Dummy.calls
+    res = json.loads((out / "results.json").read_text())
+    assert res["meta"]["complete"] is False and res["meta"]["interrupted"] == "signal 2"
+
+
+def test_cli_rejects_unknown_names(tmp_path, capsys):
+    assert cli.main(["--systems", "ext9", "--out", str(tmp_path)]) == 2
+    assert cli.main(["--workloads", "fio,nope", "--out", str(tmp_path)]) == 2
+    assert "unknown" in capsys.readouterr().err

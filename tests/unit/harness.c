@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/* harness.c -- the unit test runner and volume helpers */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+int test_failures;
+
+int test_main(int argc, char **argv, const struct test_case *cases)
+{
+	int passed = 0, failed = 0;
+
+	dg_log_set_level(getenv("DG_TEST_VERBOSE") ? DG_LOG_DEBUG
+						   : DG_LOG_ERR);
+	for (const struct test_case *c = cases; c->name; c++) {
+		bool wanted = argc < 2;
+		int before = test_failures;
+
+		for (int i = 1; i < argc; i++)
+			if (!strcmp(argv[i], c->name))
+				wanted = true;
+		if (!wanted)
+			continue;
+		c->fn();
+		if (test_failures == before) {
+			printf("ok %s\n", c->name);
+			passed++;
+		} else {
+			printf("FAIL %s\n", c->name);
+			failed++;
+		}
+		fflush(stdout);
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
+void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
+	       unsigned parity, uint64_t size, bool no_redundancy)
+{
+	struct dg_format_opts o = { .parity = parity, .size = size,
+				    .force = true,
+				    .no_redundancy = no_redundancy };
+	int ret;
+
+	memset(tv, 0, sizeof(*tv));
+	tv->ndev = ndev;
+	for (unsigned i = 0; i < ndev; i++) {
+		if (asprintf(&tv->paths[i], "/dev/shm/dgtest-%d-%s-%u.img",
+			     getpid(), tag, i) < 0)
+			abort();
+		unlink(tv->paths[i]);
+	}
+	ret = dg_format((const char *const *)tv->paths, ndev, &o, NULL);
+	if (ret) {
+		fprintf(stderr, "tvol_make: dg_format: %s\n", strerror(-ret));
+		abort();
+	}
+}
+
+struct dg_vol *tvol_open(struct tvol *tv, unsigned flags)
+{
+	struct dg_vol *vol = NULL;
+	char err[512];
+	int ret = dg_vol_open((const char *const *)tv->paths, tv->ndev, flags,
+			      &vol, err, sizeof(err));
+
+	if (ret) {
+		fprintf(stderr, "tvol_open: %s (%s)\n", err, strerror(-ret));
+		return NULL;
+	}
+	return vol;
+}
+
+void tvol_cleanup(struct tvol *tv)
+{
+	for (unsigned i = 0; i < tv->ndev; i++) {
+		if (tv->paths[i])
+			unlink(tv->paths[i]);
+		free(tv->paths[i]);
+		tv->paths[i] = NULL;
+	}
+}
+
+uint64_t trand(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+void trand_fill(uint64_t *s, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len >= 8) {
+		uint64_t v = trand(s);
+
+		memcpy(p, &v, 8);
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		*p++ = (uint8_t)trand(s);
+}
+
+static void image_io(struct tvol *tv, unsigned dev, uint64_t off, void *buf,
+		     size_t len, bool write)
+{
+	int fd = open(tv->paths[dev], write ? O_WRONLY : O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		abort();
+	n = write ? pwrite(fd, buf, len, (off_t)off)
+		  : pread(fd, buf, len, (off_t)off);
+	if (n != (ssize_t)len)
+		abort();
+	close(fd);
+}
+
+void tvol_poke(struct tvol *tv, unsigned dev, uint64_t off, const void *src,
+	       size_t len)
+{
+	image_io(tv, dev, off, (void *)src, len, true);
+}
+
+void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
+	       size_t len)
+{
+	image_io(tv, dev, off, dst, len, false);
+}

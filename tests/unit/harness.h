@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* harness.h -- named unit test cases, runnable singly (PMDK TEST_CASE) */
+#ifndef DG_TEST_HARNESS_H
+#define DG_TEST_HARNESS_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+struct test_case {
+	const char *name;
+	void (*fn)(void);
+};
+
+extern int test_failures;
+
+/* Fail the current case (and keep going: later checks may explain). */
+#define CHECK(cond)                                                        \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
+				__LINE__, #cond);                          \
+			test_failures++;                                   \
+		}                                                          \
+	} while (0)
+/* Fail and leave the case: later steps would only crash. */
+#define REQUIRE(cond)                                                      \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "%s:%d: REQUIRE failed: %s\n",     \
+				__FILE__, __LINE__, #cond);                \
+			test_failures++;                                   \
+			return;                                            \
+		}                                                          \
+	} while (0)
+#define CHECK_EQ(a, b)                                                     \
+	do {                                                               \
+		long long a_ = (long long)(a), b_ = (long long)(b);        \
+		if (a_ != b_) {                                            \
+			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, " \
+				"%s == %lld\n", __FILE__, __LINE__, #a, a_, #b, \
+				b_);                                       \
+			test_failures++;                                   \
+		}                                                          \
+	} while (0)
+
+/*
+ * Run the cases named on the command line, or all of them. Prints one
+ * line per case and the closing "N passed, N failed" line; exit status
+ * 0 only when every case passed.
+ */
+int test_main(int argc, char **argv, const struct test_case *cases);
+
+/* ---- volumes on /dev/shm for tests ---------------------------------- */
+
+/* Image paths /dev/shm/dgtest-<pid>-<tag>-<i>.img; removed by
+ * tvol_cleanup() (and atexit). */
+struct tvol {
+	unsigned ndev;
+	char *paths[DG_MAX_DEVS];
+};
+/* Format ndev images of size bytes each; REQUIREs success. */
+void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
+	       unsigned parity, uint64_t size, bool no_redundancy);
+struct dg_vol *tvol_open(struct tvol *tv, unsigned flags);
+void tvol_cleanup(struct tvol *tv);
+
+/* Deterministic PRNG (xorshift64*), so failures reproduce. */
+uint64_t trand(uint64_t *state);
+void trand_fill(uint64_t *state, void *buf, size_t len);
+
+/* Write len bytes at byte offset off of a device image, behind the
+ * engine (a faulty device). */
+void tvol_poke(struct tvol *tv, unsigned dev, uint64_t off, const void *src,
+	       size_t len);
+void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
+	       size_t len);
+
+#endif /* DG_TEST_HARNESS_H */
