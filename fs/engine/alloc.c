@@ -8,7 +8,8 @@
 struct txn_write {
 	uint64_t vpn;
 	uint32_t off, len;
-	uint8_t *data;
+	const uint8_t *data;
+	bool owned;		/* data was copied and is freed with the txn */
 };
 
 struct txn_op {
@@ -163,7 +164,8 @@ static void txn_reset(struct dg_txn *t, bool committed)
 		pthread_mutex_unlock(&vol->alloc_lock);
 	}
 	for (unsigned i = 0; i < t->nw; i++)
-		free(t->w[i].data);
+		if (t->w[i].owned)
+			free((void *)t->w[i].data);
 	t->nw = 0;
 	t->nop = 0;
 }
@@ -193,22 +195,25 @@ static int grow(void **p, unsigned *cap, unsigned n, size_t size)
 }
 
 static int add_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
-		     const void *data, uint32_t len)
+		     const void *data, uint32_t len, bool copy)
 {
-	uint8_t *copy;
+	uint8_t *c = NULL;
 
 	if (grow((void **)&t->w, &t->capw, t->nw, sizeof(*t->w)))
 		return -ENOMEM;
-	copy = malloc(len);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, data, len);
-	t->w[t->nw++] = (struct txn_write){ vpn, off, len, copy };
+	if (copy) {
+		c = malloc(len);
+		if (!c)
+			return -ENOMEM;
+		memcpy(c, data, len);
+	}
+	t->w[t->nw++] = (struct txn_write){ vpn, off, len, copy ? c : data,
+					    copy };
 	return 0;
 }
 
-int dg_txn_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
-		 const void *data, uint32_t len)
+static int txn_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
+		     const void *data, uint32_t len, bool copy)
 {
 	const uint8_t *p = data;
 
@@ -219,7 +224,7 @@ int dg_txn_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
 
 		if (vpn >= t->vol->vpns)
 			return -EINVAL;
-		ret = add_write(t, vpn, off, p, n);
+		ret = add_write(t, vpn, off, p, n, copy);
 		if (ret)
 			return ret;
 		p += n;
@@ -228,6 +233,18 @@ int dg_txn_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
 		off = 0;
 	}
 	return 0;
+}
+
+int dg_txn_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
+		 const void *data, uint32_t len)
+{
+	return txn_write(t, vpn, off, data, len, true);
+}
+
+int dg_txn_write_ref(struct dg_txn *t, uint64_t vpn, uint32_t off,
+		     const void *data, uint32_t len)
+{
+	return txn_write(t, vpn, off, data, len, false);
 }
 
 static int add_op(struct dg_txn *t, uint64_t start, uint64_t n, bool is_free)
@@ -299,13 +316,54 @@ out:
 	return ret;
 }
 
+/* A run of exactly want free vpns within one chunk. */
+int dg_alloc_exact(struct dg_txn *t, uint64_t want, uint64_t *start)
+{
+	struct dg_vol *vol = t->vol;
+	uint64_t cp = vol->sb.chunk_pages, run = 0, s = 0;
+	int ret = -ENOSPC;
+
+	if (want == 0 || want > cp)
+		return -EINVAL;
+	pthread_mutex_lock(&vol->alloc_lock);
+	for (uint64_t i = vol->meta_vpns; i < vol->vpns; i++) {
+		if (i % cp == 0)
+			run = 0;
+		if (bit_get(vol->bitmap, i)) {
+			run = 0;
+			continue;
+		}
+		if (run++ == 0)
+			s = i;
+		if (run == want) {
+			ret = add_op(t, s, want, false);
+			if (ret)
+				break;
+			bits_set(vol->bitmap, s, want, true);
+			vol->free_vpns -= want;
+			*start = s;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&vol->alloc_lock);
+	return ret;
+}
+
 int dg_free(struct dg_txn *t, uint64_t start, uint64_t n)
 {
 	struct dg_vol *vol = t->vol;
+	bool ok = true;
 
 	if (start < vol->meta_vpns || start >= vol->vpns ||
 	    n > vol->vpns - start)
 		return -EINVAL;
+	pthread_mutex_lock(&vol->alloc_lock);
+	for (uint64_t i = start; i < start + n && ok; i++)
+		ok = bit_get(vol->bitmap, i);
+	pthread_mutex_unlock(&vol->alloc_lock);
+	if (!ok)
+		return DG_CORRUPT(vol, "freeing unallocated vpns %" PRIu64
+				  "+%" PRIu64, start, n);
 	/* The bits clear at commit: freed space must not be reused before
 	 * the metadata that stops using it is durable. */
 	return add_op(t, start, n, true);
@@ -326,7 +384,7 @@ static int bitmap_writes(struct dg_txn *t, uint64_t start, uint64_t n)
 		if (len > b1 - b0)
 			len = b1 - b0;
 		ret = add_write(t, vol->bitmap_vpn + page, off,
-				vol->bitmap + b0, (uint32_t)len);
+				vol->bitmap + b0, (uint32_t)len, true);
 		if (ret)
 			return ret;
 		b0 += len;

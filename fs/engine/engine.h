@@ -156,11 +156,16 @@ void dg_txn_free(struct dg_txn *txn);
 /* Buffer a write; data is copied. */
 int dg_txn_write(struct dg_txn *txn, uint64_t vpn, uint32_t off,
 		 const void *data, uint32_t len);
+/* Buffer a write without copying: data must stay valid until commit. */
+int dg_txn_write_ref(struct dg_txn *txn, uint64_t vpn, uint32_t off,
+		     const void *data, uint32_t len);
 /* Commit every buffered write with one dg_apply(); the txn is reset. */
 int dg_txn_commit(struct dg_txn *txn);
 /* Allocate up to want contiguous vpns near hint; *got >= 1 on success. */
 int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
 	     uint64_t *start, uint64_t *got);
+/* Exactly want contiguous vpns within one chunk, or -ENOSPC. */
+int dg_alloc_exact(struct dg_txn *txn, uint64_t want, uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);
 uint64_t dg_free_vpns(struct dg_vol *vol);
@@ -174,6 +179,21 @@ enum dg_fault {
 	DG_FAULT_NR,
 };
 void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR]);
+
+/* The most recent fault events (a ring of DG_FAULT_RING), so a daemon
+ * can report each one with the file it hit, outside the engine's locks. */
+#define DG_FAULT_RING 256u
+struct dg_fault_event {
+	uint64_t seq;		/* 1, 2, ... */
+	enum dg_fault kind;
+	unsigned dev;
+	uint64_t row;		/* data row, or checksum page index */
+	char what[16];		/* data, parity, csum-page, csum-replica */
+	char action[48];
+};
+/* Copy events newer than since, oldest first; returns how many. */
+unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
+			     struct dg_fault_event *out, unsigned max);
 
 struct dg_scrub_report {
 	uint64_t rows_checked;	/* rows with at least one written page */
@@ -201,6 +221,8 @@ struct dg_loc {
 };
 struct dg_loc dg_vpn_loc(struct dg_vol *vol, uint64_t vpn);
 uint64_t dg_loc_vpn(struct dg_vol *vol, unsigned dev, uint64_t row);
+uint64_t dg_vol_rows(struct dg_vol *vol);
+bool dg_vol_row_is_parity(struct dg_vol *vol, uint64_t row, unsigned dev);
 void dg_uuid_format(const uint8_t u[16], char out[37]);
 /* Device page number of a data row. */
 uint64_t dg_row_page(struct dg_vol *vol, uint64_t row);

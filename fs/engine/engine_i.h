@@ -72,6 +72,9 @@ struct dg_vol {
 	void *page_hook_arg;
 
 	_Atomic uint64_t faults[DG_FAULT_NR];
+	pthread_mutex_t fault_lock;
+	struct dg_fault_event fault_ring[DG_FAULT_RING]; /* by fault_lock */
+	uint64_t fault_seq;				 /* by fault_lock */
 };
 
 /* ---- geom.c ---------------------------------------------------------- */
@@ -168,7 +171,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "daxguard's on-media format is little endian");
 
 #define DG_CORRUPT(vol, fmt, ...)                                          \
-	(dg_log(DG_LOG_ERR, "corrupt %s:%d " fmt, __FILE__, __LINE__,      \
+	((void)(vol), dg_log(DG_LOG_ERR, "corrupt %s:%d " fmt, __FILE__, __LINE__, \
 		##__VA_ARGS__),                                            \
 	 -EUCLEAN)
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "super.h"
 
 #define DG_DEFAULT_CHUNK_PAGES 256u /* 1 MiB */
@@ -236,6 +237,8 @@ int dg_format(const char *const *devs, unsigned ndev,
 	ret = dg_alloc_format(vol);
 	if (!ret)
 		ret = dg_alloc_load(vol);
+	if (!ret)
+		ret = dg_fs_format(vol, getuid(), getgid());
 	if (!ret && info)
 		dg_vol_get_info(vol, info);
 	dg_vol_close(vol);

@@ -195,4 +195,106 @@ struct dg_droot {
 };
 _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
 
+
+/*
+ * FILESYSTEM LAYER (all of it in vpn pages, protected like file data).
+ *
+ * dg_droot.fs holds struct dg_dfsroot: the inode table is a list of
+ * chunks of DG_ITABLE_CHUNK_PAGES contiguous vpns, each page holding
+ * DG_INODES_PER_PAGE struct dg_dinode. Inode number ino lives in chunk
+ * ino / DG_INODES_PER_CHUNK at slot ino % DG_INODES_PER_CHUNK; ino 0 is
+ * never used and ino 1 is the root directory. A slot is free when its
+ * mode is 0.
+ *
+ * A file's pages are mapped by extents (struct dg_dextent), sorted by
+ * file page. Extent i lives inline in the inode for i < DG_INLINE_EXTENTS
+ * and otherwise in a chain of extent pages (struct dg_demap) starting at
+ * dinode.emap_vpn: entry i is slot (i - 4) % DG_EMAP_PER_PAGE of the
+ * ((i - 4) / DG_EMAP_PER_PAGE)-th page of the chain.
+ *
+ * A directory is a file of dirent pages. Each page is a run of records
+ * (struct dg_ddirent + name, padded to 8) ended by a record of reclen 0
+ * or the end of the page; a deleted entry keeps its record with ino 0.
+ * Directories keep their parent in dinode.parent, not as a ".." entry.
+ *
+ * Extended attributes live in one page per inode (dinode.xattr_vpn):
+ * struct dg_dxattr_hdr, then records (struct dg_dxattr + name + value,
+ * padded to 4).
+ *
+ * Symlink targets are the contents of the symlink's (single) page.
+ */
+#define DG_FS_MAGIC	      0x5346445241554758ull /* "XGUARDFS" */
+#define DG_ITABLE_CHUNK_PAGES 64u
+#define DG_INODE_SIZE	      256u
+#define DG_INODES_PER_PAGE    (DG_PAGE_SIZE / DG_INODE_SIZE)
+#define DG_INODES_PER_CHUNK   (DG_ITABLE_CHUNK_PAGES * DG_INODES_PER_PAGE)
+#define DG_MAX_ICHUNKS	      470u
+#define DG_INLINE_EXTENTS     4u
+#define DG_EMAP_PER_PAGE      170u
+#define DG_NAME_MAX	      255u
+#define DG_ROOT_INO	      1ull
+
+struct dg_dfsroot {
+	uint64_t magic;		/* DG_FS_MAGIC */
+	uint32_t nchunks;	/* inode table chunks in use */
+	uint32_t pad;		/* zero */
+	uint64_t reserved[3];	/* zero */
+	uint64_t chunks[DG_MAX_ICHUNKS]; /* first vpn of each chunk */
+};
+_Static_assert(sizeof(struct dg_dfsroot) <= sizeof(((struct dg_droot *)0)->fs),
+	       "dfsroot fits the root page");
+
+struct dg_dextent {
+	uint64_t fpage;		/* first file page */
+	uint64_t vpn;		/* first volume page */
+	uint32_t len;		/* pages */
+	uint32_t flags;		/* zero */
+};
+_Static_assert(sizeof(struct dg_dextent) == 24, "dextent size");
+
+struct dg_dinode {
+	uint32_t mode;		/* st_mode; 0: free slot */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;		/* bytes */
+	uint64_t blocks;	/* pages allocated, data and metadata */
+	int64_t atime_ns, mtime_ns, ctime_ns, btime_ns; /* since the epoch */
+	uint64_t rdev;
+	uint64_t parent;	/* directories: parent inode */
+	uint64_t xattr_vpn;	/* 0: no extended attributes */
+	uint64_t emap_vpn;	/* first extent page, 0: none */
+	uint32_t nextents;	/* extents in use */
+	uint32_t generation;	/* bumped when the slot is reused */
+	struct dg_dextent inl[DG_INLINE_EXTENTS];
+	uint8_t reserved[56];	/* zero */
+};
+_Static_assert(sizeof(struct dg_dinode) == DG_INODE_SIZE, "dinode size");
+
+struct dg_demap {
+	uint64_t next_vpn;	/* next page of the chain, 0: last */
+	uint64_t pad;		/* zero */
+	struct dg_dextent e[DG_EMAP_PER_PAGE];
+};
+_Static_assert(sizeof(struct dg_demap) == DG_PAGE_SIZE, "demap size");
+
+struct dg_ddirent {
+	uint64_t ino;		/* 0: deleted */
+	uint16_t reclen;	/* bytes of the record, multiple of 8; 0: end */
+	uint8_t namelen;	/* 1..255 */
+	uint8_t type;		/* DT_* of the target */
+	/* name follows, not NUL terminated */
+};
+_Static_assert(sizeof(struct dg_ddirent) == 16, "ddirent size");
+
+struct dg_dxattr_hdr {
+	uint32_t count;		/* records */
+	uint32_t used;		/* bytes used including this header */
+};
+struct dg_dxattr {
+	uint8_t namelen;	/* 1..255 */
+	uint8_t pad;		/* zero */
+	uint16_t vallen;	/* bytes of value */
+	/* name, then value */
+};
+
 #endif /* DG_FORMAT_H */

@@ -135,3 +135,13 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	sb->rep_start = sb->csum_start + sb->csum_pages;
 	sb->data_start = sb->rep_start + sb->csum_pages;
 }
+
+uint64_t dg_vol_rows(struct dg_vol *vol)
+{
+	return vol->sb.rows;
+}
+
+bool dg_vol_row_is_parity(struct dg_vol *vol, uint64_t row, unsigned dev)
+{
+	return dg_row_dev_is_parity(vol, row, dev);
+}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* read.c -- the one read path: verify every page, repair from parity */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,19 @@ static const char *const fault_names[DG_FAULT_NR] = {
 void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 		   uint64_t row, const char *what, const char *action)
 {
+	struct dg_fault_event *ev;
+
 	atomic_fetch_add(&vol->faults[kind], 1);
+	pthread_mutex_lock(&vol->fault_lock);
+	ev = &vol->fault_ring[vol->fault_seq % DG_FAULT_RING];
+	memset(ev, 0, sizeof(*ev));
+	ev->seq = ++vol->fault_seq;
+	ev->kind = kind;
+	ev->dev = dev;
+	ev->row = row;
+	snprintf(ev->what, sizeof(ev->what), "%s", what);
+	snprintf(ev->action, sizeof(ev->action), "%s", action);
+	pthread_mutex_unlock(&vol->fault_lock);
 	dg_log(kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR : DG_LOG_WARNING,
 	       "fault %s dev=%u row=%" PRIu64 " what=%s action=%s",
 	       fault_names[kind], dev, row, what, action);
@@ -25,6 +38,20 @@ void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR])
 {
 	for (int i = 0; i < DG_FAULT_NR; i++)
 		counts[i] = atomic_load(&vol->faults[i]);
+}
+
+unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
+			     struct dg_fault_event *out, unsigned max)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&vol->fault_lock);
+	if (vol->fault_seq > since + DG_FAULT_RING)
+		since = vol->fault_seq - DG_FAULT_RING; /* overwritten */
+	for (uint64_t s = since + 1; s <= vol->fault_seq && n < max; s++)
+		out[n++] = vol->fault_ring[(s - 1) % DG_FAULT_RING];
+	pthread_mutex_unlock(&vol->fault_lock);
+	return n;
 }
 
 pthread_rwlock_t *dg_row_lock(struct dg_vol *vol, uint64_t row)
@@ -175,8 +202,13 @@ int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 	*csum_out = csum;
 	if (fetch_verified(vol, dev, row, csum, buf))
 		return 0;
-	if (!d->present) /* degraded: the page lives only in parity */
-		return rebuild_from_row(vol, dev, row, csum, buf);
+	if (!d->present) { /* degraded: the page lives only in parity */
+		ret = rebuild_from_row(vol, dev, row, csum, buf);
+		if (ret == -EIO)
+			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row,
+				      "data", "EIO: device missing");
+		return ret;
+	}
 
 	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row,
 		      dg_row_dev_is_parity(vol, row, dev) ? "parity" : "data",
@@ -208,7 +240,9 @@ int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 
 /* Read one batch of pages under shared row locks. Returns the number of
  * pages read before one failed verification (the caller repairs it
- * under an exclusive lock), or a negative errno. */
+ * under an exclusive lock), or a negative errno: -EIO when no copy of a
+ * page's checksum verifies (already counted; retrying would count it
+ * again and cannot do better). */
 static int64_t read_batch(struct dg_vol *vol, uint64_t vpn, uint64_t n,
 			  uint8_t *buf, struct dg_csum_cursor *cur)
 {
@@ -243,8 +277,11 @@ static int64_t read_batch(struct dg_vol *vol, uint64_t vpn, uint64_t n,
 			       DG_PAGE_SIZE);
 			continue;
 		}
-		if (dg_csum_lookup(vol, cur, l.dev, l.row, &csum) < 0 ||
-		    !fetch_verified(vol, l.dev, l.row, csum, p))
+		if (dg_csum_lookup(vol, cur, l.dev, l.row, &csum) < 0) {
+			done = -EIO;
+			break;
+		}
+		if (!fetch_verified(vol, l.dev, l.row, csum, p))
 			break;
 	}
 	for (unsigned i = 0; i < nl; i++)
@@ -267,6 +304,10 @@ int dg_read(struct dg_vol *vol, uint64_t vpn, uint64_t npages, void *buf)
 		uint64_t n = npages < 64 ? npages : 64;
 		int64_t got = read_batch(vol, vpn, n, out, &cur);
 
+		if (got < 0) {
+			ret = (int)got;
+			break;
+		}
 		if (got < (int64_t)n) {
 			/* Slow path: verify again and repair exclusively. */
 			struct dg_loc l = dg_vpn_loc(vol, vpn + got);
@@ -278,8 +319,13 @@ int dg_read(struct dg_vol *vol, uint64_t vpn, uint64_t npages, void *buf)
 						  out + got * DG_PAGE_SIZE,
 						  &csum);
 			pthread_rwlock_unlock(lk);
-			if (ret)
+			if (ret) {
+				/* G1: never leave bytes that failed
+				 * verification in the caller's buffer. */
+				memset(out + got * DG_PAGE_SIZE, 0,
+				       DG_PAGE_SIZE);
 				break;
+			}
 			got++;
 		}
 		vpn += got;

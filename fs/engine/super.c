@@ -149,6 +149,7 @@ static int vol_init_core(struct dg_vol *vol)
 	for (unsigned i = 0; i < DG_CSUM_LOCKS; i++)
 		pthread_mutex_init(&vol->csum_locks[i], NULL);
 	pthread_mutex_init(&vol->alloc_lock, NULL);
+	pthread_mutex_init(&vol->fault_lock, NULL);
 	vol->ndev = vol->sb.dev_count;
 	vol->parity = vol->sb.parity;
 	vol->k = vol->ndev - vol->parity;
@@ -178,6 +179,7 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool degraded,
 		 char *errbuf, size_t errlen, int *refp)
 {
 	int ret, ref = -1;
+	unsigned opened = 0, absent = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		bool backup;
@@ -185,11 +187,17 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool degraded,
 		if (!c[i].path || !*c[i].path)
 			continue;
 		ret = dg_dev_open(&c[i].dev, c[i].path, rdonly, errbuf, errlen);
-		if (ret == -ENOENT && degraded)
+		if (ret == -ENOENT) {
+			/* Missing like a NULL path: -ENXIO below unless
+			 * parity covers it and the caller allows that. */
+			dg_log(DG_LOG_WARNING, "%s", errbuf);
+			absent++;
 			continue;
+		}
 		if (ret)
 			return ret;
 		c[i].opened = true;
+		opened++;
 		ret = dg_dev_read_super(&c[i].dev, &c[i].sb, &backup);
 		if (ret == -EOPNOTSUPP) {
 			snprintf(errbuf, errlen, "'%s': format version %u or "
@@ -212,6 +220,8 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool degraded,
 		if (ref < 0 || c[i].sb.generation > c[ref].sb.generation)
 			ref = (int)i;
 	}
+	if (ref < 0 && absent && !opened)
+		return -ENOENT; /* errbuf says which path */
 	if (ref < 0) {
 		snprintf(errbuf, errlen, "no daxguard superblock on any of "
 			 "the %u devices", n);
@@ -329,6 +339,12 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 	vol->degraded = missing > 0;
 	/* Degraded volumes are read-only until fsck rebuilds the device. */
 	vol->read_only = rdonly || vol->degraded;
+	if (vol->sb.ro_compat & ~DG_FEAT_RO_COMPAT_SUPPORTED) {
+		/* format.h: unknown ro_compat features allow reading only. */
+		dg_log(DG_LOG_WARNING, "unknown read-only compatible features "
+		       "%#llx: read-only", (unsigned long long)vol->sb.ro_compat);
+		vol->read_only = true;
+	}
 	if (vol->degraded)
 		dg_log(DG_LOG_WARNING, "volume degraded: %u of %u devices "
 		       "missing (mask %#x), read-only", missing,

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* daemon.h -- state shared by the daxguard daemon's files */
+#ifndef DG_DAEMON_H
+#define DG_DAEMON_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+
+#include "fs.h"
+
+struct dg_daemon {
+	struct dg_vol *vol;
+	struct dg_fs *fs;
+	struct fuse_session *se;
+	char *devs;		/* as given, comma separated */
+	char *mountpoint;	/* absolute */
+	double timeout;		/* entry and attribute cache, seconds */
+	int writeback;		/* kernel writeback cache */
+	int debug;
+	/* control socket, ctl_server.c */
+	char sock_path[108];
+	int sock_fd;
+	pthread_t ctl_thread;
+	volatile int stop;
+	uint64_t fault_seq;	/* last fault event logged */
+};
+
+extern const struct fuse_lowlevel_ops dg_ll_ops;
+
+int dg_ctl_start(struct dg_daemon *dd);
+void dg_ctl_stop(struct dg_daemon *dd);
+/* Log fault events the engine recorded since the last call, with the
+ * file each page belongs to. */
+void dg_ctl_log_faults(struct dg_daemon *dd);
+
+#endif /* DG_DAEMON_H */

@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: MIT
+/* ops.c -- FUSE low-level operations: decode, call the fs once, reply */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+
+#define DG_XATTR_SOCKET "user.daxguard.socket"
+
+static struct dg_daemon *dd_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* STYLE §2: engine results become FUSE replies in one place. */
+static void reply_err(fuse_req_t req, int ret)
+{
+	/* EUCLEAN reaches applications as EIO: the structure is damaged. */
+	fuse_reply_err(req, ret == -EUCLEAN ? EIO : -ret);
+}
+
+static void to_stat(const struct dg_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_size = (off_t)a->size;
+	st->st_blocks = (blkcnt_t)(a->blocks * (DG_PAGE_SIZE / 512));
+	st->st_blksize = DG_PAGE_SIZE;
+	st->st_rdev = a->rdev;
+	st->st_atim = a->atime;
+	st->st_mtim = a->mtime;
+	st->st_ctim = a->ctime;
+}
+
+static void reply_entry(fuse_req_t req, int ret, const struct dg_attr *a)
+{
+	struct fuse_entry_param e;
+	struct dg_daemon *dd = dd_of(req);
+
+	if (ret) {
+		reply_err(req, ret);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = a->ino;
+	e.generation = a->generation;
+	e.attr_timeout = dd->timeout;
+	e.entry_timeout = dd->timeout;
+	to_stat(a, &e.attr);
+	if (fuse_reply_entry(req, &e) == -ENOENT)
+		dg_fs_forget(dd->fs, a->ino, 1); /* interrupted */
+}
+
+static void reply_attr(fuse_req_t req, int ret, const struct dg_attr *a)
+{
+	struct stat st;
+
+	if (ret) {
+		reply_err(req, ret);
+		return;
+	}
+	to_stat(a, &st);
+	fuse_reply_attr(req, &st, dd_of(req)->timeout);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct dg_daemon *dd = userdata;
+
+	if (dd->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* Fewer, larger requests: one journal entry carries up to 1 MiB. */
+	conn->max_write = 1u << 20;
+	conn->max_readahead = 1u << 20;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct dg_attr a;
+	int ret = dg_fs_lookup(dd_of(req)->fs, parent, name, &a);
+
+	if (ret == -ENOENT) {
+		/* A negative entry the kernel may cache. */
+		struct fuse_entry_param e = { 0 };
+
+		e.entry_timeout = dd_of(req)->timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	reply_entry(req, ret, &a);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	dg_fs_forget(dd_of(req)->fs, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		dg_fs_forget(dd_of(req)->fs, forgets[i].ino,
+			     forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct dg_attr a;
+
+	(void)fi;
+	reply_attr(req, dg_fs_getattr(dd_of(req)->fs, ino, &a), &a);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct dg_setattr sa = { 0 };
+	struct dg_attr a;
+
+	(void)fi;
+	if (to_set & FUSE_SET_ATTR_MODE)
+		sa.valid |= DG_SET_MODE, sa.mode = st->st_mode;
+	if (to_set & FUSE_SET_ATTR_UID)
+		sa.valid |= DG_SET_UID, sa.uid = st->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		sa.valid |= DG_SET_GID, sa.gid = st->st_gid;
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		sa.valid |= DG_SET_SIZE, sa.size = (uint64_t)st->st_size;
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		sa.valid |= DG_SET_ATIME, sa.atime = st->st_atim;
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		sa.valid |= DG_SET_MTIME, sa.mtime = st->st_mtim;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		sa.valid |= DG_SET_ATIME_NOW;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		sa.valid |= DG_SET_MTIME_NOW;
+	if (to_set & FUSE_SET_ATTR_CTIME)
+		sa.valid |= DG_SET_CTIME, sa.ctime = st->st_ctim;
+	reply_attr(req, dg_fs_setattr(dd_of(req)->fs, ino, &sa, &a), &a);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[DG_PAGE_SIZE + 1];
+	int ret = dg_fs_readlink(dd_of(req)->fs, ino, buf, DG_PAGE_SIZE);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	buf[ret] = 0;
+	fuse_reply_readlink(req, buf);
+}
+
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, dev_t rdev)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dg_attr a;
+	int ret = dg_fs_mknod(dd_of(req)->fs, parent, name, mode, rdev,
+			      ctx->uid, ctx->gid, &a);
+
+	reply_entry(req, ret, &a);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	make_node(req, parent, name, mode, rdev);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	make_node(req, parent, name, S_IFDIR | (mode & 07777), 0);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dg_attr a;
+	int ret = dg_fs_symlink(dd_of(req)->fs, parent, name, link, ctx->uid,
+				ctx->gid, &a);
+
+	reply_entry(req, ret, &a);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
+		    const char *name)
+{
+	struct dg_attr a;
+
+	reply_entry(req, dg_fs_link(dd_of(req)->fs, ino, parent, name, &a), &a);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -dg_fs_unlink(dd_of(req)->fs, parent, name));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -dg_fs_rmdir(dd_of(req)->fs, parent, name));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	fuse_reply_err(req, -dg_fs_rename(dd_of(req)->fs, parent, name,
+					  newparent, newname, flags));
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int ret = dg_fs_open_ino(dd_of(req)->fs, ino,
+				 (fi->flags & O_TRUNC) != 0);
+
+	if (ret) {
+		reply_err(req, ret);
+		return;
+	}
+	/* Every change goes through this daemon: cached pages stay valid. */
+	fi->keep_cache = 1;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		dg_fs_release(dd_of(req)->fs, ino);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dg_daemon *dd = dd_of(req);
+	struct fuse_entry_param e = { 0 };
+	struct dg_attr a;
+	int ret = dg_fs_mknod(dd->fs, parent, name, S_IFREG | (mode & 07777),
+			      0, ctx->uid, ctx->gid, &a);
+
+	if (!ret)
+		ret = dg_fs_open_ino(dd->fs, a.ino, false);
+	if (ret) {
+		reply_err(req, ret);
+		return;
+	}
+	e.ino = a.ino;
+	e.generation = a.generation;
+	e.attr_timeout = e.entry_timeout = dd->timeout;
+	to_stat(&a, &e.attr);
+	fi->keep_cache = 1;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		dg_fs_release(dd->fs, a.ino);
+		dg_fs_forget(dd->fs, a.ino, 1);
+	}
+}
+
+/* A page-aligned buffer per thread, reused across reads. */
+static __thread void *rbuf;
+static __thread size_t rbuf_size;
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	size_t need = size + 2 * DG_PAGE_SIZE;
+	const void *data;
+	ssize_t n;
+
+	(void)fi;
+	if (need > rbuf_size) {
+		free(rbuf);
+		rbuf = aligned_alloc(DG_PAGE_SIZE,
+				     (need + DG_PAGE_SIZE - 1) & ~(size_t)(DG_PAGE_SIZE - 1));
+		rbuf_size = rbuf ? need : 0;
+		if (!rbuf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	n = dg_fs_read(dd_of(req)->fs, ino, (uint64_t)off, size, rbuf, &data);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_buf(req, data, (size_t)n);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	ssize_t n = dg_fs_write(dd_of(req)->fs, ino, (uint64_t)off, buf, size);
+
+	(void)fi;
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	dg_fs_release(dd_of(req)->fs, ino);
+	fuse_reply_err(req, 0);
+}
+
+/* Every operation is durable when it returns (fs.h); fsync only retires
+ * the journal so recovery has less to replay. */
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, -dg_vol_sync(dd_of(req)->vol));
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	int ret = dg_fs_opendir(dd_of(req)->fs, ino);
+
+	if (ret)
+		reply_err(req, ret);
+	else
+		fuse_reply_open(req, fi);
+}
+
+struct rd_ctx {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	bool plus;
+	double timeout;
+};
+
+static int fill(void *arg, const char *name, const struct dg_attr *a,
+		uint64_t next)
+{
+	struct rd_ctx *c = arg;
+	size_t n;
+
+	if (c->plus) {
+		struct fuse_entry_param e = { 0 };
+		bool dot = !strcmp(name, ".") || !strcmp(name, "..");
+
+		to_stat(a, &e.attr);
+		if (!dot) {
+			e.ino = a->ino;
+			e.generation = a->generation;
+			e.attr_timeout = e.entry_timeout = c->timeout;
+		}
+		n = fuse_add_direntry_plus(c->req, c->buf + c->used,
+					   c->size - c->used, name, &e,
+					   (off_t)next);
+	} else {
+		struct stat st = { .st_ino = a->ino, .st_mode = a->mode };
+
+		n = fuse_add_direntry(c->req, c->buf + c->used,
+				      c->size - c->used, name, &st,
+				      (off_t)next);
+	}
+	if (n > c->size - c->used)
+		return 1;
+	c->used += n;
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       bool plus)
+{
+	struct rd_ctx c = { req, malloc(size), size, 0, plus,
+			    dd_of(req)->timeout };
+	int ret;
+
+	if (!c.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = dg_fs_readdir(dd_of(req)->fs, ino, (uint64_t)off, plus, fill, &c);
+	if (ret)
+		reply_err(req, ret);
+	else
+		fuse_reply_buf(req, c.buf, c.used);
+	free(c.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st;
+
+	(void)ino;
+	dg_fs_statfs(dd_of(req)->fs, &st);
+	fuse_reply_statfs(req, &st);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	if (!strcmp(name, DG_XATTR_SOCKET)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	fuse_reply_err(req, -dg_fs_setxattr(dd_of(req)->fs, ino, name, value,
+					    size, flags));
+}
+
+static void reply_xattr(fuse_req_t req, int ret, const void *buf, size_t size)
+{
+	if (ret < 0)
+		reply_err(req, ret);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)ret);
+	else
+		fuse_reply_buf(req, buf, (size_t)ret);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct dg_daemon *dd = dd_of(req);
+	char *buf = size ? malloc(size) : NULL;
+	int ret;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!strcmp(name, DG_XATTR_SOCKET)) {
+		/* How daxguard-ctl and libcommit find this daemon. */
+		size_t n = strlen(dd->sock_path);
+
+		ret = size && size < n ? -ERANGE : (int)n;
+		if (ret > 0 && size)
+			memcpy(buf, dd->sock_path, n);
+	} else {
+		ret = dg_fs_getxattr(dd->fs, ino, name, buf, size);
+	}
+	reply_xattr(req, ret, buf, size);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	int ret;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = dg_fs_listxattr(dd_of(req)->fs, ino, buf, size);
+	reply_xattr(req, ret, buf, size);
+	free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, -dg_fs_removexattr(dd_of(req)->fs, ino, name));
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			 off_t offset, off_t length, struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -dg_fs_fallocate(dd_of(req)->fs, ino, mode,
+					     (uint64_t)offset,
+					     (uint64_t)length));
+}
+
+const struct fuse_lowlevel_ops dg_ll_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.link = op_link,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsync,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.fallocate = op_fallocate,
+};

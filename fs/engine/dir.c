@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+/* dir.c -- directories: dirent pages on media, a hash index in core */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "fs_i.h"
+
+#define HASH_TOMB UINT32_MAX
+
+uint8_t dg_mode_dtype(uint32_t mode)
+{
+	return (uint8_t)((mode & S_IFMT) >> 12); /* DT_* == S_IFMT >> 12 */
+}
+
+static uint32_t rec_len(size_t namelen)
+{
+	return (uint32_t)((sizeof(struct dg_ddirent) + namelen + 7) & ~7u);
+}
+
+static size_t name_hash(const char *name)
+{
+	return (size_t)XXH3_64bits(name, strlen(name));
+}
+
+static int hash_rebuild(struct dg_dir *dir, size_t cap)
+{
+	uint32_t *h = calloc(cap, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	for (size_t i = 0; i < dir->nents; i++) {
+		size_t j;
+
+		if (!dir->ents[i].ino)
+			continue;
+		j = name_hash(dir->ents[i].name) & (cap - 1);
+		while (h[j])
+			j = (j + 1) & (cap - 1);
+		h[j] = (uint32_t)(i + 1);
+	}
+	free(dir->hash);
+	dir->hash = h;
+	dir->hcap = cap;
+	dir->ntomb = 0;
+	return 0;
+}
+
+/* Slot of name in the hash, or of the empty slot that ends its probe. */
+static size_t hash_probe(const struct dg_dir *dir, const char *name)
+{
+	size_t j = name_hash(name) & (dir->hcap - 1);
+
+	for (;;) {
+		uint32_t v = dir->hash[j];
+
+		if (v == 0)
+			return j;
+		if (v != HASH_TOMB && !strcmp(dir->ents[v - 1].name, name))
+			return j;
+		j = (j + 1) & (dir->hcap - 1);
+	}
+}
+
+struct dg_dent *dg_dir_find(struct dg_dir *dir, const char *name)
+{
+	uint32_t v;
+
+	if (!dir->hcap)
+		return NULL;
+	v = dir->hash[hash_probe(dir, name)];
+	return v ? &dir->ents[v - 1] : NULL;
+}
+
+/* Add an in-core entry (the caller writes the media record). */
+static int dir_index(struct dg_dir *dir, const char *name, size_t namelen,
+		     uint64_t ino, uint8_t type, uint64_t page, uint32_t off)
+{
+	struct dg_dent *e;
+	int ret;
+
+	if ((dir->nlive + dir->ntomb + 1) * 2 > dir->hcap) {
+		size_t cap = 16;
+
+		while (cap < (dir->nlive + 1) * 4)
+			cap *= 2;
+		ret = hash_rebuild(dir, cap);
+		if (ret)
+			return ret;
+	}
+	if (dir->nents == dir->cap) {
+		size_t cap = dir->cap ? dir->cap * 2 : 16;
+		struct dg_dent *n = realloc(dir->ents, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		dir->ents = n;
+		dir->cap = cap;
+	}
+	e = &dir->ents[dir->nents];
+	e->name = strndup(name, namelen);
+	if (!e->name)
+		return -ENOMEM;
+	e->ino = ino;
+	e->type = type;
+	e->page = page;
+	e->off = off;
+	dir->nents++;
+	dir->nlive++;
+	dir->hash[hash_probe(dir, e->name)] = (uint32_t)dir->nents;
+	return 0;
+}
+
+void dg_dir_free(struct dg_dir *dir)
+{
+	for (size_t i = 0; i < dir->nents; i++)
+		free(dir->ents[i].name);
+	free(dir->ents);
+	free(dir->hash);
+	free(dir);
+}
+
+bool dg_dir_empty(const struct dg_dir *dir)
+{
+	return dir->nlive == 0;
+}
+
+static int parse_page(struct dg_fs *fs, struct dg_inode *dp, uint64_t page,
+		      const uint8_t *p)
+{
+	uint32_t off = 0;
+
+	while (off + sizeof(struct dg_ddirent) <= DG_PAGE_SIZE) {
+		const struct dg_ddirent *r = (const void *)(p + off);
+		const char *name = (const char *)(r + 1);
+
+		if (r->reclen == 0)
+			break;
+		if (r->reclen % 8 || r->reclen < rec_len(r->namelen) ||
+		    r->reclen > DG_PAGE_SIZE - off || r->namelen == 0 ||
+		    memchr(name, '/', r->namelen) ||
+		    memchr(name, 0, r->namelen))
+			return DG_CORRUPT(fs->vol, "directory %" PRIu64
+					  " page %" PRIu64 " offset %u: bad "
+					  "record", dp->ino, page, off);
+		if (r->ino) {
+			int ret = dir_index(dp->dir, name, r->namelen, r->ino,
+					    r->type, page, off);
+			if (ret)
+				return ret;
+		}
+		off += r->reclen;
+	}
+	dp->dir->tail_page = page;
+	dp->dir->tail_off = off;
+	return 0;
+}
+
+int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp)
+{
+	uint64_t npages = dp->d.size / DG_PAGE_SIZE;
+	uint8_t *p;
+	int ret = 0;
+
+	dp->dir = calloc(1, sizeof(*dp->dir));
+	p = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!dp->dir || !p) {
+		free(p);
+		return -ENOMEM;
+	}
+	dp->dir->tail_off = DG_PAGE_SIZE; /* no page yet */
+	ret = hash_rebuild(dp->dir, 16);
+	for (uint64_t pg = 0; !ret && pg < npages; pg++) {
+		uint64_t vpn, run;
+
+		dg_ext_lookup(dp, pg, &vpn, &run);
+		if (!vpn) {
+			ret = DG_CORRUPT(fs->vol, "directory %" PRIu64
+					 ": hole at page %" PRIu64, dp->ino, pg);
+			break;
+		}
+		ret = dg_read(fs->vol, vpn, 1, p);
+		if (!ret)
+			ret = parse_page(fs, dp, pg, p);
+	}
+	free(p);
+	return ret;
+}
+
+struct fresh_page {
+	uint64_t vpn;
+};
+
+static void note_fresh(void *arg, uint64_t fpage, uint64_t vpn, uint64_t n)
+{
+	(void)fpage;
+	(void)n;
+	((struct fresh_page *)arg)->vpn = vpn;
+}
+
+int dg_dir_add(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
+	       const char *name, uint64_t ino, uint8_t type)
+{
+	struct dg_dir *dir = dp->dir;
+	size_t namelen = strlen(name);
+	uint32_t len = rec_len(namelen);
+	uint8_t rec[sizeof(struct dg_ddirent) + DG_NAME_MAX + 8 + 16] = { 0 };
+	struct dg_ddirent *r = (void *)rec;
+	uint64_t vpn, run;
+	uint32_t wlen = len;
+	int ret;
+
+	r->ino = ino;
+	r->reclen = (uint16_t)len;
+	r->namelen = (uint8_t)namelen;
+	r->type = type;
+	memcpy(r + 1, name, namelen);
+	if (dir->tail_off + len > DG_PAGE_SIZE) {
+		/* A new page, written whole: reused pages hold old bytes. */
+		uint8_t *page = calloc(1, DG_PAGE_SIZE);
+		struct fresh_page fp = { 0 };
+		uint64_t pg = dp->d.size / DG_PAGE_SIZE;
+
+		if (!page)
+			return -ENOMEM;
+		ret = dg_ext_alloc(fs, txn, dp, pg, 1, note_fresh, &fp);
+		if (!ret) {
+			memcpy(page, rec, len);
+			ret = dg_txn_write(txn, fp.vpn, 0, page, DG_PAGE_SIZE);
+		}
+		free(page);
+		if (ret)
+			return ret;
+		dp->d.size += DG_PAGE_SIZE;
+		dir->tail_page = pg;
+		dir->tail_off = 0;
+	} else {
+		dg_ext_lookup(dp, dir->tail_page, &vpn, &run);
+		/* The record and the end marker after it. */
+		if (dir->tail_off + len + sizeof(struct dg_ddirent) <=
+		    DG_PAGE_SIZE)
+			wlen += sizeof(struct dg_ddirent);
+		ret = dg_txn_write(txn, vpn, dir->tail_off, rec, wlen);
+		if (ret)
+			return ret;
+	}
+	ret = dir_index(dir, name, namelen, ino, type, dir->tail_page,
+			dir->tail_off);
+	if (ret)
+		return ret;
+	dir->tail_off += len;
+	return 0;
+}
+
+static int write_header(struct dg_fs *fs, struct dg_txn *txn,
+			struct dg_inode *dp, const struct dg_dent *de)
+{
+	struct dg_ddirent r = { de->ino, (uint16_t)rec_len(strlen(de->name)),
+				(uint8_t)strlen(de->name), de->type };
+	uint64_t vpn, run;
+
+	(void)fs;
+	dg_ext_lookup(dp, de->page, &vpn, &run);
+	return dg_txn_write(txn, vpn, de->off, &r, sizeof(r));
+}
+
+int dg_dir_remove(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
+		  struct dg_dent *de)
+{
+	struct dg_dir *dir = dp->dir;
+	size_t slot = hash_probe(dir, de->name);
+	uint64_t ino = de->ino;
+	int ret;
+
+	de->ino = 0;
+	ret = write_header(fs, txn, dp, de);
+	if (ret) {
+		de->ino = ino;
+		return ret;
+	}
+	dir->hash[slot] = HASH_TOMB;
+	dir->ntomb++;
+	dir->nlive--;
+	return 0;
+}
+
+int dg_dir_retarget(struct dg_fs *fs, struct dg_txn *txn, struct dg_dent *de,
+		    struct dg_inode *dp, uint64_t ino, uint8_t type)
+{
+	de->ino = ino;
+	de->type = type;
+	return write_header(fs, txn, dp, de);
+}

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+/* file.c -- file data: read, write, truncate, fallocate */
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs_i.h"
+
+/* Bytes one transaction of file data may carry: what the journal takes,
+ * less room for the metadata that rides along. */
+static size_t txn_data_max(struct dg_fs *fs)
+{
+	size_t max = dg_apply_max_bytes(fs->vol);
+
+	return max > (512u << 10) ? max - (256u << 10) : max / 2;
+}
+
+/* Pages allocated by this write that it does not cover whole must be
+ * zero-filled: a reused page still holds its old bytes. */
+struct fresh_list {
+	struct fresh_run {
+		uint64_t fpage, vpn, n;
+	} *r;
+	unsigned n, cap;
+	int err;
+};
+
+static void note_fresh(void *arg, uint64_t fpage, uint64_t vpn, uint64_t n)
+{
+	struct fresh_list *fl = arg;
+
+	if (fl->n == fl->cap) {
+		unsigned cap = fl->cap ? fl->cap * 2 : 8;
+		void *r = realloc(fl->r, cap * sizeof(*fl->r));
+
+		if (!r) {
+			fl->err = -ENOMEM;
+			return;
+		}
+		fl->r = r;
+		fl->cap = cap;
+	}
+	fl->r[fl->n++] = (struct fresh_run){ fpage, vpn, n };
+}
+
+static bool is_fresh(const struct fresh_list *fl, uint64_t fpage)
+{
+	for (unsigned i = 0; i < fl->n; i++)
+		if (fpage >= fl->r[i].fpage && fpage < fl->r[i].fpage + fl->r[i].n)
+			return true;
+	return false;
+}
+
+/* Map every hole in [first, last] to new pages. */
+static int fill_holes(struct dg_fs *fs, struct dg_txn *txn,
+		      struct dg_inode *ip, uint64_t first, uint64_t last,
+		      struct fresh_list *fl)
+{
+	uint64_t p = first;
+
+	while (p <= last) {
+		uint64_t vpn, run;
+		int ret;
+
+		dg_ext_lookup(ip, p, &vpn, &run);
+		if (run > last - p + 1)
+			run = last - p + 1;
+		if (!vpn) {
+			ret = dg_ext_alloc(fs, txn, ip, p, run, note_fresh, fl);
+			if (ret)
+				return ret;
+			if (fl->err)
+				return fl->err;
+		}
+		p += run;
+	}
+	return 0;
+}
+
+int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
+		      struct dg_inode *ip, uint64_t off, const void *buf,
+		      size_t size)
+{
+	struct fresh_list fl = { 0 };
+	const uint8_t *src = buf;
+	uint64_t first = off / DG_PAGE_SIZE, last = (off + size - 1) / DG_PAGE_SIZE;
+	uint8_t *page = NULL;
+	int ret;
+
+	ret = fill_holes(fs, txn, ip, first, last, &fl);
+	if (ret)
+		goto out;
+	for (uint64_t p = first; p <= last; p++) {
+		uint64_t vpn, run, pstart = p * DG_PAGE_SIZE;
+		uint32_t po = p == first ? (uint32_t)(off % DG_PAGE_SIZE) : 0;
+		uint64_t end = off + size < pstart + DG_PAGE_SIZE
+				       ? off + size - pstart
+				       : DG_PAGE_SIZE;
+		uint32_t n = (uint32_t)(end - po);
+
+		dg_ext_lookup(ip, p, &vpn, &run);
+		if (n < DG_PAGE_SIZE && is_fresh(&fl, p)) {
+			if (!page && !(page = malloc(DG_PAGE_SIZE))) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			memset(page, 0, DG_PAGE_SIZE);
+			memcpy(page + po, src, n);
+			ret = dg_txn_write(txn, vpn, 0, page, DG_PAGE_SIZE);
+		} else {
+			ret = dg_txn_write_ref(txn, vpn, po, src, n);
+		}
+		if (ret)
+			goto out;
+		src += n;
+	}
+out:
+	free(page);
+	free(fl.r);
+	return ret;
+}
+
+ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
+		    const void *buf, size_t size)
+{
+	struct dg_inode *ip;
+	struct dg_txn *txn;
+	size_t done = 0, max = txn_data_max(fs);
+	int ret = 0;
+
+	if (size == 0)
+		return 0;
+	if (off + size < off || off + size > (1ull << 52))
+		return -EFBIG;
+	pthread_rwlock_rdlock(&fs->lock);
+	ip = dg_inode_get(fs, ino);
+	if (!ip || !S_ISREG(ip->d.mode)) {
+		pthread_rwlock_unlock(&fs->lock);
+		return ip ? -EINVAL : -ENOENT;
+	}
+	if (fs->broken) {
+		pthread_rwlock_unlock(&fs->lock);
+		return -EROFS;
+	}
+	txn = dg_txn_new(fs->vol);
+	if (!txn) {
+		pthread_rwlock_unlock(&fs->lock);
+		return -ENOMEM;
+	}
+	pthread_rwlock_wrlock(&ip->lock);
+	/* Each piece is atomic; a large write is a sequence of them. */
+	while (done < size) {
+		size_t n = size - done < max ? size - done : max;
+		struct dg_dinode saved = ip->d;
+
+		ret = dg_file_write_txn(fs, txn, ip, off + done,
+					(const uint8_t *)buf + done, n);
+		if (!ret) {
+			if (off + done + n > ip->d.size)
+				ip->d.size = off + done + n;
+			dg_inode_touch(ip, true, true);
+			ret = dg_inode_store(fs, txn, ip);
+		}
+		if (!ret)
+			ret = dg_fs_commit(fs, txn);
+		if (ret) {
+			if (ret == -ENOSPC) {
+				/* Allocation failed before anything changed
+				 * on media: forget the partial mapping. */
+				dg_txn_free(txn);
+				txn = NULL;
+				ip->d = saved;
+				dg_ext_load(fs, ip);
+			}
+			break;
+		}
+		done += n;
+	}
+	pthread_rwlock_unlock(&ip->lock);
+	dg_txn_free(txn);
+	pthread_rwlock_unlock(&fs->lock);
+	return done ? (ssize_t)done : ret;
+}
+
+ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
+		   void *pages, const void **data)
+{
+	struct dg_inode *ip;
+	uint8_t *out = pages;
+	uint64_t first, last;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	ip = dg_inode_get(fs, ino);
+	if (!ip) {
+		pthread_rwlock_unlock(&fs->lock);
+		return -ENOENT;
+	}
+	pthread_rwlock_rdlock(&ip->lock);
+	if (off >= ip->d.size || size == 0) {
+		size = 0;
+		goto out;
+	}
+	if (size > ip->d.size - off)
+		size = ip->d.size - off;
+	first = off / DG_PAGE_SIZE;
+	last = (off + size - 1) / DG_PAGE_SIZE;
+	for (uint64_t p = first; p <= last;) {
+		uint64_t vpn, run;
+
+		dg_ext_lookup(ip, p, &vpn, &run);
+		if (run > last - p + 1)
+			run = last - p + 1;
+		if (vpn)
+			ret = dg_read(fs->vol, vpn, run,
+				      out + (p - first) * DG_PAGE_SIZE);
+		else
+			memset(out + (p - first) * DG_PAGE_SIZE, 0,
+			       run * DG_PAGE_SIZE);
+		if (ret) {
+			char path[256];
+
+			dg_fs_path(fs, ino, path, sizeof(path));
+			dg_log(DG_LOG_ERR, "read error ino=%" PRIu64 " path=%s "
+			       "page=%" PRIu64 " err=%d", ino, path, p, ret);
+			break;
+		}
+		p += run;
+	}
+	*data = out + off % DG_PAGE_SIZE;
+out:
+	pthread_rwlock_unlock(&ip->lock);
+	pthread_rwlock_unlock(&fs->lock);
+	return ret ? ret : (ssize_t)size;
+}
+
+/* Zero [from, to) of one mapped page (the tail of a shrunk file or the
+ * edges of a punched hole) so those bytes read as zeros later. */
+static int zero_in_page(struct dg_txn *txn, struct dg_inode *ip,
+			uint64_t page, uint32_t from, uint32_t to)
+{
+	static const uint8_t zero[DG_PAGE_SIZE];
+	uint64_t vpn, run;
+
+	if (from >= to)
+		return 0;
+	dg_ext_lookup(ip, page, &vpn, &run);
+	if (!vpn)
+		return 0;
+	return dg_txn_write(txn, vpn, from, zero, to - from);
+}
+
+int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
+		     struct dg_inode *ip, uint64_t size)
+{
+	uint64_t keep = (size + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE;
+	int ret;
+
+	if (size > (1ull << 52))
+		return -EFBIG;
+	if (size < ip->d.size) {
+		ret = dg_ext_punch(fs, txn, ip, keep, UINT64_MAX / 2 - keep);
+		if (!ret && size % DG_PAGE_SIZE)
+			ret = zero_in_page(txn, ip, size / DG_PAGE_SIZE,
+					   size % DG_PAGE_SIZE, DG_PAGE_SIZE);
+		if (ret)
+			return ret;
+	}
+	ip->d.size = size;
+	return 0;
+}
+
+/* Allocate the holes of [first, last] with zeroed pages, in as many
+ * transactions as the journal needs. */
+static int alloc_zeroed(struct dg_fs *fs, struct dg_inode *ip,
+			uint64_t first, uint64_t last, uint64_t new_size)
+{
+	static const uint8_t zero[DG_PAGE_SIZE];
+	uint64_t step = txn_data_max(fs) / DG_PAGE_SIZE;
+	int ret = 0;
+
+	for (uint64_t p = first; p <= last && !ret; p += step) {
+		uint64_t e = p + step - 1 < last ? p + step - 1 : last;
+		struct fresh_list fl = { 0 };
+		struct dg_txn *txn = dg_txn_new(fs->vol);
+
+		if (!txn)
+			return -ENOMEM;
+		ret = fill_holes(fs, txn, ip, p, e, &fl);
+		for (unsigned i = 0; !ret && i < fl.n; i++)
+			for (uint64_t j = 0; !ret && j < fl.r[i].n; j++)
+				ret = dg_txn_write_ref(txn, fl.r[i].vpn + j, 0,
+						       zero, DG_PAGE_SIZE);
+		if (!ret && e == last && new_size > ip->d.size)
+			ip->d.size = new_size;
+		if (!ret) {
+			dg_inode_touch(ip, false, true);
+			ret = dg_inode_store(fs, txn, ip);
+		}
+		if (!ret)
+			ret = dg_fs_commit(fs, txn);
+		else
+			dg_ext_load(fs, ip); /* not committed: reload map */
+		free(fl.r);
+		dg_txn_free(txn);
+	}
+	return ret;
+}
+
+int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
+		    uint64_t len)
+{
+	struct dg_inode *ip;
+	uint64_t end = off + len;
+	int ret;
+
+	if (len == 0 || end < off || end > (1ull << 52))
+		return len == 0 ? -EINVAL : -EFBIG;
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	pthread_rwlock_rdlock(&fs->lock);
+	ip = dg_inode_get(fs, ino);
+	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -ENODEV
+			    : fs->broken ? -EROFS : 0;
+	if (ret)
+		goto out;
+	pthread_rwlock_wrlock(&ip->lock);
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		struct dg_txn *txn = dg_txn_new(fs->vol);
+		uint64_t p0 = (off + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE;
+		uint64_t p1 = end / DG_PAGE_SIZE;
+
+		ret = txn ? 0 : -ENOMEM;
+		if (!ret && off < end) {
+			if (off / DG_PAGE_SIZE == (end - 1) / DG_PAGE_SIZE &&
+			    p0 > p1)
+				ret = zero_in_page(txn, ip, off / DG_PAGE_SIZE,
+						   off % DG_PAGE_SIZE,
+						   (uint32_t)((end - 1) % DG_PAGE_SIZE) + 1);
+			else {
+				ret = zero_in_page(txn, ip, off / DG_PAGE_SIZE,
+						   off % DG_PAGE_SIZE,
+						   off % DG_PAGE_SIZE ? DG_PAGE_SIZE : 0);
+				if (!ret && end % DG_PAGE_SIZE && p1 >= p0)
+					ret = zero_in_page(txn, ip, p1, 0,
+							   end % DG_PAGE_SIZE);
+				if (!ret && p1 > p0)
+					ret = dg_ext_punch(fs, txn, ip, p0, p1 - p0);
+			}
+		}
+		if (!ret) {
+			dg_inode_touch(ip, true, true);
+			ret = dg_inode_store(fs, txn, ip);
+		}
+		if (!ret)
+			ret = dg_fs_commit(fs, txn);
+		dg_txn_free(txn);
+	} else {
+		ret = alloc_zeroed(fs, ip, off / DG_PAGE_SIZE,
+				   (end - 1) / DG_PAGE_SIZE,
+				   (mode & FALLOC_FL_KEEP_SIZE) ? 0 : end);
+	}
+	pthread_rwlock_unlock(&ip->lock);
+out:
+	pthread_rwlock_unlock(&fs->lock);
+	return ret;
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* fs.h -- the filesystem layer: inodes, directories, extents, on the engine */
+#ifndef DG_FS_H
+#define DG_FS_H
+
+#include <stdint.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "engine.h"
+
+/*
+ * Every structure lives in vpn pages and changes only through
+ * transactions of the engine, so each operation below is atomic and
+ * durable when it returns (G4): fsync has nothing left to do. All
+ * metadata is also held in memory, loaded at dg_fs_open().
+ *
+ * Functions return 0 (or a byte count) or a negative errno. Permission
+ * checks are the kernel's (default_permissions); callers pass the
+ * credentials new inodes get.
+ */
+struct dg_fs;
+
+struct dg_attr {
+	uint64_t ino;
+	uint32_t mode, nlink, uid, gid;
+	uint64_t size, blocks, rdev;
+	struct timespec atime, mtime, ctime;
+	uint32_t generation;
+};
+
+/* dg_setattr.valid */
+#define DG_SET_MODE	 (1u << 0)
+#define DG_SET_UID	 (1u << 1)
+#define DG_SET_GID	 (1u << 2)
+#define DG_SET_SIZE	 (1u << 3)
+#define DG_SET_ATIME	 (1u << 4)
+#define DG_SET_MTIME	 (1u << 5)
+#define DG_SET_ATIME_NOW (1u << 6)
+#define DG_SET_MTIME_NOW (1u << 7)
+#define DG_SET_CTIME	 (1u << 8)
+
+struct dg_setattr {
+	unsigned valid;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+};
+
+/* Create the root directory of a new volume (dg_format calls it). */
+int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid);
+/* Load the filesystem of an open volume; frees orphans when writable. */
+int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp);
+void dg_fs_close(struct dg_fs *fs);
+struct dg_vol *dg_fs_vol(struct dg_fs *fs);
+
+/* Lookup counts follow the FUSE rules: every reply that hands the
+ * kernel an inode (lookup, create, mknod, mkdir, symlink, link,
+ * readdirplus) adds one; forget takes them back. */
+int dg_fs_lookup(struct dg_fs *fs, uint64_t parent, const char *name,
+		 struct dg_attr *attr);
+void dg_fs_forget(struct dg_fs *fs, uint64_t ino, uint64_t nlookup);
+int dg_fs_getattr(struct dg_fs *fs, uint64_t ino, struct dg_attr *attr);
+int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
+		  struct dg_attr *attr);
+
+/* mode carries the type: S_IFREG, S_IFDIR, S_IFIFO, S_IFSOCK,
+ * S_IFCHR/S_IFBLK (rdev). */
+int dg_fs_mknod(struct dg_fs *fs, uint64_t parent, const char *name,
+		uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid,
+		struct dg_attr *attr);
+int dg_fs_symlink(struct dg_fs *fs, uint64_t parent, const char *name,
+		  const char *target, uint32_t uid, uint32_t gid,
+		  struct dg_attr *attr);
+/* Returns the target length (not NUL terminated in buf). */
+int dg_fs_readlink(struct dg_fs *fs, uint64_t ino, char *buf, size_t size);
+int dg_fs_link(struct dg_fs *fs, uint64_t ino, uint64_t parent,
+	       const char *name, struct dg_attr *attr);
+int dg_fs_unlink(struct dg_fs *fs, uint64_t parent, const char *name);
+int dg_fs_rmdir(struct dg_fs *fs, uint64_t parent, const char *name);
+/* flags: RENAME_NOREPLACE, RENAME_EXCHANGE. */
+int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
+		 uint64_t newparent, const char *newname, unsigned flags);
+
+/* Open files keep an unlinked inode alive until the last release. */
+int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate);
+void dg_fs_release(struct dg_fs *fs, uint64_t ino);
+
+/*
+ * Read up to size bytes at off. pages must be page aligned and hold the
+ * whole pages the range touches (size + 2 pages is always enough); the
+ * bytes start at *data. Holes read as zeros. Returns the byte count.
+ */
+ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
+		   void *pages, const void **data);
+ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
+		    const void *buf, size_t size);
+/* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE. */
+int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
+		    uint64_t len);
+
+/* Directory listing from cookie off (0: start). fill() gets each entry
+ * and the cookie of the next; returning nonzero stops. With plus, the
+ * entry's lookup count is taken before fill() (FUSE readdirplus) and
+ * attr is filled. */
+typedef int (*dg_fill_fn)(void *arg, const char *name,
+			  const struct dg_attr *attr, uint64_t next);
+int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
+		  dg_fill_fn fill, void *arg);
+int dg_fs_opendir(struct dg_fs *fs, uint64_t ino);
+
+int dg_fs_statfs(struct dg_fs *fs, struct statvfs *st);
+
+/* flags: XATTR_CREATE, XATTR_REPLACE. get/list return the size, or
+ * -ERANGE when size is too small (size 0 asks for the size). */
+int dg_fs_setxattr(struct dg_fs *fs, uint64_t ino, const char *name,
+		   const void *value, size_t size, int flags);
+int dg_fs_getxattr(struct dg_fs *fs, uint64_t ino, const char *name,
+		   void *value, size_t size);
+int dg_fs_listxattr(struct dg_fs *fs, uint64_t ino, char *list, size_t size);
+int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name);
+
+/* Path of ino for log messages ("?" parts when unknown); buf gets at
+ * most len bytes, NUL terminated. */
+void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len);
+/* The inode and file page that own vpn, for fault reports; -ENOENT
+ * when no file maps it. Takes the fs lock. */
+int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino,
+		uint64_t *fpage);
+
+#endif /* DG_FS_H */

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* fs_i.h -- private to the filesystem layer (inode, extent, dir, file...) */
+#ifndef DG_FS_I_H
+#define DG_FS_I_H
+
+#include <pthread.h>
+
+#include "engine_i.h"
+#include "fs.h"
+
+/* In-core extent: [fpage, fpage + len) of the file at [vpn, vpn + len). */
+struct dg_ext {
+	uint64_t fpage, vpn;
+	uint32_t len;
+};
+
+/* A directory entry in core; ino 0 marks a deleted slot. */
+struct dg_dent {
+	char *name;
+	uint64_t ino;
+	uint8_t type;
+	uint64_t page;		/* dirent page (file page of the dir) */
+	uint32_t off;		/* byte offset of the record in it */
+};
+
+struct dg_dir {
+	struct dg_dent *ents;	/* in media order; index + 1 is the cookie */
+	size_t nents, cap;
+	uint32_t *hash;		/* open addressing: index + 1, 0 empty */
+	size_t hcap, nlive, ntomb;
+	uint64_t tail_page;	/* where the next record goes */
+	uint32_t tail_off;
+};
+
+struct dg_inode {
+	uint64_t ino;
+	struct dg_dinode d;	/* in-core truth, written whole to media */
+	struct dg_ext *ext;
+	uint32_t next, capext;
+	uint64_t *emap;		/* vpns of the extent chain pages */
+	uint32_t nemap;
+	struct dg_dir *dir;	/* directories only */
+	uint64_t nlookup;	/* protected by fs->lock (write) or ilock */
+	uint32_t nopen;
+	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
+};
+
+struct dg_fs {
+	struct dg_vol *vol;
+	/* Namespace operations hold it for writing; data operations for
+	 * reading plus the inode's own lock. */
+	pthread_rwlock_t lock;
+	struct dg_inode **itab;	/* by ino; NULL: free slot */
+	uint64_t icap;		/* slots in itab */
+	struct dg_dfsroot root;	/* in-core copy of the fs root record */
+	uint64_t inodes_used;
+	uint64_t next_free_ino;	/* search hint */
+	pthread_mutex_t ino_lock; /* itab slot allocation and counts */
+	bool broken;		/* a commit failed: refuse changes */
+	uint32_t gen_counter;	/* protected by ino_lock */
+};
+
+/* ---- inode.c --------------------------------------------------------- */
+struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino);
+/* Queue the inode record (whole) in txn. */
+int dg_inode_store(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
+/* Allocate an inode slot (growing the table in txn when full). The new
+ * inode is installed in core; dg_inode_discard undoes it on failure. */
+int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
+		 uint32_t uid, uint32_t gid, struct dg_inode **ipp);
+void dg_inode_discard(struct dg_fs *fs, struct dg_inode *ip);
+/* Free everything the inode owns and its slot, in txn. */
+int dg_inode_destroy(struct dg_fs *fs, struct dg_txn *txn,
+		     struct dg_inode *ip);
+/* Free it now if nothing refers to it any more. */
+void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip);
+void dg_inode_attr(const struct dg_inode *ip, struct dg_attr *attr);
+void dg_inode_touch(struct dg_inode *ip, bool mtime, bool ctime);
+int64_t dg_now_ns(void);
+/* Commit txn; a failure after in-core changes breaks the fs. */
+int dg_fs_commit(struct dg_fs *fs, struct dg_txn *txn);
+
+/* ---- extent.c -------------------------------------------------------- */
+/* The mapping of fpage: *vpn (0: hole) and how many pages the answer
+ * holds for (mapped run, or hole up to the next extent; UINT64_MAX). */
+void dg_ext_lookup(const struct dg_inode *ip, uint64_t fpage, uint64_t *vpn,
+		   uint64_t *run);
+/* Map [fpage, fpage + len) to newly allocated vpns in txn. Allocated
+ * runs are reported through fresh() so callers can initialise them. */
+int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		 uint64_t fpage, uint64_t len,
+		 void (*fresh)(void *arg, uint64_t fpage, uint64_t vpn,
+			       uint64_t n),
+		 void *arg);
+/* Unmap and free [fpage, fpage + len) in txn. */
+int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		 uint64_t fpage, uint64_t len);
+/* Both write the changed part of the extent array to txn, growing or
+ * shrinking the chain of extent pages; the caller stores the inode. */
+int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip);
+
+/* ---- dir.c ------------------------------------------------------------ */
+int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp);
+void dg_dir_free(struct dg_dir *dir);
+struct dg_dent *dg_dir_find(struct dg_dir *dir, const char *name);
+int dg_dir_add(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
+	       const char *name, uint64_t ino, uint8_t type);
+int dg_dir_remove(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
+		  struct dg_dent *de);
+/* Point an existing entry at another inode (rename over, exchange). */
+int dg_dir_retarget(struct dg_fs *fs, struct dg_txn *txn, struct dg_dent *de,
+		    struct dg_inode *dp, uint64_t ino, uint8_t type);
+bool dg_dir_empty(const struct dg_dir *dir);
+uint8_t dg_mode_dtype(uint32_t mode);
+
+/* ---- file.c ------------------------------------------------------------ */
+/* Write into a file's pages within txn (no size or time update). */
+int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
+		      struct dg_inode *ip, uint64_t off, const void *buf,
+		      size_t size);
+int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
+		     struct dg_inode *ip, uint64_t size);
+
+/* ---- xattr.c ----------------------------------------------------------- */
+int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
+
+#endif /* DG_FS_I_H */
