@@ -17,19 +17,21 @@ static const char usage[] =
 	"usage: daxguard DEV[,DEV...] MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
 	"daxguard options (-o):\n"
 	"    timeout=SECONDS   entry and attribute cache timeout (1.0)\n"
-	"    nowriteback       no kernel writeback cache\n";
+	"    writeback         kernel writeback cache: faster small writes, but\n"
+	"                      a write() is durable only at fsync (default off:\n"
+	"                      every write() is on the media, redundant, on return)\n";
 
 struct dg_opts {
 	char *devs;
 	double timeout;
-	int nowriteback;
+	int writeback;
 	int show_help;
 };
 
 #define DG_OPT(t, p) { t, offsetof(struct dg_opts, p), 1 }
 static const struct fuse_opt dg_fuse_opts[] = {
 	{ "timeout=%lf", offsetof(struct dg_opts, timeout), 0 },
-	DG_OPT("nowriteback", nowriteback),
+	DG_OPT("writeback", writeback),
 	DG_OPT("-h", show_help),
 	DG_OPT("--help", show_help),
 	FUSE_OPT_END
@@ -168,7 +170,7 @@ int main(int argc, char *argv[])
 	dd.devs = o.devs;
 	dd.mountpoint = mnt;
 	dd.timeout = o.timeout;
-	dd.writeback = !o.nowriteback;
+	dd.writeback = o.writeback;
 	dd.debug = fo.debug;
 	if (fo.debug)
 		dg_log_set_level(DG_LOG_DEBUG);

@@ -126,7 +126,13 @@ static void persist_now(struct dg_vol *vol, struct dg_flushset *fs)
 	for (unsigned i = 0; i < fs->n; i++)
 		dg_dev_persist(&vol->devs[fs->r[i].dev], fs->r[i].off,
 			       fs->r[i].len);
+	if (fs->oom) /* a range went unrecorded: persist everything */
+		for (unsigned d = 0; d < vol->ndev; d++)
+			if (vol->devs[d].present)
+				dg_dev_persist(&vol->devs[d], 0,
+					       vol->devs[d].size);
 	fs->n = 0;
+	fs->oom = false;
 }
 
 /*
@@ -293,7 +299,7 @@ int dg_csum_repair_primary(struct dg_vol *vol, unsigned dev, uint64_t row)
  * copies. Each copy keeps its own other entries: a stale entry in one
  * copy must not overwrite the good entry in the other. */
 static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
-			unsigned n, struct dg_flushset *fs, uint8_t *img)
+			unsigned n, uint8_t *img)
 {
 	unsigned owner = u[0].dev;
 	uint64_t index = u[0].row / DG_CSUMS_PER_PAGE;
@@ -308,6 +314,7 @@ static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 	if (ret < 0)
 		goto out;
 	for (int c = 0; c < 2; c++) {
+		struct dg_flushset fs;
 		uint64_t off;
 		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
 		uint64_t *w = (uint64_t *)(img + DG_PAGE_SIZE);
@@ -321,7 +328,13 @@ static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 		for (unsigned i = 0; i < n; i++)
 			w[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
 		dg_csum_page_seal(vol, owner, index, w);
-		write_copy(vol, owner, index, c, w, from, to, fs);
+		/* G4: each copy is durable before the other is touched, and
+		 * under the page lock, so no crash can tear both copies (one
+		 * always verifies and reconcile() restores the other). */
+		dg_flushset_init(&fs);
+		write_copy(vol, owner, index, c, w, from, to, &fs);
+		persist_now(vol, &fs);
+		dg_flushset_fini(&fs);
 	}
 	ret = 0;
 out:
@@ -335,6 +348,7 @@ int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
 	int ret = 0;
 
+	(void)fs; /* checksum pages are persisted here, copy by copy */
 	if (!img)
 		return -ENOMEM;
 	for (unsigned i = 0, j; i < n && !ret; i = j) {
@@ -343,7 +357,7 @@ int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 					u[i].row / DG_CSUMS_PER_PAGE;
 		     j++)
 			;
-		ret = set_one_page(vol, u + i, j - i, fs, img);
+		ret = set_one_page(vol, u + i, j - i, img);
 	}
 	free(img);
 	return ret;

@@ -30,7 +30,9 @@ struct dg_csum_upd {
 	uint64_t csum;
 };
 /* Store checksums in both copies. u must be sorted by (dev, row); the
- * caller holds every row lock. Pages written are added to fs. */
+ * caller holds every row lock. The pages are durable on return: the
+ * primary copy is persisted before the replica is written, so a crash
+ * leaves at most one copy torn. fs is not used. */
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs);
 int dg_csum_upd_cmp(const void *a, const void *b);

@@ -75,6 +75,7 @@ int dg_format(const char *const *devs, unsigned ndev,
 #define DG_OPEN_RDONLY	 (1u << 0) /* no writes at all, shared lock */
 #define DG_OPEN_NORECOVER (1u << 1) /* do not replay the journal */
 #define DG_OPEN_DEGRADED (1u << 2) /* allow missing devices parity covers */
+#define DG_OPEN_NOLOCK	 (1u << 4) /* read-only, even while mounted elsewhere */
 #define DG_OPEN_FORMAT	 (1u << 3) /* internal to dg_format(): no root yet */
 
 /*

@@ -116,7 +116,7 @@ static int open_devs(struct dg_vol *vol, const char *const *devs,
 			if (ret)
 				return ret;
 		}
-		ret = dg_dev_open(d, devs[i], false, err, sizeof(err));
+		ret = dg_dev_open(d, devs[i], false, false, err, sizeof(err));
 		if (ret) {
 			dg_log(DG_LOG_ERR, "%s", err);
 			return ret;

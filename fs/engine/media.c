@@ -61,8 +61,8 @@ out:
 	return ret;
 }
 
-int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, char *err,
-		size_t errlen)
+int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, bool nolock,
+		char *err, size_t errlen)
 {
 	struct stat st;
 	int ret;
@@ -95,7 +95,8 @@ int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, char *err,
 		goto fail;
 	}
 	/* One writer per volume: the lock lives as long as the fd. */
-	if (flock(d->fd, (rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+	if (!(nolock && rdonly) &&
+	    flock(d->fd, (rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		snprintf(err, errlen, "'%s' is in use by another process "
 			 "(mounted or being checked)", path);

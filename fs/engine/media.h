@@ -40,9 +40,10 @@ struct dg_media_observer {
 void dg_media_set_observer(const struct dg_media_observer *obs);
 
 /* Open path and map it whole. Takes an exclusive (or, read-only, shared)
- * lock on the file: -EBUSY if another process holds it. */
-int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, char *err,
-		size_t errlen);
+ * lock on the file: -EBUSY if another process holds it; nolock (only
+ * with rdonly) takes none, to look at a volume a daemon has open. */
+int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, bool nolock,
+		char *err, size_t errlen);
 void dg_dev_close(struct dg_dev *d);
 /* Store without flushing; off + len must lie within the device. */
 void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,

@@ -89,11 +89,12 @@ void dg_write_supers(struct dg_vol *vol)
 		s.dev_index = i;
 		memcpy(s.dev_uuid, vol->dev_uuid[i], 16);
 		dg_dsuper_seal(&s);
+		/* The primary is durable before the backup is written and
+		 * each device's superblock before the next one's, so a crash
+		 * tears at most one copy of one device's. */
 		dg_dev_write(d, 0, &s, sizeof(s));
-		dg_dev_write(d, backup, &s, sizeof(s));
-		/* Each device's superblock is durable before the next one is
-		 * written, so a crash leaves at most one in doubt. */
 		dg_dev_persist(d, 0, sizeof(s));
+		dg_dev_write(d, backup, &s, sizeof(s));
 		dg_dev_persist(d, backup, sizeof(s));
 	}
 }
@@ -175,8 +176,8 @@ static void vol_free(struct dg_vol *vol)
  * Open every path and read its superblock; the highest generation among
  * valid ones is the reference the others are judged against.
  */
-static int probe(struct cand *c, unsigned n, bool rdonly, bool degraded,
-		 char *errbuf, size_t errlen, int *refp)
+static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
+		 bool degraded, char *errbuf, size_t errlen, int *refp)
 {
 	int ret, ref = -1;
 	unsigned opened = 0, absent = 0;
@@ -186,7 +187,8 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool degraded,
 
 		if (!c[i].path || !*c[i].path)
 			continue;
-		ret = dg_dev_open(&c[i].dev, c[i].path, rdonly, errbuf, errlen);
+		ret = dg_dev_open(&c[i].dev, c[i].path, rdonly, nolock, errbuf,
+				  errlen);
 		if (ret == -ENOENT) {
 			/* Missing like a NULL path: -ENXIO below unless
 			 * parity covers it and the caller allows that. */
@@ -234,7 +236,7 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool degraded,
 int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 		struct dg_vol **volp, char *errbuf, size_t errlen)
 {
-	bool rdonly = flags & DG_OPEN_RDONLY;
+	bool rdonly = flags & (DG_OPEN_RDONLY | DG_OPEN_NOLOCK);
 	bool degraded = flags & DG_OPEN_DEGRADED;
 	struct cand c[DG_MAX_DEVS];
 	struct dg_vol *vol = NULL;
@@ -257,7 +259,8 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 	vol = calloc(1, sizeof(*vol));
 	if (!vol)
 		return -ENOMEM;
-	ret = probe(c, n, rdonly, degraded, errbuf, errlen, &ref);
+	ret = probe(c, n, rdonly, flags & DG_OPEN_NOLOCK, degraded, errbuf,
+		    errlen, &ref);
 	if (ret)
 		goto fail;
 	vol->sb = c[ref].sb;
