@@ -405,15 +405,38 @@ int dg_txn_commit(struct dg_txn *t)
 	 * bytes each one writes include every earlier commit's bits. */
 	if (t->nop)
 		pthread_mutex_lock(&vol->alloc_lock);
-	for (unsigned i = 0; i < t->nop; i++) {
-		if (t->op[i].is_free) {
-			bits_set(vol->bitmap, t->op[i].start, t->op[i].n,
-				 false);
-			freed += t->op[i].n;
+	for (unsigned i = 0; i < t->nop && !ret; i++) {
+		if (!t->op[i].is_free)
+			continue;
+		/* Another commit may have freed it since dg_free() looked. */
+		for (uint64_t b = t->op[i].start;
+		     b < t->op[i].start + t->op[i].n; b++)
+			if (!bit_get(vol->bitmap, b)) {
+				ret = DG_CORRUPT(vol, "double free of vpn %"
+						 PRIu64, b);
+				break;
+			}
+		if (ret) {
+			/* Undo the frees applied so far. */
+			for (unsigned k = 0; k < i; k++)
+				if (t->op[k].is_free)
+					bits_set(vol->bitmap, t->op[k].start,
+						 t->op[k].n, true);
+			freed = 0;
+			break;
 		}
+		bits_set(vol->bitmap, t->op[i].start, t->op[i].n, false);
+		freed += t->op[i].n;
 	}
 	for (unsigned i = 0; i < t->nop && !ret; i++)
 		ret = bitmap_writes(t, t->op[i].start, t->op[i].n);
+	if (ret && freed) {
+		for (unsigned i = 0; i < t->nop; i++)
+			if (t->op[i].is_free)
+				bits_set(vol->bitmap, t->op[i].start,
+					 t->op[i].n, true);
+		freed = 0;
+	}
 	r = ret ? NULL : malloc(t->nw * sizeof(*r));
 	if (!ret && !r)
 		ret = -ENOMEM;
@@ -423,7 +446,7 @@ int dg_txn_commit(struct dg_txn *t)
 	if (!ret)
 		ret = dg_apply(vol, r, t->nw);
 	for (unsigned i = 0; i < t->nop; i++)
-		if (t->op[i].is_free && ret)
+		if (t->op[i].is_free && ret && freed)
 			bits_set(vol->bitmap, t->op[i].start, t->op[i].n,
 				 true);
 	if (!ret)

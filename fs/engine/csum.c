@@ -227,8 +227,12 @@ int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		int ret;
 
 		pthread_mutex_lock(lock);
-		ret = reconcile(vol, dev, index, img, img + DG_PAGE_SIZE,
-				rewrote);
+		/* The common case: a valid primary is all a lookup needs. */
+		if (load_copy(vol, dev, index, 0, img) == COPY_VALID)
+			ret = 1;
+		else
+			ret = reconcile(vol, dev, index, img,
+					img + DG_PAGE_SIZE, rewrote);
 		pthread_mutex_unlock(lock);
 		if (ret < 0) {
 			cur->owner = -1;

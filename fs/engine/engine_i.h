@@ -29,8 +29,10 @@ struct dg_journal {
 	uint64_t log_bytes;	/* circular log size */
 	uint64_t head_off;	/* protected by lock: next entry goes here */
 	uint64_t head_seq;	/* protected by lock */
-	uint64_t tail_off;	/* protected by lock: as last written */
+	uint64_t tail_off;	/* protected by lock: oldest live entry */
 	uint64_t tail_seq;	/* protected by lock */
+	uint64_t disk_tail_off;	/* protected by lock: as in the header */
+	uint64_t disk_tail_seq;	/* protected by lock */
 	uint64_t hseq;		/* protected by lock: header write counter */
 	struct dg_jpending *pend; /* protected by lock: ring of in-flight */
 	unsigned npend, pend_cap, pend_first;

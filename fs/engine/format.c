@@ -111,6 +111,21 @@ static int open_devs(struct dg_vol *vol, const char *const *devs,
 				       devs[i]);
 				return -EINVAL;
 			}
+		/* Refuse before anything is written, extension included. */
+		if (!o->force && access(devs[i], F_OK) == 0) {
+			ret = dg_dev_open(d, devs[i], true, false, err,
+					  sizeof(err));
+			if (ret == 0 &&
+			    dg_dev_read_super(d, &s, &backup) != -ENODEV) {
+				dg_dev_close(d);
+				dg_log(DG_LOG_ERR, "'%s' already holds a "
+				       "daxguard volume; use --force to "
+				       "overwrite it", devs[i]);
+				return -EEXIST;
+			}
+			if (ret == 0)
+				dg_dev_close(d);
+		}
 		if (o->size) {
 			ret = prepare_file(devs[i], o->size);
 			if (ret)
@@ -122,11 +137,6 @@ static int open_devs(struct dg_vol *vol, const char *const *devs,
 			return ret;
 		}
 		d->idx = i;
-		if (!o->force && dg_dev_read_super(d, &s, &backup) != -ENODEV) {
-			dg_log(DG_LOG_ERR, "'%s' already holds a daxguard "
-			       "volume; use --force to overwrite it", devs[i]);
-			return -EEXIST;
-		}
 		if (i && d->size != *dev_bytes) {
 			dg_log(DG_LOG_ERR, "device sizes differ: '%s' has %llu "
 			       "bytes, '%s' has %llu", devs[0],

@@ -57,6 +57,8 @@ static void write_head(struct dg_vol *vol)
 	h.tail_off = j->tail_off;
 	h.tail_seq = j->tail_seq;
 	h.csum = head_csum(vol, &h);
+	j->disk_tail_off = j->tail_off;
+	j->disk_tail_seq = j->tail_seq;
 	for (unsigned c = 0; c < j->ncopies; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
 		uint64_t off = area + (h.hseq % 2) * DG_PAGE_SIZE;
@@ -375,8 +377,8 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 		h.tail_seq = 1;
 	}
 	j->hseq = h.hseq;
-	j->tail_off = j->head_off = h.tail_off;
-	j->tail_seq = j->head_seq = h.tail_seq;
+	j->tail_off = j->head_off = j->disk_tail_off = h.tail_off;
+	j->tail_seq = j->head_seq = j->disk_tail_seq = h.tail_seq;
 	if (!do_recover) {
 		/* Find the head only, so nothing is appended over it. */
 		const struct dg_djentry *e;
@@ -413,12 +415,10 @@ size_t dg_journal_max_entry(const struct dg_vol *vol)
 	return vol->jrnl.log_bytes / 2 - DG_JALIGN;
 }
 
-/* Retire completed entries from the front of the pending ring. Caller
- * holds the journal lock. Returns true if the tail moved. */
-static bool retire(struct dg_journal *j)
+/* Retire completed entries from the front of the pending ring (in
+ * core; write_head() makes it durable). Caller holds the journal lock. */
+static void retire(struct dg_journal *j)
 {
-	bool moved = false;
-
 	while (j->npend && j->pend[j->pend_first].done) {
 		struct dg_jpending *p = &j->pend[j->pend_first];
 
@@ -426,23 +426,21 @@ static bool retire(struct dg_journal *j)
 		j->tail_seq = p->seq + 1;
 		j->pend_first = (j->pend_first + 1) % j->pend_cap;
 		j->npend--;
-		moved = true;
 	}
-	if (!j->npend && (j->tail_off != j->head_off ||
-			  j->tail_seq != j->head_seq)) {
+	if (!j->npend) {
 		j->tail_off = j->head_off;
 		j->tail_seq = j->head_seq;
-		moved = true;
 	}
-	return moved;
 }
 
 static uint64_t log_used(const struct dg_journal *j)
 {
-	/* A gap of DG_JALIGN is always kept, so head == tail means empty. */
-	if (j->head_off >= j->tail_off)
-		return j->head_off - j->tail_off;
-	return j->log_bytes - j->tail_off + j->head_off;
+	/* Measured from the durable tail: the space behind it is free only
+	 * once the header says so. A gap of DG_JALIGN is always kept, so
+	 * head == tail means empty. */
+	if (j->head_off >= j->disk_tail_off)
+		return j->head_off - j->disk_tail_off;
+	return j->log_bytes - j->disk_tail_off + j->head_off;
 }
 
 static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
@@ -512,7 +510,9 @@ int dg_journal_append(struct dg_vol *vol, void *entry, size_t len,
 			need += j->log_bytes - j->head_off; /* the wrap */
 		if (log_used(j) + need + DG_JALIGN <= j->log_bytes)
 			break;
-		if (retire(j)) {
+		retire(j);
+		if (j->disk_tail_off != j->tail_off ||
+		    j->disk_tail_seq != j->tail_seq) {
 			write_head(vol);
 			continue;
 		}
@@ -547,17 +547,19 @@ out:
 void dg_journal_done(struct dg_vol *vol, uint64_t seq)
 {
 	struct dg_journal *j = &vol->jrnl;
+	uint64_t first;
 
 	pthread_mutex_lock(&j->lock);
-	for (unsigned i = 0; i < j->npend; i++) {
-		struct dg_jpending *p = &j->pend[(j->pend_first + i) %
-						 j->pend_cap];
-
-		if (p->seq == seq) {
-			p->done = true;
-			break;
-		}
+	/* The ring holds consecutive sequence numbers: index directly. */
+	if (j->npend) {
+		first = j->pend[j->pend_first].seq;
+		if (seq >= first && seq - first < j->npend)
+			j->pend[(j->pend_first + (seq - first)) %
+				j->pend_cap].done = true;
 	}
+	/* Retire in core right away so the ring stays short; the header
+	 * catches up when space is needed or at a checkpoint. */
+	retire(j);
 	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 }
@@ -567,7 +569,8 @@ int dg_journal_checkpoint(struct dg_vol *vol)
 	struct dg_journal *j = &vol->jrnl;
 
 	pthread_mutex_lock(&j->lock);
-	if (retire(j))
+	retire(j);
+	if (j->disk_tail_off != j->tail_off || j->disk_tail_seq != j->tail_seq)
 		write_head(vol);
 	pthread_mutex_unlock(&j->lock);
 	return 0;

@@ -7,6 +7,57 @@
 
 int test_failures;
 
+/* Every image path handed out, so that images of a case that bailed
+ * out through REQUIRE are removed at exit too. */
+static char **reg_paths;
+static unsigned reg_n, reg_cap;
+static bool reg_atexit;
+
+static void reg_cleanup(void)
+{
+	for (unsigned i = 0; i < reg_n; i++) {
+		unlink(reg_paths[i]);
+		free(reg_paths[i]);
+	}
+	free(reg_paths);
+	reg_paths = NULL;
+	reg_n = reg_cap = 0;
+}
+
+static void reg_add(const char *path)
+{
+	if (reg_n == reg_cap) {
+		unsigned cap = reg_cap ? 2 * reg_cap : 32;
+		char **n = realloc(reg_paths, cap * sizeof(*n));
+
+		if (!n)
+			abort();
+		reg_paths = n;
+		reg_cap = cap;
+	}
+	for (unsigned i = 0; i < reg_n; i++)
+		if (!strcmp(reg_paths[i], path))
+			return;
+	reg_paths[reg_n] = strdup(path);
+	if (!reg_paths[reg_n])
+		abort();
+	reg_n++;
+	if (!reg_atexit) {
+		atexit(reg_cleanup);
+		reg_atexit = true;
+	}
+}
+
+char *tfile_path(const char *tag)
+{
+	char *p;
+
+	if (asprintf(&p, "/dev/shm/dgtest-%d-%s.img", getpid(), tag) < 0)
+		abort();
+	reg_add(p);
+	return p;
+}
+
 int test_main(int argc, char **argv, const struct test_case *cases)
 {
 	int passed = 0, failed = 0;
@@ -14,7 +65,7 @@ int test_main(int argc, char **argv, const struct test_case *cases)
 	dg_log_set_level(getenv("DG_TEST_VERBOSE") ? DG_LOG_DEBUG
 						   : DG_LOG_ERR);
 	for (const struct test_case *c = cases; c->name; c++) {
-		bool wanted = argc < 2;
+		bool wanted = argc < 2 && strncmp(c->name, "bug_", 4);
 		int before = test_failures;
 
 		for (int i = 1; i < argc; i++)
@@ -50,6 +101,7 @@ void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
 		if (asprintf(&tv->paths[i], "/dev/shm/dgtest-%d-%s-%u.img",
 			     getpid(), tag, i) < 0)
 			abort();
+		reg_add(tv->paths[i]);
 		unlink(tv->paths[i]);
 	}
 	ret = dg_format((const char *const *)tv->paths, ndev, &o, NULL);

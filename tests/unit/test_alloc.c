@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: MIT
+/* test_alloc.c -- the allocation bitmap: txns, alloc, free, persistence */
+#include "harness.h"
+#include "engine_i.h"
+
+#define PG DG_PAGE_SIZE
+
+/* What the test believes is allocated, one byte per vpn. */
+struct amodel {
+	uint64_t vpns, cp, meta, used;
+	uint8_t *map;
+};
+
+/* Start from the volume's own view (the root, the bitmap and whatever
+ * dg_format() put in place). */
+static bool model_load(struct amodel *m, struct dg_vol *vol)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(vol, &info);
+	m->vpns = info.vpns;
+	m->cp = info.chunk_pages;
+	m->meta = vol->meta_vpns;
+	m->used = 0;
+	m->map = calloc(m->vpns, 1);
+	if (!m->map)
+		return false;
+	for (uint64_t v = 0; v < m->vpns; v++) {
+		m->map[v] = dg_vpn_allocated(vol, v);
+		m->used += m->map[v];
+	}
+	return true;
+}
+
+/* The volume agrees with the model, vpn by vpn and in its free count. */
+static bool model_matches(const struct amodel *m, struct dg_vol *vol)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t v = 0; v < m->vpns; v++)
+		if (dg_vpn_allocated(vol, v) != (bool)m->map[v]) {
+			if (bad++ < 5)
+				fprintf(stderr, "vpn %llu: volume says %d\n",
+					(unsigned long long)v, !m->map[v]);
+		}
+	if (dg_free_vpns(vol) != m->vpns - m->used) {
+		fprintf(stderr, "free count %llu, model %llu\n",
+			(unsigned long long)dg_free_vpns(vol),
+			(unsigned long long)(m->vpns - m->used));
+		bad++;
+	}
+	return bad == 0;
+}
+
+static void model_set(struct amodel *m, uint64_t s, uint64_t n, bool on)
+{
+	for (uint64_t v = s; v < s + n; v++) {
+		m->used += on ? !m->map[v] : -(uint64_t)m->map[v];
+		m->map[v] = on;
+	}
+}
+
+/*
+ * One dg_alloc() checked against the model: inside the volume, past the
+ * metadata, within one chunk, no more than asked, nothing already used,
+ * and marked at once. Returns 0, -ENOSPC, or 1 when a check failed.
+ */
+static int alloc_checked(struct dg_txn *t, struct dg_vol *vol,
+			 struct amodel *m, uint64_t hint, uint64_t want,
+			 uint64_t *start, uint64_t *got)
+{
+	int ret = dg_alloc(t, hint, want, start, got);
+	bool ok;
+
+	if (ret)
+		return ret;
+	ok = *got >= 1 && *got <= want && *start >= m->meta &&
+	     *start < m->vpns && *got <= m->vpns - *start &&
+	     *start / m->cp == (*start + *got - 1) / m->cp;
+	for (uint64_t v = *start; ok && v < *start + *got; v++)
+		ok = !m->map[v] && dg_vpn_allocated(vol, v);
+	if (!ok) {
+		fprintf(stderr, "dg_alloc(hint %llu, want %llu) gave "
+			"%llu+%llu\n",
+			(unsigned long long)hint, (unsigned long long)want,
+			(unsigned long long)*start, (unsigned long long)*got);
+		return 1;
+	}
+	model_set(m, *start, *got, true);
+	return 0;
+}
+
+static struct dg_vol *reopen(struct tvol *tv, struct dg_vol *vol)
+{
+	dg_vol_close(vol);
+	return tvol_open(tv, 0);
+}
+
+/*
+ * Allocate everything with random sizes and hints: no overlap, no
+ * metadata, no chunk crossed; then -ENOSPC with nothing free. The
+ * bitmap survives reopen; freeing makes room again, only there.
+ */
+static void test_fill_and_free(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct amodel m;
+	uint64_t seed = 11, s, got, n = 0, cap = 4096;
+	uint64_t (*ext)[2] = malloc(cap * sizeof(*ext));
+	int ret;
+
+	REQUIRE(ext);
+	tvol_make(&tv, "afill", 3, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	/* The root and the bitmap are always taken. */
+	CHECK(m.meta >= 2);
+	CHECK_EQ(m.meta, 1 + dg_div_up(m.vpns, 8ull * PG));
+	for (uint64_t v = 0; v < m.meta; v++)
+		CHECK(m.map[v]);
+	CHECK(model_matches(&m, vol));
+
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	for (;;) {
+		static const uint64_t fixed[] = { 0, 1, ~0ull };
+		uint64_t r = trand(&seed), hint, want = 1 + trand(&seed) % 300;
+
+		if (r % 4 == 0)
+			hint = fixed[(r >> 8) % 3];
+		else if (r % 4 == 1)
+			hint = m.vpns + (r >> 8) % 10;
+		else
+			hint = trand(&seed) % m.vpns;
+		ret = alloc_checked(t, vol, &m, hint, want, &s, &got);
+		if (ret)
+			break;
+		REQUIRE(n < cap);
+		ext[n][0] = s;
+		ext[n][1] = got;
+		n++;
+		CHECK_EQ(dg_free_vpns(vol), m.vpns - m.used);
+	}
+	CHECK_EQ(ret, -ENOSPC);
+	CHECK_EQ(dg_free_vpns(vol), 0);
+	CHECK_EQ(m.used, m.vpns);
+	CHECK_EQ(dg_alloc(t, 0, 1, &s, &got), -ENOSPC);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	CHECK(model_matches(&m, vol));
+
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	CHECK_EQ(dg_free_vpns(vol), 0);
+
+	/* Free every other extent in one txn. */
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	for (uint64_t i = 0; i < n; i += 2)
+		CHECK_EQ(dg_free(t, ext[i][0], ext[i][1]), 0);
+	CHECK_EQ(dg_free_vpns(vol), 0); /* not before commit */
+	REQUIRE(dg_txn_commit(t) == 0);
+	for (uint64_t i = 0; i < n; i += 2)
+		model_set(&m, ext[i][0], ext[i][1], false);
+	dg_txn_free(t);
+	CHECK(model_matches(&m, vol));
+	CHECK(dg_free_vpns(vol) > 0);
+
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+
+	/* Refill: only the freed space comes back. */
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	while ((ret = alloc_checked(t, vol, &m, trand(&seed) % m.vpns,
+				    1 + trand(&seed) % 500, &s, &got)) == 0)
+		;
+	CHECK_EQ(ret, -ENOSPC);
+	CHECK_EQ(dg_free_vpns(vol), 0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+	free(ext);
+}
+
+/* A txn freed without commit gives its vpns back, in core and on media. */
+static void test_abort(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct amodel m;
+	uint64_t free0, s[8], got[8], total = 0, s2, got2;
+
+	tvol_make(&tv, "aabort", 3, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	free0 = dg_free_vpns(vol);
+
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	for (int i = 0; i < 8; i++) {
+		REQUIRE(alloc_checked(t, vol, &m, 0, 100, &s[i], &got[i]) ==
+			0);
+		total += got[i];
+	}
+	CHECK_EQ(dg_free_vpns(vol), free0 - total);
+	dg_txn_free(t);
+	for (int i = 0; i < 8; i++)
+		model_set(&m, s[i], got[i], false);
+	CHECK(model_matches(&m, vol));
+	CHECK_EQ(dg_free_vpns(vol), free0);
+
+	/* The same space is handed out again. */
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(alloc_checked(t, vol, &m, s[0], 100, &s2, &got2) == 0);
+	CHECK_EQ(s2, s[0]);
+	dg_txn_free(t);
+	model_set(&m, s2, got2, false);
+
+	/* A commit with no writes and no allocations is a no-op. */
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	CHECK_EQ(dg_txn_commit(t), 0);
+	dg_txn_free(t);
+
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	CHECK_EQ(dg_free_vpns(vol), free0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+}
+
+/* Allocations committed with the data that uses them survive reopen. */
+static void test_commit_persists(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct amodel m;
+	uint64_t seed = 12, s[4], got[4];
+	uint8_t *data = malloc(4 * 64 * PG), *buf = malloc(64 * PG);
+
+	REQUIRE(data && buf);
+	tvol_make(&tv, "apers", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	trand_fill(&seed, data, 4 * 64 * PG);
+	for (int i = 0; i < 4; i++) {
+		REQUIRE(alloc_checked(t, vol, &m, 0, 32, &s[i], &got[i]) == 0);
+		/* Unaligned, spanning pages: the txn splits it. */
+		CHECK_EQ(dg_txn_write(t, s[i], 100, data + i * 64 * PG,
+				      (uint32_t)(got[i] * PG - 100)),
+			 0);
+	}
+	CHECK_EQ(dg_txn_write(t, m.vpns, 0, data, 1), -EINVAL);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	for (int i = 0; i < 4; i++) {
+		REQUIRE(dg_read(vol, s[i], got[i], buf) == 0);
+		CHECK(memcmp(buf + 100, data + i * 64 * PG,
+			     got[i] * PG - 100) == 0);
+	}
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+	free(data);
+	free(buf);
+}
+
+/*
+ * A free takes effect only at commit: until then the vpns stay taken
+ * and nobody else gets them (the metadata that stopped using them is
+ * not durable yet). An aborted free changes nothing.
+ */
+static void test_free_at_commit(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t, *t2, *t3;
+	struct amodel m;
+	uint64_t x, xn, s[4], got[4], free1;
+
+	tvol_make(&tv, "afree", 3, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(alloc_checked(t, vol, &m, 3 * m.cp, 64, &x, &xn) == 0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	free1 = dg_free_vpns(vol);
+
+	/* An aborted free. */
+	CHECK_EQ(dg_free(t, x, xn), 0);
+	dg_txn_free(t);
+	CHECK(model_matches(&m, vol));
+
+	t2 = dg_txn_new(vol);
+	t3 = dg_txn_new(vol);
+	REQUIRE(t2 && t3);
+	CHECK_EQ(dg_free(t2, x, xn), 0);
+	CHECK(dg_vpn_allocated(vol, x));
+	CHECK(dg_vpn_allocated(vol, x + xn - 1));
+	CHECK_EQ(dg_free_vpns(vol), free1);
+	/* Another txn asking right there does not get them. */
+	for (int i = 0; i < 4; i++)
+		REQUIRE(alloc_checked(t3, vol, &m, x, xn, &s[i], &got[i]) ==
+			0);
+	dg_txn_free(t3);
+	for (int i = 0; i < 4; i++)
+		model_set(&m, s[i], got[i], false);
+	CHECK_EQ(dg_free_vpns(vol), free1);
+
+	REQUIRE(dg_txn_commit(t2) == 0);
+	model_set(&m, x, xn, false);
+	CHECK(!dg_vpn_allocated(vol, x));
+	CHECK_EQ(dg_free_vpns(vol), free1 + xn);
+	CHECK(model_matches(&m, vol));
+	dg_txn_free(t2);
+
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	/* Free again: the space is there to take. */
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	CHECK_EQ(alloc_checked(t, vol, &m, x, xn, &s[0], &got[0]), 0);
+	CHECK_EQ(s[0], x);
+	CHECK_EQ(got[0], xn);
+	dg_txn_free(t);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+}
+
+/* Extents end at the chunk boundary even when more is asked and free. */
+static void test_chunk_boundary(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct amodel m;
+	uint64_t s, got;
+
+	tvol_make(&tv, "achunk", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	for (uint64_t c = 5; c < 13; c += 2) {
+		uint64_t hint = c * m.cp - 5;
+
+		REQUIRE(!m.map[hint]);
+		CHECK_EQ(alloc_checked(t, vol, &m, hint, 3 * m.cp, &s, &got),
+			 0);
+		CHECK_EQ(s, hint);
+		CHECK_EQ(got, 5);
+		/* The next one starts the next chunk and fills it. */
+		CHECK_EQ(alloc_checked(t, vol, &m, c * m.cp, 3 * m.cp, &s,
+				       &got),
+			 0);
+		CHECK_EQ(s, c * m.cp);
+		CHECK(got <= m.cp);
+	}
+	dg_txn_free(t);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+}
+
+/* Bad arguments are refused and change nothing. */
+static void test_bad_args(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct amodel m;
+	uint64_t s, got, free0, hole;
+
+	tvol_make(&tv, "abad", 3, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	free0 = dg_free_vpns(vol);
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	CHECK_EQ(dg_alloc(t, 0, 0, &s, &got), -EINVAL);
+	CHECK_EQ(dg_free(t, 0, 1), -EINVAL);		/* the root */
+	CHECK_EQ(dg_free(t, m.meta - 1, 1), -EINVAL);	/* the bitmap */
+	CHECK_EQ(dg_free(t, m.vpns, 1), -EINVAL);
+	CHECK_EQ(dg_free(t, m.vpns - 1, 2), -EINVAL);
+	CHECK_EQ(dg_free(t, m.meta, ~0ull), -EINVAL);
+	/* Freeing what is not allocated is refused, not counted. */
+	for (hole = m.vpns - 1; m.map[hole]; hole--)
+		;
+	CHECK(dg_free(t, hole, 1) < 0);
+	CHECK_EQ(dg_txn_commit(t), 0);
+	CHECK_EQ(dg_free_vpns(vol), free0);
+	CHECK(model_matches(&m, vol));
+	dg_txn_free(t);
+	dg_vol_close(vol);
+
+	/* On a read-only volume the commit fails and the vpns go back. */
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	if (dg_alloc(t, 0, 10, &s, &got) == 0) {
+		CHECK_EQ(dg_txn_commit(t), -EROFS);
+		CHECK_EQ(dg_free_vpns(vol), free0);
+		CHECK(!dg_vpn_allocated(vol, s));
+	}
+	dg_txn_free(t);
+	CHECK(model_matches(&m, vol));
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+}
+
+/*
+ * Two txns that both free one extent before either commits each pass
+ * dg_free()'s check (the bits clear only at commit): the second commit
+ * must be refused, or the free count drifts from the bitmap.
+ */
+static void test_double_free_pending(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t, *a, *b;
+	struct amodel m;
+	uint64_t x, xn;
+	int ra, rb;
+
+	tvol_make(&tv, "adbl", 3, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(alloc_checked(t, vol, &m, 0, 32, &x, &xn) == 0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	a = dg_txn_new(vol);
+	b = dg_txn_new(vol);
+	REQUIRE(a && b);
+	ra = dg_free(a, x, xn);
+	rb = dg_free(b, x, xn);
+	if (!ra)
+		ra = dg_txn_commit(a);
+	if (!rb)
+		rb = dg_txn_commit(b);
+	CHECK(ra == 0 || rb == 0);
+	model_set(&m, x, xn, false);
+	CHECK(model_matches(&m, vol));
+	dg_txn_free(a);
+	dg_txn_free(b);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "fill_and_free", test_fill_and_free },
+		{ "abort", test_abort },
+		{ "commit_persists", test_commit_persists },
+		{ "free_at_commit", test_free_at_commit },
+		{ "chunk_boundary", test_chunk_boundary },
+		{ "bad_args", test_bad_args },
+		{ "double_free_pending", test_double_free_pending },
+		{ NULL, NULL },
+	};
+	return test_main(argc, argv, cases);
+}

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: MIT
+/* test_csum.c -- address-seeded page checksums and checksum-page faults */
+#include <xxhash.h>
+
+#include "harness.h"
+#include "engine_i.h"
+
+#define PG DG_PAGE_SIZE
+
+#define CHECK_HEX(a, b)                                                    \
+	do {                                                               \
+		uint64_t a_ = (a), b_ = (b);                               \
+		if (a_ != b_) {                                            \
+			fprintf(stderr, "%s:%d: %s == %#018llx, want "     \
+				"%#018llx\n", __FILE__, __LINE__, #a,      \
+				(unsigned long long)a_,                    \
+				(unsigned long long)b_);                   \
+			test_failures++;                                   \
+		}                                                          \
+	} while (0)
+
+/* A bare volume carrying only the checksum seed of uuid. */
+static struct dg_vol *svol_new(const uint8_t uuid[16])
+{
+	struct dg_vol *vol = calloc(1, sizeof(*vol));
+
+	if (vol)
+		vol->seed = dg_seed_from_uuid(uuid);
+	return vol;
+}
+
+static const uint8_t kat_uuid[16] = { 0x00, 0x11, 0x22, 0x33, 0x44, 0x55,
+				      0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb,
+				      0xcc, 0xdd, 0xee, 0xff };
+
+/* byte i = (i * 7 + 3) mod 256 */
+static void kat_page(uint8_t *p)
+{
+	for (unsigned i = 0; i < PG; i++)
+		p[i] = (uint8_t)(i * 7 + 3);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * One page content, many addresses and two volume identities: every
+ * (uuid, dev, row) gives its own checksum, so a page that lands at, or
+ * is read from, another address never verifies.
+ */
+static void test_seeded_distinct(void)
+{
+	static const uint64_t rows[] = { 0, 1, 2, 510, 511, 512, 1022, 1023,
+					 4096, 65535, 1ull << 20,
+					 (1ull << 28) + 5 };
+	const unsigned nrows = sizeof(rows) / sizeof(rows[0]);
+	uint8_t uuid2[16];
+	struct dg_vol *v[2];
+	uint64_t *cs, n = 0, c0;
+	uint8_t *page = aligned_alloc(PG, PG);
+
+	memcpy(uuid2, kat_uuid, 16);
+	uuid2[15] ^= 1; /* one bit apart */
+	v[0] = svol_new(kat_uuid);
+	v[1] = svol_new(uuid2);
+	cs = calloc(2 * DG_MAX_DEVS * nrows * 2, sizeof(*cs));
+	REQUIRE(page && v[0] && v[1] && cs);
+	CHECK(v[0]->seed != v[1]->seed);
+
+	for (int z = 0; z < 2; z++) {
+		if (z)
+			memset(page, 0, PG); /* even the all-zero page */
+		else
+			kat_page(page);
+		for (int i = 0; i < 2; i++)
+			for (unsigned d = 0; d < DG_MAX_DEVS; d++)
+				for (unsigned r = 0; r < nrows; r++) {
+					uint64_t c = dg_csum_page(v[i], d,
+								  rows[r],
+								  page);
+
+					CHECK(c != DG_CSUM_NONE);
+					cs[n++] = c;
+				}
+	}
+	qsort(cs, n, sizeof(*cs), u64_cmp);
+	for (uint64_t i = 1; i < n; i++)
+		if (cs[i] == cs[i - 1]) {
+			fprintf(stderr, "checksum %#llx repeats across "
+				"addresses\n", (unsigned long long)cs[i]);
+			CHECK(0);
+		}
+
+	/* And one flipped bit anywhere changes it. */
+	kat_page(page);
+	c0 = dg_csum_page(v[0], 3, 77, page);
+
+	for (unsigned b = 0; b < PG * 8; b += 509) {
+		page[b / 8] ^= (uint8_t)(1u << (b % 8));
+		CHECK(dg_csum_page(v[0], 3, 77, page) != c0);
+		page[b / 8] ^= (uint8_t)(1u << (b % 8));
+	}
+	CHECK_HEX(dg_csum_page(v[0], 3, 77, page), c0);
+	free(cs);
+	free(v[0]);
+	free(v[1]);
+	free(page);
+}
+
+/*
+ * Known answers. These pin on-media format v1: the XXH3 variant, the
+ * seed derived from the volume uuid, how a page address folds into the
+ * seed, the self checksum of a checksum page and of a superblock-style
+ * header. If one changes, old volumes no longer verify: bump
+ * DG_FORMAT_VERSION instead of editing the constants.
+ */
+static void test_known_answers(void)
+{
+	uint8_t *page = aligned_alloc(PG, PG);
+	struct dg_vol *vol = svol_new(kat_uuid);
+	uint64_t *w;
+
+	REQUIRE(page && vol);
+	kat_page(page);
+
+	/* The library itself; the empty-input value is xxHash's published
+	 * test vector, the others were computed with libxxhash 0.8.1. */
+	CHECK_HEX(XXH3_64bits("", 0), 0x2d06800538d394c2ull);
+	CHECK_HEX(XXH3_64bits_withSeed(page, PG, 0),
+		  0xd7428746842be37eull);
+	CHECK_HEX(XXH3_64bits_withSeed(page, PG, 0x0123456789abcdefull),
+		  0xe4273ed68d466853ull);
+	CHECK_HEX(XXH3_64bits(kat_uuid, 16), 0xc56cde21e711bf96ull);
+
+	/* Seed of the volume and the page checksums built on it. */
+	CHECK_HEX(dg_seed_from_uuid(kat_uuid), 0xc56cde21e711bf96ull);
+	CHECK_HEX(dg_csum_page(vol, 0, 0, page), 0xb1d65d134a0a3b07ull);
+	CHECK_HEX(dg_csum_page(vol, 3, 1000, page), 0x58f677f46b7fa55eull);
+	CHECK_HEX(dg_csum_page(vol, 15, (1ull << 32) + 7, page),
+		  0x05080313fdd7483bull);
+	memset(page, 0, PG);
+	CHECK_HEX(dg_csum_page(vol, 1, 7, page), 0x1ded662a78f7c71dull);
+
+	/* A checksum page: entries, then its own checksum in the last
+	 * eight bytes, seeded by owner device and page index. */
+	w = (uint64_t *)page;
+	for (unsigned i = 0; i < DG_CSUMS_PER_PAGE; i++)
+		w[i] = 0x0101010101010101ull * (i % 251) + i;
+	dg_csum_page_seal(vol, 2, 5, page);
+	CHECK_HEX(w[DG_CSUMS_PER_PAGE], 0x3cf2de87b083117aull);
+	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), 1);
+	CHECK_EQ(dg_csum_page_check(vol, 3, 5, page), -EUCLEAN);
+	CHECK_EQ(dg_csum_page_check(vol, 2, 6, page), -EUCLEAN);
+	memset(page, 0, PG);
+	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), 0);
+	free(page);
+	free(vol);
+}
+
+/* ---- end to end on a volume ---------------------------------------- */
+
+static void fault_delta(struct dg_vol *vol, const uint64_t base[DG_FAULT_NR],
+			uint64_t out[DG_FAULT_NR])
+{
+	dg_vol_fault_counts(vol, out);
+	for (int i = 0; i < DG_FAULT_NR; i++)
+		out[i] -= base[i];
+}
+
+static uint64_t dev_off(struct dg_vol *vol, struct dg_loc l)
+{
+	return dg_row_page(vol, l.row) * PG;
+}
+
+/* A page region after a failed read: untouched or zeroed, never bytes
+ * that did not verify. */
+static bool untouched_or_zero(const uint8_t *p, uint8_t fill_byte)
+{
+	bool all_fill = true, all_zero = true;
+
+	for (unsigned i = 0; i < PG; i++) {
+		all_fill &= p[i] == fill_byte;
+		all_zero &= p[i] == 0;
+	}
+	return all_fill || all_zero;
+}
+
+/* Write a distinct random page to each vpn; fill model. */
+static bool write_pages(struct dg_vol *vol, const uint64_t *vpns, unsigned n,
+			uint8_t *model, uint64_t *seed)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct dg_range r = { vpns[i], 0, PG, model + (size_t)i * PG };
+
+		trand_fill(seed, model + (size_t)i * PG, PG);
+		if (dg_apply(vol, &r, 1))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A misdirected write: page A's bytes land on page B's address. The
+ * checksum at B is seeded with B's address, so B fails; with parity it
+ * is rebuilt (and A is untouched), without parity the read is EIO.
+ */
+static void misdirected(unsigned ndev, unsigned parity, uint64_t va,
+			uint64_t vb)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t vpns[2] = { va, vb }, seed = va * 1000 + vb + parity;
+	uint64_t base[DG_FAULT_NR], got[DG_FAULT_NR];
+	uint8_t *model = aligned_alloc(PG, 4 * PG), *buf = model + 2 * PG;
+	uint8_t *img = model + 3 * PG;
+	struct dg_loc la, lb;
+	int ret;
+
+	REQUIRE(model);
+	tvol_make(&tv, "misdir", ndev, parity, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(write_pages(vol, vpns, 2, model, &seed));
+	la = dg_vpn_loc(vol, va);
+	lb = dg_vpn_loc(vol, vb);
+	/* The same content at another address would not verify. */
+	CHECK(dg_csum_page(vol, la.dev, la.row, model) !=
+	      dg_csum_page(vol, lb.dev, lb.row, model));
+
+	tvol_peek(&tv, la.dev, dev_off(vol, la), img, PG);
+	REQUIRE(memcmp(img, model, PG) == 0);
+	tvol_poke(&tv, lb.dev, dev_off(vol, lb), img, PG);
+
+	dg_vol_fault_counts(vol, base);
+	memset(buf, 0xa5, PG);
+	ret = dg_read(vol, vb, 1, buf);
+	fault_delta(vol, base, got);
+	if (parity) {
+		CHECK_EQ(ret, 0);
+		CHECK(memcmp(buf, model + PG, PG) == 0);
+		CHECK_EQ(got[DG_FAULT_DETECTED], 1);
+		CHECK_EQ(got[DG_FAULT_REPAIRED], 1);
+		CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 0);
+		/* Repaired in place. */
+		tvol_peek(&tv, lb.dev, dev_off(vol, lb), img, PG);
+		CHECK(memcmp(img, model + PG, PG) == 0);
+	} else {
+		CHECK_EQ(ret, -EIO);
+		CHECK(untouched_or_zero(buf, 0xa5)); /* not A's bytes */
+		CHECK_EQ(got[DG_FAULT_DETECTED], 1);
+		CHECK_EQ(got[DG_FAULT_REPAIRED], 0);
+		CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 1);
+	}
+	/* A itself was never touched. */
+	dg_vol_fault_counts(vol, base);
+	CHECK_EQ(dg_read(vol, va, 1, buf), 0);
+	CHECK(memcmp(buf, model, PG) == 0);
+	fault_delta(vol, base, got);
+	CHECK_EQ(got[DG_FAULT_DETECTED], 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(model);
+}
+
+/* Chunks are 256 rows; with 4 devices and parity 1, vpn 100 is rank 0
+ * row 100, vpn 356 rank 1 row 100, vpn 101 rank 0 row 101. */
+static void test_misdirected_same_dev(void)
+{
+	misdirected(4, 1, 100, 101);
+}
+
+static void test_misdirected_same_row(void)
+{
+	misdirected(4, 1, 100, 356);
+}
+
+static void test_misdirected_other(void)
+{
+	misdirected(4, 1, 100, 256 + 200);
+	misdirected(5, 2, 300, 1000);
+}
+
+static void test_misdirected_no_parity(void)
+{
+	misdirected(2, 0, 100, 101);
+	misdirected(2, 0, 100, 356);
+}
+
+/* ---- checksum page faults ------------------------------------------ */
+
+enum cfault { CF_ZERO, CF_BITFLIP, CF_STALE, CF_BOTH };
+
+static void csum_page_fault(enum cfault kind)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	const uint64_t vpn = 300;
+	uint64_t seed = 99 + kind, base[DG_FAULT_NR], got[DG_FAULT_NR];
+	uint64_t cpage, rpage;
+	uint32_t cbyte;
+	uint8_t *mem = aligned_alloc(PG, 5 * PG);
+	uint8_t *model = mem, *buf = mem + PG, *img = mem + 2 * PG;
+	uint8_t *old = mem + 3 * PG, *rep = mem + 4 * PG;
+	unsigned rdev;
+	struct dg_loc l;
+	uint64_t stored;
+	int ret;
+
+	REQUIRE(mem);
+	tvol_make(&tv, "cpage", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(write_pages(vol, &vpn, 1, model, &seed));
+	l = dg_vpn_loc(vol, vpn);
+	dg_csum_loc(vol, l.dev, l.row, &cpage, &cbyte, &rpage);
+	rdev = (l.dev + 1) % 4;
+
+	/* The entry really is where dg_csum_loc() says, in both copies. */
+	tvol_peek(&tv, l.dev, cpage * PG, img, PG);
+	memcpy(&stored, img + cbyte, 8);
+	CHECK_HEX(stored, dg_csum_page(vol, l.dev, l.row, model));
+	tvol_peek(&tv, rdev, rpage * PG, rep, PG);
+	CHECK(memcmp(img, rep, PG) == 0);
+
+	switch (kind) {
+	case CF_ZERO:
+		memset(img, 0, PG);
+		tvol_poke(&tv, l.dev, cpage * PG, img, PG);
+		break;
+	case CF_BITFLIP:
+		img[cbyte + 3] ^= 0x10;
+		tvol_poke(&tv, l.dev, cpage * PG, img, PG);
+		break;
+	case CF_STALE: {
+		/* A lost write of the checksum page: it keeps its old,
+		 * self-consistent contents while data and replica move on. */
+		struct dg_range r = { vpn, 1000, 200, buf };
+
+		memcpy(old, img, PG);
+		trand_fill(&seed, buf, 200);
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+		memcpy(model + 1000, buf, 200);
+		tvol_peek(&tv, rdev, rpage * PG, rep, PG);
+		tvol_poke(&tv, l.dev, cpage * PG, old, PG);
+		break;
+	}
+	case CF_BOTH:
+		img[cbyte] ^= 1;
+		tvol_poke(&tv, l.dev, cpage * PG, img, PG);
+		tvol_peek(&tv, rdev, rpage * PG, img, PG);
+		img[cbyte + 1] ^= 1;
+		tvol_poke(&tv, rdev, rpage * PG, img, PG);
+		break;
+	}
+
+	dg_vol_fault_counts(vol, base);
+	memset(buf, 0xa5, PG);
+	ret = dg_read(vol, vpn, 1, buf);
+	fault_delta(vol, base, got);
+	if (kind == CF_BOTH) {
+		/* One checksum page, one fault: counted once (STYLE §5). */
+		CHECK_EQ(ret, -EIO);
+		CHECK(untouched_or_zero(buf, 0xa5));
+		CHECK_EQ(got[DG_FAULT_DETECTED], 1);
+		CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 1);
+		CHECK_EQ(got[DG_FAULT_REPAIRED], 0);
+		goto out;
+	}
+	CHECK_EQ(ret, 0);
+	CHECK(memcmp(buf, model, PG) == 0);
+	CHECK_EQ(got[DG_FAULT_DETECTED], 1);
+	CHECK_EQ(got[DG_FAULT_REPAIRED], 1);
+	CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 0);
+	/* The primary was rewritten from the replica. */
+	tvol_peek(&tv, l.dev, cpage * PG, img, PG);
+	CHECK(memcmp(img, rep, PG) == 0);
+	memcpy(&stored, img + cbyte, 8);
+	CHECK_HEX(stored, dg_csum_page(vol, l.dev, l.row, model));
+	/* Nothing left to find. */
+	dg_vol_fault_counts(vol, base);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), 0);
+	CHECK(memcmp(buf, model, PG) == 0);
+	fault_delta(vol, base, got);
+	CHECK_EQ(got[DG_FAULT_DETECTED], 0);
+out:
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(mem);
+}
+
+static void test_csum_page_zeroed(void)
+{
+	csum_page_fault(CF_ZERO);
+}
+
+static void test_csum_page_bitflip(void)
+{
+	csum_page_fault(CF_BITFLIP);
+}
+
+static void test_csum_page_stale(void)
+{
+	csum_page_fault(CF_STALE);
+}
+
+static void test_csum_page_both_bad(void)
+{
+	csum_page_fault(CF_BOTH);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "seeded_distinct", test_seeded_distinct },
+		{ "known_answers", test_known_answers },
+		{ "misdirected_same_dev", test_misdirected_same_dev },
+		{ "misdirected_same_row", test_misdirected_same_row },
+		{ "misdirected_other", test_misdirected_other },
+		{ "misdirected_no_parity", test_misdirected_no_parity },
+		{ "csum_page_zeroed", test_csum_page_zeroed },
+		{ "csum_page_bitflip", test_csum_page_bitflip },
+		{ "csum_page_stale", test_csum_page_stale },
+		{ "csum_page_both_bad", test_csum_page_both_bad },
+		{ NULL, NULL },
+	};
+	return test_main(argc, argv, cases);
+}
