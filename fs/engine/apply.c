@@ -23,6 +23,56 @@ struct arow {
 	uint32_t lo, hi;
 };
 
+/*
+ * Page images of an update live in a buffer kept per thread: a fresh
+ * multi-MiB allocation per call was mmap'd and faulted in every time.
+ */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+enum { SCRATCH_PAGES, SCRATCH_ENTRY, SCRATCH_NR };
+
+struct scratch {
+	uint8_t *mem[SCRATCH_NR];
+	size_t size[SCRATCH_NR];
+};
+
+static void scratch_free(void *p)
+{
+	struct scratch *s = p;
+
+	for (int i = 0; i < SCRATCH_NR; i++)
+		free(s->mem[i]);
+	free(s);
+}
+
+static void scratch_init(void)
+{
+	pthread_key_create(&scratch_key, scratch_free);
+}
+
+static uint8_t *scratch_get(int slot, size_t size)
+{
+	struct scratch *s;
+
+	pthread_once(&scratch_once, scratch_init);
+	s = pthread_getspecific(scratch_key);
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s || pthread_setspecific(scratch_key, s)) {
+			free(s);
+			return NULL;
+		}
+	}
+	if (s->size[slot] < size) {
+		free(s->mem[slot]);
+		size = (size + DG_PAGE_SIZE - 1) & ~(size_t)(DG_PAGE_SIZE - 1);
+		s->mem[slot] = aligned_alloc(DG_PAGE_SIZE, size);
+		s->size[slot] = s->mem[slot] ? size : 0;
+	}
+	return s->mem[slot];
+}
+
 static int u64_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -92,9 +142,12 @@ static void *build_entry(const struct dg_range *r, unsigned n,
 	for (unsigned i = 0; i < n; i++)
 		len += (r[i].len + 7u) & ~7u;
 	len = (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1);
-	e = calloc(1, len);
+	e = (struct dg_djentry *)scratch_get(SCRATCH_ENTRY, len);
 	if (!e)
 		return NULL;
+	memset(e, 0, sizeof(*e));
+	/* The tail padding is covered by the entry checksum. */
+	memset((uint8_t *)e + len - DG_JALIGN, 0, DG_JALIGN);
 	e->nranges = n;
 	jr = (struct dg_djrange *)(e + 1);
 	data = (uint8_t *)(jr + n);
@@ -107,6 +160,7 @@ static void *build_entry(const struct dg_range *r, unsigned n,
 					     .len = (uint16_t)r[i].len,
 					     .page_csum = p->new_csum };
 		memcpy(data, r[i].data, r[i].len);
+		memset(data + r[i].len, 0, ((r[i].len + 7u) & ~7u) - r[i].len);
 		data += (r[i].len + 7u) & ~7u;
 	}
 	*lenp = len;
@@ -115,7 +169,8 @@ static void *build_entry(const struct dg_range *r, unsigned n,
 
 /* Read old images (verified), build new ones and their checksums. */
 static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
-			 unsigned n, struct apage *pg, unsigned npg)
+			 unsigned n, struct apage *pg, unsigned npg,
+			 struct dg_csum_cursor *cur)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct apage *p = page_of(pg, npg, r[i].vpn);
@@ -139,8 +194,8 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 			p->old_csum = DG_CSUM_NONE;
 			continue;
 		}
-		ret = dg_page_read_locked(vol, p->dev, p->row, p->old,
-					  &p->old_csum);
+		ret = dg_page_read_cur(vol, cur, p->dev, p->row, p->old,
+				       &p->old_csum);
 		if (ret)
 			return ret;
 	}
@@ -160,7 +215,8 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 /* Verified parity of every touched row, patched with the data deltas
  * (old xor new) of the changed cache lines only. */
 static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
-			  struct arow *rows, unsigned *nrowsp, uint8_t *delta)
+			  struct arow *rows, unsigned *nrowsp, uint8_t *delta,
+			  struct dg_csum_cursor *cur)
 {
 	unsigned nrows = 0;
 
@@ -184,9 +240,9 @@ static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
 			a->hi = hi;
 			for (unsigned j = 0; j < vol->parity; j++) {
 				unsigned dev = dg_row_parity_dev(vol, p->row, j);
-				int ret = dg_page_read_locked(vol, dev, p->row,
-							      a->par[j],
-							      &a->par_csum[j]);
+				int ret = dg_page_read_cur(vol, &cur[j], dev,
+							   p->row, a->par[j],
+							   &a->par_csum[j]);
 				if (ret)
 					return ret;
 			}
@@ -312,6 +368,7 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	void *entry = NULL;
 	size_t elen, mem_pages;
 	struct dg_flushset fs;
+	struct dg_csum_cursor cur[DG_MAX_PARITY + 1] = { { 0 } };
 	int ret;
 
 	if (vol->read_only || atomic_load(&vol->fatal))
@@ -334,7 +391,7 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	pg = calloc(npg, sizeof(*pg));
 	rows = calloc(npg, sizeof(*rows));
 	locks = malloc(npg * sizeof(*locks));
-	mem = mem_pages ? aligned_alloc(DG_PAGE_SIZE, mem_pages * DG_PAGE_SIZE)
+	mem = mem_pages ? scratch_get(SCRATCH_PAGES, mem_pages * DG_PAGE_SIZE)
 			: NULL;
 	if (!pg || !rows || !locks || (mem_pages && !mem)) {
 		ret = -ENOMEM;
@@ -355,11 +412,18 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 		}
 	}
 
+	/* One cursor for the data pages, one per parity position: each
+	 * walks the checksum pages of one device in row order. */
+	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
+		if (dg_csum_cursor_init(&cur[j]))
+			ret = -ENOMEM;
+	if (ret)
+		goto out;
 	nl = lock_rows(vol, pg, npg, locks);
-	ret = prepare_pages(vol, r, n, pg, npg);
+	ret = prepare_pages(vol, r, n, pg, npg, &cur[DG_MAX_PARITY]);
 	if (!ret && vol->redundancy && vol->parity)
 		ret = prepare_parity(vol, pg, npg, rows, &nrows,
-				     mem + (mem_pages - 1) * DG_PAGE_SIZE);
+				     mem + (mem_pages - 1) * DG_PAGE_SIZE, cur);
 	if (ret)
 		goto unlock;
 	entry = build_entry(r, n, pg, npg, &elen);
@@ -386,9 +450,9 @@ unlock:
 	for (unsigned i = 0; i < nl; i++)
 		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
 out:
+	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
+		dg_csum_cursor_fini(&cur[j]);
 	dg_flushset_fini(&fs);
-	free(entry);
-	free(mem);
 	free(locks);
 	free(rows);
 	free(pg);

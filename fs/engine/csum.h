@@ -24,6 +24,11 @@ void dg_csum_cursor_fini(struct dg_csum_cursor *cur);
 int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		   unsigned dev, uint64_t row, uint64_t *csum);
 
+/* dg_page_read_locked() with a cursor over the checksum pages; the
+ * caller holds the row locks of every row it reads through cur. */
+int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
+		     unsigned dev, uint64_t row, void *buf, uint64_t *csum_out);
+
 struct dg_csum_upd {
 	unsigned dev;
 	uint64_t row;

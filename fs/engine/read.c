@@ -101,13 +101,16 @@ static int fetch_verified(struct dg_vol *vol, unsigned dev, uint64_t row,
 	return dg_csum_page(vol, dev, row, buf) == csum;
 }
 
-/* The checksum of (dev, row) from whichever copy survives. */
-static int csum_of(struct dg_vol *vol, unsigned dev, uint64_t row,
-		   uint64_t *csum)
+/* The checksum of (dev, row) from whichever copy survives; cur may
+ * cache the checksum page (NULL: look it up afresh). */
+static int csum_of(struct dg_vol *vol, struct dg_csum_cursor *cur,
+		   unsigned dev, uint64_t row, uint64_t *csum)
 {
-	if (vol->devs[dev].present)
-		return dg_csum_get(vol, dev, row, csum);
-	return dg_csum_get_replica(vol, dev, row, csum);
+	if (!vol->devs[dev].present)
+		return dg_csum_get_replica(vol, dev, row, csum);
+	if (cur)
+		return dg_csum_lookup(vol, cur, dev, row, csum);
+	return dg_csum_get(vol, dev, row, csum);
 }
 
 /*
@@ -140,7 +143,7 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			cs[p] = csum;
 			continue;
 		}
-		if (csum_of(vol, pd, row, &cs[p]) < 0) {
+		if (csum_of(vol, NULL, pd, row, &cs[p]) < 0) {
 			lost[p] = true;
 			known[p] = false; /* cannot verify a rebuild */
 			continue;
@@ -184,8 +187,8 @@ out:
 	return ret;
 }
 
-int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
-			void *buf, uint64_t *csum_out)
+int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
+		     unsigned dev, uint64_t row, void *buf, uint64_t *csum_out)
 {
 	struct dg_dev *d = &vol->devs[dev];
 	uint64_t csum, rep;
@@ -196,7 +199,7 @@ int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 		*csum_out = DG_CSUM_NONE;
 		return 0;
 	}
-	ret = csum_of(vol, dev, row, &csum);
+	ret = csum_of(vol, cur, dev, row, &csum);
 	if (ret < 0)
 		return -EIO;
 	*csum_out = csum;
@@ -236,6 +239,12 @@ int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 	}
 	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, "data", "EIO");
 	return -EIO;
+}
+
+int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
+			void *buf, uint64_t *csum_out)
+{
+	return dg_page_read_cur(vol, NULL, dev, row, buf, csum_out);
 }
 
 /* Read one batch of pages under shared row locks. Returns the number of
