@@ -1,0 +1,15 @@
+#!/bin/sh
+# test.sh -- install, build and run the whole test suite, then the unit
+# tests and the mkfs/posix end-to-end tests again under AddressSanitizer
+# and UndefinedBehaviorSanitizer.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh build
+meson test -C build --print-errorlogs --num-processes 2
+scripts/build.sh build-san -Db_sanitize=address,undefined -Db_lundef=false
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	meson test -C build-san --suite unit --print-errorlogs --num-processes 2
+ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
+	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py
