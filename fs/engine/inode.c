@@ -16,7 +16,14 @@ int64_t dg_now_ns(void)
 
 static struct timespec ns_ts(int64_t ns)
 {
-	return (struct timespec){ ns / 1000000000, ns % 1000000000 };
+	/* Floor division: times before 1970 keep tv_nsec in [0, 1e9). */
+	int64_t sec = ns / 1000000000, nsec = ns % 1000000000;
+
+	if (nsec < 0) {
+		sec--;
+		nsec += 1000000000;
+	}
+	return (struct timespec){ sec, nsec };
 }
 
 void dg_inode_attr(const struct dg_inode *ip, struct dg_attr *a)

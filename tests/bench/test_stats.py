@@ -27,6 +27,8 @@ def test_ratio_significant_only_outside_noise():
     noisy = stats.ratio(stats.summarize([90, 110]), stats.summarize([95, 105]))
     assert not noisy["significant"]
     assert stats.ratio(a, None) is None
+    single = stats.ratio(stats.summarize([50]), stats.summarize([100]))
+    assert single["ratio"] == 0.5 and not single["significant"]
 
 
 def test_ratios_follow_baseline_table():
