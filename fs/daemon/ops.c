@@ -265,29 +265,65 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 }
 
-/* A page-aligned buffer per thread, reused across reads. */
-static __thread void *rbuf;
-static __thread size_t rbuf_size;
+/*
+ * A page-aligned read buffer per worker thread, reused across reads and
+ * freed when libfuse ends the thread.
+ */
+struct rbuf {
+	void *mem;
+	size_t size;
+};
+static pthread_key_t rbuf_key;
+static pthread_once_t rbuf_once = PTHREAD_ONCE_INIT;
+
+static void rbuf_free(void *p)
+{
+	struct rbuf *b = p;
+
+	free(b->mem);
+	free(b);
+}
+
+static void rbuf_init(void)
+{
+	pthread_key_create(&rbuf_key, rbuf_free);
+}
+
+static void *rbuf_get(size_t need)
+{
+	struct rbuf *b;
+
+	pthread_once(&rbuf_once, rbuf_init);
+	b = pthread_getspecific(rbuf_key);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b || pthread_setspecific(rbuf_key, b)) {
+			free(b);
+			return NULL;
+		}
+	}
+	if (need > b->size) {
+		need = (need + DG_PAGE_SIZE - 1) & ~(size_t)(DG_PAGE_SIZE - 1);
+		free(b->mem);
+		b->mem = aligned_alloc(DG_PAGE_SIZE, need);
+		b->size = b->mem ? need : 0;
+	}
+	return b->mem;
+}
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	size_t need = size + 2 * DG_PAGE_SIZE;
+	void *buf = rbuf_get(size + 2 * DG_PAGE_SIZE);
 	const void *data;
 	ssize_t n;
 
 	(void)fi;
-	if (need > rbuf_size) {
-		free(rbuf);
-		rbuf = aligned_alloc(DG_PAGE_SIZE,
-				     (need + DG_PAGE_SIZE - 1) & ~(size_t)(DG_PAGE_SIZE - 1));
-		rbuf_size = rbuf ? need : 0;
-		if (!rbuf) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
-	n = dg_fs_read(dd_of(req)->fs, ino, (uint64_t)off, size, rbuf, &data);
+	n = dg_fs_read(dd_of(req)->fs, ino, (uint64_t)off, size, buf, &data);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else

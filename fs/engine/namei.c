@@ -167,6 +167,7 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 	struct dg_inode *dp, *ip = NULL;
 	struct dg_dinode dsaved;
 	struct dg_txn *txn = NULL;
+	uint32_t nchunks = 0;
 	int ret = check_name(name);
 
 	if (ret)
@@ -184,9 +185,12 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (ret)
 		goto out;
 	dsaved = dp->d;
+	nchunks = fs->root.nchunks;
 	ret = dg_inode_new(fs, txn, mode, uid, gid, &ip);
-	if (ret)
+	if (ret) {
+		fs->root.nchunks = nchunks; /* a new chunk was not committed */
 		goto out;
+	}
 	ip->d.rdev = rdev;
 	if (S_ISDIR(mode)) {
 		ip->d.parent = parent;
@@ -224,6 +228,7 @@ undo:
 	dp->d = dsaved;
 	dg_ext_load(fs, dp);
 	dg_inode_discard(fs, ip);
+	fs->root.nchunks = nchunks;
 out:
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
