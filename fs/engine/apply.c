@@ -273,14 +273,19 @@ static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
 	dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
 }
 
-static void persist_set(struct dg_vol *vol, struct dg_flushset *fs)
+void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs)
 {
 	for (unsigned i = 0; i < fs->n; i++)
 		dg_dev_persist(&vol->devs[fs->r[i].dev], fs->r[i].off,
 			       fs->r[i].len);
+	/* A range the set could not record: persist every device whole. */
 	if (fs->oom)
 		for (unsigned d = 0; d < vol->ndev; d++)
-			dg_dev_persist(&vol->devs[d], 0, vol->devs[d].size);
+			if (vol->devs[d].present)
+				dg_dev_persist(&vol->devs[d], 0,
+					       vol->devs[d].size);
+	fs->n = 0;
+	fs->oom = false;
 }
 
 /* Write everything in place; the journal already holds the entry. */
@@ -437,7 +442,7 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	if (ret)
 		goto unlock;
 	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);
-	persist_set(vol, &fs);
+	dg_flushset_persist(vol, &fs);
 	if (ret) {
 		/* Partly applied: only recovery can finish it. */
 		atomic_store(&vol->fatal, true);

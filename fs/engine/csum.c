@@ -121,20 +121,6 @@ static void write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 	dg_flushset_add(fs, d->idx, off, DG_PAGE_SIZE);
 }
 
-static void persist_now(struct dg_vol *vol, struct dg_flushset *fs)
-{
-	for (unsigned i = 0; i < fs->n; i++)
-		dg_dev_persist(&vol->devs[fs->r[i].dev], fs->r[i].off,
-			       fs->r[i].len);
-	if (fs->oom) /* a range went unrecorded: persist everything */
-		for (unsigned d = 0; d < vol->ndev; d++)
-			if (vol->devs[d].present)
-				dg_dev_persist(&vol->devs[d], 0,
-					       vol->devs[d].size);
-	fs->n = 0;
-	fs->oom = false;
-}
-
 /*
  * Bring both copies of a checksum page to agreement where one is
  * proven bad: a copy that fails its own checksum, or a zeroed copy
@@ -173,7 +159,7 @@ static int reconcile(struct dg_vol *vol, unsigned owner, uint64_t index,
 			dg_flushset_init(&fs);
 			write_copy(vol, owner, index, dst, to, 0,
 				   DG_PAGE_SIZE, &fs);
-			persist_now(vol, &fs);
+			dg_flushset_persist(vol, &fs);
 			dg_flushset_fini(&fs);
 			rewrote[dst] = true;
 		}
@@ -292,7 +278,7 @@ int dg_csum_repair_primary(struct dg_vol *vol, unsigned dev, uint64_t row)
 	if (dg_csum_page_check(vol, dev, index, img) == 1) {
 		dg_flushset_init(&fs);
 		write_copy(vol, dev, index, 0, img, 0, DG_PAGE_SIZE, &fs);
-		persist_now(vol, &fs);
+		dg_flushset_persist(vol, &fs);
 		dg_flushset_fini(&fs);
 	}
 	pthread_mutex_unlock(cpage_lock(vol, dev, index));
@@ -337,7 +323,7 @@ static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 		 * always verifies and reconcile() restores the other). */
 		dg_flushset_init(&fs);
 		write_copy(vol, owner, index, c, w, from, to, &fs);
-		persist_now(vol, &fs);
+		dg_flushset_persist(vol, &fs);
 		dg_flushset_fini(&fs);
 	}
 	ret = 0;

@@ -134,6 +134,10 @@ void dg_parity_compute(const struct dg_vol *vol, uint8_t **data,
 int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
 		      const bool *lost, size_t len);
 
+/* ---- apply.c --------------------------------------------------------- */
+/* Persist every range of fs (each device region once) and empty it. */
+void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs);
+
 /* ---- read.c ---------------------------------------------------------- */
 /* Read and verify (dev, row) into buf, repairing from the row when the
  * page is bad. Caller holds the row lock for writing (a repair writes).

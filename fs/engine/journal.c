@@ -191,20 +191,6 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 	return 0;
 }
 
-static void persist_all(struct dg_vol *vol, struct dg_flushset *fs)
-{
-	for (unsigned i = 0; i < fs->n; i++)
-		dg_dev_persist(&vol->devs[fs->r[i].dev], fs->r[i].off,
-			       fs->r[i].len);
-	if (fs->oom)
-		for (unsigned d = 0; d < vol->ndev; d++)
-			if (vol->devs[d].present)
-				dg_dev_persist(&vol->devs[d], 0,
-					       vol->devs[d].size);
-	fs->n = 0;
-	fs->oom = false;
-}
-
 /*
  * Bring the redundancy of the replayed pages up to date: each page must
  * hash to the checksum its last entry recorded (anything else is
@@ -257,7 +243,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
 	if (ret)
 		goto out;
-	persist_all(vol, fs);
+	dg_flushset_persist(vol, fs);
 
 	nu = 0;
 	for (size_t i = 0; i < nt && vol->parity; i++) {
@@ -294,7 +280,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
 	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
-	persist_all(vol, fs);
+	dg_flushset_persist(vol, fs);
 out:
 	free(u);
 	free(buf);
@@ -338,7 +324,7 @@ static int recover(struct dg_vol *vol)
 		dg_flushset_add(&fs, t[i].dev,
 				dg_row_page(vol, t[i].row) << DG_PAGE_SHIFT,
 				DG_PAGE_SIZE);
-	persist_all(vol, &fs);
+	dg_flushset_persist(vol, &fs);
 	if (vol->redundancy) {
 		ret = redo_redundancy(vol, t, nt, &fs);
 		if (ret)

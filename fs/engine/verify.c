@@ -70,9 +70,7 @@ static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 		dg_csum_set(vol, dev, row, dg_csum_page(vol, dev, row, calc[j]),
 			    &fs);
 	}
-	for (unsigned i = 0; i < fs.n; i++)
-		dg_dev_persist(&vol->devs[fs.r[i].dev], fs.r[i].off,
-			       fs.r[i].len);
+	dg_flushset_persist(vol, &fs);
 	dg_flushset_fini(&fs);
 	rep->parity_fixed++;
 }
