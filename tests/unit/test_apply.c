@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_apply.c -- the update path against an in-memory model */
+#include <pthread.h>
+
 #include "harness.h"
 
 /*
@@ -124,6 +126,92 @@ static void test_bad_ranges(void)
 	tvol_cleanup(&tv);
 }
 
+
+/* Threads that each own one data device of the same rows: every update
+ * patches parity pages the others patch too. */
+struct conc_arg {
+	struct dg_vol *vol;
+	uint64_t *vpns;		/* this thread's pages, one per row */
+	unsigned npages, rounds;
+	uint64_t seed;
+	uint8_t *model;		/* npages pages */
+	int ret;
+};
+
+static void *conc_worker(void *p)
+{
+	struct conc_arg *a = p;
+	uint8_t buf[256];
+
+	for (unsigned i = 0; i < a->rounds && !a->ret; i++) {
+		unsigned pg = (unsigned)(trand(&a->seed) % a->npages);
+		uint32_t len = 1 + (uint32_t)(trand(&a->seed) % sizeof(buf));
+		uint32_t off = (uint32_t)(trand(&a->seed) % (DG_PAGE_SIZE - len));
+		struct dg_range r = { a->vpns[pg], off, len, buf };
+
+		trand_fill(&a->seed, buf, len);
+		a->ret = dg_apply(a->vol, &r, 1);
+		memcpy(a->model + (size_t)pg * DG_PAGE_SIZE + off, buf, len);
+	}
+	return NULL;
+}
+
+static void test_concurrent_same_rows(void)
+{
+	enum { NT = 3, NP = 64 };
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_scrub_report rep;
+	struct conc_arg a[NT];
+	pthread_t th[NT];
+	uint64_t vpns[NT][NP];
+	uint8_t *rd = malloc(DG_PAGE_SIZE);
+	unsigned cp;
+
+	REQUIRE(rd);
+	tvol_make(&tv, "conc", NT + 1, 1, 32ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	{
+		struct dg_vol_info in;
+
+		dg_vol_get_info(vol, &in);
+		cp = in.chunk_pages;
+	}
+	/* vpn (c * k + t) * cp + i is row c * cp + i on data rank t. */
+	for (unsigned t = 0; t < NT; t++) {
+		for (unsigned i = 0; i < NP; i++)
+			vpns[t][i] = (uint64_t)(1 * NT + t) * cp + i;
+		a[t] = (struct conc_arg){ vol, vpns[t], NP, 3000,
+					  0x9e37 + t, calloc(NP, DG_PAGE_SIZE),
+					  0 };
+		REQUIRE(a[t].model);
+		for (unsigned i = 0; i < NP; i++)
+			CHECK_EQ(dg_vpn_loc(vol, vpns[t][i]).row,
+				 dg_vpn_loc(vol, vpns[0][i]).row);
+	}
+	for (unsigned t = 0; t < NT; t++)
+		pthread_create(&th[t], NULL, conc_worker, &a[t]);
+	for (unsigned t = 0; t < NT; t++)
+		pthread_join(th[t], NULL);
+	for (unsigned t = 0; t < NT; t++) {
+		CHECK_EQ(a[t].ret, 0);
+		for (unsigned i = 0; i < NP; i++) {
+			REQUIRE(dg_read(vol, vpns[t][i], 1, rd) == 0);
+			CHECK(memcmp(rd, a[t].model + (size_t)i * DG_PAGE_SIZE,
+				     DG_PAGE_SIZE) == 0);
+		}
+		free(a[t].model);
+	}
+	REQUIRE(dg_vol_scrub(vol, false, &rep, NULL, NULL) == 0);
+	CHECK_EQ(rep.parity_mismatch, 0);
+	CHECK_EQ(rep.detected, 0);
+	CHECK(rep.rows_checked >= NP);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(rd);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -133,6 +221,7 @@ int main(int argc, char **argv)
 		{ "random_one_dev", test_random_one_dev },
 		{ "random_two_dev_mirror", test_random_two_dev_mirror },
 		{ "bad_ranges", test_bad_ranges },
+		{ "concurrent_same_rows", test_concurrent_same_rows },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
