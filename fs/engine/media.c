@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +27,60 @@ static int map_fail(struct dg_dev *d, char *err, size_t errlen,
 	snprintf(err, errlen, "cannot map '%s': %s: %s", d->path, what,
 		 pmem2_errormsg());
 	return -EIO;
+}
+
+/*
+ * libpmem2 maps regular files and device DAX but not block devices
+ * (pmem, loop, NVMe): those get a shared mapping of their own, stores by
+ * memcpy and persistence by msync(), which is what libpmem2 does for
+ * any non-DAX mapping too.
+ */
+static void *blk_memcpy(void *dst, const void *src, size_t len,
+			unsigned flags)
+{
+	(void)flags;
+	return memcpy(dst, src, len);
+}
+
+static void *blk_memset(void *dst, int c, size_t len, unsigned flags)
+{
+	(void)flags;
+	return memset(dst, c, len);
+}
+
+static long page_size;
+
+static void blk_persist(const void *addr, size_t len)
+{
+	uintptr_t p = (uintptr_t)addr & ~(uintptr_t)(page_size - 1);
+
+	msync((void *)p, len + ((uintptr_t)addr - p), MS_SYNC);
+}
+
+static int blk_map(struct dg_dev *d, char *err, size_t errlen)
+{
+	uint64_t size;
+	void *p;
+
+	if (ioctl(d->fd, BLKGETSIZE64, &size) < 0 || size == 0) {
+		snprintf(err, errlen, "cannot size block device '%s': %s",
+			 d->path, size ? strerror(errno) : "empty");
+		return -EIO;
+	}
+	p = mmap(NULL, size, PROT_READ | (d->rdonly ? 0 : PROT_WRITE),
+		 MAP_SHARED, d->fd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map '%s': %s", d->path,
+			 strerror(errno));
+		return -EIO;
+	}
+	page_size = sysconf(_SC_PAGESIZE);
+	d->base = p;
+	d->size = size;
+	d->memcpy_fn = blk_memcpy;
+	d->memset_fn = blk_memset;
+	d->persist_fn = blk_persist;
+	return 0;
 }
 
 /*
@@ -107,7 +164,8 @@ int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, bool nolock,
 		snprintf(err, errlen, "'%s' is empty", path);
 		goto fail;
 	}
-	ret = dev_map(d, err, errlen);
+	ret = S_ISBLK(st.st_mode) ? blk_map(d, err, errlen)
+				  : dev_map(d, err, errlen);
 	if (ret)
 		goto fail;
 	d->present = true;
@@ -121,6 +179,8 @@ void dg_dev_close(struct dg_dev *d)
 {
 	if (d->map)
 		pmem2_map_delete(&d->map);
+	else if (d->base)
+		munmap(d->base, d->size);
 	if (d->src)
 		pmem2_source_delete(&d->src);
 	if (d->fd >= 0)
