@@ -28,11 +28,10 @@ def loops(tmp_path):
 
 
 def test_block_devices(volume_factory, loops):
-    v = volume_factory(ndev=4)
-    v.devs = loops
+    v = volume_factory(ndev=0)   # no image files of its own to remove
     out = run([MKFS, "--force"] + loops).stdout
     assert "devices 4, parity 1" in out
-    v.mount()
+    v.mount(devlist=",".join(loops))
     data = bytes(range(256)) * 4096
     (v.mnt / "f").write_bytes(data)
     v.umount()
