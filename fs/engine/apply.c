@@ -275,9 +275,26 @@ static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
 
 void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs)
 {
-	for (unsigned i = 0; i < fs->n; i++)
-		dg_dev_persist(&vol->devs[fs->r[i].dev], fs->r[i].off,
-			       fs->r[i].len);
+	uint64_t lo[DG_MAX_DEVS], hi[DG_MAX_DEVS];
+	bool any[DG_MAX_DEVS] = { false };
+
+	for (unsigned i = 0; i < fs->n; i++) {
+		struct dg_flushrange *r = &fs->r[i];
+
+		if (!vol->devs[r->dev].coarse) {
+			dg_dev_persist(&vol->devs[r->dev], r->off, r->len);
+			continue;
+		}
+		/* msync costs a call, not bytes: one per device. */
+		if (!any[r->dev] || r->off < lo[r->dev])
+			lo[r->dev] = r->off;
+		if (!any[r->dev] || r->off + r->len > hi[r->dev])
+			hi[r->dev] = r->off + r->len;
+		any[r->dev] = true;
+	}
+	for (unsigned d = 0; d < vol->ndev; d++)
+		if (any[d])
+			dg_dev_persist(&vol->devs[d], lo[d], hi[d] - lo[d]);
 	/* A range the set could not record: persist every device whole. */
 	if (fs->oom)
 		for (unsigned d = 0; d < vol->ndev; d++)

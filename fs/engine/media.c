@@ -80,6 +80,7 @@ static int blk_map(struct dg_dev *d, char *err, size_t errlen)
 	d->memcpy_fn = blk_memcpy;
 	d->memset_fn = blk_memset;
 	d->persist_fn = blk_persist;
+	d->coarse = true;
 	return 0;
 }
 
@@ -112,6 +113,8 @@ static int dev_map(struct dg_dev *d, char *err, size_t errlen)
 	d->memcpy_fn = pmem2_get_memcpy_fn(d->map);
 	d->memset_fn = pmem2_get_memset_fn(d->map);
 	d->persist_fn = pmem2_get_persist_fn(d->map);
+	d->coarse = pmem2_map_get_store_granularity(d->map) ==
+		    PMEM2_GRANULARITY_PAGE;
 	ret = 0;
 out:
 	pmem2_config_delete(&cfg);

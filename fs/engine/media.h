@@ -14,6 +14,8 @@
 struct dg_dev {
 	bool present;
 	bool rdonly;
+	bool coarse;		/* persist costs a syscall, not a flush per
+				 * line: one call over a span is cheapest */
 	unsigned idx;		/* device index, once known */
 	int fd;
 	char *path;
