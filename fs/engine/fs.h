@@ -121,6 +121,10 @@ int dg_fs_getxattr(struct dg_fs *fs, uint64_t ino, const char *name,
 int dg_fs_listxattr(struct dg_fs *fs, uint64_t ino, char *list, size_t size);
 int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name);
 
+/* Before a write by an unprivileged caller: clear setuid/setgid and
+ * file capabilities, as the kernel would without HANDLE_KILLPRIV. */
+int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino);
+
 /* Path of ino for log messages ("?" parts when unknown); buf gets at
  * most len bytes, NUL terminated. */
 void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len);

@@ -2,6 +2,7 @@
 /* xattr.c -- extended attributes: one page of records per inode */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "fs_i.h"
@@ -286,4 +287,43 @@ int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
 		return 0;
 	ip->d.blocks--;
 	return dg_free(txn, ip->d.xattr_vpn, 1);
+}
+
+/*
+ * What the kernel's file_remove_privs() does before a write, done here
+ * because the daemon asks for FUSE_CAP_HANDLE_KILLPRIV (which spares a
+ * GETXATTR round trip on every write): drop setuid, setgid on group
+ * executables, and file capabilities. Cheap when there is nothing to do.
+ */
+int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino)
+{
+	struct dg_inode *ip;
+	bool mode, caps;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	ip = dg_inode_get(fs, ino);
+	mode = ip && ((ip->d.mode & S_ISUID) ||
+		      (ip->d.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
+	caps = ip && ip->d.xattr_vpn;
+	pthread_rwlock_unlock(&fs->lock);
+	if (!ip)
+		return -ENOENT;
+	if (caps) {
+		int ret = dg_fs_removexattr(fs, ino, "security.capability");
+
+		if (ret && ret != -ENODATA)
+			return ret;
+	}
+	if (mode) {
+		struct dg_setattr sa = { .valid = DG_SET_MODE };
+		struct dg_attr a;
+
+		pthread_rwlock_rdlock(&fs->lock);
+		sa.mode = ip->d.mode & ~(uint32_t)S_ISUID;
+		if (sa.mode & S_IXGRP)
+			sa.mode &= ~(uint32_t)S_ISGID;
+		pthread_rwlock_unlock(&fs->lock);
+		return dg_fs_setattr(fs, ino, &sa, &a);
+	}
+	return 0;
 }
