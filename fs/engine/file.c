@@ -157,10 +157,16 @@ ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		ret = dg_file_write_txn(fs, txn, ip, off + done,
 					(const uint8_t *)buf + done, n);
 		if (!ret) {
+			bool meta = off + done + n > ip->d.size ||
+				    ip->d.blocks != saved.blocks;
+
 			if (off + done + n > ip->d.size)
 				ip->d.size = off + done + n;
 			dg_inode_touch(ip, true, true);
-			ret = dg_inode_store(fs, txn, ip);
+			if (meta)
+				ret = dg_inode_store(fs, txn, ip);
+			else
+				ip->times_dirty = true;
 		}
 		if (!ret)
 			ret = dg_fs_commit(fs, txn);

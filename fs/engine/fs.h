@@ -83,6 +83,10 @@ int dg_fs_rmdir(struct dg_fs *fs, uint64_t parent, const char *name);
 int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
 		 uint64_t newparent, const char *newname, unsigned flags);
 
+/* Make ino's times durable (an overwrite leaves them in core only) and
+ * retire the journal. Everything else is durable already. */
+int dg_fs_fsync(struct dg_fs *fs, uint64_t ino);
+
 /* Open files keep an unlinked inode alive until the last release. */
 int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate);
 void dg_fs_release(struct dg_fs *fs, uint64_t ino);

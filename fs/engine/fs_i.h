@@ -42,6 +42,10 @@ struct dg_inode {
 	struct dg_dir *dir;	/* directories only */
 	uint64_t nlookup;	/* protected by fs->lock (write) or ilock */
 	uint32_t nopen;
+	/* Times changed by an overwrite that touched nothing else: in core
+	 * only until fsync, release or unmount (like lazytime), so a plain
+	 * overwrite is one page of work, not two. Under lock. */
+	bool times_dirty;
 	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
 };
 
@@ -77,6 +81,8 @@ void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip);
 void dg_inode_attr(const struct dg_inode *ip, struct dg_attr *attr);
 void dg_inode_touch(struct dg_inode *ip, bool mtime, bool ctime);
 int64_t dg_now_ns(void);
+/* Persist times left dirty by overwrites (fsync, release, unmount). */
+int dg_inode_flush_times(struct dg_fs *fs, struct dg_inode *ip);
 /* Commit txn; a failure after in-core changes breaks the fs. */
 int dg_fs_commit(struct dg_fs *fs, struct dg_txn *txn);
 

@@ -79,7 +79,25 @@ int dg_inode_store(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
 	uint32_t off;
 
 	ino_where(fs, ip->ino, &vpn, &off);
+	ip->times_dirty = false;
 	return dg_txn_write(txn, vpn, off, &ip->d, sizeof(ip->d));
+}
+
+int dg_inode_flush_times(struct dg_fs *fs, struct dg_inode *ip)
+{
+	struct dg_txn *txn;
+	int ret;
+
+	if (!ip->times_dirty || fs->broken || fs->vol->read_only)
+		return 0;
+	txn = dg_txn_new(fs->vol);
+	if (!txn)
+		return -ENOMEM;
+	ret = dg_inode_store(fs, txn, ip);
+	if (!ret)
+		ret = dg_fs_commit(fs, txn);
+	dg_txn_free(txn);
+	return ret;
 }
 
 int dg_fs_commit(struct dg_fs *fs, struct dg_txn *txn)
@@ -407,8 +425,11 @@ void dg_fs_close(struct dg_fs *fs)
 {
 	if (!fs)
 		return;
-	for (uint64_t i = 0; i < fs->icap; i++)
+	for (uint64_t i = 0; i < fs->icap; i++) {
+		if (fs->itab[i])
+			dg_inode_flush_times(fs, fs->itab[i]);
 		inode_free_core(fs->itab[i]);
+	}
 	free(fs->itab);
 	pthread_rwlock_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->ino_lock);

@@ -589,11 +589,29 @@ void dg_fs_release(struct dg_fs *fs, uint64_t ino)
 
 	pthread_rwlock_wrlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
+	if (ip)
+		dg_inode_flush_times(fs, ip);
 	if (ip && ip->nopen) {
 		ip->nopen--;
 		dg_inode_maybe_destroy(fs, ip);
 	}
 	pthread_rwlock_unlock(&fs->lock);
+}
+
+int dg_fs_fsync(struct dg_fs *fs, uint64_t ino)
+{
+	struct dg_inode *ip;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	ip = dg_inode_get(fs, ino);
+	if (ip) {
+		pthread_rwlock_wrlock(&ip->lock);
+		ret = dg_inode_flush_times(fs, ip);
+		pthread_rwlock_unlock(&ip->lock);
+	}
+	pthread_rwlock_unlock(&fs->lock);
+	return ret ? ret : dg_vol_sync(fs->vol);
 }
 
 int dg_fs_opendir(struct dg_fs *fs, uint64_t ino)
