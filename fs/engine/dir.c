@@ -76,7 +76,8 @@ struct dg_dent *dg_dir_find(struct dg_dir *dir, const char *name)
 
 /* Add an in-core entry (the caller writes the media record). */
 static int dir_index(struct dg_dir *dir, const char *name, size_t namelen,
-		     uint64_t ino, uint8_t type, uint64_t page, uint32_t off)
+		     uint64_t ino, uint8_t type, uint64_t page, uint32_t off,
+		     uint32_t reclen)
 {
 	struct dg_dent *e;
 	int ret;
@@ -107,16 +108,54 @@ static int dir_index(struct dg_dir *dir, const char *name, size_t namelen,
 	e->type = type;
 	e->page = page;
 	e->off = off;
+	e->reclen = reclen;
 	dir->nents++;
+	if (!ino)
+		return 0; /* a deleted record: in core, not in the hash */
 	dir->nlive++;
 	dir->hash[hash_probe(dir, e->name)] = (uint32_t)dir->nents;
 	return 0;
+}
+
+/* Remember a deleted record so a later name that fits can reuse it. */
+static int note_dead(struct dg_dir *dir, size_t idx)
+{
+	if (dir->ndead == dir->capdead) {
+		size_t cap = dir->capdead ? dir->capdead * 2 : 16;
+		uint32_t *n = realloc(dir->dead, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		dir->dead = n;
+		dir->capdead = cap;
+	}
+	dir->dead[dir->ndead++] = (uint32_t)idx;
+	return 0;
+}
+
+/* A deleted record of at least len bytes (first fit among the most
+ * recent ones), taken off the dead list; -1 if none. */
+static ssize_t take_dead(struct dg_dir *dir, uint32_t len)
+{
+	size_t scan = dir->ndead < 64 ? dir->ndead : 64;
+
+	for (size_t k = 0; k < scan; k++) {
+		size_t j = dir->ndead - 1 - k;
+		uint32_t idx = dir->dead[j];
+
+		if (dir->ents[idx].reclen >= len) {
+			dir->dead[j] = dir->dead[--dir->ndead];
+			return idx;
+		}
+	}
+	return -1;
 }
 
 void dg_dir_free(struct dg_dir *dir)
 {
 	for (size_t i = 0; i < dir->nents; i++)
 		free(dir->ents[i].name);
+	free(dir->dead);
 	free(dir->ents);
 	free(dir->hash);
 	free(dir);
@@ -147,7 +186,16 @@ static int parse_page(struct dg_fs *fs, struct dg_inode *dp, uint64_t page,
 					  "record", dp->ino, page, off);
 		if (r->ino) {
 			int ret = dir_index(dp->dir, name, r->namelen, r->ino,
-					    r->type, page, off);
+					    r->type, page, off, r->reclen);
+			if (ret)
+				return ret;
+		} else {
+			/* Kept in core as a reusable slot. */
+			int ret = dir_index(dp->dir, "", 0, 0, 0, page, off,
+					    r->reclen);
+			if (ret)
+				return ret;
+			ret = note_dead(dp->dir, dp->dir->nents - 1);
 			if (ret)
 				return ret;
 		}
@@ -200,6 +248,57 @@ static void note_fresh(void *arg, uint64_t fpage, uint64_t vpn, uint64_t n)
 	((struct fresh_page *)arg)->vpn = vpn;
 }
 
+/*
+ * Put a new name into the deleted record ents[idx]: the record keeps its
+ * length, so the chain of records in the page stays intact. The in-core
+ * slot is reused too, so churn does not grow the directory at all.
+ */
+static int reuse(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
+		 size_t idx, uint8_t *rec, const char *name, uint64_t ino,
+		 uint8_t type)
+{
+	struct dg_dir *dir = dp->dir;
+	struct dg_dent *e = &dir->ents[idx];
+	struct dg_ddirent *r = (void *)rec;
+	char *copy = strdup(name);
+	uint64_t vpn, run;
+	int ret;
+
+	(void)fs;
+	if (!copy) {
+		note_dead(dir, idx);
+		return -ENOMEM;
+	}
+	r->reclen = (uint16_t)e->reclen;
+	dg_ext_lookup(dp, e->page, &vpn, &run);
+	ret = dg_txn_write(txn, vpn, e->off, rec,
+			   (uint32_t)sizeof(*r) + r->namelen);
+	if (ret) {
+		free(copy);
+		note_dead(dir, idx);
+		return ret;
+	}
+	if ((dir->nlive + dir->ntomb + 1) * 2 > dir->hcap) {
+		size_t cap = 16;
+
+		while (cap < (dir->nlive + 1) * 4)
+			cap *= 2;
+		ret = hash_rebuild(dir, cap);
+		if (ret) {
+			free(copy);
+			note_dead(dir, idx);
+			return ret;
+		}
+	}
+	free(e->name);
+	e->name = copy;
+	e->ino = ino;
+	e->type = type;
+	dir->nlive++;
+	dir->hash[hash_probe(dir, e->name)] = (uint32_t)(idx + 1);
+	return 0;
+}
+
 int dg_dir_add(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 	       const char *name, uint64_t ino, uint8_t type)
 {
@@ -210,6 +309,7 @@ int dg_dir_add(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 	struct dg_ddirent *r = (void *)rec;
 	uint64_t vpn, run;
 	uint32_t wlen = len;
+	ssize_t idx;
 	int ret;
 
 	r->ino = ino;
@@ -217,6 +317,9 @@ int dg_dir_add(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 	r->namelen = (uint8_t)namelen;
 	r->type = type;
 	memcpy(r + 1, name, namelen);
+	idx = take_dead(dir, len);
+	if (idx >= 0)
+		return reuse(fs, txn, dp, (size_t)idx, rec, name, ino, type);
 	if (dir->tail_off + len > DG_PAGE_SIZE) {
 		/* A new page, written whole: reused pages hold old bytes. */
 		uint8_t *page = calloc(1, DG_PAGE_SIZE);
@@ -247,7 +350,7 @@ int dg_dir_add(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 			return ret;
 	}
 	ret = dir_index(dir, name, namelen, ino, type, dir->tail_page,
-			dir->tail_off);
+			dir->tail_off, len);
 	if (ret)
 		return ret;
 	dir->tail_off += len;
@@ -257,7 +360,7 @@ int dg_dir_add(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 static int write_header(struct dg_fs *fs, struct dg_txn *txn,
 			struct dg_inode *dp, const struct dg_dent *de)
 {
-	struct dg_ddirent r = { de->ino, (uint16_t)rec_len(strlen(de->name)),
+	struct dg_ddirent r = { de->ino, (uint16_t)de->reclen,
 				(uint8_t)strlen(de->name), de->type };
 	uint64_t vpn, run;
 
@@ -283,6 +386,9 @@ int dg_dir_remove(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 	dir->hash[slot] = HASH_TOMB;
 	dir->ntomb++;
 	dir->nlive--;
+	/* The record stays on media with ino 0; failing to remember it
+	 * only costs its reuse. */
+	note_dead(dir, (size_t)(de - dir->ents));
 	return 0;
 }
 

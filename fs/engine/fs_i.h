@@ -21,6 +21,7 @@ struct dg_dent {
 	uint8_t type;
 	uint64_t page;		/* dirent page (file page of the dir) */
 	uint32_t off;		/* byte offset of the record in it */
+	uint32_t reclen;	/* bytes the record occupies */
 };
 
 struct dg_dir {
@@ -28,6 +29,8 @@ struct dg_dir {
 	size_t nents, cap;
 	uint32_t *hash;		/* open addressing: index + 1, 0 empty */
 	size_t hcap, nlive, ntomb;
+	uint32_t *dead;		/* indexes of deleted entries, for reuse */
+	size_t ndead, capdead;
 	uint64_t tail_page;	/* where the next record goes */
 	uint32_t tail_off;
 };
