@@ -90,6 +90,9 @@
 /* dg_dsuper.state */
 #define DG_STATE_CLEAN 1u /* closed cleanly: journal empty */
 #define DG_STATE_DIRTY 2u /* open for writing, or crashed while open */
+/* The generation is being bumped device by device and nothing has been
+ * written in it yet: a device one generation behind is not stale. */
+#define DG_STATE_OPENING 3u
 
 /*
  * Superblock, one per device at page 0 and a backup at the last page.

@@ -285,7 +285,13 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 		if (c[i].valid && !same_volume_geometry(s, &vol->sb))
 			FAIL(-EUCLEAN, "'%s' disagrees with '%s' on the "
 			     "volume geometry", c[i].path, c[ref].path);
-		if (c[i].valid && s->generation < vol->sb.generation) {
+		if (c[i].valid && s->generation + 1 == vol->sb.generation &&
+		    vol->sb.state == DG_STATE_OPENING) {
+			/* A crash cut the bump short before any write of
+			 * the new generation: this device is current. */
+			dg_log(DG_LOG_INFO, "'%s' missed an interrupted "
+			       "generation bump: current", c[i].path);
+		} else if (c[i].valid && s->generation < vol->sb.generation) {
 			if (!degraded)
 				FAIL(-ESTALE, "'%s' is stale (generation %llu, "
 				     "volume is at %llu)", c[i].path,
@@ -357,9 +363,17 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 	if (ret)
 		FAIL(ret, "out of memory");
 	if (!vol->read_only) {
+		/* Two passes: every device learns the new generation (as
+		 * OPENING) before any device says DIRTY, and nothing else is
+		 * written until both are durable. A crash in the first pass
+		 * leaves laggards one behind an OPENING reference, which the
+		 * next open accepts; a stale copy is at least two behind or
+		 * behind a DIRTY or CLEAN reference. */
 		vol->sb.generation++;
-		vol->sb.state = DG_STATE_DIRTY;
+		vol->sb.state = DG_STATE_OPENING;
 		vol->sb.mtime = (uint64_t)time(NULL);
+		dg_write_supers(vol);
+		vol->sb.state = DG_STATE_DIRTY;
 		dg_write_supers(vol);
 	}
 	ret = dg_journal_open(vol, !vol->read_only &&

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -466,48 +467,63 @@ static void advance(struct crec *r, uint64_t k)
 	r->cur_k = k;
 }
 
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+static bool is_live(const struct cimage *c, uint64_t pg)
 {
-	const uint8_t *b = buf;
+	return c->live[pg / 8] & (1u << (pg % 8));
+}
 
-	while (len) {
-		ssize_t n = pwrite(fd, b, len, (off_t)off);
+/* Punch out pages [a, b) of the file that are not live. */
+static int punch_dead(const struct cimage *c, int fd, uint64_t a, uint64_t b)
+{
+	for (uint64_t pg = a; pg < b;) {
+		uint64_t end;
 
-		if (n < 0 && errno == EINTR)
+		if (is_live(c, pg)) {
+			pg++;
 			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		b += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
+		}
+		for (end = pg + 1; end < b && !is_live(c, end); end++)
+			;
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(pg * DG_PAGE_SIZE),
+			      (off_t)((end - pg) * DG_PAGE_SIZE)) < 0)
+			return -errno;
+		pg = end;
 	}
 	return 0;
 }
 
-/* The file is fresh and sparse: only pages that can be nonzero are
- * written. */
-static int write_image(const struct cimage *c, int fd)
+/*
+ * Make the file at fd (mapped at map) hold c->cur: pages outside the
+ * live set must read as zero, so any data there (the engine may have
+ * written anything while a previous state was checked) is punched out;
+ * live pages are rewritten where they differ. Reusing the file this way
+ * costs a compare of the live pages instead of writing them all.
+ */
+static int sync_image(const struct cimage *c, int fd, uint8_t *map)
 {
+	off_t off = lseek(fd, 0, SEEK_DATA);
 	int ret;
 
-	if (ftruncate(fd, (off_t)c->size) < 0)
-		return -errno;
-	for (uint64_t pg = 0; pg < c->pages;) {
-		uint64_t end;
+	while (off >= 0 && (uint64_t)off < c->size) {
+		off_t end = lseek(fd, off, SEEK_HOLE);
 
-		if (!(c->live[pg / 8] & (1u << (pg % 8)))) {
-			pg++;
-			continue;
-		}
-		for (end = pg + 1; end < c->pages &&
-				   (c->live[end / 8] & (1u << (end % 8)));
-		     end++)
-			;
-		ret = pwrite_all(fd, c->cur + pg * DG_PAGE_SIZE,
-				 (end - pg) * DG_PAGE_SIZE, pg * DG_PAGE_SIZE);
+		if (end < 0)
+			return -errno;
+		ret = punch_dead(c, fd, (uint64_t)off / DG_PAGE_SIZE,
+				 ((uint64_t)end + DG_PAGE_SIZE - 1) /
+					 DG_PAGE_SIZE);
 		if (ret)
 			return ret;
-		pg = end;
+		off = lseek(fd, end, SEEK_DATA);
+	}
+	if (off < 0 && errno != ENXIO)
+		return -errno;
+	for (uint64_t pg = 0; pg < c->pages; pg++) {
+		uint64_t o = pg * DG_PAGE_SIZE;
+
+		if (is_live(c, pg) && memcmp(map + o, c->cur + o, DG_PAGE_SIZE))
+			memcpy(map + o, c->cur + o, DG_PAGE_SIZE);
 	}
 	return 0;
 }
@@ -587,6 +603,7 @@ int crec_build(struct crec *r, uint64_t k, enum crec_policy pol,
 	       uint64_t seed, const char *const *out)
 {
 	int fds[DG_MAX_DEVS];
+	uint8_t *maps[DG_MAX_DEVS];
 	uint64_t rs = seed ? seed : 0x9e3779b97f4a7c15ull;
 	uint32_t end;
 	int ret;
@@ -597,16 +614,33 @@ int crec_build(struct crec *r, uint64_t k, enum crec_policy pol,
 	if (ret)
 		return ret;
 	advance(r, k);
-	for (unsigned i = 0; i < r->n; i++)
-		fds[i] = -1;
 	for (unsigned i = 0; i < r->n; i++) {
-		fds[i] = open(out[i], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
-			      0600);
-		if (fds[i] < 0) {
+		fds[i] = -1;
+		maps[i] = MAP_FAILED;
+	}
+	for (unsigned i = 0; i < r->n; i++) {
+		const struct cimage *c = &r->img[i];
+		struct stat st;
+
+		fds[i] = open(out[i], O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fds[i] < 0 || fstat(fds[i], &st) < 0) {
 			ret = -errno;
 			goto out;
 		}
-		ret = write_image(&r->img[i], fds[i]);
+		/* A file of another size is started afresh. */
+		if ((uint64_t)st.st_size != c->size &&
+		    (ftruncate(fds[i], 0) < 0 ||
+		     ftruncate(fds[i], (off_t)c->size) < 0)) {
+			ret = -errno;
+			goto out;
+		}
+		maps[i] = mmap(NULL, c->size, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, fds[i], 0);
+		if (maps[i] == MAP_FAILED) {
+			ret = -errno;
+			goto out;
+		}
+		ret = sync_image(c, fds[i], maps[i]);
 		if (ret)
 			goto out;
 	}
@@ -620,16 +654,16 @@ int crec_build(struct crec *r, uint64_t k, enum crec_policy pol,
 		if (pc->durable <= k)
 			continue;
 		len = chosen_len(pc, pol, &rs);
-		if (!len)
-			continue;
-		ret = pwrite_all(fds[pc->dev], r->arena + pc->data, len,
-				 pc->off);
-		if (ret)
-			goto out;
+		if (len)
+			memcpy(maps[pc->dev] + pc->off, r->arena + pc->data,
+			       len);
 	}
 out:
-	for (unsigned i = 0; i < r->n; i++)
+	for (unsigned i = 0; i < r->n; i++) {
+		if (maps[i] != MAP_FAILED)
+			munmap(maps[i], r->img[i].size);
 		if (fds[i] >= 0)
 			close(fds[i]);
+	}
 	return ret;
 }

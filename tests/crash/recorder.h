@@ -75,11 +75,12 @@ void crec_counts(const struct crec *r, uint64_t *writes, uint64_t *pieces,
 uint64_t crec_inflight(struct crec *r, uint64_t k);
 
 /*
- * Write the images of crash point k to out[0..n) (created or
- * truncated), one per snapshotted image in crec_start() order:
- * snapshot + durable pieces + the policy's choice among the others.
- * seed drives CREC_RANDOM and CREC_TORN. Cheapest when called with
- * non-decreasing k. 0 or a negative errno.
+ * Make out[0..n), one per snapshotted image in crec_start() order, hold
+ * the images of crash point k: snapshot + durable pieces + the policy's
+ * choice among the others. seed drives CREC_RANDOM and CREC_TORN.
+ * Existing files of the right size are reused whatever they hold (only
+ * what differs is rewritten); others are created or reset. Cheapest
+ * with non-decreasing k. 0 or a negative errno.
  */
 int crec_build(struct crec *r, uint64_t k, enum crec_policy pol,
 	       uint64_t seed, const char *const *out);

@@ -1,29 +1,42 @@
 // SPDX-License-Identifier: MIT
 /* test_crash.c -- recovery from every persist point of recorded updates */
 #include <inttypes.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "engine_i.h"
 #include "harness.h"
 #include "recorder.h"
 
 /*
- * DESIGN §3 G2/G4, §7. A run of dg_apply() updates (64 B to 256 KiB,
- * overlapping, several ranges per call) is recorded once; then for
- * every crash point k and every policy for the writes not durable at k
- * the images are rebuilt, opened (which replays the journal) and
- * checked:
+ * DESIGN §3 G2/G4, §7; STYLE §8 "Crash states". A run of dg_apply()
+ * updates (64 B to 256 KiB, overlapping, several ranges per call) is
+ * recorded once; then for every crash point k and every policy for the
+ * writes not durable at k, the images are rebuilt, opened (which
+ * replays the journal) and checked:
  *   (a) scrub finds no parity mismatch, no bad page, nothing lost;
  *   (b) every update that returned before k is there;
  *   (c) the update in flight at k is all or nothing, later ones absent;
- *   (d) a second open after the first recovery is clean and reads the
- *       same bytes.
- * A crash during recovery itself is recorded and crashed the same way.
+ *   (d) a second open after the first recovery finds nothing wrong and
+ *       reads the same bytes.
+ * recover_*: the recovery of a crashed image set is recorded and
+ * crashed at each of its persist points in turn; the next recovery must
+ * satisfy (a)-(d) and end where the uninterrupted recovery ended.
+ *
+ * Identical crash states (same images, same expectations) are checked
+ * once. Crash points are spread over worker processes (CRASH_JOBS,
+ * default: the CPUs, at most MAX_JOBS). CRASH_K=k and CRASH_POL=name
+ * (CRASH_RK for the crash point inside a recovery) narrow a run to one
+ * state; CRASH_FULL=1 checks every crash point where the default run
+ * samples; DG_TEST_VERBOSE=1 shows the engine's log.
  */
 
-#define BASE_VPN  768u	 /* clear of the root, bitmap and inode table */
-#define SPAN	  256u	 /* pages updated: every data column of a few rows */
-#define MAX_FAILS 12	 /* detailed reports per case */
+#define BASE_VPN     768u /* clear of the root, bitmap and inode table */
+#define SPAN	     256u /* pages updated: all data columns of some rows */
+#define MAX_FAILS    12u  /* detailed reports per worker */
+#define MAX_JOBS     8u
+#define SCRUB2_EVERY 8u	  /* full scrub on every n-th second open */
 
 enum { POL_NONE, POL_ALL, POL_RAND1, POL_RAND2, POL_RAND3, POL_TORN,
        POL_NR };
@@ -40,11 +53,14 @@ static enum crec_policy pol_kind(unsigned p)
 
 /* ---- image paths, removed at exit ---------------------------------- */
 
-static char *img_paths[256];
+static char *img_paths[512];
 static unsigned img_n;
+static pid_t img_owner;
 
 static void img_cleanup(void)
 {
+	if (getpid() != img_owner)
+		return;
 	for (unsigned i = 0; i < img_n; i++) {
 		unlink(img_paths[i]);
 		free(img_paths[i]);
@@ -54,8 +70,10 @@ static void img_cleanup(void)
 
 static void img_set(char **paths, const char *tag, unsigned ndev)
 {
-	if (img_n == 0)
+	if (!img_owner) {
+		img_owner = getpid();
 		atexit(img_cleanup);
+	}
 	for (unsigned i = 0; i < ndev; i++) {
 		if (img_n == sizeof(img_paths) / sizeof(img_paths[0]) ||
 		    asprintf(&paths[i], "/dev/shm/dgcrash-%d-%s-%u.img",
@@ -64,12 +82,6 @@ static void img_set(char **paths, const char *tag, unsigned ndev)
 		img_paths[img_n++] = strdup(paths[i]);
 		unlink(paths[i]);
 	}
-}
-
-static void img_unlink(char **paths, unsigned ndev)
-{
-	for (unsigned i = 0; i < ndev; i++)
-		unlink(paths[i]);
 }
 
 /* ---- the recorded workload ----------------------------------------- */
@@ -87,15 +99,13 @@ struct cfg {
 struct run {
 	const struct cfg *cfg;
 	char *src[DG_MAX_DEVS];	/* the recorded images */
-	char *dst[DG_MAX_DEVS];	/* rebuilt crash states */
-	char *dst2[DG_MAX_DEVS]; /* crash states of a recorded recovery */
+	char *mid[DG_MAX_DEVS];	/* a crashed set whose recovery is recorded */
+	char *dst[MAX_JOBS][DG_MAX_DEVS]; /* crash states, per worker */
 	uint64_t span;		/* pages of the updated region */
 	uint8_t **model;	/* model[i]: the region after i updates */
 	uint64_t *begin, *end;	/* persists before update i began/ended */
 	struct crec *rec;
 	uint8_t *rd, *rd2;	/* readback buffers */
-	/* tallies */
-	uint64_t states, distinct, before, after, recov_faults, failures;
 };
 
 /* Split region bytes [off, off + len) into per-page ranges. */
@@ -205,14 +215,79 @@ static struct dg_vol *open_images(char **paths, unsigned n, char *err,
 	return *retp ? NULL : vol;
 }
 
-/* Format, open, and record nupd updates and the close. */
+/* Apply entries of whole pages past the checked region until the
+ * journal head is less than room_to_end bytes from the end of the log
+ * or, with wrap, until it has wrapped. */
+static int fill_journal(struct dg_vol *vol, uint64_t room_to_end, bool wrap,
+			uint8_t *buf)
+{
+	const struct dg_journal *j = &vol->jrnl;
+	uint64_t per_page = DG_PAGE_SIZE + sizeof(struct dg_djrange);
+	uint64_t hdr = sizeof(struct dg_djentry) + DG_JALIGN;
+	uint64_t cap = dg_apply_max_bytes(vol) / DG_PAGE_SIZE;
+	struct dg_range rg[256];
+
+	if (cap > 256)
+		cap = 256;
+	for (;;) {
+		uint64_t head = j->head_off, room, n;
+		int ret;
+
+		room = j->log_bytes - head > room_to_end
+			       ? j->log_bytes - head - room_to_end
+			       : 0;
+		n = room > hdr ? (room - hdr) / per_page : 0;
+		if (n > cap)
+			n = cap;
+		if (!n && !wrap)
+			return 0;
+		if (!n)
+			n = 1; /* does not fit: this one wraps */
+		for (unsigned i = 0; i < n; i++)
+			rg[i] = (struct dg_range){ BASE_VPN + SPAN + i, 0,
+						   DG_PAGE_SIZE,
+						   buf + i * DG_PAGE_SIZE };
+		buf[0]++;
+		ret = dg_apply(vol, rg, (unsigned)n);
+		if (ret || (wrap && j->head_off < head))
+			return ret;
+	}
+}
+
+/*
+ * Leave the journal full of completed, unretired entries, its tail near
+ * the start of the log and its head slack bytes short of the end: the
+ * first recorded updates then have to retire them, rewrite the journal
+ * header and wrap, and recoveries before that replay a full log. The
+ * head is read from the in-core journal (engine_i.h, as other engine
+ * unit tests do): mkfs's own entries moved it.
+ */
+static int prefill_journal(struct dg_vol *vol, uint64_t slack)
+{
+	uint8_t *buf = malloc(256 * DG_PAGE_SIZE);
+	uint64_t seed = 77;
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	trand_fill(&seed, buf, 256 * DG_PAGE_SIZE);
+	ret = fill_journal(vol, 0, true, buf);
+	if (!ret)
+		ret = dg_vol_sync(vol); /* tail: just past the wrap */
+	if (!ret)
+		ret = fill_journal(vol, slack, false, buf);
+	free(buf);
+	return ret;
+}
+
+/* Format, open, then record nupd updates and the close. */
 static bool record_run(struct run *ru, const struct cfg *c)
 {
 	uint64_t rs = c->seed, last_off = 0, last_len = 2 * DG_PAGE_SIZE;
 	struct dg_range *rg;
 	struct dg_vol *vol;
 	struct dg_vol_info info;
-	char err[256];
+	char err[256], tag[32];
 	uint8_t *buf;
 	size_t max_big;
 	int ret;
@@ -220,17 +295,19 @@ static bool record_run(struct run *ru, const struct cfg *c)
 	memset(ru, 0, sizeof(*ru));
 	ru->cfg = c;
 	img_set(ru->src, c->tag, c->ndev);
-	img_set(ru->dst, "state", c->ndev);
-	img_set(ru->dst2, "state2", c->ndev);
+	snprintf(tag, sizeof(tag), "%s-mid", c->tag);
+	img_set(ru->mid, tag, c->ndev);
+	for (unsigned w = 0; w < MAX_JOBS; w++) {
+		snprintf(tag, sizeof(tag), "%s-w%u", c->tag, w);
+		img_set(ru->dst[w], tag, c->ndev);
+	}
 	ret = format_images(c, ru->src);
 	if (ret) {
 		fprintf(stderr, "%s: dg_format: %s\n", c->tag, strerror(-ret));
 		return false;
 	}
-	/*
-	 * Recording starts with the volume open: a crash while open()
-	 * rewrites the superblocks is covered by recover_* below.
-	 */
+	/* Recording starts with the volume open; crashes inside open()
+	 * are what recover_* is about. */
 	vol = open_images(ru->src, c->ndev, err, sizeof(err), &ret);
 	if (!vol) {
 		fprintf(stderr, "%s: open: %s\n", c->tag, err);
@@ -238,8 +315,17 @@ static bool record_run(struct run *ru, const struct cfg *c)
 	}
 	dg_vol_get_info(vol, &info);
 	ru->span = SPAN;
-	if (ru->span > info.vpns - BASE_VPN)
-		ru->span = info.vpns - BASE_VPN;
+	if (info.vpns < BASE_VPN + 2 * SPAN) {
+		fprintf(stderr, "%s: volume too small\n", c->tag);
+		dg_vol_close(vol);
+		return false;
+	}
+	ret = prefill_journal(vol, 2048);
+	if (ret) {
+		fprintf(stderr, "%s: prefill: %s\n", c->tag, strerror(-ret));
+		dg_vol_close(vol);
+		return false;
+	}
 	max_big = dg_apply_max_bytes(vol) - 2 * DG_PAGE_SIZE;
 	if (max_big > 256u << 10)
 		max_big = 256u << 10;
@@ -275,6 +361,10 @@ static bool record_run(struct run *ru, const struct cfg *c)
 		if (ret) {
 			fprintf(stderr, "%s: update %u: %s\n", c->tag, i,
 				strerror(-ret));
+			dg_vol_close(vol);
+			crec_stop(ru->rec);
+			free(buf);
+			free(rg);
 			return false;
 		}
 		ru->model[i + 1] = malloc(ru->span * DG_PAGE_SIZE);
@@ -304,149 +394,360 @@ static void run_free(struct run *ru)
 	free(ru->rd2);
 	for (unsigned i = 0; i < ru->cfg->ndev; i++) {
 		unlink(ru->src[i]);
-		unlink(ru->dst[i]);
-		unlink(ru->dst2[i]);
+		unlink(ru->mid[i]);
 		free(ru->src[i]);
-		free(ru->dst[i]);
-		free(ru->dst2[i]);
+		free(ru->mid[i]);
+		for (unsigned w = 0; w < MAX_JOBS; w++) {
+			unlink(ru->dst[w][i]);
+			free(ru->dst[w][i]);
+		}
 	}
 }
 
-/* Updates completed at crash point k, and whether the next one had
- * begun. */
-static unsigned completed_at(const struct run *ru, uint64_t k,
-			     bool *inflight)
-{
-	unsigned done = 0;
+/* ---- checking one crash state --------------------------------------- */
 
-	while (done < ru->cfg->nupd && ru->end[done] <= k)
-		done++;
-	*inflight = done < ru->cfg->nupd && ru->begin[done] <= k;
-	return done;
+/* What a recovery from a crash state must produce. */
+struct expect {
+	unsigned done;		/* updates that returned before the crash */
+	bool inflight;		/* update done had begun */
+	int outcome;		/* -1 either; 0/1 the in-flight update must
+				 * be absent/present */
+};
+
+static struct expect expect_at(const struct run *ru, uint64_t k)
+{
+	struct expect e = { 0, false, -1 };
+
+	while (e.done < ru->cfg->nupd && ru->end[e.done] <= k)
+		e.done++;
+	e.inflight = e.done < ru->cfg->nupd && ru->begin[e.done] <= k;
+	return e;
 }
 
-static void fail(struct run *ru, const char *what, uint64_t k, unsigned pol,
-		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+struct tally {
+	uint64_t states;	/* (crash point, policy) pairs */
+	uint64_t distinct;	/* of those, distinct and checked */
+	uint64_t absent, present; /* the in-flight update after recovery */
+	uint64_t torn_fixed;	/* recoveries that repaired torn redundancy */
+	uint64_t failures;
+};
 
-static void fail(struct run *ru, const char *what, uint64_t k, unsigned pol,
+/* A set of crash-state ids (open addressing, grows). */
+struct idset {
+	uint64_t (*v)[2];
+	size_t cap, n;
+};
+
+/* Add id; false if it was there already. */
+static bool idset_add(struct idset *s, const uint64_t id[2])
+{
+	uint64_t a = id[0] | !(id[0] | id[1]), b = id[1]; /* (0,0): empty */
+	size_t i;
+
+	if (2 * (s->n + 1) > s->cap) {
+		struct idset g = { NULL, s->cap ? 2 * s->cap : 1024, 0 };
+
+		g.v = calloc(g.cap, sizeof(*g.v));
+		if (!g.v)
+			abort();
+		for (i = 0; i < s->cap; i++)
+			if (s->v[i][0] || s->v[i][1])
+				idset_add(&g, s->v[i]);
+		free(s->v);
+		*s = g;
+	}
+	for (i = a % s->cap; s->v[i][0] || s->v[i][1]; i = (i + 1) % s->cap)
+		if (s->v[i][0] == a && s->v[i][1] == b)
+			return false;
+	s->v[i][0] = a;
+	s->v[i][1] = b;
+	s->n++;
+	return true;
+}
+
+/* One sweep over the crash points of a recording (one worker's share). */
+struct sweep {
+	struct run *ru;
+	struct crec *rec;	/* the recording crashed */
+	char what[96];		/* for messages */
+	const char *env_k;	/* variable that narrows k */
+	const struct expect *fixed; /* NULL: expectations from k itself */
+	char **dst;		/* this worker's images */
+	struct idset seen;
+	struct tally t;
+};
+
+static void fail(struct sweep *sw, uint64_t k, unsigned pol,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void fail(struct sweep *sw, uint64_t k, unsigned pol,
 		 const char *fmt, ...)
 {
 	va_list ap;
 
 	test_failures++;
-	if (ru->failures++ >= MAX_FAILS)
+	if (sw->t.failures++ >= MAX_FAILS)
 		return;
-	fprintf(stderr, "%s: %s k=%" PRIu64 " policy=%s: ", ru->cfg->tag,
-		what, k, pol_names[pol]);
+	fprintf(stderr, "%s: %s k=%" PRIu64 " policy=%s: ", sw->ru->cfg->tag,
+		sw->what, k, pol_names[pol]);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, " [reproduce: %s=%" PRIu64 " CRASH_POL=%s]\n",
+		sw->env_k, k, pol_names[pol]);
 }
 
 /*
- * Open the images at paths (recovering), check (a) and read the region
- * into buf. want_faults: whether recovery may meet (and repair) torn
- * redundancy. false on a failed check (reported).
+ * Open the images at paths (the first open recovers), check that
+ * recovery met nothing it could not repair, scrub (a), and read the
+ * region into buf. A second open must find nothing at all; it scrubs
+ * on a sample only, as the first scrub already proved the media
+ * consistent and close rewrites only the superblocks.
  */
-static bool open_check(struct run *ru, char **paths, uint8_t *buf,
-		       const char *what, uint64_t k, unsigned pol,
-		       bool second)
+static bool open_check(struct sweep *sw, char **paths, uint8_t *buf,
+		       uint64_t k, unsigned pol, bool second)
 {
+	const char *nth = second ? "second " : "";
 	uint64_t cnt[DG_FAULT_NR];
 	struct dg_scrub_report rep;
 	struct dg_vol *vol;
 	char err[256];
 	int ret;
 
-	vol = open_images(paths, ru->cfg->ndev, err, sizeof(err), &ret);
+	vol = open_images(paths, sw->ru->cfg->ndev, err, sizeof(err), &ret);
 	if (!vol) {
-		fail(ru, what, k, pol, "%sopen: %s (%s)", second ? "second " : "",
-		     err, strerror(-ret));
+		fail(sw, k, pol, "%sopen: %s (%s)", nth, err, strerror(-ret));
 		return false;
 	}
 	dg_vol_fault_counts(vol, cnt);
 	if (cnt[DG_FAULT_UNRECOVERABLE] || (second && cnt[DG_FAULT_DETECTED])) {
-		fail(ru, what, k, pol, "%srecovery: detected=%" PRIu64
-		     " unrecoverable=%" PRIu64, second ? "second " : "",
-		     cnt[DG_FAULT_DETECTED], cnt[DG_FAULT_UNRECOVERABLE]);
+		fail(sw, k, pol, "%srecovery: detected=%" PRIu64
+		     " unrecoverable=%" PRIu64, nth, cnt[DG_FAULT_DETECTED],
+		     cnt[DG_FAULT_UNRECOVERABLE]);
 		dg_vol_close(vol);
 		return false;
 	}
 	if (cnt[DG_FAULT_DETECTED])
-		ru->recov_faults++;
-	ret = dg_vol_scrub(vol, false, &rep, NULL, NULL);
-	if (ret || rep.parity_mismatch || rep.detected || rep.unrecoverable) {
-		fail(ru, what, k, pol, "%sscrub: ret=%d parity_mismatch=%" PRIu64
-		     " detected=%" PRIu64 " unrecoverable=%" PRIu64,
-		     second ? "second " : "", ret, rep.parity_mismatch,
-		     rep.detected, rep.unrecoverable);
-		dg_vol_close(vol);
-		return false;
+		sw->t.torn_fixed++;
+	if (!second || sw->t.distinct % SCRUB2_EVERY == 0) {
+		ret = dg_vol_scrub(vol, false, &rep, NULL, NULL);
+		if (ret || rep.parity_mismatch || rep.detected ||
+		    rep.unrecoverable) {
+			fail(sw, k, pol, "%sscrub: ret=%d parity_mismatch=%"
+			     PRIu64 " detected=%" PRIu64 " unrecoverable=%"
+			     PRIu64, nth, ret, rep.parity_mismatch,
+			     rep.detected, rep.unrecoverable);
+			dg_vol_close(vol);
+			return false;
+		}
 	}
-	ret = dg_read(vol, BASE_VPN, ru->span, buf);
+	ret = dg_read(vol, BASE_VPN, sw->ru->span, buf);
 	dg_vol_close(vol);
 	if (ret) {
-		fail(ru, what, k, pol, "%sdg_read: %s", second ? "second " : "",
-		     strerror(-ret));
+		fail(sw, k, pol, "%sdg_read: %s", nth, strerror(-ret));
 		return false;
 	}
 	return true;
 }
 
-/* First differing page of a and b, or -1. */
-static long first_diff(const struct run *ru, const uint8_t *a,
-		       const uint8_t *b)
+/* First differing vpn of two region images. */
+static uint64_t first_diff(const struct run *ru, const uint8_t *a,
+			   const uint8_t *b)
 {
-	for (uint64_t pg = 0; pg < ru->span; pg++)
-		if (memcmp(a + pg * DG_PAGE_SIZE, b + pg * DG_PAGE_SIZE,
-			   DG_PAGE_SIZE))
-			return (long)pg;
-	return -1;
+	uint64_t pg = 0;
+
+	while (pg < ru->span && !memcmp(a + pg * DG_PAGE_SIZE,
+					b + pg * DG_PAGE_SIZE, DG_PAGE_SIZE))
+		pg++;
+	return BASE_VPN + pg;
 }
 
 /*
- * Check the volume at paths as a recovery from crash point k of the
- * recorded run: (a)-(d). *outcome gets 0 (in-flight update absent) or
- * 1 (present). false on a failed check.
+ * Check the images at paths against e: (a)-(d). *outcome gets 0 (the
+ * in-flight update is absent) or 1 (present). false on a failed check.
  */
-static bool check_state(struct run *ru, char **paths, const char *what,
-			uint64_t k, unsigned pol, int *outcome)
+static bool check_state(struct sweep *sw, char **paths,
+			const struct expect *e, uint64_t k, unsigned pol,
+			int *outcome)
 {
-	bool inflight;
-	unsigned done = completed_at(ru, k, &inflight);
-	long pg;
+	struct run *ru = sw->ru;
+	size_t bytes = ru->span * DG_PAGE_SIZE;
 
-	if (!open_check(ru, paths, ru->rd, what, k, pol, false))
+	if (!open_check(sw, paths, ru->rd, k, pol, false))
 		return false;
-	if (!memcmp(ru->rd, ru->model[done], ru->span * DG_PAGE_SIZE)) {
+	if (!memcmp(ru->rd, ru->model[e->done], bytes)) {
 		*outcome = 0;
-	} else if (inflight && !memcmp(ru->rd, ru->model[done + 1],
-				       ru->span * DG_PAGE_SIZE)) {
+	} else if (e->inflight &&
+		   !memcmp(ru->rd, ru->model[e->done + 1], bytes)) {
 		*outcome = 1;
 	} else {
-		pg = first_diff(ru, ru->rd, ru->model[done]);
-		fail(ru, what, k, pol, "readback matches neither update %u "
-		     "done%s (first differing vpn %" PRIu64 ")", done,
-		     inflight ? " nor the one in flight" : "",
-		     BASE_VPN + (uint64_t)pg);
+		fail(sw, k, pol, "readback is neither updates 0..%u%s "
+		     "(first difference at vpn %" PRIu64 ")", e->done,
+		     e->inflight ? " without nor with the one in flight" : "",
+		     first_diff(ru, ru->rd, ru->model[e->done]));
 		return false;
 	}
-	/* (d): a second open finds nothing to do and the same bytes. */
-	if (!open_check(ru, paths, ru->rd2, what, k, pol, true))
+	if (e->outcome >= 0 && *outcome != e->outcome) {
+		fail(sw, k, pol, "in-flight update %s, but the uninterrupted "
+		     "recovery left it %s", *outcome ? "present" : "absent",
+		     e->outcome ? "present" : "absent");
 		return false;
-	if (memcmp(ru->rd, ru->rd2, ru->span * DG_PAGE_SIZE)) {
-		fail(ru, what, k, pol, "second open reads different bytes "
-		     "(vpn %" PRIu64 ")",
-		     BASE_VPN + (uint64_t)first_diff(ru, ru->rd, ru->rd2));
+	}
+	if (!open_check(sw, paths, ru->rd2, k, pol, true))
+		return false;
+	if (memcmp(ru->rd, ru->rd2, bytes)) {
+		fail(sw, k, pol, "second open reads other bytes (vpn %" PRIu64
+		     ")", first_diff(ru, ru->rd, ru->rd2));
 		return false;
 	}
 	return true;
+}
+
+static bool wanted(const char *var, uint64_t k)
+{
+	const char *v = getenv(var);
+
+	return !v || strtoull(v, NULL, 0) == k;
+}
+
+static bool pol_wanted(unsigned pol)
+{
+	const char *v = getenv("CRASH_POL");
+
+	return !v || !strcmp(v, pol_names[pol]);
 }
 
 static uint64_t pol_seed(const struct run *ru, uint64_t k, unsigned pol)
 {
 	return ru->cfg->seed * 0x9e3779b97f4a7c15ull + k * 1000003u + pol;
+}
+
+/* Every policy at crash points [lo, hi] of sw->rec (every stride-th,
+ * and hi; every one with CRASH_FULL=1). */
+static void sweep_range(struct sweep *sw, uint64_t lo, uint64_t hi,
+			unsigned stride)
+{
+	if (getenv("CRASH_FULL"))
+		stride = 1;
+	for (uint64_t k = lo; k <= hi; k++) {
+		if ((k % stride && k != hi) || !wanted(sw->env_k, k))
+			continue;
+		for (unsigned p = 0; p < POL_NR; p++) {
+			struct expect e = sw->fixed ? *sw->fixed
+						    : expect_at(sw->ru, k);
+			uint64_t seed = pol_seed(sw->ru, k, p), id[2];
+			int ret, outcome;
+
+			if (!pol_wanted(p))
+				continue;
+			sw->t.states++;
+			/* Same images, same expectations: checked already
+			 * (e.g. nothing in flight, so every policy agrees). */
+			crec_state_id(sw->rec, k, pol_kind(p), seed, id);
+			id[1] ^= (uint64_t)e.done << 2 | e.inflight << 1 |
+				 (e.outcome > 0);
+			if (!idset_add(&sw->seen, id))
+				continue;
+			sw->t.distinct++;
+			ret = crec_build(sw->rec, k, pol_kind(p), seed,
+					 (const char *const *)sw->dst);
+			if (ret) {
+				fail(sw, k, p, "rebuild: %s", strerror(-ret));
+				continue;
+			}
+			/* The images are reused by the next rebuild. */
+			if (check_state(sw, sw->dst, &e, k, p, &outcome))
+				*(outcome ? &sw->t.present : &sw->t.absent) +=
+					1;
+		}
+	}
+	free(sw->seen.v);
+	sw->seen = (struct idset){ 0 };
+}
+
+static unsigned njobs(void)
+{
+	const char *v = getenv("CRASH_JOBS");
+	long n = v ? strtol(v, NULL, 0) : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > (long)MAX_JOBS ? MAX_JOBS : (unsigned)n;
+}
+
+static void tally_add(struct tally *a, const struct tally *b)
+{
+	a->states += b->states;
+	a->distinct += b->distinct;
+	a->absent += b->absent;
+	a->present += b->present;
+	a->torn_fixed += b->torn_fixed;
+	a->failures += b->failures;
+}
+
+/*
+ * sweep_range() over [lo, hi], split into contiguous blocks (which keeps
+ * rebuilds incremental and duplicates within one worker) run by forked
+ * workers. Adds the workers' tallies to sw->t.
+ */
+static void sweep_parallel(struct sweep *sw, uint64_t lo, uint64_t hi,
+			   unsigned stride)
+{
+	unsigned jobs = njobs();
+	uint64_t n = hi - lo + 1;
+	pid_t pid[MAX_JOBS];
+	int fd[MAX_JOBS];
+
+	if (jobs > n / 16 + 1)
+		jobs = (unsigned)(n / 16 + 1);
+	fflush(NULL);
+	for (unsigned w = 0; w < jobs; w++) {
+		uint64_t a = lo + n * w / jobs, b = lo + n * (w + 1) / jobs - 1;
+		int p[2];
+
+		if (jobs == 1) {
+			sw->dst = sw->ru->dst[0];
+			sweep_range(sw, a, b, stride);
+			return;
+		}
+		if (pipe(p) < 0)
+			abort();
+		pid[w] = fork();
+		if (pid[w] < 0)
+			abort();
+		if (pid[w] == 0) {
+			close(p[0]);
+			sw->dst = sw->ru->dst[w];
+			memset(&sw->t, 0, sizeof(sw->t));
+			sweep_range(sw, a, b, stride);
+			fflush(NULL);
+			if (write(p[1], &sw->t, sizeof(sw->t)) !=
+			    (ssize_t)sizeof(sw->t))
+				_exit(2);
+			_exit(0);
+		}
+		close(p[1]);
+		fd[w] = p[0];
+	}
+	for (unsigned w = 0; w < jobs; w++) {
+		struct tally t;
+		int status;
+
+		if (read(fd[w], &t, sizeof(t)) != (ssize_t)sizeof(t)) {
+			memset(&t, 0, sizeof(t));
+			t.failures = 1;
+			fprintf(stderr, "%s: %s: worker %u died\n",
+				sw->ru->cfg->tag, sw->what, w);
+		}
+		close(fd[w]);
+		waitpid(pid[w], &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			t.failures++;
+			fprintf(stderr, "%s: %s: worker %u exited badly "
+				"(status %#x)\n", sw->ru->cfg->tag, sw->what, w,
+				status);
+		}
+		test_failures += (int)t.failures;
+		tally_add(&sw->t, &t);
+	}
 }
 
 static double now(void)
@@ -457,61 +758,28 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* A set of crash-state ids (open addressing, never shrinks). */
-struct idset {
-	uint64_t (*v)[2];
-	size_t cap, n;
-};
-
-/* Add id; false if it was there already. */
-static bool idset_add(struct idset *s, const uint64_t id[2])
+static void report(const char *tag, const char *what, uint64_t points,
+		   const struct tally *t, double secs)
 {
-	size_t i;
-
-	if (2 * (s->n + 1) > s->cap) {
-		struct idset g = { calloc(s->cap ? 2 * s->cap : 1024,
-					  sizeof(*s->v)),
-				   s->cap ? 2 * s->cap : 1024, 0 };
-
-		if (!g.v)
-			abort();
-		for (i = 0; i < s->cap; i++)
-			if (s->v[i][0] || s->v[i][1])
-				idset_add(&g, s->v[i]);
-		free(s->v);
-		*s = g;
-	}
-	for (i = id[0] % s->cap;; i = (i + 1) % s->cap) {
-		if (!s->v[i][0] && !s->v[i][1])
-			break;
-		if (s->v[i][0] == id[0] && s->v[i][1] == id[1])
-			return false;
-	}
-	s->v[i][0] = id[0] | !(id[0] | id[1]); /* (0, 0) marks empty */
-	s->v[i][1] = id[1];
-	s->n++;
-	return true;
+	printf("# %s %s: %" PRIu64 " of %" PRIu64 " crash points x %u "
+	       "policies = %" PRIu64 " crash states, %" PRIu64 " distinct "
+	       "checked (in-flight update absent %" PRIu64 ", present %" PRIu64
+	       "; recovery repaired torn redundancy %" PRIu64 "x), %" PRIu64
+	       " failed, %.1f s\n", tag, what, t->states / POL_NR, points,
+	       POL_NR, t->states, t->distinct, t->absent, t->present,
+	       t->torn_fixed, t->failures, secs);
+	fflush(stdout);
 }
 
-/* CRASH_K=k and CRASH_POL=name narrow a run to one crash state (to
- * reproduce a failure with DG_TEST_VERBOSE=1). */
-static bool wanted(uint64_t k, unsigned pol)
-{
-	const char *ek = getenv("CRASH_K"), *ep = getenv("CRASH_POL");
-
-	if (ek && strtoull(ek, NULL, 0) != k)
-		return false;
-	return !ep || !strcmp(ep, pol_names[pol]);
-}
+/* ---- the cases -------------------------------------------------------- */
 
 /* Every (stride-th) crash point of the recorded run, every policy. */
 static void crash_run(const struct cfg *c)
 {
 	struct run ru;
+	struct sweep sw = { .ru = &ru, .env_k = "CRASH_K" };
 	uint64_t npers, writes, pieces, foreign;
 	double t0 = now();
-	struct idset seen = { 0 };
-	int outcome;
 
 	if (!record_run(&ru, c)) {
 		test_failures++;
@@ -521,58 +789,117 @@ static void crash_run(const struct cfg *c)
 	npers = crec_npersists(ru.rec);
 	crec_counts(ru.rec, &writes, &pieces, &foreign);
 	CHECK_EQ(foreign, 0);
-	for (uint64_t k = 0; k <= npers; k++) {
-		if (k % c->stride && k != npers)
-			continue;
-		for (unsigned p = 0; p < POL_NR; p++) {
-			uint64_t id[2];
-			bool inflight;
-			unsigned done = completed_at(&ru, k, &inflight);
-			int ret;
+	sw.rec = ru.rec;
+	snprintf(sw.what, sizeof(sw.what), "crash");
+	printf("# %s: %u devices, parity %u: %u updates recorded as %" PRIu64
+	       " writes (%" PRIu64 " page pieces) and %" PRIu64 " persists\n",
+	       c->tag, c->ndev, c->parity, c->nupd, writes, pieces, npers);
+	sweep_parallel(&sw, 0, npers, c->stride);
+	report(c->tag, "updates", npers + 1, &sw.t, now() - t0);
+	run_free(&ru);
+}
 
-			if (!wanted(k, p))
-				continue;
-			ru.states++;
-			/* The same images with the same expectations were
-			 * checked already (e.g. nothing in flight at k). */
-			crec_state_id(ru.rec, k, pol_kind(p),
-				      pol_seed(&ru, k, p), id);
-			id[1] ^= (uint64_t)done << 1 | inflight;
-			if (!idset_add(&seen, id))
-				continue;
-			ru.distinct++;
-			ret = crec_build(ru.rec, k, pol_kind(p),
-					     pol_seed(&ru, k, p),
-					     (const char *const *)ru.dst);
+/*
+ * Crash the recovery itself. Crash states of the recorded run (at the
+ * start of an update, where a torn journal entry is dropped, and in the
+ * middle of one, where it is redone) are each recovered once under the
+ * recorder; that recovery (the open, then the close) is crashed at each
+ * (stride-th) of its persist points and recovered again. The result
+ * must satisfy (a)-(d) and leave the in-flight update as the
+ * uninterrupted recovery did.
+ *
+ * dg_vol_open() first bumps the generation in every device's
+ * superblock, one device after another (dg_write_supers(): primary,
+ * persist, backup, persist), first as OPENING, then as DIRTY. A crash
+ * before the last device's primary is durable (crash points
+ * 0 .. 2 * ndev - 2 of the recovery) leaves generations that differ by
+ * one behind an OPENING reference, which the next open must accept.
+ * Those points are checked by recover_open_supers (supers set) and
+ * left out of the other recover_* cases.
+ */
+static void recover_run(const struct cfg *c, unsigned nstates,
+			unsigned stride, bool supers)
+{
+	static const unsigned pols[] = { POL_TORN, POL_ALL, POL_RAND1 };
+	struct run ru;
+	struct tally total = { 0 };
+	uint64_t points = 0;
+	uint64_t nskip = c->ndev > 1 ? 2ull * c->ndev - 1 : 0;
+	double t0 = now();
 
-			if (ret) {
-				fail(&ru, "build", k, p, "%s", strerror(-ret));
-				continue;
-			}
-			if (check_state(&ru, ru.dst, "crash", k, p, &outcome))
-				*(outcome ? &ru.after : &ru.before) += 1;
-			img_unlink(ru.dst, c->ndev);
-		}
+	if (!record_run(&ru, c)) {
+		test_failures++;
+		run_free(&ru);
+		return;
 	}
-	printf("# %s: %u updates, %" PRIu64 " writes (%" PRIu64 " pieces), "
-	       "%" PRIu64 " crash points%s x %u policies: %" PRIu64
-	       " crash states, %" PRIu64 " distinct checked (in-flight "
-	       "update absent %" PRIu64 ", present %" PRIu64 "; recovery "
-	       "repaired torn redundancy in %" PRIu64 ") in %.1f s\n",
-	       c->tag, c->nupd, writes, pieces, npers + 1,
-	       c->stride > 1 ? " (sampled)" : "", POL_NR, ru.states,
-	       ru.distinct, ru.before, ru.after, ru.recov_faults,
+	for (unsigned s = 0; s < nstates; s++) {
+		unsigned u = (s + 1) * c->nupd / (nstates + 1);
+		uint64_t k0 = s % 2 ? (ru.begin[u] + ru.end[u]) / 2
+				    : ru.begin[u];
+		unsigned p0 = pols[s % 3];
+		struct sweep sw = { .ru = &ru, .env_k = "CRASH_RK" };
+		struct sweep first = { .ru = &ru, .env_k = "CRASH_K" };
+		struct expect e = expect_at(&ru, k0);
+		struct dg_vol *vol;
+		struct crec *rec;
+		uint64_t k2;
+		char err[256];
+		int ret;
+
+		if (!wanted("CRASH_K", k0) || !pol_wanted(p0))
+			continue;
+		snprintf(first.what, sizeof(first.what), "crash");
+		ret = crec_build(ru.rec, k0, pol_kind(p0),
+				 pol_seed(&ru, k0, p0),
+				 (const char *const *)ru.mid);
+		if (ret) {
+			fail(&first, k0, p0, "rebuild: %s", strerror(-ret));
+			continue;
+		}
+		rec = crec_start((const char *const *)ru.mid, c->ndev);
+		if (!rec)
+			abort();
+		vol = open_images(ru.mid, c->ndev, err, sizeof(err), &ret);
+		crec_mark(rec, "recovered");
+		dg_vol_close(vol);
+		crec_stop(rec);
+		if (!vol) {
+			fail(&first, k0, p0, "open: %s", err);
+			crec_free(rec);
+			continue;
+		}
+		/* Where the uninterrupted recovery left the update. */
+		if (!check_state(&first, ru.mid, &e, k0, p0, &e.outcome)) {
+			crec_free(rec);
+			continue;
+		}
+		k2 = crec_npersists(rec);
+		sw.rec = rec;
+		sw.fixed = &e;
+		snprintf(sw.what, sizeof(sw.what), "recovery from crash k=%"
+			 PRIu64 " policy=%s, crashed at", k0, pol_names[p0]);
+		if (supers && nskip) {
+			sweep_parallel(&sw, 0, nskip - 1, 1);
+			points += nskip;
+		} else if (!supers) {
+			sweep_parallel(&sw, nskip, k2, stride);
+			points += k2 + 1 - nskip;
+		}
+		tally_add(&total, &sw.t);
+		crec_free(rec);
+	}
+	report(c->tag, supers ? "recovery crashed in its superblock update"
+			      : "recovery crashed", points, &total,
 	       now() - t0);
-	free(seen.v);
 	run_free(&ru);
 }
 
 /* 4 devices, single parity; 64-page chunks (the smallest the inode
- * table allows), so the region holds all data columns of its rows. */
+ * table allows) so the region spans every data column of its rows. */
 static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11 };
-/* 5 devices, double parity. */
-static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 1, 22 };
-/* One device, no parity: the two journal copies share it. */
+/* 5 devices, double parity: sampled, every 3rd crash point. */
+static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22 };
+/* One device, no parity: both journal copies share it. */
 static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33 };
 
 static void test_crash_p1(void)
@@ -590,13 +917,48 @@ static void test_crash_p0(void)
 	crash_run(&cfg_p0);
 }
 
+static void test_recover_p1(void)
+{
+	recover_run(&cfg_p1, 4, 1, false);
+}
+
+static void test_recover_p2(void)
+{
+	recover_run(&cfg_p2, 2, 2, false);
+}
+
+static void test_recover_p0(void)
+{
+	recover_run(&cfg_p0, 4, 1, false);
+}
+
+/* A crash while the generation is bumped (see recover_run). */
+static void test_recover_open_supers(void)
+{
+	recover_run(&cfg_p1, 4, 1, true);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "crash_p1", test_crash_p1 },
 		{ "crash_p2", test_crash_p2 },
 		{ "crash_p0", test_crash_p0 },
+		{ "recover_p1", test_recover_p1 },
+		{ "recover_p2", test_recover_p2 },
+		{ "recover_p0", test_recover_p0 },
+		{ "recover_open_supers", test_recover_open_supers },
+		{ NULL, NULL },
+		/* Run only when named. */
 		{ NULL, NULL },
 	};
-	return test_main(argc, argv, cases);
+	static struct test_case named[sizeof(cases) / sizeof(cases[0])];
+	unsigned n = 0;
+
+	if (argc < 2)
+		return test_main(argc, argv, cases);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (cases[i].name)
+			named[n++] = cases[i];
+	return test_main(argc, argv, named);
 }
