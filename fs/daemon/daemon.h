@@ -24,6 +24,10 @@ struct dg_daemon {
 	pthread_t ctl_thread;
 	volatile int stop;
 	uint64_t fault_seq;	/* last fault event logged */
+	/* libcommit server, commit_server.c */
+	char commit_path[108];
+	int commit_fd;
+	pthread_t commit_thread;
 };
 
 extern const struct fuse_lowlevel_ops dg_ll_ops;
@@ -33,5 +37,10 @@ void dg_ctl_stop(struct dg_daemon *dd);
 /* Log fault events the engine recorded since the last call, with the
  * file each page belongs to. */
 void dg_ctl_log_faults(struct dg_daemon *dd);
+
+/* The libcommit socket (path in xattr "user.daxguard.commit"). Stop
+ * waits until every client's map is released. */
+int dg_commit_start(struct dg_daemon *dd);
+void dg_commit_stop(struct dg_daemon *dd);
 
 #endif /* DG_DAEMON_H */

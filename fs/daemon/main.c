@@ -141,7 +141,7 @@ int main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts fo = { 0 };
 	struct dg_opts o = { .timeout = 1.0 };
-	struct dg_daemon dd = { .sock_fd = -1 };
+	struct dg_daemon dd = { .sock_fd = -1, .commit_fd = -1 };
 	struct fuse_loop_config *cfg = NULL;
 	char mnt[PATH_MAX];
 	int ret = 1;
@@ -176,6 +176,17 @@ int main(int argc, char *argv[])
 		dg_log_set_level(DG_LOG_DEBUG);
 	if (open_volume(&dd))
 		goto out_args;
+	{
+		struct dg_vol_info in;
+
+		/* A degraded (or otherwise read-only) volume is mounted
+		 * read-only: the kernel refuses every change with EROFS
+		 * before it reaches the engine, whose in-core state would
+		 * otherwise run ahead of the media on the first attempt. */
+		dg_vol_get_info(dd.vol, &in);
+		if (in.read_only)
+			fuse_opt_add_arg(&args, "-oro");
+	}
 
 	/* The kernel checks permissions against the modes we keep. */
 	fuse_opt_add_arg(&args, "-odefault_permissions");
@@ -198,6 +209,8 @@ int main(int argc, char *argv[])
 	/* Threads only after daemonize: fork keeps just the caller. */
 	if (dg_ctl_start(&dd))
 		goto out_unmount;
+	if (dg_commit_start(&dd))
+		goto out_ctl;
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		goto out_ctl;
@@ -205,9 +218,12 @@ int main(int argc, char *argv[])
 	fuse_loop_cfg_set_max_threads(cfg, fo.max_threads ? fo.max_threads : 16);
 	ret = fo.singlethread ? fuse_session_loop(dd.se)
 			      : fuse_session_loop_mt(dd.se, cfg);
-	ret = ret ? 1 : 0;
+	/* 0, -errno, or the number of the signal (TERM, INT, HUP) that
+	 * asked us to stop: that is a clean exit, not a failure. */
+	ret = ret < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(cfg);
 out_ctl:
+	dg_commit_stop(&dd);
 	dg_ctl_stop(&dd);
 out_unmount:
 	fuse_session_unmount(dd.se);

@@ -8,6 +8,7 @@
 #include "daemon.h"
 
 #define DG_XATTR_SOCKET "user.daxguard.socket"
+#define DG_XATTR_COMMIT "user.daxguard.commit"
 
 static struct dg_daemon *dd_of(fuse_req_t req)
 {
@@ -479,7 +480,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
-	if (!strcmp(name, DG_XATTR_SOCKET)) {
+	if (!strcmp(name, DG_XATTR_SOCKET) || !strcmp(name, DG_XATTR_COMMIT)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -508,13 +509,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (!strcmp(name, DG_XATTR_SOCKET)) {
+	if (!strcmp(name, DG_XATTR_SOCKET) || !strcmp(name, DG_XATTR_COMMIT)) {
 		/* How daxguard-ctl and libcommit find this daemon. */
-		size_t n = strlen(dd->sock_path);
+		const char *v = strcmp(name, DG_XATTR_SOCKET) ? dd->commit_path
+							      : dd->sock_path;
+		size_t n = strlen(v);
 
 		ret = size && size < n ? -ERANGE : (int)n;
 		if (ret > 0 && size)
-			memcpy(buf, dd->sock_path, n);
+			memcpy(buf, v, n);
 	} else {
 		ret = dg_fs_getxattr(dd->fs, ino, name, buf, size);
 	}

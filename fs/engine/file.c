@@ -143,6 +143,11 @@ ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		pthread_rwlock_unlock(&fs->lock);
 		return -EROFS;
 	}
+	ret = dg_inode_map_check(ip, false); /* libcommit: one writer */
+	if (ret) {
+		pthread_rwlock_unlock(&fs->lock);
+		return ret;
+	}
 	txn = dg_txn_new(fs->vol);
 	if (!txn) {
 		pthread_rwlock_unlock(&fs->lock);
@@ -331,6 +336,9 @@ int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 	ip = dg_inode_get(fs, ino);
 	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -ENODEV
 			    : fs->broken ? -EROFS : 0;
+	/* libcommit: mapped pages are pinned, never freed. */
+	if (!ret && (mode & FALLOC_FL_PUNCH_HOLE))
+		ret = dg_inode_map_check(ip, true);
 	if (ret)
 		goto out;
 	pthread_rwlock_wrlock(&ip->lock);

@@ -269,8 +269,16 @@ struct dg_dinode {
 	uint32_t nextents;	/* extents in use */
 	uint32_t generation;	/* bumped when the slot is reused */
 	struct dg_dextent inl[DG_INLINE_EXTENTS];
-	uint8_t reserved[56];	/* zero */
+	/* libcommit (DESIGN §4): a read-write map of the file is open.
+	 * Set by the map's transaction, cleared by the unmap's; a mount
+	 * that finds it set knows the file was mapped at a crash (the
+	 * file holds its last completed sync; nothing else to undo). */
+	uint32_t map_flags;	/* DG_DINODE_MAPPED_RW or 0 */
+	uint32_t map_pad;	/* zero */
+	uint64_t map_gen;	/* counts read-write maps of this inode */
+	uint8_t reserved[40];	/* zero */
 };
+#define DG_DINODE_MAPPED_RW 1u
 _Static_assert(sizeof(struct dg_dinode) == DG_INODE_SIZE, "dinode size");
 
 struct dg_demap {

@@ -137,4 +137,67 @@ void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len);
 int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino,
 		uint64_t *fpage);
 
+/* ---- libcommit maps (mapped.c) ---------------------------------------- */
+
+/*
+ * One libcommit map of a file range (DESIGN §5 "libcommit server"). While
+ * it exists the file's pages in the range are allocated and pinned (never
+ * moved or freed: the map holds an open reference, so unlink frees the
+ * space only at unmap), and, on a redundant volume, every 64-byte line of
+ * the range has a checksum kept in memory (allocated here, freed at
+ * delete; recovery never depends on them). A read-write map makes the
+ * file single-writer: write(), size changes and other read-write maps get
+ * -ETXTBSY/-EBUSY until it is deleted; it is recorded in the dinode
+ * (map_flags) so a mount after a crash knows about it.
+ */
+struct dg_fmap;
+#define DG_FMAP_RW 1u
+
+/* A run of file pages contiguous on one device. */
+struct dg_fmap_ext {
+	uint64_t fpage;		/* first file page */
+	uint64_t pages;
+	uint64_t devoff;	/* byte offset on the device, page aligned */
+	uint32_t dev;		/* device index */
+};
+
+/* New bytes for [off, off + len) of the file: off and len multiples of
+ * DG_LINE_SIZE, within one page. */
+struct dg_fmap_run {
+	uint64_t off;
+	uint32_t len;
+	const void *data;
+};
+
+/* Map [off, off + len) (off page aligned, len > 0, rounded up to pages).
+ * A read-write map past the end of the file grows it to off + len; a
+ * read-only one may not reach past the last page. Holes are filled with
+ * zeroed pages first. -EBUSY: another read-write map is open. */
+int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
+		unsigned flags, struct dg_fmap **mp);
+/* Unpin, drop the line checksums, clear the media record. NULL is fine. */
+void dg_fmap_delete(struct dg_fmap *m);
+void dg_fmap_extents(const struct dg_fmap *m, const struct dg_fmap_ext **ext,
+		     unsigned *n);
+uint64_t dg_fmap_ino(const struct dg_fmap *m);
+/*
+ * Apply all runs in ONE dg_apply() (atomic, G4). The lines a run
+ * overwrites are first checked against their line checksums; a mismatch
+ * is repaired through the read path (dg_read) before anything is applied,
+ * so corruption is never folded into new parity; pages an earlier verify
+ * found bad are repaired too. Bytes past the end of the file are stored
+ * as zeros. -E2BIG when the set exceeds what one dg_apply() carries,
+ * -EINVAL for runs outside the map or not line aligned, -EIO when an old
+ * line cannot be repaired.
+ */
+int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
+		   unsigned n);
+/* Check the media lines of [off, off + len) against their line
+ * checksums. Returns the number of bad lines (>= 0; *bad_off gets the
+ * first bad file offset when > 0), -EOPNOTSUPP without redundancy. */
+int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
+		   uint64_t *bad_off);
+/* A new read-only descriptor of device dev (O_CLOEXEC), or -errno. */
+int dg_fs_dev_open_ro(struct dg_fs *fs, unsigned dev);
+
 #endif /* DG_FS_H */

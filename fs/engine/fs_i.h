@@ -49,6 +49,10 @@ struct dg_inode {
 	 * only until fsync, release or unmount (like lazytime), so a plain
 	 * overwrite is one page of work, not two. Under lock. */
 	bool times_dirty;
+	/* libcommit maps (mapped.c): a read-write map pins the file for
+	 * one writer; any map pins its extents. Under fs->lock (write), or
+	 * fs->lock (read) + lock. */
+	uint32_t map_rw, map_ro;
 	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
 };
 
@@ -129,6 +133,13 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 		      size_t size);
 int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 		     struct dg_inode *ip, uint64_t size);
+
+/* ---- mapped.c --------------------------------------------------------- */
+/* -ETXTBSY while a read-write map is open; for shrink/punch, -EBUSY
+ * while any map is open. */
+int dg_inode_map_check(const struct dg_inode *ip, bool frees);
+/* Clear map records left by a crash (dg_fs_open, writable volumes). */
+void dg_fmap_recover(struct dg_fs *fs);
 
 /* ---- xattr.c ----------------------------------------------------------- */
 int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);

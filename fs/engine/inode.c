@@ -407,8 +407,10 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	if (ret)
 		goto fail;
 	fs->next_free_ino = DG_ROOT_INO + 1;
-	if (!vol->read_only)
+	if (!vol->read_only) {
 		free_orphans(fs);
+		dg_fmap_recover(fs);
+	}
 	free(droot);
 	free(buf);
 	*fsp = fs;

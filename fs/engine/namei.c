@@ -118,6 +118,10 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 	ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
 	if (!ret && (sa->valid & DG_SET_SIZE) && !S_ISREG(ip->d.mode))
 		ret = S_ISDIR(ip->d.mode) ? -EISDIR : -EINVAL;
+	/* libcommit: no size change under a read-write map, no shrink
+	 * under any map (its pages are pinned). */
+	if (!ret && (sa->valid & DG_SET_SIZE) && sa->size != ip->d.size)
+		ret = dg_inode_map_check(ip, sa->size < ip->d.size);
 	if (!ret && !(txn = dg_txn_new(fs->vol)))
 		ret = -ENOMEM;
 	if (ret)
@@ -566,7 +570,8 @@ int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate)
 	} else if (truncate && S_ISREG(ip->d.mode) && ip->d.size) {
 		struct dg_txn *txn = dg_txn_new(fs->vol);
 
-		ret = !txn ? -ENOMEM : fs->broken ? -EROFS : 0;
+		ret = !txn ? -ENOMEM : fs->broken ? -EROFS
+				     : dg_inode_map_check(ip, true);
 		if (!ret)
 			ret = dg_file_truncate(fs, txn, ip, 0);
 		if (!ret) {

@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: MIT
+/* commit_server.c -- the libcommit server: map, commit, verify, unmap */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "proto.h"
+
+/*
+ * DESIGN §5 "libcommit server". One socket per mounted volume; its path
+ * is the xattr COMMIT_XATTR of any file. One thread per connection and
+ * one map per connection: the map lives until UNMAP or until the client
+ * goes away (a killed program's unsynced stores die with it; its last
+ * completed sync is on the media). A malformed message gets an error
+ * status and ends that connection only.
+ */
+
+#define MAX_CONNS     512
+#define PAYLOAD_WAIT  10000	/* ms a started message may take */
+
+struct conn {
+	struct dg_daemon *dd;
+	int fd;
+	struct dg_fmap *m;
+	struct conn *next;	/* by conns_lock */
+};
+
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conns_cond = PTHREAD_COND_INITIALIZER;
+static struct conn *conns;	/* by conns_lock */
+static unsigned nconns;		/* by conns_lock */
+
+/* Read exactly n bytes; the first read may carry descriptors. Returns
+ * n, 0 at a clean EOF before any byte, or -errno. */
+static ssize_t recv_full(int fd, void *buf, size_t n, int *fds, int *nfds,
+			 int wait_ms)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+		struct iovec iov = { (char *)buf + got, n - got };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		ssize_t r;
+
+		if (wait_ms >= 0) {
+			struct pollfd p = { fd, POLLIN, 0 };
+
+			if (poll(&p, 1, wait_ms) != 1)
+				return -ETIMEDOUT;
+		}
+		r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+		     c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET ||
+			    c->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int *cf = (int *)(void *)CMSG_DATA(c);
+
+			for (size_t i = 0; i < k; i++) {
+				if (fds && *nfds < 1)
+					fds[(*nfds)++] = cf[i];
+				else
+					close(cf[i]); /* unexpected: drop */
+			}
+		}
+		if (r == 0)
+			return got ? -EPROTO : 0;
+		got += (size_t)r;
+		wait_ms = PAYLOAD_WAIT;
+	}
+	return (ssize_t)n;
+}
+
+static int send_full(int fd, const void *buf, size_t n, const int *fds,
+		     unsigned nfds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * COMMIT_MAX_DEVS)];
+	size_t done = 0;
+
+	while (done < n) {
+		struct iovec iov = { (char *)buf + done, n - done };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t r;
+
+		if (nfds && done == 0) {
+			struct cmsghdr *c;
+
+			memset(cbuf, 0, sizeof(cbuf));
+			mh.msg_control = cbuf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+			c = CMSG_FIRSTHDR(&mh);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+			memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+		}
+		r = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+static int send_status(int fd, uint32_t seq, int status, uint64_t value)
+{
+	struct {
+		struct commit_hdr h;
+		struct commit_status_rep s;
+	} msg;
+
+	commit_hdr_encode(&msg.h, COMMIT_MSG_STATUS, sizeof(msg.s), seq);
+	msg.s = (struct commit_status_rep){ status, 0, value };
+	return send_full(fd, &msg, sizeof(msg), NULL, 0);
+}
+
+/* Supplementary groups of a process, from /proc (SO_PEERCRED has only
+ * the primary one). */
+static bool in_group(pid_t pid, gid_t primary, uint32_t gid)
+{
+	char path[64], line[4096];
+	bool found = primary == gid;
+	FILE *f;
+
+	if (found)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *p, *end;
+
+		if (strncmp(line, "Groups:", 7))
+			continue;
+		for (p = line + 7;; p = end) {
+			unsigned long g = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (g == gid)
+				found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* DESIGN §5: peer credentials against the file's mode, owner and group.
+ * Root passes, as the kernel lets it. */
+static int check_access(const struct ucred *cr, const struct dg_attr *a,
+			bool rw)
+{
+	unsigned want = rw ? 6 : 4, bits;
+
+	if (cr->uid == 0)
+		return 0;
+	if (cr->uid == a->uid)
+		bits = (a->mode >> 6) & 7;
+	else if (in_group(cr->pid, cr->gid, a->gid))
+		bits = (a->mode >> 3) & 7;
+	else
+		bits = a->mode & 7;
+	return (bits & want) == want ? 0 : -EACCES;
+}
+
+/* The mount's device number, for checking a client's descriptor. Asked
+ * lazily: stat() of our own mountpoint needs the FUSE loop running. */
+static int mount_dev(struct dg_daemon *dd, dev_t *dev)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static dev_t cached;
+	static bool have;
+	struct stat st;
+	int ret = 0;
+
+	pthread_mutex_lock(&lock);
+	if (!have) {
+		if (stat(dd->mountpoint, &st) < 0)
+			ret = -errno;
+		else
+			cached = st.st_dev, have = true;
+	}
+	*dev = cached;
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+/* MAP: the file is named by a descriptor the client opened (so the
+ * kernel already checked the path and the open mode), then the peer's
+ * credentials are checked against the file's permissions as well. */
+static int do_map(struct conn *c, const struct commit_map_req *rq, int ffd,
+		  uint32_t seq)
+{
+	struct dg_daemon *dd = c->dd;
+	struct commit_map_rep rep = { 0 };
+	const struct dg_fmap_ext *ext;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct dg_attr a;
+	struct stat st;
+	dev_t mdev;
+	bool rw = rq->flags & COMMIT_REQ_RW;
+	int fds[COMMIT_MAX_DEVS], nfds = 0, acc, ret;
+	unsigned next;
+	uint64_t len = rq->len;
+	struct commit_hdr h;
+	uint8_t *buf = NULL;
+	size_t blen;
+
+	if (ffd < 0)
+		return -EBADF;
+	if (c->m)
+		return -EISCONN;
+	if (fstat(ffd, &st) < 0)
+		return -errno;
+	ret = mount_dev(dd, &mdev);
+	if (ret)
+		return ret;
+	if (st.st_dev != mdev || !S_ISREG(st.st_mode))
+		return -EXDEV;
+	acc = fcntl(ffd, F_GETFL);
+	if (acc < 0)
+		return -errno;
+	acc &= O_ACCMODE;
+	if (acc == O_WRONLY || (rw && acc != O_RDWR))
+		return -EBADF;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+		return -errno;
+	ret = dg_fs_getattr(dd->fs, st.st_ino, &a);
+	if (ret)
+		return ret;
+	ret = check_access(&cr, &a, rw);
+	if (ret)
+		return ret;
+	if (len == 0) {
+		if (a.size <= rq->off)
+			return -EINVAL;
+		len = a.size - rq->off;
+	}
+	ret = dg_fmap_new(dd->fs, st.st_ino, rq->off, len,
+			  rw ? DG_FMAP_RW : 0, &c->m);
+	if (ret)
+		return ret;
+	dg_fmap_extents(c->m, &ext, &next);
+	for (unsigned i = 0; i < next; i++)
+		rep.dev_mask |= 1u << ext[i].dev;
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++) {
+		if (!(rep.dev_mask & (1u << d)))
+			continue;
+		ret = dg_fs_dev_open_ro(dd->fs, d);
+		if (ret < 0)
+			goto fail;
+		fds[nfds++] = ret;
+	}
+	rep.next = next;
+	rep.off = rq->off;
+	rep.len = (rq->off + len + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE *
+		  DG_PAGE_SIZE - rq->off;
+	rep.size = a.size > rq->off + len ? a.size : rq->off + len;
+	if (!rw)
+		rep.size = a.size;
+	blen = sizeof(h) + sizeof(rep) + (size_t)next * sizeof(struct commit_ext);
+	if (blen - sizeof(h) > COMMIT_MSG_MAX) {
+		ret = -EFBIG;
+		goto fail;
+	}
+	buf = malloc(blen);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	commit_hdr_encode(&h, COMMIT_MSG_MAP_REP, (uint32_t)(blen - sizeof(h)),
+			  seq);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &rep, sizeof(rep));
+	for (unsigned i = 0; i < next; i++) {
+		struct commit_ext e = { ext[i].fpage, ext[i].pages,
+					ext[i].devoff, ext[i].dev, 0 };
+
+		memcpy(buf + sizeof(h) + sizeof(rep) + i * sizeof(e), &e,
+		       sizeof(e));
+	}
+	ret = send_full(c->fd, buf, blen, fds, (unsigned)nfds);
+	free(buf);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (ret) {
+		dg_fmap_delete(c->m);
+		c->m = NULL;
+		return 1; /* the peer is gone: nothing to reply to */
+	}
+	dg_log(DG_LOG_DEBUG, "libcommit map ino=%" PRIu64 " off=%" PRIu64
+	       " len=%" PRIu64 " rw=%d pid=%d extents=%u", (uint64_t)st.st_ino,
+	       rq->off, rep.len, rw, (int)cr.pid, next);
+	return 0;
+fail:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	dg_fmap_delete(c->m);
+	c->m = NULL;
+	return ret;
+}
+
+static int do_commit(struct conn *c, const uint8_t *p, size_t n)
+{
+	const struct commit_run *runs;
+	const uint8_t *data;
+	struct dg_fmap_run *r;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	uint32_t nruns;
+	int ret;
+
+	if (!c->m)
+		return -ENOTCONN;
+	ret = commit_commit_decode(p, n, &nruns, &runs, &data);
+	if (ret)
+		return ret;
+	if (nruns == 0)
+		return 0;
+	r = malloc(nruns * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < nruns; i++) {
+		r[i] = (struct dg_fmap_run){ runs[i].off, runs[i].len, data };
+		data += runs[i].len;
+		if (runs[i].off < lo)
+			lo = runs[i].off;
+		if (runs[i].off + runs[i].len > hi)
+			hi = runs[i].off + runs[i].len;
+	}
+	ret = dg_fmap_commit(c->m, r, nruns);
+	free(r);
+	if (ret == 0 && c->dd->se) {
+		/* Reads through the mount must see the commit: drop what
+		 * the kernel cached of the range (-ENOENT: nothing). */
+		fuse_lowlevel_notify_inval_inode(c->dd->se,
+						 dg_fmap_ino(c->m), (off_t)lo,
+						 (off_t)(hi - lo));
+	}
+	return ret;
+}
+
+/* Serve one message. Returns > 0 to end the connection quietly, < 0 to
+ * end it after an error status, 0 to go on. */
+static int serve_one(struct conn *c)
+{
+	struct commit_hdr h;
+	uint8_t hb[sizeof(h)], *p = NULL;
+	int ffd[1] = { -1 }, nf = 0, ret;
+	ssize_t r;
+
+	r = recv_full(c->fd, hb, sizeof(hb), ffd, &nf, -1);
+	if (r <= 0)
+		return 1;
+	ret = commit_hdr_decode(hb, sizeof(hb), &h);
+	if (ret) {
+		send_status(c->fd, 0, ret, 0);
+		goto end;
+	}
+	if (h.len) {
+		p = malloc(h.len);
+		if (!p) {
+			ret = -ENOMEM;
+			send_status(c->fd, h.seq, ret, 0);
+			goto end;
+		}
+		r = recv_full(c->fd, p, h.len, NULL, NULL, PAYLOAD_WAIT);
+		if (r != (ssize_t)h.len) {
+			ret = 1;
+			goto end;
+		}
+	}
+	switch (h.type) {
+	case COMMIT_MSG_MAP: {
+		struct commit_map_req rq;
+
+		ret = commit_map_req_decode(p, h.len, &rq);
+		if (!ret)
+			ret = do_map(c, &rq, nf ? ffd[0] : -1, h.seq);
+		if (ret < 0)
+			send_status(c->fd, h.seq, ret, 0);
+		/* A refused map leaves the connection usable. */
+		if (ret < 0 && ret != -EBADMSG && ret != -EINVAL)
+			ret = 0;
+		break;
+	}
+	case COMMIT_MSG_COMMIT:
+		ret = do_commit(c, p, h.len);
+		send_status(c->fd, h.seq, ret, 0);
+		if (ret != -EBADMSG && ret != -EINVAL)
+			ret = 0;
+		break;
+	case COMMIT_MSG_VERIFY: {
+		struct commit_verify_req vq;
+		uint64_t bad = 0;
+
+		ret = commit_verify_req_decode(p, h.len, &vq);
+		if (!ret)
+			ret = c->m ? dg_fmap_verify(c->m, vq.off, vq.len, &bad)
+				   : -ENOTCONN;
+		send_status(c->fd, h.seq, ret, bad);
+		ret = ret == -EBADMSG ? ret : 0;
+		break;
+	}
+	case COMMIT_MSG_UNMAP:
+		ret = h.len ? -EBADMSG : 0;
+		if (!ret) {
+			dg_fmap_delete(c->m);
+			c->m = NULL;
+		}
+		send_status(c->fd, h.seq, ret, 0);
+		break;
+	default:
+		/* Replies are the daemon's to send. */
+		ret = -EBADMSG;
+		send_status(c->fd, h.seq, ret, 0);
+		break;
+	}
+end:
+	if (nf)
+		close(ffd[0]);
+	free(p);
+	if (ret < 0)
+		dg_log(DG_LOG_DEBUG, "libcommit: bad message type=%u: %s",
+		       h.type, strerror(-ret));
+	return ret;
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+
+	while (!c->dd->stop && serve_one(c) == 0)
+		;
+	dg_fmap_delete(c->m);
+	pthread_mutex_lock(&conns_lock);
+	for (struct conn **pp = &conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	nconns--;
+	pthread_cond_broadcast(&conns_cond);
+	pthread_mutex_unlock(&conns_lock);
+	close(c->fd);
+	free(c);
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	struct dg_daemon *dd = arg;
+
+	while (!dd->stop) {
+		struct pollfd p = { dd->commit_fd, POLLIN, 0 };
+		struct conn *c;
+		pthread_attr_t at;
+		pthread_t t;
+		int fd;
+
+		if (poll(&p, 1, 200) != 1)
+			continue;
+		fd = accept4(dd->commit_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		c = calloc(1, sizeof(*c));
+		pthread_mutex_lock(&conns_lock);
+		if (!c || nconns >= MAX_CONNS) {
+			pthread_mutex_unlock(&conns_lock);
+			dg_log(DG_LOG_WARNING, "libcommit: refusing a client "
+			       "(%u connections)", nconns);
+			free(c);
+			close(fd);
+			continue;
+		}
+		*c = (struct conn){ dd, fd, NULL, conns };
+		conns = c;
+		nconns++;
+		pthread_mutex_unlock(&conns_lock);
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &at, conn_main, c)) {
+			pthread_mutex_lock(&conns_lock);
+			conns = c->next;
+			nconns--;
+			pthread_mutex_unlock(&conns_lock);
+			close(fd);
+			free(c);
+		}
+		pthread_attr_destroy(&at);
+	}
+	return NULL;
+}
+
+int dg_commit_start(struct dg_daemon *dd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(dd->sock_path);
+
+	/* Next to the control socket: <uuid>.sock -> <uuid>.commit */
+	if (n < 5 || n + 3 >= sizeof(dd->commit_path))
+		return -1;
+	memcpy(dd->commit_path, dd->sock_path, n - 5);
+	strcpy(dd->commit_path + n - 5, ".commit");
+	unlink(dd->commit_path);
+	dd->commit_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (dd->commit_fd < 0)
+		goto fail;
+	memcpy(sa.sun_path, dd->commit_path, sizeof(dd->commit_path));
+	/* Anyone may connect; each map is checked against the file. */
+	if (bind(dd->commit_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(dd->commit_path, 0666) < 0 || listen(dd->commit_fd, 64) < 0)
+		goto fail;
+	if (pthread_create(&dd->commit_thread, NULL, accept_main, dd))
+		goto fail;
+	return 0;
+fail:
+	dg_log(DG_LOG_ERR, "libcommit socket '%s': %s", dd->commit_path,
+	       strerror(errno));
+	if (dd->commit_fd >= 0)
+		close(dd->commit_fd);
+	dd->commit_fd = -1;
+	return -1;
+}
+
+void dg_commit_stop(struct dg_daemon *dd)
+{
+	if (dd->commit_fd < 0)
+		return;
+	dd->stop = 1;
+	pthread_join(dd->commit_thread, NULL);
+	close(dd->commit_fd);
+	unlink(dd->commit_path);
+	/* Wake every connection and wait until they unmapped. */
+	pthread_mutex_lock(&conns_lock);
+	for (struct conn *c = conns; c; c = c->next)
+		shutdown(c->fd, SHUT_RDWR);
+	while (nconns)
+		pthread_cond_wait(&conns_cond, &conns_lock);
+	pthread_mutex_unlock(&conns_lock);
+}

@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: MIT
+/* client.c -- libcommit: map, sync, verify, unmap */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "commit_i.h"
+
+static __thread char errmsg[256];
+
+int cm_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *commit_errormsg(void)
+{
+	return errmsg;
+}
+
+/* ---- socket ------------------------------------------------------------ */
+
+static int send_msg(int sock, const void *a, size_t alen, const void *b,
+		    size_t blen, int passfd)
+{
+	struct iovec iov[2] = { { (void *)a, alen }, { (void *)b, blen } };
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = blen ? 2 : 1 };
+	size_t total = alen + blen, done = 0;
+
+	if (passfd >= 0) {
+		struct cmsghdr *c;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &passfd, sizeof(int));
+	}
+	while (done < total) {
+		ssize_t r = sendmsg(sock, &mh, MSG_NOSIGNAL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		done += (size_t)r;
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+		/* Advance the iovecs past what went out. */
+		while (r > 0 && mh.msg_iovlen) {
+			size_t k = (size_t)r < mh.msg_iov->iov_len
+					   ? (size_t)r : mh.msg_iov->iov_len;
+
+			mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + k;
+			mh.msg_iov->iov_len -= k;
+			r -= (ssize_t)k;
+			if (!mh.msg_iov->iov_len) {
+				mh.msg_iov++;
+				mh.msg_iovlen--;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Read exactly n bytes, collecting up to maxfds descriptors. */
+static int recv_exact(int sock, void *buf, size_t n, int *fds, int maxfds,
+		      int *nfds)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		char cbuf[CMSG_SPACE(sizeof(int) * COMMIT_MAX_DEVS)];
+		struct iovec iov = { (char *)buf + got, n - got };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		ssize_t r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+		     c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET ||
+			    c->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int *cf = (int *)(void *)CMSG_DATA(c);
+
+			for (size_t i = 0; i < k; i++) {
+				if (fds && *nfds < maxfds)
+					fds[(*nfds)++] = cf[i];
+				else
+					close(cf[i]);
+			}
+		}
+		if (r == 0)
+			return -ECONNRESET;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* One request and its reply header + payload (malloc'd into *rep). */
+static int roundtrip(struct commit_map *m, uint16_t type, const void *a,
+		     size_t alen, const void *b, size_t blen, int passfd,
+		     struct commit_hdr *rh, uint8_t **rep, int *fds, int *nfds)
+{
+	struct commit_hdr h;
+	uint8_t hb[sizeof(h)];
+	uint8_t *first;
+	int ret;
+
+	if (alen + blen > COMMIT_MSG_MAX)
+		return -E2BIG;
+	/* Header and the fixed part go in one buffer. */
+	first = malloc(sizeof(h) + alen);
+	if (!first)
+		return -ENOMEM;
+	commit_hdr_encode(&h, type, (uint32_t)(alen + blen), ++m->seq);
+	memcpy(first, &h, sizeof(h));
+	if (alen)
+		memcpy(first + sizeof(h), a, alen);
+	ret = send_msg(m->sock, first, sizeof(h) + alen, b, blen, passfd);
+	free(first);
+	if (ret)
+		return ret;
+	ret = recv_exact(m->sock, hb, sizeof(hb), fds, COMMIT_MAX_DEVS, nfds);
+	if (!ret)
+		ret = commit_hdr_decode(hb, sizeof(hb), rh);
+	if (ret)
+		return ret;
+	if (rh->seq != m->seq)
+		return -EPROTO;
+	*rep = malloc(rh->len ? rh->len : 1);
+	if (!*rep)
+		return -ENOMEM;
+	ret = recv_exact(m->sock, *rep, rh->len, fds, COMMIT_MAX_DEVS, nfds);
+	if (ret) {
+		free(*rep);
+		*rep = NULL;
+	}
+	return ret;
+}
+
+/* A request answered by a STATUS. */
+static int status_call(struct commit_map *m, uint16_t type, const void *a,
+		       size_t alen, const void *b, size_t blen, uint64_t *value)
+{
+	struct commit_status_rep s;
+	struct commit_hdr rh;
+	uint8_t *rep = NULL;
+	int ret;
+
+	ret = roundtrip(m, type, a, alen, b, blen, -1, &rh, &rep, NULL, NULL);
+	if (ret)
+		return ret;
+	ret = rh.type == COMMIT_MSG_STATUS
+		      ? commit_status_decode(rep, rh.len, &s) : -EPROTO;
+	free(rep);
+	if (ret)
+		return ret;
+	if (value)
+		*value = s.value;
+	return s.status;
+}
+
+/* ---- map --------------------------------------------------------------- */
+
+static void map_free(struct commit_map *m)
+{
+	cm_region_del(&m->reg);
+	if (m->resv)
+		munmap(m->resv, m->resvlen);
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++)
+		if (m->devfd[d] >= 0)
+			close(m->devfd[d]);
+	if (m->sock >= 0)
+		close(m->sock);
+	free((void *)m->reg.bits);
+	free(m->reg.list);
+	free(m->take);
+	free(m->ext);
+	free(m->msg);
+	free(m->media);
+	free(m);
+}
+
+static int connect_daemon(int fd, int *sockp)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	ssize_t n;
+	int s;
+
+	n = fgetxattr(fd, COMMIT_XATTR, sa.sun_path, sizeof(sa.sun_path) - 1);
+	if (n < 0)
+		return cm_err(errno == ENODATA || errno == ENOTSUP ||
+					      errno == EOPNOTSUPP
+				      ? -ENOTSUP : -errno,
+			      "not a file of a daxguard mount: %s",
+			      strerror(errno));
+	if (n == 0)
+		return cm_err(-ENOTSUP, "not a file of a daxguard mount");
+	sa.sun_path[n] = 0;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return cm_err(-errno, "socket: %s", strerror(errno));
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		close(s);
+		return cm_err(-e, "cannot reach the daxguard daemon at '%s': %s",
+			      sa.sun_path, strerror(e));
+	}
+	*sockp = s;
+	return 0;
+}
+
+/* Lay out guard + data + guard and map every extent over the data. */
+static int map_extents(struct commit_map *m)
+{
+	m->resvlen = m->maplen + 2 * CM_PAGE;
+	m->resv = mmap(NULL, m->resvlen, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m->resv == MAP_FAILED) {
+		m->resv = NULL;
+		return cm_err(-errno, "cannot reserve %zu bytes: %s",
+			      m->resvlen, strerror(errno));
+	}
+	for (uint32_t i = 0; i < m->next; i++) {
+		const struct commit_ext *e = &m->ext[i];
+		uint8_t *at = m->resv + CM_PAGE +
+			      (e->fpage * CM_PAGE - m->foff);
+		void *p;
+
+		if (m->devfd[e->dev] < 0)
+			return cm_err(-EPROTO, "no descriptor for device %u",
+				      e->dev);
+		/* DESIGN §5: never write access to the media; stores land
+		 * in private copies. */
+		p = mmap(at, e->pages * CM_PAGE, PROT_READ,
+			 MAP_PRIVATE | MAP_FIXED, m->devfd[e->dev],
+			 (off_t)e->devoff);
+		if (p == MAP_FAILED)
+			return cm_err(-errno, "cannot map device %u: %s",
+				      e->dev, strerror(errno));
+	}
+	return 0;
+}
+
+int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
+		      struct commit_map **mp)
+{
+	struct commit_map_req rq = { offset, len, 0, 0 };
+	struct commit_map_rep rep;
+	const struct commit_ext *ext;
+	struct commit_hdr rh;
+	struct commit_map *m;
+	uint8_t *buf = NULL;
+	int fds[COMMIT_MAX_DEVS], nfds = 0, ret;
+
+	if (!mp || (flags & ~COMMIT_MAP_RDWR) || offset % CM_PAGE)
+		return cm_err(-EINVAL, "invalid argument: offset must be page "
+			      "aligned, flags RDONLY or RDWR");
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return cm_err(-ENOMEM, "out of memory");
+	m->sock = -1;
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++)
+		m->devfd[d] = -1;
+	m->rw = flags & COMMIT_MAP_RDWR;
+	if (m->rw)
+		rq.flags = COMMIT_REQ_RW;
+	ret = connect_daemon(fd, &m->sock);
+	if (ret)
+		goto fail;
+	ret = roundtrip(m, COMMIT_MSG_MAP, &rq, sizeof(rq), NULL, 0, fd, &rh,
+			&buf, fds, &nfds);
+	if (ret) {
+		cm_err(ret, "map request failed: %s", strerror(-ret));
+		goto fail_fds;
+	}
+	if (rh.type == COMMIT_MSG_STATUS) {
+		struct commit_status_rep s;
+
+		ret = commit_status_decode(buf, rh.len, &s);
+		ret = ret ? ret : s.status < 0 ? s.status : -EPROTO;
+		cm_err(ret, "daxguard refused the map: %s", strerror(-ret));
+		goto fail_fds;
+	}
+	ret = rh.type == COMMIT_MSG_MAP_REP
+		      ? commit_map_rep_decode(buf, rh.len, &rep, &ext) : -EPROTO;
+	if (!ret && rep.status < 0)
+		ret = rep.status;
+	if (!ret && (rep.off != offset || (unsigned)nfds !=
+			     (unsigned)__builtin_popcount(rep.dev_mask)))
+		ret = -EPROTO;
+	if (ret) {
+		cm_err(ret, "bad map reply: %s", strerror(-ret));
+		goto fail_fds;
+	}
+	for (unsigned d = 0, i = 0; d < COMMIT_MAX_DEVS; d++)
+		if (rep.dev_mask & (1u << d))
+			m->devfd[d] = fds[i++];
+	nfds = 0;
+	m->foff = offset;
+	m->maplen = rep.len;
+	m->len = len ? len : (size_t)(rep.size - offset);
+	m->next = rep.next;
+	m->ext = malloc(rep.next * sizeof(*m->ext));
+	if (!m->ext) {
+		ret = cm_err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	memcpy(m->ext, ext, rep.next * sizeof(*m->ext));
+	free(buf);
+	buf = NULL;
+	ret = map_extents(m);
+	if (ret)
+		goto fail;
+	m->reg.base = (uintptr_t)m->resv + CM_PAGE;
+	m->reg.npages = m->maplen / CM_PAGE;
+	m->reg.writable = m->rw;
+	if (m->rw) {
+		size_t np = m->reg.npages;
+
+		m->reg.bits = calloc((np + 63) / 64, sizeof(uint64_t));
+		m->reg.list = malloc(np * sizeof(uint32_t));
+		m->take = malloc(np * sizeof(uint32_t));
+		if (!m->reg.bits || !m->reg.list || !m->take) {
+			ret = cm_err(-ENOMEM, "out of memory");
+			goto fail;
+		}
+		ret = cm_region_add(&m->reg);
+		if (ret) {
+			cm_err(ret, "cannot track stores: %s", strerror(-ret));
+			goto fail;
+		}
+	}
+	*mp = m;
+	return 0;
+fail_fds:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+fail:
+	free(buf);
+	map_free(m);
+	return ret;
+}
+
+int commit_map_new(const char *path, uint64_t offset, size_t len,
+		   unsigned flags, struct commit_map **mp)
+{
+	int fd, ret;
+
+	if (!path)
+		return cm_err(-EINVAL, "invalid argument: path is NULL");
+	fd = open(path, ((flags & COMMIT_MAP_RDWR) ? O_RDWR : O_RDONLY) |
+				O_CLOEXEC);
+	if (fd < 0)
+		return cm_err(-errno, "cannot open '%s': %s", path,
+			      strerror(errno));
+	ret = commit_map_new_fd(fd, offset, len, flags, mp);
+	close(fd);
+	return ret;
+}
+
+void *commit_map_addr(const struct commit_map *m)
+{
+	return m->resv + CM_PAGE;
+}
+
+size_t commit_map_len(const struct commit_map *m)
+{
+	return m->len;
+}
+
+/* ---- sync -------------------------------------------------------------- */
+
+static const struct commit_ext *ext_of(const struct commit_map *m,
+				       uint64_t fpage)
+{
+	uint32_t lo = 0, hi = m->next;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (m->ext[mid].fpage + m->ext[mid].pages <= fpage)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return &m->ext[lo];
+}
+
+int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
+		   uint64_t *devoff, int *devfd)
+{
+	uint64_t fp = (m->foff + off) / CM_PAGE;
+	const struct commit_ext *e;
+
+	if (off >= m->maplen)
+		return -EINVAL;
+	e = ext_of(m, fp);
+	*dev = e->dev;
+	*devoff = e->devoff + (fp - e->fpage) * CM_PAGE + off % CM_PAGE;
+	*devfd = m->devfd[e->dev];
+	return 0;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	size_t nc = *cap ? *cap : 1 << 16;
+	uint8_t *b;
+
+	if (need <= *cap)
+		return 0;
+	while (nc < need)
+		nc *= 2;
+	b = realloc(*buf, nc);
+	if (!b)
+		return -ENOMEM;
+	*buf = b;
+	*cap = nc;
+	return 0;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Read the media images of the n (sorted) pages into m->media, one
+ * pread per run contiguous on a device. */
+static int read_media(struct commit_map *m, const uint32_t *pg, size_t n)
+{
+	if (grow(&m->media, &m->mediacap, n * CM_PAGE))
+		return -ENOMEM;
+	for (size_t i = 0; i < n;) {
+		uint64_t fp = m->foff / CM_PAGE + pg[i];
+		const struct commit_ext *e = ext_of(m, fp);
+		uint64_t off = e->devoff + (fp - e->fpage) * CM_PAGE;
+		size_t k = 1;
+		ssize_t r;
+
+		while (i + k < n && pg[i + k] == pg[i] + k &&
+		       fp + k < e->fpage + e->pages)
+			k++;
+		r = pread(m->devfd[e->dev], m->media + i * CM_PAGE,
+			  k * CM_PAGE, (off_t)off);
+		if (r != (ssize_t)(k * CM_PAGE))
+			return r < 0 ? -errno : -EIO;
+		i += k;
+	}
+	return 0;
+}
+
+/* Build the COMMIT payload: runs of changed lines of each page, then
+ * their bytes. Returns the payload size in *len. */
+static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
+			size_t *len)
+{
+	const uint8_t *base = commit_map_addr(m);
+	size_t nruns = 0, bytes = 0, off;
+	struct commit_commit_req q = { 0, 0 };
+
+	/* Pass 1: count. */
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *a = base + (size_t)pg[i] * CM_PAGE;
+		const uint8_t *b = m->media + i * CM_PAGE;
+
+		for (unsigned l = 0; l < CM_PAGE / COMMIT_LINE_SIZE;) {
+			unsigned k = 0;
+
+			while (l + k < CM_PAGE / COMMIT_LINE_SIZE &&
+			       memcmp(a + (l + k) * COMMIT_LINE_SIZE,
+				      b + (l + k) * COMMIT_LINE_SIZE,
+				      COMMIT_LINE_SIZE))
+				k++;
+			if (k) {
+				nruns++;
+				bytes += k * COMMIT_LINE_SIZE;
+				l += k;
+			} else {
+				l++;
+			}
+		}
+	}
+	if (nruns > UINT32_MAX)
+		return -E2BIG;
+	*len = sizeof(q) + nruns * sizeof(struct commit_run) + bytes;
+	if (*len > COMMIT_MSG_MAX)
+		return -E2BIG;
+	if (grow(&m->msg, &m->msgcap, *len))
+		return -ENOMEM;
+	q.nruns = (uint32_t)nruns;
+	memcpy(m->msg, &q, sizeof(q));
+	/* Pass 2: fill runs and data. */
+	nruns = 0;
+	off = sizeof(q) + q.nruns * sizeof(struct commit_run);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *a = base + (size_t)pg[i] * CM_PAGE;
+		const uint8_t *b = m->media + i * CM_PAGE;
+
+		for (unsigned l = 0; l < CM_PAGE / COMMIT_LINE_SIZE;) {
+			unsigned k = 0;
+
+			while (l + k < CM_PAGE / COMMIT_LINE_SIZE &&
+			       memcmp(a + (l + k) * COMMIT_LINE_SIZE,
+				      b + (l + k) * COMMIT_LINE_SIZE,
+				      COMMIT_LINE_SIZE))
+				k++;
+			if (!k) {
+				l++;
+				continue;
+			}
+			struct commit_run r = {
+				m->foff + (uint64_t)pg[i] * CM_PAGE +
+					l * COMMIT_LINE_SIZE,
+				k * COMMIT_LINE_SIZE, 0 };
+
+			memcpy(m->msg + sizeof(q) + nruns++ * sizeof(r), &r,
+			       sizeof(r));
+			memcpy(m->msg + off, a + l * COMMIT_LINE_SIZE, r.len);
+			off += r.len;
+			l += k;
+		}
+	}
+	return 0;
+}
+
+/* Protect (or unprotect) the pages, coalescing neighbours. */
+static void protect(struct commit_map *m, const uint32_t *pg, size_t n,
+		    int prot)
+{
+	uint8_t *base = commit_map_addr(m);
+
+	for (size_t i = 0; i < n;) {
+		size_t k = 1;
+
+		while (i + k < n && pg[i + k] == pg[i] + k)
+			k++;
+		mprotect(base + (size_t)pg[i] * CM_PAGE, k * CM_PAGE, prot);
+		i += k;
+	}
+}
+
+/* Drop the private copies: map the media again over each run of pages.
+ * A fresh MAP_PRIVATE mapping (rather than MADV_DONTNEED + mprotect)
+ * carries no anonymous pages, so the kernel merges it back with its
+ * neighbours and the number of VMAs stays proportional to the pages
+ * dirtied between two syncs, not to all pages ever written. */
+static int drop_copies(struct commit_map *m, const uint32_t *pg, size_t n)
+{
+	uint8_t *base = commit_map_addr(m);
+
+	for (size_t i = 0; i < n;) {
+		uint64_t fp = m->foff / CM_PAGE + pg[i];
+		const struct commit_ext *e = ext_of(m, fp);
+		size_t k = 1;
+		void *p;
+
+		while (i + k < n && pg[i + k] == pg[i] + k &&
+		       fp + k < e->fpage + e->pages)
+			k++;
+		p = mmap(base + (size_t)pg[i] * CM_PAGE, k * CM_PAGE, PROT_READ,
+			 MAP_PRIVATE | MAP_FIXED, m->devfd[e->dev],
+			 (off_t)(e->devoff + (fp - e->fpage) * CM_PAGE));
+		if (p == MAP_FAILED)
+			return -errno;
+		i += k;
+	}
+	return 0;
+}
+
+static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
+{
+	size_t n, len = 0;
+	int ret;
+
+	if (!m->rw)
+		return cm_err(-EBADF, "the map is read-only");
+	n = cm_region_take(&m->reg, p0, p1, m->take);
+	if (n == 0)
+		return 0;
+	qsort(m->take, n, sizeof(*m->take), u32_cmp);
+	/* From here on a store to these pages waits (SIGSEGV retry) until
+	 * cm_region_clean(): the images diffed are the images committed. */
+	protect(m, m->take, n, PROT_READ);
+	ret = read_media(m, m->take, n);
+	if (ret) {
+		cm_err(ret, "cannot read the media: %s", strerror(-ret));
+		goto undo;
+	}
+	ret = build_commit(m, m->take, n, &len);
+	if (ret) {
+		cm_err(ret, "commit too large (%zu pages)", n);
+		goto undo;
+	}
+	if (len > sizeof(struct commit_commit_req)) {
+		ret = status_call(m, COMMIT_MSG_COMMIT, m->msg, len, NULL, 0,
+				  NULL);
+		if (ret) {
+			cm_err(ret, "commit of %zu pages failed: %s", n,
+			       strerror(-ret));
+			goto undo;
+		}
+	}
+	ret = drop_copies(m, m->take, n);
+	cm_region_clean(&m->reg, m->take, n);
+	if (ret)
+		/* Committed, but loads may still see the private copies
+		 * (which hold the committed bytes). */
+		return cm_err(ret, "cannot remap after commit: %s",
+			      strerror(-ret));
+	return 0;
+undo:
+	/* Nothing applied: the stores stay pending. */
+	protect(m, m->take, n, PROT_READ | PROT_WRITE);
+	cm_region_untake(&m->reg, m->take, n);
+	return ret;
+}
+
+int commit_sync(struct commit_map *m)
+{
+	return sync_pages(m, 0, m->reg.npages);
+}
+
+int commit_sync_range(struct commit_map *m, size_t off, size_t len)
+{
+	if (off > m->maplen || len > m->maplen - off)
+		return cm_err(-EINVAL, "range outside the map");
+	if (len == 0)
+		return 0;
+	return sync_pages(m, off / CM_PAGE, (off + len + CM_PAGE - 1) / CM_PAGE);
+}
+
+int commit_verify(struct commit_map *m, size_t off, size_t len,
+		  size_t *bad_off)
+{
+	struct commit_verify_req q = { m->foff + off, len };
+	uint64_t bad = 0;
+	int ret;
+
+	if (off > m->maplen || len > m->maplen - off)
+		return cm_err(-EINVAL, "range outside the map");
+	ret = status_call(m, COMMIT_MSG_VERIFY, &q, sizeof(q), NULL, 0, &bad);
+	if (ret < 0)
+		return cm_err(ret, "verify failed: %s", strerror(-ret));
+	if (ret > 0 && bad_off)
+		*bad_off = (size_t)(bad - m->foff);
+	return ret;
+}
+
+int commit_map_delete(struct commit_map **mp)
+{
+	struct commit_map *m;
+	int ret = 0;
+
+	if (!mp || !*mp)
+		return 0;
+	m = *mp;
+	/* Unsynced stores are discarded: the private copies go with the
+	 * mapping. The daemon releases the pin when asked (or at close). */
+	cm_region_del(&m->reg);
+	if (m->resv)
+		munmap(m->resv, m->resvlen);
+	m->resv = NULL;
+	if (m->sock >= 0) {
+		ret = status_call(m, COMMIT_MSG_UNMAP, NULL, 0, NULL, 0, NULL);
+		if (ret)
+			cm_err(ret, "unmap not confirmed: %s", strerror(-ret));
+	}
+	map_free(m);
+	*mp = NULL;
+	return ret;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* commit_i.h -- private to libcommit: maps, dirty tracking, messages */
+#ifndef COMMIT_I_H
+#define COMMIT_I_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "libcommit.h"
+#include "proto.h"
+
+#define CM_PAGE COMMIT_PAGE_SIZE
+
+/* dirty.c: write tracking by write-protect + SIGSEGV. One region per
+ * map; the signal handler finds regions through a fixed table, without
+ * locks or allocation. */
+struct cm_region {
+	uintptr_t base;		/* first data page */
+	size_t npages;
+	bool writable;
+	_Atomic uint64_t *bits;	/* npages bits: page is (being) made writable */
+	uint32_t *list;		/* dirty pages, in fault order */
+	size_t nlist;		/* by lock */
+	atomic_flag lock;	/* spin: held for a few stores only */
+};
+
+int cm_region_add(struct cm_region *r);
+void cm_region_del(struct cm_region *r);
+/* Move the dirty pages overlapping [p0, p1) to out (capacity npages);
+ * returns how many. Their bits stay set until cm_region_clean(), so a
+ * concurrent store waits until then. */
+size_t cm_region_take(struct cm_region *r, size_t p0, size_t p1,
+		      uint32_t *out);
+/* Put pages back on the dirty list (a failed sync). */
+void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n);
+void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n);
+
+struct commit_map {
+	int sock;
+	uint32_t seq;
+	bool rw;
+	uint64_t foff;		/* file offset of the first page */
+	size_t len, maplen;	/* as asked; whole pages */
+	uint8_t *resv;		/* reservation: guard + data + guard */
+	size_t resvlen;
+	int devfd[COMMIT_MAX_DEVS];
+	struct commit_ext *ext;	/* sorted by fpage */
+	uint32_t next;
+	struct cm_region reg;
+	uint32_t *take;		/* scratch for syncs: npages */
+	uint8_t *msg;		/* scratch message buffer */
+	size_t msgcap;
+	uint8_t *media;		/* scratch: page images read from media */
+	size_t mediacap;
+};
+
+/* Thread-local error message; returns err. */
+int cm_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* For tests: device index and byte offset of map offset off. */
+int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
+		   uint64_t *devoff, int *devfd);
+
+#endif /* COMMIT_I_H */

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+/* dirty.c -- libcommit write tracking: write-protect + SIGSEGV */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "commit_i.h"
+
+/*
+ * DESIGN §5: dirty pages are found in time proportional to their number.
+ * Data pages are mapped PROT_READ; the first store to one faults, the
+ * handler makes that page writable (its MAP_PRIVATE copy is made by the
+ * kernel) and appends it to the map's dirty list. A sync takes the list.
+ *
+ * Everything the handler touches is preallocated; it takes only a spin
+ * flag that non-handler code holds for a few stores and never while it
+ * could fault on a map.
+ */
+
+#define MAX_REGIONS 1024
+
+static _Atomic(struct cm_region *) regions[MAX_REGIONS];
+static struct sigaction prev_segv;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int install_err;
+
+static void lock(struct cm_region *r)
+{
+	while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire))
+		;
+}
+
+static void unlock(struct cm_region *r)
+{
+	atomic_flag_clear_explicit(&r->lock, memory_order_release);
+}
+
+/* Not ours: behave as if we were never installed. */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	if (prev_segv.sa_flags & SA_SIGINFO) {
+		prev_segv.sa_sigaction(sig, si, uc);
+	} else if (prev_segv.sa_handler == SIG_IGN ||
+		   prev_segv.sa_handler == SIG_DFL) {
+		/* Returning re-executes the faulting instruction, which
+		 * then gets the default action (a core dump). */
+		signal(sig, SIG_DFL);
+	} else {
+		prev_segv.sa_handler(sig);
+	}
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	int saved = errno;
+
+	if (si->si_code == SEGV_ACCERR) {
+		for (unsigned i = 0; i < MAX_REGIONS; i++) {
+			struct cm_region *r = atomic_load(&regions[i]);
+			size_t pg;
+			uint64_t bit, old;
+
+			if (!r || a < r->base || a >= r->base + r->npages * CM_PAGE)
+				continue;
+			if (!r->writable)
+				break;
+			pg = (a - r->base) / CM_PAGE;
+			bit = 1ull << (pg % 64);
+			old = atomic_fetch_or(&r->bits[pg / 64], bit);
+			if (!(old & bit)) {
+				/* MAP_PRIVATE: the kernel copies the page
+				 * on the store that follows. Failing (the
+				 * VMA limit, vm.max_map_count) would fault
+				 * forever: die of the SIGSEGV instead. */
+				if (mprotect((void *)(r->base + pg * CM_PAGE),
+					     CM_PAGE, PROT_READ | PROT_WRITE)) {
+					atomic_fetch_and(&r->bits[pg / 64], ~bit);
+					break;
+				}
+				lock(r);
+				r->list[r->nlist++] = (uint32_t)pg;
+				unlock(r);
+			}
+			/* else: another thread is making it writable, or a
+			 * sync holds it; the store retries until done. */
+			errno = saved;
+			return;
+		}
+	}
+	errno = saved;
+	chain(sig, si, uc);
+}
+
+static void install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &prev_segv) < 0)
+		install_err = -errno;
+}
+
+int cm_region_add(struct cm_region *r)
+{
+	pthread_once(&once, install);
+	if (install_err)
+		return install_err;
+	atomic_flag_clear(&r->lock);
+	for (unsigned i = 0; i < MAX_REGIONS; i++) {
+		struct cm_region *expect = NULL;
+
+		if (atomic_compare_exchange_strong(&regions[i], &expect, r))
+			return 0;
+	}
+	return -EMFILE;
+}
+
+void cm_region_del(struct cm_region *r)
+{
+	for (unsigned i = 0; i < MAX_REGIONS; i++) {
+		struct cm_region *expect = r;
+
+		if (atomic_compare_exchange_strong(&regions[i], &expect, NULL))
+			return;
+	}
+}
+
+size_t cm_region_take(struct cm_region *r, size_t p0, size_t p1,
+		      uint32_t *out)
+{
+	size_t n = 0, keep = 0;
+
+	lock(r);
+	for (size_t i = 0; i < r->nlist; i++) {
+		uint32_t pg = r->list[i];
+
+		if (pg >= p0 && pg < p1)
+			out[n++] = pg;
+		else
+			r->list[keep++] = pg;
+	}
+	r->nlist = keep;
+	unlock(r);
+	return n;
+}
+
+void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n)
+{
+	lock(r);
+	for (size_t i = 0; i < n; i++)
+		r->list[r->nlist++] = pg[i];
+	unlock(r);
+}
+
+void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		atomic_fetch_and(&r->bits[pg[i] / 64], ~(1ull << (pg[i] % 64)));
+}

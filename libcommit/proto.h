@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* proto.h -- libcommit wire protocol: bytes on the commit socket */
+#ifndef COMMIT_PROTO_H
+#define COMMIT_PROTO_H
+
+/*
+ * OVERVIEW. The daemon listens on one unix stream socket per mounted
+ * volume; its path is the value of the extended attribute
+ * "user.daxguard.commit" of any file of the mount. One connection holds
+ * at most one map. Every message is a struct commit_hdr followed by
+ * hdr.len payload bytes; all integers are little endian (x86-64 only,
+ * asserted below); structs have no implicit padding.
+ *
+ *   client                                   daemon
+ *   MAP   commit_map_req  + SCM_RIGHTS(file fd)
+ *                         <- MAP_REP commit_map_rep, commit_ext[next]
+ *                            + SCM_RIGHTS(one O_RDONLY fd per bit of
+ *                              dev_mask, ascending device index)
+ *   COMMIT commit_commit_req, commit_run[nruns], data (sum of run lens)
+ *                         <- STATUS commit_status_rep
+ *   VERIFY commit_verify_req <- STATUS (value: first bad file offset)
+ *   UNMAP  (no payload)      <- STATUS; closing the socket unmaps too
+ *
+ * A message that fails to decode gets a STATUS with a negative errno
+ * when the header was readable, and the connection is closed: a stream
+ * cannot be resynchronised after a bad length.
+ *
+ * Every decoder below checks every field against the bytes it was given
+ * (STYLE §7: never assert on socket bytes) and is fuzzed by
+ * tests/fuzz/fuzz_proto.c.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#define COMMIT_PROTO_MAGIC   0x4d434744u /* "DGCM" */
+#define COMMIT_PROTO_VERSION 1u
+/* Largest payload either side accepts. */
+#define COMMIT_MSG_MAX	     (160u << 20)
+#define COMMIT_PAGE_SIZE     4096u
+#define COMMIT_LINE_SIZE     64u
+#define COMMIT_MAX_DEVS	     16u
+#define COMMIT_XATTR	     "user.daxguard.commit"
+
+enum commit_msg_type {
+	COMMIT_MSG_MAP = 1,
+	COMMIT_MSG_MAP_REP = 2,
+	COMMIT_MSG_COMMIT = 3,
+	COMMIT_MSG_VERIFY = 4,
+	COMMIT_MSG_UNMAP = 5,
+	COMMIT_MSG_STATUS = 6,
+};
+
+struct commit_hdr {
+	uint32_t magic;		/* COMMIT_PROTO_MAGIC */
+	uint16_t version;	/* COMMIT_PROTO_VERSION */
+	uint16_t type;		/* enum commit_msg_type */
+	uint32_t len;		/* payload bytes that follow */
+	uint32_t seq;		/* echoed in the reply */
+};
+_Static_assert(sizeof(struct commit_hdr) == 16, "commit_hdr size");
+
+#define COMMIT_REQ_RW 1u
+
+struct commit_map_req {
+	uint64_t off;		/* file bytes, page aligned */
+	uint64_t len;		/* bytes; 0: to the end of the file */
+	uint32_t flags;		/* COMMIT_REQ_RW */
+	uint32_t pad;		/* zero */
+};
+_Static_assert(sizeof(struct commit_map_req) == 24, "map_req size");
+
+struct commit_ext {
+	uint64_t fpage;		/* first file page */
+	uint64_t pages;		/* > 0 */
+	uint64_t devoff;	/* bytes on the device, page aligned */
+	uint32_t dev;		/* device index, a bit of dev_mask */
+	uint32_t pad;		/* zero */
+};
+_Static_assert(sizeof(struct commit_ext) == 32, "commit_ext size");
+
+struct commit_map_rep {
+	int32_t status;		/* 0 or -errno; nothing follows if < 0 */
+	uint32_t next;		/* commit_ext that follow */
+	uint64_t off;		/* mapped file bytes [off, off + len) */
+	uint64_t len;		/* multiple of the page size */
+	uint64_t size;		/* file size at map time */
+	uint32_t dev_mask;	/* devices whose descriptors come along */
+	uint32_t pad;		/* zero */
+};
+_Static_assert(sizeof(struct commit_map_rep) == 40, "map_rep size");
+
+struct commit_commit_req {
+	uint32_t nruns;		/* commit_run that follow */
+	uint32_t pad;		/* zero */
+};
+
+struct commit_run {
+	uint64_t off;		/* file bytes, line aligned */
+	uint32_t len;		/* bytes, lines, within one page */
+	uint32_t pad;		/* zero */
+};
+_Static_assert(sizeof(struct commit_run) == 16, "commit_run size");
+
+struct commit_verify_req {
+	uint64_t off, len;	/* file bytes */
+};
+
+struct commit_status_rep {
+	int32_t status;		/* >= 0 result, or -errno */
+	uint32_t pad;		/* zero */
+	uint64_t value;		/* verify: first bad offset */
+};
+_Static_assert(sizeof(struct commit_status_rep) == 16, "status size");
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the commit protocol is little endian");
+
+/* Validate a header: magic, version, known type, len <= COMMIT_MSG_MAX.
+ * -EPROTO bad magic/version, -EBADMSG unknown type, -EMSGSIZE too long,
+ * -EINVAL fewer than 16 bytes. */
+int commit_hdr_decode(const void *buf, size_t n, struct commit_hdr *h);
+void commit_hdr_encode(struct commit_hdr *h, uint16_t type, uint32_t len,
+		       uint32_t seq);
+
+int commit_map_req_decode(const void *p, size_t n, struct commit_map_req *r);
+
+/* A COMMIT payload: on success *runs and *data point into p. Checks
+ * that the runs and their data account for exactly n bytes, each run is
+ * 1..page size long, line aligned and within one page, and the offsets
+ * do not overflow. */
+int commit_commit_decode(const void *p, size_t n, uint32_t *nruns,
+			 const struct commit_run **runs, const uint8_t **data);
+
+int commit_verify_req_decode(const void *p, size_t n,
+			     struct commit_verify_req *r);
+
+/* A MAP_REP payload: the extents must be sorted, contiguous, cover
+ * [off, off + len) exactly, name devices in dev_mask and not overflow.
+ * *ext points into p. */
+int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
+			  const struct commit_ext **ext);
+
+int commit_status_decode(const void *p, size_t n, struct commit_status_rep *r);
+
+#endif /* COMMIT_PROTO_H */
