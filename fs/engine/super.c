@@ -378,6 +378,14 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 	}
 	ret = dg_journal_open(vol, !vol->read_only &&
 					   !(flags & DG_OPEN_NORECOVER));
+	if (ret == -ENXIO && vol->degraded) {
+		/* Both journal devices are gone (double parity): the data
+		 * stands as of the last checkpoint; a rebuild (fsck) writes
+		 * a fresh journal. */
+		dg_log(DG_LOG_WARNING, "both journal copies missing: "
+		       "unreplayed updates, if any, are lost");
+		ret = 0;
+	}
 	if (ret)
 		FAIL(ret, "journal: %s", strerror(-ret));
 	if (dg_journal_dirty(vol) && vol->read_only)

@@ -1,0 +1,1648 @@
+// SPDX-License-Identifier: MIT
+/* check.c -- fsck services: superblocks, journal, redundancy, fs walk */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "check.h"
+#include "csum.h"
+#include "fs_i.h"
+#include "super.h"
+
+static void ev_init(struct dg_chk_event *ev, enum dg_chk_kind kind,
+		    const char *structure)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	ev->dev = -1;
+	ev->page = -1;
+	ev->vpn = -1;
+	ev->structure = structure;
+}
+
+static void emit(dg_chk_fn fn, void *arg, struct dg_chk_event *ev)
+{
+	if (fn)
+		fn(arg, ev);
+}
+
+const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev)
+{
+	if (dev >= vol->ndev || !vol->devs[dev].present)
+		return NULL;
+	return vol->devs[dev].path;
+}
+
+uint64_t dg_super_page(struct dg_vol *vol, unsigned copy)
+{
+	return copy ? vol->sb.dev_pages - 1 : 0;
+}
+
+int dg_check_csum(struct dg_vol *vol, unsigned dev, uint64_t row,
+		  uint64_t *csum)
+{
+	int ret;
+
+	if (dev >= vol->ndev || row >= vol->sb.rows)
+		return -EINVAL;
+	if (!vol->redundancy) {
+		*csum = 1;
+		return 0;
+	}
+	pthread_rwlock_rdlock(dg_row_lock(vol, row));
+	if (vol->devs[dev].present)
+		ret = dg_csum_get(vol, dev, row, csum);
+	else
+		ret = dg_csum_get_replica(vol, dev, row, csum);
+	pthread_rwlock_unlock(dg_row_lock(vol, row));
+	return ret;
+}
+
+/* ---- superblocks ------------------------------------------------------ */
+
+int dg_check_supers(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
+{
+	struct dg_dsuper *want = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	int bad = 0;
+
+	if (!want)
+		return -ENOMEM;
+	repair = repair && !vol->read_only;
+	for (unsigned d = 0; d < vol->ndev; d++) {
+		struct dg_dev *dv = &vol->devs[d];
+
+		if (!dv->present)
+			continue;
+		*want = vol->sb;
+		want->dev_index = d;
+		memcpy(want->dev_uuid, vol->dev_uuid[d], 16);
+		dg_dsuper_seal(want);
+		for (unsigned c = 0; c < 2; c++) {
+			uint64_t off = dg_super_page(vol, c) << DG_PAGE_SHIFT;
+			const void *img = dg_dev_ptr(dv, off);
+			struct dg_dsuper tmp;
+			struct dg_chk_event ev;
+			int r;
+
+			if (!memcmp(img, want, DG_PAGE_SIZE))
+				continue;
+			r = dg_dsuper_decode(img, &tmp);
+			ev_init(&ev, r ? DG_CHK_SUPER_BAD : DG_CHK_SUPER_DIFFERS,
+				"superblock");
+			ev.dev = (int)d;
+			ev.page = (int64_t)dg_super_page(vol, c);
+			ev.fixable = true;
+			if (r)
+				snprintf(ev.detail, sizeof(ev.detail),
+					 "%s superblock copy fails validation "
+					 "(%s)", c ? "backup" : "primary",
+					 strerror(-r));
+			else
+				snprintf(ev.detail, sizeof(ev.detail),
+					 "%s superblock copy disagrees with the "
+					 "volume (generation %llu, volume %llu)",
+					 c ? "backup" : "primary",
+					 (unsigned long long)tmp.generation,
+					 (unsigned long long)vol->sb.generation);
+			snprintf(ev.action, sizeof(ev.action),
+				 "rewrite from the good copies");
+			if (repair) {
+				dg_dev_write(dv, off, want, DG_PAGE_SIZE);
+				dg_dev_persist(dv, off, DG_PAGE_SIZE);
+				ev.fixed = true;
+			}
+			bad++;
+			emit(fn, arg, &ev);
+		}
+	}
+	free(want);
+	return bad;
+}
+
+/* ---- journal ---------------------------------------------------------- */
+
+static uint64_t jhead_csum(const struct dg_vol *vol, const struct dg_djhead *h)
+{
+	return XXH3_64bits_withSeed(h, offsetof(struct dg_djhead, csum),
+				    vol->seed);
+}
+
+void dg_jhead_loc(struct dg_vol *vol, unsigned c, unsigned s, unsigned *dev,
+		  uint64_t *page, bool *newest)
+{
+	uint64_t start, pages;
+
+	dg_jrnl_loc(vol, c, dev, &start, &pages);
+	*page = start + s;
+	*newest = vol->jrnl.hseq % 2 == s;
+}
+
+enum { JH_ZERO, JH_VALID, JH_BAD, JH_ABSENT };
+
+static int jhead_state(struct dg_vol *vol, unsigned c, unsigned s,
+		       struct dg_djhead *h, unsigned *devp, uint64_t *offp)
+{
+	uint64_t page;
+	bool newest;
+	unsigned dev;
+	static const struct dg_djhead zero;
+
+	dg_jhead_loc(vol, c, s, &dev, &page, &newest);
+	*devp = dev;
+	*offp = page << DG_PAGE_SHIFT;
+	if (!vol->devs[dev].present)
+		return JH_ABSENT;
+	memcpy(h, dg_dev_ptr(&vol->devs[dev], *offp), sizeof(*h));
+	if (!memcmp(h, &zero, sizeof(*h)))
+		return JH_ZERO;
+	if (h->magic != DG_JHEAD_MAGIC ||
+	    memcmp(h->vol_uuid, vol->sb.vol_uuid, 16) ||
+	    h->csum != jhead_csum(vol, h) || h->hseq % 2 != s ||
+	    h->tail_off >= vol->jrnl.log_bytes || h->tail_off % DG_JALIGN)
+		return JH_BAD;
+	return JH_VALID;
+}
+
+int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
+{
+	struct dg_chk_event ev;
+	int bad = 0;
+	bool any_valid = false;
+
+	repair = repair && !vol->read_only;
+	for (unsigned s = 0; s < 2; s++) {
+		struct dg_djhead h[2];
+		unsigned dev[2];
+		uint64_t off[2];
+		int st[2];
+
+		for (unsigned c = 0; c < 2; c++)
+			st[c] = jhead_state(vol, c, s, &h[c], &dev[c], &off[c]);
+		for (unsigned c = 0; c < 2; c++) {
+			unsigned o = 1 - c;
+			bool from_other = false;
+
+			if (st[c] == JH_VALID)
+				any_valid = true;
+			if (st[c] == JH_ABSENT || (st[c] == JH_ZERO &&
+						   st[o] != JH_VALID))
+				continue;
+			if (st[c] == JH_VALID &&
+			    (st[o] != JH_VALID || !memcmp(&h[c], &h[o],
+							  sizeof(h[c])) ||
+			     h[c].hseq > h[o].hseq))
+				continue;
+			ev_init(&ev, st[c] == JH_VALID ? DG_CHK_JHEAD_STALE
+						       : DG_CHK_JHEAD_BAD,
+				"journal");
+			ev.dev = (int)dev[c];
+			ev.page = (int64_t)(off[c] >> DG_PAGE_SHIFT);
+			if (st[o] == JH_VALID) {
+				from_other = true;
+				snprintf(ev.action, sizeof(ev.action),
+					 "copy from the other journal copy");
+			} else {
+				snprintf(ev.action, sizeof(ev.action),
+					 "clear the slot");
+			}
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "journal copy %u header slot %u is %s", c, s,
+				 st[c] == JH_VALID ? "stale"
+				 : st[c] == JH_ZERO ? "missing" : "damaged");
+			ev.fixable = true;
+			if (repair) {
+				struct dg_dev *d = &vol->devs[dev[c]];
+				struct dg_djhead z = { 0 };
+
+				dg_dev_write(d, off[c], from_other ? &h[o] : &z,
+					     sizeof(z));
+				dg_dev_persist(d, off[c], sizeof(z));
+				ev.fixed = true;
+			}
+			bad++;
+			emit(fn, arg, &ev);
+		}
+	}
+	if (!any_valid) {
+		ev_init(&ev, DG_CHK_JHEAD_BAD, "journal");
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "no journal header verifies on any copy");
+		snprintf(ev.action, sizeof(ev.action), "write a fresh header");
+		ev.fixable = true;
+		if (repair && !dg_journal_dirty(vol)) {
+			/* The open started an empty journal; make it durable. */
+			struct dg_djhead nh = { 0 };
+
+			nh.magic = DG_JHEAD_MAGIC;
+			memcpy(nh.vol_uuid, vol->sb.vol_uuid, 16);
+			nh.hseq = vol->jrnl.hseq + 2;
+			nh.tail_off = vol->jrnl.tail_off;
+			nh.tail_seq = vol->jrnl.tail_seq;
+			nh.csum = jhead_csum(vol, &nh);
+			for (unsigned c = 0; c < 2; c++) {
+				unsigned dev;
+				uint64_t page;
+				bool newest;
+
+				dg_jhead_loc(vol, c, (unsigned)(nh.hseq % 2),
+					     &dev, &page, &newest);
+				if (!vol->devs[dev].present)
+					continue;
+				dg_dev_write(&vol->devs[dev],
+					     page << DG_PAGE_SHIFT, &nh,
+					     sizeof(nh));
+				dg_dev_persist(&vol->devs[dev],
+					       page << DG_PAGE_SHIFT,
+					       sizeof(nh));
+			}
+			vol->jrnl.hseq = nh.hseq;
+			ev.fixed = true;
+		}
+		bad++;
+		emit(fn, arg, &ev);
+	}
+	if (dg_journal_dirty(vol)) {
+		ev_init(&ev, DG_CHK_JOURNAL_PENDING, "journal");
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "journal holds %llu committed updates not yet "
+			 "replayed",
+			 (unsigned long long)(vol->jrnl.head_seq -
+					      vol->jrnl.tail_seq));
+		snprintf(ev.action, sizeof(ev.action), "replay the journal");
+		ev.fixable = true;
+		bad++;
+		emit(fn, arg, &ev);
+	}
+	return bad;
+}
+
+/* ---- redundancy ------------------------------------------------------- */
+
+/* Findings are reported once per (kind, dev, page). */
+struct seen {
+	uint64_t *keys;
+	size_t cap, n;
+};
+
+static bool seen_add(struct seen *s, uint64_t key)
+{
+	size_t j;
+
+	key = key * 0x9e3779b97f4a7c15ull + 1;
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		uint64_t *k = calloc(cap, sizeof(*k));
+
+		if (!k)
+			return true;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->keys[i])
+				continue;
+			j = (s->keys[i] >> 7) & (cap - 1);
+			while (k[j])
+				j = (j + 1) & (cap - 1);
+			k[j] = s->keys[i];
+		}
+		free(s->keys);
+		s->keys = k;
+		s->cap = cap;
+	}
+	j = (key >> 7) & (s->cap - 1);
+	while (s->keys[j]) {
+		if (s->keys[j] == key)
+			return false;
+		j = (j + 1) & (s->cap - 1);
+	}
+	s->keys[j] = key;
+	s->n++;
+	return true;
+}
+
+struct rctx {
+	struct dg_vol *vol;
+	bool repair;
+	dg_chk_fn fn;
+	void *arg;
+	uint64_t since;
+	struct seen seen;
+	/* Detections waiting for their outcome; a repair can detect
+	 * neighbours before the first detection is resolved. */
+	struct dg_chk_event pend[16];
+	int pres[16];		/* -1 open, DG_FAULT_REPAIRED, UNRECOVERABLE */
+	unsigned np;
+	uint64_t unrecoverable;
+};
+
+static void rflush_one(struct rctx *c, struct dg_chk_event *ev, int res)
+{
+	uint64_t key;
+
+	if (res == DG_FAULT_REPAIRED) {
+		ev->fixable = true;
+		ev->fixed = c->repair;
+	} else {
+		ev->fixable = false;
+		ev->fixed = false;
+		c->unrecoverable++;
+		if (!ev->action[0] || res < 0)
+			snprintf(ev->action, sizeof(ev->action),
+				 "none: cannot be verified or rebuilt");
+	}
+	key = ((uint64_t)ev->kind << 56) ^ ((uint64_t)(ev->dev + 1) << 48) ^
+	      (uint64_t)ev->page;
+	if (seen_add(&c->seen, key))
+		emit(c->fn, c->arg, ev);
+}
+
+static void rflush(struct rctx *c)
+{
+	for (unsigned i = 0; i < c->np; i++)
+		rflush_one(c, &c->pend[i], c->pres[i]);
+	c->np = 0;
+}
+
+static void fill_loc(struct rctx *c, struct dg_chk_event *ev, unsigned dev,
+		     uint64_t row, const char *what)
+{
+	struct dg_vol *vol = c->vol;
+
+	ev->dev = (int)dev;
+	if (!strcmp(what, "csum-page")) {
+		ev->page = (int64_t)(vol->sb.csum_start + row);
+		ev->structure = "checksum";
+	} else if (!strcmp(what, "csum-replica")) {
+		ev->page = (int64_t)(vol->sb.rep_start + row);
+		ev->structure = "checksum";
+	} else {
+		ev->page = (int64_t)dg_row_page(vol, row);
+		if (dg_row_dev_is_parity(vol, row, dev)) {
+			ev->structure = "parity";
+		} else {
+			ev->structure = "data";
+			ev->vpn = (int64_t)dg_loc_vpn(vol, dev, row);
+		}
+	}
+}
+
+static void rdrain(struct rctx *c)
+{
+	struct dg_fault_event evs[64];
+	unsigned n;
+
+	while ((n = dg_vol_fault_events(c->vol, c->since, evs, 64)) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			struct dg_fault_event *f = &evs[i];
+			bool csum = !strncmp(f->what, "csum", 4);
+			struct dg_chk_event *ev = NULL;
+			int j;
+
+			c->since = f->seq;
+			if (f->kind != DG_FAULT_DETECTED) {
+				/* the newest open detection of this page */
+				for (j = (int)c->np - 1; j >= 0; j--)
+					if (c->pres[j] < 0 &&
+					    c->pend[j].dev == (int)f->dev &&
+					    (csum || c->pend[j].page ==
+					     (int64_t)dg_row_page(c->vol, f->row) ||
+					     c->pend[j].kind == DG_CHK_CSUM_BAD))
+						break;
+				if (j < 0 && c->np)
+					for (j = (int)c->np - 1; j >= 0; j--)
+						if (c->pres[j] < 0)
+							break;
+				if (j >= 0)
+					ev = &c->pend[j];
+			}
+			if (!ev) {
+				if (c->np == 16)
+					rflush(c);
+				j = (int)c->np++;
+				ev = &c->pend[j];
+				ev_init(ev, csum ? DG_CHK_CSUM_BAD
+						 : DG_CHK_PAGE_BAD, "data");
+				fill_loc(c, ev, f->dev, f->row, f->what);
+				snprintf(ev->detail, sizeof(ev->detail),
+					 "%s page fails verification (%s)",
+					 ev->structure, f->action);
+				c->pres[j] = -1;
+				if (f->kind == DG_FAULT_DETECTED)
+					continue;
+			}
+			if (c->pres[j] == DG_FAULT_UNRECOVERABLE)
+				continue;
+			c->pres[j] = (int)f->kind;
+			if (f->kind == DG_FAULT_REPAIRED &&
+			    !strcmp(f->what, "csum-page") &&
+			    ev->kind == DG_CHK_PAGE_BAD) {
+				uint64_t row = (uint64_t)ev->page -
+					       dg_row_page(c->vol, 0);
+
+				ev->kind = DG_CHK_CSUM_STALE;
+				ev->structure = "checksum";
+				ev->vpn = -1;
+				ev->page = (int64_t)(c->vol->sb.csum_start +
+						     row / DG_CSUMS_PER_PAGE);
+				snprintf(ev->detail, sizeof(ev->detail),
+					 "checksum entry of the page is stale "
+					 "(lost write of its checksum page); "
+					 "the replica matches the data");
+			}
+			snprintf(ev->action, sizeof(ev->action), "%s",
+				 f->kind == DG_FAULT_REPAIRED ? f->action
+							      : "none");
+		}
+	}
+	rflush(c);
+}
+
+static bool row_written(struct dg_vol *vol, struct dg_csum_cursor *cur,
+			uint64_t row, uint64_t *cs)
+{
+	bool any = false;
+
+	for (unsigned d = 0; d < vol->ndev; d++) {
+		int r;
+
+		if (vol->devs[d].present)
+			r = dg_csum_lookup(vol, &cur[d], d, row, &cs[d]);
+		else
+			r = dg_csum_get_replica(vol, d, row, &cs[d]);
+		if (r < 0 || cs[d] != DG_CSUM_NONE)
+			any = true;
+		if (r < 0)
+			cs[d] = 1;
+	}
+	return any;
+}
+
+static void check_row(struct rctx *c, uint64_t row, uint8_t *mem,
+		      const uint64_t *cs, struct dg_chk_stats *st)
+{
+	struct dg_vol *vol = c->vol;
+	unsigned k = vol->k, m = k + vol->parity;
+	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
+	bool ok = true;
+
+	for (unsigned p = 0; p < m; p++)
+		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
+	for (unsigned j = 0; j < vol->parity; j++)
+		calc[j] = mem + (size_t)(m + j) * DG_PAGE_SIZE;
+	for (unsigned p = 0; p < m; p++) {
+		unsigned dev = p < k ? dg_row_data_dev(vol, row, p)
+				     : dg_row_parity_dev(vol, row, p - k);
+		uint64_t csv;
+
+		if (cs[dev] != DG_CSUM_NONE) {
+			st->pages_checked++;
+			st->bytes_checked += DG_PAGE_SIZE;
+		}
+		if (dg_page_read_locked(vol, dev, row, pages[p], &csv) < 0)
+			ok = false;
+	}
+	if (!ok || !vol->parity)
+		return;
+	dg_parity_compute(vol, pages, calc, DG_PAGE_SIZE);
+	for (unsigned j = 0; j < vol->parity; j++) {
+		unsigned dev = dg_row_parity_dev(vol, row, j);
+		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+		struct dg_chk_event ev;
+		struct dg_flushset fs;
+
+		if (!memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
+			continue;
+		ev_init(&ev, DG_CHK_PARITY_STALE, "parity");
+		ev.dev = (int)dev;
+		ev.page = (int64_t)dg_row_page(vol, row);
+		ev.fixable = true;
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "parity of row %llu disagrees with its verified data",
+			 (unsigned long long)row);
+		snprintf(ev.action, sizeof(ev.action),
+			 "recompute parity from the data");
+		if (c->repair && vol->devs[dev].present) {
+			dg_flushset_init(&fs);
+			dg_dev_write(&vol->devs[dev], off, calc[j],
+				     DG_PAGE_SIZE);
+			dg_dev_persist(&vol->devs[dev], off, DG_PAGE_SIZE);
+			dg_csum_set(vol, dev, row,
+				    dg_csum_page(vol, dev, row, calc[j]), &fs);
+			dg_flushset_fini(&fs);
+			ev.fixed = true;
+		}
+		emit(c->fn, c->arg, &ev);
+	}
+}
+
+/* A copy that fails its own checksum, or is zero while the other copy
+ * is valid, is rewritten from the other (G6: proven by its own
+ * protection). Returns true when the pair was handled here. */
+static bool check_copy_states(struct rctx *c, unsigned d, uint64_t i,
+			      uint8_t *a, uint8_t *b)
+{
+	struct dg_vol *vol = c->vol;
+	unsigned rd = (d + 1) % vol->ndev;
+	int sa = dg_csum_page_check(vol, d, i, a);
+	int sb = dg_csum_page_check(vol, d, i, b);
+	struct dg_chk_event ev;
+	int bad;		/* 0 primary, 1 replica, -1 none */
+
+	if (sa == 1 && sb == 1)
+		return false;
+	if (sa >= 0 && sb >= 0 && sa == sb)
+		return true;	/* both zero: never written */
+	if (sa < 0 && sb < 0)
+		bad = 2;
+	else if (sa < 0 || (sa == 0 && sb == 1))
+		bad = 0;
+	else
+		bad = 1;
+	ev_init(&ev, DG_CHK_CSUM_BAD, "checksum");
+	ev.dev = (int)(bad == 1 ? rd : d);
+	ev.page = (int64_t)((bad == 1 ? vol->sb.rep_start : vol->sb.csum_start)
+			    + i);
+	if (bad == 2) {
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "both copies of checksum page %llu of device %u are "
+			 "damaged", (unsigned long long)i, d);
+		snprintf(ev.action, sizeof(ev.action),
+			 "none: cannot be verified or rebuilt");
+		c->unrecoverable++;
+	} else {
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "%s copy of checksum page %llu of device %u is %s",
+			 bad ? "replica" : "primary", (unsigned long long)i, d,
+			 (bad ? sb : sa) == 0 ? "zeroed" : "damaged");
+		snprintf(ev.action, sizeof(ev.action),
+			 "rewrite from the other copy");
+		ev.fixable = true;
+		if (c->repair) {
+			struct dg_dev *dst = &vol->devs[bad ? rd : d];
+			uint64_t off = (uint64_t)ev.page << DG_PAGE_SHIFT;
+
+			dg_dev_write(dst, off, bad ? a : b, DG_PAGE_SIZE);
+			dg_dev_persist(dst, off, DG_PAGE_SIZE);
+			ev.fixed = true;
+		}
+	}
+	if (seen_add(&c->seen, ((uint64_t)ev.kind << 56) ^
+				       ((uint64_t)(ev.dev + 1) << 48) ^
+				       (uint64_t)ev.page))
+		emit(c->fn, c->arg, &ev);
+	return true;
+}
+
+/* Both copies valid but different: the data decides which one is stale
+ * (a lost write of one copy); the other copy is then rewritten. */
+static void check_csum_copies(struct rctx *c, uint8_t *a, uint8_t *b)
+{
+	struct dg_vol *vol = c->vol;
+
+	for (unsigned d = 0; d < vol->ndev; d++) {
+		unsigned rd = (d + 1) % vol->ndev;
+
+		if (!vol->devs[d].present || !vol->devs[rd].present || rd == d)
+			continue;
+		for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
+			uint64_t po = (vol->sb.csum_start + i) << DG_PAGE_SHIFT;
+			uint64_t ro = (vol->sb.rep_start + i) << DG_PAGE_SHIFT;
+			const uint64_t *pw = (const uint64_t *)a;
+			const uint64_t *rw = (const uint64_t *)b;
+			unsigned prim_ok = 0, rep_ok = 0, other = 0;
+			struct dg_chk_event ev;
+			bool fix_rep;
+
+			memcpy(a, dg_dev_ptr(&vol->devs[d], po), DG_PAGE_SIZE);
+			memcpy(b, dg_dev_ptr(&vol->devs[rd], ro), DG_PAGE_SIZE);
+			if (!memcmp(a, b, DG_PAGE_SIZE))
+				continue;
+			if (check_copy_states(c, d, i, a, b))
+				continue;
+			for (unsigned s = 0; s < DG_CSUMS_PER_PAGE; s++) {
+				uint64_t row = i * DG_CSUMS_PER_PAGE + s, h;
+
+				if (pw[s] == rw[s] || row >= vol->sb.rows)
+					continue;
+				h = dg_csum_page(vol, d, row,
+						 dg_dev_ptr(&vol->devs[d],
+							    dg_row_page(vol, row)
+								    << DG_PAGE_SHIFT));
+				if (h == pw[s])
+					prim_ok++;
+				else if (h == rw[s])
+					rep_ok++;
+				else
+					other++;
+			}
+			if (!prim_ok && !rep_ok)
+				continue; /* data faults: the row pass reports */
+			fix_rep = prim_ok && !rep_ok;
+			ev_init(&ev, DG_CHK_CSUM_STALE, "checksum");
+			ev.dev = (int)(fix_rep ? rd : d);
+			ev.page = (int64_t)((fix_rep ? vol->sb.rep_start
+						     : vol->sb.csum_start) + i);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "%s copy of checksum page %llu of device %u is "
+				 "stale (%u entries proven by the data)",
+				 fix_rep ? "replica" : "primary",
+				 (unsigned long long)i, d,
+				 fix_rep ? prim_ok : rep_ok);
+			ev.fixable = !(prim_ok && rep_ok);
+			snprintf(ev.action, sizeof(ev.action), "%s",
+				 ev.fixable ? "rewrite from the proven copy"
+					    : "none: copies conflict");
+			if (ev.fixable && c->repair) {
+				struct dg_dev *dst = &vol->devs[fix_rep ? rd : d];
+				uint64_t off = fix_rep ? ro : po;
+
+				dg_dev_write(dst, off, fix_rep ? a : b,
+					     DG_PAGE_SIZE);
+				dg_dev_persist(dst, off, DG_PAGE_SIZE);
+				ev.fixed = true;
+			}
+			(void)other;
+			emit(c->fn, c->arg, &ev);
+		}
+	}
+}
+
+int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
+			void *arg, dg_progress_fn progress, void *parg,
+			struct dg_chk_stats *st)
+{
+	struct dg_csum_cursor cur[DG_MAX_DEVS];
+	uint64_t cs[DG_MAX_DEVS];
+	struct rctx c = { 0 };
+	uint8_t *mem;
+	int ret = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (!vol->redundancy)
+		return 0;
+	c.vol = vol;
+	c.repair = repair && !vol->read_only;
+	c.fn = fn;
+	c.arg = arg;
+	/* Faults the open itself met (and, writable, repaired while
+	 * loading the root and bitmap) are findings of this pass too. */
+	c.since = 0;
+	mem = aligned_alloc(DG_PAGE_SIZE,
+			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
+	if (!mem)
+		return -ENOMEM;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		if (dg_csum_cursor_init(&cur[d]))
+			ret = -ENOMEM;
+	for (uint64_t row = 0; row < vol->sb.rows && !ret; row++) {
+		pthread_rwlock_t *lk = dg_row_lock(vol, row);
+
+		if (progress && row % 1024 == 0)
+			progress(parg, row, vol->sb.rows);
+		pthread_rwlock_wrlock(lk);
+		for (unsigned d = 0; d < vol->ndev; d++)
+			cur[d].owner = -1;
+		if (row_written(vol, cur, row, cs)) {
+			st->rows_checked++;
+			check_row(&c, row, mem, cs, st);
+		}
+		pthread_rwlock_unlock(lk);
+		rdrain(&c);
+	}
+	if (!ret)
+		check_csum_copies(&c, mem, mem + DG_PAGE_SIZE);
+	rdrain(&c);
+	if (progress)
+		progress(parg, vol->sb.rows, vol->sb.rows);
+	st->unrecoverable = c.unrecoverable;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		dg_csum_cursor_fini(&cur[d]);
+	free(c.seen.keys);
+	free(mem);
+	return ret;
+}
+
+/* ---- filesystem walk ------------------------------------------------- */
+
+const char *dg_pclass_name(enum dg_pclass c)
+{
+	static const char *const n[DG_PC_NR] = {
+		"free", "root", "allocation", "inode", "extent", "xattr",
+		"directory", "data", "symlink",
+	};
+
+	return c < DG_PC_NR ? n[c] : "?";
+}
+
+struct went {			/* a directory entry as found */
+	uint64_t dir, ino;
+	uint64_t fpage;		/* dirent page (file page of the dir) */
+	uint32_t off;
+	uint8_t type;
+	bool dead;		/* removed by a repair */
+	char *name;
+};
+
+struct wino {
+	bool used, bad;
+	struct dg_dinode d;
+	struct dg_dextent *ext;
+	uint32_t next;
+	uint64_t *emap;
+	uint32_t nemap;
+	uint32_t refs, subdirs;
+	uint64_t first_parent;	/* dir of the first entry naming it */
+	bool reached;
+};
+
+struct walk {
+	struct dg_vol *vol;
+	dg_chk_fn fn;
+	dg_chk_ask_fn ask;
+	void *arg;
+	bool classify_only;
+	uint64_t vpns;
+	uint8_t *cls;
+	uint64_t *owner;
+	struct dg_droot *root;
+	struct dg_dfsroot fsr;
+	uint64_t icap;
+	struct wino *in;
+	struct went *ents;
+	size_t nents, capents;
+	uint8_t *page;
+	unsigned fixes, problems;
+};
+
+static bool wask(struct walk *w, struct dg_chk_event *ev)
+{
+	bool fix;
+
+	w->problems++;
+	ev->fixable = ev->fixable || ev->action[0];
+	fix = !w->classify_only && ev->fixable && w->ask &&
+	      !w->vol->read_only && w->ask(w->arg, ev);
+	return fix;
+}
+
+static void wreport(struct walk *w, struct dg_chk_event *ev, bool fixed)
+{
+	ev->fixed = fixed;
+	if (fixed)
+		w->fixes++;
+	if (!w->classify_only)
+		emit(w->fn, w->arg, ev);
+}
+
+static void ino_loc(const struct walk *w, uint64_t ino, uint64_t *vpn,
+		    uint32_t *off)
+{
+	uint64_t slot = ino % DG_INODES_PER_CHUNK;
+
+	*vpn = w->fsr.chunks[ino / DG_INODES_PER_CHUNK] +
+	       slot / DG_INODES_PER_PAGE;
+	*off = (uint32_t)(slot % DG_INODES_PER_PAGE) * DG_INODE_SIZE;
+}
+
+/* One small update through the engine (G4: each repair is atomic). */
+static int wwrite(struct walk *w, uint64_t vpn, uint32_t off, const void *p,
+		  uint32_t len)
+{
+	struct dg_txn *t = dg_txn_new(w->vol);
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	ret = dg_txn_write(t, vpn, off, p, len);
+	if (!ret)
+		ret = dg_txn_commit(t);
+	dg_txn_free(t);
+	return ret;
+}
+
+static int store_inode(struct walk *w, uint64_t ino)
+{
+	uint64_t vpn;
+	uint32_t off;
+
+	ino_loc(w, ino, &vpn, &off);
+	return wwrite(w, vpn, off, &w->in[ino].d, sizeof(w->in[ino].d));
+}
+
+static void ev_ino(struct walk *w, struct dg_chk_event *ev, uint64_t ino)
+{
+	uint64_t vpn;
+	uint32_t off;
+
+	ev->ino = ino;
+	if (ino / DG_INODES_PER_CHUNK < w->fsr.nchunks) {
+		ino_loc(w, ino, &vpn, &off);
+		ev->vpn = (int64_t)vpn;
+		if (vpn < w->vpns) {
+			struct dg_loc l = dg_vpn_loc(w->vol, vpn);
+
+			ev->dev = (int)l.dev;
+			ev->page = (int64_t)dg_row_page(w->vol, l.row);
+		}
+	}
+}
+
+static void ev_vpn(struct walk *w, struct dg_chk_event *ev, uint64_t vpn)
+{
+	ev->vpn = (int64_t)vpn;
+	if (vpn < w->vpns) {
+		struct dg_loc l = dg_vpn_loc(w->vol, vpn);
+
+		ev->dev = (int)l.dev;
+		ev->page = (int64_t)dg_row_page(w->vol, l.row);
+	}
+}
+
+static void unreadable(struct walk *w, uint64_t vpn, uint64_t ino,
+		       const char *what, int err)
+{
+	struct dg_chk_event ev;
+
+	ev_init(&ev, DG_CHK_UNREADABLE, what);
+	ev_vpn(w, &ev, vpn);
+	ev.ino = ino;
+	snprintf(ev.detail, sizeof(ev.detail), "%s page unreadable: %s",
+		 what, strerror(-err));
+	snprintf(ev.action, sizeof(ev.action), "none: left as is (G6)");
+	w->problems++;
+	wreport(w, &ev, false);
+}
+
+/* Mark [vpn, vpn+n) used by ino; false if any page is used already. */
+static bool mark(struct walk *w, uint64_t vpn, uint64_t n, uint8_t cls,
+		 uint64_t ino)
+{
+	bool ok = true;
+
+	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++)
+		if (w->cls[i])
+			ok = false;
+	if (!ok)
+		return false;
+	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++) {
+		w->cls[i] = cls;
+		w->owner[i] = ino;
+	}
+	return true;
+}
+
+static uint8_t data_class(uint32_t mode)
+{
+	return S_ISDIR(mode) ? DG_PC_DIR
+	       : S_ISLNK(mode) ? DG_PC_SYMLINK : DG_PC_FILE;
+}
+
+static bool mode_ok(uint32_t mode)
+{
+	uint32_t t = mode & S_IFMT;
+
+	return t == S_IFREG || t == S_IFDIR || t == S_IFLNK || t == S_IFIFO ||
+	       t == S_IFSOCK || t == S_IFCHR || t == S_IFBLK;
+}
+
+/* Load an inode's extents, marking its pages; truncates the list at the
+ * first bad extent when told to. */
+static void load_extents(struct walk *w, uint64_t ino)
+{
+	struct wino *wi = &w->in[ino];
+	uint32_t n = wi->d.nextents, good = 0;
+	uint64_t vpn = wi->d.emap_vpn, prev_end = 0;
+	struct dg_demap *pg = (struct dg_demap *)w->page;
+	struct dg_chk_event ev;
+	const char *why = NULL;
+
+	wi->ext = calloc(n ? n : 1, sizeof(*wi->ext));
+	if (!wi->ext)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct dg_dextent *d;
+		uint32_t j = i - DG_INLINE_EXTENTS;
+
+		if (i < DG_INLINE_EXTENTS) {
+			d = &wi->d.inl[i];
+		} else {
+			if (j % DG_EMAP_PER_PAGE == 0) {
+				uint64_t *m;
+				int r;
+
+				if (vpn < 1 || vpn >= w->vpns) {
+					why = "extent chain broken";
+					break;
+				}
+				if (!mark(w, vpn, 1, DG_PC_EMAP, ino)) {
+					why = "extent page used twice";
+					break;
+				}
+				r = dg_read(w->vol, vpn, 1, pg);
+				if (r) {
+					unreadable(w, vpn, ino, "extent", r);
+					break;
+				}
+				m = realloc(wi->emap,
+					    (wi->nemap + 1) * sizeof(*m));
+				if (!m)
+					break;
+				wi->emap = m;
+				wi->emap[wi->nemap++] = vpn;
+				vpn = pg->next_vpn;
+			}
+			d = &pg->e[j % DG_EMAP_PER_PAGE];
+		}
+		if (d->len == 0 || d->vpn < 1 || d->vpn >= w->vpns ||
+		    d->len > w->vpns - d->vpn || d->fpage < prev_end ||
+		    d->fpage > (UINT64_MAX >> DG_PAGE_SHIFT) - d->len) {
+			why = "extent out of range or out of order";
+			break;
+		}
+		if (!mark(w, d->vpn, d->len, data_class(wi->d.mode), ino)) {
+			why = "extent maps pages another structure uses";
+			ev_init(&ev, DG_CHK_EXTENT_DUP, "extent");
+			goto bad;
+		}
+		wi->ext[good++] = *d;
+		prev_end = d->fpage + d->len;
+	}
+	wi->next = good;
+	if (!why || w->classify_only)
+		return;
+	ev_init(&ev, DG_CHK_EXTENT_BAD, "extent");
+bad:
+	wi->next = good;
+	ev_ino(w, &ev, ino);
+	snprintf(ev.detail, sizeof(ev.detail), "inode %llu extent %u: %s",
+		 (unsigned long long)ino, good, why);
+	snprintf(ev.action, sizeof(ev.action),
+		 "drop extents from %u on (data lost)", good);
+	if (wask(w, &ev)) {
+		wi->d.nextents = good;
+		if (good <= DG_INLINE_EXTENTS) {
+			for (uint32_t i = good; i < DG_INLINE_EXTENTS; i++)
+				memset(&wi->d.inl[i], 0, sizeof(wi->d.inl[i]));
+			wi->d.emap_vpn = 0;
+			/* the chain pages become leaks, freed below */
+			for (uint32_t e = 0; e < wi->nemap; e++)
+				if (w->owner[wi->emap[e]] == ino)
+					w->cls[wi->emap[e]] = DG_PC_FREE;
+			wi->nemap = 0;
+		}
+		wreport(w, &ev, store_inode(w, ino) == 0);
+	} else {
+		wreport(w, &ev, false);
+	}
+}
+
+static void load_itable(struct walk *w)
+{
+	for (uint32_t c = 0; c < w->fsr.nchunks; c++) {
+		uint64_t v0 = w->fsr.chunks[c];
+		struct dg_chk_event ev;
+
+		if (v0 < 1 || v0 + DG_ITABLE_CHUNK_PAGES > w->vpns ||
+		    !mark(w, v0, DG_ITABLE_CHUNK_PAGES, DG_PC_ITABLE, 0)) {
+			ev_init(&ev, DG_CHK_ITABLE, "inode");
+			ev.vpn = (int64_t)v0;
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "inode table chunk %u at vpn %llu is out of "
+				 "range or overlaps", c,
+				 (unsigned long long)v0);
+			snprintf(ev.action, sizeof(ev.action), "none");
+			ev.fixable = false;
+			w->problems++;
+			wreport(w, &ev, false);
+			continue;
+		}
+		for (uint32_t p = 0; p < DG_ITABLE_CHUNK_PAGES; p++) {
+			int r = dg_read(w->vol, v0 + p, 1, w->page);
+
+			if (r) {
+				unreadable(w, v0 + p, 0, "inode", r);
+				continue;
+			}
+			for (uint32_t s = 0; s < DG_INODES_PER_PAGE; s++) {
+				uint64_t ino = (uint64_t)c * DG_INODES_PER_CHUNK +
+					       p * DG_INODES_PER_PAGE + s;
+				struct wino *wi = &w->in[ino];
+
+				memcpy(&wi->d, w->page + s * DG_INODE_SIZE,
+				       sizeof(wi->d));
+				if (!wi->d.mode || ino == 0)
+					continue;
+				if (!mode_ok(wi->d.mode) ||
+				    wi->d.nextents > (1u << 26)) {
+					ev_init(&ev, DG_CHK_INODE_BAD, "inode");
+					ev_ino(w, &ev, ino);
+					snprintf(ev.detail, sizeof(ev.detail),
+						 "inode %llu: bad mode %#o or "
+						 "extent count %u",
+						 (unsigned long long)ino,
+						 wi->d.mode, wi->d.nextents);
+					snprintf(ev.action, sizeof(ev.action),
+						 "clear the inode");
+					if (wask(w, &ev)) {
+						memset(&wi->d, 0, sizeof(wi->d));
+						wreport(w, &ev,
+							store_inode(w, ino) == 0);
+					} else {
+						wreport(w, &ev, false);
+						wi->bad = true;
+					}
+					continue;
+				}
+				wi->used = true;
+			}
+		}
+	}
+	for (uint64_t ino = 1; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+
+		if (!wi->used)
+			continue;
+		load_extents(w, ino);
+		if (wi->d.xattr_vpn &&
+		    (wi->d.xattr_vpn >= w->vpns ||
+		     !mark(w, wi->d.xattr_vpn, 1, DG_PC_XATTR, ino))) {
+			struct dg_chk_event ev;
+
+			ev_init(&ev, DG_CHK_EXTENT_BAD, "inode");
+			ev_ino(w, &ev, ino);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "inode %llu: xattr page %llu out of range or "
+				 "used twice", (unsigned long long)ino,
+				 (unsigned long long)wi->d.xattr_vpn);
+			snprintf(ev.action, sizeof(ev.action),
+				 "drop the extended attributes");
+			if (wask(w, &ev)) {
+				wi->d.xattr_vpn = 0;
+				wreport(w, &ev, store_inode(w, ino) == 0);
+			} else {
+				wreport(w, &ev, false);
+			}
+		}
+	}
+}
+
+static void ext_lookup(const struct wino *wi, uint64_t fpage, uint64_t *vpn)
+{
+	*vpn = 0;
+	for (uint32_t i = 0; i < wi->next; i++)
+		if (fpage >= wi->ext[i].fpage &&
+		    fpage < wi->ext[i].fpage + wi->ext[i].len) {
+			*vpn = wi->ext[i].vpn + fpage - wi->ext[i].fpage;
+			return;
+		}
+}
+
+static int add_ent(struct walk *w, uint64_t dir, uint64_t ino, uint64_t pg,
+		   uint32_t off, uint8_t type, const char *name, size_t len)
+{
+	struct went *e;
+
+	if (w->nents == w->capents) {
+		size_t cap = w->capents ? w->capents * 2 : 256;
+
+		e = realloc(w->ents, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		w->ents = e;
+		w->capents = cap;
+	}
+	e = &w->ents[w->nents];
+	e->name = strndup(name, len);
+	if (!e->name)
+		return -ENOMEM;
+	e->dir = dir;
+	e->ino = ino;
+	e->fpage = pg;
+	e->off = off;
+	e->type = type;
+	e->dead = false;
+	w->nents++;
+	return 0;
+}
+
+/* Parse one dirent page; a malformed record ends the page (repair:
+ * an end marker is written there, later entries are lost and their
+ * inodes go to lost+found). */
+static void parse_dir_page(struct walk *w, uint64_t dir, uint64_t pg,
+			   uint64_t vpn, const uint8_t *p)
+{
+	uint32_t off = 0;
+
+	while (off + sizeof(struct dg_ddirent) <= DG_PAGE_SIZE) {
+		const struct dg_ddirent *r = (const void *)(p + off);
+		const char *name = (const char *)(r + 1);
+		uint32_t need = (uint32_t)((sizeof(*r) + r->namelen + 7) & ~7u);
+		struct dg_chk_event ev;
+
+		if (r->reclen == 0)
+			break;
+		if (r->reclen % 8 || r->reclen < need ||
+		    r->reclen > DG_PAGE_SIZE - off || r->namelen == 0 ||
+		    memchr(name, '/', r->namelen) ||
+		    memchr(name, 0, r->namelen)) {
+			struct dg_ddirent end = { 0 };
+
+			if (w->classify_only)
+				return;
+			ev_init(&ev, DG_CHK_DIRENT_BAD, "directory");
+			ev_vpn(w, &ev, vpn);
+			ev.ino = dir;
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "directory %llu page %llu offset %u: bad "
+				 "record", (unsigned long long)dir,
+				 (unsigned long long)pg, off);
+			snprintf(ev.action, sizeof(ev.action),
+				 "end the page there");
+			if (wask(w, &ev))
+				wreport(w, &ev, wwrite(w, vpn, off, &end,
+						       sizeof(end)) == 0);
+			else
+				wreport(w, &ev, false);
+			return;
+		}
+		if (r->ino)
+			add_ent(w, dir, r->ino, pg, off, r->type, name,
+				r->namelen);
+		off += r->reclen;
+	}
+}
+
+static void load_dirs(struct walk *w)
+{
+	for (uint64_t ino = 1; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+
+		if (!wi->used || !S_ISDIR(wi->d.mode))
+			continue;
+		/* By extent, not by size: a damaged size can be huge. */
+		for (uint32_t e = 0; e < wi->next; e++)
+		for (uint64_t i = 0; i < wi->ext[e].len; i++) {
+			uint64_t pg = wi->ext[e].fpage + i;
+			uint64_t vpn = wi->ext[e].vpn + i;
+			int r;
+
+			if (pg >= wi->d.size / DG_PAGE_SIZE)
+				break;
+			r = dg_read(w->vol, vpn, 1, w->page);
+			if (r) {
+				unreadable(w, vpn, ino, "directory", r);
+				continue;
+			}
+			parse_dir_page(w, ino, pg, vpn, w->page);
+		}
+	}
+}
+
+static int kill_entry(struct walk *w, struct went *e)
+{
+	struct wino *dp = &w->in[e->dir];
+	struct dg_ddirent r = { 0 };
+	uint64_t vpn;
+
+	ext_lookup(dp, e->fpage, &vpn);
+	if (!vpn)
+		return -EIO;
+	r.ino = 0;
+	r.reclen = (uint16_t)((sizeof(r) + strlen(e->name) + 7) & ~7u);
+	r.namelen = (uint8_t)strlen(e->name);
+	r.type = e->type;
+	e->dead = true;
+	return wwrite(w, vpn, e->off, &r, sizeof(r));
+}
+
+static void check_entries(struct walk *w)
+{
+	for (size_t i = 0; i < w->nents; i++) {
+		struct went *e = &w->ents[i];
+		struct wino *t = e->ino < w->icap ? &w->in[e->ino] : NULL;
+		struct dg_chk_event ev;
+
+		if (!t || !t->used || e->ino == DG_ROOT_INO) {
+			ev_init(&ev, DG_CHK_DIRENT_DANGLING, "directory");
+			ev_ino(w, &ev, e->dir);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "entry '%s' in directory %llu names %s inode "
+				 "%llu", e->name, (unsigned long long)e->dir,
+				 e->ino == DG_ROOT_INO ? "the root" : "free",
+				 (unsigned long long)e->ino);
+			snprintf(ev.action, sizeof(ev.action),
+				 "remove the entry");
+			if (wask(w, &ev))
+				wreport(w, &ev, kill_entry(w, e) == 0);
+			else
+				wreport(w, &ev, false);
+			e->dead = true;
+			continue;
+		}
+		if (S_ISDIR(t->d.mode) && t->refs) {
+			ev_init(&ev, DG_CHK_DIR_MULTI, "directory");
+			ev_ino(w, &ev, e->dir);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "directory %llu has a second name '%s'",
+				 (unsigned long long)e->ino, e->name);
+			snprintf(ev.action, sizeof(ev.action),
+				 "remove the entry");
+			if (wask(w, &ev))
+				wreport(w, &ev, kill_entry(w, e) == 0);
+			else
+				wreport(w, &ev, false);
+			e->dead = true;
+			continue;
+		}
+		if (e->type != dg_mode_dtype(t->d.mode)) {
+			ev_init(&ev, DG_CHK_DIRENT_TYPE, "directory");
+			ev_ino(w, &ev, e->dir);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "entry '%s' has type %u, inode %llu is type "
+				 "%u", e->name, e->type,
+				 (unsigned long long)e->ino,
+				 dg_mode_dtype(t->d.mode));
+			snprintf(ev.action, sizeof(ev.action), "fix the type");
+			if (wask(w, &ev)) {
+				struct wino *dp = &w->in[e->dir];
+				uint8_t ty = dg_mode_dtype(t->d.mode);
+				uint64_t vpn;
+
+				ext_lookup(dp, e->fpage, &vpn);
+				e->type = ty;
+				wreport(w, &ev, vpn && wwrite(w, vpn, e->off +
+					offsetof(struct dg_ddirent, type), &ty,
+					1) == 0);
+			} else {
+				wreport(w, &ev, false);
+			}
+		}
+		if (!t->refs)
+			t->first_parent = e->dir;
+		t->refs++;
+		if (S_ISDIR(t->d.mode))
+			w->in[e->dir].subdirs++;
+	}
+}
+
+static void reach(struct walk *w)
+{
+	uint64_t *q = calloc(w->icap + 1, sizeof(*q));
+	size_t h = 0, t = 0;
+
+	if (!q)
+		return;
+	for (uint64_t i = 0; i < w->icap; i++)
+		w->in[i].reached = false;
+	w->in[DG_ROOT_INO].reached = true;
+	q[t++] = DG_ROOT_INO;
+	/* Entries are grouped by directory in load order; scan all. */
+	while (h < t) {
+		uint64_t d = q[h++];
+
+		for (size_t i = 0; i < w->nents; i++) {
+			struct went *e = &w->ents[i];
+
+			if (e->dead || e->dir != d || w->in[e->ino].reached)
+				continue;
+			w->in[e->ino].reached = true;
+			if (S_ISDIR(w->in[e->ino].d.mode))
+				q[t++] = e->ino;
+		}
+	}
+	free(q);
+}
+
+static void check_counts(struct walk *w)
+{
+	for (uint64_t ino = 1; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+		struct dg_chk_event ev;
+		uint32_t want;
+		uint64_t blocks = wi->nemap + (wi->d.xattr_vpn ? 1 : 0);
+
+		if (!wi->used)
+			continue;
+		for (uint32_t i = 0; i < wi->next; i++)
+			blocks += wi->ext[i].len;
+		if (S_ISDIR(wi->d.mode)) {
+			uint64_t par = ino == DG_ROOT_INO ? DG_ROOT_INO
+							  : wi->first_parent;
+
+			want = 2 + wi->subdirs;
+			if (par && wi->d.parent != par) {
+				ev_init(&ev, DG_CHK_DIR_PARENT, "inode");
+				ev_ino(w, &ev, ino);
+				snprintf(ev.detail, sizeof(ev.detail),
+					 "directory %llu: parent %llu, should "
+					 "be %llu", (unsigned long long)ino,
+					 (unsigned long long)wi->d.parent,
+					 (unsigned long long)par);
+				snprintf(ev.action, sizeof(ev.action),
+					 "set the parent");
+				if (wask(w, &ev)) {
+					wi->d.parent = par;
+					wreport(w, &ev,
+						store_inode(w, ino) == 0);
+				} else {
+					wreport(w, &ev, false);
+				}
+			}
+		} else {
+			want = wi->refs;
+		}
+		if (!wi->reached)
+			continue; /* orphans: lost+found sets the count */
+		if (wi->d.nlink != want) {
+			ev_init(&ev, DG_CHK_NLINK, "inode");
+			ev_ino(w, &ev, ino);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "inode %llu: link count %u, should be %u",
+				 (unsigned long long)ino, wi->d.nlink, want);
+			snprintf(ev.action, sizeof(ev.action),
+				 "set the link count");
+			if (wask(w, &ev)) {
+				wi->d.nlink = want;
+				wreport(w, &ev, store_inode(w, ino) == 0);
+			} else {
+				wreport(w, &ev, false);
+			}
+		}
+		if (wi->d.blocks != blocks) {
+			ev_init(&ev, DG_CHK_BLOCKS, "inode");
+			ev_ino(w, &ev, ino);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "inode %llu: %llu blocks, should be %llu",
+				 (unsigned long long)ino,
+				 (unsigned long long)wi->d.blocks,
+				 (unsigned long long)blocks);
+			snprintf(ev.action, sizeof(ev.action),
+				 "set the block count");
+			if (wask(w, &ev)) {
+				wi->d.blocks = blocks;
+				wreport(w, &ev, store_inode(w, ino) == 0);
+			} else {
+				wreport(w, &ev, false);
+			}
+		}
+	}
+}
+
+static void check_bitmap(struct walk *w)
+{
+	struct dg_vol *vol = w->vol;
+
+	for (uint64_t v = 0; v < w->vpns; v++) {
+		bool used = w->cls[v] != DG_PC_FREE, on;
+		struct dg_chk_event ev;
+
+		pthread_mutex_lock(&vol->alloc_lock);
+		on = vol->bitmap[v / 8] & (1u << (v % 8));
+		pthread_mutex_unlock(&vol->alloc_lock);
+		if (used == on)
+			continue;
+		ev_init(&ev, used ? DG_CHK_BITMAP_MISSING : DG_CHK_BITMAP_LEAK,
+			"allocation");
+		ev_vpn(w, &ev, v);
+		ev.ino = w->owner[v];
+		snprintf(ev.detail, sizeof(ev.detail),
+			 used ? "vpn %llu is used (%s) but marked free"
+			      : "vpn %llu is marked in use but nothing uses it",
+			 (unsigned long long)v, dg_pclass_name(w->cls[v]));
+		snprintf(ev.action, sizeof(ev.action), used ? "mark it used"
+							    : "mark it free");
+		if (wask(w, &ev)) {
+			uint8_t byte;
+			int r;
+
+			pthread_mutex_lock(&vol->alloc_lock);
+			if (used) {
+				vol->bitmap[v / 8] |= (uint8_t)(1u << (v % 8));
+				vol->free_vpns--;
+			} else {
+				vol->bitmap[v / 8] &= (uint8_t)~(1u << (v % 8));
+				vol->free_vpns++;
+			}
+			byte = vol->bitmap[v / 8];
+			pthread_mutex_unlock(&vol->alloc_lock);
+			r = wwrite(w, vol->bitmap_vpn + v / 8 / DG_PAGE_SIZE,
+				   (uint32_t)(v / 8 % DG_PAGE_SIZE), &byte, 1);
+			wreport(w, &ev, r == 0);
+		} else {
+			wreport(w, &ev, false);
+		}
+	}
+}
+
+static void walk_free(struct walk *w)
+{
+	if (w->in)
+		for (uint64_t i = 0; i < w->icap; i++) {
+			free(w->in[i].ext);
+			free(w->in[i].emap);
+		}
+	for (size_t i = 0; i < w->nents; i++)
+		free(w->ents[i].name);
+	free(w->ents);
+	free(w->in);
+	free(w->root);
+	free(w->page);
+}
+
+/* Load the root records and every structure, tolerantly. */
+static int walk_load(struct walk *w)
+{
+	struct dg_vol *vol = w->vol;
+	struct dg_chk_event ev;
+	int r;
+
+	w->vpns = vol->vpns;
+	w->root = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	w->page = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!w->root || !w->page || !w->cls || !w->owner)
+		return -ENOMEM;
+	r = dg_read(vol, 0, 1, w->root);
+	if (r) {
+		unreadable(w, 0, 0, "root", r);
+		return -EUCLEAN;
+	}
+	memcpy(&w->fsr, w->root->fs, sizeof(w->fsr));
+	if (w->fsr.magic != DG_FS_MAGIC || w->fsr.nchunks == 0 ||
+	    w->fsr.nchunks > DG_MAX_ICHUNKS || !vol->bitmap) {
+		ev_init(&ev, DG_CHK_FS_ROOT, "root");
+		ev_vpn(w, &ev, 0);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "filesystem root record is invalid");
+		snprintf(ev.action, sizeof(ev.action), "none");
+		w->problems++;
+		wreport(w, &ev, false);
+		return -EUCLEAN;
+	}
+	mark(w, 0, 1, DG_PC_ROOT, 0);
+	mark(w, 1, vol->meta_vpns - 1, DG_PC_BITMAP, 0);
+	w->icap = (uint64_t)w->fsr.nchunks * DG_INODES_PER_CHUNK;
+	w->in = calloc(w->icap, sizeof(*w->in));
+	if (!w->in)
+		return -ENOMEM;
+	load_itable(w);
+	if (!w->in[DG_ROOT_INO].used || !S_ISDIR(w->in[DG_ROOT_INO].d.mode)) {
+		ev_init(&ev, DG_CHK_FS_ROOT, "inode");
+		ev_ino(w, &ev, DG_ROOT_INO);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "root directory inode missing or not a directory");
+		snprintf(ev.action, sizeof(ev.action), "none");
+		w->problems++;
+		wreport(w, &ev, false);
+		return -EUCLEAN;
+	}
+	load_dirs(w);
+	return 0;
+}
+
+int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner)
+{
+	struct walk w = { .vol = vol, .classify_only = true };
+	int ret;
+
+	w.cls = calloc(vol->vpns, 1);
+	w.owner = calloc(vol->vpns, sizeof(*w.owner));
+	ret = walk_load(&w);
+	walk_free(&w);
+	if (ret && ret != -EUCLEAN) {
+		free(w.cls);
+		free(w.owner);
+		return ret;
+	}
+	*cls = w.cls;
+	*owner = w.owner;
+	return 0;
+}
+
+/* Reconnect inodes no directory names to /lost+found. */
+static void reconnect(struct walk *w)
+{
+	struct dg_fs *fs = NULL;
+	struct dg_inode *lf = NULL;
+	struct dg_attr at;
+	int r;
+
+	for (uint64_t ino = 2; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+		struct dg_chk_event ev;
+		char name[32];
+
+		if (!wi->used || wi->reached || wi->refs ||
+		    (!wi->d.nlink && !S_ISDIR(wi->d.mode)))
+			continue; /* nlink 0: an orphan the mount frees */
+		ev_init(&ev, DG_CHK_UNREACHABLE, "inode");
+		ev_ino(w, &ev, ino);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "inode %llu (%s, %llu bytes) is not reachable from "
+			 "the root", (unsigned long long)ino,
+			 S_ISDIR(wi->d.mode) ? "directory" : "file",
+			 (unsigned long long)wi->d.size);
+		snprintf(ev.action, sizeof(ev.action),
+			 "move to /lost+found/#%llu", (unsigned long long)ino);
+		if (!wask(w, &ev)) {
+			wreport(w, &ev, false);
+			continue;
+		}
+		if (!fs) {
+			r = dg_fs_open(w->vol, &fs);
+			if (r) {
+				wreport(w, &ev, false);
+				fs = NULL;
+				break;
+			}
+			r = dg_fs_lookup(fs, DG_ROOT_INO, "lost+found", &at);
+			if (r == -ENOENT)
+				r = dg_fs_mknod(fs, DG_ROOT_INO, "lost+found",
+						S_IFDIR | 0700, 0, 0, 0, &at);
+			if (r) {
+				wreport(w, &ev, false);
+				break;
+			}
+			lf = dg_inode_get(fs, at.ino);
+		}
+		snprintf(name, sizeof(name), "#%llu", (unsigned long long)ino);
+		{
+			struct dg_inode *ip = dg_inode_get(fs, ino);
+			struct dg_txn *t = dg_txn_new(w->vol);
+
+			r = -ENOMEM;
+			if (ip && t && lf && ip->ino != lf->ino) {
+				r = dg_dir_add(fs, t, lf, name, ino,
+					       dg_mode_dtype(ip->d.mode));
+				if (!r && S_ISDIR(ip->d.mode)) {
+					ip->d.parent = lf->ino;
+					lf->d.nlink++;
+				} else if (!r) {
+					ip->d.nlink = 1;
+				}
+				if (!r)
+					r = dg_inode_store(fs, t, ip);
+				if (!r)
+					r = dg_inode_store(fs, t, lf);
+				if (!r)
+					r = dg_fs_commit(fs, t);
+			}
+			dg_txn_free(t);
+			wreport(w, &ev, r == 0);
+		}
+	}
+	dg_fs_close(fs);
+}
+
+int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg)
+{
+	struct walk w = { .vol = vol, .fn = fn, .ask = ask, .arg = arg };
+	int ret;
+
+	w.cls = calloc(vol->vpns, 1);
+	w.owner = calloc(vol->vpns, sizeof(*w.owner));
+	ret = walk_load(&w);
+	if (ret == 0) {
+		check_entries(&w);
+		reach(&w);
+		check_counts(&w);
+		check_bitmap(&w);
+		reconnect(&w);
+	}
+	walk_free(&w);
+	free(w.cls);
+	free(w.owner);
+	if (ret == -EUCLEAN)
+		ret = 0; /* reported */
+	return ret < 0 ? ret : (int)w.problems;
+}
+
+/* ---- fuzzing --------------------------------------------------------- */
+
+int dg_check_fuzz_page(struct dg_vol *vol, unsigned kind, const void *page)
+{
+	struct walk w = { .vol = vol, .classify_only = true };
+	struct dg_dsuper sb;
+	int ret = 0;
+
+	switch (kind % 4) {
+	case 0:
+		return dg_dsuper_decode(page, &sb);
+	case 1: /* a directory page */
+		w.vpns = vol->vpns;
+		parse_dir_page(&w, 1, 0, 0, page);
+		ret = (int)w.nents;
+		walk_free(&w);
+		return ret;
+	case 2: { /* an inode record */
+		const struct dg_dinode *d = page;
+
+		return mode_ok(d->mode) ? 0 : -EUCLEAN;
+	}
+	default: { /* journal header */
+		struct dg_djhead h;
+
+		memcpy(&h, page, sizeof(h));
+		return h.csum == jhead_csum(vol, &h) ? 0 : -EUCLEAN;
+	}
+	}
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* check.h -- engine services for fsck.daxguard and daxguard-inject */
+#ifndef DG_CHECK_H
+#define DG_CHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "fs.h"
+
+/*
+ * The checks walk the media through the engine (only the engine decodes
+ * on-media bytes) and report each finding through a callback. A check
+ * given repair = false never writes. Repairs are only the proven ones
+ * (G6): pages rebuilt from parity and verified against their checksum,
+ * parity recomputed from verified data, a copy replaced by a copy that
+ * its own protection proves good, and counts and maps recomputed from
+ * the structures that reference them.
+ */
+enum dg_chk_kind {
+	DG_CHK_SUPER_BAD,	   /* a superblock copy fails validation */
+	DG_CHK_SUPER_DIFFERS,	   /* a valid copy disagrees with the volume */
+	DG_CHK_DEV_MISSING,	   /* a device is missing, blank or stale */
+	DG_CHK_DEV_REBUILT,	   /* ... and was rebuilt from parity */
+	DG_CHK_JHEAD_BAD,	   /* a journal header slot is damaged */
+	DG_CHK_JHEAD_STALE,	   /* a header slot lags its other copy */
+	DG_CHK_JOURNAL_PENDING,	   /* committed entries not yet replayed */
+	DG_CHK_JENTRY_COPY,	   /* a live entry is bad in one copy */
+	DG_CHK_PAGE_BAD,	   /* a data or parity page fails its checksum */
+	DG_CHK_CSUM_BAD,	   /* a checksum page copy is damaged */
+	DG_CHK_CSUM_STALE,	   /* a checksum page copy is stale */
+	DG_CHK_PARITY_STALE,	   /* parity disagrees with verified data */
+	DG_CHK_FS_ROOT,		   /* volume or filesystem root record bad */
+	DG_CHK_ITABLE,		   /* inode table chunk out of range */
+	DG_CHK_INODE_BAD,	   /* an inode record is invalid */
+	DG_CHK_EXTENT_BAD,	   /* an extent is out of range or unsorted */
+	DG_CHK_EXTENT_DUP,	   /* a page is used twice */
+	DG_CHK_DIRENT_BAD,	   /* a directory record is malformed */
+	DG_CHK_DIRENT_DANGLING,	   /* an entry names a free inode */
+	DG_CHK_DIRENT_TYPE,	   /* an entry's type differs from the inode */
+	DG_CHK_DIR_PARENT,	   /* a directory's parent field is wrong */
+	DG_CHK_DIR_MULTI,	   /* a directory has more than one name */
+	DG_CHK_NLINK,		   /* link count wrong */
+	DG_CHK_BLOCKS,		   /* block count wrong */
+	DG_CHK_UNREACHABLE,	   /* an inode is not reachable from the root */
+	DG_CHK_BITMAP_LEAK,	   /* allocated but used by nothing */
+	DG_CHK_BITMAP_MISSING,	   /* used but marked free */
+	DG_CHK_UNREADABLE,	   /* metadata page unreadable (-EIO) */
+	DG_CHK_NR,
+};
+
+struct dg_chk_event {
+	enum dg_chk_kind kind;
+	int dev;		/* device, -1 when none */
+	int64_t page;		/* device page, -1 when none */
+	int64_t vpn;		/* volume page, -1 when none */
+	uint64_t ino;		/* inode, 0 when none */
+	const char *structure;	/* "data", "parity", "checksum", "superblock",
+				 * "journal", "inode", "extent", "directory",
+				 * "allocation", "device" */
+	bool fixed;		/* the repair was made */
+	bool fixable;		/* a repair exists (made when repairing) */
+	char detail[160];	/* human readable specifics */
+	char action[64];	/* what was or would be done */
+};
+typedef void (*dg_chk_fn)(void *arg, const struct dg_chk_event *ev);
+
+/* Both superblock copies of every present device against the volume's.
+ * repair rewrites the bad copies (a writable volume). */
+int dg_check_supers(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg);
+/* Journal header slots of both copies, and live entries in each copy. */
+int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg);
+
+struct dg_chk_stats {
+	uint64_t rows_checked;	/* rows with a written page */
+	uint64_t pages_checked;	/* written pages verified */
+	uint64_t bytes_checked;
+	uint64_t unrecoverable;
+};
+/* Every written page against its checksum, both copies of every
+ * checksum page, the parity of every written row. */
+int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
+			void *arg, dg_progress_fn progress, void *parg,
+			struct dg_chk_stats *st);
+
+/*
+ * Filesystem structures: inodes, extent maps, directories, link counts,
+ * reachability, allocation bitmap against actual use. fix(arg, ev)
+ * decides per finding whether to repair (NULL: never). Unreachable
+ * inodes go to /lost+found when fixed.
+ */
+typedef bool (*dg_chk_ask_fn)(void *arg, const struct dg_chk_event *ev);
+int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg);
+
+/* Rebuild the devices left out of a degraded volume (vol->spare paths)
+ * completely from parity. Opens paths itself; on success every device
+ * is whole and the volume opens normally. */
+int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
+		   void *arg, dg_progress_fn progress, void *parg,
+		   char *errbuf, size_t errlen);
+
+/* ---- page classes, for inject and reports -------------------------- */
+enum dg_pclass {
+	DG_PC_FREE,
+	DG_PC_ROOT,	/* vpn 0 */
+	DG_PC_BITMAP,
+	DG_PC_ITABLE,
+	DG_PC_EMAP,
+	DG_PC_XATTR,
+	DG_PC_DIR,
+	DG_PC_FILE,	/* regular file data */
+	DG_PC_SYMLINK,
+	DG_PC_NR,
+};
+const char *dg_pclass_name(enum dg_pclass c);
+/*
+ * Class and owning inode of every vpn from a tolerant walk of the
+ * structures (pages that cannot be read are skipped). The arrays get
+ * dg_vol_info.vpns entries; free them with free().
+ */
+int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner);
+/* Checksum of (dev, row) as stored (verified copy): DG_CSUM_NONE means
+ * never written. */
+int dg_check_csum(struct dg_vol *vol, unsigned dev, uint64_t row,
+		  uint64_t *csum);
+/* Device page of superblock copy c (0 primary, 1 backup). */
+uint64_t dg_super_page(struct dg_vol *vol, unsigned copy);
+/* Journal header slot s of copy c: device and page; *live says whether
+ * it holds the newest header. */
+void dg_jhead_loc(struct dg_vol *vol, unsigned c, unsigned s, unsigned *dev,
+		  uint64_t *page, bool *newest);
+/* Path of a device of the volume (NULL when missing). */
+const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev);
+
+/* Fuzzing entry points: parse one page image as each metadata kind
+ * against a throwaway volume; return 0 or a negative errno, never
+ * crash. */
+int dg_check_fuzz_page(struct dg_vol *vol, unsigned kind, const void *page);
+
+#endif /* DG_CHECK_H */

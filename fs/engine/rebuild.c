@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: MIT
+/* rebuild.c -- rebuild missing, blank or stale devices from parity */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "csum.h"
+#include "super.h"
+
+/* Which missing slot a spare path fills: its own (stale) superblock
+ * says so, else its position among the paths, else the first free. */
+static int assign_spares(struct dg_vol *vol, const char *const *paths,
+			 unsigned n, int *slot_of_spare, char *errbuf,
+			 size_t errlen)
+{
+	uint32_t todo = vol->missing_mask;
+
+	for (unsigned s = 0; s < vol->nspare; s++) {
+		struct dg_dev d;
+		struct dg_dsuper sb;
+		bool backup;
+		char e[256];
+
+		slot_of_spare[s] = -1;
+		if (dg_dev_open(&d, vol->spare[s], true, true, e, sizeof(e)))
+			continue;
+		if (dg_dev_read_super(&d, &sb, &backup) == 0 &&
+		    !memcmp(sb.vol_uuid, vol->sb.vol_uuid, 16) &&
+		    sb.dev_index < vol->ndev && (todo & (1u << sb.dev_index))) {
+			slot_of_spare[s] = (int)sb.dev_index;
+			todo &= ~(1u << sb.dev_index);
+		}
+		dg_dev_close(&d);
+	}
+	for (unsigned s = 0; s < vol->nspare; s++) {
+		if (slot_of_spare[s] >= 0)
+			continue;
+		for (unsigned i = 0; i < n; i++)
+			if (paths[i] && !strcmp(paths[i], vol->spare[s]) &&
+			    i < vol->ndev && (todo & (1u << i))) {
+				slot_of_spare[s] = (int)i;
+				todo &= ~(1u << i);
+				break;
+			}
+	}
+	for (unsigned s = 0; s < vol->nspare; s++) {
+		if (slot_of_spare[s] >= 0 || !todo)
+			continue;
+		slot_of_spare[s] = __builtin_ctz(todo);
+		todo &= todo - 1;
+	}
+	if (todo) {
+		snprintf(errbuf, errlen, "device %u is missing and no path was "
+			 "given to rebuild it on", __builtin_ctz(todo));
+		return -ENXIO;
+	}
+	return 0;
+}
+
+static int prepare_spare(struct dg_vol *vol, unsigned idx, const char *path,
+			 char *errbuf, size_t errlen)
+{
+	uint64_t need = vol->sb.dev_pages * DG_PAGE_SIZE;
+	struct dg_dev *d = &vol->devs[idx];
+	struct stat st;
+	int ret;
+
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size < need && truncate(path, (off_t)need) < 0) {
+		snprintf(errbuf, errlen, "cannot extend '%s': %s", path,
+			 strerror(errno));
+		return -errno;
+	}
+	ret = dg_dev_open(d, path, false, false, errbuf, errlen);
+	if (ret)
+		return ret;
+	if (d->size < need) {
+		snprintf(errbuf, errlen, "'%s' is too small: %llu bytes, the "
+			 "volume needs %llu", path,
+			 (unsigned long long)d->size,
+			 (unsigned long long)need);
+		dg_dev_close(d);
+		return -ENOSPC;
+	}
+	d->idx = idx;
+	if (getrandom(vol->dev_uuid[idx], 16, 0) != 16)
+		memset(vol->dev_uuid[idx], (int)idx + 1, 16);
+	vol->dev_uuid[idx][6] = (vol->dev_uuid[idx][6] & 0x0f) | 0x40;
+	vol->dev_uuid[idx][8] = (vol->dev_uuid[idx][8] & 0x3f) | 0x80;
+	return 0;
+}
+
+static void copy_pages(struct dg_dev *to, uint64_t to_page,
+		       const struct dg_dev *from, uint64_t from_page,
+		       uint64_t n)
+{
+	dg_dev_write(to, to_page << DG_PAGE_SHIFT,
+		     dg_dev_ptr(from, from_page << DG_PAGE_SHIFT),
+		     n << DG_PAGE_SHIFT);
+	dg_dev_persist(to, to_page << DG_PAGE_SHIFT, n << DG_PAGE_SHIFT);
+}
+
+/* Position of dev in a row: data rank, or k + parity index. */
+static unsigned pos_dev(struct dg_vol *vol, uint64_t row, unsigned pos)
+{
+	if (pos < vol->k)
+		return dg_row_data_dev(vol, row, pos);
+	return dg_row_parity_dev(vol, row, pos - vol->k);
+}
+
+struct rb {
+	struct dg_vol *vol;
+	uint32_t target;	/* mask of devices being rebuilt */
+	uint32_t recompute;	/* owners whose checksums are gone */
+	uint64_t pages, lost;
+	dg_chk_fn fn;
+	void *arg;
+};
+
+static void rb_lost(struct rb *b, unsigned dev, uint64_t row,
+		    const char *why)
+{
+	struct dg_chk_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = DG_CHK_PAGE_BAD;
+	ev.dev = (int)dev;
+	ev.page = (int64_t)dg_row_page(b->vol, row);
+	ev.vpn = dg_row_dev_is_parity(b->vol, row, dev)
+			 ? -1 : (int64_t)dg_loc_vpn(b->vol, dev, row);
+	ev.structure = ev.vpn < 0 ? "parity" : "data";
+	snprintf(ev.detail, sizeof(ev.detail),
+		 "page cannot be rebuilt while rebuilding the device: %s",
+		 why);
+	snprintf(ev.action, sizeof(ev.action), "none: left as is (G6)");
+	b->lost++;
+	if (b->fn)
+		b->fn(b->arg, &ev);
+}
+
+static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
+{
+	struct dg_vol *vol = b->vol;
+	unsigned m = vol->k + vol->parity, nlost = 0;
+	uint8_t *pages[DG_MAX_DEVS];
+	bool lost[DG_MAX_DEVS] = { false }, known[DG_MAX_DEVS];
+	uint64_t cs[DG_MAX_DEVS];
+	bool written = false;
+
+	for (unsigned p = 0; p < m; p++) {
+		unsigned dev = pos_dev(vol, row, p);
+		struct dg_dev *d = &vol->devs[dev];
+
+		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
+		known[p] = !(b->recompute & (1u << dev));
+		cs[p] = 1;
+		if (known[p] && dg_csum_get(vol, dev, row, &cs[p]) < 0)
+			known[p] = false;
+		if (known[p] && cs[p] != DG_CSUM_NONE)
+			written = true;
+		if (b->target & (1u << dev)) {
+			lost[p] = true;
+			continue;
+		}
+		if (!known[p]) {
+			lost[p] = true;
+			continue;
+		}
+		if (cs[p] == DG_CSUM_NONE) {
+			memset(pages[p], 0, DG_PAGE_SIZE);
+			continue;
+		}
+		memcpy(pages[p], dg_dev_ptr(d, dg_row_page(vol, row)
+					       << DG_PAGE_SHIFT),
+		       DG_PAGE_SIZE);
+		if (dg_csum_page(vol, dev, row, pages[p]) != cs[p])
+			lost[p] = true; /* a fault on top of the loss */
+	}
+	if (!written)
+		return 0;
+	for (unsigned p = 0; p < m; p++)
+		nlost += lost[p];
+	if (nlost > vol->parity ||
+	    dg_parity_rebuild(vol, pages, lost, DG_PAGE_SIZE) < 0) {
+		for (unsigned p = 0; p < m; p++)
+			if (lost[p] && (b->target & (1u << pos_dev(vol, row, p))))
+				rb_lost(b, pos_dev(vol, row, p), row,
+					"too many pages of its row are bad");
+		return 0;
+	}
+	for (unsigned p = 0; p < m; p++) {
+		unsigned dev = pos_dev(vol, row, p);
+		struct dg_dev *d = &vol->devs[dev];
+		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+		struct dg_flushset fs;
+
+		if (!lost[p])
+			continue;
+		if (known[p] && cs[p] == DG_CSUM_NONE)
+			continue; /* never written: media ignored */
+		if (known[p] && dg_csum_page(vol, dev, row, pages[p]) != cs[p]) {
+			rb_lost(b, dev, row, "rebuilt page fails its checksum");
+			continue;
+		}
+		dg_dev_write(d, off, pages[p], DG_PAGE_SIZE);
+		dg_dev_persist(d, off, DG_PAGE_SIZE);
+		if (!known[p]) {
+			dg_flushset_init(&fs);
+			dg_csum_set(vol, dev, row,
+				    dg_csum_page(vol, dev, row, pages[p]), &fs);
+			dg_flushset_fini(&fs);
+		}
+		if (b->target & (1u << dev))
+			b->pages++;
+	}
+	return 0;
+}
+
+int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
+		   void *arg, dg_progress_fn progress, void *parg,
+		   char *errbuf, size_t errlen)
+{
+	struct dg_vol *vol = NULL;
+	int slot[DG_MAX_DEVS];
+	struct rb b = { .fn = fn, .arg = arg };
+	uint8_t *mem = NULL;
+	bool jfresh = false;
+	int ret;
+
+	/* No allocator: the root may live only on the lost devices. */
+	ret = dg_vol_open(paths, n, DG_OPEN_DEGRADED | DG_OPEN_NORECOVER |
+				  DG_OPEN_FORMAT,
+			  &vol, errbuf, errlen);
+	if (ret)
+		return ret;
+	if (!vol->degraded)
+		goto out;
+	if (!vol->redundancy || !vol->parity) {
+		snprintf(errbuf, errlen, "no parity to rebuild from");
+		ret = -ENXIO;
+		goto out;
+	}
+	ret = assign_spares(vol, paths, n, slot, errbuf, errlen);
+	if (ret)
+		goto out;
+	b.vol = vol;
+	for (unsigned s = 0; s < vol->nspare; s++) {
+		if (slot[s] < 0)
+			continue;
+		ret = prepare_spare(vol, (unsigned)slot[s], vol->spare[s],
+				    errbuf, errlen);
+		if (ret)
+			goto out;
+		b.target |= 1u << slot[s];
+	}
+	/* Checksum pages first: the primary of owner t from its replica on
+	 * t + 1, the replica on t of owner t - 1 from that owner's primary.
+	 * An owner whose both copies are gone gets its checksums computed
+	 * from the rebuilt pages (exact reconstruction from verified
+	 * survivors: nothing is guessed). */
+	for (unsigned t = 0; t < vol->ndev; t++) {
+		unsigned nx = (t + 1) % vol->ndev, pv = (t + vol->ndev - 1) %
+							 vol->ndev;
+		struct dg_dev *d = &vol->devs[t];
+
+		if (!(b.target & (1u << t)))
+			continue;
+		dg_dev_zero(d, vol->sb.csum_start << DG_PAGE_SHIFT,
+			    2 * vol->sb.csum_pages << DG_PAGE_SHIFT);
+		dg_dev_persist(d, vol->sb.csum_start << DG_PAGE_SHIFT,
+			       2 * vol->sb.csum_pages << DG_PAGE_SHIFT);
+		if (!(b.target & (1u << nx)))
+			copy_pages(d, vol->sb.csum_start, &vol->devs[nx],
+				   vol->sb.rep_start, vol->sb.csum_pages);
+		else
+			b.recompute |= 1u << t;
+		if (!(b.target & (1u << pv)))
+			copy_pages(d, vol->sb.rep_start, &vol->devs[pv],
+				   vol->sb.csum_start, vol->sb.csum_pages);
+	}
+	/* The journal copy, from the other copy. */
+	for (unsigned c = 0; c < 2; c++) {
+		unsigned dev, odev;
+		uint64_t start, pages, ostart, opages;
+
+		dg_jrnl_loc(vol, c, &dev, &start, &pages);
+		dg_jrnl_loc(vol, 1 - c, &odev, &ostart, &opages);
+		if ((b.target & (1u << dev)) && !(b.target & (1u << odev)))
+			copy_pages(&vol->devs[dev], start, &vol->devs[odev],
+				   ostart, pages);
+	}
+	{
+		unsigned d0, d1;
+		uint64_t st, pg;
+
+		dg_jrnl_loc(vol, 0, &d0, &st, &pg);
+		dg_jrnl_loc(vol, 1, &d1, &st, &pg);
+		if ((b.target & (1u << d0)) && (b.target & (1u << d1)))
+			jfresh = true;
+	}
+	vol->missing_mask = 0;
+	vol->degraded = false;
+	if (jfresh)
+		dg_journal_format(vol); /* both copies were lost */
+	mem = aligned_alloc(DG_PAGE_SIZE, DG_MAX_DEVS * DG_PAGE_SIZE);
+	if (!mem) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t row = 0; row < vol->sb.rows; row++) {
+		if (progress && row % 1024 == 0)
+			progress(parg, row, vol->sb.rows);
+		rebuild_row(&b, row, mem);
+	}
+	if (progress)
+		progress(parg, vol->sb.rows, vol->sb.rows);
+	/* Superblocks of every device, the rebuilt ones included; the
+	 * volume is whole again and closes clean. */
+	vol->read_only = false;
+	vol->sb.generation++;
+	dg_write_supers(vol);
+	for (unsigned t = 0; t < vol->ndev; t++) {
+		struct dg_chk_event ev;
+
+		if (!(b.target & (1u << t)))
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = DG_CHK_DEV_REBUILT;
+		ev.dev = (int)t;
+		ev.page = -1;
+		ev.vpn = -1;
+		ev.structure = "device";
+		ev.fixable = true;
+		ev.fixed = true;
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "device %u rebuilt on '%s': %llu pages from parity%s",
+			 t, vol->devs[t].path, (unsigned long long)b.pages,
+			 b.lost ? ", some pages could not be rebuilt" : "");
+		snprintf(ev.action, sizeof(ev.action), "rebuilt from parity");
+		if (fn)
+			fn(arg, &ev);
+	}
+	ret = b.lost ? -EIO : 0;
+out:
+	free(mem);
+	dg_vol_close(vol);
+	return ret;
+}

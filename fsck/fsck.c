@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+/* fsck.c -- fsck.daxguard: options, the order of the passes, exit codes */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsck.h"
+
+static const char usage_line[] =
+	"usage: fsck.daxguard [-n | -y | -p] [-f] [-v] [--json] DEV...\n";
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fsck.daxguard: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fputs(usage_line, stderr);
+	exit(FSCK_USAGE);
+}
+
+static bool verbose_log;
+
+static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
+{
+	/* Findings are reported by the passes; engine chatter only with -v. */
+	if (!verbose_log && level > DG_LOG_ERR)
+		return;
+	if (!verbose_log)
+		return;
+	fprintf(stderr, "fsck.daxguard: engine: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+static int open_vol(struct fsck_ctx *c, unsigned flags, char *err,
+		    size_t errlen)
+{
+	return dg_vol_open(c->paths, c->n, flags, &c->vol, err, errlen);
+}
+
+/* Errors that leave a device out but may be covered by parity. */
+static bool degradable(int ret)
+{
+	return ret == -ENXIO || ret == -ESTALE || ret == -EFBIG ||
+	       ret == -ENOSPC || ret == -ENODEV;
+}
+
+/* A missing image path: created empty (sized like the others) so the
+ * rebuild has somewhere to write. */
+static int create_missing(struct fsck_ctx *c)
+{
+	off_t size = 0;
+	struct stat st;
+
+	for (unsigned i = 0; i < c->n; i++)
+		if (stat(c->paths[i], &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size > size)
+			size = st.st_size;
+	for (unsigned i = 0; i < c->n; i++) {
+		int fd;
+
+		if (access(c->paths[i], F_OK) == 0 || errno != ENOENT)
+			continue;
+		fd = open(c->paths[i], O_RDWR | O_CREAT | O_EXCL, 0644);
+		if (fd < 0 || ftruncate(fd, size) < 0) {
+			fprintf(stderr, "fsck.daxguard: cannot create '%s': "
+				"%s\n", c->paths[i], strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+static void missing_findings(struct fsck_ctx *c, bool fixed)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(c->vol, &info);
+	for (unsigned d = 0; d < info.ndev; d++) {
+		struct dg_chk_event ev = { 0 };
+
+		if (!(info.missing_mask & (1u << d)))
+			continue;
+		ev.kind = DG_CHK_DEV_MISSING;
+		ev.dev = (int)d;
+		ev.page = ev.vpn = -1;
+		ev.structure = "device";
+		ev.fixable = info.parity > 0;
+		ev.fixed = fixed;
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "device %u of %u is missing, blank, truncated or "
+			 "stale", d, info.ndev);
+		snprintf(ev.action, sizeof(ev.action), "%s",
+			 info.parity ? "rebuild from parity" : "none");
+		ctx_add(c, &ev);
+	}
+}
+
+static int fail(struct fsck_ctx *c, const char *what, const char *err)
+{
+	fprintf(stderr, "fsck.daxguard: %s: %s\n", what, err);
+	dg_vol_close(c->vol);
+	c->vol = NULL;
+	return FSCK_ERROR;
+}
+
+static int run(struct fsck_ctx *c)
+{
+	bool repair = c->mode != MODE_N;
+	char err[512] = "";
+	struct dg_vol_info info;
+	size_t first_super;
+	bool rootless = false;
+	int ret;
+
+	ret = open_vol(c, DG_OPEN_RDONLY, err, sizeof(err));
+	if (ret && degradable(ret)) {
+		char err2[512];
+
+		ret = open_vol(c, DG_OPEN_RDONLY | DG_OPEN_DEGRADED, err2,
+			       sizeof(err2));
+		if (ret == -ENOENT || (ret && !err2[0]))
+			; /* keep the first message */
+		else if (ret)
+			snprintf(err, sizeof(err), "%s", err2);
+	}
+	if (ret == -EIO) {
+		/* The root lives only on the missing devices: look at the
+		 * device set alone, the rebuild brings the root back. */
+		char err3[512];
+
+		if (open_vol(c, DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
+				     DG_OPEN_FORMAT, err3, sizeof(err3)) == 0) {
+			ret = 0;
+			rootless = true;
+		}
+	}
+	if (ret) {
+		fprintf(stderr, "fsck.daxguard: cannot check: %s\n",
+			err[0] ? err : strerror(-ret));
+		return FSCK_ERROR;
+	}
+	dg_vol_get_info(c->vol, &info);
+	dg_uuid_format(info.uuid, c->uuid);
+
+	if (info.degraded) {
+		bool rebuild = repair && fix_problem(c->mode,
+						     PR_0_DEV_MISSING) &&
+			       info.parity;
+
+		if (!rebuild) {
+			missing_findings(c, false);
+			if (rootless)
+				return 0; /* nothing more to read until then */
+		} else {
+			size_t before;
+
+			missing_findings(c, true);
+			dg_vol_close(c->vol);
+			c->vol = NULL;
+			if (create_missing(c))
+				return FSCK_ERROR;
+			c->phase = "rebuild";
+			before = c->nf;
+			ret = dg_vol_rebuild(c->paths, c->n, ctx_event, c,
+					     ctx_progress, c, err, sizeof(err));
+			report_progress_end(c);
+			if (ret && ret != -EIO) {
+				for (size_t i = 0; i < before; i++)
+					c->f[i].fixed = false;
+				fprintf(stderr, "fsck.daxguard: cannot rebuild: "
+					"%s\n", err[0] ? err : strerror(-ret));
+				return FSCK_ERROR | FSCK_UNCORRECTED;
+			}
+			ret = open_vol(c, DG_OPEN_RDONLY, err, sizeof(err));
+			if (ret) {
+				fprintf(stderr, "fsck.daxguard: cannot check "
+					"after rebuild: %s\n", err);
+				return FSCK_ERROR | FSCK_UNCORRECTED;
+			}
+		}
+	}
+
+	/* Pass 0 and the pending journal on a read-only view: a writable
+	 * open rewrites the superblocks and replays the journal, which are
+	 * the repairs of what is found here. */
+	first_super = c->nf;
+	pass_super(c, false);
+	if (repair)
+		for (size_t i = first_super; i < c->nf; i++)
+			c->f[i].fixed = false;
+	if (!repair)
+		pass_journal(c, false);
+	else {
+		/* Only the pending-journal finding now; slots below. */
+		bool pend = false;
+		size_t m = c->nf;
+
+		pass_journal(c, false);
+		for (size_t i = m; i < c->nf; i++)
+			if (c->f[i].code == PR_1_JOURNAL_PENDING)
+				pend = true;
+		c->nf = m;
+		if (pend) {
+			struct dg_chk_event ev = { 0 };
+
+			ev.kind = DG_CHK_JOURNAL_PENDING;
+			ev.dev = -1;
+			ev.page = ev.vpn = -1;
+			ev.structure = "journal";
+			ev.fixable = true;
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "journal holds committed updates not yet "
+				 "replayed");
+			snprintf(ev.action, sizeof(ev.action),
+				 "replayed the journal");
+			ctx_add(c, &ev);
+		}
+	}
+
+	if (repair) {
+		size_t last = c->nf;
+
+		dg_vol_close(c->vol);
+		c->vol = NULL;
+		ret = open_vol(c, 0, err, sizeof(err));
+		if (ret)
+			return fail(c, "cannot open for repair", err[0] ? err
+						: strerror(-ret)) |
+			       FSCK_UNCORRECTED;
+		/* The open rewrote the superblocks and replayed the
+		 * journal: confirm. */
+		if (dg_check_supers(c->vol, false, NULL, NULL) == 0)
+			for (size_t i = first_super; i < last; i++)
+				if (c->f[i].code == PR_0_SUPER_BAD ||
+				    c->f[i].code == PR_0_SUPER_DIFFERS ||
+				    c->f[i].code == PR_1_JOURNAL_PENDING)
+					c->f[i].fixed = true;
+		pass_journal(c, true);
+	}
+
+	ret = pass_redundancy(c, repair && fix_problem(c->mode,
+							PR_2_PAGE_BAD));
+	if (ret < 0)
+		return fail(c, "page check failed", strerror(-ret)) |
+		       report_exit_code(c);
+	ret = pass_fs(c);
+	if (ret < 0)
+		return fail(c, "filesystem check failed", strerror(-ret)) |
+		       report_exit_code(c);
+	annotate(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct fsck_ctx c = { 0 };
+	int opt, modes = 0, code;
+
+	c.mode = MODE_N;
+	while ((opt = getopt_long(argc, argv, "nypfvaj", longopts, NULL)) !=
+	       -1) {
+		switch (opt) {
+		case 'n':
+			c.mode = MODE_N;
+			modes++;
+			break;
+		case 'y':
+			c.mode = MODE_Y;
+			modes++;
+			break;
+		case 'p':
+		case 'a':
+			c.mode = MODE_P;
+			modes++;
+			break;
+		case 'f':
+			c.force = true;
+			break;
+		case 'v':
+			c.verbose = true;
+			break;
+		case 'j':
+			c.json = true;
+			break;
+		case 'h':
+			fputs(usage_line, stdout);
+			return FSCK_OK;
+		default:
+			fputs(usage_line, stderr);
+			return FSCK_USAGE;
+		}
+	}
+	if (modes > 1)
+		usage_error("only one of -n, -y and -p may be given");
+	if (optind == argc)
+		usage_error("no devices given");
+	if (argc - optind > (int)DG_MAX_DEVS)
+		usage_error("at most %u devices", DG_MAX_DEVS);
+	c.paths = (const char **)argv + optind;
+	c.n = (unsigned)(argc - optind);
+	c.tty = isatty(STDERR_FILENO);
+	verbose_log = c.verbose;
+	dg_log_set_func(log_func);
+
+	code = run(&c);
+	if (code & FSCK_ERROR) {
+		if (c.json)
+			report_print(&c, code);
+		dg_vol_close(c.vol);
+		free(c.f);
+		return code;
+	}
+	code |= report_exit_code(&c);
+	report_print(&c, code);
+	dg_vol_close(c.vol);
+	free(c.f);
+	return code;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* fsck.h -- fsck.daxguard's context, shared by main, passes and report */
+#ifndef DG_FSCK_H
+#define DG_FSCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "problem.h"
+
+/* fsck(8) exit bits (e2fsck FSCK_*). */
+#define FSCK_OK		 0
+#define FSCK_NONDESTRUCT 1
+#define FSCK_UNCORRECTED 4
+#define FSCK_ERROR	 8
+#define FSCK_USAGE	 16
+
+struct finding {
+	int code;		/* enum pr_code */
+	int dev;
+	int64_t page, vpn;
+	uint64_t ino;
+	char structure[16];
+	char file[512];		/* path on the volume, "" when unknown */
+	char detail[160];
+	char action[64];
+	bool fixed, fixable;
+};
+
+struct fsck_ctx {
+	enum fsck_mode mode;
+	bool force, verbose, json, tty;
+	const char **paths;
+	unsigned n;
+	struct dg_vol *vol;
+	struct finding *f;
+	size_t nf, capf;
+	struct dg_chk_stats stats;
+	double secs_redundancy;
+	const char *phase;
+	double t0, last_draw;
+	char uuid[37];
+	int rebuild_failed;
+};
+
+void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev);
+/* Engine callbacks. */
+void ctx_event(void *arg, const struct dg_chk_event *ev);
+bool ctx_ask(void *arg, const struct dg_chk_event *ev);
+void ctx_progress(void *arg, uint64_t done, uint64_t total);
+double now_secs(void);
+
+/* Passes. */
+int pass_super(struct fsck_ctx *c, bool repair);
+int pass_journal(struct fsck_ctx *c, bool repair);
+int pass_redundancy(struct fsck_ctx *c, bool repair);
+int pass_fs(struct fsck_ctx *c);
+/* Fill in file paths and page classes of findings. */
+void annotate(struct fsck_ctx *c);
+
+/* Report (report.c). */
+void report_progress_end(struct fsck_ctx *c);
+int report_exit_code(const struct fsck_ctx *c);
+void report_print(struct fsck_ctx *c, int exit_code);
+
+#endif /* DG_FSCK_H */

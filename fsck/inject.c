@@ -1,0 +1,923 @@
+// SPDX-License-Identifier: MIT
+/* inject.c -- daxguard-inject: media faults written behind the engine */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "util.h"
+
+static const char usage_line[] =
+	"usage: daxguard-inject DEV... --fault KIND --target WHAT [--file PATH] "
+	"[--count N] [--seed S] [--bits N] [--len BYTES] [--device N] "
+	"[--json]\n"
+	"  KIND: bitflip scribble zero lost-write misdirect device-loss "
+	"stale-device\n"
+	"  WHAT: data directory inode extent allocation checksum parity "
+	"superblock journal any\n";
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "daxguard-inject: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "daxguard-inject: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fputs(usage_line, stderr);
+	exit(1);
+}
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rndn(uint64_t n)
+{
+	return n ? rnd() % n : 0;
+}
+
+enum kind { K_BITFLIP, K_SCRIBBLE, K_ZERO, K_LOST, K_MISDIRECT, K_DEVLOSS,
+	    K_STALE };
+static const char *const kinds[] = { "bitflip", "scribble", "zero",
+				     "lost-write", "misdirect",
+				     "device-loss", "stale-device", NULL };
+enum target { T_DATA, T_DIR, T_INODE, T_EXTENT, T_ALLOC, T_CSUM, T_PARITY,
+	      T_SUPER, T_JOURNAL, T_ANY };
+static const char *const targets[] = { "data", "directory", "inode",
+				       "extent", "allocation", "checksum",
+				       "parity", "superblock", "journal",
+				       "any", NULL };
+
+static int lookup(const char *const *tab, const char *s)
+{
+	for (int i = 0; tab[i]; i++)
+		if (!strcmp(tab[i], s))
+			return i;
+	return -1;
+}
+
+/* One device page chosen as a target. */
+struct tgt {
+	unsigned dev;
+	uint64_t page;		/* device page */
+	uint32_t lim;		/* bytes of the page that matter */
+	int64_t vpn, row;
+	uint64_t ino;
+	const char *what;
+};
+
+/* One change made. */
+struct change {
+	unsigned dev;
+	uint64_t off, len;
+	uint64_t page;
+	int64_t vpn, row;
+	const char *what;
+	char file[512];
+	const char *how;
+};
+
+struct inj {
+	const char **paths;
+	unsigned n;
+	struct dg_vol *vol;
+	struct dg_vol_info info;
+	bool mounted;
+	uint8_t *cls;
+	uint64_t *owner;
+	uint64_t file_ino;
+	struct dg_fs *fs;
+	struct change ch[4096];
+	unsigned nch;
+	unsigned bits;
+	uint64_t len;
+	int device;
+	bool same_row;		/* later faults hit the first one's row */
+	const char *devpath[DG_MAX_DEVS];
+};
+
+static int dev_fd(struct inj *s, unsigned dev, int flags)
+{
+	const char *p = s->devpath[dev];
+	int fd;
+
+	if (!p)
+		die("device %u is not present", dev);
+	fd = open(p, flags);
+	if (fd < 0)
+		die("cannot open '%s': %s", p, strerror(errno));
+	return fd;
+}
+
+static void rd(struct inj *s, unsigned dev, uint64_t off, void *buf,
+	       size_t len)
+{
+	int fd = dev_fd(s, dev, O_RDONLY);
+
+	if (pread(fd, buf, len, (off_t)off) != (ssize_t)len)
+		die("cannot read '%s': %s", s->devpath[dev], strerror(errno));
+	close(fd);
+}
+
+static void wr(struct inj *s, unsigned dev, uint64_t off, const void *buf,
+	       size_t len)
+{
+	int fd = dev_fd(s, dev, O_RDWR);
+
+	if (pwrite(fd, buf, len, (off_t)off) != (ssize_t)len)
+		die("cannot write '%s': %s", s->devpath[dev], strerror(errno));
+	close(fd);
+}
+
+static bool page_written(struct inj *s, unsigned dev, uint64_t row)
+{
+	uint64_t cs;
+
+	return dg_check_csum(s->vol, dev, row, &cs) == 0 &&
+	       cs != DG_CSUM_NONE;
+}
+
+static bool page_zero(struct inj *s, unsigned dev, uint64_t page)
+{
+	static uint8_t buf[DG_PAGE_SIZE];
+
+	rd(s, dev, page * DG_PAGE_SIZE, buf, sizeof(buf));
+	for (unsigned i = 0; i < DG_PAGE_SIZE; i++)
+		if (buf[i])
+			return false;
+	return true;
+}
+
+static bool taken(struct inj *s, unsigned dev, uint64_t page)
+{
+	for (unsigned i = 0; i < s->nch; i++)
+		if (s->ch[i].dev == dev && s->ch[i].page == page)
+			return true;
+	return false;
+}
+
+static bool class_fits(enum target t, uint8_t c)
+{
+	switch (t) {
+	case T_DATA:
+		return c == DG_PC_FILE;
+	case T_DIR:
+		return c == DG_PC_DIR;
+	case T_INODE:
+		return c == DG_PC_ITABLE;
+	case T_EXTENT:
+		return c == DG_PC_EMAP;
+	case T_ALLOC:
+		return c == DG_PC_ROOT || c == DG_PC_BITMAP;
+	default:
+		return c != DG_PC_FREE;
+	}
+}
+
+/* A written vpn of class t (of --file for data), chosen at random. */
+static int pick_vpn(struct inj *s, enum target t, bool need_nonzero,
+		    struct tgt *out)
+{
+	uint64_t nv = s->info.vpns, start = rndn(nv);
+
+	for (uint64_t i = 0; i < nv; i++) {
+		uint64_t v = (start + i) % nv;
+		struct dg_loc l;
+
+		if (!class_fits(t, s->cls[v]))
+			continue;
+		if (s->file_ino && s->owner[v] != s->file_ino)
+			continue;
+		l = dg_vpn_loc(s->vol, v);
+		if (!s->devpath[l.dev] || !page_written(s, l.dev, l.row) ||
+		    taken(s, l.dev, dg_row_page(s->vol, l.row)))
+			continue;
+		if (s->device >= 0 && l.dev != (unsigned)s->device)
+			continue;
+		if (need_nonzero &&
+		    page_zero(s, l.dev, dg_row_page(s->vol, l.row)))
+			continue;
+		out->dev = l.dev;
+		out->row = (int64_t)l.row;
+		out->vpn = (int64_t)v;
+		out->page = dg_row_page(s->vol, l.row);
+		out->lim = DG_PAGE_SIZE;
+		out->ino = s->owner[v];
+		out->what = t == T_ANY ? dg_pclass_name(s->cls[v])
+				       : targets[t];
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int pick1(struct inj *s, enum target t, bool need_nonzero,
+		 struct tgt *o);
+
+/* Another written page of the row of the first change (a column
+ * fault: several devices, one row). */
+static int pick_same_row(struct inj *s, struct tgt *o)
+{
+	uint64_t row = (uint64_t)s->ch[0].row;
+	unsigned start = (unsigned)rndn(s->info.ndev);
+
+	memset(o, 0, sizeof(*o));
+	for (unsigned i = 0; i < s->info.ndev; i++) {
+		unsigned d = (start + i) % s->info.ndev;
+		bool used = false;
+
+		for (unsigned j = 0; j < s->nch; j++)
+			if (s->ch[j].dev == d)
+				used = true;
+		if (used || !s->devpath[d] || !page_written(s, d, row))
+			continue;
+		o->dev = d;
+		o->row = (int64_t)row;
+		o->page = dg_row_page(s->vol, row);
+		o->lim = DG_PAGE_SIZE;
+		if (dg_vol_row_is_parity(s->vol, row, d)) {
+			o->vpn = -1;
+			o->what = "parity";
+		} else {
+			o->vpn = (int64_t)dg_loc_vpn(s->vol, d, row);
+			o->ino = s->owner[o->vpn];
+			o->what = dg_pclass_name(s->cls[o->vpn]);
+		}
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int pick(struct inj *s, enum target t, bool need_nonzero,
+		struct tgt *o)
+{
+	if (s->same_row && s->nch && s->ch[0].row >= 0)
+		return pick_same_row(s, o);
+	if (t != T_ANY)
+		return pick1(s, t, need_nonzero, o);
+	for (int i = 0; i < 32; i++)
+		if (!pick1(s, (enum target)rndn(T_JOURNAL + 1), need_nonzero,
+			   o))
+			return 0;
+	return -ENOENT;
+}
+
+static int pick1(struct inj *s, enum target t, bool need_nonzero,
+		 struct tgt *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->vpn = o->row = -1;
+	switch (t) {
+	case T_PARITY:
+	case T_CSUM: {
+		struct tgt d;
+
+		for (int tries = 0; tries < 64; tries++) {
+			uint32_t byte;
+			uint64_t cp, rp;
+			unsigned j;
+
+			if (pick_vpn(s, T_ANY, false, &d))
+				return -ENOENT;
+			if (t == T_PARITY) {
+				if (!s->info.parity)
+					return -ENOENT;
+				j = (unsigned)rndn(s->info.parity);
+				o->dev = dg_row_parity_dev(s->vol,
+							   (uint64_t)d.row, j);
+				o->row = d.row;
+				o->page = d.page;
+				o->what = "parity";
+				if (!s->devpath[o->dev] ||
+				    !page_written(s, o->dev, (uint64_t)o->row))
+					continue;
+			} else {
+				dg_csum_loc(s->vol, d.dev, (uint64_t)d.row,
+					    &cp, &byte, &rp);
+				o->row = d.row; /* the row whose entry it holds */
+				o->what = "checksum";
+				if (rndn(2) && s->info.ndev > 1) {
+					o->dev = (d.dev + 1) % s->info.ndev;
+					o->page = rp;
+				} else {
+					o->dev = d.dev;
+					o->page = cp;
+				}
+				if (!s->devpath[o->dev])
+					continue;
+			}
+			if (s->device >= 0 && o->dev != (unsigned)s->device)
+				continue;
+			if (taken(s, o->dev, o->page))
+				continue;
+			if (need_nonzero && page_zero(s, o->dev, o->page))
+				continue;
+			o->lim = DG_PAGE_SIZE;
+			return 0;
+		}
+		return -ENOENT;
+	}
+	case T_SUPER:
+		for (int tries = 0; tries < 64; tries++) {
+			o->dev = s->device >= 0 ? (unsigned)s->device
+						: (unsigned)rndn(s->info.ndev);
+			o->page = dg_super_page(s->vol, (unsigned)rndn(2));
+			if (s->devpath[o->dev] && !taken(s, o->dev, o->page))
+				break;
+		}
+		o->lim = DG_PAGE_SIZE;
+		o->what = "superblock";
+		return s->devpath[o->dev] ? 0 : -ENOENT;
+	case T_JOURNAL: {
+		bool newest = false;
+		unsigned c = (unsigned)rndn(2);
+
+		/* The newest header slot: the live part of the journal. */
+		for (unsigned sl = 0; sl < 2; sl++) {
+			dg_jhead_loc(s->vol, c, sl, &o->dev, &o->page,
+				     &newest);
+			if (newest)
+				break;
+		}
+		o->lim = sizeof(struct dg_djhead);
+		o->what = "journal";
+		return s->devpath[o->dev] && !taken(s, o->dev, o->page)
+			       ? 0 : -ENOENT;
+	}
+	default:
+		return pick_vpn(s, t, need_nonzero, o);
+	}
+}
+
+static struct change *note(struct inj *s, const struct tgt *t, uint64_t off,
+			   uint64_t len, const char *how)
+{
+	struct change *c;
+
+	if (s->nch == sizeof(s->ch) / sizeof(s->ch[0]))
+		die("too many changes");
+	c = &s->ch[s->nch++];
+	memset(c, 0, sizeof(*c));
+	c->dev = t->dev;
+	c->page = t->page;
+	c->off = off;
+	c->len = len;
+	c->vpn = t->vpn;
+	c->row = t->row;
+	c->what = t->what;
+	c->how = how;
+	if (t->ino && s->fs)
+		dg_fs_path(s->fs, t->ino, c->file, sizeof(c->file));
+	return c;
+}
+
+static void do_bitflip(struct inj *s, const struct tgt *t)
+{
+	for (unsigned b = 0; b < s->bits; b++) {
+		uint64_t bit = rndn((uint64_t)t->lim * 8), off;
+		uint8_t byte;
+
+		off = t->page * DG_PAGE_SIZE + bit / 8;
+		rd(s, t->dev, off, &byte, 1);
+		byte ^= (uint8_t)(1u << (bit % 8));
+		wr(s, t->dev, off, &byte, 1);
+		note(s, t, off, 1, "bitflip");
+	}
+}
+
+static void do_scribble(struct inj *s, const struct tgt *t)
+{
+	uint64_t len = s->len ? s->len : 64, start, off;
+	uint8_t *buf, *old;
+
+	if (t->lim < DG_PAGE_SIZE && len > t->lim)
+		len = t->lim;
+	/* A scribble may run into the next page of the device. */
+	start = rndn(t->lim);
+	if (t->lim < DG_PAGE_SIZE && start + len > t->lim)
+		start = t->lim - len;
+	off = t->page * DG_PAGE_SIZE + start;
+	if (off + len > s->info.dev_pages * DG_PAGE_SIZE)
+		off = s->info.dev_pages * DG_PAGE_SIZE - len;
+	buf = malloc(len);
+	old = malloc(len);
+	if (!buf || !old)
+		die("out of memory");
+	rd(s, t->dev, off, old, len);
+	for (uint64_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)rnd();
+	if (len && buf[0] == old[0])
+		buf[0] ^= 0xa5;
+	wr(s, t->dev, off, buf, len);
+	note(s, t, off, len, "scribble");
+	free(buf);
+	free(old);
+}
+
+static void do_zero(struct inj *s, const struct tgt *t)
+{
+	static const uint8_t z[DG_PAGE_SIZE];
+
+	wr(s, t->dev, t->page * DG_PAGE_SIZE, z, t->lim);
+	note(s, t, t->page * DG_PAGE_SIZE, t->lim, "zero");
+}
+
+static void do_misdirect(struct inj *s, enum target what, const struct tgt *t)
+{
+	static uint8_t src[DG_PAGE_SIZE], cur[DG_PAGE_SIZE];
+	struct tgt from;
+	int tries;
+
+	rd(s, t->dev, t->page * DG_PAGE_SIZE, cur, DG_PAGE_SIZE);
+	for (tries = 0; tries < 200; tries++) {
+		if (what == T_JOURNAL) {
+			bool nw;
+
+			/* The other header slot of the same copy. */
+			from = *t;
+			for (unsigned c = 0; c < 2; c++)
+				for (unsigned sl = 0; sl < 2; sl++) {
+					unsigned d;
+					uint64_t p;
+
+					dg_jhead_loc(s->vol, c, sl, &d, &p, &nw);
+					if (d == t->dev && p != t->page &&
+					    (p == t->page + 1 ||
+					     p + 1 == t->page))
+						from.page = p;
+				}
+		} else if (what == T_CSUM) {
+			from = *t;
+			from.page = t->page + 1 + rndn(3);
+			if (rndn(2) && t->page > 1)
+				from.page = t->page - 1;
+		} else {
+			/* Same device: a write that landed on the wrong
+			 * page of this device. */
+			int keep = s->device, r;
+
+			s->device = (int)t->dev;
+			r = pick_vpn(s, T_ANY, true, &from);
+			s->device = keep;
+			if (r)
+				break;
+		}
+		if (from.page == t->page)
+			continue;
+		rd(s, t->dev, from.page * DG_PAGE_SIZE, src, DG_PAGE_SIZE);
+		if (memcmp(src, cur, t->lim))
+			break;
+	}
+	if (tries == 200 || !memcmp(src, cur, t->lim))
+		die("no page to misdirect from");
+	wr(s, t->dev, t->page * DG_PAGE_SIZE, src, t->lim);
+	note(s, t, t->page * DG_PAGE_SIZE, t->lim, "misdirect");
+}
+
+/* Writes through the engine that change a page and put it back; the
+ * image of the target page between the two is the "earlier content". */
+static void engine_bounce(struct inj *s, uint64_t vpn, const struct tgt *t,
+			  uint8_t *snap)
+{
+	static uint8_t b0[DG_PAGE_SIZE], b1[DG_PAGE_SIZE];
+	struct dg_range r = { vpn, 0, DG_PAGE_SIZE, NULL };
+	int ret;
+
+	ret = dg_read(s->vol, vpn, 1, b0);
+	if (ret)
+		die("cannot read vpn %llu: %s", (unsigned long long)vpn,
+		    strerror(-ret));
+	memcpy(b1, b0, sizeof(b1));
+	for (unsigned i = 0; i < 8; i++)
+		b1[rndn(DG_PAGE_SIZE)] ^= (uint8_t)(1 + rndn(255));
+	r.data = b1;
+	ret = dg_apply(s->vol, &r, 1);
+	if (!ret && t)
+		rd(s, t->dev, t->page * DG_PAGE_SIZE, snap, DG_PAGE_SIZE);
+	r.data = b0;
+	if (!ret)
+		ret = dg_apply(s->vol, &r, 1);
+	if (ret)
+		die("cannot write through the engine: %s", strerror(-ret));
+}
+
+static void reopen(struct inj *s, unsigned flags)
+{
+	char err[512];
+	int ret;
+
+	dg_fs_close(s->fs);
+	s->fs = NULL;
+	dg_vol_close(s->vol);
+	s->vol = NULL;
+	ret = dg_vol_open(s->paths, s->n, flags, &s->vol, err, sizeof(err));
+	if (ret)
+		die("cannot open the volume: %s", err);
+	for (unsigned d = 0; d < s->info.ndev; d++) {
+		const char *p = dg_vol_dev_path(s->vol, d);
+
+		s->devpath[d] = p ? strdup(p) : NULL;
+	}
+	if (s->vol && dg_fs_open(s->vol, &s->fs))
+		s->fs = NULL;
+}
+
+static void do_lost_write(struct inj *s, enum target what, struct tgt *t)
+{
+	static uint8_t snap[DG_PAGE_SIZE];
+	uint64_t vpn;
+
+	if (s->mounted)
+		die("lost-write needs an unmounted volume (it writes through "
+		    "the engine)");
+	if (what == T_SUPER) {
+		/* The backup copy goes back one generation. */
+		t->page = dg_super_page(s->vol, 1);
+		rd(s, t->dev, t->page * DG_PAGE_SIZE, snap, DG_PAGE_SIZE);
+		reopen(s, 0);
+		reopen(s, DG_OPEN_RDONLY);
+		wr(s, t->dev, t->page * DG_PAGE_SIZE, snap, DG_PAGE_SIZE);
+		note(s, t, t->page * DG_PAGE_SIZE, DG_PAGE_SIZE,
+		     "lost-write");
+		return;
+	}
+	if (what == T_JOURNAL) {
+		rd(s, t->dev, t->page * DG_PAGE_SIZE, snap, DG_PAGE_SIZE);
+		reopen(s, 0);
+		engine_bounce(s, 0, NULL, NULL);
+		dg_vol_sync(s->vol);
+		engine_bounce(s, 0, NULL, NULL);
+		dg_vol_sync(s->vol);
+		reopen(s, DG_OPEN_RDONLY);
+		wr(s, t->dev, t->page * DG_PAGE_SIZE, snap, t->lim);
+		note(s, t, t->page * DG_PAGE_SIZE, t->lim, "lost-write");
+		return;
+	}
+	/* The vpn whose write changes the target page. */
+	if (t->vpn >= 0)
+		vpn = (uint64_t)t->vpn;
+	else if (what == T_PARITY)
+		vpn = dg_loc_vpn(s->vol, dg_row_parity_dev(s->vol,
+				 (uint64_t)t->row, 0) == 0 && s->info.ndev > 1
+				 ? 1 : 0, (uint64_t)t->row);
+	else
+		vpn = 0;
+	if (what == T_PARITY) {
+		/* any data page of the row */
+		for (unsigned d = 0; d < s->info.ndev; d++)
+			if (!dg_vol_row_is_parity(s->vol, (uint64_t)t->row, d)) {
+				vpn = dg_loc_vpn(s->vol, d, (uint64_t)t->row);
+				break;
+			}
+	} else if (what == T_CSUM) {
+		/* the row's page on the checksum page's owner */
+		unsigned owner = t->dev;
+		uint64_t cp, rp;
+		uint32_t byte;
+
+		dg_csum_loc(s->vol, owner, (uint64_t)t->row, &cp, &byte, &rp);
+		if (cp != t->page)
+			owner = (t->dev + s->info.ndev - 1) % s->info.ndev;
+		if (dg_vol_row_is_parity(s->vol, (uint64_t)t->row, owner))
+			die("no data page behind this checksum page");
+		vpn = dg_loc_vpn(s->vol, owner, (uint64_t)t->row);
+	}
+	reopen(s, 0);
+	engine_bounce(s, vpn, t, snap);
+	reopen(s, DG_OPEN_RDONLY);
+	wr(s, t->dev, t->page * DG_PAGE_SIZE, snap, DG_PAGE_SIZE);
+	note(s, t, t->page * DG_PAGE_SIZE, DG_PAGE_SIZE, "lost-write");
+}
+
+static unsigned pick_dev(struct inj *s)
+{
+	if (s->device >= 0) {
+		if ((unsigned)s->device >= s->info.ndev)
+			die("no device %d", s->device);
+		return (unsigned)s->device;
+	}
+	return (unsigned)rndn(s->info.ndev);
+}
+
+static void do_device_loss(struct inj *s)
+{
+	unsigned d = pick_dev(s), how = (unsigned)rndn(3);
+	const char *p = s->devpath[d];
+	struct tgt t = { .dev = d, .vpn = -1, .row = -1, .what = "device" };
+	struct stat st;
+
+	if (!p || stat(p, &st) < 0)
+		die("device %u is not present", d);
+	dg_fs_close(s->fs);
+	s->fs = NULL;
+	dg_vol_close(s->vol);
+	s->vol = NULL;
+	if (how == 0) {
+		if (unlink(p) < 0)
+			die("cannot remove '%s': %s", p, strerror(errno));
+		note(s, &t, 0, (uint64_t)st.st_size, "removed");
+	} else if (how == 1) {
+		if (truncate(p, st.st_size / 2) < 0)
+			die("cannot truncate '%s': %s", p, strerror(errno));
+		note(s, &t, (uint64_t)st.st_size / 2,
+		     (uint64_t)st.st_size - (uint64_t)st.st_size / 2,
+		     "truncated");
+	} else {
+		if (truncate(p, 0) < 0 || truncate(p, st.st_size) < 0)
+			die("cannot zero '%s': %s", p, strerror(errno));
+		note(s, &t, 0, (uint64_t)st.st_size, "zeroed");
+	}
+}
+
+static void do_stale(struct inj *s)
+{
+	unsigned d = pick_dev(s);
+	struct tgt t = { .dev = d, .vpn = -1, .row = -1, .what = "device" };
+	char tmp[4200], cmd[9000];
+	const char *p = s->devpath[d];
+	char path[4096];
+	struct tgt v;
+
+	if (s->mounted)
+		die("stale-device needs an unmounted volume");
+	if (!p)
+		die("device %u is not present", d);
+	snprintf(path, sizeof(path), "%s", p);
+	snprintf(tmp, sizeof(tmp), "%s.stale-XXXXXX", path);
+	{
+		int fd = mkstemp(tmp);
+
+		if (fd < 0)
+			die("cannot create a temporary copy: %s",
+			    strerror(errno));
+		close(fd);
+	}
+	snprintf(cmd, sizeof(cmd), "cp --sparse=always '%s' '%s'", path, tmp);
+	if (system(cmd) != 0)
+		die("cannot copy '%s'", path);
+	/* Move the volume on: pages of this device change and change back
+	 * through the engine, the generation moves past the copy. */
+	reopen(s, 0);
+	if (!s->cls && dg_check_classify(s->vol, &s->cls, &s->owner))
+		die("cannot read the volume's structures");
+	for (unsigned i = 0; i < 8; i++) {
+		s->device = (int)d;
+		if (pick_vpn(s, T_ANY, false, &v) == 0)
+			engine_bounce(s, (uint64_t)v.vpn, NULL, NULL);
+	}
+	dg_vol_close(s->vol);
+	s->vol = NULL;
+	if (rename(tmp, path) < 0)
+		die("cannot put the stale copy back: %s", strerror(errno));
+	reopen(s, DG_OPEN_RDONLY | DG_OPEN_DEGRADED);
+	s->devpath[d] = strdup(path);
+	note(s, &t, 0, s->info.dev_pages * DG_PAGE_SIZE, "stale copy");
+}
+
+static void print_json(struct inj *s, const char *kind, const char *target,
+		       uint64_t seed)
+{
+	printf("{\"fault\": \"%s\", \"target\": \"%s\", \"seed\": %llu, "
+	       "\"mounted\": %s, \"changes\": [", kind, target,
+	       (unsigned long long)seed, s->mounted ? "true" : "false");
+	for (unsigned i = 0; i < s->nch; i++) {
+		struct change *c = &s->ch[i];
+
+		printf("%s\n  {\"device\": %u, \"device_path\": \"%s\", "
+		       "\"page\": %llu, \"offset\": %llu, \"len\": %llu, "
+		       "\"structure\": \"%s\", \"how\": \"%s\", \"vpn\": %lld, "
+		       "\"row\": %lld, \"file\": ",
+		       i ? "," : "", c->dev, s->paths[0] ? s->devpath[c->dev]
+		       ? s->devpath[c->dev] : "" : "",
+		       (unsigned long long)c->page, (unsigned long long)c->off,
+		       (unsigned long long)c->len, c->what, c->how,
+		       (long long)c->vpn, (long long)c->row);
+		if (c->file[0])
+			printf("\"%s\"}", c->file);
+		else
+			printf("null}");
+	}
+	printf("%s]}\n", s->nch ? "\n" : "");
+}
+
+static uint64_t resolve_file(struct inj *s, const char *path)
+{
+	char buf[4096], *save = NULL, *part;
+	uint64_t ino = DG_ROOT_INO;
+	struct dg_attr a;
+
+	if (!s->fs)
+		die("cannot read the filesystem to find '%s'", path);
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (part = strtok_r(buf, "/", &save); part;
+	     part = strtok_r(NULL, "/", &save)) {
+		int ret = dg_fs_lookup(s->fs, ino, part, &a);
+
+		if (ret)
+			die("cannot find '%s' on the volume: %s", path,
+			    strerror(-ret));
+		ino = a.ino;
+	}
+	return ino;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "fault", required_argument, NULL, 'k' },
+		{ "target", required_argument, NULL, 't' },
+		{ "file", required_argument, NULL, 'F' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "bits", required_argument, NULL, 'b' },
+		{ "len", required_argument, NULL, 'l' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "same-row", no_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct inj s;
+	const char *file = NULL, *kname = NULL, *tname = "any";
+	uint64_t seed = (uint64_t)time(NULL), count = 1, v;
+	bool json = false;
+	int opt, kind, target, ret;
+	char err[512];
+
+	s.bits = 1;
+	s.device = -1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'k':
+			kname = optarg;
+			break;
+		case 't':
+			tname = optarg;
+			break;
+		case 'F':
+			file = optarg;
+			break;
+		case 'c':
+			if (parse_size(optarg, &count) || !count ||
+			    count > 1000)
+				usage_error("bad --count '%s'", optarg);
+			break;
+		case 's':
+			if (parse_size(optarg, &seed))
+				usage_error("bad --seed '%s'", optarg);
+			break;
+		case 'b':
+			if (parse_size(optarg, &v) || !v || v > 4096 * 8)
+				usage_error("bad --bits '%s'", optarg);
+			s.bits = (unsigned)v;
+			break;
+		case 'l':
+			if (parse_size(optarg, &s.len) || !s.len ||
+			    s.len > (1u << 20))
+				usage_error("bad --len '%s'", optarg);
+			break;
+		case 'd':
+			if (parse_size(optarg, &v) || v >= DG_MAX_DEVS)
+				usage_error("bad --device '%s'", optarg);
+			s.device = (int)v;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'R':
+			s.same_row = true;
+			break;
+		case 'h':
+			fputs(usage_line, stdout);
+			return 0;
+		default:
+			fputs(usage_line, stderr);
+			return 1;
+		}
+	}
+	if (!kname)
+		usage_error("--fault is required");
+	kind = lookup(kinds, kname);
+	if (kind < 0)
+		usage_error("unknown fault kind '%s'", kname);
+	target = lookup(targets, tname);
+	if (target < 0)
+		usage_error("unknown target '%s'", tname);
+	if (optind == argc)
+		usage_error("no devices given");
+	if (argc - optind > (int)DG_MAX_DEVS)
+		usage_error("at most %u devices", DG_MAX_DEVS);
+	if (file && target != T_DATA && target != T_ANY)
+		usage_error("--file goes with --target data");
+	rng_state = seed;
+	s.paths = (const char **)argv + optind;
+	s.n = (unsigned)(argc - optind);
+	dg_log_set_level(DG_LOG_ERR);
+
+	ret = dg_vol_open(s.paths, s.n, DG_OPEN_RDONLY, &s.vol, err,
+			  sizeof(err));
+	if (ret == -EBUSY) {
+		s.mounted = true;
+		ret = dg_vol_open(s.paths, s.n, DG_OPEN_NOLOCK, &s.vol, err,
+				  sizeof(err));
+	}
+	if (ret)
+		die("cannot open the volume: %s", err);
+	dg_vol_get_info(s.vol, &s.info);
+	for (unsigned d = 0; d < s.info.ndev; d++) {
+		const char *p = dg_vol_dev_path(s.vol, d);
+
+		s.devpath[d] = p ? strdup(p) : NULL;
+	}
+
+	if (kind == K_DEVLOSS || kind == K_STALE) {
+		for (uint64_t i = 0; i < count && i < s.info.ndev; i++) {
+			if (kind == K_DEVLOSS)
+				do_device_loss(&s);
+			else
+				do_stale(&s);
+			if (s.device >= 0)
+				break;
+		}
+		goto done;
+	}
+	if (dg_check_classify(s.vol, &s.cls, &s.owner))
+		die("cannot read the volume's structures");
+	if (dg_fs_open(s.vol, &s.fs))
+		s.fs = NULL;
+	if (file) {
+		s.file_ino = resolve_file(&s, file);
+		target = T_DATA;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		struct tgt t;
+		bool nonzero = kind == K_ZERO || kind == K_MISDIRECT;
+
+		if (pick(&s, (enum target)target, nonzero, &t))
+			die("no %s page to damage on this volume%s", tname,
+			    file ? " in that file" : "");
+		switch (kind) {
+		case K_BITFLIP:
+			do_bitflip(&s, &t);
+			break;
+		case K_SCRIBBLE:
+			do_scribble(&s, &t);
+			break;
+		case K_ZERO:
+			do_zero(&s, &t);
+			break;
+		case K_MISDIRECT:
+			do_misdirect(&s, target == T_ANY ? T_DATA
+				     : (enum target)target, &t);
+			break;
+		case K_LOST:
+			do_lost_write(&s, (enum target)target, &t);
+			break;
+		}
+	}
+done:
+	if (json)
+		print_json(&s, kname, tname, seed);
+	else
+		for (unsigned i = 0; i < s.nch; i++)
+			printf("%s device %u page %llu bytes %llu+%llu (%s%s%s)\n",
+			       s.ch[i].how, s.ch[i].dev,
+			       (unsigned long long)s.ch[i].page,
+			       (unsigned long long)s.ch[i].off,
+			       (unsigned long long)s.ch[i].len, s.ch[i].what,
+			       s.ch[i].file[0] ? " " : "", s.ch[i].file);
+	dg_fs_close(s.fs);
+	dg_vol_close(s.vol);
+	free(s.cls);
+	free(s.owner);
+	return 0;
+}
