@@ -11,23 +11,10 @@
 #include <unistd.h>
 
 #include "fsck.h"
+#include "util.h"
 
 static const char usage_line[] =
 	"usage: fsck.daxguard [-n | -y | -p] [-f] [-v] [--json] DEV...\n";
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "fsck.daxguard: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	fputs(usage_line, stderr);
-	exit(FSCK_USAGE);
-}
 
 static bool verbose_log;
 
@@ -277,6 +264,7 @@ int main(int argc, char **argv)
 	int opt, modes = 0, code;
 
 	c.mode = MODE_N;
+	tool_init("fsck.daxguard", usage_line, FSCK_USAGE);
 	while ((opt = getopt_long(argc, argv, "nypfvaj", longopts, NULL)) !=
 	       -1) {
 		switch (opt) {

@@ -23,33 +23,6 @@ static const char usage_line[] =
 	"  WHAT: data directory inode extent allocation checksum parity "
 	"superblock journal any\n";
 
-__attribute__((format(printf, 1, 2), noreturn))
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "daxguard-inject: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "daxguard-inject: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	fputs(usage_line, stderr);
-	exit(1);
-}
-
 static uint64_t rng_state;
 
 static uint64_t rnd(void)
@@ -775,6 +748,7 @@ int main(int argc, char **argv)
 
 	s.bits = 1;
 	s.device = -1;
+	tool_init("daxguard-inject", usage_line, 1);
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'k':

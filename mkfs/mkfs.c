@@ -15,20 +15,6 @@ static const char usage_line[] =
 	"usage: mkfs.daxguard [--parity N] [--size SIZE] [--chunk SIZE] "
 	"[--label L] [--redundancy full|none] [--force] [-q] DEV...\n";
 
-__attribute__((format(printf, 1, 2), noreturn))
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "mkfs.daxguard: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	fputs(usage_line, stderr);
-	exit(1);
-}
-
 static void print_summary(const char *const *devs, unsigned n,
 			  const struct dg_vol_info *in, double secs)
 {
@@ -79,6 +65,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int c, ret;
 
+	tool_init("mkfs.daxguard", usage_line, 1);
 	while ((c = getopt_long(argc, argv, "p:s:c:L:r:fqh", longopts,
 				NULL)) != -1) {
 		switch (c) {

@@ -2,11 +2,51 @@
 /* util.c -- helpers shared by the command-line tools */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
+
+static const char *tool_prog = "daxguard";
+static const char *tool_usage = "";
+static int tool_usage_exit = 1;
+
+void tool_init(const char *prog, const char *usage, int usage_exit)
+{
+	tool_prog = prog;
+	tool_usage = usage;
+	tool_usage_exit = usage_exit;
+}
+
+static void vmessage(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", tool_prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage(fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage(fmt, ap);
+	va_end(ap);
+	fputs(tool_usage, stderr);
+	exit(tool_usage_exit);
+}
 
 int parse_size(const char *s, uint64_t *out)
 {

@@ -6,6 +6,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Name messages with prog ("prog: ..."); usage_error() prints usage
+ * after its message and exits with usage_exit. Call first in main(). */
+void tool_init(const char *prog, const char *usage, int usage_exit);
+/* "prog: message" on stderr, exit 1. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* "prog: message" and the usage text on stderr, exit usage_exit. */
+void usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
 /* Parse "64M", "1G", "4096", "2T" into bytes; -1 on bad input. */
 int parse_size(const char *s, uint64_t *out);
 /* Split "a,b,c" into at most max paths (strdup'd); returns the count or

@@ -41,7 +41,7 @@ static void on_signal(int sig)
 }
 
 __attribute__((format(printf, 1, 2), noreturn))
-static void die(const char *fmt, ...)
+static void fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -70,7 +70,7 @@ static uint64_t allocated_bytes(unsigned ndev)
 
 	for (unsigned i = 0; i < ndev; i++) {
 		if (stat(paths[i], &st))
-			die("cannot stat '%s': %s", paths[i], strerror(errno));
+			fail("cannot stat '%s': %s", paths[i], strerror(errno));
 		sum += (uint64_t)st.st_blocks * 512;
 	}
 	return sum;
@@ -91,18 +91,18 @@ static void measure(const char *dir, unsigned ndev, unsigned parity,
 		free(paths[i]);
 		if (asprintf(&paths[i], "%s/dgspace-%d-%u.img", dir,
 			     (int)getpid(), i) < 0)
-			die("out of memory");
+			fail("out of memory");
 		unlink(paths[i]);
 	}
 	npaths = ndev;
 	ret = dg_format((const char *const *)paths, ndev, &fo, NULL);
 	if (ret)
-		die("cannot format %u x %" PRIu64 " bytes parity %u: %s", ndev,
+		fail("cannot format %u x %" PRIu64 " bytes parity %u: %s", ndev,
 		    size, parity, strerror(-ret));
 	ret = dg_vol_open((const char *const *)paths, ndev, DG_OPEN_RDONLY,
 			  &vol, err, sizeof(err));
 	if (ret)
-		die("cannot open: %s", err);
+		fail("cannot open: %s", err);
 	dg_vol_get_info(vol, &in);
 	dg_vol_close(vol);
 
@@ -123,7 +123,7 @@ static void measure(const char *dir, unsigned ndev, unsigned parity,
 	r->supers = (uint64_t)in.ndev * 2 * pg;
 	accounted = r->usable + r->csum + r->parity_b + r->jrnl + r->supers;
 	if (accounted > r->raw || in.vpns != (in.ndev - in.parity) * in.rows)
-		die("%u devices parity %u: regions do not add up (%" PRIu64
+		fail("%u devices parity %u: regions do not add up (%" PRIu64
 		    " of %" PRIu64 " bytes)", in.ndev, in.parity, accounted,
 		    r->raw);
 	r->rest = r->raw - accounted;
@@ -172,20 +172,20 @@ static unsigned parse_u64_list(const char *s, uint64_t *out, bool sizes)
 	unsigned n = 0;
 
 	if (!dup)
-		die("out of memory");
+		fail("out of memory");
 	for (tok = strtok_r(dup, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *end;
 
 		if (n == MAX_ITEMS)
-			die("at most %u items in '%s'", MAX_ITEMS, s);
+			fail("at most %u items in '%s'", MAX_ITEMS, s);
 		if (sizes) {
 			if (parse_size(tok, &out[n]) || !out[n])
-				die("bad size '%s'", tok);
+				fail("bad size '%s'", tok);
 		} else {
 			out[n] = strtoull(tok, &end, 10);
 			if (*end || out[n] < 1 || out[n] > DG_MAX_DEVS)
-				die("bad device count '%s'", tok);
+				fail("bad device count '%s'", tok);
 		}
 		n++;
 	}
@@ -271,7 +271,7 @@ int main(int argc, char **argv)
 	if (json) {
 		f = strcmp(json, "-") ? fopen(json, "w") : stdout;
 		if (!f)
-			die("cannot open '%s': %s", json, strerror(errno));
+			fail("cannot open '%s': %s", json, strerror(errno));
 		fprintf(f, "{\n  \"tool\": \"space_overhead\",\n  \"volumes\": [");
 		for (unsigned i = 0; i < nrows; i++)
 			print_json_row(f, &rows[i], i == 0);
