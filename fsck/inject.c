@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* inject.c -- daxguard-inject: media faults written behind the engine */
+/* inject.c -- daxguard-inject: media faults written behind the engine,
+ * and logical faults (--fault logical) written through it */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,9 +20,12 @@ static const char usage_line[] =
 	"[--count N] [--seed S] [--bits N] [--len BYTES] [--device N] "
 	"[--json]\n"
 	"  KIND: bitflip scribble zero lost-write misdirect device-loss "
-	"stale-device\n"
+	"stale-device logical\n"
 	"  WHAT: data directory inode extent allocation checksum parity "
-	"superblock journal any\n";
+	"superblock journal any\n"
+	"  logical (unmounted volume; checksums stay valid): WHAT is inode, "
+	"directory,\n  allocation or extent; --seed picks the sub-kind, "
+	"--file the file\n";
 
 static uint64_t rng_state;
 
@@ -40,10 +44,11 @@ static uint64_t rndn(uint64_t n)
 }
 
 enum kind { K_BITFLIP, K_SCRIBBLE, K_ZERO, K_LOST, K_MISDIRECT, K_DEVLOSS,
-	    K_STALE };
+	    K_STALE, K_LOGICAL };
 static const char *const kinds[] = { "bitflip", "scribble", "zero",
 				     "lost-write", "misdirect",
-				     "device-loss", "stale-device", NULL };
+				     "device-loss", "stale-device", "logical",
+				     NULL };
 enum target { T_DATA, T_DIR, T_INODE, T_EXTENT, T_ALLOC, T_CSUM, T_PARITY,
 	      T_SUPER, T_JOURNAL, T_ANY };
 static const char *const targets[] = { "data", "directory", "inode",
@@ -723,6 +728,138 @@ static uint64_t resolve_file(struct inj *s, const char *path)
 	return ino;
 }
 
+static void json_str(const char *str)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static void json_path(const char *key, const char *path)
+{
+	printf(", \"%s\": ", key);
+	if (path && path[0])
+		json_str(path);
+	else
+		printf("null");
+}
+
+/*
+ * A logical fault: structures that are consistent with their checksums
+ * and parity but wrong, as a bug in daxguard would leave them. The
+ * engine plans the bytes (dg_check_lfault: all layout knowledge stays
+ * there); they are written here through its one update path, so
+ * checksums and parity stay valid.
+ */
+static int do_logical(struct inj *s, enum target t, const char *tname,
+		      const char *file, uint64_t seed, bool json)
+{
+	static const struct { enum target t; enum dg_lf_target lt; } map[] = {
+		{ T_INODE, DG_LF_INODE }, { T_DIR, DG_LF_DIRECTORY },
+		{ T_ALLOC, DG_LF_ALLOCATION }, { T_EXTENT, DG_LF_EXTENT },
+	};
+	char err[512] = "", path[512] = "", other[512] = "", dir[512] = "";
+	char entry[1024] = "";
+	struct dg_lfault lf;
+	struct dg_txn *txn;
+	uint64_t ino = 0;
+	int lt = -1, ret;
+
+	for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (map[i].t == t)
+			lt = (int)map[i].lt;
+	if (lt < 0)
+		usage_error("--fault logical needs --target inode, directory, "
+			    "allocation or extent");
+	ret = dg_vol_open(s->paths, s->n, 0, &s->vol, err, sizeof(err));
+	if (ret == -EBUSY)
+		die("the volume is mounted or in use: logical faults are "
+		    "written through the engine and need it unmounted (%s)",
+		    err);
+	if (ret)
+		die("cannot open the volume for writing: %s", err);
+	dg_vol_get_info(s->vol, &s->info);
+	if (dg_fs_open(s->vol, &s->fs))
+		die("cannot read the filesystem on the volume");
+	if (file)
+		ino = resolve_file(s, file);
+	ret = dg_check_lfault(s->vol, (enum dg_lf_target)lt, ino, seed, &lf);
+	if (ret == -EUCLEAN)
+		die("the filesystem has problems already: run fsck.daxguard "
+		    "first");
+	if (ret == -EINVAL)
+		die("--file does not go with this logical fault");
+	if (ret)
+		die("no %s structure fitting a logical fault on this volume%s: "
+		    "%s", tname, file ? " for that file" : "", strerror(-ret));
+	/* Names now: an orphan has none afterwards. */
+	if (lf.ino)
+		dg_fs_path(s->fs, lf.ino, path, sizeof(path));
+	if (lf.other && !lf.dir)
+		dg_fs_path(s->fs, lf.other, other, sizeof(other));
+	if (lf.dir) {
+		dg_fs_path(s->fs, lf.dir, dir, sizeof(dir));
+		snprintf(entry, sizeof(entry), "%s/%s",
+			 strcmp(dir, "/") ? dir : "", lf.name);
+	}
+	dg_fs_close(s->fs);
+	s->fs = NULL;
+
+	txn = dg_txn_new(s->vol);
+	if (!txn)
+		die("out of memory");
+	for (unsigned i = 0; i < lf.nw && !ret; i++)
+		ret = dg_txn_write(txn, lf.w[i].vpn, lf.w[i].off, lf.w[i].data,
+				   lf.w[i].len);
+	if (!ret)
+		ret = dg_txn_commit(txn);
+	dg_txn_free(txn);
+	if (ret)
+		die("cannot write through the engine: %s", strerror(-ret));
+	ret = dg_vol_close(s->vol);
+	s->vol = NULL;
+	if (ret)
+		die("cannot close the volume: %s", strerror(-ret));
+
+	if (!json) {
+		printf("logical %s: %s%s%s\n", lf.kind, lf.detail,
+		       path[0] || entry[0] ? " " : "",
+		       entry[0] ? entry : path);
+		return 0;
+	}
+	printf("{\"fault\": \"logical\", \"target\": \"%s\", \"seed\": %llu, "
+	       "\"mounted\": false, \"kind\": \"%s\", \"ino\": %llu",
+	       tname, (unsigned long long)seed, lf.kind,
+	       (unsigned long long)lf.ino);
+	json_path("file", path);
+	printf(", \"other\": %llu", (unsigned long long)lf.other);
+	json_path("other_file", other);
+	printf(", \"dir\": %llu", (unsigned long long)lf.dir);
+	json_path("dir_path", dir);
+	json_path("entry", entry);
+	printf(", \"vpn\": %lld, \"fpage\": %llu, \"pages\": %llu, "
+	       "\"before\": %llu, \"after\": %llu, \"detail\": ",
+	       (long long)lf.vpn, (unsigned long long)lf.fpage,
+	       (unsigned long long)lf.pages, (unsigned long long)lf.before,
+	       (unsigned long long)lf.after);
+	json_str(lf.detail);
+	printf(", \"changes\": [");
+	for (unsigned i = 0; i < lf.nw; i++)
+		printf("%s\n  {\"vpn\": %llu, \"offset\": %u, \"len\": %u, "
+		       "\"structure\": \"%s\", \"how\": \"logical\"}",
+		       i ? "," : "", (unsigned long long)lf.w[i].vpn,
+		       lf.w[i].off, lf.w[i].len, lf.w[i].structure);
+	printf("\n]}\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -810,12 +947,15 @@ int main(int argc, char **argv)
 		usage_error("no devices given");
 	if (argc - optind > (int)DG_MAX_DEVS)
 		usage_error("at most %u devices", DG_MAX_DEVS);
-	if (file && target != T_DATA && target != T_ANY)
+	if (file && target != T_DATA && target != T_ANY && kind != K_LOGICAL)
 		usage_error("--file goes with --target data");
 	rng_state = seed;
 	s.paths = (const char **)argv + optind;
 	s.n = (unsigned)(argc - optind);
 	dg_log_set_level(DG_LOG_ERR);
+	if (kind == K_LOGICAL)
+		return do_logical(&s, (enum target)target, tname, file, seed,
+				  json);
 
 	ret = dg_vol_open(s.paths, s.n, DG_OPEN_RDONLY, &s.vol, err,
 			  sizeof(err));

@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: MIT
+"""fsck.daxguard repairs of the filesystem structures, end to end.
+
+daxguard-inject --fault logical writes LOGICAL corruption through the
+engine (checksums and parity stay valid, as a bug in daxguard itself
+would leave it): wrong link counts, orphans, dangling entries, bitmap
+leaks and missing bits, pages used twice, wrong block counts. For each:
+fsck -n exits 4 and names the PR_3_* code (and the file), fsck -y exits
+1, fsck -n exits 0, and the mounted volume shows the expected outcome
+with every other file intact by sha256 and a clean scrub."""
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import INJECT, Volume
+from dgfault import diff_manifest, fsck, inject, make_tree, manifest
+
+LONG = "a-rather-long-file-name-that-leaves-a-big-deleted-record"
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory):
+    """A small tree, its manifest, file bytes, stats and free space."""
+    tmp = tmp_path_factory.mktemp("golden")
+    v = Volume(tmp, ndev=4, size="32M", tag="fsck-structure-golden")
+    v.mkfs()
+    v.mount()
+    try:
+        make_tree(v.mnt, seed=5, small=14, large=1, depth=2, frag=False)
+        # /r: a deleted record longer than a new name needs, then a live
+        # entry after it (a new name reuses the deleted record).
+        (v.mnt / "r").mkdir()
+        (v.mnt / "r" / LONG).write_bytes(b"x" * 100)
+        (v.mnt / "r" / "next").write_bytes(os.urandom(5000))
+        os.unlink(v.mnt / "r" / LONG)
+        want = manifest(v.mnt)
+        data, st = {}, {}
+        for rel, h in want.items():
+            p = v.mnt / rel
+            if h not in ("dir",) and not h.startswith("->"):
+                data[rel] = p.read_bytes()
+            st[rel.rstrip("/")] = os.lstat(p)
+        free = os.statvfs(v.mnt).f_bfree
+    finally:
+        v.umount()
+    yield v, want, data, st, free
+    v.cleanup()
+
+
+@pytest.fixture
+def vol(golden, volume_factory):
+    g, want, data, st, free = golden
+    v = volume_factory(ndev=4, size="32M")
+    for s, d in zip(g.devs, v.devs):
+        subprocess.run(["cp", "--sparse=always", str(s), str(d)], check=True)
+    return v, want, data, st, free
+
+
+def rel(path):
+    return path.lstrip("/")
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def logical(v, target, seed, extra=()):
+    rep, _ = inject(v.devs, "logical", target, seed=seed, extra=extra)
+    assert rep["fault"] == "logical" and rep["target"] == target, rep
+    assert rep["changes"], rep
+    return rep
+
+
+def repair_cycle(v, code, file=None, ino=None, vpn=None):
+    """fsck -n finds code (only filesystem findings: every checksum
+    passes), -y fixes everything, -n is clean; returns the -n report."""
+    rc, rep, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 4, p.stdout + p.stderr
+    assert all(f["code"].startswith("PR_3_") for f in rep["findings"]), rep
+    hits = [f for f in rep["findings"] if f["code"] == code]
+    assert hits, rep
+    if file is not None:
+        assert any(f["file"] == file for f in hits), (file, hits)
+    if ino is not None:
+        assert any(f["ino"] == ino for f in hits), (ino, hits)
+    if vpn is not None:
+        assert any(f["vpn"] == vpn for f in hits), (vpn, hits)
+    rc, rep_y, p = fsck(v.devs, "-y", json_out=True)
+    assert rc == 1, p.stdout + p.stderr
+    assert rep_y["findings"] and all(f["fixed"] for f in rep_y["findings"])
+    rc, rep2, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 0 and rep2["findings"] == [], p.stdout + p.stderr
+    return rep, rep_y
+
+
+def scrub_clean(v):
+    r = json.loads(v.ctl("scrub", "--json").stdout)
+    assert r["detected"] == 0 and r["unrecoverable"] == 0, r
+    assert r["parity_mismatch"] == 0 and r["rows_checked"] > 0, r
+
+
+@pytest.mark.parametrize("seed,kind,delta", [(0, "nlink+1", 1),
+                                              (1, "nlink-1", -1)])
+def test_nlink(vol, seed, kind, delta):
+    v, want, _, st, _ = vol
+    rep = logical(v, "inode", seed)
+    assert rep["kind"] == kind and rep["after"] == rep["before"] + delta
+    repair_cycle(v, "PR_3_NLINK", file=rep["file"])
+    v.mount()
+    assert os.stat(v.mnt / rel(rep["file"])).st_nlink == \
+        st[rel(rep["file"])].st_nlink == rep["before"]
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
+def test_orphan_to_lost_found(vol):
+    v, want, data, _, _ = vol
+    rep = logical(v, "directory", 0)
+    assert rep["kind"] == "orphan" and rep["entry"] == rep["file"]
+    _, rep_y = repair_cycle(v, "PR_3_UNREACHABLE", ino=rep["ino"])
+    lf = f"/lost+found/#{rep['ino']}"
+    assert any(f["file"] == lf for f in rep_y["findings"]), rep_y
+    v.mount()
+    got = manifest(v.mnt)
+    assert got[rel(lf)] == sha(data[rel(rep["file"])])
+    assert not (v.mnt / rel(rep["file"])).exists()
+    assert os.stat(v.mnt / rel(lf)).st_nlink == 1
+    want = dict(want)
+    del want[rel(rep["file"])]
+    assert diff_manifest(want, got) == []
+    scrub_clean(v)
+
+
+@pytest.mark.parametrize("where", [None, "/r"])
+def test_dangling_entry_removed(vol, where):
+    """At the tail of a directory page, and in a reused deleted record
+    longer than the name (its removal must keep the record length, or
+    the entries after it are lost)."""
+    v, want, _, _, _ = vol
+    extra = ["--file", where] if where else []
+    rep = logical(v, "directory", 1, extra=extra)
+    assert rep["kind"] == "dangling" and rep["other"] > 0
+    if where:
+        assert rep["dir_path"] == where and "reused" in rep["detail"]
+    repair_cycle(v, "PR_3_DIRENT_DANGLING", file=rep["dir_path"])
+    v.mount()
+    name = rep["entry"].rsplit("/", 1)[1]
+    assert name not in os.listdir(v.mnt / rel(rep["dir_path"]))
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
+def test_bitmap_missing_bit(vol):
+    v, want, _, _, free = vol
+    rep = logical(v, "allocation", 0)
+    assert rep["kind"] == "bitmap-missing" and rep["vpn"] > 0
+    repair_cycle(v, "PR_3_BITMAP_MISSING", file=rep["file"], vpn=rep["vpn"])
+    v.mount()
+    assert os.statvfs(v.mnt).f_bfree == free
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
+def test_bitmap_leak_freed(vol):
+    v, want, _, _, free = vol
+    rep = logical(v, "allocation", 1)
+    assert rep["kind"] == "bitmap-leak" and rep["file"] is None
+    repair_cycle(v, "PR_3_BITMAP_LEAK", vpn=rep["vpn"])
+    v.mount()
+    assert os.statvfs(v.mnt).f_bfree == free
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
+def test_block_count(vol):
+    v, want, _, st, _ = vol
+    rep = logical(v, "extent", 1)
+    assert rep["kind"] == "blocks" and rep["after"] == rep["before"] + 1
+    repair_cycle(v, "PR_3_BLOCKS", file=rep["file"])
+    v.mount()
+    assert os.stat(v.mnt / rel(rep["file"])).st_blocks == \
+        st[rel(rep["file"])].st_blocks
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
+def test_extent_double_use(vol):
+    """File A's last extent remapped onto B's pages: fsck keeps B, drops
+    A's bad extent (a hole now) and frees A's old pages."""
+    v, want, data, _, free = vol
+    want = dict(want)
+    rep = logical(v, "extent", 0)
+    assert rep["kind"] == "extent-dup" and rep["ino"] > rep["other"]
+    a, b = rel(rep["file"]), rel(rep["other_file"])
+    rep_n, _ = repair_cycle(v, "PR_3_EXTENT_DUP", file=rep["file"])
+    assert {"PR_3_BLOCKS", "PR_3_BITMAP_LEAK"} <= \
+        {f["code"] for f in rep_n["findings"]}
+    v.mount()
+    got = manifest(v.mnt)
+    assert got[b] == want[b]
+    orig = data[a]
+    cut = rep["fpage"] * 4096
+    assert (v.mnt / a).read_bytes() == orig[:cut] + bytes(len(orig) - cut)
+    assert os.statvfs(v.mnt).f_bfree == free + rep["pages"]
+    del want[a], got[a]
+    assert diff_manifest(want, got) == []
+    scrub_clean(v)
+
+
+def test_file_option_picks_the_file(vol):
+    v, _, _, st, _ = vol
+    target = "/" + sorted(k for k in st if k.endswith(".txt"))[-1]
+    rep = logical(v, "inode", 0, extra=["--file", target])
+    assert rep["file"] == target
+    repair_cycle(v, "PR_3_NLINK", file=target)
+
+
+def test_refuses_mounted_volume(vol):
+    v, _, _, _, _ = vol
+    v.mount()
+    rep, p = inject(v.devs, "logical", "inode", check=False)
+    assert rep is None and p.returncode != 0
+    assert "mounted" in p.stderr, p.stderr
+    v.umount()
+    assert fsck(v.devs, "-n")[0] == 0
+
+
+def test_logical_needs_a_structure_target(vol):
+    v, _, _, _, _ = vol
+    p = subprocess.run([str(INJECT)] + [str(d) for d in v.devs] +
+                       ["--fault", "logical", "--target", "data"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "--target inode" in p.stderr
+    assert fsck(v.devs, "-n")[0] == 0
