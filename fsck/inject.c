@@ -421,12 +421,22 @@ static void do_scribble(struct inj *s, const struct tgt *t)
 	free(old);
 }
 
+/* A poisoned page reads as zeros; with --len, a zeroed run of that many
+ * bytes from the page on (it may cover the pages after it). */
 static void do_zero(struct inj *s, const struct tgt *t)
 {
-	static const uint8_t z[DG_PAGE_SIZE];
+	uint64_t off = t->page * DG_PAGE_SIZE;
+	uint64_t len = s->len ? s->len : t->lim;
+	uint8_t *z;
 
-	wr(s, t->dev, t->page * DG_PAGE_SIZE, z, t->lim);
-	note(s, t, t->page * DG_PAGE_SIZE, t->lim, "zero");
+	if (off + len > s->info.dev_pages * DG_PAGE_SIZE)
+		len = s->info.dev_pages * DG_PAGE_SIZE - off;
+	z = calloc(1, len);
+	if (!z)
+		die("out of memory");
+	wr(s, t->dev, off, z, len);
+	note(s, t, off, len, "zero");
+	free(z);
 }
 
 static void do_misdirect(struct inj *s, enum target what, const struct tgt *t)

@@ -108,3 +108,19 @@ def test_online_repair(populated, kind):
     assert st["faults"]["repaired"] >= 1, st
     v.umount()
     assert fsck(v.devs, "-n")[0] == 0
+
+
+def test_zero_run_with_len_is_repaired(populated):
+    """--fault zero --len: a zeroed run of many pages (a poisoned range)
+    of one file, all of it repaired from parity."""
+    v, want = populated
+    rep, _ = inject(v.devs, "zero", "data", seed=7, extra=["--len", "65536"])
+    assert rep["changes"][0]["len"] == 65536
+    rc, _, _ = fsck(v.devs, "-n")
+    assert rc == 4
+    rc, _, _ = fsck(v.devs, "-y")
+    assert rc == 1
+    rc, _, _ = fsck(v.devs, "-n")
+    assert rc == 0
+    v.mount()
+    assert manifest(v.mnt) == want
