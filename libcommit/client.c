@@ -100,21 +100,7 @@ static int recv_exact(int sock, void *buf, size_t n, int *fds, int maxfds,
 			continue;
 		if (r < 0)
 			return -errno;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
-		     c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET ||
-			    c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			int *cf = (int *)(void *)CMSG_DATA(c);
-
-			for (size_t i = 0; i < k; i++) {
-				if (fds && *nfds < maxfds)
-					fds[(*nfds)++] = cf[i];
-				else
-					close(cf[i]);
-			}
-		}
+		commit_take_fds(&mh, fds, nfds, maxfds);
 		if (r == 0)
 			return -ECONNRESET;
 		got += (size_t)r;

@@ -2,6 +2,8 @@
 /* proto.c -- libcommit wire protocol: encode and bounds-checked decode */
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "proto.h"
 
@@ -148,4 +150,23 @@ int commit_status_decode(const void *p, size_t n, struct commit_status_rep *r)
 		return -EBADMSG;
 	*r = t;
 	return 0;
+}
+
+void commit_take_fds(struct msghdr *mh, int *fds, int *nfds, int max)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t k;
+		int *cf;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		cf = (int *)(void *)CMSG_DATA(c);
+		for (size_t i = 0; i < k; i++) {
+			if (fds && *nfds < max)
+				fds[(*nfds)++] = cf[i];
+			else
+				close(cf[i]);
+		}
+	}
 }

@@ -118,6 +118,12 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 /* Validate a header: magic, version, known type, len <= COMMIT_MSG_MAX.
  * -EPROTO bad magic/version, -EBADMSG unknown type, -EMSGSIZE too long,
  * -EINVAL fewer than 16 bytes. */
+/* Keep the descriptors a received message carries (SCM_RIGHTS), up to
+ * max in fds[*nfds...] (none when fds is NULL); close the rest, so a
+ * hostile peer cannot make the receiver leak descriptors. */
+struct msghdr;
+void commit_take_fds(struct msghdr *mh, int *fds, int *nfds, int max);
+
 int commit_hdr_decode(const void *buf, size_t n, struct commit_hdr *h);
 void commit_hdr_encode(struct commit_hdr *h, uint16_t type, uint32_t len,
 		       uint32_t seq);

@@ -65,21 +65,7 @@ static ssize_t recv_full(int fd, void *buf, size_t n, int *fds, int *nfds,
 			continue;
 		if (r < 0)
 			return -errno;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
-		     c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET ||
-			    c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			int *cf = (int *)(void *)CMSG_DATA(c);
-
-			for (size_t i = 0; i < k; i++) {
-				if (fds && *nfds < 1)
-					fds[(*nfds)++] = cf[i];
-				else
-					close(cf[i]); /* unexpected: drop */
-			}
-		}
+		commit_take_fds(&mh, fds, nfds, 1);
 		if (r == 0)
 			return got ? -EPROTO : 0;
 		got += (size_t)r;
