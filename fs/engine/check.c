@@ -491,8 +491,7 @@ static void check_row(struct rctx *c, uint64_t row, uint8_t *mem,
 	for (unsigned j = 0; j < vol->parity; j++)
 		calc[j] = mem + (size_t)(m + j) * DG_PAGE_SIZE;
 	for (unsigned p = 0; p < m; p++) {
-		unsigned dev = p < k ? dg_row_data_dev(vol, row, p)
-				     : dg_row_parity_dev(vol, row, p - k);
+		unsigned dev = dg_row_pos_dev(vol, row, p);
 		uint64_t csv;
 
 		if (cs[dev] != DG_CSUM_NONE) {
@@ -1216,6 +1215,18 @@ static int kill_entry(struct walk *w, struct went *e)
 		      &zero, sizeof(zero));
 }
 
+/* Report a bad entry and, if the repair is allowed, remove it; either
+ * way the rest of the walk treats it as gone. */
+static void drop_entry(struct walk *w, struct dg_chk_event *ev,
+		       struct went *e)
+{
+	if (wask(w, ev))
+		wreport(w, ev, kill_entry(w, e) == 0);
+	else
+		wreport(w, ev, false);
+	e->dead = true;
+}
+
 static void check_entries(struct walk *w)
 {
 	for (size_t i = 0; i < w->nents; i++) {
@@ -1233,11 +1244,7 @@ static void check_entries(struct walk *w)
 				 (unsigned long long)e->ino);
 			snprintf(ev.action, sizeof(ev.action),
 				 "remove the entry");
-			if (wask(w, &ev))
-				wreport(w, &ev, kill_entry(w, e) == 0);
-			else
-				wreport(w, &ev, false);
-			e->dead = true;
+			drop_entry(w, &ev, e);
 			continue;
 		}
 		if (S_ISDIR(t->d.mode) && t->refs) {
@@ -1248,11 +1255,7 @@ static void check_entries(struct walk *w)
 				 (unsigned long long)e->ino, e->name);
 			snprintf(ev.action, sizeof(ev.action),
 				 "remove the entry");
-			if (wask(w, &ev))
-				wreport(w, &ev, kill_entry(w, e) == 0);
-			else
-				wreport(w, &ev, false);
-			e->dead = true;
+			drop_entry(w, &ev, e);
 			continue;
 		}
 		if (e->type != dg_mode_dtype(t->d.mode)) {

@@ -88,6 +88,7 @@ unsigned dg_row_data_rank(const struct dg_vol *vol, uint64_t row,
 			  unsigned dev);
 unsigned dg_row_data_dev(const struct dg_vol *vol, uint64_t row,
 			 unsigned rank);
+unsigned dg_row_pos_dev(struct dg_vol *vol, uint64_t row, unsigned pos);
 void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity);
 

@@ -145,3 +145,12 @@ bool dg_vol_row_is_parity(struct dg_vol *vol, uint64_t row, unsigned dev)
 {
 	return dg_row_dev_is_parity(vol, row, dev);
 }
+
+/* The device at position pos of a row: data rank pos for pos < k, else
+ * parity pos - k (the order ISA-L's matrix rows use). */
+unsigned dg_row_pos_dev(struct dg_vol *vol, uint64_t row, unsigned pos)
+{
+	if (pos < vol->k)
+		return dg_row_data_dev(vol, row, pos);
+	return dg_row_parity_dev(vol, row, pos - vol->k);
+}

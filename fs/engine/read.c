@@ -74,12 +74,6 @@ static unsigned row_pos(struct dg_vol *vol, uint64_t row, unsigned dev)
 	return dg_row_data_rank(vol, row, dev);
 }
 
-static unsigned pos_dev(struct dg_vol *vol, uint64_t row, unsigned pos)
-{
-	if (pos < vol->k)
-		return dg_row_data_dev(vol, row, pos);
-	return dg_row_parity_dev(vol, row, pos - vol->k);
-}
 
 /*
  * Read (dev, row) and check it against csum without repairing: 1 good,
@@ -134,7 +128,7 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 	if (!mem)
 		return -ENOMEM;
 	for (unsigned p = 0; p < m; p++) {
-		unsigned pd = pos_dev(vol, row, p);
+		unsigned pd = dg_row_pos_dev(vol, row, p);
 
 		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
 		known[p] = true;
@@ -153,7 +147,7 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 	if (dg_parity_rebuild(vol, pages, lost, DG_PAGE_SIZE) < 0)
 		goto out;
 	for (unsigned p = 0; p < m; p++) {
-		unsigned pd = pos_dev(vol, row, p);
+		unsigned pd = dg_row_pos_dev(vol, row, p);
 		struct dg_dev *d = &vol->devs[pd];
 
 		if (!lost[p])

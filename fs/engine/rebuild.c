@@ -105,13 +105,6 @@ static void copy_pages(struct dg_dev *to, uint64_t to_page,
 	dg_dev_persist(to, to_page << DG_PAGE_SHIFT, n << DG_PAGE_SHIFT);
 }
 
-/* Position of dev in a row: data rank, or k + parity index. */
-static unsigned pos_dev(struct dg_vol *vol, uint64_t row, unsigned pos)
-{
-	if (pos < vol->k)
-		return dg_row_data_dev(vol, row, pos);
-	return dg_row_parity_dev(vol, row, pos - vol->k);
-}
 
 struct rb {
 	struct dg_vol *vol;
@@ -153,7 +146,7 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 	bool written = false;
 
 	for (unsigned p = 0; p < m; p++) {
-		unsigned dev = pos_dev(vol, row, p);
+		unsigned dev = dg_row_pos_dev(vol, row, p);
 		struct dg_dev *d = &vol->devs[dev];
 
 		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
@@ -188,13 +181,13 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 	if (nlost > vol->parity ||
 	    dg_parity_rebuild(vol, pages, lost, DG_PAGE_SIZE) < 0) {
 		for (unsigned p = 0; p < m; p++)
-			if (lost[p] && (b->target & (1u << pos_dev(vol, row, p))))
-				rb_lost(b, pos_dev(vol, row, p), row,
+			if (lost[p] && (b->target & (1u << dg_row_pos_dev(vol, row, p))))
+				rb_lost(b, dg_row_pos_dev(vol, row, p), row,
 					"too many pages of its row are bad");
 		return 0;
 	}
 	for (unsigned p = 0; p < m; p++) {
-		unsigned dev = pos_dev(vol, row, p);
+		unsigned dev = dg_row_pos_dev(vol, row, p);
 		struct dg_dev *d = &vol->devs[dev];
 		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
 		struct dg_flushset fs;

@@ -40,8 +40,7 @@ static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 	for (unsigned j = 0; j < vol->parity; j++)
 		calc[j] = mem + (size_t)(m + j) * DG_PAGE_SIZE;
 	for (unsigned p = 0; p < m; p++) {
-		unsigned dev = p < k ? dg_row_data_dev(vol, row, p)
-				     : dg_row_parity_dev(vol, row, p - k);
+		unsigned dev = dg_row_pos_dev(vol, row, p);
 		uint64_t cs;
 
 		if (dg_page_read_locked(vol, dev, row, pages[p], &cs) < 0)
