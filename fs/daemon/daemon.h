@@ -43,4 +43,8 @@ void dg_ctl_log_faults(struct dg_daemon *dd);
 int dg_commit_start(struct dg_daemon *dd);
 void dg_commit_stop(struct dg_daemon *dd);
 
+/* Offer FUSE_HANDLE_KILLPRIV_V2 in the INIT reply written to fuse_fd
+ * when libfuse cannot (killpriv_v2.c). Call before the session loop. */
+void dg_killpriv_v2_arm(int fuse_fd);
+
 #endif /* DG_DAEMON_H */

@@ -214,6 +214,7 @@ int main(int argc, char *argv[])
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		goto out_ctl;
+	dg_killpriv_v2_arm(fuse_session_fd(dd.se));
 	fuse_loop_cfg_set_clone_fd(cfg, (unsigned)fo.clone_fd);
 	fuse_loop_cfg_set_max_threads(cfg, fo.max_threads ? fo.max_threads : 16);
 	ret = fo.singlethread ? fuse_session_loop(dd.se)

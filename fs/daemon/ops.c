@@ -78,10 +78,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-	/* We clear setuid/setgid/capabilities on write ourselves, which
-	 * spares the kernel a GETXATTR round trip before every write. */
+	/* We clear setuid/setgid/capabilities on write ourselves. Only V2
+	 * spares the kernel a GETXATTR round trip before every write; an
+	 * old libfuse gets it offered by killpriv_v2.c. */
 	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
+#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
+	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV_V2)
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
+#endif
 	/* Fewer, larger requests: one journal entry carries up to 1 MiB. */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
@@ -134,6 +139,17 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	struct dg_attr a;
 
 	(void)fi;
+	/* KILLPRIV: a chown, or a truncate by an unprivileged caller, drops
+	 * setuid/setgid/capabilities here, as the kernel would have. */
+	if ((to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) ||
+	    ((to_set & FUSE_SET_ATTR_SIZE) && fuse_req_ctx(req)->uid != 0)) {
+		int ret = dg_fs_kill_priv(dd_of(req)->fs, ino);
+
+		if (ret) {
+			reply_err(req, ret);
+			return;
+		}
+	}
 	if (to_set & FUSE_SET_ATTR_MODE)
 		sa.valid |= DG_SET_MODE, sa.mode = st->st_mode;
 	if (to_set & FUSE_SET_ATTR_UID)

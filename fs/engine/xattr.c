@@ -290,10 +290,11 @@ int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
 }
 
 /*
- * What the kernel's file_remove_privs() does before a write, done here
- * because the daemon asks for FUSE_CAP_HANDLE_KILLPRIV (which spares a
- * GETXATTR round trip on every write): drop setuid, setgid on group
- * executables, and file capabilities. Cheap when there is nothing to do.
+ * What the kernel's file_remove_privs() does before a write, truncate or
+ * chown, done here because the daemon asks for FUSE_HANDLE_KILLPRIV_V2
+ * (which spares a GETXATTR round trip on every write): drop setuid,
+ * setgid on group executables, and file capabilities of a regular file.
+ * Cheap when there is nothing to do.
  */
 int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino)
 {
@@ -302,6 +303,10 @@ int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino)
 
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
+	if (ip && !S_ISREG(ip->d.mode)) {
+		pthread_rwlock_unlock(&fs->lock);
+		return 0;
+	}
 	mode = ip && ((ip->d.mode & S_ISUID) ||
 		      (ip->d.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
 	caps = ip && ip->d.xattr_vpn;

@@ -42,3 +42,63 @@ def test_root_write_keeps_suid(mounted):
     with open(f, "ab") as fh:
         fh.write(b"b")
     assert f.stat().st_mode & stat.S_ISUID
+
+
+def truncate_as(uid, path):
+    def drop():
+        os.setgid(uid)
+        os.setuid(uid)
+    subprocess.run(["truncate", "-s", "1", str(path)], check=True,
+                   preexec_fn=drop)
+
+
+def test_unprivileged_truncate_clears_suid(volume_factory):
+    mounted = volume_factory()
+    mounted.mkfs()
+    for d in mounted.mnt.parents:
+        if str(d).startswith("/tmp/pytest-of-"):
+            os.chmod(d, 0o755)
+    mounted.mount("allow_other")
+    f = mounted.mnt / "prog"
+    f.write_bytes(b"#!/bin/sh\n")
+    os.chmod(mounted.mnt, 0o777)
+    os.chown(f, 65534, 65534)
+    os.chmod(f, 0o4775)
+    truncate_as(65534, f)
+    assert not f.stat().st_mode & stat.S_ISUID
+    assert f.read_bytes() == b"#"
+
+
+def test_chown_clears_suid_and_caps(mounted):
+    f = mounted.mnt / "prog"
+    f.write_bytes(b"a")
+    os.chmod(f, 0o6755)
+    os.setxattr(f, "security.capability",
+                bytes.fromhex("0100000201000000000000000000000000000000"))
+    os.chown(f, 1000, 1000)
+    mode = f.stat().st_mode
+    assert not mode & (stat.S_ISUID | stat.S_ISGID)
+    assert "security.capability" not in os.listxattr(f)
+    d = mounted.mnt / "dir"
+    d.mkdir()
+    os.chmod(d, 0o2775)
+    os.chown(d, 1000, 1000)
+    assert d.stat().st_mode & stat.S_ISGID    # directories keep setgid
+
+
+def test_writes_do_not_ask_for_security_capability(volume_factory):
+    """KILLPRIV_V2 lets the kernel stop asking before every write (a
+    GETXATTR round trip each): the daemon sees a handful, not 200."""
+    mounted = volume_factory()
+    mounted.mkfs()
+    mounted.expect_log(r"^\s+unique: \d+, error: ")   # libfuse's debug trace
+    mounted.mount("debug")
+    f = mounted.mnt / "data"
+    with open(f, "wb") as fh:
+        for _ in range(200):
+            fh.write(b"x" * 4096)
+            fh.flush()
+    assert f.stat().st_size == 200 * 4096
+    log = mounted.read_log()
+    assert log.count("opcode: WRITE ") >= 200
+    assert log.count("opcode: GETXATTR ") < 10
