@@ -316,6 +316,9 @@ static void setup_cfg(struct bcfg *c, uint64_t *seed)
 			  err, sizeof(err));
 	if (ret)
 		fail("%s: cannot open: %s", c->name, err);
+	/* Configured as the daemon runs it. */
+	if (dg_vol_cache_csum_pages(c->vol, (size_t)64 << 20))
+		fail("%s: cannot cache checksum pages", c->name);
 	if (dg_apply_max_bytes(c->vol) < CHUNK * DG_PAGE_SIZE)
 		fail("%s: journal too small for a 1 MiB update", c->name);
 	alloc_region(c);

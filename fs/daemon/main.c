@@ -125,6 +125,9 @@ static int open_volume(struct dg_daemon *dd)
 			dd->devs, err);
 		return -1;
 	}
+	/* 64 MiB of checksum pages covers 32 GiB of data per device. */
+	if (dg_vol_cache_csum_pages(dd->vol, (size_t)64 << 20))
+		dg_log(DG_LOG_WARNING, "no memory to cache checksum pages");
 	ret = dg_fs_open(dd->vol, &dd->fs);
 	if (ret) {
 		fprintf(stderr, "daxguard: cannot load the filesystem of '%s': "

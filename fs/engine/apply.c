@@ -13,6 +13,7 @@ struct apage {
 	uint64_t old_csum, new_csum;
 	uint32_t lo, hi;	/* changed bytes [lo, hi) */
 	bool whole;		/* some range covers the whole page */
+	bool full_row;		/* every data page of its row is whole */
 };
 
 /* One row whose parity an update patches. */
@@ -167,11 +168,54 @@ static void *build_entry(const struct dg_range *r, unsigned n,
 	return e;
 }
 
+static int apage_row_cmp(const void *a, const void *b)
+{
+	const struct apage *x = *(const struct apage *const *)a;
+	const struct apage *y = *(const struct apage *const *)b;
+
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/*
+ * Mark the pages of rows this update overwrites whole: their new parity
+ * is computed from the new data alone, so neither the old data nor the
+ * old parity is read (a full-stripe write). The journal entry still
+ * covers every byte, so a crash midway is redone like any other.
+ */
+static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
+{
+	struct apage **by_row;
+	unsigned nwhole = 0;
+
+	if (!vol->parity || npg < vol->k)
+		return 0;
+	by_row = malloc(npg * sizeof(*by_row));
+	if (!by_row)
+		return -ENOMEM;
+	for (unsigned i = 0; i < npg; i++)
+		if (pg[i].whole)
+			by_row[nwhole++] = &pg[i];
+	qsort(by_row, nwhole, sizeof(*by_row), apage_row_cmp);
+	for (unsigned i = 0, j; i < nwhole; i = j) {
+		for (j = i + 1; j < nwhole && by_row[j]->row == by_row[i]->row;
+		     j++)
+			;
+		/* Pages are distinct, so k of one row are all of it. */
+		if (j - i == vol->k)
+			for (unsigned x = i; x < j; x++)
+				by_row[x]->full_row = true;
+	}
+	free(by_row);
+	return 0;
+}
+
 /* Read old images (verified), build new ones and their checksums. */
 static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 			 unsigned n, struct apage *pg, unsigned npg,
 			 struct dg_csum_cursor *cur)
 {
+	int ret;
+
 	for (unsigned i = 0; i < n; i++) {
 		struct apage *p = page_of(pg, npg, r[i].vpn);
 
@@ -184,13 +228,16 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 	}
 	if (!vol->redundancy)
 		return 0;
+	ret = mark_full_rows(vol, pg, npg);
+	if (ret)
+		return ret;
 	for (unsigned i = 0; i < npg; i++) {
 		struct apage *p = &pg[i];
-		int ret;
 
-		/* Without parity an overwritten page needs no old image. */
-		if (p->whole && !vol->parity) {
-			memset(p->old, 0, DG_PAGE_SIZE);
+		/* An overwritten page needs no old image when no parity
+		 * delta is taken from it. */
+		if (p->whole && (!vol->parity || p->full_row)) {
+			p->old = NULL;
 			p->old_csum = DG_CSUM_NONE;
 			continue;
 		}
@@ -200,7 +247,8 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 			return ret;
 	}
 	for (unsigned i = 0; i < npg; i++)
-		memcpy(pg[i].new, pg[i].old, DG_PAGE_SIZE);
+		if (pg[i].old)
+			memcpy(pg[i].new, pg[i].old, DG_PAGE_SIZE);
 	for (unsigned i = 0; i < n; i++) {
 		struct apage *p = page_of(pg, npg, r[i].vpn);
 
@@ -212,40 +260,103 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 	return 0;
 }
 
+/* The rows an update touches, found by row number in O(1): an update of
+ * a long run of one device has a row per page. */
+struct rowset {
+	struct arow *rows;
+	unsigned n, mask;
+	unsigned *slot;		/* index + 1 into rows; 0: free */
+};
+
+static int rowset_init(struct rowset *rs, struct arow *rows, unsigned npg)
+{
+	unsigned size = 16;
+
+	while (size < 2 * npg)
+		size *= 2;
+	rs->rows = rows;
+	rs->n = 0;
+	rs->mask = size - 1;
+	rs->slot = calloc(size, sizeof(*rs->slot));
+	return rs->slot ? 0 : -ENOMEM;
+}
+
+/* The entry of row; a new one has only its row (and page buffers) set. */
+static struct arow *rowset_get(struct rowset *rs, uint64_t row, bool *added)
+{
+	unsigned h = (unsigned)((row * 0x9e3779b97f4a7c15ull) >> 40) & rs->mask;
+
+	for (;; h = (h + 1) & rs->mask) {
+		unsigned i = rs->slot[h];
+
+		if (i && rs->rows[i - 1].row == row) {
+			*added = false;
+			return &rs->rows[i - 1];
+		}
+		if (!i) {
+			rs->slot[h] = ++rs->n;
+			rs->rows[rs->n - 1].row = row;
+			*added = true;
+			return &rs->rows[rs->n - 1];
+		}
+	}
+}
+
+/* Parity of a full row, from its new data pages alone. */
+static void compute_full_row(struct dg_vol *vol, struct apage *pg,
+			     unsigned npg, struct arow *a)
+{
+	uint8_t *data[DG_MAX_DEVS];
+
+	for (unsigned rank = 0; rank < vol->k; rank++) {
+		unsigned dev = dg_row_data_dev(vol, a->row, rank);
+
+		data[rank] = page_of(pg, npg, dg_loc_vpn(vol, dev, a->row))->new;
+	}
+	dg_parity_compute(vol, data, a->par, DG_PAGE_SIZE);
+	for (unsigned j = 0; j < vol->parity; j++)
+		a->par_csum[j] = DG_CSUM_NONE;	/* written whole */
+	a->lo = 0;
+	a->hi = DG_PAGE_SIZE;
+}
+
 /* Verified parity of every touched row, patched with the data deltas
- * (old xor new) of the changed cache lines only. */
+ * (old xor new) of the changed cache lines only; full rows get parity
+ * computed afresh. */
 static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
 			  struct arow *rows, unsigned *nrowsp, uint8_t *delta,
 			  struct dg_csum_cursor *cur)
 {
-	unsigned nrows = 0;
+	struct rowset rs;
+	int ret = rowset_init(&rs, rows, npg);
 
-	for (unsigned i = 0; i < npg; i++) {
+	for (unsigned i = 0; i < npg && !ret; i++) {
 		struct apage *p = &pg[i];
 		uint32_t lo = p->lo & ~(DG_LINE_SIZE - 1);
 		uint32_t hi = (p->hi + DG_LINE_SIZE - 1) & ~(DG_LINE_SIZE - 1);
-		struct arow *a = NULL;
 		uint8_t *par[DG_MAX_PARITY];
 		const uint64_t *o = (const uint64_t *)p->old;
 		const uint64_t *nw = (const uint64_t *)p->new;
 		uint64_t *dl = (uint64_t *)delta;
+		bool added;
+		struct arow *a = rowset_get(&rs, p->row, &added);
 
-		for (unsigned j = 0; j < nrows; j++)
-			if (rows[j].row == p->row)
-				a = &rows[j];
-		if (!a) {
-			a = &rows[nrows++];
-			a->row = p->row;
+		if (p->full_row) {
+			if (added)
+				compute_full_row(vol, pg, npg, a);
+			continue;
+		}
+		if (added) {
 			a->lo = lo;
 			a->hi = hi;
-			for (unsigned j = 0; j < vol->parity; j++) {
-				unsigned dev = dg_row_parity_dev(vol, p->row, j);
-				int ret = dg_page_read_cur(vol, &cur[j], dev,
-							   p->row, a->par[j],
-							   &a->par_csum[j]);
-				if (ret)
-					return ret;
-			}
+			for (unsigned j = 0; j < vol->parity && !ret; j++)
+				ret = dg_page_read_cur(vol, &cur[j],
+						       dg_row_parity_dev(vol,
+								 p->row, j),
+						       p->row, a->par[j],
+						       &a->par_csum[j]);
+			if (ret)
+				break;
 		}
 		if (lo < a->lo)
 			a->lo = lo;
@@ -258,8 +369,9 @@ static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		dg_parity_delta(vol, dg_row_data_rank(vol, p->row, p->dev),
 				delta + lo, hi - lo, par);
 	}
-	*nrowsp = nrows;
-	return 0;
+	*nrowsp = rs.n;
+	free(rs.slot);
+	return ret;
 }
 
 static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,

@@ -87,8 +87,7 @@ static struct dg_dev *copy_dev(struct dg_vol *vol, unsigned owner,
 static pthread_mutex_t *cpage_lock(struct dg_vol *vol, unsigned owner,
 				   uint64_t index)
 {
-	return &vol->csum_locks[(index * DG_MAX_DEVS + owner) %
-				DG_CSUM_LOCKS];
+	return &vol->csum_locks[dg_cpage_lock_idx(dg_cpage_key(owner, index))];
 }
 
 static enum copy_state load_copy(struct dg_vol *vol, unsigned owner,
@@ -121,6 +120,20 @@ static void write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 	dg_flushset_add(fs, d->idx, off, DG_PAGE_SIZE);
 }
 
+/* Write the changed entries [from, to) and the seal of the image to
+ * copy c, durably. */
+static void write_copy_durably(struct dg_vol *vol, unsigned owner,
+			       uint64_t index, int c, const void *img,
+			       uint32_t from, uint32_t to)
+{
+	struct dg_flushset fs;
+
+	dg_flushset_init(&fs);
+	write_copy(vol, owner, index, c, img, from, to, &fs);
+	dg_flushset_persist(vol, &fs);
+	dg_flushset_fini(&fs);
+}
+
 /*
  * Bring both copies of a checksum page to agreement where one is
  * proven bad: a copy that fails its own checksum, or a zeroed copy
@@ -135,7 +148,6 @@ static int reconcile(struct dg_vol *vol, unsigned owner, uint64_t index,
 {
 	enum copy_state s0 = load_copy(vol, owner, index, 0, img0);
 	enum copy_state s1 = load_copy(vol, owner, index, 1, img1);
-	struct dg_flushset fs;
 	int src = -1, dst = -1;
 
 	rewrote[0] = rewrote[1] = false;
@@ -156,11 +168,8 @@ static int reconcile(struct dg_vol *vol, unsigned owner, uint64_t index,
 			      "repaired from other copy");
 		memcpy(to, from, DG_PAGE_SIZE);
 		if (!vol->read_only) {
-			dg_flushset_init(&fs);
-			write_copy(vol, owner, index, dst, to, 0,
-				   DG_PAGE_SIZE, &fs);
-			dg_flushset_persist(vol, &fs);
-			dg_flushset_fini(&fs);
+			write_copy_durably(vol, owner, index, dst, to, 0,
+					   DG_PAGE_SIZE);
 			rewrote[dst] = true;
 		}
 		dg_fault_note(vol, DG_FAULT_REPAIRED, (owner + dst) % vol->ndev,
@@ -191,6 +200,7 @@ static int reconcile(struct dg_vol *vol, unsigned owner, uint64_t index,
 int dg_csum_cursor_init(struct dg_csum_cursor *cur)
 {
 	cur->owner = -1;
+	cur->uncached = false;
 	cur->entries = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
 	return cur->entries ? 0 : -ENOMEM;
 }
@@ -212,13 +222,25 @@ int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		bool rewrote[2];
 		int ret;
 
+		const uint8_t *cached;
+		bool both;
+
 		pthread_mutex_lock(lock);
-		/* The common case: a valid primary is all a lookup needs. */
-		if (load_copy(vol, dev, index, 0, img) == COPY_VALID)
+		cached = cur->uncached ? NULL
+				       : dg_cpcache_get(vol, dev, index, &both);
+		if (cached) {
+			memcpy(img, cached, DG_PAGE_SIZE);
 			ret = 1;
-		else
+		} else if (load_copy(vol, dev, index, 0, img) == COPY_VALID) {
+			/* The common case: a valid primary is all a
+			 * lookup needs. */
+			ret = 1;
+		} else {
 			ret = reconcile(vol, dev, index, img,
 					img + DG_PAGE_SIZE, rewrote);
+		}
+		if (ret == 1 && !cached && !cur->uncached)
+			dg_cpcache_put(vol, dev, index, img, false);
 		pthread_mutex_unlock(lock);
 		if (ret < 0) {
 			cur->owner = -1;
@@ -269,20 +291,48 @@ int dg_csum_repair_primary(struct dg_vol *vol, unsigned dev, uint64_t row)
 	uint64_t index = row / DG_CSUMS_PER_PAGE, off;
 	struct dg_dev *d = copy_dev(vol, dev, index, 1, &off);
 	uint8_t img[DG_PAGE_SIZE];
-	struct dg_flushset fs;
 
 	if (!d || vol->read_only)
 		return -EROFS;
 	pthread_mutex_lock(cpage_lock(vol, dev, index));
+	dg_cpcache_drop(vol, dev, index);
 	memcpy(img, dg_dev_ptr(d, off), DG_PAGE_SIZE);
-	if (dg_csum_page_check(vol, dev, index, img) == 1) {
-		dg_flushset_init(&fs);
-		write_copy(vol, dev, index, 0, img, 0, DG_PAGE_SIZE, &fs);
-		dg_flushset_persist(vol, &fs);
-		dg_flushset_fini(&fs);
-	}
+	if (dg_csum_page_check(vol, dev, index, img) == 1)
+		write_copy_durably(vol, dev, index, 0, img, 0, DG_PAGE_SIZE);
 	pthread_mutex_unlock(cpage_lock(vol, dev, index));
 	return 0;
+}
+
+/* set_one_page() when the cache holds the image both copies have: patch
+ * it, and write each copy from it (primary durable first, as below). */
+static int set_cached(struct dg_vol *vol, const struct dg_csum_upd *u,
+		      unsigned n, uint8_t *img, uint32_t from, uint32_t to)
+{
+	unsigned owner = u[0].dev;
+	uint64_t index = u[0].row / DG_CSUMS_PER_PAGE;
+	uint64_t *w = (uint64_t *)img;
+
+	for (unsigned i = 0; i < n; i++)
+		w[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
+	dg_csum_page_seal(vol, owner, index, w);
+	for (int c = 0; c < 2; c++)
+		write_copy_durably(vol, owner, index, c, img, from, to);
+	return 0;
+}
+
+/* After an uncached update: cache the page when both copies agree. */
+static void cache_both(struct dg_vol *vol, unsigned owner, uint64_t index)
+{
+	uint64_t off0, off1;
+	struct dg_dev *d0 = copy_dev(vol, owner, index, 0, &off0);
+	struct dg_dev *d1 = copy_dev(vol, owner, index, 1, &off1);
+
+	if (!vol->cpcache || !d0 || !d1)
+		return;
+	if (!memcmp(dg_dev_ptr(d0, off0), dg_dev_ptr(d1, off1), DG_PAGE_SIZE))
+		dg_cpcache_put(vol, owner, index, dg_dev_ptr(d0, off0), true);
+	else
+		dg_cpcache_drop(vol, owner, index);
 }
 
 /* Apply the updates u[0..n) that share one checksum page to both
@@ -296,15 +346,20 @@ static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 	uint32_t from = (uint32_t)(u[0].row % DG_CSUMS_PER_PAGE) * 8;
 	uint32_t to = (uint32_t)(u[n - 1].row % DG_CSUMS_PER_PAGE) * 8 + 8;
 	pthread_mutex_t *lock = cpage_lock(vol, owner, index);
-	bool rewrote[2];
+	bool rewrote[2], both;
+	uint8_t *cached;
 	int ret;
 
 	pthread_mutex_lock(lock);
+	cached = dg_cpcache_get(vol, owner, index, &both);
+	if (cached && both) {
+		ret = set_cached(vol, u, n, cached, from, to);
+		goto out;
+	}
 	ret = reconcile(vol, owner, index, img, img + DG_PAGE_SIZE, rewrote);
 	if (ret < 0)
 		goto out;
 	for (int c = 0; c < 2; c++) {
-		struct dg_flushset fs;
 		uint64_t off;
 		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
 		uint64_t *w = (uint64_t *)(img + DG_PAGE_SIZE);
@@ -321,11 +376,9 @@ static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 		/* G4: each copy is durable before the other is touched, and
 		 * under the page lock, so no crash can tear both copies (one
 		 * always verifies and reconcile() restores the other). */
-		dg_flushset_init(&fs);
-		write_copy(vol, owner, index, c, w, from, to, &fs);
-		dg_flushset_persist(vol, &fs);
-		dg_flushset_fini(&fs);
+		write_copy_durably(vol, owner, index, c, w, from, to);
 	}
+	cache_both(vol, owner, index);
 	ret = 0;
 out:
 	pthread_mutex_unlock(lock);

@@ -123,7 +123,8 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *ranges, unsigned n);
 size_t dg_apply_max_bytes(struct dg_vol *vol);
 
 /* Hook for mapped files (libcommit): called under the page lock for each
- * page an update changes, with the old and new page images. */
+ * page an update changes, with the old and new page images; oldpg is
+ * NULL when the update overwrote the page whole without reading it. */
 typedef void (*dg_page_hook)(void *arg, uint64_t vpn, const void *oldpg,
 			     const void *newpg);
 void dg_vol_set_page_hook(struct dg_vol *vol, dg_page_hook hook, void *arg);
@@ -141,6 +142,15 @@ int dg_read_bytes(struct dg_vol *vol, uint64_t vpn, uint32_t off,
 
 /* Make everything applied so far durable and retire the journal. */
 int dg_vol_sync(struct dg_vol *vol);
+
+/*
+ * Keep verified checksum pages in memory (up to max_bytes of them), so
+ * reads and updates stop re-reading and re-hashing them (csum_cache.c
+ * says what stays verified). For a long-lived owner of the volume, the
+ * daemon; call before other threads use vol. Tools that write checksum
+ * pages directly (fsck) must not turn it on.
+ */
+int dg_vol_cache_csum_pages(struct dg_vol *vol, size_t max_bytes);
 
 /* ---- allocation (alloc.c) ------------------------------------------- */
 

@@ -61,6 +61,7 @@ struct dg_vol {
 
 	pthread_rwlock_t row_locks[DG_ROW_LOCKS];
 	pthread_mutex_t csum_locks[DG_CSUM_LOCKS];
+	struct dg_cpcache *cpcache;		/* csum_cache.c; NULL: off */
 	struct dg_journal jrnl;
 
 	/* allocator, alloc.c */

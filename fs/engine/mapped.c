@@ -94,8 +94,8 @@ static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
 		uint32_t *cs = m->lcs + (fp - m->fp0) * LINES_PER_PAGE;
 
 		for (unsigned l = 0; l < LINES_PER_PAGE; l++)
-			if (memcmp(o + l * DG_LINE_SIZE, nw + l * DG_LINE_SIZE,
-				   DG_LINE_SIZE))
+			if (!o || memcmp(o + l * DG_LINE_SIZE,
+					 nw + l * DG_LINE_SIZE, DG_LINE_SIZE))
 				cs[l] = line_csum(m->fs->vol, vpn, l,
 						  nw + l * DG_LINE_SIZE);
 	}

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "csum.h"
 #include "super.h"
 
 static uint64_t dsuper_csum(const struct dg_dsuper *s)
@@ -169,6 +170,7 @@ static void vol_free(struct dg_vol *vol)
 		free(vol->spare[i]);
 	dg_parity_fini(vol);
 	dg_alloc_fini(vol);
+	dg_cpcache_free(vol);
 	free(vol);
 }
 

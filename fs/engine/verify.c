@@ -91,9 +91,12 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
 	if (!mem)
 		return -ENOMEM;
-	for (unsigned d = 0; d < vol->ndev; d++)
+	/* A scrub reads every checksum page from media, never the cache. */
+	for (unsigned d = 0; d < vol->ndev; d++) {
 		if (dg_csum_cursor_init(&cur[d]))
 			ret = -ENOMEM;
+		cur[d].uncached = true;
+	}
 	dg_vol_fault_counts(vol, before);
 	for (uint64_t row = 0; row < vol->sb.rows && !ret; row++) {
 		pthread_rwlock_t *lk = dg_row_lock(vol, row);

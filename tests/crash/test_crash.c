@@ -212,6 +212,9 @@ static struct dg_vol *open_images(char **paths, unsigned n, char *err,
 
 	*retp = dg_vol_open((const char *const *)paths, n, 0, &vol, err,
 			    errlen);
+	/* As the daemon runs: updates through the checksum page cache. */
+	if (!*retp)
+		*retp = dg_vol_cache_csum_pages(vol, (size_t)1 << 20);
 	return *retp ? NULL : vol;
 }
 

@@ -10,7 +10,8 @@
  * memory model holds, and delta-updated parity must equal parity
  * recomputed from scratch (scrub finds no mismatch).
  */
-static void random_updates(unsigned ndev, unsigned parity, unsigned rounds)
+static void random_updates(unsigned ndev, unsigned parity, unsigned rounds,
+			   bool cached)
 {
 	struct tvol tv;
 	struct dg_vol *vol;
@@ -23,6 +24,9 @@ static void random_updates(unsigned ndev, unsigned parity, unsigned rounds)
 	tvol_make(&tv, "apply", ndev, parity, 64ull << 20, false);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
+	/* Through the checksum page cache, as the daemon runs. */
+	if (cached)
+		REQUIRE(dg_vol_cache_csum_pages(vol, 256 << 10) == 0);
 	dg_vol_get_info(vol, &info);
 	max_len = dg_apply_max_bytes(vol) < (1u << 20) ? dg_apply_max_bytes(vol)
 						     : 1u << 20;
@@ -79,27 +83,127 @@ static void random_updates(unsigned ndev, unsigned parity, unsigned rounds)
 
 static void test_random_p1(void)
 {
-	random_updates(4, 1, 2000);
+	random_updates(4, 1, 2000, false);
 }
 
 static void test_random_p2(void)
 {
-	random_updates(5, 2, 2000);
+	random_updates(5, 2, 2000, false);
 }
 
 static void test_random_p0(void)
 {
-	random_updates(2, 0, 500);
+	random_updates(2, 0, 500, false);
 }
 
 static void test_random_one_dev(void)
 {
-	random_updates(1, 0, 500);
+	random_updates(1, 0, 500, false);
 }
 
 static void test_random_two_dev_mirror(void)
 {
-	random_updates(2, 1, 500);
+	random_updates(2, 1, 500, false);
+}
+
+static void test_random_p1_cached(void)
+{
+	random_updates(4, 1, 2000, true);
+}
+
+static void test_random_p2_cached(void)
+{
+	random_updates(5, 2, 2000, true);
+}
+
+/*
+ * An update that overwrites every data page of some rows whole takes
+ * their parity from the new data alone (a full-stripe write): the old
+ * parity is not even read, so damage to it is not detected, just
+ * replaced, and the result is the parity a scrub recomputes.
+ */
+static void full_rows(unsigned ndev, unsigned parity)
+{
+	enum { ROWS = 12, ROW0 = 40 };
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_vol_info info;
+	struct dg_scrub_report sr;
+	uint64_t seed = 77 + ndev, base[DG_FAULT_NR], now[DG_FAULT_NR];
+	uint64_t cp, span, first;
+	uint8_t *model, *rd, junk[64];
+	struct dg_range rg[64];
+	unsigned n = 0, k;
+
+	tvol_make(&tv, "fullrow", ndev, parity, 64ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_vol_cache_csum_pages(vol, 256 << 10) == 0);
+	dg_vol_get_info(vol, &info);
+	k = ndev - parity;
+	cp = info.chunk_pages;
+	/* k chunks side by side: the same rows on every data device. */
+	first = 8 * k * cp;
+	span = k * cp;
+	REQUIRE(first + span <= info.vpns && k * ROWS + 1 <= 64);
+	model = malloc(span * DG_PAGE_SIZE);
+	rd = malloc(span * DG_PAGE_SIZE);
+	REQUIRE(model && rd);
+	trand_fill(&seed, model, span * DG_PAGE_SIZE);
+	for (uint64_t v = 0; v < span; v += 64) {
+		struct dg_range w[64];
+
+		for (unsigned i = 0; i < 64; i++)
+			w[i] = (struct dg_range){ first + v + i, 0, DG_PAGE_SIZE,
+						  model + (v + i) * DG_PAGE_SIZE };
+		REQUIRE(dg_apply(vol, w, 64) == 0);
+	}
+	/* Damage the parity of the rows about to be overwritten. */
+	memset(junk, 0x5a, sizeof(junk));
+	for (unsigned r = 0; r < ROWS; r++) {
+		struct dg_loc l = dg_vpn_loc(vol, first + ROW0 + r);
+		unsigned pdev = dg_row_parity_dev(vol, l.row, 0);
+
+		tvol_poke(&tv, pdev, dg_row_page(vol, l.row) * DG_PAGE_SIZE,
+			  junk, sizeof(junk));
+	}
+	/* Whole pages of ROWS rows on every data device, and one partial
+	 * page of another row in the same update. */
+	for (unsigned d = 0; d < k; d++)
+		for (unsigned r = 0; r < ROWS; r++) {
+			uint64_t v = d * cp + ROW0 + r;
+
+			trand_fill(&seed, model + v * DG_PAGE_SIZE,
+				   DG_PAGE_SIZE);
+			rg[n++] = (struct dg_range){ first + v, 0, DG_PAGE_SIZE,
+						     model + v * DG_PAGE_SIZE };
+		}
+	trand_fill(&seed, model + 3 * DG_PAGE_SIZE + 10, 100);
+	rg[n++] = (struct dg_range){ first + 3, 10, 100,
+				     model + 3 * DG_PAGE_SIZE + 10 };
+	dg_vol_fault_counts(vol, base);
+	REQUIRE(dg_apply(vol, rg, n) == 0);
+	dg_vol_fault_counts(vol, now);
+	CHECK_EQ(now[DG_FAULT_DETECTED] - base[DG_FAULT_DETECTED], 0);
+	REQUIRE(dg_read(vol, first, span, rd) == 0);
+	CHECK(memcmp(rd, model, span * DG_PAGE_SIZE) == 0);
+	REQUIRE(dg_vol_scrub(vol, false, &sr, NULL, NULL) == 0);
+	CHECK_EQ(sr.detected, 0);
+	CHECK_EQ(sr.parity_mismatch, 0);
+	dg_vol_close(vol);
+	free(model);
+	free(rd);
+	tvol_cleanup(&tv);
+}
+
+static void test_full_rows_p1(void)
+{
+	full_rows(4, 1);
+}
+
+static void test_full_rows_p2(void)
+{
+	full_rows(6, 2);
 }
 
 static void test_bad_ranges(void)
@@ -220,6 +324,10 @@ int main(int argc, char **argv)
 		{ "random_p0", test_random_p0 },
 		{ "random_one_dev", test_random_one_dev },
 		{ "random_two_dev_mirror", test_random_two_dev_mirror },
+		{ "random_p1_cached", test_random_p1_cached },
+		{ "random_p2_cached", test_random_p2_cached },
+		{ "full_rows_p1", test_full_rows_p1 },
+		{ "full_rows_p2", test_full_rows_p2 },
 		{ "bad_ranges", test_bad_ranges },
 		{ "concurrent_same_rows", test_concurrent_same_rows },
 		{ NULL, NULL },
