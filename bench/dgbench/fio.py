@@ -1,7 +1,6 @@
 """fio jobs used by the harness, and parsing of `fio --output-format=json`."""
 
 import json
-import os
 
 # name -> (job options, metric, durable)
 # Sizes and runtimes are filled in by job_args() from the run's scale.
@@ -44,25 +43,6 @@ def job_args(name, opts, directory, size, runtime, time_based=True):
     for k, v in opts.items():
         args.append(f"--{k}={v}")
     return args
-
-
-def layout_is_slow(opts):
-    """fio lays a new file out in writes of the job's block size: for
-    64-byte jobs that is millions of FUSE round trips, minutes of setup."""
-    bs = opts.get("bs", "4k")
-    return bs.isdigit() and int(bs) < 4096 and int(opts.get("numjobs", 1)) == 1
-
-
-def lay_out(directory, name, size, chunk=1 << 20):
-    """Write the file fio would create (job NAME, one job: NAME.0.0) in
-    1 MiB writes, so fio finds it complete and starts at once."""
-    path = os.path.join(directory, f"{name}.0.0")
-    block = b"\0" * chunk
-    with open(path, "wb") as f:
-        for _ in range(size // chunk):
-            f.write(block)
-        f.write(block[:size % chunk])
-    return path
 
 
 def parse(text):
