@@ -87,7 +87,8 @@ class FioWorkload(Workload):
 
     def _run(self, wdir, system, ctx, rep):
         sc = ctx.scale
-        args = fio.job_args(self.name, self.opts, wdir, sc["fio_size"], sc["fio_runtime"])
+        args = fio.job_args(self.name, self.opts, wdir, fio.job_size(self.opts, sc["fio_size"]),
+                            sc["fio_runtime"])
         env = fio.PMEM_ENV if self.opts["ioengine"] == "libpmem" else None
         cp = run(args, check=False, env=env, cwd=ctx.logs_dir,
                  timeout=sc["fio_runtime"] * 10 + 300)
