@@ -1,20 +1,23 @@
 # SPDX-License-Identifier: MIT
-"""A write by an unprivileged user clears setuid/setgid (the daemon does
-what the kernel's file_remove_privs() would: FUSE_CAP_HANDLE_KILLPRIV)."""
+"""Writes, truncates and chowns clear setuid/setgid and capabilities: the
+daemon does what the kernel's file_remove_privs() would, since it asks
+for FUSE_HANDLE_KILLPRIV_V2 (fs/daemon/killpriv_v2.c)."""
 import os
 import stat
 import subprocess
 
+NOBODY = 65534
 
-def write_as(uid, path):
+
+def run_as(uid, cmd):
     def drop():
         os.setgid(uid)
         os.setuid(uid)
-    subprocess.run(["sh", "-c", f"printf x >> '{path}'"], check=True,
-                   preexec_fn=drop)
+    subprocess.run(cmd, check=True, preexec_fn=drop)
 
 
-def test_unprivileged_write_clears_suid_sgid(volume_factory):
+def nobodys_program(volume_factory, mode):
+    """A file of NOBODY's with mode, on a mount other users can reach."""
     mounted = volume_factory()
     mounted.mkfs()
     # Another user reaches the mount only with allow_other and through
@@ -26,9 +29,14 @@ def test_unprivileged_write_clears_suid_sgid(volume_factory):
     f = mounted.mnt / "prog"
     f.write_bytes(b"#!/bin/sh\n")
     os.chmod(mounted.mnt, 0o777)
-    os.chown(f, 65534, 65534)
-    os.chmod(f, 0o6775)
-    write_as(65534, f)
+    os.chown(f, NOBODY, NOBODY)
+    os.chmod(f, mode)
+    return f
+
+
+def test_unprivileged_write_clears_suid_sgid(volume_factory):
+    f = nobodys_program(volume_factory, 0o6775)
+    run_as(NOBODY, ["sh", "-c", f"printf x >> '{f}'"])
     mode = f.stat().st_mode
     assert not mode & stat.S_ISUID
     assert not mode & stat.S_ISGID          # group-executable: cleared too
@@ -44,27 +52,9 @@ def test_root_write_keeps_suid(mounted):
     assert f.stat().st_mode & stat.S_ISUID
 
 
-def truncate_as(uid, path):
-    def drop():
-        os.setgid(uid)
-        os.setuid(uid)
-    subprocess.run(["truncate", "-s", "1", str(path)], check=True,
-                   preexec_fn=drop)
-
-
 def test_unprivileged_truncate_clears_suid(volume_factory):
-    mounted = volume_factory()
-    mounted.mkfs()
-    for d in mounted.mnt.parents:
-        if str(d).startswith("/tmp/pytest-of-"):
-            os.chmod(d, 0o755)
-    mounted.mount("allow_other")
-    f = mounted.mnt / "prog"
-    f.write_bytes(b"#!/bin/sh\n")
-    os.chmod(mounted.mnt, 0o777)
-    os.chown(f, 65534, 65534)
-    os.chmod(f, 0o4775)
-    truncate_as(65534, f)
+    f = nobodys_program(volume_factory, 0o4775)
+    run_as(NOBODY, ["truncate", "-s", "1", str(f)])
     assert not f.stat().st_mode & stat.S_ISUID
     assert f.read_bytes() == b"#"
 
