@@ -283,6 +283,7 @@ int dg_alloc(struct dg_txn *t, uint64_t hint, uint64_t want, uint64_t *start,
 {
 	struct dg_vol *vol = t->vol;
 	uint64_t cp = vol->sb.chunk_pages, s, n = 0;
+	bool from_cursor = hint < vol->meta_vpns || hint >= vol->vpns;
 	int ret;
 
 	if (want == 0)
@@ -292,7 +293,7 @@ int dg_alloc(struct dg_txn *t, uint64_t hint, uint64_t want, uint64_t *start,
 		ret = -ENOSPC;
 		goto out;
 	}
-	if (hint < vol->meta_vpns || hint >= vol->vpns)
+	if (from_cursor)
 		hint = vol->alloc_cursor;
 	s = find_free(vol, hint);
 	if (s >= vol->vpns) {
@@ -308,12 +309,30 @@ int dg_alloc(struct dg_txn *t, uint64_t hint, uint64_t want, uint64_t *start,
 		goto out;
 	bits_set(vol->bitmap, s, n, true);
 	vol->free_vpns -= n;
-	vol->alloc_cursor = s + n < vol->vpns ? s + n : vol->meta_vpns;
+	/* A hinted allocation within a file's home (dg_alloc_home) leaves
+	 * the cursor past that home; one beyond the cursor pushes it on. */
+	if (from_cursor || s >= vol->alloc_cursor)
+		vol->alloc_cursor = s + n < vol->vpns ? s + n : vol->meta_vpns;
 	*start = s;
 	*got = n;
 out:
 	pthread_mutex_unlock(&vol->alloc_lock);
 	return ret;
+}
+
+uint64_t dg_alloc_home(struct dg_vol *vol, uint64_t pages)
+{
+	uint64_t home;
+
+	pthread_mutex_lock(&vol->alloc_lock);
+	home = vol->alloc_cursor;
+	/* Past the end, wrap: find_free() goes on from the cursor anyway. */
+	if (pages < vol->vpns - home)
+		vol->alloc_cursor = home + pages;
+	else
+		vol->alloc_cursor = vol->meta_vpns;
+	pthread_mutex_unlock(&vol->alloc_lock);
+	return home;
 }
 
 /* A run of exactly want free vpns within one chunk. */

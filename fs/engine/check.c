@@ -905,95 +905,115 @@ static bool mode_ok(uint32_t mode)
 	       t == S_IFSOCK || t == S_IFCHR || t == S_IFBLK;
 }
 
-/* Load an inode's extents, marking its pages; truncates the list at the
+/* Forget the chain pages of wi from index keep on: they become leaks
+ * the walk frees (only those this inode claimed). */
+static void drop_emap(struct walk *w, uint64_t ino, uint32_t keep)
+{
+	struct wino *wi = &w->in[ino];
+
+	for (uint32_t e = keep; e < wi->nemap; e++)
+		if (w->owner[wi->emap[e]] == ino)
+			w->cls[wi->emap[e]] = DG_PC_FREE;
+	if (wi->nemap > keep)
+		wi->nemap = keep;
+}
+
+/* End ino's extent map before slot of leaf (format.h), keeping the
+ * wi->next extents before it: shorten that leaf, or end the chain at
+ * the leaf before. The caller stores the inode. */
+static int cut_extents(struct walk *w, uint64_t ino, uint32_t leaf,
+		       uint32_t slot)
+{
+	struct wino *wi = &w->in[ino];
+	struct dg_demap hdr = { 0 };
+
+	wi->d.nextents = wi->next;
+	if (leaf == 0) {
+		for (uint32_t i = slot; i < DG_INLINE_EXTENTS; i++)
+			memset(&wi->d.inl[i], 0, sizeof(wi->d.inl[i]));
+		wi->d.emap_vpn = 0;
+		drop_emap(w, ino, 0);
+		return 0;
+	}
+	if (slot) {			/* the leaf keeps slot extents */
+		hdr.count = slot;
+		drop_emap(w, ino, leaf);
+		return wwrite(w, wi->emap[leaf - 1], 0, &hdr,
+			      offsetof(struct dg_demap, e));
+	}
+	drop_emap(w, ino, leaf - 1);	/* the leaf goes */
+	if (leaf == 1) {
+		wi->d.emap_vpn = 0;
+		return 0;
+	}
+	return wwrite(w, wi->emap[leaf - 2], 0, &hdr.next_vpn,
+		      sizeof(hdr.next_vpn));
+}
+
+/* Load an inode's extents, marking its pages; truncates the map at the
  * first bad extent when told to. */
 static void load_extents(struct walk *w, uint64_t ino)
 {
 	struct wino *wi = &w->in[ino];
-	uint32_t n = wi->d.nextents, good = 0;
-	uint64_t vpn = wi->d.emap_vpn, prev_end = 0;
-	struct dg_demap *pg = (struct dg_demap *)w->page;
+	struct dg_emap_reader r;
+	const struct dg_dextent *d;
 	struct dg_chk_event ev;
+	uint32_t cut_leaf, cut_slot;
 	const char *why = NULL;
+	int k;
 
-	wi->ext = calloc(n ? n : 1, sizeof(*wi->ext));
+	wi->next = 0;
+	wi->ext = calloc(wi->d.nextents ? wi->d.nextents : 1,
+			 sizeof(*wi->ext));
 	if (!wi->ext)
 		return;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct dg_dextent *d;
-		uint32_t j = i - DG_INLINE_EXTENTS;
+	dg_emap_begin(&r, w->vol, &wi->d, (struct dg_demap *)w->page);
+	while ((k = dg_emap_next(&r, &d)) > 0) {
+		if (k == DG_EMAP_PAGE) {
+			uint64_t *m;
 
-		if (i < DG_INLINE_EXTENTS) {
-			d = &wi->d.inl[i];
-		} else {
-			if (j % DG_EMAP_PER_PAGE == 0) {
-				uint64_t *m;
-				int r;
-
-				if (vpn < 1 || vpn >= w->vpns) {
-					why = "extent chain broken";
-					break;
-				}
-				if (!mark(w, vpn, 1, DG_PC_EMAP, ino)) {
-					why = "extent page used twice";
-					break;
-				}
-				r = dg_read(w->vol, vpn, 1, pg);
-				if (r) {
-					unreadable(w, vpn, ino, "extent", r);
-					break;
-				}
-				m = realloc(wi->emap,
-					    (wi->nemap + 1) * sizeof(*m));
-				if (!m)
-					break;
-				wi->emap = m;
-				wi->emap[wi->nemap++] = vpn;
-				vpn = pg->next_vpn;
+			if (!mark(w, r.page_vpn, 1, DG_PC_EMAP, ino)) {
+				why = "extent page used twice";
+				break;
 			}
-			d = &pg->e[j % DG_EMAP_PER_PAGE];
-		}
-		if (d->len == 0 || d->vpn < 1 || d->vpn >= w->vpns ||
-		    d->len > w->vpns - d->vpn || d->fpage < prev_end ||
-		    d->fpage > (UINT64_MAX >> DG_PAGE_SHIFT) - d->len) {
-			why = "extent out of range or out of order";
-			break;
+			m = realloc(wi->emap, (wi->nemap + 1) * sizeof(*m));
+			if (!m)
+				return;
+			wi->emap = m;
+			wi->emap[wi->nemap++] = r.page_vpn;
+			continue;
 		}
 		if (!mark(w, d->vpn, d->len, data_class(wi->d.mode), ino)) {
 			why = "extent maps pages another structure uses";
 			ev_init(&ev, DG_CHK_EXTENT_DUP, "extent");
+			cut_leaf = r.leaf;
+			cut_slot = r.slot - 1;
 			goto bad;
 		}
-		wi->ext[good++] = *d;
-		prev_end = d->fpage + d->len;
+		wi->ext[wi->next++] = *d;
 	}
-	wi->next = good;
+	if (k < 0 && !r.why) {
+		unreadable(w, r.page_vpn, ino, "extent", k);
+		return;
+	}
+	if (k < 0)
+		why = r.why;
 	if (!why || w->classify_only)
 		return;
 	ev_init(&ev, DG_CHK_EXTENT_BAD, "extent");
+	cut_leaf = r.leaf;
+	cut_slot = r.slot;
 bad:
-	wi->next = good;
 	ev_ino(w, &ev, ino);
 	snprintf(ev.detail, sizeof(ev.detail), "inode %llu extent %u: %s",
-		 (unsigned long long)ino, good, why);
+		 (unsigned long long)ino, wi->next, why);
 	snprintf(ev.action, sizeof(ev.action),
-		 "drop extents from %u on (data lost)", good);
-	if (wask(w, &ev)) {
-		wi->d.nextents = good;
-		if (good <= DG_INLINE_EXTENTS) {
-			for (uint32_t i = good; i < DG_INLINE_EXTENTS; i++)
-				memset(&wi->d.inl[i], 0, sizeof(wi->d.inl[i]));
-			wi->d.emap_vpn = 0;
-			/* the chain pages become leaks, freed below */
-			for (uint32_t e = 0; e < wi->nemap; e++)
-				if (w->owner[wi->emap[e]] == ino)
-					w->cls[wi->emap[e]] = DG_PC_FREE;
-			wi->nemap = 0;
-		}
-		wreport(w, &ev, store_inode(w, ino) == 0);
-	} else {
+		 "drop extents from %u on (data lost)", wi->next);
+	if (wask(w, &ev))
+		wreport(w, &ev, cut_extents(w, ino, cut_leaf, cut_slot) == 0 &&
+				store_inode(w, ino) == 0);
+	else
 		wreport(w, &ev, false);
-	}
 }
 
 static void load_itable(struct walk *w)

@@ -175,6 +175,11 @@ int dg_txn_commit(struct dg_txn *txn);
 /* Allocate up to want contiguous vpns near hint; *got >= 1 on success. */
 int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
 	     uint64_t *start, uint64_t *got);
+/* Where a new file of pages pages should start: the allocation cursor,
+ * which then moves past that span, so a file filled out of order (a
+ * sparse file written at random) finds its pages' places still free
+ * and ends up contiguous. Only a hint for dg_alloc(). */
+uint64_t dg_alloc_home(struct dg_vol *vol, uint64_t pages);
 /* Exactly want contiguous vpns within one chunk, or -ENOSPC. */
 int dg_alloc_exact(struct dg_txn *txn, uint64_t want, uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);

@@ -1,20 +1,117 @@
 // SPDX-License-Identifier: MIT
-/* extent.c -- file extent maps: lookup, allocate, punch, store, load */
+/* extent.c -- file extent maps: lookup, allocate, punch, store, load
+ *
+ * The in-core map mirrors the media leaf for leaf (fs_i.h, format.h):
+ * the inline array, then one leaf per chain page, each with slack. An
+ * insert or removal shifts entries within one leaf and marks the slots
+ * it moved; a full leaf splits into a new page. ext_store() then writes
+ * only the marked part of each changed leaf, so the metadata cost of a
+ * write is a few hundred bytes however many extents the file has.
+ */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs_i.h"
 
-/* Index of the first extent that ends after fpage (may be next). */
-static uint32_t ext_search(const struct dg_inode *ip, uint64_t fpage)
+/* A place in the map: slot of leaf (slot == n: just after the leaf). */
+struct epos {
+	uint32_t leaf, slot;
+};
+
+static uint32_t leaf_cap(uint32_t li)
 {
-	uint32_t lo = 0, hi = ip->next;
+	return li ? DG_EMAP_PER_PAGE : DG_INLINE_EXTENTS;
+}
+
+static struct dg_eleaf *leaf_new(uint32_t li, uint64_t vpn)
+{
+	struct dg_eleaf *lf = calloc(1, sizeof(*lf) + leaf_cap(li) *
+						  sizeof(struct dg_ext));
+
+	if (lf) {
+		lf->vpn = vpn;
+		lf->dirty = UINT32_MAX;
+	}
+	return lf;
+}
+
+static void leaf_dirty(struct dg_eleaf *lf, uint32_t slot)
+{
+	if (slot < lf->dirty)
+		lf->dirty = slot;
+}
+
+/* Put lf at index at of the leaf array. */
+static int leaf_put(struct dg_inode *ip, uint32_t at, struct dg_eleaf *lf)
+{
+	if (ip->nleaf == ip->capleaf) {
+		uint32_t cap = ip->capleaf ? ip->capleaf * 2 : 4;
+		struct dg_eleaf **l = realloc(ip->leaf, cap * sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		ip->leaf = l;
+		ip->capleaf = cap;
+	}
+	memmove(&ip->leaf[at + 1], &ip->leaf[at],
+		(ip->nleaf - at) * sizeof(*ip->leaf));
+	ip->leaf[at] = lf;
+	ip->nleaf++;
+	return 0;
+}
+
+void dg_ext_free(struct dg_inode *ip)
+{
+	for (uint32_t i = 0; i < ip->nleaf; i++)
+		free(ip->leaf[i]);
+	free(ip->leaf);
+	ip->leaf = NULL;
+	ip->nleaf = ip->capleaf = ip->next = 0;
+}
+
+/* Leaf 0, for an inode whose map was never loaded (a new inode). */
+static int leaf0(struct dg_inode *ip)
+{
+	struct dg_eleaf *lf;
+
+	if (ip->nleaf)
+		return 0;
+	lf = leaf_new(0, 0);
+	if (!lf)
+		return -ENOMEM;
+	if (leaf_put(ip, 0, lf)) {
+		free(lf);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The leaf fpage belongs in: the last whose first extent starts at or
+ * before it; leaf 0 when none does. */
+static uint32_t leaf_find(const struct dg_inode *ip, uint64_t fpage)
+{
+	uint32_t lo = 1, hi = ip->nleaf;
 
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
-		const struct dg_ext *e = &ip->ext[mid];
 
-		if (e->fpage + e->len <= fpage)
+		if (ip->leaf[mid]->e[0].fpage <= fpage)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - 1;
+}
+
+/* In lf, the first extent that ends after fpage (may be lf->n). */
+static uint32_t slot_find(const struct dg_eleaf *lf, uint64_t fpage)
+{
+	uint32_t lo = 0, hi = lf->n;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (lf->e[mid].fpage + lf->e[mid].len <= fpage)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -22,76 +119,263 @@ static uint32_t ext_search(const struct dg_inode *ip, uint64_t fpage)
 	return lo;
 }
 
+static struct epos pos_find(const struct dg_inode *ip, uint64_t fpage)
+{
+	uint32_t li = leaf_find(ip, fpage);
+
+	return (struct epos){ li, slot_find(ip->leaf[li], fpage) };
+}
+
+/* The extent at or after p, and where it is; NULL past the end. */
+static struct dg_ext *ext_at(const struct dg_inode *ip, struct epos *p)
+{
+	if (p->leaf == ip->nleaf)	/* the last leaf was just freed */
+		return NULL;
+	if (p->slot == ip->leaf[p->leaf]->n) {
+		if (p->leaf + 1 == ip->nleaf)
+			return NULL;
+		*p = (struct epos){ p->leaf + 1, 0 };
+	}
+	return &ip->leaf[p->leaf]->e[p->slot];
+}
+
+/* The extent before p, and where it is; NULL at the start. Only leaf 0
+ * can be empty, so this looks at two leaves at most. */
+static struct dg_ext *ext_before(const struct dg_inode *ip, struct epos *p)
+{
+	uint32_t li = p->leaf;
+
+	if (p->slot) {
+		p->slot--;
+		return &ip->leaf[li]->e[p->slot];
+	}
+	while (li--) {
+		if (ip->leaf[li]->n) {
+			*p = (struct epos){ li, ip->leaf[li]->n - 1 };
+			return &ip->leaf[li]->e[p->slot];
+		}
+	}
+	return NULL;
+}
+
 void dg_ext_lookup(const struct dg_inode *ip, uint64_t fpage, uint64_t *vpn,
 		   uint64_t *run)
 {
-	uint32_t i = ext_search(ip, fpage);
+	struct epos p;
+	const struct dg_ext *e;
 
-	if (i == ip->next) {
+	if (!ip->nleaf) {
 		*vpn = 0;
 		*run = UINT64_MAX;
-	} else if (ip->ext[i].fpage > fpage) {
+		return;
+	}
+	p = pos_find(ip, fpage);
+	e = ext_at(ip, &p);
+	if (!e) {
 		*vpn = 0;
-		*run = ip->ext[i].fpage - fpage;
+		*run = UINT64_MAX;
+	} else if (e->fpage > fpage) {
+		*vpn = 0;
+		*run = e->fpage - fpage;
 	} else {
-		*vpn = ip->ext[i].vpn + (fpage - ip->ext[i].fpage);
-		*run = ip->ext[i].fpage + ip->ext[i].len - fpage;
+		*vpn = e->vpn + (fpage - e->fpage);
+		*run = e->fpage + e->len - fpage;
 	}
 }
 
-static int ext_reserve(struct dg_inode *ip, uint32_t n)
+bool dg_ext_owns(const struct dg_inode *ip, uint64_t vpn, uint64_t *fpage)
 {
-	struct dg_ext *e;
-	uint32_t cap;
+	for (uint32_t li = 0; li < ip->nleaf; li++) {
+		const struct dg_eleaf *lf = ip->leaf[li];
 
-	if (n <= ip->capext)
-		return 0;
-	cap = ip->capext ? ip->capext * 2 : 8;
-	while (cap < n)
-		cap *= 2;
-	e = realloc(ip->ext, cap * sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	ip->ext = e;
-	ip->capext = cap;
-	return 0;
+		for (uint32_t i = 0; i < lf->n; i++)
+			if (vpn >= lf->e[i].vpn &&
+			    vpn < lf->e[i].vpn + lf->e[i].len) {
+				*fpage = lf->e[i].fpage + vpn - lf->e[i].vpn;
+				return true;
+			}
+	}
+	return false;
 }
 
-/* Insert a mapping that overlaps nothing, merging with neighbours that
- * continue it on the media. Returns the lowest index changed. */
-static int ext_insert(struct dg_inode *ip, uint64_t fpage, uint64_t vpn,
-		      uint32_t len, uint32_t *changed)
+/* A new chain page at leaf index at (>= 1), linked after leaf at - 1. */
+static int leaf_add(struct dg_txn *txn, struct dg_inode *ip, uint32_t at)
 {
-	uint32_t i = ext_search(ip, fpage);
-	struct dg_ext *prev = i ? &ip->ext[i - 1] : NULL;
+	struct dg_eleaf *prev = ip->leaf[at - 1], *lf;
+	uint64_t vpn, got;
 	int ret;
 
-	if (prev && prev->fpage + prev->len == fpage &&
-	    prev->vpn + prev->len == vpn && prev->len + (uint64_t)len < UINT32_MAX) {
-		prev->len += len;
-		*changed = i - 1;
-		return 0;
-	}
-	ret = ext_reserve(ip, ip->next + 1);
+	ret = dg_alloc(txn, prev->vpn ? prev->vpn + 1 : 0, 1, &vpn, &got);
 	if (ret)
 		return ret;
-	memmove(&ip->ext[i + 1], &ip->ext[i],
-		(ip->next - i) * sizeof(*ip->ext));
-	ip->ext[i] = (struct dg_ext){ fpage, vpn, len };
-	ip->next++;
-	*changed = i;
+	lf = leaf_new(at, vpn);
+	if (!lf)
+		return -ENOMEM;
+	ret = leaf_put(ip, at, lf);
+	if (ret) {
+		free(lf);
+		return ret;
+	}
+	leaf_dirty(lf, 0);
+	leaf_dirty(prev, prev->n);	/* its link changes */
+	ip->d.blocks++;
 	return 0;
 }
 
-/* Where extent index i lives on the media. */
-static void ext_where(const struct dg_inode *ip, uint32_t i, uint64_t *vpn,
-		      uint32_t *off)
+/* Make room at *p in a full leaf: split it, or, when appending at the
+ * very end, start a new page so files written in order fill pages. *p
+ * is moved to where the new extent now goes. */
+static int leaf_split(struct dg_txn *txn, struct dg_inode *ip, struct epos *p)
 {
-	uint32_t j = i - DG_INLINE_EXTENTS;
+	struct dg_eleaf *lf = ip->leaf[p->leaf], *nl;
+	bool append = p->slot == lf->n && p->leaf + 1 == ip->nleaf;
+	uint32_t move = append ? 0 : lf->n - lf->n / 2;
+	int ret = leaf_add(txn, ip, p->leaf + 1);
 
-	*vpn = ip->emap[j / DG_EMAP_PER_PAGE];
-	*off = (uint32_t)offsetof(struct dg_demap, e) +
-	       (j % DG_EMAP_PER_PAGE) * (uint32_t)sizeof(struct dg_dextent);
+	if (ret)
+		return ret;
+	nl = ip->leaf[p->leaf + 1];
+	memcpy(nl->e, &lf->e[lf->n - move], move * sizeof(*nl->e));
+	nl->n = move;
+	lf->n -= move;
+	leaf_dirty(lf, lf->n);
+	if (p->slot > lf->n || lf->n == leaf_cap(p->leaf))
+		*p = (struct epos){ p->leaf + 1, p->slot - lf->n };
+	return 0;
+}
+
+static int leaf_insert(struct dg_txn *txn, struct dg_inode *ip, struct epos p,
+		       struct dg_ext x)
+{
+	struct dg_eleaf *lf = ip->leaf[p.leaf];
+
+	if (lf->n == leaf_cap(p.leaf)) {
+		struct dg_eleaf *nx = p.leaf + 1 < ip->nleaf ?
+				      ip->leaf[p.leaf + 1] : NULL;
+
+		if (p.slot == lf->n && nx && nx->n < DG_EMAP_PER_PAGE) {
+			/* At the end of a full leaf: the next has room. */
+			p = (struct epos){ p.leaf + 1, 0 };
+		} else if (p.leaf == 0 && nx && nx->n < DG_EMAP_PER_PAGE) {
+			/* The inline array spills its last extent into the
+			 * first chain page rather than start a page of two. */
+			memmove(&nx->e[1], &nx->e[0], nx->n * sizeof(*nx->e));
+			nx->e[0] = lf->e[--lf->n];
+			nx->n++;
+			leaf_dirty(nx, 0);
+		} else {
+			int ret = leaf_split(txn, ip, &p);
+
+			if (ret)
+				return ret;
+		}
+		lf = ip->leaf[p.leaf];
+	}
+	memmove(&lf->e[p.slot + 1], &lf->e[p.slot],
+		(lf->n - p.slot) * sizeof(*lf->e));
+	lf->e[p.slot] = x;
+	lf->n++;
+	ip->next++;
+	leaf_dirty(lf, p.slot);
+	return 0;
+}
+
+/* Unlink chain leaf li and free its page. */
+static int leaf_drop(struct dg_txn *txn, struct dg_inode *ip, uint32_t li)
+{
+	struct dg_eleaf *prev = ip->leaf[li - 1];
+	int ret = dg_free(txn, ip->leaf[li]->vpn, 1);
+
+	if (ret)
+		return ret;
+	ip->d.blocks--;
+	free(ip->leaf[li]);
+	memmove(&ip->leaf[li], &ip->leaf[li + 1],
+		(ip->nleaf - li - 1) * sizeof(*ip->leaf));
+	ip->nleaf--;
+	leaf_dirty(prev, prev->n);	/* its link changes */
+	return 0;
+}
+
+/* Move chain leaf li + 1's extents to the end of chain leaf li. */
+static int leaf_merge_next(struct dg_txn *txn, struct dg_inode *ip,
+			   uint32_t li)
+{
+	struct dg_eleaf *lf = ip->leaf[li], *nx = ip->leaf[li + 1];
+
+	memcpy(&lf->e[lf->n], nx->e, nx->n * sizeof(*nx->e));
+	leaf_dirty(lf, lf->n);
+	lf->n += nx->n;
+	nx->n = 0;
+	return leaf_drop(txn, ip, li + 1);
+}
+
+/* Drop k extents at *p, all within one leaf (nothing of theirs is freed
+ * here). A chain page left empty is freed; one left under a quarter full
+ * joins a neighbour that has room, so punched maps do not keep pages of
+ * slack. *p then names the extent that followed the dropped ones. */
+static int ext_remove(struct dg_txn *txn, struct dg_inode *ip, struct epos *p,
+		      uint32_t k)
+{
+	const uint32_t low = DG_EMAP_PER_PAGE / 4, room = DG_EMAP_PER_PAGE / 2;
+	uint32_t li = p->leaf;
+	struct dg_eleaf *lf = ip->leaf[li];
+
+	memmove(&lf->e[p->slot], &lf->e[p->slot + k],
+		(lf->n - p->slot - k) * sizeof(*lf->e));
+	lf->n -= k;
+	ip->next -= k;
+	leaf_dirty(lf, p->slot);
+	if (li == 0 || lf->n >= low)
+		return 0;
+	if (lf->n == 0) {
+		*p = (struct epos){ li, 0 };	/* the next leaf moves here */
+		return leaf_drop(txn, ip, li);
+	}
+	if (li + 1 < ip->nleaf && lf->n + ip->leaf[li + 1]->n <= room)
+		return leaf_merge_next(txn, ip, li);
+	if (li > 1 && ip->leaf[li - 1]->n + lf->n <= room) {
+		*p = (struct epos){ li - 1, ip->leaf[li - 1]->n + p->slot };
+		return leaf_merge_next(txn, ip, li - 1);
+	}
+	return 0;
+}
+
+/* Does [fpage, vpn) continue e on both the file and the media? */
+static bool continues(const struct dg_ext *e, uint64_t fpage, uint64_t vpn,
+		      uint64_t len)
+{
+	return e->fpage + e->len == fpage && e->vpn + e->len == vpn &&
+	       e->len + len < UINT32_MAX;
+}
+
+/* Map [fpage, fpage + len) to [vpn, ...), which overlaps nothing mapped,
+ * merging with the extents on either side where the media continues. */
+static int ext_insert(struct dg_txn *txn, struct dg_inode *ip, uint64_t fpage,
+		      uint64_t vpn, uint32_t len)
+{
+	struct epos p = pos_find(ip, fpage), pp = p, np = p;
+	struct dg_ext *prev = ext_before(ip, &pp), *next = ext_at(ip, &np);
+
+	if (prev && continues(prev, fpage, vpn, len)) {
+		prev->len += len;
+		leaf_dirty(ip->leaf[pp.leaf], pp.slot);
+		if (next && continues(prev, next->fpage, next->vpn, next->len)) {
+			/* A hole filled where the media was left for it. */
+			prev->len += next->len;
+			return ext_remove(txn, ip, &np, 1);
+		}
+		return 0;
+	}
+	if (next && fpage + len == next->fpage && vpn + len == next->vpn &&
+	    next->len + (uint64_t)len < UINT32_MAX) {
+		next->fpage = fpage;
+		next->vpn = vpn;
+		next->len += len;
+		leaf_dirty(ip->leaf[np.leaf], np.slot);
+		return 0;
+	}
+	return leaf_insert(txn, ip, p, (struct dg_ext){ fpage, vpn, len });
 }
 
 static struct dg_dextent ext_d(const struct dg_ext *e)
@@ -99,90 +383,44 @@ static struct dg_dextent ext_d(const struct dg_ext *e)
 	return (struct dg_dextent){ e->fpage, e->vpn, e->len, 0 };
 }
 
-/* Grow or shrink the chain of extent pages to fit next extents. */
-static int chain_fit(struct dg_txn *txn, struct dg_inode *ip)
+/* Write what changed: the inline leaf into the inode record (stored by
+ * the caller), and each marked chain page's header and marked slots. */
+static int ext_store(struct dg_txn *txn, struct dg_inode *ip)
 {
-	uint32_t need = ip->next > DG_INLINE_EXTENTS
-				? (ip->next - DG_INLINE_EXTENTS +
-				   DG_EMAP_PER_PAGE - 1) / DG_EMAP_PER_PAGE
-				: 0;
-	int ret;
+	struct dg_demap pg;
+	const uint32_t hdr = (uint32_t)offsetof(struct dg_demap, e);
+	const uint32_t esz = (uint32_t)sizeof(struct dg_dextent);
 
-	while (ip->nemap < need) {
-		uint64_t vpn, got, *n;
-		struct dg_demap hdr = { 0 };
-
-		ret = dg_alloc(txn, ip->nemap ? ip->emap[ip->nemap - 1] + 1 : 0,
-			       1, &vpn, &got);
-		if (ret)
-			return ret;
-		n = realloc(ip->emap, (ip->nemap + 1) * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		ip->emap = n;
-		ret = dg_txn_write(txn, vpn, 0, &hdr,
-				   offsetof(struct dg_demap, e));
-		if (ret)
-			return ret;
-		/* Link it from the previous page (or the inode). */
-		if (ip->nemap)
-			ret = dg_txn_write(txn, ip->emap[ip->nemap - 1], 0, &vpn,
-					   sizeof(vpn));
-		else
-			ip->d.emap_vpn = vpn;
-		if (ret)
-			return ret;
-		ip->emap[ip->nemap++] = vpn;
-		ip->d.blocks++;
-	}
-	while (ip->nemap > need) {
-		uint64_t zero = 0;
-
-		ret = dg_free(txn, ip->emap[--ip->nemap], 1);
-		if (ret)
-			return ret;
-		ip->d.blocks--;
-		if (ip->nemap)
-			ret = dg_txn_write(txn, ip->emap[ip->nemap - 1], 0,
-					   &zero, sizeof(zero));
-		else
-			ip->d.emap_vpn = 0;
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* Write extents [from, next) and the count; the inode record carries
- * the inline ones and is stored by the caller. */
-static int ext_store(struct dg_fs *fs, struct dg_txn *txn,
-		     struct dg_inode *ip, uint32_t from)
-{
-	int ret = chain_fit(txn, ip);
-
-	(void)fs;
-
-	if (ret)
-		return ret;
 	ip->d.nextents = ip->next;
+	ip->d.emap_vpn = ip->nleaf > 1 ? ip->leaf[1]->vpn : 0;
 	memset(ip->d.inl, 0, sizeof(ip->d.inl));
-	for (uint32_t i = 0; i < ip->next && i < DG_INLINE_EXTENTS; i++)
-		ip->d.inl[i] = ext_d(&ip->ext[i]);
-	if (from < DG_INLINE_EXTENTS)
-		from = DG_INLINE_EXTENTS;
-	while (from < ip->next) {
-		struct dg_dextent buf[DG_EMAP_PER_PAGE];
-		uint32_t n = 0, off;
-		uint64_t vpn;
+	for (uint32_t i = 0; i < ip->leaf[0]->n; i++)
+		ip->d.inl[i] = ext_d(&ip->leaf[0]->e[i]);
+	ip->leaf[0]->dirty = UINT32_MAX;
+	for (uint32_t li = 1; li < ip->nleaf; li++) {
+		struct dg_eleaf *lf = ip->leaf[li];
+		uint32_t from = lf->dirty < lf->n ? lf->dirty : lf->n;
+		int ret;
 
-		/* One range per chain page. */
-		ext_where(ip, from, &vpn, &off);
-		do {
-			buf[n++] = ext_d(&ip->ext[from++]);
-		} while (from < ip->next &&
-			 (from - DG_INLINE_EXTENTS) % DG_EMAP_PER_PAGE);
-		ret = dg_txn_write(txn, vpn, off, buf,
-				   n * (uint32_t)sizeof(*buf));
+		if (lf->dirty == UINT32_MAX)
+			continue;
+		lf->dirty = UINT32_MAX;
+		pg.next_vpn = li + 1 < ip->nleaf ? ip->leaf[li + 1]->vpn : 0;
+		pg.count = lf->n;
+		pg.pad = 0;
+		for (uint32_t i = from; i < lf->n; i++)
+			pg.e[i] = ext_d(&lf->e[i]);
+		if (from == 0) {
+			ret = dg_txn_write(txn, lf->vpn, 0, &pg,
+					   hdr + lf->n * esz);
+		} else {
+			ret = dg_txn_write(txn, lf->vpn, 0, &pg, hdr);
+			if (!ret && from < lf->n)
+				ret = dg_txn_write(txn, lf->vpn,
+						   hdr + from * esz,
+						   &pg.e[from],
+						   (lf->n - from) * esz);
+		}
 		if (ret)
 			return ret;
 	}
@@ -195,27 +433,40 @@ int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 			       uint64_t n),
 		 void *arg)
 {
-	uint32_t lowest = UINT32_MAX;
+	struct epos pp, np;
+	const struct dg_ext *prev, *next;
 	uint64_t hint = 0;
-	uint32_t i = ext_search(ip, fpage);
-	int ret = 0;
+	int ret = leaf0(ip);
 
-	/* Continue the previous extent on the media when it is adjacent. */
-	if (i > 0)
-		hint = ip->ext[i - 1].vpn + (fpage - ip->ext[i - 1].fpage);
+	if (ret)
+		return ret;
+	/* Aim where the neighbours on the media say this range belongs, so
+	 * that a sparse file filled in any order ends up contiguous. */
+	pp = np = pos_find(ip, fpage);
+	prev = ext_before(ip, &pp);
+	next = ext_at(ip, &np);
+	if (prev) {
+		hint = prev->vpn + (fpage - prev->fpage);
+	} else if (next) {
+		if (next->vpn > next->fpage - fpage)
+			hint = next->vpn - (next->fpage - fpage);
+	} else {
+		uint64_t span = dg_div_up(ip->d.size, DG_PAGE_SIZE);
+
+		if (span < fpage + len)
+			span = fpage + len;
+		hint = dg_alloc_home(fs->vol, span) + fpage;
+	}
 	while (len) {
 		uint64_t start, got;
-		uint32_t changed;
 
 		ret = dg_alloc(txn, hint, len > (1u << 20) ? (1u << 20) : len,
 			       &start, &got);
 		if (ret)
 			break;
-		ret = ext_insert(ip, fpage, start, (uint32_t)got, &changed);
+		ret = ext_insert(txn, ip, fpage, start, (uint32_t)got);
 		if (ret)
 			break;
-		if (changed < lowest)
-			lowest = changed;
 		if (fresh)
 			fresh(arg, fpage, start, got);
 		ip->d.blocks += got;
@@ -223,12 +474,19 @@ int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		len -= got;
 		hint = start + got;
 	}
-	if (lowest != UINT32_MAX) {
-		int r = ext_store(fs, txn, ip, lowest);
+	if (!ret)
+		ret = ext_store(txn, ip);
+	return ret;
+}
 
-		if (!ret)
-			ret = r;
-	}
+/* Free file pages [s, t), which lie within e. */
+static int ext_free_part(struct dg_txn *txn, struct dg_inode *ip,
+			 const struct dg_ext *e, uint64_t s, uint64_t t)
+{
+	int ret = dg_free(txn, e->vpn + (s - e->fpage), t - s);
+
+	if (!ret)
+		ip->d.blocks -= t - s;
 	return ret;
 }
 
@@ -236,111 +494,105 @@ int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		 uint64_t fpage, uint64_t len)
 {
 	uint64_t end = fpage + len;
-	uint32_t i = ext_search(ip, fpage), first = i;
 	bool changed = false;
-	int ret = 0;
+	struct epos p;
+	struct dg_ext *e;
+	int ret = leaf0(ip);
 
-	while (i < ip->next && ip->ext[i].fpage < end) {
-		struct dg_ext *e = &ip->ext[i];
+	(void)fs;
+	if (ret)
+		return ret;
+	p = pos_find(ip, fpage);
+	while ((e = ext_at(ip, &p)) && e->fpage < end) {
+		struct dg_eleaf *lf = ip->leaf[p.leaf];
 		uint64_t s = e->fpage > fpage ? e->fpage : fpage;
 		uint64_t t = e->fpage + e->len < end ? e->fpage + e->len : end;
+		uint32_t k = 0;
 
-		ret = dg_free(txn, e->vpn + (s - e->fpage), t - s);
-		if (ret)
-			return ret;
-		ip->d.blocks -= t - s;
 		changed = true;
 		if (s > e->fpage && t < e->fpage + e->len) {
 			/* A hole in the middle splits the extent. */
 			struct dg_ext tail = { t, e->vpn + (t - e->fpage),
 					       (uint32_t)(e->fpage + e->len - t) };
 
-			e->len = (uint32_t)(s - e->fpage);
-			ret = ext_reserve(ip, ip->next + 1);
+			ret = ext_free_part(txn, ip, e, s, t);
 			if (ret)
 				return ret;
-			e = &ip->ext[i];
-			memmove(&ip->ext[i + 2], &ip->ext[i + 1],
-				(ip->next - i - 1) * sizeof(*ip->ext));
-			ip->ext[i + 1] = tail;
-			ip->next++;
-			break;
-		} else if (s > e->fpage) {
 			e->len = (uint32_t)(s - e->fpage);
-			i++;
-		} else if (t < e->fpage + e->len) {
-			e->vpn += t - e->fpage;
-			e->len -= (uint32_t)(t - e->fpage);
-			e->fpage = t;
-			i++;
-		} else {
-			memmove(e, e + 1, (ip->next - i - 1) * sizeof(*e));
-			ip->next--;
+			leaf_dirty(lf, p.slot);
+			ret = leaf_insert(txn, ip, (struct epos){ p.leaf,
+							p.slot + 1 }, tail);
+			if (ret)
+				return ret;
+			break;
 		}
+		if (s > e->fpage || t < e->fpage + e->len) {
+			ret = ext_free_part(txn, ip, e, s, t);
+			if (ret)
+				return ret;
+			if (s > e->fpage) {
+				e->len = (uint32_t)(s - e->fpage);
+			} else {
+				e->vpn += t - e->fpage;
+				e->len -= (uint32_t)(t - e->fpage);
+				e->fpage = t;
+			}
+			leaf_dirty(lf, p.slot);
+			p.slot++;
+			continue;
+		}
+		/* Whole extents: free each, drop the run from the leaf at
+		 * once (a truncate moves each leaf once, not per extent). */
+		while (p.slot + k < lf->n && e[k].fpage + e[k].len <= end) {
+			ret = ext_free_part(txn, ip, &e[k], e[k].fpage,
+					    e[k].fpage + e[k].len);
+			if (ret)
+				return ret;
+			k++;
+		}
+		ret = ext_remove(txn, ip, &p, k);
+		if (ret)
+			return ret;
 	}
-	return changed ? ext_store(fs, txn, ip, first) : 0;
+	return changed ? ext_store(txn, ip) : 0;
 }
 
 int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip)
 {
 	struct dg_demap *pg = NULL;
-	uint32_t n = ip->d.nextents;
-	uint64_t vpn = ip->d.emap_vpn, prev_end = 0;
-	int ret;
+	struct dg_emap_reader r;
+	const struct dg_dextent *d;
+	int k, ret;
 
-	ip->next = 0;
-	ip->nemap = 0;
-
-	ret = ext_reserve(ip, n ? n : 1);
+	dg_ext_free(ip);
+	ret = leaf0(ip);
 	if (ret)
 		return ret;
-	if (n > DG_INLINE_EXTENTS) {
+	if (ip->d.emap_vpn) {
 		pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 		if (!pg)
 			return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		const struct dg_dextent *d;
-		uint32_t j = i - DG_INLINE_EXTENTS;
+	dg_emap_begin(&r, fs->vol, &ip->d, pg);
+	while ((k = dg_emap_next(&r, &d)) > 0) {
+		struct dg_eleaf *lf;
 
-		if (i < DG_INLINE_EXTENTS) {
-			d = &ip->d.inl[i];
-		} else {
-			if (j % DG_EMAP_PER_PAGE == 0) {
-				uint64_t *m;
-
-				if (vpn < 1 || vpn >= fs->vol->vpns) {
-					ret = DG_CORRUPT(fs->vol, "inode %" PRIu64
-						": extent chain broken", ip->ino);
-					goto out;
-				}
-				ret = dg_read(fs->vol, vpn, 1, pg);
-				if (ret)
-					goto out;
-				m = realloc(ip->emap, (ip->nemap + 1) * sizeof(*m));
-				if (!m) {
-					ret = -ENOMEM;
-					goto out;
-				}
-				ip->emap = m;
-				ip->emap[ip->nemap++] = vpn;
-				vpn = pg->next_vpn;
+		if (k == DG_EMAP_PAGE) {
+			lf = leaf_new(ip->nleaf, r.page_vpn);
+			if (!lf || leaf_put(ip, ip->nleaf, lf)) {
+				free(lf);
+				k = -ENOMEM;
+				break;
 			}
-			d = &pg->e[j % DG_EMAP_PER_PAGE];
+			continue;
 		}
-		if (d->len == 0 || d->vpn < 1 || d->vpn >= fs->vol->vpns ||
-		    d->len > fs->vol->vpns - d->vpn || d->fpage < prev_end ||
-		    d->fpage > (UINT64_MAX >> DG_PAGE_SHIFT) - d->len) {
-			ret = DG_CORRUPT(fs->vol, "inode %" PRIu64 ": bad extent "
-					 "%u", ip->ino, i);
-			goto out;
-		}
-		ip->ext[i] = (struct dg_ext){ d->fpage, d->vpn, d->len };
-		prev_end = d->fpage + d->len;
+		lf = ip->leaf[ip->nleaf - 1];
+		lf->e[lf->n++] = (struct dg_ext){ d->fpage, d->vpn, d->len };
+		ip->next++;
 	}
-	ip->next = n;
-	ret = 0;
-out:
 	free(pg);
-	return ret;
+	if (k == -EUCLEAN && r.why)
+		return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": extent %u: %s",
+				  ip->ino, r.seen, r.why);
+	return k;
 }

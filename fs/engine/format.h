@@ -78,7 +78,8 @@
 #define DG_JHEAD_MAGIC	0x4844524155475844ull /* "DXGUARDH" */
 #define DG_JENTRY_MAGIC 0x4a47584du	     /* "MXGJ" */
 #define DG_ROOT_MAGIC	0x5452524155475844ull /* "DXGUARRT" */
-#define DG_FORMAT_VERSION 1u
+/* 2: extent pages carry a count and may have slack (struct dg_demap). */
+#define DG_FORMAT_VERSION 2u
 
 /* Feature flags, as ext4: unknown incompat -> refuse to open; unknown
  * ro_compat -> open read-only; unknown compat -> ignore. */
@@ -210,10 +211,14 @@ _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
  * mode is 0.
  *
  * A file's pages are mapped by extents (struct dg_dextent), sorted by
- * file page. Extent i lives inline in the inode for i < DG_INLINE_EXTENTS
- * and otherwise in a chain of extent pages (struct dg_demap) starting at
- * dinode.emap_vpn: entry i is slot (i - 4) % DG_EMAP_PER_PAGE of the
- * ((i - 4) / DG_EMAP_PER_PAGE)-th page of the chain.
+ * file page across a list of leaves: first the inode's inline array, then
+ * a chain of extent pages (struct dg_demap) starting at dinode.emap_vpn.
+ * The inline array holds its extents in its leading slots (the first
+ * slot of len 0 ends it; the rest are zero); each chain page holds
+ * 1..DG_EMAP_PER_PAGE in e[0, count), and what lies beyond count is
+ * meaningless. dinode.nextents is the total. Leaves keep slack so that
+ * adding or removing an extent rewrites one leaf, not the rest of the
+ * map: a random write into a sparse file costs O(1) pages of metadata.
  *
  * A directory is a file of dirent pages. Each page is a run of records
  * (struct dg_ddirent + name, padded to 8) ended by a record of reclen 0
@@ -283,7 +288,8 @@ _Static_assert(sizeof(struct dg_dinode) == DG_INODE_SIZE, "dinode size");
 
 struct dg_demap {
 	uint64_t next_vpn;	/* next page of the chain, 0: last */
-	uint64_t pad;		/* zero */
+	uint32_t count;		/* extents in e[], 1..DG_EMAP_PER_PAGE */
+	uint32_t pad;		/* zero */
 	struct dg_dextent e[DG_EMAP_PER_PAGE];
 };
 _Static_assert(sizeof(struct dg_demap) == DG_PAGE_SIZE, "demap size");

@@ -14,6 +14,16 @@ struct dg_ext {
 	uint32_t len;
 };
 
+/* One leaf of a file's extent map, as on the media (format.h): leaf 0
+ * is the inode's inline array, leaves 1.. the chain pages in order.
+ * Only leaf 0 may be empty. */
+struct dg_eleaf {
+	uint64_t vpn;		/* chain page; 0: inline in the inode */
+	uint32_t n;		/* extents held */
+	uint32_t dirty;		/* rewrite from this slot on; UINT32_MAX: clean */
+	struct dg_ext e[];	/* DG_INLINE_EXTENTS or DG_EMAP_PER_PAGE */
+};
+
 /* A directory entry in core; ino 0 marks a deleted slot. */
 struct dg_dent {
 	char *name;
@@ -38,10 +48,9 @@ struct dg_dir {
 struct dg_inode {
 	uint64_t ino;
 	struct dg_dinode d;	/* in-core truth, written whole to media */
-	struct dg_ext *ext;
-	uint32_t next, capext;
-	uint64_t *emap;		/* vpns of the extent chain pages */
-	uint32_t nemap;
+	struct dg_eleaf **leaf;	/* extent map; leaf[0] exists once loaded */
+	uint32_t nleaf, capleaf;
+	uint32_t next;		/* extents in all leaves */
 	struct dg_dir *dir;	/* directories only */
 	uint64_t nlookup;	/* protected by fs->lock (write) or ilock */
 	uint32_t nopen;
@@ -108,9 +117,43 @@ int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 /* Unmap and free [fpage, fpage + len) in txn. */
 int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		 uint64_t fpage, uint64_t len);
-/* Both write the changed part of the extent array to txn, growing or
- * shrinking the chain of extent pages; the caller stores the inode. */
+/* Both write the leaves they changed to txn, adding or freeing chain
+ * pages; the caller stores the inode (which holds leaf 0). On failure
+ * the in-core map may be half changed: reload it with dg_ext_load(). */
 int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip);
+void dg_ext_free(struct dg_inode *ip);
+/* The file page that vpn holds, if ip maps it. */
+bool dg_ext_owns(const struct dg_inode *ip, uint64_t vpn, uint64_t *fpage);
+
+/* ---- emap.c ------------------------------------------------------------ */
+/* Reads an extent map from the media in file order, checking each
+ * extent and page header; shared by the mount path and fsck so the
+ * format is parsed in one place. dg_emap_next() returns:
+ *   DG_EMAP_EXTENT  *e is the next extent (valid until the next call);
+ *   DG_EMAP_PAGE    the next chain page, page_vpn, is about to be read
+ *                   (callers may account for it first);
+ *   DG_EMAP_END     all d->nextents extents were returned;
+ *   < 0             -EUCLEAN with why set, or dg_read()'s error for
+ *                   page_vpn. Errors are final.
+ * leaf is the leaf being read (0: inline) and slot the next slot in it:
+ * the failing one after an error. */
+enum { DG_EMAP_END = 0, DG_EMAP_EXTENT = 1, DG_EMAP_PAGE = 2 };
+struct dg_emap_reader {
+	struct dg_vol *vol;
+	const struct dg_dinode *d;
+	struct dg_demap *pg;	/* caller's page buffer */
+	uint64_t page_vpn;	/* current chain page; 0: inline */
+	uint64_t prev_page_vpn;	/* the one before it; 0: none */
+	uint64_t next_vpn;	/* chain page after the current one */
+	uint64_t prev_end;	/* first file page after the last extent */
+	uint32_t leaf, slot, count, seen;
+	bool page_pending;	/* PAGE returned, page not read yet */
+	int err;
+	const char *why;
+};
+void dg_emap_begin(struct dg_emap_reader *r, struct dg_vol *vol,
+		   const struct dg_dinode *d, struct dg_demap *pg);
+int dg_emap_next(struct dg_emap_reader *r, const struct dg_dextent **e);
 
 /* ---- dir.c ------------------------------------------------------------ */
 int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp);

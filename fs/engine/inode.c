@@ -130,8 +130,7 @@ static void inode_free_core(struct dg_inode *ip)
 		return;
 	if (ip->dir)
 		dg_dir_free(ip->dir);
-	free(ip->ext);
-	free(ip->emap);
+	dg_ext_free(ip);
 	pthread_rwlock_destroy(&ip->lock);
 	free(ip);
 }

@@ -748,14 +748,10 @@ int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino, uint64_t *fpage)
 	for (uint64_t i = 1; i < fs->icap && ret; i++) {
 		struct dg_inode *ip = fs->itab[i];
 
-		for (uint32_t e = 0; ip && e < ip->next; e++)
-			if (vpn >= ip->ext[e].vpn &&
-			    vpn < ip->ext[e].vpn + ip->ext[e].len) {
-				*ino = i;
-				*fpage = ip->ext[e].fpage + vpn - ip->ext[e].vpn;
-				ret = 0;
-				break;
-			}
+		if (ip && dg_ext_owns(ip, vpn, fpage)) {
+			*ino = i;
+			ret = 0;
+		}
 	}
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;

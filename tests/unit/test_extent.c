@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/* test_extent.c -- file extent maps: leaves with slack, merging, punch,
+ * reload from the media, and fsck's cut of a damaged map */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "harness.h"
+#include "check.h"
+#include "fs_i.h"
+
+#define PG DG_PAGE_SIZE
+
+/* A volume with one regular file, and what each page of it should hold:
+ * 0 for a hole, else the seed of its pattern. */
+struct fx {
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_fs *fs;
+	uint64_t ino, npages;
+	uint64_t *model;
+	uint64_t rng;
+	uint8_t *buf, *pages;
+};
+
+static void fill_page(uint8_t *p, uint64_t seed, uint64_t page)
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ull ^ page;
+
+	trand_fill(&s, p, PG);
+}
+
+static bool fx_open_fs(struct fx *x)
+{
+	x->vol = tvol_open(&x->tv, 0);
+	return x->vol && dg_fs_open(x->vol, &x->fs) == 0;
+}
+
+static void fx_close_fs(struct fx *x)
+{
+	if (x->fs)
+		dg_fs_close(x->fs);
+	if (x->vol)
+		dg_vol_close(x->vol);
+	x->fs = NULL;
+	x->vol = NULL;
+}
+
+static bool fx_make(struct fx *x, const char *tag, uint64_t npages)
+{
+	struct dg_attr a;
+
+	memset(x, 0, sizeof(*x));
+	x->rng = 0x5eed ^ npages;
+	x->npages = npages;
+	x->model = calloc(npages, sizeof(*x->model));
+	x->buf = aligned_alloc(PG, PG);
+	x->pages = aligned_alloc(PG, 3 * PG);
+	tvol_make(&x->tv, tag, 4, 1, 64ull << 20, false);
+	if (!x->model || !x->buf || !x->pages || !fx_open_fs(x))
+		return false;
+	if (dg_fs_mknod(x->fs, DG_ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, &a))
+		return false;
+	x->ino = a.ino;
+	/* sized up front, as fio sizes the files it writes at random */
+	return dg_fs_setattr(x->fs, x->ino, &(struct dg_setattr){
+				     .valid = DG_SET_SIZE,
+				     .size = npages * PG }, &a) == 0;
+}
+
+static void fx_free(struct fx *x)
+{
+	fx_close_fs(x);
+	tvol_cleanup(&x->tv);
+	free(x->model);
+	free(x->buf);
+	free(x->pages);
+}
+
+static struct dg_inode *fx_ip(struct fx *x)
+{
+	return x->fs->itab[x->ino];
+}
+
+static bool fx_write(struct fx *x, uint64_t page)
+{
+	uint64_t seed = trand(&x->rng) | 1;
+
+	fill_page(x->buf, seed, page);
+	if (dg_fs_write(x->fs, x->ino, page * PG, x->buf, PG) != PG)
+		return false;
+	x->model[page] = seed;
+	return true;
+}
+
+static bool fx_punch(struct fx *x, uint64_t page, uint64_t n)
+{
+	if (page + n > x->npages)
+		n = x->npages - page;
+	if (dg_fs_fallocate(x->fs, x->ino,
+			    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			    page * PG, n * PG))
+		return false;
+	memset(&x->model[page], 0, n * sizeof(*x->model));
+	return true;
+}
+
+/* Every page reads back as the model says. */
+static bool fx_verify(struct fx *x)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t p = 0; p < x->npages; p++) {
+		const void *data;
+		uint64_t vpn, run;
+
+		if (dg_fs_read(x->fs, x->ino, p * PG, PG, x->pages, &data) !=
+		    PG) {
+			bad++;
+			continue;
+		}
+		if (x->model[p])
+			fill_page(x->buf, x->model[p], p);
+		else
+			memset(x->buf, 0, PG);
+		dg_ext_lookup(fx_ip(x), p, &vpn, &run);
+		if (memcmp(data, x->buf, PG) || !vpn != !x->model[p]) {
+			if (bad < 5)
+				fprintf(stderr, "page %llu differs\n",
+					(unsigned long long)p);
+			bad++;
+		}
+	}
+	return bad == 0;
+}
+
+/* The leaves obey format.h: sorted, disjoint, within capacity, only
+ * leaf 0 empty, the totals right. */
+static bool map_ok(const struct dg_inode *ip)
+{
+	uint64_t end = 0, n = 0;
+
+	if (ip->nleaf < 1 || ip->leaf[0]->vpn != 0)
+		return false;
+	for (uint32_t li = 0; li < ip->nleaf; li++) {
+		const struct dg_eleaf *lf = ip->leaf[li];
+
+		if (lf->n > (li ? DG_EMAP_PER_PAGE : DG_INLINE_EXTENTS) ||
+		    (li && (lf->n == 0 || lf->vpn == 0)))
+			return false;
+		for (uint32_t i = 0; i < lf->n; i++) {
+			if (lf->e[i].len == 0 || lf->e[i].fpage < end)
+				return false;
+			end = lf->e[i].fpage + lf->e[i].len;
+		}
+		n += lf->n;
+	}
+	return n == ip->next && ip->d.nextents == ip->next;
+}
+
+static void count_event(void *arg, const struct dg_chk_event *ev)
+{
+	if ((*(int *)arg)++ < 3)
+		fprintf(stderr, "  fsck: %s: %s (%s)\n", ev->structure,
+			ev->detail, ev->action);
+}
+
+static bool say_yes(void *arg, const struct dg_chk_event *ev)
+{
+	(void)arg;
+	(void)ev;
+	return true;
+}
+
+/* Run the filesystem check on the unmounted volume: the findings, each
+ * repaired when repair is set. */
+static int fx_fsck(struct fx *x, bool repair)
+{
+	int n = 0;
+
+	fx_close_fs(x);
+	x->vol = tvol_open(&x->tv, 0);
+	if (!x->vol)
+		return -1;
+	if (dg_check_fs(x->vol, count_event, repair ? say_yes : NULL, &n) < 0)
+		n = -1;
+	dg_vol_close(x->vol);
+	x->vol = NULL;
+	return fx_open_fs(x) ? n : -1;
+}
+
+static void shuffle(uint64_t *a, uint64_t n, uint64_t *rng)
+{
+	for (uint64_t i = n; i > 1; i--) {
+		uint64_t j = trand(rng) % i, t = a[i - 1];
+
+		a[i - 1] = a[j];
+		a[j] = t;
+	}
+}
+
+/* Pages first, first + step, ... below npages, in random order. */
+static bool fx_write_shuffled(struct fx *x, uint64_t first, uint64_t step)
+{
+	uint64_t n = (x->npages - first + step - 1) / step, *order;
+	bool ok = true;
+
+	order = malloc(n * sizeof(*order));
+	if (!order)
+		return false;
+	for (uint64_t i = 0; i < n; i++)
+		order[i] = first + i * step;
+	shuffle(order, n, &x->rng);
+	for (uint64_t i = 0; i < n && ok; i++) {
+		ok = fx_write(x, order[i]);
+		if (ok && i % 97 == 0)
+			ok = map_ok(fx_ip(x));
+	}
+	free(order);
+	return ok;
+}
+
+/* A sparse file written a page at a time in random order (fio's
+ * randwrite over a file it did not lay out): every write fills a hole.
+ * Allocation aims where the neighbours put the page, so the holes close
+ * up on the media and the map ends small. */
+static void fill_sparse_random(void)
+{
+	struct fx x;
+
+	REQUIRE(fx_make(&x, "fill", 3000));
+	REQUIRE(fx_write_shuffled(&x, 0, 1));
+	CHECK(map_ok(fx_ip(&x)));
+	fprintf(stderr, "  3000 pages: %u extents, %u leaves\n",
+		fx_ip(&x)->next, fx_ip(&x)->nleaf);
+	CHECK(fx_ip(&x)->next < 300);
+	CHECK(fx_verify(&x));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK(fx_verify(&x));
+	fx_free(&x);
+}
+
+/* Every other page: no extent can merge, so the map needs a dozen chain
+ * pages, filled by inserts all over (splits). Then the odd pages close
+ * every hole: extents merge away and emptied chain pages are freed. */
+static void fragment_then_merge(void)
+{
+	struct fx x;
+	struct dg_attr a;
+	uint64_t blocks_frag;
+
+	REQUIRE(fx_make(&x, "frag", 4000));
+	REQUIRE(fx_write_shuffled(&x, 0, 2));
+	CHECK_EQ(fx_ip(&x)->next, 2000);
+	CHECK(fx_ip(&x)->nleaf >= 1 + 2000 / DG_EMAP_PER_PAGE);
+	CHECK(fx_verify(&x));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK_EQ(fx_ip(&x)->next, 2000);
+	CHECK(fx_verify(&x));
+	REQUIRE(dg_fs_getattr(x.fs, x.ino, &a) == 0);
+	blocks_frag = a.blocks;
+
+	REQUIRE(fx_write_shuffled(&x, 1, 2));
+	CHECK(map_ok(fx_ip(&x)));
+	fprintf(stderr, "  after filling: %u extents, %u leaves\n",
+		fx_ip(&x)->next, fx_ip(&x)->nleaf);
+	CHECK(fx_ip(&x)->next < 200);
+	REQUIRE(dg_fs_getattr(x.fs, x.ino, &a) == 0);
+	/* 2000 more data pages, fewer chain pages than before */
+	CHECK(a.blocks < blocks_frag + 2000 * (PG / 512));
+	CHECK(fx_verify(&x));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(fx_verify(&x));
+	fx_free(&x);
+}
+
+/* Punch holes of every size over a fragmented file (splitting extents
+ * in the middle, dropping whole runs across leaves), rewriting pages in
+ * between; then truncate it to nothing: all pages come back. */
+static void punch_and_truncate(void)
+{
+	struct fx x;
+	struct statvfs st0, st;
+	struct dg_setattr sa = { .valid = DG_SET_SIZE, .size = 0 };
+	struct dg_attr a;
+
+	REQUIRE(fx_make(&x, "punch", 4000));
+	REQUIRE(dg_fs_statfs(x.fs, &st0) == 0);
+	REQUIRE(fx_write_shuffled(&x, 0, 3));
+	for (uint64_t p = 1; p < 4000; p += 6)	/* some 2-page extents */
+		REQUIRE(fx_write(&x, p));
+	for (int i = 0; i < 400; i++) {
+		uint64_t p = trand(&x.rng) % 4000;
+
+		if (i % 3 == 0) {
+			REQUIRE(fx_write(&x, p));
+		} else {
+			REQUIRE(fx_punch(&x, p, 1 + trand(&x.rng) %
+					 (i % 10 ? 8 : 600)));
+		}
+		if (i % 50 == 0)
+			CHECK(map_ok(fx_ip(&x)));
+	}
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK(fx_verify(&x));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(fx_verify(&x));
+
+	REQUIRE(dg_fs_setattr(x.fs, x.ino, &sa, &a) == 0);
+	CHECK_EQ(fx_ip(&x)->next, 0);
+	CHECK_EQ(fx_ip(&x)->nleaf, 1);
+	CHECK_EQ(a.blocks, 0);
+	REQUIRE(dg_fs_statfs(x.fs, &st) == 0);
+	CHECK_EQ(st.f_bfree, st0.f_bfree);
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	fx_free(&x);
+}
+
+/* Damage the map through the engine (valid checksums and parity: a
+ * software bug, not a media fault), as fsck would find it. */
+static bool poke_map(struct fx *x, uint64_t vpn, uint32_t off,
+		     const void *p, uint32_t len)
+{
+	struct dg_txn *t = dg_txn_new(x->vol);
+	bool ok = t && dg_txn_write(t, vpn, off, p, len) == 0 &&
+		  dg_txn_commit(t) == 0;
+
+	dg_txn_free(t);
+	return ok;
+}
+
+/* After fsck cut the map before a bad extent: the map loads, the pages
+ * before the cut are intact, the rest are holes, and a second fsck
+ * finds nothing. kept: extents the cut keeps. */
+static void check_cut(struct fx *x, uint32_t kept)
+{
+	const struct dg_inode *ip;
+	uint64_t end = 0;
+	int n = fx_fsck(x, true);
+
+	CHECK(n >= 1);
+	REQUIRE(x->fs);
+	ip = fx_ip(x);
+	REQUIRE(ip);
+	CHECK(map_ok(ip));
+	CHECK_EQ(ip->next, kept);
+	for (uint32_t li = 0; li < ip->nleaf; li++)
+		if (ip->leaf[li]->n)
+			end = ip->leaf[li]->e[ip->leaf[li]->n - 1].fpage +
+			      ip->leaf[li]->e[ip->leaf[li]->n - 1].len;
+	for (uint64_t p = end; p < x->npages; p++)
+		x->model[p] = 0;
+	CHECK(fx_verify(x));
+	CHECK_EQ(fx_fsck(x, false), 0);
+}
+
+/* fsck's three cuts: within a chain page (the page keeps a count), at a
+ * chain page with a bad header (the chain ends before it), and in the
+ * inline array (the chain goes). */
+static void fsck_cuts_bad_map(void)
+{
+	static const struct {
+		uint32_t leaf, slot;
+		bool count;
+	} cut[] = { { 2, 7, false }, { 3, 0, true }, { 0, 1, false } };
+
+	for (unsigned c = 0; c < sizeof(cut) / sizeof(cut[0]); c++) {
+		struct fx x;
+		const struct dg_inode *ip;
+		uint32_t kept = 0;
+		uint64_t vpn;
+
+		REQUIRE(fx_make(&x, "cut", 1500));
+		REQUIRE(fx_write_shuffled(&x, 0, 2));
+		ip = fx_ip(&x);
+		fprintf(stderr, "  cut %u: %u extents, %u leaves\n", c, ip->next, ip->nleaf);
+		REQUIRE(ip->nleaf > 3 && ip->leaf[cut[c].leaf]->n > cut[c].slot);
+		for (uint32_t li = 0; li < cut[c].leaf; li++)
+			kept += ip->leaf[li]->n;
+		kept += cut[c].slot;
+		vpn = ip->leaf[cut[c].leaf]->vpn;
+		if (cut[c].count) {
+			uint32_t bad = DG_EMAP_PER_PAGE + 1;
+
+			REQUIRE(poke_map(&x, vpn, offsetof(struct dg_demap,
+							   count), &bad,
+					 sizeof(bad)));
+		} else if (cut[c].leaf) {
+			uint64_t zero = 0; /* fpage 0: out of order */
+
+			REQUIRE(poke_map(&x, vpn, offsetof(struct dg_demap, e) +
+					 cut[c].slot * sizeof(struct dg_dextent),
+					 &zero, sizeof(zero)));
+		} else {
+			struct dg_setattr sa = { .valid = DG_SET_MODE,
+						 .mode = 0600 };
+			struct dg_attr a;
+
+			/* an inline extent past the volume, stored with the
+			 * next inode update (which writes the record whole) */
+			fx_ip(&x)->d.inl[cut[c].slot].vpn = UINT64_MAX / 2;
+			REQUIRE(dg_fs_setattr(x.fs, x.ino, &sa, &a) == 0);
+		}
+		check_cut(&x, kept);
+		fx_free(&x);
+	}
+}
+
+static const struct test_case cases[] = {
+	{ "fill_sparse_random", fill_sparse_random },
+	{ "fragment_then_merge", fragment_then_merge },
+	{ "punch_and_truncate", punch_and_truncate },
+	{ "fsck_cuts_bad_map", fsck_cuts_bad_map },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, cases);
+}
