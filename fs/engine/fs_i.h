@@ -58,6 +58,10 @@ struct dg_inode {
 	 * only until fsync, release or unmount (like lazytime), so a plain
 	 * overwrite is one page of work, not two. Under lock. */
 	bool times_dirty;
+	/* Freed on media in the transaction that dropped its last name
+	 * (dg_inode_reap); kept in core only until the kernel forgets it,
+	 * invisible to dg_inode_get(). Under fs->lock (write). */
+	bool reaped;
 	/* libcommit maps (mapped.c): a read-write map pins the file for
 	 * one writer; any map pins its extents. Under fs->lock (write), or
 	 * fs->lock (read) + lock. */
@@ -81,7 +85,10 @@ struct dg_fs {
 };
 
 /* ---- inode.c --------------------------------------------------------- */
+/* The live inode ino; NULL for a free slot or a reaped inode. */
 struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino);
+/* The same, reaped inodes included (forget, getattr). */
+struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino);
 /* Queue the inode record (whole) in txn. */
 int dg_inode_store(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
 /* Allocate an inode slot (growing the table in txn when full). The new
@@ -94,6 +101,10 @@ int dg_inode_destroy(struct dg_fs *fs, struct dg_txn *txn,
 		     struct dg_inode *ip);
 /* Free it now if nothing refers to it any more. */
 void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip);
+/* ip just lost its last name in txn: destroy it in the same txn when
+ * nothing but the kernel's lookups holds it, else store it. */
+int dg_inode_drop_last(struct dg_fs *fs, struct dg_txn *txn,
+		       struct dg_inode *ip);
 void dg_inode_attr(const struct dg_inode *ip, struct dg_attr *attr);
 void dg_inode_touch(struct dg_inode *ip, bool mtime, bool ctime);
 int64_t dg_now_ns(void);

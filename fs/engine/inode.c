@@ -52,7 +52,7 @@ void dg_inode_touch(struct dg_inode *ip, bool mtime, bool ctime)
 		ip->d.ctime_ns = now;
 }
 
-struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino)
+struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino)
 {
 	struct dg_inode *ip = NULL;
 
@@ -61,6 +61,13 @@ struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino)
 		ip = fs->itab[ino];
 	pthread_mutex_unlock(&fs->ino_lock);
 	return ip;
+}
+
+struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino)
+{
+	struct dg_inode *ip = dg_inode_slot(fs, ino);
+
+	return ip && !ip->reaped ? ip : NULL;
 }
 
 static void ino_where(const struct dg_fs *fs, uint64_t ino, uint64_t *vpn,
@@ -88,7 +95,8 @@ int dg_inode_flush_times(struct dg_fs *fs, struct dg_inode *ip)
 	struct dg_txn *txn;
 	int ret;
 
-	if (!ip->times_dirty || fs->broken || fs->vol->read_only)
+	if (!ip->times_dirty || ip->reaped || fs->broken ||
+	    fs->vol->read_only)
 		return 0;
 	txn = dg_txn_new(fs->vol);
 	if (!txn)
@@ -252,10 +260,42 @@ int dg_inode_destroy(struct dg_fs *fs, struct dg_txn *txn,
 	return dg_txn_write(txn, vpn, off, &ip->d, sizeof(ip->d));
 }
 
+/*
+ * Why wait for the kernel's forget to free an unlinked inode that no
+ * one has open? Freeing it in the unlink's own transaction saves a
+ * commit per deleted file, and a crash can leave no orphan behind. The
+ * kernel may still name the inode until it forgets it: it stays in
+ * core, reaped, answering getattr (nlink 0) and nothing else. Open
+ * files and maps keep the old path (destroy at release or forget), and
+ * so do directories, which a process may still sit in.
+ */
+int dg_inode_drop_last(struct dg_fs *fs, struct dg_txn *txn,
+		       struct dg_inode *ip)
+{
+	struct dg_dinode keep = ip->d;
+	int ret;
+
+	if (ip->d.nlink || ip->nopen || ip->map_rw || ip->map_ro ||
+	    S_ISDIR(ip->d.mode))
+		return dg_inode_store(fs, txn, ip);
+	ret = dg_inode_destroy(fs, txn, ip);
+	if (ret)
+		return ret;
+	keep.blocks = 0;	/* what getattr shows until the forget */
+	ip->d = keep;
+	ip->reaped = true;
+	return 0;
+}
+
 void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip)
 {
 	struct dg_txn *txn;
 
+	if (ip->reaped) {
+		if (!ip->nlookup)
+			dg_inode_discard(fs, ip);
+		return;
+	}
 	if (ip->d.nlink || ip->nlookup || ip->nopen || fs->broken ||
 	    dg_fs_vol(fs)->read_only)
 		return;

@@ -76,7 +76,7 @@ void dg_fs_forget(struct dg_fs *fs, uint64_t ino, uint64_t nlookup)
 	struct dg_inode *ip;
 
 	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
+	ip = dg_inode_slot(fs, ino);
 	if (ip) {
 		ip->nlookup = ip->nlookup > nlookup ? ip->nlookup - nlookup : 0;
 		dg_inode_maybe_destroy(fs, ip);
@@ -89,7 +89,7 @@ int dg_fs_getattr(struct dg_fs *fs, uint64_t ino, struct dg_attr *attr)
 	struct dg_inode *ip;
 
 	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
+	ip = dg_inode_slot(fs, ino);
 	if (ip) {
 		pthread_rwlock_rdlock(&ip->lock);
 		dg_inode_attr(ip, attr);
@@ -355,7 +355,7 @@ static int drop_name(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 	}
 	dg_inode_touch(ip, false, true);
 	dg_inode_touch(dp, true, true);
-	ret = dg_inode_store(fs, txn, ip);
+	ret = dg_inode_drop_last(fs, txn, ip);
 	return ret ? ret : dg_inode_store(fs, txn, dp);
 }
 

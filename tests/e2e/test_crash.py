@@ -190,6 +190,33 @@ def test_kill9_while_idle_after_unlink_of_open_file(volume_factory):
     verify(v, {})
 
 
+def test_unlink_frees_at_once_and_leaves_no_orphan(volume_factory):
+    """Unlinking the last name of a file nobody has open frees it in the
+    unlink's own transaction, even while the kernel still holds the
+    inode (an O_PATH descriptor: no FUSE open). Its space is back at
+    once, fstat shows nlink 0, and a crash before the kernel forgets it
+    leaves no orphan for the next mount to free."""
+    v = volume_factory()
+    v.mkfs()
+    v.mount()
+    free0 = os.statvfs(v.mnt).f_bfree
+    (v.mnt / "gone").write_bytes(os.urandom(4 << 20))
+    assert os.statvfs(v.mnt).f_bfree < free0 - 1000
+    fd = os.open(v.mnt / "gone", os.O_PATH)
+    try:
+        os.unlink(v.mnt / "gone")
+        assert os.statvfs(v.mnt).f_bfree >= free0 - 8
+        assert os.fstat(fd).st_nlink == 0
+        v.kill9()
+    finally:
+        os.close(fd)
+    v.mount()
+    assert os.listdir(v.mnt) == []
+    assert os.statvfs(v.mnt).f_bfree >= free0 - 8
+    assert "orphan" not in v.read_log()
+    verify(v, {})
+
+
 def test_kill9_without_fsync_keeps_volume_consistent(volume_factory):
     """Default mode: a write() that returned is on the media even without
     fsync (fs.h: each operation is durable when it returns)."""
