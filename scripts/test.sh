@@ -10,6 +10,7 @@ meson test -C build --print-errorlogs --num-processes 2
 scripts/build.sh build-san -Db_sanitize=address,undefined -Db_lundef=false
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	meson test -C build-san --suite unit --print-errorlogs --num-processes 2
+	meson test -C build-san --suite unit --suite fuzz --print-errorlogs \
+	--num-processes 2
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py

@@ -68,6 +68,38 @@ static void ev_sink(void *arg, const struct dg_chk_event *ev)
 	(void)ev;
 }
 
+/* A file of single-page extents (every other page), so its map needs
+ * a chain of extent pages; their vpns are added to target. */
+#define MAX_EMAP 16
+static int fragmented_file(struct dg_vol *vol, uint64_t *target,
+			   unsigned *n)
+{
+	static uint8_t buf[4096];
+	struct dg_fs *fs;
+	struct dg_attr a;
+	uint8_t *cls;
+	uint64_t *own;
+	struct dg_vol_info info;
+	int ret = dg_fs_open(vol, &fs);
+
+	if (ret)
+		return ret;
+	ret = dg_fs_mknod(fs, 1, "f", 0100644, 0, 0, 0, &a);
+	for (uint64_t p = 0; !ret && p < 1200; p += 2)
+		ret = dg_fs_write(fs, a.ino, p * 4096, buf, 4096) == 4096
+			      ? 0 : -EIO;
+	dg_fs_close(fs);
+	if (ret || (ret = dg_check_classify(vol, &cls, &own)))
+		return ret;
+	dg_vol_get_info(vol, &info);
+	for (uint64_t v = 0; v < info.vpns && *n < 5 + MAX_EMAP; v++)
+		if (cls[v] == DG_PC_EMAP)
+			target[(*n)++] = v;
+	free(cls);
+	free(own);
+	return *n > 5 ? 0 : -ENOENT;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned iters = argc > 1 ? (unsigned)atoi(argv[1]) : 3000;
@@ -79,7 +111,8 @@ int main(int argc, char **argv)
 	uint8_t *page = aligned_alloc(4096, 4096), *orig =
 					aligned_alloc(4096, 4096);
 	char err[256];
-	unsigned events = 0, accepted = 0;
+	unsigned events = 0, accepted = 0, ntarget;
+	uint64_t target[5 + MAX_EMAP];
 	int ret;
 
 	dg_log_set_func(quiet);
@@ -120,9 +153,17 @@ int main(int argc, char **argv)
 			dg_check_fuzz_page(vol, k, page);
 	}
 	/* 2. metadata with valid checksums: mutate the root, an inode table
-	 * page or the bitmap through the engine, then open and check. */
+	 * page, the bitmap or a page of a file's extent map through the
+	 * engine, then open and check. */
+	ntarget = 5;
+	for (uint64_t v = 0; v < 5; v++)
+		target[v] = v;
+	if (fragmented_file(vol, target, &ntarget)) {
+		fprintf(stderr, "fuzz_super: cannot build the test file\n");
+		return 1;
+	}
 	for (unsigned i = 0; i < iters / 10; i++) {
-		uint64_t vpn = (uint64_t[]){ 0, 1, 2, 3, 4 }[rnd() % 5];
+		uint64_t vpn = target[rnd() % ntarget];
 		struct dg_range r = { vpn, 0, 4096, page };
 		struct dg_fs *fs = NULL;
 		uint8_t *cls;
