@@ -1,7 +1,7 @@
 #!/bin/sh
 # test.sh -- install, build and run the whole test suite, then the unit
-# tests and the mkfs/posix end-to-end tests again under AddressSanitizer
-# and UndefinedBehaviorSanitizer.
+# and fuzz tests and the mkfs/posix end-to-end tests again under
+# AddressSanitizer and UndefinedBehaviorSanitizer.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
