@@ -464,6 +464,24 @@ static int read_media(struct commit_map *m, const uint32_t *pg, size_t n)
 	return 0;
 }
 
+/* The next run of changed lines of page a (against its media image b)
+ * at or after line *l: its first line in *l, its length (0: none). */
+static unsigned changed_run(const uint8_t *a, const uint8_t *b, unsigned *l)
+{
+	const unsigned lines = CM_PAGE / COMMIT_LINE_SIZE;
+	unsigned k = 0;
+
+	while (*l < lines && !memcmp(a + *l * COMMIT_LINE_SIZE,
+				     b + *l * COMMIT_LINE_SIZE,
+				     COMMIT_LINE_SIZE))
+		(*l)++;
+	while (*l + k < lines && memcmp(a + (*l + k) * COMMIT_LINE_SIZE,
+					b + (*l + k) * COMMIT_LINE_SIZE,
+					COMMIT_LINE_SIZE))
+		k++;
+	return k;
+}
+
 /* Build the COMMIT payload: runs of changed lines of each page, then
  * their bytes. Returns the payload size in *len. */
 static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
@@ -476,23 +494,12 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 	/* Pass 1: count. */
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *a = base + (size_t)pg[i] * CM_PAGE;
-		const uint8_t *b = m->media + i * CM_PAGE;
+		unsigned l = 0, k;
 
-		for (unsigned l = 0; l < CM_PAGE / COMMIT_LINE_SIZE;) {
-			unsigned k = 0;
-
-			while (l + k < CM_PAGE / COMMIT_LINE_SIZE &&
-			       memcmp(a + (l + k) * COMMIT_LINE_SIZE,
-				      b + (l + k) * COMMIT_LINE_SIZE,
-				      COMMIT_LINE_SIZE))
-				k++;
-			if (k) {
-				nruns++;
-				bytes += k * COMMIT_LINE_SIZE;
-				l += k;
-			} else {
-				l++;
-			}
+		while ((k = changed_run(a, m->media + i * CM_PAGE, &l))) {
+			nruns++;
+			bytes += k * COMMIT_LINE_SIZE;
+			l += k;
 		}
 	}
 	if (nruns > UINT32_MAX)
@@ -509,20 +516,9 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 	off = sizeof(q) + q.nruns * sizeof(struct commit_run);
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *a = base + (size_t)pg[i] * CM_PAGE;
-		const uint8_t *b = m->media + i * CM_PAGE;
+		unsigned l = 0, k;
 
-		for (unsigned l = 0; l < CM_PAGE / COMMIT_LINE_SIZE;) {
-			unsigned k = 0;
-
-			while (l + k < CM_PAGE / COMMIT_LINE_SIZE &&
-			       memcmp(a + (l + k) * COMMIT_LINE_SIZE,
-				      b + (l + k) * COMMIT_LINE_SIZE,
-				      COMMIT_LINE_SIZE))
-				k++;
-			if (!k) {
-				l++;
-				continue;
-			}
+		while ((k = changed_run(a, m->media + i * CM_PAGE, &l))) {
 			struct commit_run r = {
 				m->foff + (uint64_t)pg[i] * CM_PAGE +
 					l * COMMIT_LINE_SIZE,
