@@ -484,26 +484,15 @@ static void check_row(struct rctx *c, uint64_t row, uint8_t *mem,
 	struct dg_vol *vol = c->vol;
 	unsigned k = vol->k, m = k + vol->parity;
 	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
-	bool ok = true;
 
-	for (unsigned p = 0; p < m; p++)
-		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
-	for (unsigned j = 0; j < vol->parity; j++)
-		calc[j] = mem + (size_t)(m + j) * DG_PAGE_SIZE;
 	for (unsigned p = 0; p < m; p++) {
-		unsigned dev = dg_row_pos_dev(vol, row, p);
-		uint64_t csv;
-
-		if (cs[dev] != DG_CSUM_NONE) {
+		if (cs[dg_row_pos_dev(vol, row, p)] != DG_CSUM_NONE) {
 			st->pages_checked++;
 			st->bytes_checked += DG_PAGE_SIZE;
 		}
-		if (dg_page_read_locked(vol, dev, row, pages[p], &csv) < 0)
-			ok = false;
 	}
-	if (!ok || !vol->parity)
+	if (!dg_row_recompute(vol, row, mem, pages, calc) || !vol->parity)
 		return;
-	dg_parity_compute(vol, pages, calc, DG_PAGE_SIZE);
 	for (unsigned j = 0; j < vol->parity; j++) {
 		unsigned dev = dg_row_parity_dev(vol, row, j);
 		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;

@@ -141,6 +141,13 @@ int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
 void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs);
 
 /* ---- read.c ---------------------------------------------------------- */
+/* Read row's pages, verified (repaired where parity allows), into the
+ * first k + parity page slots of mem and compute its parity into the
+ * next parity slots: pages[] and calc[] point at them. False when a
+ * page could not be read (the read path counts it); caller holds the
+ * row lock. In verify.c; the scrub and fsck share it. */
+bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
+		      uint8_t **pages, uint8_t **calc);
 /* Read and verify (dev, row) into buf, repairing from the row when the
  * page is bad. Caller holds the row lock for writing (a repair writes).
  * *csum_out gets the page's checksum. */

@@ -25,15 +25,11 @@ static int row_unwritten(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	return all_none;
 }
 
-/* Compare stored parity with parity computed from the verified data;
- * recompute and rewrite it when repairing. */
-static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
-			 bool repair, struct dg_scrub_report *rep)
+bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
+		      uint8_t **pages, uint8_t **calc)
 {
-	unsigned k = vol->k, m = k + vol->parity;
-	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
-	struct dg_flushset fs;
-	bool mismatch = false;
+	unsigned m = vol->k + vol->parity;
+	bool ok = true;
 
 	for (unsigned p = 0; p < m; p++)
 		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
@@ -44,9 +40,25 @@ static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 		uint64_t cs;
 
 		if (dg_page_read_locked(vol, dev, row, pages[p], &cs) < 0)
-			return; /* counted by the read path */
+			ok = false;	/* counted by the read path */
 	}
-	dg_parity_compute(vol, pages, calc, DG_PAGE_SIZE);
+	if (ok && vol->parity)
+		dg_parity_compute(vol, pages, calc, DG_PAGE_SIZE);
+	return ok;
+}
+
+/* Compare stored parity with parity computed from the verified data;
+ * recompute and rewrite it when repairing. */
+static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
+			 bool repair, struct dg_scrub_report *rep)
+{
+	unsigned k = vol->k;
+	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
+	struct dg_flushset fs;
+	bool mismatch = false;
+
+	if (!dg_row_recompute(vol, row, mem, pages, calc))
+		return;
 	for (unsigned j = 0; j < vol->parity; j++)
 		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
 			mismatch = true;
