@@ -2,22 +2,39 @@
 /* util.c -- helpers shared by the command-line tools */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
 static const char *tool_prog = "daxguard";
 static const char *tool_usage = "";
 static int tool_usage_exit = 1;
+static void (*tool_cleanup_fn)(void);
 
 void tool_init(const char *prog, const char *usage, int usage_exit)
 {
 	tool_prog = prog;
 	tool_usage = usage;
 	tool_usage_exit = usage_exit;
+}
+
+static void on_fatal_signal(int sig)
+{
+	tool_cleanup_fn();
+	_exit(128 + sig);
+}
+
+void tool_cleanup(void (*fn)(void))
+{
+	tool_cleanup_fn = fn;
+	signal(SIGINT, on_fatal_signal);
+	signal(SIGTERM, on_fatal_signal);
+	signal(SIGHUP, on_fatal_signal);
 }
 
 static void vmessage(const char *fmt, va_list ap)
@@ -34,6 +51,8 @@ void die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmessage(fmt, ap);
 	va_end(ap);
+	if (tool_cleanup_fn)
+		tool_cleanup_fn();
 	exit(1);
 }
 
@@ -45,6 +64,8 @@ void usage_error(const char *fmt, ...)
 	vmessage(fmt, ap);
 	va_end(ap);
 	fputs(tool_usage, stderr);
+	if (tool_cleanup_fn)
+		tool_cleanup_fn();
 	exit(tool_usage_exit);
 }
 

@@ -9,6 +9,10 @@
 /* Name messages with prog ("prog: ..."); usage_error() prints usage
  * after its message and exits with usage_exit. Call first in main(). */
 void tool_init(const char *prog, const char *usage, int usage_exit);
+/* fn runs before die() and usage_error() exit, and on SIGINT, SIGTERM
+ * and SIGHUP (then the tool exits 128 + signal): to remove scratch
+ * files. It must be async-signal-safe (unlink, nothing more). */
+void tool_cleanup(void (*fn)(void));
 /* "prog: message" on stderr, exit 1. */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* "prog: message" and the usage text on stderr, exit usage_exit. */

@@ -91,32 +91,12 @@ static void remove_images(void)
 				unlink(cfgs[c].paths[i]);
 }
 
-static void on_signal(int sig)
-{
-	remove_images();
-	_exit(128 + sig);
-}
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "engine_bench: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	remove_images();
-	exit(1);
-}
-
 static void *xmalloc_aligned(size_t len)
 {
 	void *p = aligned_alloc(DG_PAGE_SIZE, len);
 
 	if (!p)
-		fail("cannot allocate %zu bytes", len);
+		die("cannot allocate %zu bytes", len);
 	return p;
 }
 
@@ -178,7 +158,7 @@ static void parse_list(const char *list, bool is_cfg)
 	char *dup = strdup(list), *save = NULL, *tok;
 
 	if (!dup)
-		fail("out of memory");
+		die("out of memory");
 	if (!is_cfg)
 		memset(opt.run, 0, sizeof(opt.run));
 	for (tok = strtok_r(dup, ",", &save); tok;
@@ -187,9 +167,9 @@ static void parse_list(const char *list, bool is_cfg)
 
 		if (is_cfg) {
 			if (ncfg == MAX_CFGS)
-				fail("at most %u configurations", MAX_CFGS);
+				die("at most %u configurations", MAX_CFGS);
 			if (parse_cfg(tok, &cfgs[ncfg]))
-				fail("bad configuration '%s' (none, p1, p2, "
+				die("bad configuration '%s' (none, p1, p2, "
 				    "optionally xN devices)", tok);
 			ncfg++;
 			continue;
@@ -197,7 +177,7 @@ static void parse_list(const char *list, bool is_cfg)
 		while (t < T_NR && strcmp(tok, tests[t].name))
 			t++;
 		if (t == T_NR)
-			fail("bad test '%s' (verify, 64, 4k, 1m)", tok);
+			die("bad test '%s' (verify, 64, 4k, 1m)", tok);
 		opt.run[t] = true;
 	}
 	free(dup);
@@ -235,11 +215,11 @@ static void alloc_region(struct bcfg *c)
 	int ret;
 
 	if (!txn)
-		fail("out of memory");
+		die("out of memory");
 	while (want) {
 		ret = dg_alloc(txn, next, CHUNK, &start, &got);
 		if (ret)
-			fail("%s: cannot allocate the region: %s", c->name,
+			die("%s: cannot allocate the region: %s", c->name,
 			    strerror(-ret));
 		if (first) {
 			/* The metadata's partial chunk: skip to the next. */
@@ -252,18 +232,18 @@ static void alloc_region(struct bcfg *c)
 		if (!c->start)
 			c->start = start;
 		else if (start != next)
-			fail("%s: allocation not contiguous at vpn %" PRIu64,
+			die("%s: allocation not contiguous at vpn %" PRIu64,
 			    c->name, start);
 		got = got < want ? got : want;
 		want -= got;
 		next = start + got;
 	}
 	if (c->start % CHUNK)
-		fail("%s: region at vpn %" PRIu64 " is not chunk aligned",
+		die("%s: region at vpn %" PRIu64 " is not chunk aligned",
 		    c->name, c->start);
 	ret = dg_txn_commit(txn);
 	if (ret)
-		fail("%s: cannot commit the allocation: %s", c->name,
+		die("%s: cannot commit the allocation: %s", c->name,
 		    strerror(-ret));
 	dg_txn_free(txn);
 }
@@ -284,7 +264,7 @@ static void populate(struct bcfg *c, uint64_t *seed)
 		int ret = dg_apply(c->vol, r, CHUNK);
 
 		if (ret)
-			fail("%s: populate at vpn %" PRIu64 ": %s", c->name,
+			die("%s: populate at vpn %" PRIu64 ": %s", c->name,
 			    c->start + p, strerror(-ret));
 	}
 	free(buf);
@@ -306,21 +286,21 @@ static void setup_cfg(struct bcfg *c, uint64_t *seed)
 	for (unsigned i = 0; i < c->ndev; i++) {
 		if (asprintf(&c->paths[i], "%s/dgengbench-%d-%s-%u.img",
 			     opt.dir, (int)getpid(), c->name, i) < 0)
-			fail("out of memory");
+			die("out of memory");
 		unlink(c->paths[i]);
 	}
 	ret = dg_format((const char *const *)c->paths, c->ndev, &fo, &info);
 	if (ret)
-		fail("%s: cannot format: %s", c->name, strerror(-ret));
+		die("%s: cannot format: %s", c->name, strerror(-ret));
 	ret = dg_vol_open((const char *const *)c->paths, c->ndev, 0, &c->vol,
 			  err, sizeof(err));
 	if (ret)
-		fail("%s: cannot open: %s", c->name, err);
+		die("%s: cannot open: %s", c->name, err);
 	/* Configured as the daemon runs it. */
 	if (dg_vol_cache_csum_pages(c->vol, (size_t)64 << 20))
-		fail("%s: cannot cache checksum pages", c->name);
+		die("%s: cannot cache checksum pages", c->name);
 	if (dg_apply_max_bytes(c->vol) < CHUNK * DG_PAGE_SIZE)
-		fail("%s: journal too small for a 1 MiB update", c->name);
+		die("%s: journal too small for a 1 MiB update", c->name);
 	alloc_region(c);
 	populate(c, seed);
 }
@@ -337,7 +317,7 @@ static double run_verify(struct bcfg *c, uint8_t *buf, double secs)
 	do {
 		ret = dg_read(c->vol, c->start, pages, buf);
 		if (ret)
-			fail("%s: dg_read: %s", c->name, strerror(-ret));
+			die("%s: dg_read: %s", c->name, strerror(-ret));
 		passes++;
 		t = now() - t0;
 	} while (t < secs);
@@ -382,7 +362,7 @@ static double run_update(struct bcfg *c, enum test_id t, const uint8_t *pool,
 			};
 		ret = dg_apply(c->vol, r, n);
 		if (ret)
-			fail("%s: dg_apply: %s", c->name, strerror(-ret));
+			die("%s: dg_apply: %s", c->name, strerror(-ret));
 		ops++;
 		el = now() - t0;
 	} while (el < secs);
@@ -512,7 +492,7 @@ static void write_json(const char *cpu)
 	struct stat3 r;
 
 	if (!f)
-		fail("cannot open '%s': %s", opt.json, strerror(errno));
+		die("cannot open '%s': %s", opt.json, strerror(errno));
 	fprintf(f, "{\n  \"tool\": \"engine_bench\",\n  \"cpu\": \"%s\",\n",
 		cpu);
 	fprintf(f, "  \"size_bytes\": %" PRIu64 ", \"reps\": %u, "
@@ -601,19 +581,19 @@ static void parse_args(int argc, char **argv)
 		case 's':
 			if (parse_size(optarg, &opt.size) || !opt.size ||
 			    opt.size % (CHUNK * DG_PAGE_SIZE))
-				fail("bad size '%s' (a multiple of 1M)", optarg);
+				die("bad size '%s' (a multiple of 1M)", optarg);
 			break;
 		case 'r':
 			opt.reps = (unsigned)strtoul(optarg, &end, 10);
 			if (*end || opt.reps < 1 || opt.reps > MAX_REPS)
-				fail("bad reps '%s' (1..%u)", optarg, MAX_REPS);
+				die("bad reps '%s' (1..%u)", optarg, MAX_REPS);
 			break;
 		case 't':
 		case 'w':
 			*(ch == 't' ? &opt.seconds : &opt.warmup) =
 				strtod(optarg, &end);
 			if (*end || !(opt.seconds > 0) || !(opt.warmup >= 0))
-				fail("bad seconds '%s'", optarg);
+				die("bad seconds '%s'", optarg);
 			break;
 		case 'c':
 			ncfg = 0;
@@ -628,12 +608,12 @@ static void parse_args(int argc, char **argv)
 		case 'C':
 			opt.cpu = (int)strtol(optarg, &end, 10);
 			if (*end || opt.cpu < 0)
-				fail("bad cpu '%s'", optarg);
+				die("bad cpu '%s'", optarg);
 			break;
 		case 'S':
 			opt.seed = strtoull(optarg, &end, 0);
 			if (*end || !opt.seed)
-				fail("bad seed '%s' (nonzero)", optarg);
+				die("bad seed '%s' (nonzero)", optarg);
 			break;
 		case 'j':
 			opt.json = optarg;
@@ -663,9 +643,9 @@ int main(int argc, char **argv)
 	struct utsname un;
 	double t0;
 
+	tool_init("engine_bench", usage_line, 1);
+	tool_cleanup(remove_images);
 	parse_args(argc, argv);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	dg_log_set_level(DG_LOG_WARNING);
 	if (opt.cpu >= 0) {
 		cpu_set_t set;
@@ -673,7 +653,7 @@ int main(int argc, char **argv)
 		CPU_ZERO(&set);
 		CPU_SET(opt.cpu, &set);
 		if (sched_setaffinity(0, sizeof(set), &set))
-			fail("cannot pin to cpu %d: %s", opt.cpu,
+			die("cannot pin to cpu %d: %s", opt.cpu,
 			    strerror(errno));
 	}
 	cpu_model(cpu, sizeof(cpu));

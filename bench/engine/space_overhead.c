@@ -34,26 +34,6 @@ static void remove_images(void)
 			unlink(paths[i]);
 }
 
-static void on_signal(int sig)
-{
-	remove_images();
-	_exit(128 + sig);
-}
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "space_overhead: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	remove_images();
-	exit(1);
-}
-
 /* One formatted volume, in bytes. */
 struct row {
 	unsigned ndev, parity;
@@ -70,7 +50,7 @@ static uint64_t allocated_bytes(unsigned ndev)
 
 	for (unsigned i = 0; i < ndev; i++) {
 		if (stat(paths[i], &st))
-			fail("cannot stat '%s': %s", paths[i], strerror(errno));
+			die("cannot stat '%s': %s", paths[i], strerror(errno));
 		sum += (uint64_t)st.st_blocks * 512;
 	}
 	return sum;
@@ -91,18 +71,18 @@ static void measure(const char *dir, unsigned ndev, unsigned parity,
 		free(paths[i]);
 		if (asprintf(&paths[i], "%s/dgspace-%d-%u.img", dir,
 			     (int)getpid(), i) < 0)
-			fail("out of memory");
+			die("out of memory");
 		unlink(paths[i]);
 	}
 	npaths = ndev;
 	ret = dg_format((const char *const *)paths, ndev, &fo, NULL);
 	if (ret)
-		fail("cannot format %u x %" PRIu64 " bytes parity %u: %s", ndev,
+		die("cannot format %u x %" PRIu64 " bytes parity %u: %s", ndev,
 		    size, parity, strerror(-ret));
 	ret = dg_vol_open((const char *const *)paths, ndev, DG_OPEN_RDONLY,
 			  &vol, err, sizeof(err));
 	if (ret)
-		fail("cannot open: %s", err);
+		die("cannot open: %s", err);
 	dg_vol_get_info(vol, &in);
 	dg_vol_close(vol);
 
@@ -123,7 +103,7 @@ static void measure(const char *dir, unsigned ndev, unsigned parity,
 	r->supers = (uint64_t)in.ndev * 2 * pg;
 	accounted = r->usable + r->csum + r->parity_b + r->jrnl + r->supers;
 	if (accounted > r->raw || in.vpns != (in.ndev - in.parity) * in.rows)
-		fail("%u devices parity %u: regions do not add up (%" PRIu64
+		die("%u devices parity %u: regions do not add up (%" PRIu64
 		    " of %" PRIu64 " bytes)", in.ndev, in.parity, accounted,
 		    r->raw);
 	r->rest = r->raw - accounted;
@@ -172,20 +152,20 @@ static unsigned parse_u64_list(const char *s, uint64_t *out, bool sizes)
 	unsigned n = 0;
 
 	if (!dup)
-		fail("out of memory");
+		die("out of memory");
 	for (tok = strtok_r(dup, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *end;
 
 		if (n == MAX_ITEMS)
-			fail("at most %u items in '%s'", MAX_ITEMS, s);
+			die("at most %u items in '%s'", MAX_ITEMS, s);
 		if (sizes) {
 			if (parse_size(tok, &out[n]) || !out[n])
-				fail("bad size '%s'", tok);
+				die("bad size '%s'", tok);
 		} else {
 			out[n] = strtoull(tok, &end, 10);
 			if (*end || out[n] < 1 || out[n] > DG_MAX_DEVS)
-				fail("bad device count '%s'", tok);
+				die("bad device count '%s'", tok);
 		}
 		n++;
 	}
@@ -217,6 +197,8 @@ int main(int argc, char **argv)
 	FILE *f;
 	int c;
 
+	tool_init("space_overhead", usage_line, 1);
+	tool_cleanup(remove_images);
 	ndevs = parse_u64_list("4,8", devs, false);
 	nsizes = parse_u64_list("1G,64G", sizes, true);
 	while ((c = getopt_long(argc, argv, "n:s:d:j:h", longopts, NULL)) !=
@@ -246,8 +228,6 @@ int main(int argc, char **argv)
 		fputs(usage_line, stderr);
 		return 1;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	dg_log_set_level(DG_LOG_WARNING);
 
 	printf("| devs | redundancy | device | raw | usable | usable %% | "
@@ -271,7 +251,7 @@ int main(int argc, char **argv)
 	if (json) {
 		f = strcmp(json, "-") ? fopen(json, "w") : stdout;
 		if (!f)
-			fail("cannot open '%s': %s", json, strerror(errno));
+			die("cannot open '%s': %s", json, strerror(errno));
 		fprintf(f, "{\n  \"tool\": \"space_overhead\",\n  \"volumes\": [");
 		for (unsigned i = 0; i < nrows; i++)
 			print_json_row(f, &rows[i], i == 0);
