@@ -121,7 +121,9 @@ def main(argv=None, system_factory=None):
                     results["systems"][name] = {"status": "skipped", "reason": str(e),
                                                 "info": system.info()}
             if runnable and live:
-                _run_interleaved(live, runnable, ctx, scale["reps"], results)
+                _run_interleaved(live, runnable, ctx, scale["reps"], results,
+                                 checkpoint=lambda: report.write_json(
+                                     results, os.path.join(out, "results.json")))
         if "repair" in selected:
             results["workloads"]["repair"] = {"status": "ok", "group": "repair",
                                               "kind": "correctness", "title": "injected faults"}
@@ -134,6 +136,10 @@ def main(argv=None, system_factory=None):
             results["repair"] += repair.run_repair(make_system, ok, scale, args.seed,
                                                    os.path.join(logs, "repair.jsonl"))
         results["meta"]["complete"] = True
+    except LowMemory as e:
+        log(f"stopped: {e}; everything set up has been torn down")
+        results["meta"]["interrupted"] = str(e)
+        rc = 3
     except KeyboardInterrupt as e:
         log(f"interrupted ({e}); everything set up has been torn down")
         results["meta"]["interrupted"] = str(e) or "SIGINT"
@@ -152,13 +158,39 @@ def main(argv=None, system_factory=None):
     return rc
 
 
-def _run_interleaved(live, workloads, ctx, reps, results):
+class LowMemory(Exception):
+    """Memory ran low: device images on /dev/shm live in RAM, and running on
+    would end in the OOM killer taking the harness and every daemon with it."""
+
+
+# Stop before a workload when less than this is available (MemAvailable).
+MIN_AVAILABLE = 2 << 30
+
+
+def mem_available(meminfo="/proc/meminfo"):
+    """Bytes the kernel says can be allocated without swapping."""
+    with open(meminfo) as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def _run_interleaved(live, workloads, ctx, reps, results, checkpoint=None,
+                     available=None):
     """rep -> workload -> system, system order rotated each repetition, so slow
-    drift of the machine (thermal, page cache, background load) hits all alike."""
+    drift of the machine (thermal, page cache, background load) hits all alike.
+    After each workload the raw results so far go to disk (checkpoint), so even
+    a SIGKILL leaves them; before each, low memory stops the run cleanly."""
+    available = available or mem_available
     for rep in range(reps):
         for wi, w in enumerate(workloads):
             k = (rep + wi) % len(live)
             order = live[k:] + live[:k]
+            avail = available()
+            if avail is not None and avail < MIN_AVAILABLE:
+                raise LowMemory(f"only {avail >> 20} MiB of memory available before "
+                                f"{w.name} (rep {rep + 1}); use a smaller --image-size")
             for pos, system in enumerate(order):
                 log(f"rep {rep + 1}/{reps} {w.name} on {system.name}")
                 t0 = time.time()
@@ -171,6 +203,8 @@ def _run_interleaved(live, workloads, ctx, reps, results):
                     r.update(system=system.name, workload=w.name, rep=rep, order=pos,
                              t_start=t0, seconds=time.time() - t0)
                     results["raw"].append(r)
+            if checkpoint:
+                checkpoint()
 
 
 def finish(results, out):

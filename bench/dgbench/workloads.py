@@ -23,7 +23,7 @@ SCALES = {
     "full":  {"fio_size": 256 << 20, "fio_runtime": 10, "verify_size": 64 << 20,
               "meta_files": 100_000, "dbench_secs": 20, "dbench_clients": 4,
               "pm_files": 10_000, "pm_tx": 40_000, "fb_secs": 30, "reps": 3,
-              "image_size": 2 << 30, "repair_file": 16 << 20},
+              "image_size": 1 << 30, "repair_file": 16 << 20},
     "quick": {"fio_size": 32 << 20, "fio_runtime": 2, "verify_size": 8 << 20,
               "meta_files": 5_000, "dbench_secs": 3, "dbench_clients": 2,
               "pm_files": 1_000, "pm_tx": 5_000, "fb_secs": 5, "reps": 2,

@@ -468,8 +468,17 @@ int dg_txn_commit(struct dg_txn *t)
 		if (t->op[i].is_free && ret && freed)
 			bits_set(vol->bitmap, t->op[i].start, t->op[i].n,
 				 true);
-	if (!ret)
+	if (!ret && freed) {
 		vol->free_vpns += freed;
+		/* Reuse freed space before untouched space: on file-backed
+		 * devices (images on tmpfs) untouched pages cost no memory,
+		 * and a roving cursor would touch every page of the volume
+		 * before reusing any. */
+		for (unsigned i = 0; i < t->nop; i++)
+			if (t->op[i].is_free &&
+			    t->op[i].start < vol->alloc_cursor)
+				vol->alloc_cursor = t->op[i].start;
+	}
 	if (t->nop)
 		pthread_mutex_unlock(&vol->alloc_lock);
 	free(r);

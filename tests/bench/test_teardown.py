@@ -126,7 +126,7 @@ def test_cli_reports_skipped_systems_and_tears_down(tmp_path):
 def test_cli_interrupt_tears_down_and_writes_partial_results(tmp_path, monkeypatch):
     Dummy.calls = []
 
-    def boom(live, *a):
+    def boom(live, *a, **kw):
         assert [s.name for s in live] == ["passthrough", "tmpfs"]
         raise KeyboardInterrupt("signal 2")
     monkeypatch.setattr(cli, "_run_interleaved", boom)
@@ -143,3 +143,45 @@ def test_cli_rejects_unknown_names(tmp_path, capsys):
     assert cli.main(["--systems", "ext9", "--out", str(tmp_path)]) == 2
     assert cli.main(["--workloads", "fio,nope", "--out", str(tmp_path)]) == 2
     assert "unknown" in capsys.readouterr().err
+
+
+def test_cli_stops_cleanly_on_low_memory(tmp_path, monkeypatch):
+    """Images on /dev/shm live in RAM: when memory runs low the run stops
+    before the next workload, tears down and keeps what it measured,
+    rather than letting the OOM killer take everything."""
+    Dummy.calls = []
+    avail = iter([8 << 30, 100 << 20])
+    monkeypatch.setattr(cli, "mem_available", lambda: next(avail))
+    out = tmp_path / "out"
+    rc = cli.main(["--quick", "--systems", "passthrough,tmpfs", "--workloads",
+                   "meta-flat,meta-tree", "--reps", "1", "--out", str(out)],
+                  system_factory=_factory({}))
+    assert rc == 3
+    assert ("passthrough", "released") in Dummy.calls and ("tmpfs", "released") in Dummy.calls
+    res = json.loads((out / "results.json").read_text())
+    assert res["meta"]["complete"] is False
+    assert "memory" in res["meta"]["interrupted"]
+    assert {r["workload"] for r in res["raw"]} == {"meta-flat"}
+
+
+def test_results_are_checkpointed_after_each_workload():
+    """A SIGKILL (say, the OOM killer) must not lose the workloads done."""
+    class W:
+        durable = True
+
+        def __init__(self, name):
+            self.name = name
+
+        def run(self, system, ctx, rep):
+            return [{"metric": "m", "value": 1.0, "unit": "", "better": "higher"}]
+
+    class S:
+        def __init__(self, name):
+            self.name = name
+
+    seen = []
+    results = {"raw": []}
+    cli._run_interleaved([S("a"), S("b")], [W("w1"), W("w2")], None, 2, results,
+                         checkpoint=lambda: seen.append(len(results["raw"])),
+                         available=lambda: None)
+    assert seen == [2, 4, 6, 8]

@@ -445,6 +445,44 @@ static void test_bad_args(void)
  * dg_free()'s check (the bits clear only at commit): the second commit
  * must be refused, or the free count drifts from the bitmap.
  */
+/*
+ * Unhinted allocations reuse freed space before untouched space (images
+ * on tmpfs cost memory only where written); a file's home
+ * (dg_alloc_home) moves the cursor past the span it reserves, so the
+ * next unhinted allocation lands beyond it.
+ */
+static void test_reuse_and_home(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	uint64_t a, b, c, got, home;
+
+	tvol_make(&tv, "areuse", 3, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(dg_alloc(t, 0, 100, &a, &got) == 0 && got == 100);
+	REQUIRE(dg_alloc(t, 0, 100, &b, &got) == 0);
+	CHECK(b >= a + 100);
+	REQUIRE(dg_txn_commit(t) == 0);
+	REQUIRE(dg_free(t, a, 100) == 0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	REQUIRE(dg_alloc(t, 0, 50, &c, &got) == 0);
+	CHECK_EQ(c, a);
+	home = dg_alloc_home(vol, 300);
+	CHECK_EQ(home, a + 50);
+	REQUIRE(dg_alloc(t, home + 7, 1, &c, &got) == 0);
+	CHECK_EQ(c, home + 7);		/* the hint is honoured */
+	REQUIRE(dg_alloc(t, 0, 1, &c, &got) == 0);
+	CHECK(c >= home + 300);		/* unhinted: past the home */
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 static void test_double_free_pending(void)
 {
 	struct tvol tv;
@@ -492,6 +530,7 @@ int main(int argc, char **argv)
 		{ "chunk_boundary", test_chunk_boundary },
 		{ "bad_args", test_bad_args },
 		{ "double_free_pending", test_double_free_pending },
+		{ "reuse_and_home", test_reuse_and_home },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
