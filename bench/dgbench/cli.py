@@ -30,7 +30,9 @@ def parse_args(argv):
     p.add_argument("--reps", type=int, help="repetitions (default 3, quick 2)")
     p.add_argument("--out", help="output directory (default bench/results/<timestamp>)")
     p.add_argument("--build-dir", default="build", help="meson build dir with daxguard binaries")
-    p.add_argument("--image-size", help="size of each device image, e.g. 1G (default 2G, quick 512M)")
+    p.add_argument("--image-size", help="size of each device image, e.g. 1G (default 1G, quick 512M)")
+    p.add_argument("--meta-files", type=int,
+                   help="files of the metadata workloads (default 100000, quick 5000)")
     p.add_argument("--seed", type=int, default=1, help="seed for the repair workload's faults")
     p.add_argument("--list", action="store_true", help="list systems and workloads and exit")
     return p.parse_args(argv)
@@ -52,6 +54,8 @@ def main(argv=None, system_factory=None):
     scale = dict(SCALES[mode])
     if args.reps:
         scale["reps"] = args.reps
+    if args.meta_files:
+        scale["meta_files"] = args.meta_files
     if args.image_size:
         from .util import parse_size
         scale["image_size"] = parse_size(args.image_size)

@@ -16,6 +16,7 @@ repair workload writes its faults there (see repair.py).
 
 import contextlib
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -133,12 +134,12 @@ class System:
             log(f"{self.name}: teardown: {e}")
 
     # -- helpers for FUSE daemons run in the foreground ---------------------
-    def _start_fuse_daemon(self, cmd, env=None):
+    def _start_fuse_daemon(self, cmd, env=None, preexec_fn=None):
         logf = open(os.path.join(self.dir, "daemon.log"), "ab")
         full_env = dict(os.environ, **(env or {}))
         self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=full_env,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=preexec_fn)
         logf.close()
         ok = wait_for(lambda: is_mounted(self.mnt) or self.proc.poll() is not None, 30)
         if not ok or not is_mounted(self.mnt):
@@ -180,6 +181,18 @@ class Tmpfs(System):
         run(["umount", self.mnt])
 
 
+def raise_nofile(want=1 << 20):
+    """Raise this process's open-file limit as far as allowed: to want with
+    CAP_SYS_RESOURCE, else to the hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    for lim in ((want, want), (hard, hard)):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, lim)
+            return
+        except (ValueError, OSError):
+            continue
+
+
 class Passthrough(System):
     name = "passthrough"
     family = "fuse"
@@ -200,7 +213,13 @@ class Passthrough(System):
         os.makedirs(self.src, exist_ok=True)
 
     def start(self, degraded=False):
-        self._start_fuse_daemon([self.binary, "-f", "-o", f"source={self.src}", self.mnt])
+        self._start_fuse_daemon([self.binary, "-f", "-o", f"source={self.src}", self.mnt],
+                                preexec_fn=raise_nofile)
+
+    def max_files(self):
+        """passthrough_ll holds an O_PATH descriptor for every inode the
+        kernel knows, so its open-file limit bounds the files it can serve."""
+        return resource.getrlimit(resource.RLIMIT_NOFILE)[1] - 1000
 
     def stop(self):
         self._stop_fuse_daemon()

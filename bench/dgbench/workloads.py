@@ -158,6 +158,11 @@ class Metadata(Workload):
 
     def _run(self, wdir, system, ctx, rep):
         n = ctx.scale["meta_files"]
+        limit = getattr(system, "max_files", lambda: None)()
+        if limit is not None and n > limit:
+            return [_rec("create ops/s", None, "ops/s",
+                         error=f"{system.name} can hold about {limit} files open (RLIMIT_NOFILE "
+                               f"hard limit), not {n}: raise the limit or use --meta-files")]
         cp = run([self.binary, wdir, str(n), self.layout], check=False, timeout=3600)
         self._log(ctx, system, rep, cp.stdout + cp.stderr)
         if cp.returncode != 0:

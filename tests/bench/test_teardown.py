@@ -185,3 +185,13 @@ def test_results_are_checkpointed_after_each_workload():
                          checkpoint=lambda: seen.append(len(results["raw"])),
                          available=lambda: None)
     assert seen == [2, 4, 6, 8]
+
+
+def test_raise_nofile_lifts_the_limit_for_the_child():
+    """passthrough_ll needs a descriptor per inode the kernel holds."""
+    import subprocess
+    from dgbench.systems import raise_nofile
+    out = subprocess.run(["sh", "-c", "ulimit -n"], preexec_fn=raise_nofile,
+                         capture_output=True, text=True, check=True).stdout
+    soft, hard = __import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)
+    assert int(out) >= hard     # 1 << 20 where CAP_SYS_RESOURCE allows
