@@ -134,12 +134,12 @@ class System:
             log(f"{self.name}: teardown: {e}")
 
     # -- helpers for FUSE daemons run in the foreground ---------------------
-    def _start_fuse_daemon(self, cmd, env=None, preexec_fn=None):
+    def _start_fuse_daemon(self, cmd, env=None):
         logf = open(os.path.join(self.dir, "daemon.log"), "ab")
         full_env = dict(os.environ, **(env or {}))
         self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=full_env,
-                                     start_new_session=True, preexec_fn=preexec_fn)
+                                     start_new_session=True)
         logf.close()
         ok = wait_for(lambda: is_mounted(self.mnt) or self.proc.poll() is not None, 30)
         if not ok or not is_mounted(self.mnt):
@@ -213,13 +213,14 @@ class Passthrough(System):
         os.makedirs(self.src, exist_ok=True)
 
     def start(self, degraded=False):
-        self._start_fuse_daemon([self.binary, "-f", "-o", f"source={self.src}", self.mnt],
-                                preexec_fn=raise_nofile)
+        raise_nofile()      # the daemon inherits the harness's limit
+        self._start_fuse_daemon([self.binary, "-f", "-o", f"source={self.src}", self.mnt])
 
     def max_files(self):
         """passthrough_ll holds an O_PATH descriptor for every inode the
-        kernel knows, so its open-file limit bounds the files it can serve."""
-        return resource.getrlimit(resource.RLIMIT_NOFILE)[1] - 1000
+        kernel knows, so the open-file limit it inherited bounds the files
+        it can serve."""
+        return resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1000
 
     def stop(self):
         self._stop_fuse_daemon()

@@ -42,7 +42,6 @@ static int next_page(struct dg_emap_reader *r)
 	if (!r->page_pending) {
 		if (r->next_vpn < 1 || r->next_vpn >= vol->vpns || !r->pg)
 			return fail(r, "extent chain broken");
-		r->prev_page_vpn = r->page_vpn;
 		r->page_vpn = r->next_vpn;
 		r->leaf++;
 		r->slot = r->count = 0;

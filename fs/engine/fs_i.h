@@ -154,7 +154,6 @@ struct dg_emap_reader {
 	const struct dg_dinode *d;
 	struct dg_demap *pg;	/* caller's page buffer */
 	uint64_t page_vpn;	/* current chain page; 0: inline */
-	uint64_t prev_page_vpn;	/* the one before it; 0: none */
 	uint64_t next_vpn;	/* chain page after the current one */
 	uint64_t prev_end;	/* first file page after the last extent */
 	uint32_t leaf, slot, count, seen;

@@ -195,3 +195,24 @@ def test_raise_nofile_lifts_the_limit_for_the_child():
                          capture_output=True, text=True, check=True).stdout
     soft, hard = __import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)
     assert int(out) >= hard     # 1 << 20 where CAP_SYS_RESOURCE allows
+
+
+def test_metadata_refuses_more_files_than_the_system_can_hold(tmp_path):
+    """Rather than run passthrough_ll into EMFILE (which breaks it for
+    every later workload), the metadata workload says why it cannot."""
+    from dgbench.workloads import Metadata
+
+    class Small:
+        name = "passthrough"
+
+        def max_files(self):
+            return 1000
+
+    class Ctx:
+        scale = {"meta_files": 5000}
+
+    w = Metadata("flat")
+    w.binary = "/nonexistent"       # must not be run
+    recs = w._run(str(tmp_path), Small(), Ctx(), 0)
+    assert recs[0]["value"] is None
+    assert "1000" in recs[0]["error"] and "--meta-files" in recs[0]["error"]
