@@ -282,7 +282,7 @@ int dg_alloc(struct dg_txn *t, uint64_t hint, uint64_t want, uint64_t *start,
 	     uint64_t *got)
 {
 	struct dg_vol *vol = t->vol;
-	uint64_t cp = vol->sb.chunk_pages, s, n = 0;
+	uint64_t s, n = 0;
 	bool from_cursor = hint < vol->meta_vpns || hint >= vol->vpns;
 	int ret;
 
@@ -300,9 +300,9 @@ int dg_alloc(struct dg_txn *t, uint64_t hint, uint64_t want, uint64_t *start,
 		ret = -ENOSPC;
 		goto out;
 	}
-	/* Stay within the chunk: it is contiguous on one device. */
-	while (n < want && s + n < vol->vpns && !bit_get(vol->bitmap, s + n) &&
-	       (n == 0 || (s + n) % cp != 0))
+	/* A run may cross chunks: extents are runs of vpns, and whoever
+	 * needs device addresses (libcommit maps) splits them per page. */
+	while (n < want && s + n < vol->vpns && !bit_get(vol->bitmap, s + n))
 		n++;
 	ret = add_op(t, s, n, false);
 	if (ret)
@@ -335,19 +335,18 @@ uint64_t dg_alloc_home(struct dg_vol *vol, uint64_t pages)
 	return home;
 }
 
-/* A run of exactly want free vpns within one chunk. */
+/* A run of exactly want free vpns. It may span chunks (and devices):
+ * its readers go through dg_read(), which takes any vpn range. */
 int dg_alloc_exact(struct dg_txn *t, uint64_t want, uint64_t *start)
 {
 	struct dg_vol *vol = t->vol;
-	uint64_t cp = vol->sb.chunk_pages, run = 0, s = 0;
+	uint64_t run = 0, s = 0;
 	int ret = -ENOSPC;
 
-	if (want == 0 || want > cp)
+	if (want == 0)
 		return -EINVAL;
 	pthread_mutex_lock(&vol->alloc_lock);
 	for (uint64_t i = vol->meta_vpns; i < vol->vpns; i++) {
-		if (i % cp == 0)
-			run = 0;
 		if (bit_get(vol->bitmap, i)) {
 			run = 0;
 			continue;

@@ -180,7 +180,7 @@ int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
  * sparse file written at random) finds its pages' places still free
  * and ends up contiguous. Only a hint for dg_alloc(). */
 uint64_t dg_alloc_home(struct dg_vol *vol, uint64_t pages);
-/* Exactly want contiguous vpns within one chunk, or -ENOSPC. */
+/* Exactly want contiguous vpns, or -ENOSPC. */
 int dg_alloc_exact(struct dg_txn *txn, uint64_t want, uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);

@@ -87,12 +87,9 @@ int test_main(int argc, char **argv, const struct test_case *cases)
 	return failed ? 1 : 0;
 }
 
-void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
-	       unsigned parity, uint64_t size, bool no_redundancy)
+static void make(struct tvol *tv, const char *tag, unsigned ndev,
+		 const struct dg_format_opts *o)
 {
-	struct dg_format_opts o = { .parity = parity, .size = size,
-				    .force = true,
-				    .no_redundancy = no_redundancy };
 	int ret;
 
 	memset(tv, 0, sizeof(*tv));
@@ -104,11 +101,30 @@ void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
 		reg_add(tv->paths[i]);
 		unlink(tv->paths[i]);
 	}
-	ret = dg_format((const char *const *)tv->paths, ndev, &o, NULL);
+	ret = dg_format((const char *const *)tv->paths, ndev, o, NULL);
 	if (ret) {
 		fprintf(stderr, "tvol_make: dg_format: %s\n", strerror(-ret));
 		abort();
 	}
+}
+
+void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
+	       unsigned parity, uint64_t size, bool no_redundancy)
+{
+	struct dg_format_opts o = { .parity = parity, .size = size,
+				    .force = true,
+				    .no_redundancy = no_redundancy };
+
+	make(tv, tag, ndev, &o);
+}
+
+void tvol_make_chunked(struct tvol *tv, const char *tag, unsigned ndev,
+		       unsigned parity, uint64_t size, uint32_t chunk_pages)
+{
+	struct dg_format_opts o = { .parity = parity, .size = size,
+				    .force = true, .chunk_pages = chunk_pages };
+
+	make(tv, tag, ndev, &o);
 }
 
 struct dg_vol *tvol_open(struct tvol *tv, unsigned flags)

@@ -69,6 +69,10 @@ struct tvol {
 /* Format ndev images of size bytes each; REQUIREs success. */
 void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
 	       unsigned parity, uint64_t size, bool no_redundancy);
+/* The same with chunks of chunk_pages pages, for cases that lay out
+ * whole rows of one chunk. */
+void tvol_make_chunked(struct tvol *tv, const char *tag, unsigned ndev,
+		       unsigned parity, uint64_t size, uint32_t chunk_pages);
 struct dg_vol *tvol_open(struct tvol *tv, unsigned flags);
 void tvol_cleanup(struct tvol *tv);
 /* A scratch file path /dev/shm/dgtest-<pid>-<tag>.img (malloc'd),

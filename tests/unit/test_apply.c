@@ -135,7 +135,7 @@ static void full_rows(unsigned ndev, unsigned parity)
 	struct dg_range rg[64];
 	unsigned n = 0, k;
 
-	tvol_make(&tv, "fullrow", ndev, parity, 64ull << 20, false);
+	tvol_make_chunked(&tv, "fullrow", ndev, parity, 64ull << 20, 64);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
 	REQUIRE(dg_vol_cache_csum_pages(vol, 256 << 10) == 0);
@@ -273,7 +273,7 @@ static void test_concurrent_same_rows(void)
 	unsigned cp;
 
 	REQUIRE(rd);
-	tvol_make(&tv, "conc", NT + 1, 1, 32ull << 20, false);
+	tvol_make_chunked(&tv, "conc", NT + 1, 1, 32ull << 20, NP);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
 	{
