@@ -23,6 +23,7 @@ struct finding {
 	uint64_t ino;
 	char structure[16];
 	char file[512];		/* path on the volume, "" when unknown */
+	char name[256];		/* an entry of directory ino (file = its path) */
 	char detail[160];
 	char action[64];
 	bool fixed, fixable;

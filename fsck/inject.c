@@ -182,29 +182,44 @@ static bool class_fits(enum target t, uint8_t c)
 	}
 }
 
-/* A written vpn of class t (of --file for data), chosen at random. */
+static bool vpn_fits(struct inj *s, enum target t, bool need_nonzero,
+		     uint64_t v)
+{
+	struct dg_loc l;
+
+	if (!class_fits(t, s->cls[v]))
+		return false;
+	if (s->file_ino && s->owner[v] != s->file_ino)
+		return false;
+	l = dg_vpn_loc(s->vol, v);
+	if (!s->devpath[l.dev] || !page_written(s, l.dev, l.row) ||
+	    taken(s, l.dev, dg_row_page(s->vol, l.row)))
+		return false;
+	if (s->device >= 0 && l.dev != (unsigned)s->device)
+		return false;
+	return !need_nonzero ||
+	       !page_zero(s, l.dev, dg_row_page(s->vol, l.row));
+}
+
+/* A written vpn of class t (of --file for data), chosen at random with
+ * every candidate equally likely: scanning on from a random start would
+ * favour the first page after each gap (the first inode table page). */
 static int pick_vpn(struct inj *s, enum target t, bool need_nonzero,
 		    struct tgt *out)
 {
-	uint64_t nv = s->info.vpns, start = rndn(nv);
+	uint64_t nv = s->info.vpns, n = 0, want;
 
-	for (uint64_t i = 0; i < nv; i++) {
-		uint64_t v = (start + i) % nv;
+	for (uint64_t v = 0; v < nv; v++)
+		n += vpn_fits(s, t, need_nonzero, v);
+	if (n == 0)
+		return -ENOENT;
+	want = rndn(n);
+	for (uint64_t v = 0; v < nv; v++) {
 		struct dg_loc l;
 
-		if (!class_fits(t, s->cls[v]))
-			continue;
-		if (s->file_ino && s->owner[v] != s->file_ino)
+		if (!vpn_fits(s, t, need_nonzero, v) || want--)
 			continue;
 		l = dg_vpn_loc(s->vol, v);
-		if (!s->devpath[l.dev] || !page_written(s, l.dev, l.row) ||
-		    taken(s, l.dev, dg_row_page(s->vol, l.row)))
-			continue;
-		if (s->device >= 0 && l.dev != (unsigned)s->device)
-			continue;
-		if (need_nonzero &&
-		    page_zero(s, l.dev, dg_row_page(s->vol, l.row)))
-			continue;
 		out->dev = l.dev;
 		out->row = (int64_t)l.row;
 		out->vpn = (int64_t)v;

@@ -12,6 +12,14 @@ int pass_fs(struct fsck_ctx *c)
 	return dg_check_fs(c->vol, ctx_event, ctx_ask, c);
 }
 
+static void append_name(char *path, size_t size, const char *name)
+{
+	size_t n = strlen(path);
+
+	snprintf(path + n, size - n, "%s%s",
+		 n && path[n - 1] == '/' ? "" : "/", name);
+}
+
 /* Name the file each page finding belongs to (G6: the report says
  * which file a page that stays bad belongs to). */
 void annotate(struct fsck_ctx *c)
@@ -46,6 +54,9 @@ void annotate(struct fsck_ctx *c)
 				snprintf(f->file, sizeof(f->file),
 					 "?ino%llu",
 					 (unsigned long long)f->ino);
+			if (f->name[0])	/* an entry of that directory */
+				append_name(f->file, sizeof(f->file),
+					    f->name);
 		}
 	}
 	dg_fs_close(fs);

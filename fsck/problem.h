@@ -41,12 +41,15 @@ enum pr_code {
 	PR_3_BITMAP_LEAK = DG_CHK_BITMAP_LEAK,
 	PR_3_BITMAP_MISSING = DG_CHK_BITMAP_MISSING,
 	PR_3_UNREADABLE = DG_CHK_UNREADABLE,
+	PR_3_INODES_LOST = DG_CHK_INODES_LOST,
+	PR_3_FILE_LOST = DG_CHK_FILE_LOST,
 	PR_NR = DG_CHK_NR,
 };
 
 #define PR_PREEN_OK (1u << 0) /* -p may repair it without asking */
 #define PR_FATAL    (1u << 1) /* the check cannot go on past it */
 #define PR_NOFIX    (1u << 2) /* no repair exists (G6: report only) */
+#define PR_LOSS	    (1u << 3) /* its repair gives data up: exit 4 even so */
 
 struct pr_entry {
 	const char *name;	/* "PR_2_PAGE_BAD" */

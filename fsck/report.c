@@ -40,6 +40,7 @@ void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev)
 		 ev->structure ? ev->structure : "");
 	snprintf(f->detail, sizeof(f->detail), "%s", ev->detail);
 	snprintf(f->action, sizeof(f->action), "%s", ev->action);
+	snprintf(f->name, sizeof(f->name), "%s", ev->name);
 	f->fixed = ev->fixed;
 	f->fixable = ev->fixable;
 }
@@ -92,7 +93,9 @@ int report_exit_code(const struct fsck_ctx *c)
 	int code = FSCK_OK;
 
 	for (size_t i = 0; i < c->nf; i++)
-		code |= c->f[i].fixed ? FSCK_NONDESTRUCT : FSCK_UNCORRECTED;
+		code |= c->f[i].fixed && !(pr_get(c->f[i].code)->flags & PR_LOSS)
+				? FSCK_NONDESTRUCT
+				: FSCK_UNCORRECTED;
 	return code;
 }
 

@@ -734,6 +734,7 @@ struct went {			/* a directory entry as found */
 
 struct wino {
 	bool used, bad;
+	bool lost;		/* its inode table page was given up */
 	struct dg_dinode d;
 	struct dg_dextent *ext;
 	uint32_t next;
@@ -1005,6 +1006,42 @@ bad:
 		wreport(w, &ev, false);
 }
 
+/*
+ * An inode table page no copy of which verifies (more faults in its row
+ * than parity covers): its inodes are lost. Left alone, the volume does
+ * not mount at all; repair clears the page so the rest of it does. The
+ * entry pass then names and drops the entries of the lost inodes, and
+ * the allocation pass frees their pages. The page holding the root is
+ * not given up.
+ */
+static void lose_inode_page(struct walk *w, uint32_t c, uint32_t p,
+			    uint64_t vpn, int err)
+{
+	static const uint8_t zero[DG_PAGE_SIZE];
+	uint64_t first = (uint64_t)c * DG_INODES_PER_CHUNK +
+			 (uint64_t)p * DG_INODES_PER_PAGE;
+	struct dg_chk_event ev;
+
+	if (err != -EIO || first <= DG_ROOT_INO) {
+		unreadable(w, vpn, 0, "inode", err);
+		return;
+	}
+	ev_init(&ev, DG_CHK_INODES_LOST, "inode");
+	ev_vpn(w, &ev, vpn);
+	snprintf(ev.detail, sizeof(ev.detail),
+		 "inode table page unreadable: inodes %llu-%llu are lost",
+		 (unsigned long long)first,
+		 (unsigned long long)(first + DG_INODES_PER_PAGE - 1));
+	snprintf(ev.action, sizeof(ev.action),
+		 "clear the page (the files it held are lost)");
+	for (uint32_t s = 0; s < DG_INODES_PER_PAGE; s++)
+		w->in[first + s].lost = true;
+	if (wask(w, &ev))
+		wreport(w, &ev, dg_row_replace_page(w->vol, vpn, zero) == 0);
+	else
+		wreport(w, &ev, false);
+}
+
 static void load_itable(struct walk *w)
 {
 	for (uint32_t c = 0; c < w->fsr.nchunks; c++) {
@@ -1029,7 +1066,7 @@ static void load_itable(struct walk *w)
 			int r = dg_read(w->vol, v0 + p, 1, w->page);
 
 			if (r) {
-				unreadable(w, v0 + p, 0, "inode", r);
+				lose_inode_page(w, c, p, v0 + p, r);
 				continue;
 			}
 			for (uint32_t s = 0; s < DG_INODES_PER_PAGE; s++) {
@@ -1243,6 +1280,19 @@ static void check_entries(struct walk *w)
 		struct wino *t = e->ino < w->icap ? &w->in[e->ino] : NULL;
 		struct dg_chk_event ev;
 
+		if (t && t->lost) {
+			ev_init(&ev, DG_CHK_FILE_LOST, "directory");
+			ev_ino(w, &ev, e->dir);
+			snprintf(ev.name, sizeof(ev.name), "%s", e->name);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "entry '%s' names inode %llu, lost with its "
+				 "inode table page", e->name,
+				 (unsigned long long)e->ino);
+			snprintf(ev.action, sizeof(ev.action),
+				 "remove the entry");
+			drop_entry(w, &ev, e);
+			continue;
+		}
 		if (!t || !t->used || e->ino == DG_ROOT_INO) {
 			ev_init(&ev, DG_CHK_DIRENT_DANGLING, "directory");
 			ev_ino(w, &ev, e->dir);

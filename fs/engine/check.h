@@ -47,6 +47,8 @@ enum dg_chk_kind {
 	DG_CHK_BITMAP_LEAK,	   /* allocated but used by nothing */
 	DG_CHK_BITMAP_MISSING,	   /* used but marked free */
 	DG_CHK_UNREADABLE,	   /* metadata page unreadable (-EIO) */
+	DG_CHK_INODES_LOST,	   /* an inode table page is unreadable */
+	DG_CHK_FILE_LOST,	   /* an entry names an inode lost with it */
 	DG_CHK_NR,
 };
 
@@ -63,6 +65,7 @@ struct dg_chk_event {
 	bool fixable;		/* a repair exists (made when repairing) */
 	char detail[160];	/* human readable specifics */
 	char action[64];	/* what was or would be done */
+	char name[256];		/* an entry of directory ino, "" if none */
 };
 typedef void (*dg_chk_fn)(void *arg, const struct dg_chk_event *ev);
 

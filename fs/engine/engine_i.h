@@ -148,6 +148,10 @@ void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs);
  * row lock. In verify.c; the scrub and fsck share it. */
 bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 		      uint8_t **pages, uint8_t **calc);
+/* Give up the data page at vpn, no copy of which verifies: write data in
+ * its place and recompute the row's parity from the pages as they are.
+ * Takes the row lock. In verify.c; fsck uses it. */
+int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data);
 /* Read and verify (dev, row) into buf, repairing from the row when the
  * page is bad. Caller holds the row lock for writing (a repair writes).
  * *csum_out gets the page's checksum. */

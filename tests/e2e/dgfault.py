@@ -48,20 +48,31 @@ def make_tree(root, seed=1, small=60, large=2, depth=5, frag=True):
     os.symlink("d0/d1", root / "link")
 
 
-def manifest(root):
+def manifest(root, tolerant=False):
+    """sha256 of every file (symlink targets, directories) under root.
+    tolerant: a file that cannot be read maps to "error:<errno>"."""
     root = Path(root)
     out = {}
     for dp, dn, fn in os.walk(root):
         for f in fn:
             p = Path(dp) / f
             rel = str(p.relative_to(root))
-            if p.is_symlink():
-                out[rel] = "->" + os.readlink(p)
-            else:
-                out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+            try:
+                if p.is_symlink():
+                    out[rel] = "->" + os.readlink(p)
+                else:
+                    out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+            except OSError as e:
+                if not tolerant:
+                    raise
+                out[rel] = f"error:{e.errno}"
         for d in dn:
             out[str((Path(dp) / d).relative_to(root)) + "/"] = "dir"
     return out
+
+
+def manifest_tolerant(root):
+    return manifest(root, tolerant=True)
 
 
 def diff_manifest(want, got):

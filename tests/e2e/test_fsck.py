@@ -9,7 +9,7 @@ import pytest
 
 from conftest import FSCK, run
 from dgfault import KINDS, TARGETS, diff_manifest, fsck, inject, make_tree, \
-    manifest
+    manifest, manifest_tolerant
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +149,58 @@ def test_journal_replay_after_crash(volume_factory):
     assert fsck(v.devs, "-n")[0] == 0
     v.mount()
     assert diff_manifest(want, manifest(v.mnt)) == []
+
+
+def test_lost_inode_page_costs_only_its_files(volume_factory):
+    """More faults in an inode table page's row than parity covers: the
+    page's inodes are lost. fsck -y names the files that went with them,
+    exits 4, and leaves a volume that mounts with every other file
+    intact (before, the whole volume stopped mounting). The page holding
+    the root is not given up."""
+    g = volume_factory(ndev=4, size="32M")
+    g.mkfs()
+    g.mount()
+    try:
+        make_tree(g.mnt, seed=7)
+        (g.mnt / "many").mkdir()
+        for i in range(120):         # inodes on several table pages
+            (g.mnt / "many" / f"f{i}").write_bytes(b"%d" % i)
+        want = manifest(g.mnt)
+    finally:
+        g.umount()
+    for seed in range(1, 40):
+        v = volume_factory(ndev=4, size="32M")
+        for s, d in zip(g.devs, v.devs):
+            subprocess.run(["cp", "--sparse=always", str(s), str(d)],
+                           check=True)
+        inject(v.devs, "bitflip", "inode", seed=seed,
+               extra=["--count", "2", "--same-row", "--bits", "4"])
+        rc, rep, p = fsck(v.devs, "-n", json_out=True)
+        codes = {f["code"] for f in rep["findings"]}
+        if "PR_3_FILE_LOST" in codes:
+            break
+        v.cleanup()
+    else:
+        pytest.fail("no seed put two faults into a row of a used inode page")
+    assert rc == 4 and "PR_3_INODES_LOST" in codes, p.stdout
+    rc, rep, p = fsck(v.devs, "-y", json_out=True)
+    assert rc in (4, 5), p.stdout + p.stderr   # data lost (4), repairs (1)
+    lost = {f["file"] for f in rep["findings"]
+            if f["code"] == "PR_3_FILE_LOST" and f["fixed"]}
+    assert lost and all(n.startswith("/") for n in lost), rep
+    assert any(f["code"] == "PR_3_INODES_LOST" and f["fixed"]
+               for f in rep["findings"]), rep
+    named = {f["file"] for f in rep["findings"] if f.get("file")}
+    rc, rep, p = fsck(v.devs, "-n", json_out=True)
+    assert not {f["code"] for f in rep["findings"]} & {
+        "PR_3_INODES_LOST", "PR_3_FILE_LOST", "PR_3_UNREADABLE"}, p.stdout
+    v.expect_log(r"fault|read error")   # the row's other page stays bad
+    v.mount()
+    try:
+        got = manifest_tolerant(v.mnt)
+    finally:
+        v.umount()
+    for name in diff_manifest(want, got):       # EIO or gone: named
+        assert "/" + name.rstrip("/") in named, (name, named)
+    for name in lost:
+        assert name.lstrip("/") not in got
