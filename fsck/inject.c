@@ -101,7 +101,7 @@ struct inj {
 	uint64_t len;
 	int device;
 	bool same_row;		/* later faults hit the first one's row */
-	const char *devpath[DG_MAX_DEVS];
+	char *devpath[DG_MAX_DEVS];	/* malloc'd; NULL: device absent */
 };
 
 static int dev_fd(struct inj *s, unsigned dev, int flags)
@@ -533,6 +533,18 @@ static void engine_bounce(struct inj *s, uint64_t vpn, const struct tgt *t,
 		die("cannot write through the engine: %s", strerror(-ret));
 }
 
+/* The path of each device of the open volume (NULL: absent), replacing
+ * those of a volume opened before. */
+static void set_devpaths(struct inj *s)
+{
+	for (unsigned d = 0; d < s->info.ndev; d++) {
+		const char *p = dg_vol_dev_path(s->vol, d);
+
+		free(s->devpath[d]);
+		s->devpath[d] = p ? strdup(p) : NULL;
+	}
+}
+
 static void reopen(struct inj *s, unsigned flags)
 {
 	char err[512];
@@ -545,11 +557,7 @@ static void reopen(struct inj *s, unsigned flags)
 	ret = dg_vol_open(s->paths, s->n, flags, &s->vol, err, sizeof(err));
 	if (ret)
 		die("cannot open the volume: %s", err);
-	for (unsigned d = 0; d < s->info.ndev; d++) {
-		const char *p = dg_vol_dev_path(s->vol, d);
-
-		s->devpath[d] = p ? strdup(p) : NULL;
-	}
+	set_devpaths(s);
 	if (s->vol && dg_fs_open(s->vol, &s->fs))
 		s->fs = NULL;
 }
@@ -702,6 +710,7 @@ static void do_stale(struct inj *s)
 	if (rename(tmp, path) < 0)
 		die("cannot put the stale copy back: %s", strerror(errno));
 	reopen(s, DG_OPEN_RDONLY | DG_OPEN_DEGRADED);
+	free(s->devpath[d]);
 	s->devpath[d] = strdup(path);
 	note(s, &t, 0, s->info.dev_pages * DG_PAGE_SIZE, "stale copy");
 }
@@ -992,11 +1001,7 @@ int main(int argc, char **argv)
 	if (ret)
 		die("cannot open the volume: %s", err);
 	dg_vol_get_info(s.vol, &s.info);
-	for (unsigned d = 0; d < s.info.ndev; d++) {
-		const char *p = dg_vol_dev_path(s.vol, d);
-
-		s.devpath[d] = p ? strdup(p) : NULL;
-	}
+	set_devpaths(&s);
 
 	if (kind == K_DEVLOSS || kind == K_STALE) {
 		for (uint64_t i = 0; i < count && i < s.info.ndev; i++) {
@@ -1056,6 +1061,8 @@ done:
 			       s.ch[i].file[0] ? " " : "", s.ch[i].file);
 	dg_fs_close(s.fs);
 	dg_vol_close(s.vol);
+	for (unsigned d = 0; d < DG_MAX_DEVS; d++)
+		free(s.devpath[d]);
 	free(s.cls);
 	free(s.owner);
 	return 0;
