@@ -99,7 +99,6 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 	dg_flushset_persist(vol, &fs);
 	for (unsigned p = 0; p < m; p++) {
 		unsigned dev = dg_row_pos_dev(vol, l.row, p);
-
 		int r;
 
 		if (p < k && dev != l.dev)

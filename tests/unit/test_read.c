@@ -2,6 +2,7 @@
 /* test_read.c -- the read path: verify, repair from parity, EIO, degraded */
 #include <stdio.h>
 
+#include "engine_i.h"
 #include "harness.h"
 
 #define PG DG_PAGE_SIZE
@@ -180,6 +181,65 @@ static void test_double_fault_p1(void)
 	CHECK(memcmp(buf, model, 3 * PG) == 0);
 	CHECK_EQ(dg_read(vol, 404, 4, buf), 0);
 	CHECK(memcmp(buf, model + 4 * PG, 4 * PG) == 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(model);
+	free(buf);
+}
+
+/*
+ * fsck gives up a page no copy of which verifies (dg_row_replace_page):
+ * the page then reads as what was written, the row's other bad page still
+ * fails (its checksum is kept, nothing is blessed), and parity is right
+ * again: once that page is given up too, a fresh fault on the third data
+ * page of the row is rebuilt to its old bytes.
+ */
+static void test_replace_page(void)
+{
+	static const uint8_t zero[PG];
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t seed = 12, row, vpn[3];
+	uint8_t *model = malloc(3 * PG), *buf = malloc(PG);
+	unsigned dev[3];
+
+	REQUIRE(model && buf);
+	tvol_make(&tv, "rdrepl", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	row = dg_vpn_loc(vol, 403).row;
+	trand_fill(&seed, model, 3 * PG);
+	for (unsigned r = 0; r < 3; r++) {
+		struct dg_range w;
+
+		dev[r] = dg_row_data_dev(vol, row, r);
+		vpn[r] = dg_loc_vpn(vol, dev[r], row);
+		w = (struct dg_range){ vpn[r], 0, PG, model + r * PG };
+		REQUIRE(dg_apply(vol, &w, 1) == 0);
+	}
+	corrupt(&tv, dev[0], row_off(vol, row));
+	corrupt(&tv, dev[1], row_off(vol, row));
+	CHECK_EQ(dg_read(vol, vpn[0], 1, buf), -EIO);
+
+	CHECK_EQ(dg_row_replace_page(vol, vpn[0], zero), 0);
+	CHECK_EQ(dg_read(vol, vpn[0], 1, buf), 0);
+	CHECK(memcmp(buf, zero, PG) == 0);
+	CHECK_EQ(dg_read(vol, vpn[1], 1, buf), -EIO);
+	CHECK_EQ(dg_read(vol, vpn[2], 1, buf), 0);
+	CHECK(memcmp(buf, model + 2 * PG, PG) == 0);
+
+	CHECK_EQ(dg_row_replace_page(vol, vpn[1], zero), 0);
+	corrupt(&tv, dev[2], row_off(vol, row));
+	CHECK_EQ(dg_read(vol, vpn[2], 1, buf), 0);
+	CHECK(memcmp(buf, model + 2 * PG, PG) == 0);
+	dg_vol_close(vol);
+
+	/* A read-only volume is not written. */
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	CHECK_EQ(dg_row_replace_page(vol, vpn[0], model), -EROFS);
+	CHECK_EQ(dg_read(vol, vpn[0], 1, buf), 0);
+	CHECK(memcmp(buf, zero, PG) == 0);
 	dg_vol_close(vol);
 	tvol_cleanup(&tv);
 	free(model);
@@ -551,6 +611,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{ "repair_data", test_repair_data },
 		{ "double_fault_p1", test_double_fault_p1 },
+		{ "replace_page", test_replace_page },
 		{ "faults_p2", test_faults_p2 },
 		{ "scrub_parity", test_scrub_parity },
 		{ "lost_write", test_lost_write },
