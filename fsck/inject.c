@@ -207,30 +207,28 @@ static bool vpn_fits(struct inj *s, enum target t, bool need_nonzero,
 static int pick_vpn(struct inj *s, enum target t, bool need_nonzero,
 		    struct tgt *out)
 {
-	uint64_t nv = s->info.vpns, n = 0, want;
+	uint64_t nv = s->info.vpns, n = 0, v;
+	uint64_t *cand = malloc(nv * sizeof(*cand));
+	struct dg_loc l;
 
-	for (uint64_t v = 0; v < nv; v++)
-		n += vpn_fits(s, t, need_nonzero, v);
+	if (!cand)
+		die("out of memory");
+	for (v = 0; v < nv; v++)
+		if (vpn_fits(s, t, need_nonzero, v))
+			cand[n++] = v;
+	v = n ? cand[rndn(n)] : 0;
+	free(cand);
 	if (n == 0)
 		return -ENOENT;
-	want = rndn(n);
-	for (uint64_t v = 0; v < nv; v++) {
-		struct dg_loc l;
-
-		if (!vpn_fits(s, t, need_nonzero, v) || want--)
-			continue;
-		l = dg_vpn_loc(s->vol, v);
-		out->dev = l.dev;
-		out->row = (int64_t)l.row;
-		out->vpn = (int64_t)v;
-		out->page = dg_row_page(s->vol, l.row);
-		out->lim = DG_PAGE_SIZE;
-		out->ino = s->owner[v];
-		out->what = t == T_ANY ? dg_pclass_name(s->cls[v])
-				       : targets[t];
-		return 0;
-	}
-	return -ENOENT;
+	l = dg_vpn_loc(s->vol, v);
+	out->dev = l.dev;
+	out->row = (int64_t)l.row;
+	out->vpn = (int64_t)v;
+	out->page = dg_row_page(s->vol, l.row);
+	out->lim = DG_PAGE_SIZE;
+	out->ino = s->owner[v];
+	out->what = t == T_ANY ? dg_pclass_name(s->cls[v]) : targets[t];
+	return 0;
 }
 
 static int pick1(struct inj *s, enum target t, bool need_nonzero,
