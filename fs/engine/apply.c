@@ -9,9 +9,13 @@
 struct apage {
 	uint64_t vpn, row;
 	unsigned dev;
-	uint8_t *old, *new;	/* page images (redundancy only) */
+	uint8_t *old, *img;	/* page buffers (redundancy only) */
+	/* The page after the update: img, or the caller's bytes when one
+	 * range is all of it (no copy made). */
+	const uint8_t *new;
 	uint64_t old_csum, new_csum;
 	uint32_t lo, hi;	/* changed bytes [lo, hi) */
+	unsigned nranges;	/* ranges that touch the page */
 	bool whole;		/* some range covers the whole page */
 	bool full_row;		/* every data page of its row is whole */
 };
@@ -131,40 +135,56 @@ void dg_vol_set_page_hook(struct dg_vol *vol, dg_page_hook hook, void *arg)
 	vol->page_hook_arg = arg;
 }
 
-/* Serialise the ranges into a journal entry image. */
-static void *build_entry(const struct dg_range *r, unsigned n,
-			 struct apage *pg, unsigned npg, size_t *lenp)
+/* A page one range covers whole: the range's bytes can stand for it. */
+static bool sole_whole(const struct apage *p)
 {
-	size_t len = sizeof(struct dg_djentry) + n * sizeof(struct dg_djrange);
+	return p->whole && p->nranges == 1;
+}
+
+/*
+ * The journal entry's header and range descriptors; *datap gets where
+ * each range's bytes are (the caller's buffers: the journal copies them
+ * straight to the log). A page one range covers whole is sealed by its
+ * new checksum, so the entry checksum skips its bytes (format.h).
+ */
+static struct dg_djentry *build_entry(struct dg_vol *vol,
+				      const struct dg_range *r, unsigned n,
+				      struct apage *pg, unsigned npg,
+				      const void *const **datap)
+{
+	size_t hlen = sizeof(struct dg_djentry) + n * sizeof(struct dg_djrange);
+	size_t len = hlen;
 	struct dg_djentry *e;
 	struct dg_djrange *jr;
-	uint8_t *data;
+	const void **data;
 
 	for (unsigned i = 0; i < n; i++)
 		len += (r[i].len + 7u) & ~7u;
 	len = (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1);
-	e = (struct dg_djentry *)scratch_get(SCRATCH_ENTRY, len);
+	e = (struct dg_djentry *)scratch_get(SCRATCH_ENTRY,
+					     hlen + n * sizeof(*data));
 	if (!e)
 		return NULL;
 	memset(e, 0, sizeof(*e));
-	/* The tail padding is covered by the entry checksum. */
-	memset((uint8_t *)e + len - DG_JALIGN, 0, DG_JALIGN);
+	e->len = (uint32_t)len;
 	e->nranges = n;
 	jr = (struct dg_djrange *)(e + 1);
-	data = (uint8_t *)(jr + n);
+	data = (const void **)(jr + n);
 	for (unsigned i = 0; i < n; i++) {
 		struct apage *p = page_of(pg, npg, r[i].vpn);
+		bool sealed = vol->sealed_journal && sole_whole(p);
 
-		jr[i] = (struct dg_djrange){ .row = p->row,
-					     .dev = (uint16_t)p->dev,
-					     .off = (uint16_t)r[i].off,
-					     .len = (uint16_t)r[i].len,
-					     .page_csum = p->new_csum };
-		memcpy(data, r[i].data, r[i].len);
-		memset(data + r[i].len, 0, ((r[i].len + 7u) & ~7u) - r[i].len);
-		data += (r[i].len + 7u) & ~7u;
+		jr[i] = (struct dg_djrange){
+			.row = p->row,
+			.dev = (uint16_t)p->dev,
+			.off = (uint16_t)r[i].off,
+			.len = (uint16_t)r[i].len,
+			.flags = sealed ? DG_JRANGE_SEALED : 0,
+			.page_csum = p->new_csum,
+		};
+		data[i] = r[i].data;
 	}
-	*lenp = len;
+	*datap = data;
 	return e;
 }
 
@@ -225,6 +245,7 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 			p->hi = r[i].off + r[i].len;
 		if (r[i].len == DG_PAGE_SIZE)
 			p->whole = true;
+		p->nranges++;
 	}
 	if (!vol->redundancy)
 		return 0;
@@ -246,13 +267,19 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 		if (ret)
 			return ret;
 	}
-	for (unsigned i = 0; i < npg; i++)
+	for (unsigned i = 0; i < npg; i++) {
+		pg[i].new = pg[i].img;
 		if (pg[i].old)
-			memcpy(pg[i].new, pg[i].old, DG_PAGE_SIZE);
+			memcpy(pg[i].img, pg[i].old, DG_PAGE_SIZE);
+	}
 	for (unsigned i = 0; i < n; i++) {
 		struct apage *p = page_of(pg, npg, r[i].vpn);
 
-		memcpy(p->new + r[i].off, r[i].data, r[i].len);
+		/* 8-byte aligned: parity deltas load the page in words. */
+		if (sole_whole(p) && !((uintptr_t)r[i].data & 7))
+			p->new = r[i].data;
+		else
+			memcpy(p->img + r[i].off, r[i].data, r[i].len);
 	}
 	for (unsigned i = 0; i < npg; i++)
 		pg[i].new_csum = dg_csum_page(vol, pg[i].dev, pg[i].row,
@@ -311,7 +338,9 @@ static void compute_full_row(struct dg_vol *vol, struct apage *pg,
 	for (unsigned rank = 0; rank < vol->k; rank++) {
 		unsigned dev = dg_row_data_dev(vol, a->row, rank);
 
-		data[rank] = page_of(pg, npg, dg_loc_vpn(vol, dev, a->row))->new;
+		/* ISA-L only reads its sources. */
+		data[rank] = (uint8_t *)page_of(pg, npg,
+					       dg_loc_vpn(vol, dev, a->row))->new;
 	}
 	dg_parity_compute(vol, data, a->par, DG_PAGE_SIZE);
 	for (unsigned j = 0; j < vol->parity; j++)
@@ -499,8 +528,9 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	struct arow *rows = NULL;
 	unsigned *locks = NULL, npg = 0, nrows = 0, nl = 0;
 	uint8_t *mem = NULL;
-	void *entry = NULL;
-	size_t elen, mem_pages;
+	struct dg_djentry *entry;
+	const void *const *edata;
+	size_t mem_pages;
 	struct dg_flushset fs;
 	struct dg_csum_cursor cur[DG_MAX_PARITY + 1] = { { 0 } };
 	int ret;
@@ -538,7 +568,7 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 					.dev = l.dev, .lo = DG_PAGE_SIZE };
 		if (mem) {
 			pg[i].old = mem + (size_t)(2 * i) * DG_PAGE_SIZE;
-			pg[i].new = pg[i].old + DG_PAGE_SIZE;
+			pg[i].img = pg[i].old + DG_PAGE_SIZE;
 			for (unsigned j = 0; j < vol->parity; j++)
 				rows[i].par[j] =
 					mem + (2 * npg + i * vol->parity + j) *
@@ -560,14 +590,14 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 				     mem + (mem_pages - 1) * DG_PAGE_SIZE, cur);
 	if (ret)
 		goto unlock;
-	entry = build_entry(r, n, pg, npg, &elen);
+	entry = build_entry(vol, r, n, pg, npg, &edata);
 	if (!entry) {
 		ret = -ENOMEM;
 		goto unlock;
 	}
 	/* The entry is durable before anything is written in place: after
 	 * a crash recovery redoes it whole (G4, no write hole). */
-	ret = dg_journal_append(vol, entry, elen, &seq);
+	ret = dg_journal_append(vol, entry, edata, &seq);
 	if (ret)
 		goto unlock;
 	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);

@@ -52,6 +52,7 @@ struct dg_vol {
 	uint64_t seed;				/* checksum seed from the uuid */
 	uint64_t vpns;
 	bool redundancy;			/* checksums and parity on */
+	bool sealed_journal;		/* journal may seal whole pages */
 	bool read_only, degraded;
 	uint32_t missing_mask;
 	atomic_bool fatal;			/* a persist failed: refuse writes */
@@ -165,10 +166,12 @@ void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 /* ---- journal.c ------------------------------------------------------- */
 int dg_journal_open(struct dg_vol *vol, bool recover);
 void dg_journal_close(struct dg_vol *vol);
-/* Append an entry image (header csum/seq/len filled in here) to every
- * journal copy and persist it; *seq gets its sequence number. */
-int dg_journal_append(struct dg_vol *vol, void *entry, size_t len,
-		      uint64_t *seq);
+/* Append an entry to every journal copy and persist it; *seq gets its
+ * sequence number. entry holds the header (len, nranges and flags set;
+ * magic, seq and csum are filled in here) and the range descriptors; the
+ * bytes of range i are read from data[i], not copied first. */
+int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
+		      const void *const *data, uint64_t *seq);
 /* The entry's effects are durable in place: it may be retired. */
 void dg_journal_done(struct dg_vol *vol, uint64_t seq);
 /* Retire everything completed, writing the header. */

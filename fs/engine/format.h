@@ -84,7 +84,11 @@
 /* Feature flags, as ext4: unknown incompat -> refuse to open; unknown
  * ro_compat -> open read-only; unknown compat -> ignore. */
 #define DG_FEAT_INCOMPAT_NOREDUNDANCY (1ull << 0) /* no checksums, no parity */
-#define DG_FEAT_INCOMPAT_SUPPORTED    DG_FEAT_INCOMPAT_NOREDUNDANCY
+/* Journal ranges may be sealed (DG_JRANGE_SEALED): a reader that does not
+ * know them would find such entries uncommitted and drop them. */
+#define DG_FEAT_INCOMPAT_SEALED_JOURNAL (1ull << 1)
+#define DG_FEAT_INCOMPAT_SUPPORTED \
+	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL)
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -156,9 +160,14 @@ _Static_assert(sizeof(struct dg_djhead) == 56, "djhead size");
  *   struct dg_djrange[nranges]
  *   the range bytes, concatenated, each padded to 8 bytes
  *   zero padding to DG_JALIGN
- * csum is XXH3-64 of the whole entry (len bytes) with csum = 0, seeded
- * with the volume seed + seq. An entry is committed iff magic, seq and
- * csum check out. A wrap entry (nranges = 0, flags DG_JENTRY_WRAP) says
+ * csum is XXH3-64, seeded with the volume seed + seq, of the header (with
+ * csum = 0), the range descriptors and the bytes of every range that is
+ * not sealed (padding excluded). A sealed range is one whole page whose
+ * bytes hash to its page_csum (dg_csum_page at its dev and row): the page
+ * checksum the update computes anyway vouches for it, so the entry
+ * checksum need not pass over the same bytes again. An entry is committed
+ * iff magic, seq and csum check out and every sealed range's bytes match
+ * its page_csum. A wrap entry (nranges = 0, flags DG_JENTRY_WRAP) says
  * the log continues at offset 0.
  */
 struct dg_djentry {
@@ -179,9 +188,12 @@ struct dg_djrange {
 	uint16_t dev;		/* device index */
 	uint16_t off;		/* byte offset in the page */
 	uint16_t len;		/* bytes, 1..DG_PAGE_SIZE */
-	uint16_t pad;		/* zero */
+	uint16_t flags;		/* DG_JRANGE_* */
 	uint64_t page_csum;	/* checksum of the whole page afterwards */
 };
+/* The range is a whole page covered by page_csum, not by the entry csum;
+ * only on volumes with DG_FEAT_INCOMPAT_SEALED_JOURNAL. */
+#define DG_JRANGE_SEALED 1u
 _Static_assert(sizeof(struct dg_djrange) == 24, "djrange size");
 
 /*

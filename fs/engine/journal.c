@@ -14,19 +14,67 @@ struct dg_jpending {
 	bool done;
 };
 
-static uint64_t entry_csum(const struct dg_vol *vol, const void *e,
-			   size_t len)
+/*
+ * The entry checksum (format.h): header with csum = 0, descriptors, and
+ * the bytes of the ranges that are not sealed. The bytes of range i are
+ * at data[i], or inline after the descriptors when data is NULL.
+ */
+static uint64_t entry_csum(const struct dg_vol *vol,
+			   const struct dg_djentry *e, const void *const *data)
 {
-	struct dg_djentry h;
+	const struct dg_djrange *r = (const void *)(e + 1);
+	const uint8_t *inl = (const uint8_t *)(r + e->nranges);
+	struct dg_djentry h = *e;
 	XXH3_state_t st;
 
-	memcpy(&h, e, sizeof(h));
 	h.csum = 0;
 	XXH3_64bits_reset_withSeed(&st, vol->seed + h.seq);
 	XXH3_64bits_update(&st, &h, sizeof(h));
-	XXH3_64bits_update(&st, (const uint8_t *)e + sizeof(h),
-			   len - sizeof(h));
+	XXH3_64bits_update(&st, r, e->nranges * sizeof(*r));
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		const void *src = data ? data[i] : inl;
+
+		if (!(r[i].flags & DG_JRANGE_SEALED))
+			XXH3_64bits_update(&st, src, r[i].len);
+		inl += (r[i].len + 7u) & ~7u;
+	}
 	return XXH3_64bits_digest(&st);
+}
+
+/* The descriptors of a committed-looking entry must stay inside it and
+ * the volume before anything is hashed or replayed. */
+static bool ranges_sane(const struct dg_vol *vol, const struct dg_djentry *e)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+	uint64_t bytes = sizeof(*e) + (uint64_t)e->nranges * sizeof(*r);
+
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		if (r[i].dev >= vol->ndev || r[i].row >= vol->sb.rows ||
+		    r[i].len == 0 || r[i].off + r[i].len > DG_PAGE_SIZE ||
+		    (r[i].flags & ~DG_JRANGE_SEALED))
+			return false;
+		if ((r[i].flags & DG_JRANGE_SEALED) &&
+		    (!vol->sealed_journal || r[i].len != DG_PAGE_SIZE))
+			return false;
+		bytes += (r[i].len + 7u) & ~7u;
+	}
+	return bytes <= e->len;
+}
+
+/* Every sealed range's bytes hash to the page checksum it carries. */
+static bool seals_hold(const struct dg_vol *vol, const struct dg_djentry *e)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+	const uint8_t *data = (const uint8_t *)(r + e->nranges);
+
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		if ((r[i].flags & DG_JRANGE_SEALED) &&
+		    dg_csum_page(vol, r[i].dev, r[i].row, data) !=
+			    r[i].page_csum)
+			return false;
+		data += (r[i].len + 7u) & ~7u;
+	}
+	return true;
 }
 
 static uint64_t head_csum(const struct dg_vol *vol, const struct dg_djhead *h)
@@ -118,9 +166,9 @@ static const struct dg_djentry *entry_at(struct dg_vol *vol, unsigned c,
 	    e->len > j->log_bytes - off)
 		return NULL;
 	if ((uint64_t)e->nranges * sizeof(struct dg_djrange) >
-	    e->len - sizeof(*e))
+	    e->len - sizeof(*e) || !ranges_sane(vol, e))
 		return NULL;
-	if (entry_csum(vol, e, e->len) != e->csum)
+	if (entry_csum(vol, e, NULL) != e->csum || !seals_hold(vol, e))
 		return NULL;
 	return e;
 }
@@ -160,18 +208,13 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
 	const uint8_t *data = (const uint8_t *)(r + e->nranges);
-	const uint8_t *end = (const uint8_t *)e + e->len;
 
+	/* entry_at() checked the ranges' bounds. */
 	for (uint32_t i = 0; i < e->nranges; i++) {
-		struct dg_dev *d;
+		struct dg_dev *d = &vol->devs[r[i].dev];
 		uint64_t off;
 
-		if (r[i].dev >= vol->ndev || r[i].row >= vol->sb.rows ||
-		    r[i].len == 0 || r[i].off + r[i].len > DG_PAGE_SIZE ||
-		    data + r[i].len > end)
-			return DG_CORRUPT(vol, "journal entry %" PRIu64
-					  " range %u out of bounds", e->seq, i);
-		d = &vol->devs[r[i].dev];
+
 		off = (dg_row_page(vol, r[i].row) << DG_PAGE_SHIFT) + r[i].off;
 		if (d->present)
 			dg_dev_write(d, off, data, r[i].len);
@@ -450,40 +493,55 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
 	return 0;
 }
 
-/* Write an entry image at the head of every copy. Caller holds the lock
- * and has made room. */
-static void put_entry(struct dg_vol *vol, void *entry, size_t len)
+/* Write an entry at the head of every copy: the header and descriptors
+ * from e, the bytes of range i from data[i] (a wrap entry has no ranges:
+ * data may be NULL), with the zero padding the layout asks for. Caller
+ * holds the lock and has made room. */
+static void put_entry(struct dg_vol *vol, struct dg_djentry *e,
+		      const void *const *data)
 {
+	static const uint8_t zeros[8];
 	struct dg_journal *j = &vol->jrnl;
-	struct dg_djentry *e = entry;
+	const struct dg_djrange *r = (const void *)(e + 1);
+	size_t hlen = sizeof(*e) + e->nranges * sizeof(*r);
 	uint64_t area;
 
 	e->magic = DG_JENTRY_MAGIC;
-	e->len = (uint32_t)len;
 	e->seq = j->head_seq;
-	e->csum = 0;
-	e->csum = entry_csum(vol, e, len);
+	e->csum = entry_csum(vol, e, data);
 	for (unsigned c = 0; c < j->ncopies; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
 		uint64_t off = area + j->log_off + j->head_off;
+		uint64_t end = off + e->len;
 
 		if (!d)
 			continue;
-		dg_dev_write(d, off, e, len);
+		dg_dev_write(d, off, e, hlen);
+		off += hlen;
+		for (uint32_t i = 0; i < e->nranges; i++) {
+			uint32_t pad = ((r[i].len + 7u) & ~7u) - r[i].len;
+
+			dg_dev_write(d, off, data[i], r[i].len);
+			if (pad)
+				dg_dev_write(d, off + r[i].len, zeros, pad);
+			off += r[i].len + pad;
+		}
+		dg_dev_zero(d, off, end - off);
 	}
 	for (unsigned c = 0; c < j->ncopies; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
 
 		if (d)
 			dg_dev_persist(d, area + j->log_off + j->head_off,
-				       len);
+				       e->len);
 	}
 }
 
-int dg_journal_append(struct dg_vol *vol, void *entry, size_t len,
-		      uint64_t *seq)
+int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
+		      const void *const *data, uint64_t *seq)
 {
 	struct dg_journal *j = &vol->jrnl;
+	size_t len = entry->len;
 	int ret;
 
 	if (len > dg_journal_max_entry(vol))
@@ -506,18 +564,17 @@ int dg_journal_append(struct dg_vol *vol, void *entry, size_t len,
 		pthread_cond_wait(&j->cond, &j->lock);
 	}
 	if (j->head_off + len > j->log_bytes) {
-		struct dg_djentry wrap = { .flags = DG_JENTRY_WRAP };
-		uint8_t img[DG_JALIGN] = { 0 };
+		struct dg_djentry wrap = { .len = DG_JALIGN,
+					   .flags = DG_JENTRY_WRAP };
 
-		memcpy(img, &wrap, sizeof(wrap));
-		put_entry(vol, img, DG_JALIGN);
+		put_entry(vol, &wrap, NULL);
 		ret = pend_push(j, j->head_seq, 0, true);
 		if (ret)
 			goto out;
 		j->head_seq++;
 		j->head_off = 0;
 	}
-	put_entry(vol, entry, len);
+	put_entry(vol, entry, data);
 	*seq = j->head_seq;
 	ret = pend_push(j, j->head_seq, (j->head_off + len) % j->log_bytes,
 			false);

@@ -157,6 +157,8 @@ static int vol_init_core(struct dg_vol *vol)
 	vol->k = vol->ndev - vol->parity;
 	vol->vpns = vol->sb.rows * vol->k;
 	vol->redundancy = !(vol->sb.incompat & DG_FEAT_INCOMPAT_NOREDUNDANCY);
+	vol->sealed_journal = vol->redundancy &&
+		(vol->sb.incompat & DG_FEAT_INCOMPAT_SEALED_JOURNAL);
 	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
 	return dg_parity_init(vol);
 }

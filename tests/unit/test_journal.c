@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+/* test_journal.c -- journal entries: sealed ranges, torn copies, replay */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "csum.h"
+#include "harness.h"
+
+/*
+ * A child process opens the volume, appends one entry and dies without
+ * applying it (a crash between journal and data). The parent may damage
+ * the log copies behind the engine, then opens the volume, which replays
+ * what is committed. The entry: vpn VPN_WHOLE written whole (sealed where
+ * the volume allows it), and PART_LEN bytes at PART_OFF of VPN_PART.
+ */
+#define VPN_WHOLE 1024u
+#define VPN_PART  1025u
+#define PART_OFF  100u
+#define PART_LEN  300u
+
+struct where {
+	unsigned dev[2];
+	uint64_t entry_off[2];	/* byte offset of the entry on dev[c] */
+};
+
+static void fill(uint8_t *whole, uint8_t *part)
+{
+	uint64_t s = 77;
+
+	trand_fill(&s, whole, DG_PAGE_SIZE);
+	trand_fill(&s, part, PART_LEN);
+}
+
+/* Where the next entry goes: the head of an idle, cleanly closed
+ * journal, which the child's open finds again. */
+static bool next_entry_at(struct tvol *tv, struct where *w)
+{
+	struct dg_vol *vol = tvol_open(tv, 0);
+
+	if (!vol)
+		return false;
+	for (unsigned c = 0; c < 2; c++) {
+		w->dev[c] = vol->jrnl.dev[c];
+		w->entry_off[c] = (vol->jrnl.start[c] << DG_PAGE_SHIFT) +
+				  vol->jrnl.log_off + vol->jrnl.head_off;
+	}
+	dg_vol_close(vol);
+	return true;
+}
+
+/* The child: append the entry, then die as a crash would. */
+static void crash_after_append(struct tvol *tv, bool sealed)
+{
+	struct dg_vol *vol = tvol_open(tv, 0);
+	uint8_t whole[DG_PAGE_SIZE], part[PART_LEN], page[DG_PAGE_SIZE];
+	struct {
+		struct dg_djentry e;
+		struct dg_djrange r[2];
+	} h;
+	const void *data[2] = { whole, part };
+	struct dg_loc lw, lp;
+	uint64_t seq;
+
+	if (!vol)
+		_exit(2);
+	fill(whole, part);
+	memset(&h, 0, sizeof(h));
+	lw = dg_vpn_loc(vol, VPN_WHOLE);
+	lp = dg_vpn_loc(vol, VPN_PART);
+	/* The partial page's checksum afterwards: its old bytes (zeros on
+	 * a fresh volume) with the range in them. */
+	memset(page, 0, sizeof(page));
+	memcpy(page + PART_OFF, part, PART_LEN);
+	h.e.nranges = 2;
+	h.e.len = (sizeof(h) + DG_PAGE_SIZE + ((PART_LEN + 7) & ~7u) +
+		   DG_JALIGN - 1) & ~(DG_JALIGN - 1);
+	h.r[0] = (struct dg_djrange){
+		.row = lw.row, .dev = (uint16_t)lw.dev, .len = DG_PAGE_SIZE,
+		.flags = sealed ? DG_JRANGE_SEALED : 0,
+		.page_csum = dg_csum_page(vol, lw.dev, lw.row, whole) };
+	h.r[1] = (struct dg_djrange){
+		.row = lp.row, .dev = (uint16_t)lp.dev, .off = PART_OFF,
+		.len = PART_LEN,
+		.page_csum = dg_csum_page(vol, lp.dev, lp.row, page) };
+	_exit(dg_journal_append(vol, &h.e, data, &seq) ? 3 : 0);
+}
+
+static bool run_child(struct tvol *tv, bool sealed)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		crash_after_append(tv, sealed);
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+/* Flip a byte of the entry's sealed page in log copy c. */
+static void damage_sealed_bytes(struct tvol *tv, const struct where *w,
+				unsigned c)
+{
+	uint64_t off = w->entry_off[c] + sizeof(struct dg_djentry) +
+		       2 * sizeof(struct dg_djrange) + 2000;
+	uint8_t b;
+
+	tvol_peek(tv, w->dev[c], off, &b, 1);
+	b ^= 0x10;
+	tvol_poke(tv, w->dev[c], off, &b, 1);
+}
+
+/* After replay: both pages hold the entry (applied) or zeros (dropped),
+ * and every page reads back verified. */
+static void check_replayed(struct tvol *tv, bool applied)
+{
+	uint8_t whole[DG_PAGE_SIZE], part[PART_LEN], buf[2 * DG_PAGE_SIZE];
+	uint8_t want[2 * DG_PAGE_SIZE] = { 0 };
+	uint64_t counts[DG_FAULT_NR];
+	struct dg_vol *vol = tvol_open(tv, 0);
+
+	REQUIRE(vol);
+	fill(whole, part);
+	if (applied) {
+		memcpy(want, whole, DG_PAGE_SIZE);
+		memcpy(want + DG_PAGE_SIZE + PART_OFF, part, PART_LEN);
+	}
+	CHECK_EQ(dg_read(vol, VPN_WHOLE, 2, buf), 0);
+	CHECK(!memcmp(buf, want, sizeof(want)));
+	dg_vol_fault_counts(vol, counts);
+	CHECK_EQ(counts[DG_FAULT_DETECTED], 0);
+	dg_vol_close(vol);
+}
+
+/* A sealed page is replayed like any other range. */
+static void test_sealed_replay(void)
+{
+	struct tvol tv;
+	struct where w;
+
+	tvol_make(&tv, "seal", 4, 1, 32u << 20, false);
+	REQUIRE(next_entry_at(&tv, &w));
+	REQUIRE(run_child(&tv, true));
+	check_replayed(&tv, true);
+	tvol_cleanup(&tv);
+}
+
+/* The entry checksum no longer covers a sealed page's bytes: damage
+ * there must still make that copy uncommitted, and the other copy is
+ * replayed instead. */
+static void test_sealed_damaged_in_one_copy(void)
+{
+	struct tvol tv;
+	struct where w;
+
+	tvol_make(&tv, "seal1", 4, 1, 32u << 20, false);
+	REQUIRE(next_entry_at(&tv, &w));
+	REQUIRE(run_child(&tv, true));
+	damage_sealed_bytes(&tv, &w, 0);
+	check_replayed(&tv, true);
+	tvol_cleanup(&tv);
+}
+
+/* Damaged in both copies (a torn append): the entry is not committed. */
+static void test_sealed_damaged_in_both(void)
+{
+	struct tvol tv;
+	struct where w;
+
+	tvol_make(&tv, "seal2", 4, 1, 32u << 20, false);
+	REQUIRE(next_entry_at(&tv, &w));
+	REQUIRE(run_child(&tv, true));
+	damage_sealed_bytes(&tv, &w, 0);
+	damage_sealed_bytes(&tv, &w, 1);
+	check_replayed(&tv, false);
+	tvol_cleanup(&tv);
+}
+
+/* Unsealed, the same damage is caught by the entry checksum. */
+static void test_unsealed_damaged_in_both(void)
+{
+	struct tvol tv;
+	struct where w;
+
+	tvol_make(&tv, "seal3", 4, 1, 32u << 20, false);
+	REQUIRE(next_entry_at(&tv, &w));
+	REQUIRE(run_child(&tv, false));
+	damage_sealed_bytes(&tv, &w, 0);
+	damage_sealed_bytes(&tv, &w, 1);
+	check_replayed(&tv, false);
+	tvol_cleanup(&tv);
+}
+
+/* Without checksums (--redundancy none) nothing can vouch for a sealed
+ * range: such an entry is not committed. */
+static void test_no_seal_without_redundancy(void)
+{
+	struct tvol tv;
+	struct where w;
+
+	tvol_make(&tv, "seal4", 4, 0, 32u << 20, true);
+	REQUIRE(next_entry_at(&tv, &w));
+	REQUIRE(run_child(&tv, true));
+	check_replayed(&tv, false);
+	tvol_cleanup(&tv);
+}
+
+/* dg_apply() seals a page one range covers whole, and only that. */
+static void test_apply_seals_whole_pages(void)
+{
+	struct tvol tv;
+	struct where w;
+	struct dg_vol *vol;
+	uint8_t page[DG_PAGE_SIZE] = { 1 };
+	struct dg_range r[3] = {
+		{ .vpn = VPN_WHOLE, .len = DG_PAGE_SIZE, .data = page },
+		{ .vpn = VPN_PART, .len = DG_PAGE_SIZE, .data = page },
+		{ .vpn = VPN_PART, .off = 8, .len = 8, .data = page },
+	};
+	struct dg_djrange jr[3];
+
+	tvol_make(&tv, "seal5", 4, 1, 32u << 20, false);
+	REQUIRE(next_entry_at(&tv, &w));
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(dg_apply(vol, r, 3), 0);
+	dg_vol_close(vol);
+	tvol_peek(&tv, w.dev[0], w.entry_off[0] + sizeof(struct dg_djentry),
+		  jr, sizeof(jr));
+	CHECK_EQ(jr[0].flags, DG_JRANGE_SEALED);
+	/* VPN_PART is whole but also has a second range: its page checksum
+	 * is not the checksum of either range's bytes. */
+	CHECK_EQ(jr[1].flags, 0);
+	CHECK_EQ(jr[2].flags, 0);
+	tvol_cleanup(&tv);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "sealed_replay", test_sealed_replay },
+		{ "sealed_damaged_in_one_copy", test_sealed_damaged_in_one_copy },
+		{ "sealed_damaged_in_both", test_sealed_damaged_in_both },
+		{ "unsealed_damaged_in_both", test_unsealed_damaged_in_both },
+		{ "no_seal_without_redundancy",
+		  test_no_seal_without_redundancy },
+		{ "apply_seals_whole_pages", test_apply_seals_whole_pages },
+		{ NULL, NULL },
+	};
+
+	return test_main(argc, argv, cases);
+}
