@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <xxhash.h>
+#include "xxh.h"
 
 #include "check.h"
 #include "csum.h"

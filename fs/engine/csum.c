@@ -2,7 +2,7 @@
 /* csum.c -- address-seeded XXH3 page checksums, checksum pages, replicas */
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include "xxh.h"
 
 #include "csum.h"
 

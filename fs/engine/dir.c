@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <xxhash.h>
+#include "xxh.h"
 
 #include "fs_i.h"
 

@@ -2,8 +2,7 @@
 /* journal.c -- the redo journal: append, retire, recover (DESIGN §5, G4) */
 #include <stdlib.h>
 #include <string.h>
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
-#include <xxhash.h>
+#include "xxh.h"
 
 #include "csum.h"
 

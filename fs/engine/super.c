@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <xxhash.h>
+#include "xxh.h"
 
 #include "csum.h"
 #include "super.h"
