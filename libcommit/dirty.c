@@ -112,6 +112,11 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 								 ~(1ull << (q % 64)));
 					break;
 				}
+				/* A stream will store to the run: copy it in
+				 * one call rather than a fault per page. */
+				if (n > 1)
+					madvise((void *)(r->base + pg * CM_PAGE),
+						n * CM_PAGE, MADV_POPULATE_WRITE);
 				lock(r);
 				for (size_t q = pg; q < pg + n; q++)
 					r->list[r->nlist++] = (uint32_t)q;
