@@ -31,6 +31,11 @@ struct conn {
 	struct dg_daemon *dd;
 	int fd;
 	struct dg_fmap *m;
+	/* The payload buffer, kept from message to message: a commit of
+	 * many pages would otherwise be a fresh mapping, faulted in page by
+	 * page, every time. */
+	uint8_t *buf;
+	size_t bufcap;
 	struct conn *next;	/* by conns_lock */
 };
 
@@ -364,7 +369,12 @@ static int serve_one(struct conn *c)
 		goto end;
 	}
 	if (h.len) {
-		p = malloc(h.len);
+		if (h.len > c->bufcap) {
+			free(c->buf);
+			c->buf = malloc(h.len);
+			c->bufcap = c->buf ? h.len : 0;
+		}
+		p = c->buf;
 		if (!p) {
 			ret = -ENOMEM;
 			send_status(c->fd, h.seq, ret, 0);
@@ -425,7 +435,6 @@ static int serve_one(struct conn *c)
 end:
 	if (nf)
 		close(ffd[0]);
-	free(p);
 	if (ret < 0)
 		dg_log(DG_LOG_DEBUG, "libcommit: bad message type=%u: %s",
 		       h.type, strerror(-ret));
@@ -450,6 +459,7 @@ static void *conn_main(void *arg)
 	pthread_cond_broadcast(&conns_cond);
 	pthread_mutex_unlock(&conns_lock);
 	close(c->fd);
+	free(c->buf);
 	free(c);
 	return NULL;
 }
@@ -480,7 +490,7 @@ static void *accept_main(void *arg)
 			close(fd);
 			continue;
 		}
-		*c = (struct conn){ dd, fd, NULL, conns };
+		*c = (struct conn){ .dd = dd, .fd = fd, .next = conns };
 		conns = c;
 		nconns++;
 		pthread_mutex_unlock(&conns_lock);
