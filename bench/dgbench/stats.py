@@ -12,6 +12,7 @@ import statistics
 # system -> [(baseline, what the ratio answers)]
 BASELINES = {
     "daxguard-p1":   [("passthrough", "vs FUSE ceiling"), ("daxguard-none", "cost of redundancy")],
+    "daxguard-p1-64k": [("passthrough", "vs FUSE ceiling"), ("daxguard-none", "cost of redundancy")],
     "daxguard-p2":   [("passthrough", "vs FUSE ceiling"), ("daxguard-none", "cost of redundancy")],
     "daxguard-none": [("passthrough", "vs FUSE ceiling")],
     "btrfs-raid5":   [("btrfs-single", "cost of redundancy")],
@@ -23,6 +24,7 @@ BASELINES = {
 KEY_RATIOS = [
     ("daxguard-p1", "passthrough"),
     ("daxguard-p1", "daxguard-none"),
+    ("daxguard-p1-64k", "daxguard-none"),
     ("daxguard-p2", "daxguard-none"),
     ("btrfs-raid5", "btrfs-single"),
     ("zfs-raidz1", "zfs-single"),
