@@ -131,17 +131,30 @@ static void check_replayed(struct tvol *tv, bool applied)
 	dg_vol_close(vol);
 }
 
-/* A sealed page is replayed like any other range. */
-static void test_sealed_replay(void)
+/* Crash after appending the entry (sealed or not), damage the entry's
+ * whole page in the log copies of damage_mask, replay, and expect the
+ * entry applied or dropped. */
+static void crash_case(const char *tag, bool no_redundancy, bool sealed,
+		       unsigned damage_mask, bool applied)
 {
 	struct tvol tv;
 	struct where w;
 
-	tvol_make(&tv, "seal", 4, 1, 32u << 20, false);
+	tvol_make(&tv, tag, 4, no_redundancy ? 0 : 1, 32u << 20,
+		  no_redundancy);
 	REQUIRE(next_entry_at(&tv, &w));
-	REQUIRE(run_child(&tv, true));
-	check_replayed(&tv, true);
+	REQUIRE(run_child(&tv, sealed));
+	for (unsigned c = 0; c < 2; c++)
+		if (damage_mask & (1u << c))
+			damage_sealed_bytes(&tv, &w, c);
+	check_replayed(&tv, applied);
 	tvol_cleanup(&tv);
+}
+
+/* A sealed page is replayed like any other range. */
+static void test_sealed_replay(void)
+{
+	crash_case("seal", false, true, 0, true);
 }
 
 /* The entry checksum no longer covers a sealed page's bytes: damage
@@ -149,59 +162,26 @@ static void test_sealed_replay(void)
  * replayed instead. */
 static void test_sealed_damaged_in_one_copy(void)
 {
-	struct tvol tv;
-	struct where w;
-
-	tvol_make(&tv, "seal1", 4, 1, 32u << 20, false);
-	REQUIRE(next_entry_at(&tv, &w));
-	REQUIRE(run_child(&tv, true));
-	damage_sealed_bytes(&tv, &w, 0);
-	check_replayed(&tv, true);
-	tvol_cleanup(&tv);
+	crash_case("seal1", false, true, 1, true);
 }
 
 /* Damaged in both copies (a torn append): the entry is not committed. */
 static void test_sealed_damaged_in_both(void)
 {
-	struct tvol tv;
-	struct where w;
-
-	tvol_make(&tv, "seal2", 4, 1, 32u << 20, false);
-	REQUIRE(next_entry_at(&tv, &w));
-	REQUIRE(run_child(&tv, true));
-	damage_sealed_bytes(&tv, &w, 0);
-	damage_sealed_bytes(&tv, &w, 1);
-	check_replayed(&tv, false);
-	tvol_cleanup(&tv);
+	crash_case("seal2", false, true, 3, false);
 }
 
 /* Unsealed, the same damage is caught by the entry checksum. */
 static void test_unsealed_damaged_in_both(void)
 {
-	struct tvol tv;
-	struct where w;
-
-	tvol_make(&tv, "seal3", 4, 1, 32u << 20, false);
-	REQUIRE(next_entry_at(&tv, &w));
-	REQUIRE(run_child(&tv, false));
-	damage_sealed_bytes(&tv, &w, 0);
-	damage_sealed_bytes(&tv, &w, 1);
-	check_replayed(&tv, false);
-	tvol_cleanup(&tv);
+	crash_case("seal3", false, false, 3, false);
 }
 
 /* Without checksums (--redundancy none) nothing can vouch for a sealed
  * range: such an entry is not committed. */
 static void test_no_seal_without_redundancy(void)
 {
-	struct tvol tv;
-	struct where w;
-
-	tvol_make(&tv, "seal4", 4, 0, 32u << 20, true);
-	REQUIRE(next_entry_at(&tv, &w));
-	REQUIRE(run_child(&tv, true));
-	check_replayed(&tv, false);
-	tvol_cleanup(&tv);
+	crash_case("seal4", true, true, 0, false);
 }
 
 /* dg_apply() seals a page one range covers whole, and only that. */
