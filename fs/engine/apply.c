@@ -267,9 +267,12 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 		if (ret)
 			return ret;
 	}
+	/* No byte of the old image survives in a page a range covers
+	 * whole (that range overwrites it all, before or after the others):
+	 * its old image, if read, is only for the parity delta. */
 	for (unsigned i = 0; i < npg; i++) {
 		pg[i].new = pg[i].img;
-		if (pg[i].old)
+		if (pg[i].old && !pg[i].whole)
 			memcpy(pg[i].img, pg[i].old, DG_PAGE_SIZE);
 	}
 	for (unsigned i = 0; i < n; i++) {
