@@ -40,20 +40,17 @@ static uint64_t entry_csum(const struct dg_vol *vol,
 	return XXH3_64bits_digest(&st);
 }
 
-/* The descriptors of a committed-looking entry must stay inside it and
- * the volume before anything is hashed or replayed. */
-static bool ranges_sane(const struct dg_vol *vol, const struct dg_djentry *e)
+/* The range bytes the descriptors claim lie inside the entry, and a
+ * sealed range is a whole page: both before anything is hashed. What
+ * the ranges point at is checked at replay, once the checksum says the
+ * entry was really written. */
+static bool ranges_fit(const struct dg_djentry *e)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
 	uint64_t bytes = sizeof(*e) + (uint64_t)e->nranges * sizeof(*r);
 
 	for (uint32_t i = 0; i < e->nranges; i++) {
-		if (r[i].dev >= vol->ndev || r[i].row >= vol->sb.rows ||
-		    r[i].len == 0 || r[i].off + r[i].len > DG_PAGE_SIZE ||
-		    (r[i].flags & ~DG_JRANGE_SEALED))
-			return false;
-		if ((r[i].flags & DG_JRANGE_SEALED) &&
-		    (!vol->sealed_journal || r[i].len != DG_PAGE_SIZE))
+		if ((r[i].flags & DG_JRANGE_SEALED) && r[i].len != DG_PAGE_SIZE)
 			return false;
 		bytes += (r[i].len + 7u) & ~7u;
 	}
@@ -165,7 +162,7 @@ static const struct dg_djentry *entry_at(struct dg_vol *vol, unsigned c,
 	    e->len > j->log_bytes - off)
 		return NULL;
 	if ((uint64_t)e->nranges * sizeof(struct dg_djrange) >
-	    e->len - sizeof(*e) || !ranges_sane(vol, e))
+	    e->len - sizeof(*e) || !ranges_fit(e))
 		return NULL;
 	if (entry_csum(vol, e, NULL) != e->csum || !seals_hold(vol, e))
 		return NULL;
@@ -208,11 +205,20 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 	const struct dg_djrange *r = (const void *)(e + 1);
 	const uint8_t *data = (const uint8_t *)(r + e->nranges);
 
-	/* entry_at() checked the ranges' bounds. */
+	/* entry_at() checked that the bytes lie inside the entry. */
 	for (uint32_t i = 0; i < e->nranges; i++) {
-		struct dg_dev *d = &vol->devs[r[i].dev];
+		struct dg_dev *d;
 		uint64_t off;
 
+		/* Committed, yet naming no page of this volume, or sealed
+		 * where nothing seals: corruption, never a silent skip. */
+		if (r[i].dev >= vol->ndev || r[i].row >= vol->sb.rows ||
+		    r[i].len == 0 || r[i].off + r[i].len > DG_PAGE_SIZE ||
+		    (r[i].flags & ~DG_JRANGE_SEALED) ||
+		    ((r[i].flags & DG_JRANGE_SEALED) && !vol->sealed_journal))
+			return DG_CORRUPT(vol, "journal entry %" PRIu64
+					  " range %u is invalid", e->seq, i);
+		d = &vol->devs[r[i].dev];
 
 		off = (dg_row_page(vol, r[i].row) << DG_PAGE_SHIFT) + r[i].off;
 		if (d->present)

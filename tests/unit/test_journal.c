@@ -131,11 +131,28 @@ static void check_replayed(struct tvol *tv, bool applied)
 	dg_vol_close(vol);
 }
 
+/* What replaying the entry must do. */
+enum outcome { APPLIED, DROPPED, CORRUPT };
+
+/* A committed entry that the volume cannot have written: the open
+ * fails and says why, nothing is skipped in silence. */
+static void check_refused(struct tvol *tv)
+{
+	struct dg_vol *vol = NULL;
+	char err[256];
+
+	CHECK_EQ(dg_vol_open((const char *const *)tv->paths, tv->ndev, 0,
+			     &vol, err, sizeof(err)),
+		 -EUCLEAN);
+	if (vol)
+		dg_vol_close(vol);
+}
+
 /* Crash after appending the entry (sealed or not), damage the entry's
  * whole page in the log copies of damage_mask, replay, and expect the
- * entry applied or dropped. */
+ * outcome. */
 static void crash_case(const char *tag, bool no_redundancy, bool sealed,
-		       unsigned damage_mask, bool applied)
+		       unsigned damage_mask, enum outcome want)
 {
 	struct tvol tv;
 	struct where w;
@@ -147,14 +164,17 @@ static void crash_case(const char *tag, bool no_redundancy, bool sealed,
 	for (unsigned c = 0; c < 2; c++)
 		if (damage_mask & (1u << c))
 			damage_sealed_bytes(&tv, &w, c);
-	check_replayed(&tv, applied);
+	if (want == CORRUPT)
+		check_refused(&tv);
+	else
+		check_replayed(&tv, want == APPLIED);
 	tvol_cleanup(&tv);
 }
 
 /* A sealed page is replayed like any other range. */
 static void test_sealed_replay(void)
 {
-	crash_case("seal", false, true, 0, true);
+	crash_case("seal", false, true, 0, APPLIED);
 }
 
 /* The entry checksum no longer covers a sealed page's bytes: damage
@@ -162,26 +182,26 @@ static void test_sealed_replay(void)
  * replayed instead. */
 static void test_sealed_damaged_in_one_copy(void)
 {
-	crash_case("seal1", false, true, 1, true);
+	crash_case("seal1", false, true, 1, APPLIED);
 }
 
 /* Damaged in both copies (a torn append): the entry is not committed. */
 static void test_sealed_damaged_in_both(void)
 {
-	crash_case("seal2", false, true, 3, false);
+	crash_case("seal2", false, true, 3, DROPPED);
 }
 
 /* Unsealed, the same damage is caught by the entry checksum. */
 static void test_unsealed_damaged_in_both(void)
 {
-	crash_case("seal3", false, false, 3, false);
+	crash_case("seal3", false, false, 3, DROPPED);
 }
 
-/* Without checksums (--redundancy none) nothing can vouch for a sealed
- * range: such an entry is not committed. */
+/* Without checksums (--redundancy none) nothing seals, so a committed
+ * entry with a sealed range is corruption: reported, not replayed. */
 static void test_no_seal_without_redundancy(void)
 {
-	crash_case("seal4", true, true, 0, false);
+	crash_case("seal4", true, true, 0, CORRUPT);
 }
 
 /* dg_apply() seals a page one range covers whole, and only that. */
