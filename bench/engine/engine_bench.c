@@ -205,29 +205,28 @@ static uint64_t dev_bytes(const struct bcfg *c)
 /*
  * Allocate a contiguous run of size bytes through the allocator, chunk
  * aligned so that a 1 MiB update is one device's chunk, and commit the
- * bitmap change. The runs dg_alloc() hands out stop at chunk ends.
+ * bitmap change.
  */
 static void alloc_region(struct bcfg *c)
 {
 	uint64_t want = opt.size / DG_PAGE_SIZE, start, got, next = 0;
 	struct dg_txn *txn = dg_txn_new(c->vol);
-	bool first = true;
 	int ret;
 
 	if (!txn)
 		die("out of memory");
 	while (want) {
-		ret = dg_alloc(txn, next, CHUNK, &start, &got);
+		/* Until the region starts, stop at chunk ends. */
+		uint64_t ask = c->start ? CHUNK : CHUNK - next % CHUNK;
+
+		ret = dg_alloc(txn, next, ask, &start, &got);
 		if (ret)
 			die("%s: cannot allocate the region: %s", c->name,
 			    strerror(-ret));
-		if (first) {
-			/* The metadata's partial chunk: skip to the next. */
-			first = false;
-			if (start % CHUNK) {
-				next = start + got;
-				continue;
-			}
+		if (!c->start && start % CHUNK) {
+			/* The metadata's partial chunks: skip to the next. */
+			next = start + got;
+			continue;
 		}
 		if (!c->start)
 			c->start = start;
