@@ -40,6 +40,8 @@ static const struct pr_entry table[PR_NR] = {
 	P(PR_3_UNREADABLE, "metadata page unreadable", PR_NOFIX),
 	P(PR_3_INODES_LOST, "inode table page unreadable", PR_LOSS),
 	P(PR_3_FILE_LOST, "file lost with its inode", PR_LOSS),
+	P(PR_3_DIR_LOST, "directory page unreadable", PR_LOSS),
+	P(PR_3_EXTENTS_LOST, "extent page unreadable", PR_LOSS),
 };
 
 const struct pr_entry *pr_get(int code)

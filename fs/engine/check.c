@@ -949,6 +949,7 @@ static void load_extents(struct walk *w, uint64_t ino)
 	const struct dg_dextent *d;
 	struct dg_chk_event ev;
 	uint32_t cut_leaf, cut_slot;
+	uint64_t end = UINT64_MAX;	/* new size, when the tail is lost */
 	const char *why = NULL;
 	int k;
 
@@ -982,28 +983,46 @@ static void load_extents(struct walk *w, uint64_t ino)
 		}
 		wi->ext[wi->next++] = *d;
 	}
-	if (k < 0 && !r.why) {
+	if (k < 0 && !r.why && k != -EIO) {
 		unreadable(w, r.page_vpn, ino, "extent", k);
 		return;
+	}
+	cut_leaf = r.leaf;
+	cut_slot = r.slot;
+	if (k == -EIO && !r.why) {
+		/* No copy of an extent page verifies: the file ends where
+		 * the extents that could be read end (what followed hung
+		 * off that page). Its size goes there too, so the loss
+		 * reads as a short file, not as zeros. Left alone, the
+		 * volume does not mount. */
+		if (w->classify_only)
+			return;
+		ev_init(&ev, DG_CHK_EXTENTS_LOST, "extent");
+		ev_vpn(w, &ev, r.page_vpn);
+		why = "extent page unreadable";
+		if (wi->d.size > r.prev_end << DG_PAGE_SHIFT)
+			end = r.prev_end << DG_PAGE_SHIFT;
+		goto bad;
 	}
 	if (k < 0)
 		why = r.why;
 	if (!why || w->classify_only)
 		return;
 	ev_init(&ev, DG_CHK_EXTENT_BAD, "extent");
-	cut_leaf = r.leaf;
-	cut_slot = r.slot;
 bad:
 	ev_ino(w, &ev, ino);
 	snprintf(ev.detail, sizeof(ev.detail), "inode %llu extent %u: %s",
 		 (unsigned long long)ino, wi->next, why);
 	snprintf(ev.action, sizeof(ev.action),
 		 "drop extents from %u on (data lost)", wi->next);
-	if (wask(w, &ev))
+	if (wask(w, &ev)) {
+		if (end != UINT64_MAX)
+			wi->d.size = end;
 		wreport(w, &ev, cut_extents(w, ino, cut_leaf, cut_slot) == 0 &&
 				store_inode(w, ino) == 0);
-	else
+	} else {
 		wreport(w, &ev, false);
+	}
 }
 
 /*
@@ -1218,6 +1237,37 @@ static void parse_dir_page(struct walk *w, uint64_t dir, uint64_t pg,
 	}
 }
 
+/*
+ * A directory page no copy of which verifies (more faults in its row
+ * than parity covers): the names it held are lost. Left alone, the
+ * volume does not mount. Repair writes an empty page in its place; the
+ * inodes those names pointed to are then unreachable, and the
+ * reconnect pass moves them, data intact, to /lost+found.
+ */
+static void lose_dir_page(struct walk *w, uint64_t dir, uint64_t vpn,
+			  int err)
+{
+	static const uint8_t empty[DG_PAGE_SIZE];	/* no records */
+	struct dg_chk_event ev;
+
+	if (err != -EIO) {
+		unreadable(w, vpn, dir, "directory", err);
+		return;
+	}
+	ev_init(&ev, DG_CHK_DIR_LOST, "directory");
+	ev_vpn(w, &ev, vpn);
+	ev.ino = dir;
+	snprintf(ev.detail, sizeof(ev.detail),
+		 "directory %llu: page unreadable, the names on it are lost",
+		 (unsigned long long)dir);
+	snprintf(ev.action, sizeof(ev.action),
+		 "write an empty page (its files go to /lost+found)");
+	if (wask(w, &ev))
+		wreport(w, &ev, dg_row_replace_page(w->vol, vpn, empty) == 0);
+	else
+		wreport(w, &ev, false);
+}
+
 static void load_dirs(struct walk *w)
 {
 	for (uint64_t ino = 1; ino < w->icap; ino++) {
@@ -1236,7 +1286,7 @@ static void load_dirs(struct walk *w)
 				break;
 			r = dg_read(w->vol, vpn, 1, w->page);
 			if (r) {
-				unreadable(w, vpn, ino, "directory", r);
+				lose_dir_page(w, ino, vpn, r);
 				continue;
 			}
 			parse_dir_page(w, ino, pg, vpn, w->page);

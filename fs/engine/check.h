@@ -49,6 +49,8 @@ enum dg_chk_kind {
 	DG_CHK_UNREADABLE,	   /* metadata page unreadable (-EIO) */
 	DG_CHK_INODES_LOST,	   /* an inode table page is unreadable */
 	DG_CHK_FILE_LOST,	   /* an entry names an inode lost with it */
+	DG_CHK_DIR_LOST,	   /* a directory page is unreadable */
+	DG_CHK_EXTENTS_LOST,	   /* an extent page is unreadable */
 	DG_CHK_NR,
 };
 

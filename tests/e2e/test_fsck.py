@@ -204,3 +204,94 @@ def test_lost_inode_page_costs_only_its_files(volume_factory):
         assert "/" + name.rstrip("/") in named, (name, named)
     for name in lost:
         assert name.lstrip("/") not in got
+
+
+def double_fault(golden, volume_factory, target, code):
+    """A copy of the golden volume with two faults in one row, the first
+    in a page of `target`, such that fsck -n reports `code`."""
+    g, _ = golden
+    for seed in range(1, 40):
+        v = volume_factory(ndev=4, size="32M")
+        for s, d in zip(g.devs, v.devs):
+            subprocess.run(["cp", "--sparse=always", str(s), str(d)],
+                           check=True)
+        rep, _ = inject(v.devs, "zero", target, seed=seed,
+                        extra=["--count", "2", "--same-row"])
+        rc, chk, p = fsck(v.devs, "-n", json_out=True)
+        if code in {f["code"] for f in chk["findings"]}:
+            assert rc == 4, p.stdout
+            return v, rep
+        v.cleanup()
+    pytest.fail(f"no seed made fsck report {code}")
+
+
+def repair_losing(v, code):
+    """fsck -y gives the unreadable page up (exit 4: data lost), fsck -n
+    then no longer finds it, and the volume mounts again."""
+    rc, rep, p = fsck(v.devs, "-y", json_out=True)
+    assert rc in (4, 5), p.stdout + p.stderr
+    assert any(f["code"] == code and f["fixed"] for f in rep["findings"]), rep
+    rc, rep2, p = fsck(v.devs, "-n", json_out=True)
+    assert not {f["code"] for f in rep2["findings"]} & {
+        code, "PR_3_UNREACHABLE", "PR_3_UNREADABLE", "PR_3_NLINK",
+        "PR_3_BITMAP_LEAK"}, p.stdout
+    v.expect_log(r"fault|read error")   # the row's other page stays bad
+    return rep
+
+
+def damaged_files(rep_inj):
+    return {c["file"].lstrip("/") for c in rep_inj["changes"]
+            if c.get("file") and c["structure"] == "data"}
+
+
+def test_lost_directory_page_moves_its_files_to_lost_found(golden,
+                                                            volume_factory):
+    """More faults in a directory page's row than parity covers: the
+    names on that page are lost, not the files. fsck -y writes an empty
+    page in its place and reconnects the files to /lost+found with their
+    contents; everything else keeps its name (before, the volume did not
+    mount at all)."""
+    _, want = golden
+    v, rep_inj = double_fault(golden, volume_factory, "directory",
+                              "PR_3_DIR_LOST")
+    repair_losing(v, "PR_3_DIR_LOST")
+    v.mount()
+    try:
+        got = manifest_tolerant(v.mnt)
+    finally:
+        v.umount()
+    hurt = damaged_files(rep_inj)
+    found = {h for n, h in got.items() if n.startswith("lost+found/")}
+    moved = [n for n in diff_manifest(want, got)
+             if n in want and not n.startswith("lost+found")]
+    assert moved, "no name was lost"
+    for n in moved:
+        if want[n] == "dir" or n in hurt:
+            continue                       # a directory's hash; bad data
+        assert want[n] in found, (n, sorted(found))
+
+
+def test_lost_extent_page_shortens_only_its_file(golden, volume_factory):
+    """More faults in an extent page's row than parity covers: the file
+    ends where its readable extents end, its size with them (a short
+    file, not zeros), fsck exits 4 naming it, and the volume mounts with
+    every other file intact."""
+    _, want = golden
+    v, rep_inj = double_fault(golden, volume_factory, "extent",
+                              "PR_3_EXTENTS_LOST")
+    rep = repair_losing(v, "PR_3_EXTENTS_LOST")
+    lost = [f for f in rep["findings"] if f["code"] == "PR_3_EXTENTS_LOST"]
+    names = {f["file"].lstrip("/") for f in lost}
+    assert names <= {"frag1", "frag2"}, lost
+    v.mount()
+    try:
+        got = manifest_tolerant(v.mnt)
+        for n in names:
+            size = (v.mnt / n).stat().st_size
+            assert 0 < size < 200 * 4096, (n, size)
+            head = (v.mnt / n).read_bytes()
+            assert len(head) == size
+    finally:
+        v.umount()
+    hurt = damaged_files(rep_inj) | names
+    assert set(diff_manifest(want, got)) <= hurt, diff_manifest(want, got)
