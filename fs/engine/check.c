@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "xxh.h"
 
 #include "check.h"
@@ -1025,13 +1026,33 @@ bad:
 	}
 }
 
+/* An empty root directory in place of one given up with its table
+ * page: the names it held are lost, and the reconnect pass moves the
+ * files they named to /lost+found. */
+static int new_root(struct walk *w)
+{
+	struct wino *wi = &w->in[DG_ROOT_INO];
+	struct timespec now;
+	int64_t ns;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	wi->d = (struct dg_dinode){
+		.mode = S_IFDIR | 0755, .nlink = 2, .parent = DG_ROOT_INO,
+		.atime_ns = ns, .mtime_ns = ns, .ctime_ns = ns, .btime_ns = ns,
+	};
+	wi->used = true;
+	wi->lost = false;
+	return store_inode(w, DG_ROOT_INO);
+}
+
 /*
  * An inode table page no copy of which verifies (more faults in its row
  * than parity covers): its inodes are lost. Left alone, the volume does
- * not mount at all; repair clears the page so the rest of it does. The
- * entry pass then names and drops the entries of the lost inodes, and
- * the allocation pass frees their pages. The page holding the root is
- * not given up.
+ * not mount. Repair clears the page so the rest of it does; the entry
+ * pass then names and drops the entries of the lost inodes, and the
+ * allocation pass frees their pages. When the page held the root, an
+ * empty root takes its place (as e2fsck recreates a lost root).
  */
 static void lose_inode_page(struct walk *w, uint32_t c, uint32_t p,
 			    uint64_t vpn, int err)
@@ -1039,26 +1060,33 @@ static void lose_inode_page(struct walk *w, uint32_t c, uint32_t p,
 	static const uint8_t zero[DG_PAGE_SIZE];
 	uint64_t first = (uint64_t)c * DG_INODES_PER_CHUNK +
 			 (uint64_t)p * DG_INODES_PER_PAGE;
+	bool root = first <= DG_ROOT_INO;
 	struct dg_chk_event ev;
 
-	if (err != -EIO || first <= DG_ROOT_INO) {
+	if (err != -EIO) {
 		unreadable(w, vpn, 0, "inode", err);
 		return;
 	}
 	ev_init(&ev, DG_CHK_INODES_LOST, "inode");
 	ev_vpn(w, &ev, vpn);
 	snprintf(ev.detail, sizeof(ev.detail),
-		 "inode table page unreadable: inodes %llu-%llu are lost",
+		 "inode table page unreadable: inodes %llu-%llu are lost%s",
 		 (unsigned long long)first,
-		 (unsigned long long)(first + DG_INODES_PER_PAGE - 1));
+		 (unsigned long long)(first + DG_INODES_PER_PAGE - 1),
+		 root ? ", the root with them" : "");
 	snprintf(ev.action, sizeof(ev.action),
-		 "clear the page (the files it held are lost)");
+		 root ? "clear the page (the files it held are lost) and make "
+			"an empty root (the files under it go to /lost+found)"
+		      : "clear the page (the files it held are lost)");
 	for (uint32_t s = 0; s < DG_INODES_PER_PAGE; s++)
-		w->in[first + s].lost = true;
-	if (wask(w, &ev))
-		wreport(w, &ev, dg_row_replace_page(w->vol, vpn, zero) == 0);
-	else
+		w->in[first + s].lost = first + s != DG_ROOT_INO;
+	if (wask(w, &ev)) {
+		bool ok = dg_row_replace_page(w->vol, vpn, zero) == 0;
+
+		wreport(w, &ev, ok && (!root || new_root(w) == 0));
+	} else {
 		wreport(w, &ev, false);
+	}
 }
 
 static void load_itable(struct walk *w)

@@ -3,6 +3,7 @@
 unmounted volume -> fsck -n exits 4 and reports it -> fsck -y exits 1 ->
 fsck -n exits 0 -> every file's sha256 is intact (STYLE §8, e2fsprogs
 f_* tests built from mkfs + inject --seed)."""
+import re
 import subprocess
 
 import pytest
@@ -206,15 +207,28 @@ def test_lost_inode_page_costs_only_its_files(volume_factory):
         assert name.lstrip("/") not in got
 
 
-def double_fault(golden, volume_factory, target, code):
+def inode_numbers(v):
+    """{path: inode number} of every file on the (unmounted) volume."""
+    v.mount()
+    try:
+        return {str(p.relative_to(v.mnt)): p.lstat().st_ino
+                for p in v.mnt.rglob("*")}
+    finally:
+        v.umount()
+
+
+def double_fault(golden, volume_factory, target, code, inos=None):
     """A copy of the golden volume with two faults in one row, the first
-    in a page of `target`, such that fsck -n reports `code`."""
+    in a page of `target`, such that fsck -n reports `code`. inos, when
+    given, is filled with the copy's inode numbers before the damage."""
     g, _ = golden
     for seed in range(1, 40):
         v = volume_factory(ndev=4, size="32M")
         for s, d in zip(g.devs, v.devs):
             subprocess.run(["cp", "--sparse=always", str(s), str(d)],
                            check=True)
+        if inos is not None and not inos:
+            inos.update(inode_numbers(v))
         rep, _ = inject(v.devs, "zero", target, seed=seed,
                         extra=["--count", "2", "--same-row"])
         rc, chk, p = fsck(v.devs, "-n", json_out=True)
@@ -295,3 +309,33 @@ def test_lost_extent_page_shortens_only_its_file(golden, volume_factory):
         v.umount()
     hurt = damaged_files(rep_inj) | names
     assert set(diff_manifest(want, got)) <= hurt, diff_manifest(want, got)
+
+
+def test_lost_root_inode_page_gets_a_new_root(golden, volume_factory):
+    """The inode table page holding the root is given up too: fsck -y
+    clears it and makes an empty root; every file whose inode was not on
+    that page reappears in /lost+found with its contents (before, the
+    volume never mounted again)."""
+    _, want = golden
+    inos = {}
+    v, rep_inj = double_fault(golden, volume_factory, "inode",
+                              "PR_3_FS_ROOT", inos)
+    rep = repair_losing(v, "PR_3_INODES_LOST")
+    lost_page = [f for f in rep["findings"]
+                 if f["code"] == "PR_3_INODES_LOST" and f["fixed"]]
+    assert any("the root with them" in f["detail"] for f in lost_page), rep
+    first, last = map(int, re.search(r"inodes (\d+)-(\d+)",
+                                     lost_page[0]["detail"]).groups())
+    v.mount()
+    try:
+        got = manifest_tolerant(v.mnt)
+        assert (v.mnt / "lost+found").is_dir()
+    finally:
+        v.umount()
+    found = {h for n, h in got.items() if n.startswith("lost+found/")}
+    kept = [n for n, h in want.items()
+            if h != "dir" and not first <= inos[n] <= last
+            and n not in damaged_files(rep_inj)]
+    assert kept and len(kept) < len(want), (first, last)
+    assert all(want[n] in found for n in kept), \
+        sorted(n for n in kept if want[n] not in found)
