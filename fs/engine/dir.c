@@ -224,12 +224,24 @@ int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp)
 		uint64_t vpn, run;
 
 		dg_ext_lookup(dp, pg, &vpn, &run);
+		if (!vpn && dp->damaged)
+			continue;	/* mapped by the lost extent page */
 		if (!vpn) {
 			ret = DG_CORRUPT(fs->vol, "directory %" PRIu64
 					 ": hole at page %" PRIu64, dp->ino, pg);
 			break;
 		}
 		ret = dg_read(fs->vol, vpn, 1, p);
+		if (ret == -EIO) {
+			/* The names on it are unknown: the directory serves
+			 * what it still has, read-only (fs_i.h). */
+			dg_log(DG_LOG_ERR, "directory %" PRIu64 ": page %" PRIu64
+			       " is unreadable: lookups that miss and changes "
+			       "give EIO until fsck", dp->ino, pg);
+			dp->damaged = true;
+			ret = 0;
+			continue;
+		}
 		if (!ret)
 			ret = parse_page(fs, dp, pg, p);
 	}

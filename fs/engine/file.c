@@ -135,9 +135,9 @@ ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		return -EFBIG;
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
-	if (!ip || !S_ISREG(ip->d.mode)) {
+	if (!ip || !S_ISREG(ip->d.mode) || ip->damaged) {
 		pthread_rwlock_unlock(&fs->lock);
-		return ip ? -EINVAL : -ENOENT;
+		return !ip ? -ENOENT : ip->damaged ? -EIO : -EINVAL;
 	}
 	if (fs->broken) {
 		pthread_rwlock_unlock(&fs->lock);
@@ -204,9 +204,9 @@ ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
 
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
-	if (!ip) {
+	if (!ip || ip->damaged) {
 		pthread_rwlock_unlock(&fs->lock);
-		return -ENOENT;
+		return ip ? -EIO : -ENOENT;
 	}
 	pthread_rwlock_rdlock(&ip->lock);
 	if (off >= ip->d.size || size == 0) {
@@ -335,7 +335,7 @@ int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
 	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -ENODEV
-			    : fs->broken ? -EROFS : 0;
+			    : fs->broken ? -EROFS : dg_inode_intact(ip);
 	/* libcommit: mapped pages are pinned, never freed. */
 	if (!ret && (mode & FALLOC_FL_PUNCH_HOLE))
 		ret = dg_inode_map_check(ip, true);

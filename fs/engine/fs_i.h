@@ -66,8 +66,20 @@ struct dg_inode {
 	 * one writer; any map pins its extents. Under fs->lock (write), or
 	 * fs->lock (read) + lock. */
 	uint32_t map_rw, map_ro;
+	/* Part of its metadata (an extent page, a directory page) failed
+	 * verification with no repair left: more faults in its row than
+	 * parity covers. The rest of the volume serves on; what needs the
+	 * lost part fails with EIO until fsck gives the page up. Set at
+	 * load only. */
+	bool damaged;
 	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
 };
+
+/* -EIO for an inode whose extent map or directory is incomplete. */
+static inline int dg_inode_intact(const struct dg_inode *ip)
+{
+	return ip->damaged ? -EIO : 0;
+}
 
 struct dg_fs {
 	struct dg_vol *vol;

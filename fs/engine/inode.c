@@ -296,8 +296,9 @@ void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip)
 			dg_inode_discard(fs, ip);
 		return;
 	}
+	/* A damaged inode's lost pages are not known to free: fsck's. */
 	if (ip->d.nlink || ip->nlookup || ip->nopen || fs->broken ||
-	    dg_fs_vol(fs)->read_only)
+	    ip->damaged || dg_fs_vol(fs)->read_only)
 		return;
 	txn = dg_txn_new(fs->vol);
 	if (!txn)
@@ -387,6 +388,13 @@ static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 		if (d->generation > fs->gen_counter)
 			fs->gen_counter = d->generation;
 		ret = dg_ext_load(fs, ip);
+		if (ret == -EIO) {
+			dg_log(DG_LOG_ERR, "inode %" PRIu64 ": an extent page "
+			       "is unreadable: its data gives EIO until fsck",
+			       ino);
+			ip->damaged = true;
+			ret = 0;
+		}
 		if (ret)
 			return ret;
 	}

@@ -305,6 +305,7 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 	pthread_rwlock_wrlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
 	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -EINVAL
+			    : ip->damaged ? -EIO
 			    : m->rw && (fs->broken || fs->vol->read_only) ? -EROFS
 			    : m->rw && ip->map_rw ? -EBUSY : 0;
 	size = ip ? ip->d.size : 0;

@@ -39,6 +39,16 @@ static int get_dir(struct dg_fs *fs, uint64_t ino, struct dg_inode **dpp)
 	return 0;
 }
 
+/* get_dir() for a change of its names: a directory with a lost page
+ * might hold the name already, or the record to change. */
+static int get_dir_to_change(struct dg_fs *fs, uint64_t ino,
+			     struct dg_inode **dpp)
+{
+	int ret = get_dir(fs, ino, dpp);
+
+	return ret ? ret : dg_inode_intact(*dpp);
+}
+
 int dg_fs_lookup(struct dg_fs *fs, uint64_t parent, const char *name,
 		 struct dg_attr *attr)
 {
@@ -59,7 +69,8 @@ int dg_fs_lookup(struct dg_fs *fs, uint64_t parent, const char *name,
 	else if ((de = dg_dir_find(dp->dir, name)))
 		ip = dg_inode_get(fs, de->ino);
 	if (!ip) {
-		ret = -ENOENT;
+		/* A miss proves nothing when names were lost with a page. */
+		ret = dp->damaged ? -EIO : -ENOENT;
 		goto out;
 	}
 	__atomic_add_fetch(&ip->nlookup, 1, __ATOMIC_RELAXED);
@@ -118,6 +129,8 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 	ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
 	if (!ret && (sa->valid & DG_SET_SIZE) && !S_ISREG(ip->d.mode))
 		ret = S_ISDIR(ip->d.mode) ? -EISDIR : -EINVAL;
+	if (!ret && (sa->valid & DG_SET_SIZE))
+		ret = dg_inode_intact(ip);
 	/* libcommit: no size change under a read-write map, no shrink
 	 * under any map (its pages are pinned). */
 	if (!ret && (sa->valid & DG_SET_SIZE) && sa->size != ip->d.size)
@@ -177,7 +190,7 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->lock);
-	ret = get_dir(fs, parent, &dp);
+	ret = get_dir_to_change(fs, parent, &dp);
 	if (!ret && fs->broken)
 		ret = -EROFS;
 	if (!ret && dg_dir_find(dp->dir, name))
@@ -276,7 +289,8 @@ int dg_fs_readlink(struct dg_fs *fs, uint64_t ino, char *buf, size_t size)
 		return -ENOMEM;
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
-	ret = !ip ? -ENOENT : !S_ISLNK(ip->d.mode) ? -EINVAL : 0;
+	ret = !ip ? -ENOENT : !S_ISLNK(ip->d.mode) ? -EINVAL
+			    : dg_inode_intact(ip);
 	if (!ret) {
 		dg_ext_lookup(ip, 0, &vpn, &run);
 		ret = vpn ? dg_read(fs->vol, vpn, 1, page) : -EUCLEAN;
@@ -302,7 +316,7 @@ int dg_fs_link(struct dg_fs *fs, uint64_t ino, uint64_t parent,
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&fs->lock);
-	ret = get_dir(fs, parent, &dp);
+	ret = get_dir_to_change(fs, parent, &dp);
 	ip = dg_inode_get(fs, ino);
 	if (!ret && !ip)
 		ret = -ENOENT;
@@ -370,12 +384,15 @@ static int remove_name(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (strlen(name) > DG_NAME_MAX)
 		return -ENAMETOOLONG;
 	pthread_rwlock_wrlock(&fs->lock);
-	ret = get_dir(fs, parent, &dp);
+	ret = get_dir_to_change(fs, parent, &dp);
 	if (!ret && !(de = dg_dir_find(dp->dir, name)))
 		ret = !strcmp(name, ".") ? -EINVAL
 		      : !strcmp(name, "..") ? -ENOTEMPTY : -ENOENT;
 	if (!ret && !(ip = dg_inode_get(fs, de->ino)))
 		ret = -EUCLEAN;
+	/* Its lost pages cannot be freed, nor a directory proven empty. */
+	if (!ret)
+		ret = dg_inode_intact(ip);
 	if (!ret && want_dir && !S_ISDIR(ip->d.mode))
 		ret = -ENOTDIR;
 	if (!ret && !want_dir && S_ISDIR(ip->d.mode))
@@ -440,9 +457,9 @@ int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (strlen(name) > DG_NAME_MAX)
 		return -ENAMETOOLONG;
 	pthread_rwlock_wrlock(&fs->lock);
-	ret = get_dir(fs, parent, &sp);
+	ret = get_dir_to_change(fs, parent, &sp);
 	if (!ret)
-		ret = get_dir(fs, newparent, &dp);
+		ret = get_dir_to_change(fs, newparent, &dp);
 	if (ret)
 		goto out;
 	se = dg_dir_find(sp->dir, name);
@@ -455,6 +472,8 @@ int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
 		ret = -EUCLEAN;
 		goto out;
 	}
+	if (tp && !(flags & RENAME_EXCHANGE) && (ret = dg_inode_intact(tp)))
+		goto out;	/* replacing it would free it */
 	if (se == te)
 		goto out; /* same name: nothing to do */
 	if (tp == ip && !(flags & RENAME_EXCHANGE)) {
@@ -571,7 +590,9 @@ int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate)
 		struct dg_txn *txn = dg_txn_new(fs->vol);
 
 		ret = !txn ? -ENOMEM : fs->broken ? -EROFS
-				     : dg_inode_map_check(ip, true);
+				     : dg_inode_intact(ip);
+		if (!ret)
+			ret = dg_inode_map_check(ip, true);
 		if (!ret)
 			ret = dg_file_truncate(fs, txn, ip, 0);
 		if (!ret) {
@@ -651,6 +672,12 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 		/* "." and ".." never take a lookup count (FUSE rule). */
 		if (fill(arg, off == 0 ? "." : "..", &attr, off + 1))
 			goto out;
+	}
+	/* A directory with a lost page ends its listing in EIO rather
+	 * than look complete: the call that finds nothing more says so. */
+	if (dp->damaged && off - 2 >= dp->dir->nents) {
+		ret = -EIO;
+		goto out;
 	}
 	for (uint64_t i = off - 2; i < dp->dir->nents; i++) {
 		struct dg_dent *de = &dp->dir->ents[i];

@@ -3,6 +3,8 @@
 unmounted volume -> fsck -n exits 4 and reports it -> fsck -y exits 1 ->
 fsck -n exits 0 -> every file's sha256 is intact (STYLE §8, e2fsprogs
 f_* tests built from mkfs + inject --seed)."""
+import errno
+import os
 import re
 import subprocess
 
@@ -339,3 +341,77 @@ def test_lost_root_inode_page_gets_a_new_root(golden, volume_factory):
     assert kept and len(kept) < len(want), (first, last)
     assert all(want[n] in found for n in kept), \
         sorted(n for n in kept if want[n] not in found)
+
+
+def expect_eio(fn, *args):
+    with pytest.raises(OSError) as e:
+        fn(*args)
+    assert e.value.errno == errno.EIO, e.value
+
+
+def test_lost_extent_page_mounts_with_eio_for_its_file(golden,
+                                                       volume_factory):
+    """Before fsck: the volume mounts; the file whose extent page is lost
+    gives EIO for its data, truncation, mapping and removal (its lost
+    pages cannot be freed), keeps its attributes, and every other file
+    reads back intact."""
+    _, want = golden
+    v, rep_inj = double_fault(golden, volume_factory, "extent",
+                              "PR_3_EXTENTS_LOST")
+    rc, rep, _ = fsck(v.devs, "-n", json_out=True)
+    names = {f["file"].lstrip("/") for f in rep["findings"]
+             if f["code"] == "PR_3_EXTENTS_LOST"}
+    assert len(names) == 1, rep
+    name = names.pop()
+    v.expect_log(r"fault|extent page is unreadable")
+    v.mount()
+    try:
+        f = v.mnt / name
+        assert f.stat().st_size == 200 * 4096
+        expect_eio(f.read_bytes)
+        expect_eio(f.write_bytes, b"x")          # opens with O_TRUNC
+        expect_eio(os.truncate, f, 1)
+        expect_eio(os.unlink, f)
+        with open(f, "r+b") as fh:
+            expect_eio(os.pwrite, fh.fileno(), b"x", 0)
+        got = manifest_tolerant(v.mnt)
+        assert got[name].startswith("error:")
+        hurt = damaged_files(rep_inj) | {name}
+        assert set(diff_manifest(want, got)) <= hurt
+        (v.mnt / "new").write_bytes(b"still writable")
+        assert (v.mnt / "new").read_bytes() == b"still writable"
+    finally:
+        v.umount()
+
+
+def test_lost_directory_page_mounts_read_only_for_that_directory(
+        golden, volume_factory):
+    """Before fsck: the volume mounts; in the directory whose page is
+    lost, a name it cannot find gives EIO instead of ENOENT, listing ends
+    in EIO instead of looking complete, and creating or removing names
+    gives EIO; the rest of the volume works."""
+    _, want = golden
+    v, rep_inj = double_fault(golden, volume_factory, "directory",
+                              "PR_3_DIR_LOST")
+    rc, rep, _ = fsck(v.devs, "-n", json_out=True)
+    dirs = {f["file"] for f in rep["findings"] if f["code"] == "PR_3_DIR_LOST"}
+    assert len(dirs) == 1, rep
+    d = dirs.pop()
+    v.expect_log(r"fault|is unreadable")
+    v.mount()
+    try:
+        dp = v.mnt / d.lstrip("/")
+        expect_eio(os.listdir, dp)
+        expect_eio(os.stat, dp / "no-such-name")
+        expect_eio((dp / "new").write_bytes, b"x")
+        expect_eio(os.mkdir, dp / "newdir")
+        outside = [n for n in want if "/" not in n.rstrip("/")
+                   and n.rstrip("/") != d.strip("/")]
+        if d != "/":
+            assert outside
+            for n in outside:
+                assert (v.mnt / n.rstrip("/")).exists(), n
+            (v.mnt / "elsewhere").write_bytes(b"ok")
+            assert (v.mnt / "elsewhere").read_bytes() == b"ok"
+    finally:
+        v.umount()
