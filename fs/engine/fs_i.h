@@ -66,11 +66,11 @@ struct dg_inode {
 	 * one writer; any map pins its extents. Under fs->lock (write), or
 	 * fs->lock (read) + lock. */
 	uint32_t map_rw, map_ro;
-	/* Part of its metadata (an extent page, a directory page) failed
-	 * verification with no repair left: more faults in its row than
-	 * parity covers. The rest of the volume serves on; what needs the
-	 * lost part fails with EIO until fsck gives the page up. Set at
-	 * load only. */
+	/* Part of its metadata (an extent page, a directory page, or the
+	 * inode of one of its names) failed verification with no repair
+	 * left: more faults in its row than parity covers. The rest of the
+	 * volume serves on; what needs the lost part fails with EIO until
+	 * fsck gives the page up. Set at load only. */
 	bool damaged;
 	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
 };
@@ -94,7 +94,15 @@ struct dg_fs {
 	pthread_mutex_t ino_lock; /* itab slot allocation and counts */
 	bool broken;		/* a commit failed: refuse changes */
 	uint32_t gen_counter;	/* protected by ino_lock */
+	/* First inodes of inode table pages that failed verification with
+	 * no repair left (set at load): their slots are neither live nor
+	 * free until fsck gives the page up. */
+	uint64_t *lost_ino;
+	unsigned nlost;
 };
+
+/* Whether ino's inode table page is lost (see dg_fs.lost_ino). */
+bool dg_ino_lost(const struct dg_fs *fs, uint64_t ino);
 
 /* ---- inode.c --------------------------------------------------------- */
 /* The live inode ino; NULL for a free slot or a reaped inode. */

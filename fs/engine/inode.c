@@ -195,11 +195,11 @@ int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 
 	pthread_mutex_lock(&fs->ino_lock);
 	for (ino = fs->next_free_ino; ino < fs->icap; ino++)
-		if (ino > 0 && !fs->itab[ino])
+		if (ino > 0 && !fs->itab[ino] && !dg_ino_lost(fs, ino))
 			break;
 	if (ino >= fs->icap) {
 		for (ino = DG_ROOT_INO + 1; ino < fs->next_free_ino; ino++)
-			if (!fs->itab[ino])
+			if (!fs->itab[ino] && !dg_ino_lost(fs, ino))
 				break;
 		if (ino >= fs->next_free_ino) {
 			ret = add_chunk(fs, txn);
@@ -357,6 +357,50 @@ static int check_dinode(struct dg_fs *fs, uint64_t ino,
 	return 0;
 }
 
+bool dg_ino_lost(const struct dg_fs *fs, uint64_t ino)
+{
+	for (unsigned i = 0; i < fs->nlost; i++)
+		if (ino >= fs->lost_ino[i] &&
+		    ino < fs->lost_ino[i] + DG_INODES_PER_PAGE)
+			return true;
+	return false;
+}
+
+/*
+ * Read an inode table chunk page by page after a whole read failed: a
+ * page no copy of which verifies is noted lost and reads as free slots,
+ * which dg_ino_lost() keeps from being handed out. The root's page is
+ * not given up here: without a root there is nothing to serve.
+ */
+static int load_chunk_pages(struct dg_fs *fs, uint32_t c, uint8_t *buf)
+{
+	uint64_t vpn = fs->root.chunks[c];
+
+	for (uint32_t p = 0; p < DG_ITABLE_CHUNK_PAGES; p++) {
+		uint64_t first = (uint64_t)c * DG_INODES_PER_CHUNK +
+				 (uint64_t)p * DG_INODES_PER_PAGE;
+		uint8_t *pg = buf + (size_t)p * DG_PAGE_SIZE;
+		uint64_t *n;
+		int ret = dg_read(fs->vol, vpn + p, 1, pg);
+
+		if (ret != -EIO || first <= DG_ROOT_INO) {
+			if (ret)
+				return ret;
+			continue;
+		}
+		n = realloc(fs->lost_ino, (fs->nlost + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		fs->lost_ino = n;
+		fs->lost_ino[fs->nlost++] = first;
+		memset(pg, 0, DG_PAGE_SIZE);
+		dg_log(DG_LOG_ERR, "inode table page of inodes %" PRIu64
+		       "-%" PRIu64 " is unreadable: their names give EIO "
+		       "until fsck", first, first + DG_INODES_PER_PAGE - 1);
+	}
+	return 0;
+}
+
 static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 {
 	uint64_t vpn = fs->root.chunks[c];
@@ -366,6 +410,8 @@ static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 		return DG_CORRUPT(fs->vol, "inode chunk %u at vpn %" PRIu64,
 				  c, vpn);
 	ret = dg_read(fs->vol, vpn, DG_ITABLE_CHUNK_PAGES, buf);
+	if (ret == -EIO)
+		ret = load_chunk_pages(fs, c, buf);
 	if (ret)
 		return ret;
 	for (uint32_t s = 0; s < DG_INODES_PER_CHUNK; s++) {
@@ -415,6 +461,22 @@ static void free_orphans(struct dg_fs *fs)
 	}
 }
 
+/* A directory that names an inode of a lost table page cannot tell
+ * what that name is: it is served like one with a lost page (fs_i.h). */
+static void mark_dirs_naming_lost(struct dg_fs *fs)
+{
+	for (uint64_t ino = 1; ino < fs->icap; ino++) {
+		struct dg_inode *dp = fs->itab[ino];
+
+		if (!dp || !dp->dir)
+			continue;
+		for (size_t i = 0; i < dp->dir->nents && !dp->damaged; i++)
+			if (dp->dir->ents[i].ino &&
+			    dg_ino_lost(fs, dp->dir->ents[i].ino))
+				dp->damaged = true;
+	}
+}
+
 int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 {
 	struct dg_droot *droot = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
@@ -453,6 +515,8 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 			ret = dg_dir_load(fs, fs->itab[ino]);
 	if (ret)
 		goto fail;
+	if (fs->nlost)
+		mark_dirs_naming_lost(fs);
 	fs->next_free_ino = DG_ROOT_INO + 1;
 	if (!vol->read_only) {
 		free_orphans(fs);
@@ -480,6 +544,7 @@ void dg_fs_close(struct dg_fs *fs)
 		inode_free_core(fs->itab[i]);
 	}
 	free(fs->itab);
+	free(fs->lost_ino);
 	pthread_rwlock_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->ino_lock);
 	free(fs);

@@ -658,6 +658,8 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 {
 	struct dg_inode *dp, *ip;
 	struct dg_attr attr;
+	unsigned given = 0;	/* entries this call handed out */
+	bool more = false;	/* the buffer filled before the end */
 	int ret;
 
 	pthread_rwlock_rdlock(&fs->lock);
@@ -672,12 +674,7 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 		/* "." and ".." never take a lookup count (FUSE rule). */
 		if (fill(arg, off == 0 ? "." : "..", &attr, off + 1))
 			goto out;
-	}
-	/* A directory with a lost page ends its listing in EIO rather
-	 * than look complete: the call that finds nothing more says so. */
-	if (dp->damaged && off - 2 >= dp->dir->nents) {
-		ret = -EIO;
-		goto out;
+		given++;
 	}
 	for (uint64_t i = off - 2; i < dp->dir->nents; i++) {
 		struct dg_dent *de = &dp->dir->ents[i];
@@ -694,9 +691,15 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 			if (plus) /* not handed out after all */
 				__atomic_sub_fetch(&ip->nlookup, 1,
 						   __ATOMIC_RELAXED);
+			more = true;
 			break;
 		}
+		given++;
 	}
+	/* A directory with a lost page ends its listing in EIO rather than
+	 * look complete: the call that has nothing more to give says so. */
+	if (!more && !given && dp->damaged)
+		ret = -EIO;
 out:
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;

@@ -4,6 +4,7 @@ unmounted volume -> fsck -n exits 4 and reports it -> fsck -y exits 1 ->
 fsck -n exits 0 -> every file's sha256 is intact (STYLE §8, e2fsprogs
 f_* tests built from mkfs + inject --seed)."""
 import errno
+import hashlib
 import os
 import re
 import subprocess
@@ -219,10 +220,11 @@ def inode_numbers(v):
         v.umount()
 
 
-def double_fault(golden, volume_factory, target, code, inos=None):
+def double_fault(golden, volume_factory, target, code, inos=None, avoid=()):
     """A copy of the golden volume with two faults in one row, the first
-    in a page of `target`, such that fsck -n reports `code`. inos, when
-    given, is filled with the copy's inode numbers before the damage."""
+    in a page of `target`, such that fsck -n reports `code` and none of
+    `avoid`. inos, when given, is filled with the copy's inode numbers
+    before the damage."""
     g, _ = golden
     for seed in range(1, 40):
         v = volume_factory(ndev=4, size="32M")
@@ -234,7 +236,8 @@ def double_fault(golden, volume_factory, target, code, inos=None):
         rep, _ = inject(v.devs, "zero", target, seed=seed,
                         extra=["--count", "2", "--same-row"])
         rc, chk, p = fsck(v.devs, "-n", json_out=True)
-        if code in {f["code"] for f in chk["findings"]}:
+        codes = {f["code"] for f in chk["findings"]}
+        if code in codes and not codes & set(avoid):
             assert rc == 4, p.stdout
             return v, rep
         v.cleanup()
@@ -343,6 +346,10 @@ def test_lost_root_inode_page_gets_a_new_root(golden, volume_factory):
         sorted(n for n in kept if want[n] not in found)
 
 
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def expect_eio(fn, *args):
     with pytest.raises(OSError) as e:
         fn(*args)
@@ -413,5 +420,53 @@ def test_lost_directory_page_mounts_read_only_for_that_directory(
                 assert (v.mnt / n.rstrip("/")).exists(), n
             (v.mnt / "elsewhere").write_bytes(b"ok")
             assert (v.mnt / "elsewhere").read_bytes() == b"ok"
+    finally:
+        v.umount()
+
+
+def test_lost_inode_page_mounts_with_eio_for_its_files(golden,
+                                                      volume_factory):
+    """Before fsck: an inode table page no copy of which verifies (not
+    the root's) no longer stops the mount. Names of its inodes give EIO,
+    the directories holding them list to an EIO and take no changes, new
+    files never reuse the lost slots, everything else reads intact."""
+    _, want = golden
+    inos = {}
+    v, rep_inj = double_fault(golden, volume_factory, "inode",
+                              "PR_3_INODES_LOST", inos, avoid={"PR_3_FS_ROOT"})
+    rc, rep, _ = fsck(v.devs, "-n", json_out=True)
+    f = next(f for f in rep["findings"] if f["code"] == "PR_3_INODES_LOST")
+    first, last = map(int, re.search(r"inodes (\d+)-(\d+)",
+                                     f["detail"]).groups())
+    gone = {n for n, i in inos.items() if first <= i <= last}
+    assert gone, (first, last)
+    v.expect_log(r"fault|is unreadable")
+    v.mount()
+    try:
+        for n in gone:
+            expect_eio(os.lstat, v.mnt / n)
+            expect_eio(os.listdir, (v.mnt / n).parent)
+        hurt = damaged_files(rep_inj)
+        # Files whose own inode and whose directories survive are intact.
+        safe = [n for n, h in want.items() if h != "dir" and n not in hurt
+                and not any(n == g or n.startswith(g + "/") for g in gone)
+                and not any(os.path.dirname(n) == os.path.dirname(g)
+                            for g in gone)]
+        assert safe
+        for n in safe:
+            assert sha256(v.mnt / n) == want[n], n
+        # A directory naming none of them takes new files, and those
+        # never land in the lost slots (the lowest free ones otherwise).
+        parents = {os.path.dirname(g) for g in gone}
+        fresh = next(v.mnt / n.rstrip("/") for n, h in want.items()
+                     if h == "dir" and n.rstrip("/") not in parents | gone)
+        news = []
+        for i in range(2 * (last - first + 1)):
+            p = fresh / f"new{i}"
+            p.write_bytes(b"%d" % i)
+            news.append(p.stat().st_ino)
+        assert not any(first <= i <= last for i in news), news
+        for g in parents:
+            expect_eio((v.mnt / g / "new").write_bytes, b"x")
     finally:
         v.umount()
