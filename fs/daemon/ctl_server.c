@@ -100,10 +100,12 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 static void status(struct dg_daemon *dd, struct out *o, bool json)
 {
 	struct dg_vol_info in;
+	struct dg_fs_damage dmg;
 	uint64_t f[DG_FAULT_NR];
 	char uuid[37];
 
 	dg_vol_get_info(dd->vol, &in);
+	dg_fs_get_damage(dd->fs, &dmg);
 	dg_vol_fault_counts(dd->vol, f);
 	dg_uuid_format(in.uuid, uuid);
 	if (json) {
@@ -113,7 +115,9 @@ static void status(struct dg_daemon *dd, struct out *o, bool json)
 		     "\"read_only\":%s,\"capacity_bytes\":%" PRIu64 ","
 		     "\"free_bytes\":%" PRIu64 ",\"generation\":%" PRIu64 ","
 		     "\"faults\":{\"detected\":%" PRIu64 ",\"repaired\":%" PRIu64
-		     ",\"unrecoverable\":%" PRIu64 "},\"device_paths\":\"%s\"}\n",
+		     ",\"unrecoverable\":%" PRIu64 "},\"damaged_inodes\":%" PRIu64
+		     ",\"lost_inode_pages\":%" PRIu64 ",\"needs_fsck\":%s,"
+		     "\"device_paths\":\"%s\"}\n",
 		     uuid, in.label, dd->mountpoint, in.ndev, in.present,
 		     in.missing_mask, in.parity,
 		     in.no_redundancy ? "none" : "full",
@@ -121,7 +125,8 @@ static void status(struct dg_daemon *dd, struct out *o, bool json)
 		     in.read_only ? "true" : "false",
 		     in.vpns * DG_PAGE_SIZE, in.free_vpns * DG_PAGE_SIZE,
 		     in.generation, f[DG_FAULT_DETECTED], f[DG_FAULT_REPAIRED],
-		     f[DG_FAULT_UNRECOVERABLE], dd->devs);
+		     f[DG_FAULT_UNRECOVERABLE], dmg.inodes, dmg.inode_pages,
+		     dmg.inodes || dmg.inode_pages ? "true" : "false", dd->devs);
 		return;
 	}
 	outf(o, "volume %s%s%s\n", uuid, in.label[0] ? " label " : "", in.label);
@@ -136,6 +141,10 @@ static void status(struct dg_daemon *dd, struct out *o, bool json)
 	outf(o, "faults detected %" PRIu64 ", repaired %" PRIu64
 	     ", unrecoverable %" PRIu64 "\n", f[DG_FAULT_DETECTED],
 	     f[DG_FAULT_REPAIRED], f[DG_FAULT_UNRECOVERABLE]);
+	if (dmg.inodes || dmg.inode_pages)
+		outf(o, "metadata lost: %" PRIu64 " files or directories "
+		     "damaged, %" PRIu64 " inode table pages: unmount and run "
+		     "fsck.daxguard -y\n", dmg.inodes, dmg.inode_pages);
 }
 
 static void scrub(struct dg_daemon *dd, struct out *o, bool json)

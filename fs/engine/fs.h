@@ -116,6 +116,14 @@ int dg_fs_opendir(struct dg_fs *fs, uint64_t ino);
 
 int dg_fs_statfs(struct dg_fs *fs, struct statvfs *st);
 
+/* Metadata lost at load (fs_i.h: damaged inodes, lost inode table
+ * pages): served with EIO where it matters until fsck gives it up. */
+struct dg_fs_damage {
+	uint64_t inodes;	/* files and directories served as damaged */
+	uint64_t inode_pages;	/* inode table pages lost */
+};
+void dg_fs_get_damage(struct dg_fs *fs, struct dg_fs_damage *d);
+
 /* flags: XATTR_CREATE, XATTR_REPLACE. get/list return the size, or
  * -ERANGE when size is too small (size 0 asks for the size). */
 int dg_fs_setxattr(struct dg_fs *fs, uint64_t ino, const char *name,

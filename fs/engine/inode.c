@@ -477,6 +477,15 @@ static void mark_dirs_naming_lost(struct dg_fs *fs)
 	}
 }
 
+void dg_fs_get_damage(struct dg_fs *fs, struct dg_fs_damage *d)
+{
+	*d = (struct dg_fs_damage){ .inode_pages = fs->nlost };
+	pthread_rwlock_rdlock(&fs->lock);
+	for (uint64_t ino = 1; ino < fs->icap; ino++)
+		d->inodes += fs->itab[ino] && fs->itab[ino]->damaged;
+	pthread_rwlock_unlock(&fs->lock);
+}
+
 int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 {
 	struct dg_droot *droot = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);

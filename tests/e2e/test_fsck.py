@@ -373,6 +373,8 @@ def test_lost_extent_page_mounts_with_eio_for_its_file(golden,
     v.expect_log(r"fault|extent page is unreadable")
     v.mount()
     try:
+        st = v.status()
+        assert st["needs_fsck"] and st["damaged_inodes"] == 1, st
         f = v.mnt / name
         assert f.stat().st_size == 200 * 4096
         expect_eio(f.read_bytes)
@@ -407,6 +409,8 @@ def test_lost_directory_page_mounts_read_only_for_that_directory(
     v.expect_log(r"fault|is unreadable")
     v.mount()
     try:
+        st = v.status()
+        assert st["needs_fsck"] and st["damaged_inodes"] == 1, st
         dp = v.mnt / d.lstrip("/")
         expect_eio(os.listdir, dp)
         expect_eio(os.stat, dp / "no-such-name")
@@ -443,6 +447,8 @@ def test_lost_inode_page_mounts_with_eio_for_its_files(golden,
     v.expect_log(r"fault|is unreadable")
     v.mount()
     try:
+        st = v.status()
+        assert st["needs_fsck"] and st["lost_inode_pages"] == 1, st
         for n in gone:
             expect_eio(os.lstat, v.mnt / n)
             expect_eio(os.listdir, (v.mnt / n).parent)
