@@ -999,7 +999,6 @@ static void load_extents(struct walk *w, uint64_t ino)
 		if (w->classify_only)
 			return;
 		ev_init(&ev, DG_CHK_EXTENTS_LOST, "extent");
-		ev_vpn(w, &ev, r.page_vpn);
 		why = "extent page unreadable";
 		if (wi->d.size > r.prev_end << DG_PAGE_SHIFT)
 			end = r.prev_end << DG_PAGE_SHIFT;

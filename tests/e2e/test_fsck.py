@@ -223,8 +223,8 @@ def inode_numbers(v):
 def double_fault(golden, volume_factory, target, code, inos=None, avoid=()):
     """A copy of the golden volume with two faults in one row, the first
     in a page of `target`, such that fsck -n reports `code` and none of
-    `avoid`. inos, when given, is filled with the copy's inode numbers
-    before the damage."""
+    `avoid`: (volume, inject report, fsck -n report). inos, when given,
+    is filled with the copy's inode numbers before the damage."""
     g, _ = golden
     for seed in range(1, 40):
         v = volume_factory(ndev=4, size="32M")
@@ -239,9 +239,16 @@ def double_fault(golden, volume_factory, target, code, inos=None, avoid=()):
         codes = {f["code"] for f in chk["findings"]}
         if code in codes and not codes & set(avoid):
             assert rc == 4, p.stdout
-            return v, rep
+            return v, rep, chk
         v.cleanup()
     pytest.fail(f"no seed made fsck report {code}")
+
+
+def only_file(chk, code):
+    """The one file a fsck report names under code."""
+    files = {f["file"] for f in chk["findings"] if f["code"] == code}
+    assert len(files) == 1, chk
+    return files.pop()
 
 
 def repair_losing(v, code):
@@ -271,7 +278,7 @@ def test_lost_directory_page_moves_its_files_to_lost_found(golden,
     contents; everything else keeps its name (before, the volume did not
     mount at all)."""
     _, want = golden
-    v, rep_inj = double_fault(golden, volume_factory, "directory",
+    v, rep_inj, chk = double_fault(golden, volume_factory, "directory",
                               "PR_3_DIR_LOST")
     repair_losing(v, "PR_3_DIR_LOST")
     v.mount()
@@ -296,7 +303,7 @@ def test_lost_extent_page_shortens_only_its_file(golden, volume_factory):
     file, not zeros), fsck exits 4 naming it, and the volume mounts with
     every other file intact."""
     _, want = golden
-    v, rep_inj = double_fault(golden, volume_factory, "extent",
+    v, rep_inj, chk = double_fault(golden, volume_factory, "extent",
                               "PR_3_EXTENTS_LOST")
     rep = repair_losing(v, "PR_3_EXTENTS_LOST")
     lost = [f for f in rep["findings"] if f["code"] == "PR_3_EXTENTS_LOST"]
@@ -323,7 +330,7 @@ def test_lost_root_inode_page_gets_a_new_root(golden, volume_factory):
     volume never mounted again)."""
     _, want = golden
     inos = {}
-    v, rep_inj = double_fault(golden, volume_factory, "inode",
+    v, rep_inj, chk = double_fault(golden, volume_factory, "inode",
                               "PR_3_FS_ROOT", inos)
     rep = repair_losing(v, "PR_3_INODES_LOST")
     lost_page = [f for f in rep["findings"]
@@ -363,13 +370,9 @@ def test_lost_extent_page_mounts_with_eio_for_its_file(golden,
     pages cannot be freed), keeps its attributes, and every other file
     reads back intact."""
     _, want = golden
-    v, rep_inj = double_fault(golden, volume_factory, "extent",
+    v, rep_inj, chk = double_fault(golden, volume_factory, "extent",
                               "PR_3_EXTENTS_LOST")
-    rc, rep, _ = fsck(v.devs, "-n", json_out=True)
-    names = {f["file"].lstrip("/") for f in rep["findings"]
-             if f["code"] == "PR_3_EXTENTS_LOST"}
-    assert len(names) == 1, rep
-    name = names.pop()
+    name = only_file(chk, "PR_3_EXTENTS_LOST").lstrip("/")
     v.expect_log(r"fault|extent page is unreadable")
     v.mount()
     try:
@@ -400,12 +403,9 @@ def test_lost_directory_page_mounts_read_only_for_that_directory(
     in EIO instead of looking complete, and creating or removing names
     gives EIO; the rest of the volume works."""
     _, want = golden
-    v, rep_inj = double_fault(golden, volume_factory, "directory",
+    v, rep_inj, chk = double_fault(golden, volume_factory, "directory",
                               "PR_3_DIR_LOST")
-    rc, rep, _ = fsck(v.devs, "-n", json_out=True)
-    dirs = {f["file"] for f in rep["findings"] if f["code"] == "PR_3_DIR_LOST"}
-    assert len(dirs) == 1, rep
-    d = dirs.pop()
+    d = only_file(chk, "PR_3_DIR_LOST")
     v.expect_log(r"fault|is unreadable")
     v.mount()
     try:
@@ -436,10 +436,9 @@ def test_lost_inode_page_mounts_with_eio_for_its_files(golden,
     files never reuse the lost slots, everything else reads intact."""
     _, want = golden
     inos = {}
-    v, rep_inj = double_fault(golden, volume_factory, "inode",
+    v, rep_inj, chk = double_fault(golden, volume_factory, "inode",
                               "PR_3_INODES_LOST", inos, avoid={"PR_3_FS_ROOT"})
-    rc, rep, _ = fsck(v.devs, "-n", json_out=True)
-    f = next(f for f in rep["findings"] if f["code"] == "PR_3_INODES_LOST")
+    f = next(f for f in chk["findings"] if f["code"] == "PR_3_INODES_LOST")
     first, last = map(int, re.search(r"inodes (\d+)-(\d+)",
                                      f["detail"]).groups())
     gone = {n for n, i in inos.items() if first <= i <= last}
