@@ -1,7 +1,8 @@
 #!/bin/sh
 # test.sh -- install, build and run the whole test suite, then the unit
-# and fuzz tests and the mkfs/posix end-to-end tests again under
-# AddressSanitizer and UndefinedBehaviorSanitizer.
+# and fuzz tests, the mkfs/posix end-to-end tests and the lost-metadata
+# fsck and mount tests again under AddressSanitizer and
+# UndefinedBehaviorSanitizer.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,3 +15,5 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	--num-processes 2
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py
+ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
+	/usr/bin/python3 -m pytest -q tests/e2e/test_fsck.py -k "lost or mounts"
