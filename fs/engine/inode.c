@@ -453,7 +453,10 @@ static void free_orphans(struct dg_fs *fs)
 	for (uint64_t ino = 1; ino < fs->icap; ino++) {
 		struct dg_inode *ip = fs->itab[ino];
 
-		if (ip && ip->d.nlink == 0) {
+		if (ip && ip->d.nlink == 0 && ip->damaged) {
+			dg_log(DG_LOG_WARNING, "orphan inode %" PRIu64 " is "
+			       "damaged: left for fsck", ino);
+		} else if (ip && ip->d.nlink == 0) {
 			dg_log(DG_LOG_NOTICE, "freeing orphan inode %" PRIu64,
 			       ino);
 			dg_inode_maybe_destroy(fs, ip);
