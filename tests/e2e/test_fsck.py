@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import FSCK, run
+from conftest import BUILD, FSCK, run
 from dgfault import KINDS, TARGETS, diff_manifest, fsck, inject, make_tree, \
     manifest, manifest_tolerant
 
@@ -386,6 +386,13 @@ def test_lost_extent_page_mounts_with_eio_for_its_file(golden,
         expect_eio(os.unlink, f)
         with open(f, "r+b") as fh:
             expect_eio(os.pwrite, fh.fileno(), b"x", 0)
+        child = BUILD / "tests" / "e2e" / "commit_child"
+        if child.exists():                      # libcommit maps it: EIO
+            for how in ("ro", "rw"):
+                out = subprocess.run([str(child), str(f), f"map {how} 0 0"],
+                                     stdin=subprocess.DEVNULL, text=True,
+                                     capture_output=True, timeout=60).stdout
+                assert out.split()[:2] == ["err", str(errno.EIO)], out
         got = manifest_tolerant(v.mnt)
         assert got[name].startswith("error:")
         hurt = damaged_files(rep_inj) | {name}
