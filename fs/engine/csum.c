@@ -200,9 +200,10 @@ static int reconcile(struct dg_vol *vol, unsigned owner, uint64_t index,
 int dg_csum_cursor_init(struct dg_csum_cursor *cur)
 {
 	cur->owner = -1;
+	cur->peek_owner = -1;
 	cur->uncached = false;
-	cur->entries = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
-	return cur->entries ? 0 : -ENOMEM;
+	cur->entries = NULL;
+	return 0;
 }
 
 void dg_csum_cursor_fini(struct dg_csum_cursor *cur)
@@ -218,7 +219,7 @@ int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 
 	if (cur->owner != (int)dev || cur->index != index) {
 		pthread_mutex_t *lock = cpage_lock(vol, dev, index);
-		uint8_t *img = (uint8_t *)cur->entries;
+		uint8_t *img;
 		bool rewrote[2];
 		int ret;
 
@@ -228,6 +229,21 @@ int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		pthread_mutex_lock(lock);
 		cached = cur->uncached ? NULL
 				       : dg_cpcache_get(vol, dev, index, &both);
+		if (cached && (cur->peek_owner != (int)dev ||
+			       cur->peek_index != index)) {
+			*csum = ((const uint64_t *)cached)[row %
+							   DG_CSUMS_PER_PAGE];
+			cur->peek_owner = (int)dev;
+			cur->peek_index = index;
+			pthread_mutex_unlock(lock);
+			return 0;
+		}
+		if (!cur->entries && !(cur->entries = aligned_alloc(
+					       DG_PAGE_SIZE, 2 * DG_PAGE_SIZE))) {
+			pthread_mutex_unlock(lock);
+			return -ENOMEM;
+		}
+		img = (uint8_t *)cur->entries;
 		if (cached) {
 			memcpy(img, cached, DG_PAGE_SIZE);
 			ret = 1;

@@ -10,7 +10,14 @@
 struct dg_csum_cursor {
 	int owner;		/* device whose rows it covers; -1: empty */
 	uint64_t index;		/* checksum page index */
-	uint64_t *entries;	/* DG_CSUMS_PER_PAGE + self, 4 KiB aligned */
+	uint64_t *entries;	/* DG_CSUMS_PER_PAGE + self, 4 KiB aligned;
+				 * allocated by the first page copied */
+	/* The page of the last single-entry lookup: a first lookup in a
+	 * cached page reads its one entry, a second copies the page. Most
+	 * updates touch one row per checksum page, and the copy (with its
+	 * allocation) was a visible share of a 4 KiB write. */
+	int peek_owner;
+	uint64_t peek_index;
 	bool uncached;		/* read media, not csum_cache.c (scrub) */
 };
 int dg_csum_cursor_init(struct dg_csum_cursor *cur);
