@@ -582,10 +582,7 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	/* One cursor for the data pages, one per parity position: each
 	 * walks the checksum pages of one device in row order. */
 	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
-		if (dg_csum_cursor_init(&cur[j]))
-			ret = -ENOMEM;
-	if (ret)
-		goto out;
+		dg_csum_cursor_init(&cur[j]);
 	nl = lock_rows(vol, pg, npg, locks);
 	ret = prepare_pages(vol, r, n, pg, npg, &cur[DG_MAX_PARITY]);
 	if (!ret && vol->redundancy && vol->parity)

@@ -682,8 +682,7 @@ int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
 	if (!mem)
 		return -ENOMEM;
 	for (unsigned d = 0; d < vol->ndev; d++)
-		if (dg_csum_cursor_init(&cur[d]))
-			ret = -ENOMEM;
+		dg_csum_cursor_init(&cur[d]);
 	for (uint64_t row = 0; row < vol->sb.rows && !ret; row++) {
 		pthread_rwlock_t *lk = dg_row_lock(vol, row);
 

@@ -197,13 +197,12 @@ static int reconcile(struct dg_vol *vol, unsigned owner, uint64_t index,
 	return -EIO;
 }
 
-int dg_csum_cursor_init(struct dg_csum_cursor *cur)
+void dg_csum_cursor_init(struct dg_csum_cursor *cur)
 {
 	cur->owner = -1;
 	cur->peek_owner = -1;
 	cur->uncached = false;
-	cur->entries = NULL;
-	return 0;
+	cur->entries = NULL;	/* allocated by the first page copied */
 }
 
 void dg_csum_cursor_fini(struct dg_csum_cursor *cur)
@@ -273,10 +272,9 @@ int dg_csum_get(struct dg_vol *vol, unsigned dev, uint64_t row,
 		uint64_t *csum)
 {
 	struct dg_csum_cursor cur;
-	int ret = dg_csum_cursor_init(&cur);
+	int ret;
 
-	if (ret)
-		return ret;
+	dg_csum_cursor_init(&cur);
 	ret = dg_csum_lookup(vol, &cur, dev, row, csum);
 	dg_csum_cursor_fini(&cur);
 	return ret;

@@ -20,7 +20,7 @@ struct dg_csum_cursor {
 	uint64_t peek_index;
 	bool uncached;		/* read media, not csum_cache.c (scrub) */
 };
-int dg_csum_cursor_init(struct dg_csum_cursor *cur);
+void dg_csum_cursor_init(struct dg_csum_cursor *cur);
 void dg_csum_cursor_fini(struct dg_csum_cursor *cur);
 
 /*

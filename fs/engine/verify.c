@@ -173,8 +173,7 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		return -ENOMEM;
 	/* A scrub reads every checksum page from media, never the cache. */
 	for (unsigned d = 0; d < vol->ndev; d++) {
-		if (dg_csum_cursor_init(&cur[d]))
-			ret = -ENOMEM;
+		dg_csum_cursor_init(&cur[d]);
 		cur[d].uncached = true;
 	}
 	dg_vol_fault_counts(vol, before);

@@ -534,7 +534,7 @@ static void test_cursor_lookups(void)
 		REQUIRE(vol);
 		if (cached)
 			REQUIRE(dg_vol_cache_csum_pages(vol, 1u << 20) == 0);
-		REQUIRE(dg_csum_cursor_init(&cur) == 0);
+		dg_csum_cursor_init(&cur);
 		for (unsigned i = 0; i < 5; i++) {
 			/* rows 0, 1, 0 of one page, then the other device */
 			unsigned w = (unsigned[]){ 0, 1, 0, 2, 0 }[i];
