@@ -179,6 +179,8 @@ static void map_free(struct commit_map *m)
 	cm_region_del(&m->reg);
 	if (m->resv)
 		munmap(m->resv, m->resvlen);
+	if (m->media)
+		munmap(m->media, m->maplen);
 	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++)
 		if (m->devfd[d] >= 0)
 			close(m->devfd[d]);
@@ -189,7 +191,6 @@ static void map_free(struct commit_map *m)
 	free(m->take);
 	free(m->ext);
 	free(m->msg);
-	free(m->media);
 	free(m);
 }
 
@@ -223,36 +224,58 @@ static int connect_daemon(int fd, int *sockp)
 	return 0;
 }
 
-/* Lay out guard + data + guard and map every extent over the data. */
-static int map_extents(struct commit_map *m)
+/* Map every extent at its place in the area at base (maplen bytes). */
+static int map_area(struct commit_map *m, uint8_t *base, int flags)
 {
-	m->resvlen = m->maplen + 2 * CM_PAGE;
-	m->resv = mmap(NULL, m->resvlen, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (m->resv == MAP_FAILED) {
-		m->resv = NULL;
-		return cm_err(-errno, "cannot reserve %zu bytes: %s",
-			      m->resvlen, strerror(errno));
-	}
 	for (uint32_t i = 0; i < m->next; i++) {
 		const struct commit_ext *e = &m->ext[i];
-		uint8_t *at = m->resv + CM_PAGE +
-			      (e->fpage * CM_PAGE - m->foff);
 		void *p;
 
 		if (m->devfd[e->dev] < 0)
 			return cm_err(-EPROTO, "no descriptor for device %u",
 				      e->dev);
-		/* DESIGN §5: never write access to the media; stores land
-		 * in private copies. */
-		p = mmap(at, e->pages * CM_PAGE, PROT_READ,
-			 MAP_PRIVATE | MAP_FIXED, m->devfd[e->dev],
-			 (off_t)e->devoff);
+		p = mmap(base + (e->fpage * CM_PAGE - m->foff),
+			 e->pages * CM_PAGE, PROT_READ, flags | MAP_FIXED,
+			 m->devfd[e->dev], (off_t)e->devoff);
 		if (p == MAP_FAILED)
 			return cm_err(-errno, "cannot map device %u: %s",
 				      e->dev, strerror(errno));
 	}
 	return 0;
+}
+
+static uint8_t *reserve(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Lay out guard + data + guard and map every extent over the data.
+ * DESIGN §5: never write access to the media; stores land in private
+ * copies. A read-write map also gets a shared read-only view of the
+ * same extents, so a sync diffs the copies against the media in place
+ * instead of reading every dirty page into a buffer first.
+ */
+static int map_extents(struct commit_map *m)
+{
+	int ret;
+
+	m->resvlen = m->maplen + 2 * CM_PAGE;
+	m->resv = reserve(m->resvlen);
+	if (!m->resv)
+		return cm_err(-errno, "cannot reserve %zu bytes: %s",
+			      m->resvlen, strerror(errno));
+	ret = map_area(m, m->resv + CM_PAGE, MAP_PRIVATE);
+	if (ret || !m->rw)
+		return ret;
+	m->media = reserve(m->maplen);
+	if (!m->media)
+		return cm_err(-errno, "cannot reserve %zu bytes: %s",
+			      m->maplen, strerror(errno));
+	return map_area(m, m->media, MAP_SHARED);
 }
 
 int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
@@ -439,29 +462,18 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Read the media images of the n (sorted) pages into m->media, one
- * pread per run contiguous on a device. */
-static int read_media(struct commit_map *m, const uint32_t *pg, size_t n)
+/* Whether line l of page a differs from b's: both pages are aligned,
+ * so the line is compared in words (a memcmp call per line cost more
+ * than the compare). */
+static bool line_differs(const uint8_t *a, const uint8_t *b, unsigned l)
 {
-	if (grow(&m->media, &m->mediacap, n * CM_PAGE))
-		return -ENOMEM;
-	for (size_t i = 0; i < n;) {
-		uint64_t fp = m->foff / CM_PAGE + pg[i];
-		const struct commit_ext *e = ext_of(m, fp);
-		uint64_t off = e->devoff + (fp - e->fpage) * CM_PAGE;
-		size_t k = 1;
-		ssize_t r;
+	const uint64_t *x = (const uint64_t *)(a + l * COMMIT_LINE_SIZE);
+	const uint64_t *y = (const uint64_t *)(b + l * COMMIT_LINE_SIZE);
+	uint64_t d = 0;
 
-		while (i + k < n && pg[i + k] == pg[i] + k &&
-		       fp + k < e->fpage + e->pages)
-			k++;
-		r = pread(m->devfd[e->dev], m->media + i * CM_PAGE,
-			  k * CM_PAGE, (off_t)off);
-		if (r != (ssize_t)(k * CM_PAGE))
-			return r < 0 ? -errno : -EIO;
-		i += k;
-	}
-	return 0;
+	for (unsigned w = 0; w < COMMIT_LINE_SIZE / 8; w++)
+		d |= x[w] ^ y[w];
+	return d != 0;
 }
 
 /* The next run of changed lines of page a (against its media image b)
@@ -471,13 +483,9 @@ static unsigned changed_run(const uint8_t *a, const uint8_t *b, unsigned *l)
 	const unsigned lines = CM_PAGE / COMMIT_LINE_SIZE;
 	unsigned k = 0;
 
-	while (*l < lines && !memcmp(a + *l * COMMIT_LINE_SIZE,
-				     b + *l * COMMIT_LINE_SIZE,
-				     COMMIT_LINE_SIZE))
+	while (*l < lines && !line_differs(a, b, *l))
 		(*l)++;
-	while (*l + k < lines && memcmp(a + (*l + k) * COMMIT_LINE_SIZE,
-					b + (*l + k) * COMMIT_LINE_SIZE,
-					COMMIT_LINE_SIZE))
+	while (*l + k < lines && line_differs(a, b, *l + k))
 		k++;
 	return k;
 }
@@ -496,7 +504,7 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 		const uint8_t *a = base + (size_t)pg[i] * CM_PAGE;
 		unsigned l = 0, k;
 
-		while ((k = changed_run(a, m->media + i * CM_PAGE, &l))) {
+		while ((k = changed_run(a, m->media + (size_t)pg[i] * CM_PAGE, &l))) {
 			nruns++;
 			bytes += k * COMMIT_LINE_SIZE;
 			l += k;
@@ -518,7 +526,7 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 		const uint8_t *a = base + (size_t)pg[i] * CM_PAGE;
 		unsigned l = 0, k;
 
-		while ((k = changed_run(a, m->media + i * CM_PAGE, &l))) {
+		while ((k = changed_run(a, m->media + (size_t)pg[i] * CM_PAGE, &l))) {
 			struct commit_run r = {
 				m->foff + (uint64_t)pg[i] * CM_PAGE +
 					l * COMMIT_LINE_SIZE,
@@ -592,11 +600,6 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 	/* From here on a store to these pages waits (SIGSEGV retry) until
 	 * cm_region_clean(): the images diffed are the images committed. */
 	protect(m, m->take, n, PROT_READ);
-	ret = read_media(m, m->take, n);
-	if (ret) {
-		cm_err(ret, "cannot read the media: %s", strerror(-ret));
-		goto undo;
-	}
 	ret = build_commit(m, m->take, n, &len);
 	if (ret) {
 		cm_err(ret, "commit too large (%zu pages)", n);
@@ -670,6 +673,8 @@ int commit_map_delete(struct commit_map **mp)
 	cm_region_del(&m->reg);
 	if (m->resv)
 		munmap(m->resv, m->resvlen);
+	if (m->media)
+		munmap(m->media, m->maplen);
 	m->resv = NULL;
 	if (m->sock >= 0) {
 		ret = status_call(m, COMMIT_MSG_UNMAP, NULL, 0, NULL, 0, NULL);

@@ -52,8 +52,9 @@ struct commit_map {
 	uint32_t *take;		/* scratch for syncs: npages */
 	uint8_t *msg;		/* scratch message buffer */
 	size_t msgcap;
-	uint8_t *media;		/* scratch: page images read from media */
-	size_t mediacap;
+	/* Read-write maps: the media itself, mapped shared and read-only
+	 * at the data's offsets, to diff the private copies against. */
+	uint8_t *media;
 };
 
 /* Thread-local error message; returns err. */
