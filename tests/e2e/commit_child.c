@@ -3,11 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commit_i.h"
@@ -22,6 +25,15 @@
  *   loop NPAGES [BASE]    atomicity driver: generation g = BASE+1, ...
  *                         fills every word of NPAGES pages with
  *                         (g << 32 | word index), syncs, prints "synced g"
+ *   scatter NPAGES K ROUNDS  round r = 1..ROUNDS stores the byte r at
+ *                         offset 64 * (i % 64) of page (r * 7919 + i *
+ *                         104729) % NPAGES for i < K, then syncs
+ *   vmas                  prints how many areas /proc/self/maps lists
+ *   race NPAGES MS        two threads store counters to random words of
+ *                         the first NPAGES (zeros) while the main thread
+ *                         syncs for MS ms; a last sync, then prints
+ *                         whether the file (read through the mount)
+ *                         holds every word's last store
  * Each command prints "ok ..." or "err ERRNO message" on one line.
  */
 
@@ -38,6 +50,89 @@ static void fill_gen(uint64_t *w, size_t words, uint64_t g)
 {
 	for (size_t i = 0; i < words; i++)
 		w[i] = g << 32 | i;
+}
+
+static unsigned count_vmas(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned n = 0;
+	int c;
+
+	if (!f)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+struct racer {
+	uint8_t *base;
+	size_t npages;
+	unsigned id;		/* stores to words id, id + 2, ... only */
+	unsigned seed;
+	uint64_t *want;		/* the last value stored to each word */
+	atomic_bool *stop;
+};
+
+static void *race_stores(void *arg)
+{
+	struct racer *r = arg;
+	size_t words = r->npages * COMMIT_PAGE_SIZE / 8;
+	uint64_t n = 0;
+
+	while (!atomic_load(r->stop)) {
+		size_t w = (size_t)rand_r(&r->seed) % (words / 2) * 2 + r->id;
+
+		((volatile uint64_t *)r->base)[w] = ++n;
+		r->want[w] = n;
+	}
+	return NULL;
+}
+
+/* The race command: returns 0 or a negative errno. The file must be
+ * all zeros to begin with. */
+static int race(size_t npages, unsigned ms)
+{
+	atomic_bool stop = false;
+	struct racer r[2];
+	pthread_t t[2];
+	struct timespec t0, now;
+	size_t len = npages * COMMIT_PAGE_SIZE;
+	uint64_t *want = calloc(1, len), *file = malloc(len);
+	int ret = 0, fd;
+
+	if (!want || !file) {
+		free(want);
+		free(file);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		r[i] = (struct racer){ commit_map_addr(m), npages, i, i + 1,
+				       want, &stop };
+		pthread_create(&t[i], NULL, race_stores, &r[i]);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ret = commit_sync(m);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (!ret && (now.tv_sec - t0.tv_sec) * 1000 +
+				 (now.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	atomic_store(&stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	if (!ret)
+		ret = commit_sync(m);
+	fd = ret ? -1 : open(path, O_RDONLY);
+	if (!ret && (fd < 0 || pread(fd, file, len, 0) != (ssize_t)len))
+		ret = -EIO;
+	if (!ret)
+		printf("ok %s\n", memcmp(file, want, len) ? "differ" : "same");
+	if (fd >= 0)
+		close(fd);
+	free(want);
+	free(file);
+	return ret;
 }
 
 static int run(char *line)
@@ -157,6 +252,23 @@ static int run(char *line)
 			printf("synced %" PRIu64 "\n", g);
 			fflush(stdout);
 		}
+	} else if (!strcmp(argv[0], "scatter")) {
+		uint8_t *base = commit_map_addr(m);
+		size_t np = ARG(1), k = ARG(2);
+
+		for (uint64_t rd = 1; rd <= ARG(3) && !ret; rd++) {
+			for (size_t i = 0; i < k; i++)
+				base[(rd * 7919 + i * 104729) % np *
+					     COMMIT_PAGE_SIZE +
+				     64 * (i % 64)] = (uint8_t)rd;
+			ret = commit_sync(m);
+		}
+		if (!ret)
+			printf("ok\n");
+	} else if (!strcmp(argv[0], "vmas")) {
+		printf("ok %u\n", count_vmas());
+	} else if (!strcmp(argv[0], "race")) {
+		ret = race(ARG(1), (unsigned)ARG(2));
 	} else if (!strcmp(argv[0], "exit")) {
 		exit(0);
 	} else {
