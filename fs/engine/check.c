@@ -949,7 +949,7 @@ static void load_extents(struct walk *w, uint64_t ino)
 	const struct dg_dextent *d;
 	struct dg_chk_event ev;
 	uint32_t cut_leaf, cut_slot;
-	uint64_t end = UINT64_MAX;	/* new size, when the tail is lost */
+	uint64_t kept;			/* file pages the kept extents cover */
 	const char *why = NULL;
 	int k;
 
@@ -979,6 +979,7 @@ static void load_extents(struct walk *w, uint64_t ino)
 			ev_init(&ev, DG_CHK_EXTENT_DUP, "extent");
 			cut_leaf = r.leaf;
 			cut_slot = r.slot - 1;
+			kept = d->fpage;
 			goto bad;
 		}
 		wi->ext[wi->next++] = *d;
@@ -989,18 +990,15 @@ static void load_extents(struct walk *w, uint64_t ino)
 	}
 	cut_leaf = r.leaf;
 	cut_slot = r.slot;
+	kept = r.prev_end;
 	if (k == -EIO && !r.why) {
 		/* No copy of an extent page verifies: the file ends where
 		 * the extents that could be read end (what followed hung
-		 * off that page). Its size goes there too, so the loss
-		 * reads as a short file, not as zeros. Left alone, the
-		 * volume does not mount. */
+		 * off that page). Left alone, the volume does not mount. */
 		if (w->classify_only)
 			return;
 		ev_init(&ev, DG_CHK_EXTENTS_LOST, "extent");
 		why = "extent page unreadable";
-		if (wi->d.size > r.prev_end << DG_PAGE_SHIFT)
-			end = r.prev_end << DG_PAGE_SHIFT;
 		goto bad;
 	}
 	if (k < 0)
@@ -1015,8 +1013,11 @@ bad:
 	snprintf(ev.action, sizeof(ev.action),
 		 "drop extents from %u on (data lost)", wi->next);
 	if (wask(w, &ev)) {
-		if (end != UINT64_MAX)
-			wi->d.size = end;
+		/* The size goes where the kept extents end, so the loss
+		 * reads as a short file, not as zeros (G1: never silently
+		 * wrong data). */
+		if (wi->d.size > kept << DG_PAGE_SHIFT)
+			wi->d.size = kept << DG_PAGE_SHIFT;
 		wreport(w, &ev, cut_extents(w, ino, cut_leaf, cut_slot) == 0 &&
 				store_inode(w, ino) == 0);
 	} else {
