@@ -502,9 +502,10 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 	/* Pass 1: count. */
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *a = base + (size_t)pg[i] * CM_PAGE;
+		const uint8_t *b = m->media + (size_t)pg[i] * CM_PAGE;
 		unsigned l = 0, k;
 
-		while ((k = changed_run(a, m->media + (size_t)pg[i] * CM_PAGE, &l))) {
+		while ((k = changed_run(a, b, &l))) {
 			nruns++;
 			bytes += k * COMMIT_LINE_SIZE;
 			l += k;
@@ -524,9 +525,10 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 	off = sizeof(q) + q.nruns * sizeof(struct commit_run);
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *a = base + (size_t)pg[i] * CM_PAGE;
+		const uint8_t *b = m->media + (size_t)pg[i] * CM_PAGE;
 		unsigned l = 0, k;
 
-		while ((k = changed_run(a, m->media + (size_t)pg[i] * CM_PAGE, &l))) {
+		while ((k = changed_run(a, b, &l))) {
 			struct commit_run r = {
 				m->foff + (uint64_t)pg[i] * CM_PAGE +
 					l * COMMIT_LINE_SIZE,
