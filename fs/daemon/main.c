@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +141,34 @@ static int open_volume(struct dg_daemon *dd)
 	return 0;
 }
 
+/*
+ * The control and libcommit servers' threads (and the connection threads
+ * they start) block the signals that stop the daemon. libfuse's handler
+ * only marks the session as exiting; the loop notices when one of its
+ * own threads has a system call interrupted. A stop signal delivered to
+ * a server thread instead left the daemon running until the next FUSE
+ * request came in.
+ */
+static int start_servers(struct dg_daemon *dd)
+{
+	sigset_t stop, old;
+	int ret;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	ret = dg_ctl_start(dd);
+	if (!ret) {
+		ret = dg_commit_start(dd);
+		if (ret)
+			dg_ctl_stop(dd);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -210,10 +240,8 @@ int main(int argc, char *argv[])
 		openlog("daxguard", LOG_PID, LOG_DAEMON);
 	}
 	/* Threads only after daemonize: fork keeps just the caller. */
-	if (dg_ctl_start(&dd))
+	if (start_servers(&dd))
 		goto out_unmount;
-	if (dg_commit_start(&dd))
-		goto out_ctl;
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		goto out_ctl;
