@@ -4,6 +4,7 @@ FUSE mounts, always unmounted in teardown (libfuse test/util.py style)."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -41,6 +42,16 @@ def is_mounted(mnt):
         return any(line.split()[1] == mnt for line in f)
 
 
+def default_stop_signals():
+    """In the daemon's child process: SIGINT and SIGQUIT as a terminal
+    would deliver them. A non-interactive shell starts a background job
+    with both ignored, the ignore is inherited, and libfuse (rightly)
+    leaves an ignored SIGINT alone, so such a run of the suite would
+    see a daemon that SIGINT cannot stop."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class Volume:
     """A set of device images and, while mounted, a foreground daemon."""
 
@@ -76,7 +87,8 @@ class Volume:
         for o in opts:
             cmd += ["-o", o]
         self.daemon = subprocess.Popen(cmd, stdout=self.log,
-                                       stderr=subprocess.STDOUT)
+                                       stderr=subprocess.STDOUT,
+                                       preexec_fn=default_stop_signals)
         deadline = time.time() + 10
         while not is_mounted(self.mnt):
             if self.daemon.poll() is not None:

@@ -240,8 +240,10 @@ def test_kill9_without_fsync_keeps_volume_consistent(volume_factory):
 
 
 def thread_waits(pid):
-    """Where each thread of pid sleeps, and which signals it blocks."""
-    out = []
+    """Where each thread of pid sleeps, which signals it blocks, and
+    which the process ignores."""
+    out = [l.strip() for l in open(f"/proc/{pid}/status")
+           if l.startswith("SigIgn")]
     for t in sorted(os.listdir(f"/proc/{pid}/task")):
         try:
             wchan = open(f"/proc/{pid}/task/{t}/wchan").read()
