@@ -29,6 +29,7 @@
  *                         offset 64 * (i % 64) of page (r * 7919 + i *
  *                         104729) % NPAGES for i < K, then syncs
  *   vmas                  prints how many areas /proc/self/maps lists
+ *                         within the map
  *   race NPAGES MS        two threads store counters to random words of
  *                         the first NPAGES (zeros) while the main thread
  *                         syncs for MS ms; a last sync, then prints
@@ -52,16 +53,22 @@ static void fill_gen(uint64_t *w, size_t words, uint64_t g)
 		w[i] = g << 32 | i;
 }
 
+/* Areas /proc/self/maps lists within the map's pages. */
 static unsigned count_vmas(void)
 {
+	uintptr_t lo = (uintptr_t)commit_map_addr(m);
+	uintptr_t hi = lo + commit_map_len(m);
 	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long start, end;
 	unsigned n = 0;
-	int c;
+	char line[512];
 
 	if (!f)
 		return 0;
-	while ((c = fgetc(f)) != EOF)
-		n += c == '\n';
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &start, &end) == 2 && start < hi &&
+		    end > lo)
+			n++;
 	fclose(f);
 	return n;
 }
