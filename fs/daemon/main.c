@@ -145,8 +145,9 @@ static int open_volume(struct dg_daemon *dd)
  * The control and libcommit servers' threads (and the connection threads
  * they start) block the signals that stop the daemon. libfuse's handler
  * only marks the session as exiting; the loop notices when one of its
- * own threads has a system call interrupted. A stop signal delivered to
- * a server thread instead left the daemon running until the next FUSE
+ * own threads has a system call interrupted (its workers block these
+ * signals, so that is the main thread). A stop signal delivered to a
+ * server thread would leave the daemon running until the next FUSE
  * request came in.
  */
 static int start_servers(struct dg_daemon *dd)
