@@ -403,6 +403,62 @@ def test_lost_extent_page_mounts_with_eio_for_its_file(golden,
         v.umount()
 
 
+def test_lost_extent_page_of_a_file_mapped_at_a_crash(golden,
+                                                     volume_factory):
+    """A file whose libcommit map was open when the daemon died, and
+    whose extent page is then lost: the next mount still clears the map
+    record (the record lives in the inode, not in the lost page), serves
+    the file as EIO and the rest intact, and fsck -y gives the page up."""
+    _, want = golden
+    child = BUILD / "tests" / "e2e" / "commit_child"
+    if not child.exists():
+        pytest.skip("commit_child not built")
+    v0, rep0, chk = double_fault(golden, volume_factory, "extent",
+                                 "PR_3_EXTENTS_LOST")
+    name = only_file(chk, "PR_3_EXTENTS_LOST").lstrip("/")
+    v0.cleanup()
+    g, _ = golden
+    v = volume_factory(ndev=4, size="32M")
+    for src, dst in zip(g.devs, v.devs):
+        subprocess.run(["cp", "--sparse=always", str(src), str(dst)],
+                       check=True)
+    v.mount()
+    holder = subprocess.Popen([str(child), str(v.mnt / name)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        for cmd in ("map rw 0 0", "store 0 43", "sync"):
+            holder.stdin.write(cmd + "\n")
+            holder.stdin.flush()
+            assert holder.stdout.readline().startswith("ok"), cmd
+        v.kill9()
+    finally:
+        holder.kill()
+        holder.wait()
+    # The same seed picks the same extent page: the map and its sync
+    # changed the file's data and inode, not its extents.
+    rep, _ = inject(v.devs, "zero", "extent", seed=rep0["seed"],
+                    extra=["--count", "2", "--same-row"])
+    def where(r):
+        return [(c["device"], c["page"], c.get("file")) for c in r["changes"]]
+    assert where(rep) == where(rep0), (rep, rep0)
+    v.expect_log(r"fault|extent page is unreadable")
+    v.mount()
+    try:
+        assert "was open at a crash" in v.read_log()
+        expect_eio((v.mnt / name).read_bytes)
+        got = manifest_tolerant(v.mnt)
+        assert set(diff_manifest(want, got)) <= damaged_files(rep) | {name}
+    finally:
+        v.umount()
+    repair_losing(v, "PR_3_EXTENTS_LOST")
+    v.mount()
+    out = subprocess.run([str(child), str(v.mnt / name), "map rw 0 0",
+                          "unmap"], stdin=subprocess.DEVNULL, text=True,
+                         capture_output=True, timeout=60).stdout
+    assert out.split("\n")[0].startswith("ok"), out    # no stale map
+
+
 def test_lost_directory_page_mounts_read_only_for_that_directory(
         golden, volume_factory):
     """Before fsck: the volume mounts; in the directory whose page is
