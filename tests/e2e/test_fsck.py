@@ -33,13 +33,24 @@ def golden(tmp_path_factory):
     v.cleanup()
 
 
-@pytest.fixture
-def vol(golden, volume_factory):
-    g, want = golden
+def copy_of(g, volume_factory):
+    """A new volume whose images are sparse copies of g's."""
     v = volume_factory(ndev=4, size="32M")
     for s, d in zip(g.devs, v.devs):
         subprocess.run(["cp", "--sparse=always", str(s), str(d)], check=True)
-    return v, want
+    return v
+
+
+def assert_writable(mnt, name):
+    """The volume still takes a new file and reads it back."""
+    (mnt / name).write_bytes(b"still writable")
+    assert (mnt / name).read_bytes() == b"still writable"
+
+
+@pytest.fixture
+def vol(golden, volume_factory):
+    g, want = golden
+    return copy_of(g, volume_factory), want
 
 
 def check_cycle(v, want, rep_inj):
@@ -173,10 +184,7 @@ def test_lost_inode_page_costs_only_its_files(volume_factory):
     finally:
         g.umount()
     for seed in range(1, 40):
-        v = volume_factory(ndev=4, size="32M")
-        for s, d in zip(g.devs, v.devs):
-            subprocess.run(["cp", "--sparse=always", str(s), str(d)],
-                           check=True)
+        v = copy_of(g, volume_factory)
         inject(v.devs, "bitflip", "inode", seed=seed,
                extra=["--count", "2", "--same-row", "--bits", "4"])
         rc, rep, p = fsck(v.devs, "-n", json_out=True)
@@ -227,10 +235,7 @@ def double_fault(golden, volume_factory, target, code, inos=None, avoid=()):
     is filled with the copy's inode numbers before the damage."""
     g, _ = golden
     for seed in range(1, 40):
-        v = volume_factory(ndev=4, size="32M")
-        for s, d in zip(g.devs, v.devs):
-            subprocess.run(["cp", "--sparse=always", str(s), str(d)],
-                           check=True)
+        v = copy_of(g, volume_factory)
         if inos is not None and not inos:
             inos.update(inode_numbers(v))
         rep, _ = inject(v.devs, "zero", target, seed=seed,
@@ -397,8 +402,7 @@ def test_lost_extent_page_mounts_with_eio_for_its_file(golden,
         assert got[name].startswith("error:")
         hurt = damaged_files(rep_inj) | {name}
         assert set(diff_manifest(want, got)) <= hurt
-        (v.mnt / "new").write_bytes(b"still writable")
-        assert (v.mnt / "new").read_bytes() == b"still writable"
+        assert_writable(v.mnt, "new")
     finally:
         v.umount()
 
@@ -417,11 +421,7 @@ def test_lost_extent_page_of_a_file_mapped_at_a_crash(golden,
                                  "PR_3_EXTENTS_LOST")
     name = only_file(chk, "PR_3_EXTENTS_LOST").lstrip("/")
     v0.cleanup()
-    g, _ = golden
-    v = volume_factory(ndev=4, size="32M")
-    for src, dst in zip(g.devs, v.devs):
-        subprocess.run(["cp", "--sparse=always", str(src), str(dst)],
-                       check=True)
+    v = copy_of(golden[0], volume_factory)
     v.mount()
     holder = subprocess.Popen([str(child), str(v.mnt / name)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -485,8 +485,7 @@ def test_lost_directory_page_mounts_read_only_for_that_directory(
             assert outside
             for n in outside:
                 assert (v.mnt / n.rstrip("/")).exists(), n
-            (v.mnt / "elsewhere").write_bytes(b"ok")
-            assert (v.mnt / "elsewhere").read_bytes() == b"ok"
+            assert_writable(v.mnt, "elsewhere")
     finally:
         v.umount()
 
