@@ -107,6 +107,7 @@ static int race(size_t npages, unsigned ms)
 	struct timespec t0, now;
 	size_t len = npages * COMMIT_PAGE_SIZE;
 	uint64_t *want = calloc(1, len), *file = malloc(len);
+	unsigned started = 0;
 	int ret = 0, fd;
 
 	if (!want || !file) {
@@ -114,19 +115,25 @@ static int race(size_t npages, unsigned ms)
 		free(file);
 		return -ENOMEM;
 	}
-	for (unsigned i = 0; i < 2; i++) {
-		r[i] = (struct racer){ commit_map_addr(m), npages, i, i + 1,
-				       want, &stop };
-		pthread_create(&t[i], NULL, race_stores, &r[i]);
+	for (; started < 2; started++) {
+		r[started] = (struct racer){ commit_map_addr(m), npages,
+					     started, started + 1, want, &stop };
+		if (pthread_create(&t[started], NULL, race_stores,
+				   &r[started])) {
+			ret = -EAGAIN;
+			break;
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
+	while (!ret) {
 		ret = commit_sync(m);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while (!ret && (now.tv_sec - t0.tv_sec) * 1000 +
-				 (now.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+		if ((now.tv_sec - t0.tv_sec) * 1000 +
+		    (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+			break;
+	}
 	atomic_store(&stop, true);
-	for (int i = 0; i < 2; i++)
+	for (unsigned i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
 	if (!ret)
 		ret = commit_sync(m);
