@@ -410,11 +410,34 @@ static void fsck_cuts_bad_map(void)
 	}
 }
 
+/* An xattr page number past the volume (a software bug, valid
+ * checksums): fsck finds it, drops the attributes rather than reading
+ * a page it cannot trust, and the file's data stays whole. */
+static void fsck_drops_bad_xattr_page(void)
+{
+	struct dg_setattr sa = { .valid = DG_SET_MODE, .mode = 0600 };
+	struct dg_attr a;
+	struct fx x;
+
+	REQUIRE(fx_make(&x, "xattr", 64));
+	REQUIRE(fx_write_shuffled(&x, 0, 2));
+	fx_ip(&x)->d.xattr_vpn = UINT64_MAX / 2;
+	REQUIRE(dg_fs_setattr(x.fs, x.ino, &sa, &a) == 0);
+	CHECK(fx_fsck(&x, false) >= 1);
+	CHECK(fx_fsck(&x, true) >= 1);
+	REQUIRE(x.fs);
+	CHECK_EQ(fx_ip(&x)->d.xattr_vpn, 0);
+	CHECK(fx_verify(&x));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	fx_free(&x);
+}
+
 static const struct test_case cases[] = {
 	{ "fill_sparse_random", fill_sparse_random },
 	{ "fragment_then_merge", fragment_then_merge },
 	{ "punch_and_truncate", punch_and_truncate },
 	{ "fsck_cuts_bad_map", fsck_cuts_bad_map },
+	{ "fsck_drops_bad_xattr_page", fsck_drops_bad_xattr_page },
 	{ NULL, NULL },
 };
 
