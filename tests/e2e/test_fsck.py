@@ -21,7 +21,7 @@ def golden(tmp_path_factory):
     """One populated volume, copied for each test (fast)."""
     from conftest import Volume
     tmp = tmp_path_factory.mktemp("golden")
-    v = Volume(tmp, ndev=4, size="32M", tag="fsck-golden")
+    v = Volume(tmp, ndev=4, size="32M", tag=f"fsck-golden-{os.getpid()}")
     v.mkfs()
     v.mount()
     try:

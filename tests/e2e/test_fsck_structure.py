@@ -25,7 +25,7 @@ LONG = "a-rather-long-file-name-that-leaves-a-big-deleted-record"
 def golden(tmp_path_factory):
     """A small tree, its manifest, file bytes, stats and free space."""
     tmp = tmp_path_factory.mktemp("golden")
-    v = Volume(tmp, ndev=4, size="32M", tag="fsck-structure-golden")
+    v = Volume(tmp, ndev=4, size="32M", tag=f"fsck-structure-golden-{os.getpid()}")
     v.mkfs()
     v.mount()
     try:
