@@ -294,8 +294,8 @@ static int pick1(struct inj *s, enum target t, bool need_nonzero,
 
 		for (int tries = 0; tries < 64; tries++) {
 			uint32_t byte;
-			uint64_t cp, rp;
-			unsigned j;
+			uint64_t cp;
+			unsigned j, cdev;
 
 			if (pick_vpn(s, T_ANY, false, &d))
 				return -ENOENT;
@@ -312,17 +312,15 @@ static int pick1(struct inj *s, enum target t, bool need_nonzero,
 				    !page_written(s, o->dev, (uint64_t)o->row))
 					continue;
 			} else {
+				/* any copy of the page holding the entry */
 				dg_csum_loc(s->vol, d.dev, (uint64_t)d.row,
-					    &cp, &byte, &rp);
+					    (unsigned)rndn(dg_vol_csum_copies(
+						    s->vol)),
+					    &cdev, &cp, &byte);
 				o->row = d.row; /* the row whose entry it holds */
 				o->what = "checksum";
-				if (rndn(2) && s->info.ndev > 1) {
-					o->dev = (d.dev + 1) % s->info.ndev;
-					o->page = rp;
-				} else {
-					o->dev = d.dev;
-					o->page = cp;
-				}
+				o->dev = cdev;
+				o->page = cp;
 				if (!s->devpath[o->dev])
 					continue;
 			}
@@ -608,14 +606,23 @@ static void do_lost_write(struct inj *s, enum target what, struct tgt *t)
 				break;
 			}
 	} else if (what == T_CSUM) {
-		/* the row's page on the checksum page's owner */
-		unsigned owner = t->dev;
-		uint64_t cp, rp;
+		/* the row's page on the checksum page's owner: the device
+		 * whose copy c of that page is the target */
+		unsigned owner = t->dev, cdev;
+		uint64_t cp;
 		uint32_t byte;
 
-		dg_csum_loc(s->vol, owner, (uint64_t)t->row, &cp, &byte, &rp);
-		if (cp != t->page)
-			owner = (t->dev + s->info.ndev - 1) % s->info.ndev;
+		for (unsigned c = 0; c < dg_vol_csum_copies(s->vol); c++) {
+			unsigned o = (t->dev + s->info.ndev - c % s->info.ndev) %
+				     s->info.ndev;
+
+			dg_csum_loc(s->vol, o, (uint64_t)t->row, c, &cdev, &cp,
+				    &byte);
+			if (cdev == t->dev && cp == (uint64_t)t->page) {
+				owner = o;
+				break;
+			}
+		}
 		if (dg_vol_row_is_parity(s->vol, (uint64_t)t->row, owner))
 			die("no data page behind this checksum page");
 		vpn = dg_loc_vpn(s->vol, owner, (uint64_t)t->row);

@@ -54,10 +54,7 @@ int dg_check_csum(struct dg_vol *vol, unsigned dev, uint64_t row,
 		return 0;
 	}
 	pthread_rwlock_rdlock(dg_row_lock(vol, row));
-	if (vol->devs[dev].present)
-		ret = dg_csum_get(vol, dev, row, csum);
-	else
-		ret = dg_csum_get_replica(vol, dev, row, csum);
+	ret = dg_csum_get(vol, dev, row, csum);
 	pthread_rwlock_unlock(dg_row_lock(vol, row));
 	return ret;
 }
@@ -372,10 +369,12 @@ static void fill_loc(struct rctx *c, struct dg_chk_event *ev, unsigned dev,
 
 	ev->dev = (int)dev;
 	if (!strcmp(what, "csum-page")) {
-		ev->page = (int64_t)(vol->sb.csum_start + row);
+		/* row is the checksum page index, dev its owner */
+		ev->page = (int64_t)dg_cpage_copy_page(vol, row, 0);
 		ev->structure = "checksum";
-	} else if (!strcmp(what, "csum-replica")) {
-		ev->page = (int64_t)(vol->sb.rep_start + row);
+	} else if (!strcmp(what, "csum-copy") || !strcmp(what, "cmap")) {
+		/* row is the device page of the copy */
+		ev->page = (int64_t)row;
 		ev->structure = "checksum";
 	} else {
 		ev->page = (int64_t)dg_row_page(vol, row);
@@ -396,7 +395,8 @@ static void rdrain(struct rctx *c)
 	while ((n = dg_vol_fault_events(c->vol, c->since, evs, 64)) > 0) {
 		for (unsigned i = 0; i < n; i++) {
 			struct dg_fault_event *f = &evs[i];
-			bool csum = !strncmp(f->what, "csum", 4);
+			bool csum = !strncmp(f->what, "csum", 4) ||
+				    !strcmp(f->what, "cmap");
 			struct dg_chk_event *ev = NULL;
 			int j;
 
@@ -435,22 +435,6 @@ static void rdrain(struct rctx *c)
 			if (c->pres[j] == DG_FAULT_UNRECOVERABLE)
 				continue;
 			c->pres[j] = (int)f->kind;
-			if (f->kind == DG_FAULT_REPAIRED &&
-			    !strcmp(f->what, "csum-page") &&
-			    ev->kind == DG_CHK_PAGE_BAD) {
-				uint64_t row = (uint64_t)ev->page -
-					       dg_row_page(c->vol, 0);
-
-				ev->kind = DG_CHK_CSUM_STALE;
-				ev->structure = "checksum";
-				ev->vpn = -1;
-				ev->page = (int64_t)(c->vol->sb.csum_start +
-						     row / DG_CSUMS_PER_PAGE);
-				snprintf(ev->detail, sizeof(ev->detail),
-					 "checksum entry of the page is stale "
-					 "(lost write of its checksum page); "
-					 "the replica matches the data");
-			}
 			snprintf(ev->action, sizeof(ev->action), "%s",
 				 f->kind == DG_FAULT_REPAIRED ? f->action
 							      : "none");
@@ -465,12 +449,8 @@ static bool row_written(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	bool any = false;
 
 	for (unsigned d = 0; d < vol->ndev; d++) {
-		int r;
+		int r = dg_csum_lookup(vol, &cur[d], d, row, &cs[d]);
 
-		if (vol->devs[d].present)
-			r = dg_csum_lookup(vol, &cur[d], d, row, &cs[d]);
-		else
-			r = dg_csum_get_replica(vol, d, row, &cs[d]);
 		if (r < 0 || cs[d] != DG_CSUM_NONE)
 			any = true;
 		if (r < 0)
@@ -525,134 +505,80 @@ static void check_row(struct rctx *c, uint64_t row, uint8_t *mem,
 	}
 }
 
-/* A copy that fails its own checksum, or is zero while the other copy
- * is valid, is rewritten from the other (G6: proven by its own
- * protection). Returns true when the pair was handled here. */
-static bool check_copy_states(struct rctx *c, unsigned d, uint64_t i,
-			      uint8_t *a, uint8_t *b)
+/*
+ * Every checksum page, before any data is judged by it: the newest copy
+ * that verifies wins, and every stale (older generation) or damaged copy
+ * is a finding, rewritten from the winner when repairing (G6: a copy is
+ * replaced only when a newer verified copy proves it wrong; data never
+ * decides). A page of which no copy verifies, while the init map says it
+ * was written, leaves the pages it covers unverifiable.
+ */
+static void check_csum_pages(struct rctx *c, uint8_t *img)
 {
 	struct dg_vol *vol = c->vol;
-	unsigned rd = (d + 1) % vol->ndev;
-	int sa = dg_csum_page_check(vol, d, i, a);
-	int sb = dg_csum_page_check(vol, d, i, b);
-	struct dg_chk_event ev;
-	int bad;		/* 0 primary, 1 replica, -1 none */
-
-	if (sa == 1 && sb == 1)
-		return false;
-	if (sa >= 0 && sb >= 0 && sa == sb)
-		return true;	/* both zero: never written */
-	if (sa < 0 && sb < 0)
-		bad = 2;
-	else if (sa < 0 || (sa == 0 && sb == 1))
-		bad = 0;
-	else
-		bad = 1;
-	ev_init(&ev, DG_CHK_CSUM_BAD, "checksum");
-	ev.dev = (int)(bad == 1 ? rd : d);
-	ev.page = (int64_t)((bad == 1 ? vol->sb.rep_start : vol->sb.csum_start)
-			    + i);
-	if (bad == 2) {
-		snprintf(ev.detail, sizeof(ev.detail),
-			 "both copies of checksum page %llu of device %u are "
-			 "damaged", (unsigned long long)i, d);
-		snprintf(ev.action, sizeof(ev.action),
-			 "none: cannot be verified or rebuilt");
-		c->unrecoverable++;
-	} else {
-		snprintf(ev.detail, sizeof(ev.detail),
-			 "%s copy of checksum page %llu of device %u is %s",
-			 bad ? "replica" : "primary", (unsigned long long)i, d,
-			 (bad ? sb : sa) == 0 ? "zeroed" : "damaged");
-		snprintf(ev.action, sizeof(ev.action),
-			 "rewrite from the other copy");
-		ev.fixable = true;
-		if (c->repair) {
-			struct dg_dev *dst = &vol->devs[bad ? rd : d];
-			uint64_t off = (uint64_t)ev.page << DG_PAGE_SHIFT;
-
-			dg_dev_write(dst, off, bad ? a : b, DG_PAGE_SIZE);
-			dg_dev_persist(dst, off, DG_PAGE_SIZE);
-			ev.fixed = true;
-		}
-	}
-	if (seen_add(&c->seen, ((uint64_t)ev.kind << 56) ^
-				       ((uint64_t)(ev.dev + 1) << 48) ^
-				       (uint64_t)ev.page))
-		emit(c->fn, c->arg, &ev);
-	return true;
-}
-
-/* Both copies valid but different: the data decides which one is stale
- * (a lost write of one copy); the other copy is then rewritten. */
-static void check_csum_copies(struct rctx *c, uint8_t *a, uint8_t *b)
-{
-	struct dg_vol *vol = c->vol;
+	unsigned flags = DG_CPX_QUIET | (c->repair ? DG_CPX_REPAIR : 0);
 
 	for (unsigned d = 0; d < vol->ndev; d++) {
-		unsigned rd = (d + 1) % vol->ndev;
-
-		if (!vol->devs[d].present || !vol->devs[rd].present || rd == d)
-			continue;
 		for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
-			uint64_t po = (vol->sb.csum_start + i) << DG_PAGE_SHIFT;
-			uint64_t ro = (vol->sb.rep_start + i) << DG_PAGE_SHIFT;
-			const uint64_t *pw = (const uint64_t *)a;
-			const uint64_t *rw = (const uint64_t *)b;
-			unsigned prim_ok = 0, rep_ok = 0, other = 0;
+			pthread_mutex_t *lk = &vol->csum_locks[dg_cpage_lock_idx(
+				dg_cpage_key(d, i))];
+			struct dg_cpage_view v;
 			struct dg_chk_event ev;
-			bool fix_rep;
+			int r;
 
-			memcpy(a, dg_dev_ptr(&vol->devs[d], po), DG_PAGE_SIZE);
-			memcpy(b, dg_dev_ptr(&vol->devs[rd], ro), DG_PAGE_SIZE);
-			if (!memcmp(a, b, DG_PAGE_SIZE))
+			pthread_mutex_lock(lk);
+			dg_cpcache_drop(vol, d, i);
+			r = dg_cpage_examine(vol, d, i, img, &v, flags);
+			pthread_mutex_unlock(lk);
+			if (r < 0) {
+				ev_init(&ev, DG_CHK_CSUM_BAD, "checksum");
+				ev.dev = (int)d;
+				ev.page = (int64_t)dg_cpage_copy_page(vol, i, 0);
+				snprintf(ev.detail, sizeof(ev.detail),
+					 "no copy of checksum page %llu of device "
+					 "%u verifies: the pages it covers "
+					 "cannot be verified",
+					 (unsigned long long)i, d);
+				snprintf(ev.action, sizeof(ev.action),
+					 "none: cannot be verified or rebuilt");
+				c->unrecoverable++;
+				if (seen_add(&c->seen, ((uint64_t)ev.kind << 56) ^
+						       ((uint64_t)(ev.dev + 1) << 48) ^
+						       (uint64_t)ev.page))
+					emit(c->fn, c->arg, &ev);
 				continue;
-			if (check_copy_states(c, d, i, a, b))
-				continue;
-			for (unsigned s = 0; s < DG_CSUMS_PER_PAGE; s++) {
-				uint64_t row = i * DG_CSUMS_PER_PAGE + s, h;
+			}
+			for (unsigned k = 0; r > 0 && k < v.ncopies; k++) {
+				bool stale = v.state[k] == DG_COPY_STALE;
 
-				if (pw[s] == rw[s] || row >= vol->sb.rows)
+				if (!stale && v.state[k] != DG_COPY_BAD)
 					continue;
-				h = dg_csum_page(vol, d, row,
-						 dg_dev_ptr(&vol->devs[d],
-							    dg_row_page(vol, row)
-								    << DG_PAGE_SHIFT));
-				if (h == pw[s])
-					prim_ok++;
-				else if (h == rw[s])
-					rep_ok++;
+				ev_init(&ev, stale ? DG_CHK_CSUM_STALE
+						   : DG_CHK_CSUM_BAD,
+					"checksum");
+				ev.dev = (int)dg_cpage_copy_dev(vol, d, k);
+				ev.page = (int64_t)dg_cpage_copy_page(vol, i, k);
+				if (stale)
+					snprintf(ev.detail, sizeof(ev.detail),
+						 "copy %u of checksum page %llu "
+						 "of device %u is stale "
+						 "(generation %#llx, newest "
+						 "%#llx: lost writes)", k,
+						 (unsigned long long)i, d,
+						 (unsigned long long)v.copy_gen[k],
+						 (unsigned long long)v.gen);
 				else
-					other++;
+					snprintf(ev.detail, sizeof(ev.detail),
+						 "copy %u of checksum page %llu "
+						 "of device %u fails its seal",
+						 k, (unsigned long long)i, d);
+				snprintf(ev.action, sizeof(ev.action),
+					 "rewrite from copy %u (newest)",
+					 v.source);
+				ev.fixable = true;
+				ev.fixed = c->repair;
+				emit(c->fn, c->arg, &ev);
 			}
-			if (!prim_ok && !rep_ok)
-				continue; /* data faults: the row pass reports */
-			fix_rep = prim_ok && !rep_ok;
-			ev_init(&ev, DG_CHK_CSUM_STALE, "checksum");
-			ev.dev = (int)(fix_rep ? rd : d);
-			ev.page = (int64_t)((fix_rep ? vol->sb.rep_start
-						     : vol->sb.csum_start) + i);
-			snprintf(ev.detail, sizeof(ev.detail),
-				 "%s copy of checksum page %llu of device %u is "
-				 "stale (%u entries proven by the data)",
-				 fix_rep ? "replica" : "primary",
-				 (unsigned long long)i, d,
-				 fix_rep ? prim_ok : rep_ok);
-			ev.fixable = !(prim_ok && rep_ok);
-			snprintf(ev.action, sizeof(ev.action), "%s",
-				 ev.fixable ? "rewrite from the proven copy"
-					    : "none: copies conflict");
-			if (ev.fixable && c->repair) {
-				struct dg_dev *dst = &vol->devs[fix_rep ? rd : d];
-				uint64_t off = fix_rep ? ro : po;
-
-				dg_dev_write(dst, off, fix_rep ? a : b,
-					     DG_PAGE_SIZE);
-				dg_dev_persist(dst, off, DG_PAGE_SIZE);
-				ev.fixed = true;
-			}
-			(void)other;
-			emit(c->fn, c->arg, &ev);
 		}
 	}
 }
@@ -683,6 +609,10 @@ int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
 		return -ENOMEM;
 	for (unsigned d = 0; d < vol->ndev; d++)
 		dg_csum_cursor_init(&cur[d]);
+	/* Repair order: checksums first, then data from parity, parity
+	 * last and only from verified data (check_row). */
+	rdrain(&c);
+	check_csum_pages(&c, mem);
 	for (uint64_t row = 0; row < vol->sb.rows && !ret; row++) {
 		pthread_rwlock_t *lk = dg_row_lock(vol, row);
 
@@ -698,8 +628,6 @@ int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
 		pthread_rwlock_unlock(lk);
 		rdrain(&c);
 	}
-	if (!ret)
-		check_csum_copies(&c, mem, mem + DG_PAGE_SIZE);
 	rdrain(&c);
 	if (progress)
 		progress(parg, vol->sb.rows, vol->sb.rows);

@@ -1,16 +1,35 @@
 // SPDX-License-Identifier: MIT
-/* csum.c -- address-seeded XXH3 page checksums, checksum pages, replicas */
+/*
+ * csum.c -- address-seeded XXH3 page checksums and the checksum pages that
+ * hold them: copies on several devices, generations, the init map.
+ *
+ * The freshness rule (format.h, docs/integrity.md): of the copies of a
+ * checksum page, the one with the highest generation whose seal verifies
+ * is the page; every other copy is stale or damaged and is rewritten from
+ * it. A device that drops writes can only hand back an older, valid copy,
+ * and an older copy always loses. A checksum page of which no copy
+ * verifies is "never written" only when the init map says so; otherwise
+ * it is damage and the pages it covers cannot be verified (EIO).
+ */
 #include <stdlib.h>
 #include <string.h>
 #include "xxh.h"
 
 #include "csum.h"
+#include "super.h"
 
 #define K_DEV	0x9e3779b97f4a7c15ull
 #define K_ROW	0xc2b2ae3d27d4eb4full
 #define K_CPAGE 0x165667b19e3779f9ull
+#define K_CMAP	0x27d4eb2f165667c5ull
 
-enum copy_state { COPY_ABSENT, COPY_VALID, COPY_ZERO, COPY_BAD };
+/* Generations: dg_dsuper.generation (bumped at every open for writing)
+ * in the high bits, writes since in the low ones. */
+#define GEN_SHIFT 40
+#define GEN_LOW_MASK ((1ull << GEN_SHIFT) - 1)
+/* Start a new epoch this far before the low bits would run out: the
+ * writes already under way stay below the boundary. */
+#define GEN_ROLL (GEN_LOW_MASK - (1ull << 24))
 
 uint64_t dg_seed_from_uuid(const uint8_t uuid[16])
 {
@@ -27,31 +46,41 @@ uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
 	return h == DG_CSUM_NONE ? 1 : h;
 }
 
-static uint64_t cpage_csum(const struct dg_vol *vol, unsigned owner,
+/* ---- generations ------------------------------------------------------ */
+
+void dg_gen_init(struct dg_vol *vol)
+{
+	atomic_store(&vol->gen, vol->sb.generation << GEN_SHIFT);
+}
+
+uint64_t dg_gen_next(struct dg_vol *vol)
+{
+	uint64_t g = atomic_fetch_add(&vol->gen, 1) + 1;
+
+	if ((g & GEN_LOW_MASK) == GEN_ROLL)
+		dg_super_new_epoch(vol); /* exactly one caller gets here */
+	return g;
+}
+
+/* ---- checksum page images ---------------------------------------------- */
+
+static uint64_t cpage_seal(const struct dg_vol *vol, unsigned owner,
 			   uint64_t index, const void *page)
 {
 	uint64_t seed = vol->seed ^ ((owner + 1) * K_DEV) ^
 			((index + 1) * K_CPAGE);
-	uint64_t h = XXH3_64bits_withSeed(page, DG_PAGE_SIZE - 8, seed);
 
-	return h ? h : 1;
-}
-
-static bool page_is_zero(const void *p)
-{
-	const uint64_t *w = p;
-
-	return w[0] == 0 && !memcmp(w, w + 1, DG_PAGE_SIZE - 8);
+	return XXH3_64bits_withSeed(page, offsetof(struct dg_dcpage, seal),
+				    seed);
 }
 
 int dg_csum_page_check(const struct dg_vol *vol, unsigned owner,
 		       uint64_t index, const void *page)
 {
-	const uint64_t *w = page;
+	const struct dg_dcpage *p = page;
 
-	if (page_is_zero(page))
-		return 0;
-	if (w[DG_CSUMS_PER_PAGE] == cpage_csum(vol, owner, index, page))
+	/* An all-zero page does not verify: its seal would be 0. */
+	if (p->seal != 0 && p->seal == cpage_seal(vol, owner, index, page))
 		return 1;
 	return -EUCLEAN;
 }
@@ -59,9 +88,9 @@ int dg_csum_page_check(const struct dg_vol *vol, unsigned owner,
 void dg_csum_page_seal(const struct dg_vol *vol, unsigned owner,
 		       uint64_t index, void *page)
 {
-	uint64_t *w = page;
+	struct dg_dcpage *p = page;
 
-	w[DG_CSUMS_PER_PAGE] = cpage_csum(vol, owner, index, page);
+	p->seal = cpage_seal(vol, owner, index, page);
 }
 
 int dg_csum_upd_cmp(const void *a, const void *b)
@@ -73,14 +102,12 @@ int dg_csum_upd_cmp(const void *a, const void *b)
 	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-/* Copy c of checksum page index of owner: 0 primary, 1 replica. */
 static struct dg_dev *copy_dev(struct dg_vol *vol, unsigned owner,
-			       uint64_t index, int c, uint64_t *off)
+			       uint64_t index, unsigned c, uint64_t *off)
 {
-	unsigned dev = c ? (owner + 1) % vol->ndev : owner;
-	uint64_t page = (c ? vol->sb.rep_start : vol->sb.csum_start) + index;
+	unsigned dev = dg_cpage_copy_dev(vol, owner, c);
 
-	*off = page << DG_PAGE_SHIFT;
+	*off = dg_cpage_copy_page(vol, index, c) << DG_PAGE_SHIFT;
 	return vol->devs[dev].present ? &vol->devs[dev] : NULL;
 }
 
@@ -90,112 +117,326 @@ static pthread_mutex_t *cpage_lock(struct dg_vol *vol, unsigned owner,
 	return &vol->csum_locks[dg_cpage_lock_idx(dg_cpage_key(owner, index))];
 }
 
-static enum copy_state load_copy(struct dg_vol *vol, unsigned owner,
-				 uint64_t index, int c, void *img)
-{
-	uint64_t off;
-	struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
-	int ret;
-
-	if (!d)
-		return COPY_ABSENT;
-	memcpy(img, dg_dev_ptr(d, off), DG_PAGE_SIZE);
-	ret = dg_csum_page_check(vol, owner, index, img);
-	return ret == 1 ? COPY_VALID : ret == 0 ? COPY_ZERO : COPY_BAD;
-}
-
+/* Write bytes [from, to) and the generation and seal of img to copy c,
+ * durably: each copy is durable before the next is touched, so no
+ * crash tears two copies at once. */
 static void write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
-		       int c, const void *img, uint32_t from, uint32_t to,
-		       struct dg_flushset *fs)
+		       unsigned c, const void *img, uint32_t from, uint32_t to)
 {
+	const uint32_t tail = offsetof(struct dg_dcpage, gen);
 	uint64_t off;
 	struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
 
 	if (!d)
 		return;
-	dg_dev_write(d, off + from, (const uint8_t *)img + from, to - from);
-	if (to < DG_PAGE_SIZE)
-		dg_dev_write(d, off + DG_PAGE_SIZE - 8,
-			     (const uint8_t *)img + DG_PAGE_SIZE - 8, 8);
-	dg_flushset_add(fs, d->idx, off, DG_PAGE_SIZE);
+	if (to > tail)
+		to = tail;
+	if (from < to)
+		dg_dev_write(d, off + from, (const uint8_t *)img + from,
+			     to - from);
+	dg_dev_write(d, off + tail, (const uint8_t *)img + tail,
+		     DG_PAGE_SIZE - tail);
+	dg_dev_persist(d, off, DG_PAGE_SIZE);
 }
 
-/* Write the changed entries [from, to) and the seal of the image to
- * copy c, durably. */
-static void write_copy_durably(struct dg_vol *vol, unsigned owner,
-			       uint64_t index, int c, const void *img,
-			       uint32_t from, uint32_t to)
+/* The repair primitive for checksum copies: copy c is proven stale or
+ * damaged by a newer verified copy, whose image it gets whole. */
+static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
+			unsigned c, const void *img, const char *why,
+			bool quiet)
 {
-	struct dg_flushset fs;
+	uint64_t page = dg_cpage_copy_page(vol, index, c);
+	unsigned dev = dg_cpage_copy_dev(vol, owner, c);
 
-	dg_flushset_init(&fs);
-	write_copy(vol, owner, index, c, img, from, to, &fs);
-	dg_flushset_persist(vol, &fs);
-	dg_flushset_fini(&fs);
+	if (!quiet)
+		dg_fault_note(vol, DG_FAULT_DETECTED, dev, page, "csum-copy",
+			      why);
+	if (vol->read_only)
+		return;
+	write_copy(vol, owner, index, c, img, 0, DG_PAGE_SIZE);
+	if (!quiet)
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, page, "csum-copy",
+			      "rewritten from the newest copy");
+}
+
+int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
+		     void *img, struct dg_cpage_view *v, unsigned flags)
+{
+	const bool quiet = flags & DG_CPX_QUIET;
+	const unsigned n = vol->sb.csum_copies;
+	struct dg_dcpage *best = img;
+	uint8_t *tmp = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	int ref = -1;
+
+	if (!tmp)
+		return -ENOMEM;
+	memset(v, 0, sizeof(*v));
+	v->ncopies = n;
+	for (unsigned c = 0; c < n; c++) {
+		uint64_t off;
+		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+		const struct dg_dcpage *p = (const void *)tmp;
+
+		if (!d) {
+			v->state[c] = DG_COPY_ABSENT;
+			continue;
+		}
+		memcpy(tmp, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+		if (dg_csum_page_check(vol, owner, index, tmp) != 1) {
+			v->state[c] = DG_COPY_BAD;
+			continue;
+		}
+		v->state[c] = DG_COPY_CURRENT;
+		v->copy_gen[c] = p->gen;
+		if (ref < 0 || p->gen > best->gen) {
+			memcpy(best, tmp, DG_PAGE_SIZE);
+			ref = (int)c;
+		}
+	}
+	free(tmp);
+	if (ref < 0) {
+		memset(img, 0, DG_PAGE_SIZE);
+		if (!dg_cmap_test(vol, index))
+			return v->result = 0; /* never written */
+		v->result = -EIO;
+		if (!quiet) {
+			dg_fault_note(vol, DG_FAULT_DETECTED, owner, index,
+				      "csum-page", "no copy verifies");
+			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, owner,
+				      index, "csum-page", "EIO");
+		}
+		return -EIO;
+	}
+	v->gen = best->gen;
+	v->source = (unsigned)ref;
+	for (unsigned c = 0; c < n; c++) {
+		if (v->state[c] == DG_COPY_CURRENT &&
+		    v->copy_gen[c] < best->gen)
+			v->state[c] = DG_COPY_STALE;
+		if (v->state[c] == DG_COPY_BAD || v->state[c] == DG_COPY_STALE) {
+			v->bad++;
+			if (flags & DG_CPX_REPAIR)
+				repair_copy(vol, owner, index, c, img,
+					    v->state[c] == DG_COPY_BAD
+						    ? "copy fails its seal"
+						    : "copy is stale (older "
+						      "generation)",
+					    quiet);
+		}
+	}
+	return v->result = 1;
+}
+
+/* ---- the init map ------------------------------------------------------ */
+
+static uint64_t cmap_seal(const struct dg_vol *vol, uint64_t p,
+			  const void *page)
+{
+	return XXH3_64bits_withSeed(page, offsetof(struct dg_dcmap, seal),
+				    vol->seed ^ ((p + 1) * K_CMAP));
+}
+
+static uint64_t cmap_off(const struct dg_vol *vol, uint64_t p, unsigned slot)
+{
+	return (vol->sb.cmap_start + slot * vol->sb.cmap_pages + p)
+	       << DG_PAGE_SHIFT;
+}
+
+/* Write map page p to both slots of every present device (all) or of
+ * those marked in differs: slot 0 durable before slot 1 is touched. */
+static void cmap_write(struct dg_vol *vol, uint64_t p, bool all,
+		       const uint8_t *differs)
+{
+	struct dg_dcmap *m = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+
+	if (!m)
+		return; /* the map on media lags; the next init retries */
+	pthread_mutex_lock(&vol->cmap_lock);
+	memcpy(m->bits, vol->cmap + p * sizeof(m->bits), sizeof(m->bits));
+	pthread_mutex_unlock(&vol->cmap_lock);
+	m->gen = dg_gen_next(vol);
+	m->seal = cmap_seal(vol, p, m);
+	for (unsigned slot = 0; slot < 2; slot++)
+		for (unsigned d = 0; d < vol->ndev; d++) {
+			uint64_t off = cmap_off(vol, p, slot);
+
+			if (!vol->devs[d].present || (!all && !differs[d]))
+				continue;
+			dg_dev_write(&vol->devs[d], off, m, DG_PAGE_SIZE);
+			dg_dev_persist(&vol->devs[d], off, DG_PAGE_SIZE);
+		}
+	free(m);
+}
+
+int dg_cmap_format(struct dg_vol *vol)
+{
+	vol->cmap = calloc(vol->sb.cmap_pages, DG_CMAP_BITS / 8);
+	if (!vol->cmap)
+		return -ENOMEM;
+	for (uint64_t p = 0; p < vol->sb.cmap_pages; p++)
+		cmap_write(vol, p, true, NULL);
+	return 0;
+}
+
+int dg_cmap_load(struct dg_vol *vol)
+{
+	const size_t bytes = DG_CMAP_BITS / 8;
+	struct dg_dcmap *m = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+
+	vol->cmap = calloc(vol->sb.cmap_pages, bytes);
+	if (!m || !vol->cmap) {
+		free(m);
+		return -ENOMEM;
+	}
+	for (uint64_t p = 0; p < vol->sb.cmap_pages; p++) {
+		uint8_t *u = vol->cmap + p * bytes;
+		uint8_t differs[DG_MAX_DEVS] = { 0 };
+		uint8_t seen[DG_MAX_DEVS] = { 0 };
+		bool any = false, fix = false;
+
+		/* Bits are only ever set: the union of the verified copies
+		 * is the map, and a copy short of it is stale. */
+		for (unsigned d = 0; d < vol->ndev; d++) {
+			if (!vol->devs[d].present)
+				continue;
+			for (unsigned slot = 0; slot < 2; slot++) {
+				memcpy(m, dg_dev_ptr(&vol->devs[d],
+						     cmap_off(vol, p, slot)),
+				       DG_PAGE_SIZE);
+				if (m->seal == 0 ||
+				    m->seal != cmap_seal(vol, p, m)) {
+					differs[d] = 1;
+					continue;
+				}
+				seen[d] |= 1u << slot;
+				any = true;
+				for (size_t i = 0; i < bytes; i++)
+					u[i] |= m->bits[i];
+			}
+		}
+		if (!any) {
+			/* Nothing says which indexes were never written:
+			 * take them all as written, so a lost checksum page
+			 * reads as EIO rather than as zeros. */
+			memset(u, 0xff, bytes);
+			dg_log(DG_LOG_ERR, "no copy of checksum init map page "
+			       "%" PRIu64 " verifies: its checksum pages "
+			       "must verify to be read", p);
+			dg_fault_note(vol, DG_FAULT_DETECTED, 0,
+				      vol->sb.cmap_start + p, "cmap",
+				      "no copy verifies");
+			continue;
+		}
+		for (unsigned d = 0; d < vol->ndev; d++)
+			for (unsigned slot = 0; slot < 2; slot++) {
+				if (!(seen[d] & (1u << slot)))
+					continue;
+				memcpy(m, dg_dev_ptr(&vol->devs[d],
+						     cmap_off(vol, p, slot)),
+				       DG_PAGE_SIZE);
+				if (memcmp(m->bits, u, bytes))
+					differs[d] = 1;
+			}
+		for (unsigned d = 0; d < vol->ndev; d++) {
+			if (!differs[d] || !vol->devs[d].present)
+				continue;
+			dg_fault_note(vol, DG_FAULT_DETECTED, d,
+				      vol->sb.cmap_start + p, "cmap",
+				      seen[d] ? "copy is stale" : "copy fails "
+								  "its seal");
+			fix = true;
+		}
+		if (fix && !vol->read_only) {
+			cmap_write(vol, p, false, differs);
+			for (unsigned d = 0; d < vol->ndev; d++)
+				if (differs[d] && vol->devs[d].present)
+					dg_fault_note(vol, DG_FAULT_REPAIRED, d,
+						      vol->sb.cmap_start + p,
+						      "cmap", "rewritten from "
+							      "the union");
+		}
+	}
+	free(m);
+	return 0;
+}
+
+void dg_cmap_store(struct dg_vol *vol, uint32_t devs)
+{
+	uint8_t differs[DG_MAX_DEVS];
+
+	for (unsigned d = 0; d < DG_MAX_DEVS; d++)
+		differs[d] = (devs >> d) & 1;
+	for (uint64_t p = 0; p < vol->sb.cmap_pages; p++)
+		cmap_write(vol, p, false, differs);
+}
+
+void dg_cmap_free(struct dg_vol *vol)
+{
+	free(vol->cmap);
+	vol->cmap = NULL;
+}
+
+bool dg_cmap_test(struct dg_vol *vol, uint64_t index)
+{
+	bool set;
+
+	if (!vol->cmap)
+		return true; /* no map: assume written (EIO over zeros) */
+	pthread_mutex_lock(&vol->cmap_lock);
+	set = vol->cmap[index / 8] & (1u << (index % 8));
+	pthread_mutex_unlock(&vol->cmap_lock);
+	return set;
 }
 
 /*
- * Bring both copies of a checksum page to agreement where one is
- * proven bad: a copy that fails its own checksum, or a zeroed copy
- * whose partner is valid (a page once written is never all zero, so
- * the zeroed one lost its contents). Leaves the trusted image in img[0]
- * and returns 1 (valid), 0 (nothing ever written) or -EIO. Caller holds
- * the page's csum lock. G6: a copy is only replaced when its own
- * protection proves it bad.
+ * Write the checksum pages of index on every device (empty, or the
+ * newest copy where one verifies), then set the index in the map. Only
+ * then may an entry of those pages be set: a set bit always means the
+ * pages were written. Idempotent, so a crash anywhere just repeats it.
  */
-static int reconcile(struct dg_vol *vol, unsigned owner, uint64_t index,
-		     uint8_t *img0, uint8_t *img1, bool *rewrote)
+static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 {
-	enum copy_state s0 = load_copy(vol, owner, index, 0, img0);
-	enum copy_state s1 = load_copy(vol, owner, index, 1, img1);
-	int src = -1, dst = -1;
+	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	int ret = 0;
 
-	rewrote[0] = rewrote[1] = false;
-	if (s0 == COPY_VALID && (s1 == COPY_BAD || s1 == COPY_ZERO))
-		src = 0, dst = 1;
-	else if (s1 == COPY_VALID && (s0 == COPY_BAD || s0 == COPY_ZERO))
-		src = 1, dst = 0;
-	else if (s0 == COPY_BAD && s1 == COPY_ZERO)
-		src = 1, dst = 0; /* never written; the primary took a hit */
-	else if (s1 == COPY_BAD && s0 == COPY_ZERO)
-		src = 0, dst = 1;
+	if (!img)
+		return -ENOMEM;
+	pthread_mutex_lock(&vol->cmap_init_lock);
+	if (dg_cmap_test(vol, index))
+		goto out;
+	for (unsigned owner = 0; owner < vol->ndev && !ret; owner++) {
+		pthread_mutex_t *lock = cpage_lock(vol, owner, index);
+		struct dg_cpage_view v;
 
-	if (src >= 0) {
-		uint8_t *from = src ? img1 : img0, *to = src ? img0 : img1;
+		pthread_mutex_lock(lock);
+		/* The map says "never written", so no EIO: a copy verifies
+		 * (kept, the others made equal to it) or none does. */
+		ret = dg_cpage_examine(vol, owner, index, img, &v, DG_CPX_REPAIR);
+		if (ret == 0) {
+			struct dg_dcpage *p = (void *)img;
 
-		dg_fault_note(vol, DG_FAULT_DETECTED, (owner + dst) % vol->ndev,
-			      index, dst ? "csum-replica" : "csum-page",
-			      "repaired from other copy");
-		memcpy(to, from, DG_PAGE_SIZE);
-		if (!vol->read_only) {
-			write_copy_durably(vol, owner, index, dst, to, 0,
+			p->gen = dg_gen_next(vol);
+			dg_csum_page_seal(vol, owner, index, img);
+			for (unsigned c = 0; c < vol->sb.csum_copies; c++)
+				write_copy(vol, owner, index, c, img, 0,
 					   DG_PAGE_SIZE);
-			rewrote[dst] = true;
 		}
-		dg_fault_note(vol, DG_FAULT_REPAIRED, (owner + dst) % vol->ndev,
-			      index, dst ? "csum-replica" : "csum-page",
-			      "rewritten");
-		if (dst == 0)
-			s0 = s1;
-		else
-			s1 = s0;
+		pthread_mutex_unlock(lock);
+		ret = ret < 0 ? ret : 0;
 	}
-	if (s0 == COPY_VALID)
-		return 1;
-	if (s1 == COPY_VALID) {
-		memcpy(img0, img1, DG_PAGE_SIZE);
-		return 1;
+	if (!ret) {
+		pthread_mutex_lock(&vol->cmap_lock);
+		vol->cmap[index / 8] |= 1u << (index % 8);
+		pthread_mutex_unlock(&vol->cmap_lock);
+		cmap_write(vol, index / DG_CMAP_BITS, true, NULL);
 	}
-	if (s0 == COPY_ZERO || s1 == COPY_ZERO) {
-		memset(img0, 0, DG_PAGE_SIZE);
-		return 0;
-	}
-	dg_fault_note(vol, DG_FAULT_DETECTED, owner, index, "csum-page",
-		      "both copies bad");
-	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, owner, index, "csum-page",
-		      "none");
-	return -EIO;
+out:
+	pthread_mutex_unlock(&vol->cmap_init_lock);
+	free(img);
+	return ret;
 }
+
+/* ---- lookups ------------------------------------------------------------ */
 
 void dg_csum_cursor_init(struct dg_csum_cursor *cur)
 {
@@ -211,6 +452,25 @@ void dg_csum_cursor_fini(struct dg_csum_cursor *cur)
 	cur->entries = NULL;
 }
 
+/*
+ * The current image of checksum page (owner, index) into img: 1 found,
+ * 0 never written (img zero), -EIO. Caller holds the page's lock. A
+ * writable volume rewrites stale and damaged copies on the way, and
+ * caches the page as equal to all its copies.
+ */
+static int load_page(struct dg_vol *vol, unsigned owner, uint64_t index,
+		     void *img, bool cache)
+{
+	struct dg_cpage_view v;
+	int ret = dg_cpage_examine(vol, owner, index, img, &v,
+				   vol->read_only ? 0 : DG_CPX_REPAIR);
+
+	if (ret == 1 && cache)
+		dg_cpcache_put(vol, owner, index, img,
+			       !vol->read_only || v.bad == 0);
+	return ret;
+}
+
 int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		   unsigned dev, uint64_t row, uint64_t *csum)
 {
@@ -218,16 +478,13 @@ int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 
 	if (cur->owner != (int)dev || cur->index != index) {
 		pthread_mutex_t *lock = cpage_lock(vol, dev, index);
-		uint8_t *img;
-		bool rewrote[2];
-		int ret;
-
 		const uint8_t *cached;
-		bool both;
+		bool all;
+		int ret;
 
 		pthread_mutex_lock(lock);
 		cached = cur->uncached ? NULL
-				       : dg_cpcache_get(vol, dev, index, &both);
+				       : dg_cpcache_get(vol, dev, index, &all);
 		if (cached && (cur->peek_owner != (int)dev ||
 			       cur->peek_index != index)) {
 			*csum = ((const uint64_t *)cached)[row %
@@ -237,25 +494,18 @@ int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 			pthread_mutex_unlock(lock);
 			return 0;
 		}
-		if (!cur->entries && !(cur->entries = aligned_alloc(
-					       DG_PAGE_SIZE, 2 * DG_PAGE_SIZE))) {
+		if (!cur->entries &&
+		    !(cur->entries = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE))) {
 			pthread_mutex_unlock(lock);
 			return -ENOMEM;
 		}
-		img = (uint8_t *)cur->entries;
 		if (cached) {
-			memcpy(img, cached, DG_PAGE_SIZE);
-			ret = 1;
-		} else if (load_copy(vol, dev, index, 0, img) == COPY_VALID) {
-			/* The common case: a valid primary is all a
-			 * lookup needs. */
+			memcpy(cur->entries, cached, DG_PAGE_SIZE);
 			ret = 1;
 		} else {
-			ret = reconcile(vol, dev, index, img,
-					img + DG_PAGE_SIZE, rewrote);
+			ret = load_page(vol, dev, index, cur->entries,
+					!cur->uncached);
 		}
-		if (ret == 1 && !cached && !cur->uncached)
-			dg_cpcache_put(vol, dev, index, img, false);
 		pthread_mutex_unlock(lock);
 		if (ret < 0) {
 			cur->owner = -1;
@@ -280,78 +530,11 @@ int dg_csum_get(struct dg_vol *vol, unsigned dev, uint64_t row,
 	return ret;
 }
 
-int dg_csum_get_replica(struct dg_vol *vol, unsigned dev, uint64_t row,
-			uint64_t *csum)
-{
-	uint64_t index = row / DG_CSUMS_PER_PAGE, off;
-	struct dg_dev *d = copy_dev(vol, dev, index, 1, &off);
-	uint64_t img[DG_PAGE_SIZE / 8];
-	int ret;
+/* ---- updates ------------------------------------------------------------ */
 
-	if (!d)
-		return -ENOENT;
-	pthread_mutex_lock(cpage_lock(vol, dev, index));
-	memcpy(img, dg_dev_ptr(d, off), DG_PAGE_SIZE);
-	pthread_mutex_unlock(cpage_lock(vol, dev, index));
-	ret = dg_csum_page_check(vol, dev, index, img);
-	if (ret < 0)
-		return -EIO;
-	*csum = img[row % DG_CSUMS_PER_PAGE];
-	return 0;
-}
-
-int dg_csum_repair_primary(struct dg_vol *vol, unsigned dev, uint64_t row)
-{
-	uint64_t index = row / DG_CSUMS_PER_PAGE, off;
-	struct dg_dev *d = copy_dev(vol, dev, index, 1, &off);
-	uint8_t img[DG_PAGE_SIZE];
-
-	if (!d || vol->read_only)
-		return -EROFS;
-	pthread_mutex_lock(cpage_lock(vol, dev, index));
-	dg_cpcache_drop(vol, dev, index);
-	memcpy(img, dg_dev_ptr(d, off), DG_PAGE_SIZE);
-	if (dg_csum_page_check(vol, dev, index, img) == 1)
-		write_copy_durably(vol, dev, index, 0, img, 0, DG_PAGE_SIZE);
-	pthread_mutex_unlock(cpage_lock(vol, dev, index));
-	return 0;
-}
-
-/* set_one_page() when the cache holds the image both copies have: patch
- * it, and write each copy from it (primary durable first, as below). */
-static int set_cached(struct dg_vol *vol, const struct dg_csum_upd *u,
-		      unsigned n, uint8_t *img, uint32_t from, uint32_t to)
-{
-	unsigned owner = u[0].dev;
-	uint64_t index = u[0].row / DG_CSUMS_PER_PAGE;
-	uint64_t *w = (uint64_t *)img;
-
-	for (unsigned i = 0; i < n; i++)
-		w[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
-	dg_csum_page_seal(vol, owner, index, w);
-	for (int c = 0; c < 2; c++)
-		write_copy_durably(vol, owner, index, c, img, from, to);
-	return 0;
-}
-
-/* After an uncached update: cache the page when both copies agree. */
-static void cache_both(struct dg_vol *vol, unsigned owner, uint64_t index)
-{
-	uint64_t off0, off1;
-	struct dg_dev *d0 = copy_dev(vol, owner, index, 0, &off0);
-	struct dg_dev *d1 = copy_dev(vol, owner, index, 1, &off1);
-
-	if (!vol->cpcache || !d0 || !d1)
-		return;
-	if (!memcmp(dg_dev_ptr(d0, off0), dg_dev_ptr(d1, off1), DG_PAGE_SIZE))
-		dg_cpcache_put(vol, owner, index, dg_dev_ptr(d0, off0), true);
-	else
-		dg_cpcache_drop(vol, owner, index);
-}
-
-/* Apply the updates u[0..n) that share one checksum page to both
- * copies. Each copy keeps its own other entries: a stale entry in one
- * copy must not overwrite the good entry in the other. */
+/* Apply the updates u[0..n) that share one checksum page to every copy:
+ * the current image (cached, or examined and its copies made equal) with
+ * the new entries and a new generation. */
 static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 			unsigned n, uint8_t *img)
 {
@@ -360,40 +543,47 @@ static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 	uint32_t from = (uint32_t)(u[0].row % DG_CSUMS_PER_PAGE) * 8;
 	uint32_t to = (uint32_t)(u[n - 1].row % DG_CSUMS_PER_PAGE) * 8 + 8;
 	pthread_mutex_t *lock = cpage_lock(vol, owner, index);
-	bool rewrote[2], both;
+	struct dg_dcpage *p;
 	uint8_t *cached;
-	int ret;
+	bool all = false;
+	int ret = 0;
 
+	if (!dg_cmap_test(vol, index)) {
+		ret = cmap_init_index(vol, index);
+		if (ret)
+			return ret;
+	}
 	pthread_mutex_lock(lock);
-	cached = dg_cpcache_get(vol, owner, index, &both);
-	if (cached && both) {
-		ret = set_cached(vol, u, n, cached, from, to);
-		goto out;
-	}
-	ret = reconcile(vol, owner, index, img, img + DG_PAGE_SIZE, rewrote);
-	if (ret < 0)
-		goto out;
-	for (int c = 0; c < 2; c++) {
-		uint64_t off;
-		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
-		uint64_t *w = (uint64_t *)(img + DG_PAGE_SIZE);
+	cached = dg_cpcache_get(vol, owner, index, &all);
+	if (cached && all) {
+		p = (struct dg_dcpage *)cached;
+	} else {
+		struct dg_cpage_view v;
 
-		if (!d)
-			continue;
-		/* Start from this copy's own bytes unless it was just
-		 * replaced, or is zero (then the trusted image is zero
-		 * too, or reconcile rewrote it). */
-		memcpy(w, dg_dev_ptr(d, off), DG_PAGE_SIZE);
-		for (unsigned i = 0; i < n; i++)
-			w[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
-		dg_csum_page_seal(vol, owner, index, w);
-		/* G4: each copy is durable before the other is touched, and
-		 * under the page lock, so no crash can tear both copies (one
-		 * always verifies and reconcile() restores the other). */
-		write_copy_durably(vol, owner, index, c, w, from, to);
+		/* Every stale or damaged copy is rewritten first, so the
+		 * partial writes below leave each copy whole. */
+		ret = dg_cpage_examine(vol, owner, index, img, &v, DG_CPX_REPAIR);
+		if (ret <= 0) {
+			/* 0: the map says written, no copy verifies --
+			 * cannot happen after cmap_init_index() unless the
+			 * pages were lost since; either way nothing proves
+			 * the other entries, so refuse (G6). */
+			ret = ret ? ret : -EIO;
+			goto out;
+		}
+		ret = 0;
+		p = (struct dg_dcpage *)img;
+		from = 0;
+		to = DG_PAGE_SIZE;
 	}
-	cache_both(vol, owner, index);
-	ret = 0;
+	for (unsigned i = 0; i < n; i++)
+		p->csum[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
+	p->gen = dg_gen_next(vol);
+	dg_csum_page_seal(vol, owner, index, p);
+	for (unsigned c = 0; c < vol->sb.csum_copies; c++)
+		write_copy(vol, owner, index, c, p, from, to);
+	if (p == (struct dg_dcpage *)img)
+		dg_cpcache_put(vol, owner, index, img, true);
 out:
 	pthread_mutex_unlock(lock);
 	return ret;
@@ -402,7 +592,7 @@ out:
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs)
 {
-	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
+	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	int ret = 0;
 
 	(void)fs; /* checksum pages are persisted here, copy by copy */

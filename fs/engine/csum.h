@@ -10,7 +10,7 @@
 struct dg_csum_cursor {
 	int owner;		/* device whose rows it covers; -1: empty */
 	uint64_t index;		/* checksum page index */
-	uint64_t *entries;	/* DG_CSUMS_PER_PAGE + self, 4 KiB aligned;
+	uint64_t *entries;	/* a struct dg_dcpage image, 4 KiB aligned;
 				 * allocated by the first page copied */
 	/* The page of the last single-entry lookup: a first lookup in a
 	 * cached page reads its one entry, a second copies the page. Most
@@ -24,10 +24,10 @@ void dg_csum_cursor_init(struct dg_csum_cursor *cur);
 void dg_csum_cursor_fini(struct dg_csum_cursor *cur);
 
 /*
- * Checksum of (dev, row), verified: the primary copy when it checks out,
- * otherwise the replica, repairing the primary from it. Caller holds the
- * row lock of row, which keeps that entry stable in the cursor.
- * -EIO when no copy verifies.
+ * Checksum of (dev, row), verified: from the newest copy of its checksum
+ * page that verifies (dg_cpage_examine()). Caller holds the row lock of
+ * row, which keeps that entry stable in the cursor. -EIO when no copy
+ * verifies.
  */
 int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		   unsigned dev, uint64_t row, uint64_t *csum);
@@ -37,15 +37,46 @@ int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		     unsigned dev, uint64_t row, void *buf, uint64_t *csum_out);
 
+/* What examining the copies of one checksum page found. */
+enum dg_copy_state {
+	DG_COPY_ABSENT,		/* its device is missing */
+	DG_COPY_CURRENT,	/* verifies, newest generation */
+	DG_COPY_STALE,		/* verifies, older generation: lost writes */
+	DG_COPY_BAD,		/* fails its seal (zeroed included) */
+};
+#define DG_MAX_CSUM_COPIES (DG_MAX_PARITY + 1)
+struct dg_cpage_view {
+	int result;		/* 1 found, 0 never written, -EIO */
+	unsigned ncopies, bad;	/* copies; how many stale or bad */
+	unsigned source;	/* the copy that won */
+	uint64_t gen;		/* its generation */
+	enum dg_copy_state state[DG_MAX_CSUM_COPIES];
+	uint64_t copy_gen[DG_MAX_CSUM_COPIES];
+};
+/*
+ * Read every copy of checksum page (owner, index) and put the newest one
+ * that verifies in img (the freshness rule, format.h). Returns 1, 0 when
+ * no copy verifies and the init map says the index was never written
+ * (img zero), or -EIO (counted as unrecoverable). With DG_CPX_REPAIR,
+ * every stale or damaged copy is rewritten from the winner, unless
+ * read-only; each is a fault event ("csum-copy", the copy's device and
+ * page) unless DG_CPX_QUIET (the caller reports from the view).
+ * Caller holds the page's lock.
+ */
+#define DG_CPX_REPAIR 1u
+#define DG_CPX_QUIET  2u
+int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
+		     void *img, struct dg_cpage_view *v, unsigned flags);
+
 struct dg_csum_upd {
 	unsigned dev;
 	uint64_t row;
 	uint64_t csum;
 };
-/* Store checksums in both copies. u must be sorted by (dev, row); the
- * caller holds every row lock. The pages are durable on return: the
- * primary copy is persisted before the replica is written, so a crash
- * leaves at most one copy torn. fs is not used. */
+/* Store checksums in every copy, with a new generation. u must be sorted
+ * by (dev, row); the caller holds every row lock. The pages are durable
+ * on return: each copy is persisted before the next is written, so a
+ * crash leaves at most one copy torn. fs is not used. */
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs);
 int dg_csum_upd_cmp(const void *a, const void *b);
@@ -68,12 +99,12 @@ static inline unsigned dg_cpage_lock_idx(uint64_t key)
 	return (unsigned)(dg_cpage_hash(key) >> 56) % DG_CSUM_LOCKS;
 }
 
-/* csum_cache.c: the verified image of a checksum page, or NULL; "both"
- * when it equals both copies on media. Caller holds the page's lock. */
+/* csum_cache.c: the verified image of a checksum page, or NULL; "all"
+ * when it equals every copy on media. Caller holds the page's lock. */
 uint8_t *dg_cpcache_get(struct dg_vol *vol, unsigned owner, uint64_t index,
-			bool *both);
+			bool *all);
 void dg_cpcache_put(struct dg_vol *vol, unsigned owner, uint64_t index,
-		    const void *img, bool both);
+		    const void *img, bool all);
 void dg_cpcache_drop(struct dg_vol *vol, unsigned owner, uint64_t index);
 void dg_cpcache_free(struct dg_vol *vol);
 

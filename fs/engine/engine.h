@@ -244,10 +244,11 @@ void dg_uuid_format(const uint8_t u[16], char out[37]);
 uint64_t dg_row_page(struct dg_vol *vol, uint64_t row);
 /* Parity device j (0..parity-1) of a row. */
 unsigned dg_row_parity_dev(struct dg_vol *vol, uint64_t row, unsigned j);
-/* Where the checksum of (dev, row) lives: device page and byte offset of
- * the primary copy; the replica is on (dev + 1) % ndev. */
+/* Where copy `copy` (0..dg_vol_csum_copies() - 1) of the checksum of
+ * (dev, row) lives: its device, device page and byte offset. */
 void dg_csum_loc(struct dg_vol *vol, unsigned dev, uint64_t row,
-		 uint64_t *page, uint32_t *byte, uint64_t *rep_page);
+		 unsigned copy, unsigned *cdev, uint64_t *page, uint32_t *byte);
+unsigned dg_vol_csum_copies(struct dg_vol *vol);
 /* Device-relative pages of the journal copy i (0 or 1). */
 void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
 		 uint64_t *start, uint64_t *pages);

@@ -12,7 +12,8 @@
 #include "media.h"
 
 /* Lock classes, in the order they are taken (DESIGN §5):
- *   row locks (sorted by index)  ->  journal lock  ->  csum page locks
+ *   row locks (sorted by index)  ->  journal lock  ->  cmap init lock
+ *   ->  csum page locks  ->  cmap lock
  * Row locks serialise everything that touches one row: a page's
  * read-modify-write, its parity delta, and reconstruction from the row,
  * so a reconstruction never sees a row whose data and parity disagree.
@@ -63,6 +64,11 @@ struct dg_vol {
 	pthread_rwlock_t row_locks[DG_ROW_LOCKS];
 	pthread_mutex_t csum_locks[DG_CSUM_LOCKS];
 	struct dg_cpcache *cpcache;		/* csum_cache.c; NULL: off */
+	_Atomic uint64_t gen;			/* last generation handed out */
+	pthread_mutex_t epoch_lock;		/* a new epoch is being begun */
+	uint8_t *cmap;				/* init map, by cmap_lock */
+	pthread_mutex_t cmap_lock;
+	pthread_mutex_t cmap_init_lock;		/* one index set up at a time */
 	struct dg_journal jrnl;
 
 	/* allocator, alloc.c */
@@ -91,6 +97,11 @@ unsigned dg_row_data_rank(const struct dg_vol *vol, uint64_t row,
 unsigned dg_row_data_dev(const struct dg_vol *vol, uint64_t row,
 			 unsigned rank);
 unsigned dg_row_pos_dev(struct dg_vol *vol, uint64_t row, unsigned pos);
+/* Device and device page of copy c of checksum page (owner, index). */
+unsigned dg_cpage_copy_dev(const struct dg_vol *vol, unsigned owner,
+			   unsigned copy);
+uint64_t dg_cpage_copy_page(const struct dg_vol *vol, uint64_t index,
+			    unsigned copy);
 void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity);
 
@@ -99,26 +110,35 @@ uint64_t dg_seed_from_uuid(const uint8_t uuid[16]);
 /* Address-seeded checksum of a data-row page; never DG_CSUM_NONE. */
 uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
 		      const void *page);
-/* Read and verify the checksum entry of (dev, row), using the replica
- * when the primary is missing, damaged or stale-zero. -EIO if neither
- * copy verifies. Caller holds the row lock. */
+/* The verified checksum of (dev, row), from the newest copy of its
+ * checksum page (stale and damaged copies are rewritten when writable).
+ * -EIO when no copy verifies and the init map says it was written.
+ * Caller holds the row lock. */
 int dg_csum_get(struct dg_vol *vol, unsigned dev, uint64_t row,
 		uint64_t *csum);
-/* The entry from the replica alone (-ENOENT if the replica is absent). */
-int dg_csum_get_replica(struct dg_vol *vol, unsigned dev, uint64_t row,
-			uint64_t *csum);
-/* Store the checksum entry of (dev, row) in both copies, unflushed; the
- * pages written are added to fs. Caller holds the row lock. */
+/* Store the checksum entry of (dev, row) in every copy, durably, with a
+ * new generation. Caller holds the row lock. */
 int dg_csum_set(struct dg_vol *vol, unsigned dev, uint64_t row,
 		uint64_t csum, struct dg_flushset *fs);
-/* Rewrite the primary checksum page covering (dev, row) from the replica
- * (used when the replica is proven right). */
-int dg_csum_repair_primary(struct dg_vol *vol, unsigned dev, uint64_t row);
-/* Validate a checksum page image: 1 valid, 0 all zero, -EUCLEAN bad. */
+/* Validate a checksum page copy: 1 its seal holds, -EUCLEAN otherwise
+ * (an all-zero page included). */
 int dg_csum_page_check(const struct dg_vol *vol, unsigned owner,
 		       uint64_t index, const void *page);
 void dg_csum_page_seal(const struct dg_vol *vol, unsigned owner,
 		       uint64_t index, void *page);
+/* Generations (format.h): set from the superblock at open; the next one,
+ * beginning a new epoch (dg_super_new_epoch) when the low bits run out. */
+void dg_gen_init(struct dg_vol *vol);
+uint64_t dg_gen_next(struct dg_vol *vol);
+/* The checksum-page init map: written empty by mkfs, loaded at open
+ * (the union of the verified copies; stale copies rewritten when
+ * writable). dg_cmap_test(): the checksum pages of index were written. */
+int dg_cmap_format(struct dg_vol *vol);
+int dg_cmap_load(struct dg_vol *vol);
+void dg_cmap_free(struct dg_vol *vol);
+/* Write the whole map to the devices in the mask (a rebuilt device). */
+void dg_cmap_store(struct dg_vol *vol, uint32_t devs);
+bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
 
 /* ---- parity.c -------------------------------------------------------- */
 int dg_parity_init(struct dg_vol *vol);

@@ -174,6 +174,7 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 {
 	struct dg_dsuper *sb = &vol->sb;
 	uint32_t cp = o->chunk_pages ? o->chunk_pages : DG_DEFAULT_CHUNK_PAGES;
+	int ret;
 
 	memset(sb, 0, sizeof(*sb));
 	dg_geom_layout(sb, dev_bytes / DG_PAGE_SIZE, cp, ndev, o->parity);
@@ -207,9 +208,17 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 			zero_region(d, (sb->jrnl_start + sb->jrnl_pages / 2)
 					       << DG_PAGE_SHIFT,
 				    2ull * DG_PAGE_SIZE);
+		/* Checksum pages are written when their index is first
+		 * used (the init map says which were); until then what the
+		 * region holds is never read as a checksum. */
 		zero_region(d, sb->csum_start << DG_PAGE_SHIFT,
-			    2 * sb->csum_pages << DG_PAGE_SHIFT);
+			    (uint64_t)sb->csum_copies * sb->csum_pages
+				    << DG_PAGE_SHIFT);
 	}
+	pthread_mutex_init(&vol->cmap_lock, NULL);
+	ret = dg_cmap_format(vol);
+	if (ret)
+		return ret;
 	dg_journal_format(vol);
 	dg_write_supers(vol);
 	return 0;
@@ -234,6 +243,7 @@ int dg_format(const char *const *devs, unsigned ndev,
 	for (unsigned i = 0; i < ndev; i++)
 		if (tmp->devs[i].present)
 			dg_dev_close(&tmp->devs[i]);
+	dg_cmap_free(tmp);
 	free(tmp);
 	if (ret)
 		return ret;

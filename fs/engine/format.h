@@ -14,11 +14,13 @@
  * of the device. Every device has the same layout:
  *
  *   page 0                  struct dg_dsuper, primary copy
+ *   [cmap_start, +2 * cmap_pages)  checksum-page init map, two slots
+ *                           (on every device)
  *   [jrnl_start, +jrnl_pages)  journal area (used on the journal devices,
  *                           reserved on the others so that rows line up)
- *   [csum_start, +csum_pages)  checksum pages of this device's rows
- *   [rep_start,  +csum_pages)  replica of the checksum pages of the
- *                           previous device ((dev + ndev - 1) % ndev)
+ *   [csum_start, +csum_copies * csum_pages)  checksum page copies: region
+ *                           c holds copy c of the checksum pages of
+ *                           device (dev + ndev - c) % ndev
  *   [data_start, +rows)     data rows
  *   dev_pages - 1           struct dg_dsuper, backup copy
  *
@@ -42,18 +44,34 @@
  * Checksums (DESIGN §6). Each page of the data rows (data and parity
  * alike) has a 64-bit XXH3 checksum seeded with the volume seed, the
  * device index and the page number, so a page read from or written to the
- * wrong address fails verification. The checksum of row r on device d is
- * slot r % DG_CSUMS_PER_PAGE of checksum page r / DG_CSUMS_PER_PAGE in
- * d's checksum region; the last 8 bytes of a checksum page are its own
- * checksum. A replica of every checksum page lives on the next device.
+ * wrong address fails verification. The checksum of row r on device d
+ * ("owner" d) is slot r % DG_CSUMS_PER_PAGE of checksum page
+ * i = r / DG_CSUMS_PER_PAGE of d (struct dg_dcpage).
+ *
+ * Freshness (docs/integrity.md). A device that silently drops writes can
+ * return an older data page together with the older checksum page that
+ * matches it, so agreement on one device proves nothing. Every checksum
+ * page therefore has csum_copies copies on as many different devices
+ * (at least parity + 1, at least 2 when there are 2 devices or more):
+ * copy c of (d, i) is page csum_start + c * csum_pages + i of device
+ * (d + c) % ndev. Each copy carries a generation, drawn from a counter
+ * that only grows over the volume's life (dg_dsuper.generation << 40 |
+ * writes since the open), and a seal seeded with (d, i). The copy with
+ * the highest generation whose seal verifies is the checksum page;
+ * every other copy is stale or damaged and is rewritten from it. Data
+ * that matches only an older copy is rebuilt from parity.
  *
  * Never-written pages need no initialisation. A checksum value of 0
- * (DG_CSUM_NONE) means "never written": the page reads as zeros and its
- * media contents are ignored, in parity as everywhere else. A computed
- * checksum of 0 is stored as 1. A checksum page that is all zeros
- * (including its self checksum) is valid and says nothing in its range
- * was ever written; because a fault can also zero a page, the engine
- * only trusts an all-zero checksum page when its replica agrees.
+ * (DG_CSUM_NONE) in a verified checksum page means "never written": the
+ * page reads as zeros and its media contents are ignored, in parity as
+ * everywhere else. A computed checksum of 0 is stored as 1. Checksum
+ * pages themselves are written lazily: the init map (struct
+ * dg_dcmap, one bit per checksum page index, a copy on every device)
+ * says which indexes have had their checksum pages written, sealed, on
+ * every device. A bit is set only after those pages are durable and is
+ * never cleared, so the union of the verified map copies is the truth.
+ * A checksum page whose index is set in the map and of which no copy
+ * verifies is damage (its pages give EIO), never "never written".
  *
  * Journal. A redo journal of byte ranges on data-row pages, kept on two
  * devices (devices 0 and 1; with one device, two halves of device 0's
@@ -70,7 +88,7 @@
 #define DG_LINE_SIZE	  64u /* cache line: unit of parity deltas */
 #define DG_MAX_DEVS	  16u
 #define DG_MAX_PARITY	  2u
-#define DG_CSUMS_PER_PAGE (DG_PAGE_SIZE / 8 - 1)
+#define DG_CSUMS_PER_PAGE (DG_PAGE_SIZE / 8 - 2)
 #define DG_CSUM_NONE	  0ull
 #define DG_JALIGN	  64u
 
@@ -78,8 +96,10 @@
 #define DG_JHEAD_MAGIC	0x4844524155475844ull /* "DXGUARDH" */
 #define DG_JENTRY_MAGIC 0x4a47584du	     /* "MXGJ" */
 #define DG_ROOT_MAGIC	0x5452524155475844ull /* "DXGUARRT" */
-/* 2: extent pages carry a count and may have slack (struct dg_demap). */
-#define DG_FORMAT_VERSION 2u
+/* 2: extent pages carry a count and may have slack (struct dg_demap).
+ * 3: checksum pages carry generations and have csum_copies copies; the
+ *    checksum-page init map (docs/integrity.md). */
+#define DG_FORMAT_VERSION 3u
 
 /* Feature flags, as ext4: unknown incompat -> refuse to open; unknown
  * ro_compat -> open read-only; unknown compat -> ignore. */
@@ -125,19 +145,49 @@ struct dg_dsuper {
 	uint64_t jrnl_start;	  /* first page of the journal area */
 	uint64_t jrnl_pages;	  /* pages in the journal area */
 	uint64_t csum_start;	  /* first checksum page */
-	uint64_t csum_pages;	  /* checksum pages (and replica pages) */
-	uint64_t rep_start;	  /* first replica checksum page */
+	uint64_t csum_pages;	  /* checksum pages per copy region */
+	uint32_t csum_copies;	  /* copies of each checksum page, 2..3 */
+	uint32_t cmap_pages;	  /* pages of the init map */
 	uint64_t data_start;	  /* first page of row 0 */
 	uint64_t rows;		  /* data rows, a multiple of chunk_pages */
 	uint64_t ctime;		  /* mkfs time, seconds since the epoch */
 	uint64_t mtime;		  /* last open for writing, seconds */
 	char label[64];		  /* NUL padded */
-	uint8_t reserved[3840];	  /* zero; room for new fields */
+	uint64_t cmap_start;	  /* first page of the init map */
+	uint8_t reserved[3832];	  /* zero; room for new fields */
 	uint64_t csum;		  /* XXH3-64 of the bytes before it */
 };
 _Static_assert(sizeof(struct dg_dsuper) == DG_PAGE_SIZE, "dsuper size");
 _Static_assert(offsetof(struct dg_dsuper, csum) == DG_PAGE_SIZE - 8,
 	       "dsuper csum offset");
+
+/*
+ * A checksum page copy. seal is XXH3-64 of the bytes before it, seeded
+ * with the volume seed, the owner device and the page index (not the
+ * copy: all copies of a generation are the same bytes). An all-zero
+ * page does not verify.
+ */
+struct dg_dcpage {
+	uint64_t csum[DG_CSUMS_PER_PAGE]; /* page checksums; 0: never written */
+	uint64_t gen;			  /* generation of this image */
+	uint64_t seal;
+};
+_Static_assert(sizeof(struct dg_dcpage) == DG_PAGE_SIZE, "dcpage size");
+
+/*
+ * A page of the checksum-page init map: bit i of map page p says that
+ * the checksum pages of index p * DG_CMAP_BITS + i are written on every
+ * device. Every device holds two copies (slot s of map page p is page
+ * cmap_start + s * cmap_pages + p); seal is XXH3-64 of the bytes
+ * before it seeded with the volume seed and p.
+ */
+#define DG_CMAP_BITS ((DG_PAGE_SIZE - 16) * 8)
+struct dg_dcmap {
+	uint8_t bits[DG_PAGE_SIZE - 16];
+	uint64_t gen;			  /* generation of this image */
+	uint64_t seal;
+};
+_Static_assert(sizeof(struct dg_dcmap) == DG_PAGE_SIZE, "dcmap size");
 
 /*
  * Journal header slot (pages 0 and 1 of a journal copy). The valid slot

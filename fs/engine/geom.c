@@ -72,12 +72,30 @@ uint64_t dg_row_page(struct dg_vol *vol, uint64_t row)
 }
 
 void dg_csum_loc(struct dg_vol *vol, unsigned dev, uint64_t row,
-		 uint64_t *page, uint32_t *byte, uint64_t *rep_page)
+		 unsigned copy, unsigned *cdev, uint64_t *page, uint32_t *byte)
 {
-	*page = vol->sb.csum_start + row / DG_CSUMS_PER_PAGE;
+	uint64_t index = row / DG_CSUMS_PER_PAGE;
+
+	*cdev = dg_cpage_copy_dev(vol, dev, copy);
+	*page = dg_cpage_copy_page(vol, index, copy);
 	*byte = (uint32_t)(row % DG_CSUMS_PER_PAGE) * 8;
-	*rep_page = vol->sb.rep_start + row / DG_CSUMS_PER_PAGE;
-	(void)dev;
+}
+
+unsigned dg_vol_csum_copies(struct dg_vol *vol)
+{
+	return vol->sb.csum_copies;
+}
+
+unsigned dg_cpage_copy_dev(const struct dg_vol *vol, unsigned owner,
+			   unsigned copy)
+{
+	return (owner + copy) % vol->ndev;
+}
+
+uint64_t dg_cpage_copy_page(const struct dg_vol *vol, uint64_t index,
+			    unsigned copy)
+{
+	return vol->sb.csum_start + copy * vol->sb.csum_pages + index;
 }
 
 void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
@@ -103,7 +121,10 @@ void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
 void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity)
 {
-	uint64_t jrnl = dev_pages / 64, avail, rows, cp;
+	uint64_t jrnl = dev_pages / 64, avail, rows, cp, meta;
+	/* DESIGN §6: parity + 1 copies on different devices, and never
+	 * fewer than two, so a lost write of one copy is always seen. */
+	uint32_t copies = parity + 1 < 2 ? 2 : parity + 1;
 
 	if (jrnl < 1024)
 		jrnl = 1024; /* 4 MiB: a copy holds a 1 MiB update twice */
@@ -118,22 +139,32 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	sb->parity = parity;
 	sb->chunk_pages = chunk_pages;
 	sb->jrnl_devs = ndev > 1 ? 2 : 1;
-	sb->jrnl_start = 1;
+	sb->csum_copies = copies;
+	/* Enough map bits for a checksum page per DG_CSUMS_PER_PAGE pages
+	 * of the whole device, more than the rows will need. */
+	sb->cmap_start = 1;
+	sb->cmap_pages = (uint32_t)dg_div_up(dg_div_up(dev_pages,
+						       DG_CSUMS_PER_PAGE),
+					     DG_CMAP_BITS);
+	/* Two slots of the map on every device: written one after the
+	 * other, so even a one-device volume keeps a whole copy. */
+	sb->jrnl_start = sb->cmap_start + 2ull * sb->cmap_pages;
 	sb->jrnl_pages = jrnl;
 	sb->rows = 0;
-	if (dev_pages < 2 + jrnl + 2)
+	meta = 2 + 2ull * sb->cmap_pages + jrnl;
+	if (dev_pages < meta + copies)
 		return;
-	avail = dev_pages - 2 - jrnl;
-	rows = avail * DG_CSUMS_PER_PAGE / (DG_CSUMS_PER_PAGE + 2);
-	while (rows && rows + 2 * dg_div_up(rows, DG_CSUMS_PER_PAGE) > avail)
+	avail = dev_pages - meta;
+	rows = avail * DG_CSUMS_PER_PAGE / (DG_CSUMS_PER_PAGE + copies);
+	while (rows && rows + copies * dg_div_up(rows, DG_CSUMS_PER_PAGE) >
+			       avail)
 		rows--;
 	cp = chunk_pages;
 	rows -= rows % cp;
 	sb->rows = rows;
 	sb->csum_pages = dg_div_up(rows, DG_CSUMS_PER_PAGE);
 	sb->csum_start = sb->jrnl_start + jrnl;
-	sb->rep_start = sb->csum_start + sb->csum_pages;
-	sb->data_start = sb->rep_start + sb->csum_pages;
+	sb->data_start = sb->csum_start + copies * sb->csum_pages;
 }
 
 uint64_t dg_vol_rows(struct dg_vol *vol)

@@ -636,6 +636,9 @@ void dg_journal_format(struct dg_vol *vol)
 	j->log_off = 2 * DG_PAGE_SIZE;
 	j->log_bytes = (pages - 2) * DG_PAGE_SIZE;
 	j->tail_off = 0;
-	j->tail_seq = 1;
+	/* Above every sequence number an earlier journal of this volume can
+	 * have used (each open's generation starts a new range), so an old
+	 * entry left on a stale device can never pass for a live one. */
+	j->tail_seq = (vol->sb.generation << 40) + 1;
 	write_head(vol);
 }

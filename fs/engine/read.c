@@ -95,13 +95,11 @@ static int fetch_verified(struct dg_vol *vol, unsigned dev, uint64_t row,
 	return dg_csum_page(vol, dev, row, buf) == csum;
 }
 
-/* The checksum of (dev, row) from whichever copy survives; cur may
- * cache the checksum page (NULL: look it up afresh). */
+/* The checksum of (dev, row) from the newest copy that verifies; cur
+ * may cache the checksum page (NULL: look it up afresh). */
 static int csum_of(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		   unsigned dev, uint64_t row, uint64_t *csum)
 {
-	if (!vol->devs[dev].present)
-		return dg_csum_get_replica(vol, dev, row, csum);
 	if (cur)
 		return dg_csum_lookup(vol, cur, dev, row, csum);
 	return dg_csum_get(vol, dev, row, csum);
@@ -185,7 +183,7 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		     unsigned dev, uint64_t row, void *buf, uint64_t *csum_out)
 {
 	struct dg_dev *d = &vol->devs[dev];
-	uint64_t csum, rep;
+	uint64_t csum;
 	int ret;
 
 	if (!vol->redundancy) {
@@ -207,21 +205,13 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		return ret;
 	}
 
+	/* The checksum came from the newest verified copy of its page, so
+	 * a page that matches only an older copy is stale: it is rebuilt
+	 * from parity like any other bad page, never "proven" by the copy
+	 * it happens to agree with (DESIGN §6). */
 	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row,
 		      dg_row_dev_is_parity(vol, row, dev) ? "parity" : "data",
 		      "checksum mismatch");
-	/* A lost write of the checksum page leaves a stale but valid
-	 * primary; the replica then agrees with the data (G6: the page
-	 * proves the replica, not a guess). */
-	if (dg_csum_get_replica(vol, dev, row, &rep) == 0 && rep != csum &&
-	    fetch_verified(vol, dev, row, rep, buf)) {
-		if (!vol->read_only)
-			dg_csum_repair_primary(vol, dev, row);
-		*csum_out = rep;
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "csum-page",
-			      "stale primary replaced by replica");
-		return 0;
-	}
 	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
 		if (!vol->read_only) {
 			dg_dev_write(d, page_off(vol, row), buf, DG_PAGE_SIZE);

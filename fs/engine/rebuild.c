@@ -109,7 +109,6 @@ static void copy_pages(struct dg_dev *to, uint64_t to_page,
 struct rb {
 	struct dg_vol *vol;
 	uint32_t target;	/* mask of devices being rebuilt */
-	uint32_t recompute;	/* owners whose checksums are gone */
 	uint64_t pages, lost;
 	dg_chk_fn fn;
 	void *arg;
@@ -136,6 +135,36 @@ static void rb_lost(struct rb *b, unsigned dev, uint64_t row,
 		b->fn(b->arg, &ev);
 }
 
+/* Every checksum page copy that lives on a rebuilt device, written from
+ * the newest verified copy (dg_cpage_examine() repairs it). A page of
+ * which no copy verifies stays so: its pages cannot be verified. */
+static int rebuild_csum_copies(struct rb *b)
+{
+	struct dg_vol *vol = b->vol;
+	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+
+	if (!img)
+		return -ENOMEM;
+	for (unsigned owner = 0; owner < vol->ndev; owner++) {
+		bool mine = false;
+
+		for (unsigned c = 0; c < vol->sb.csum_copies; c++)
+			if (b->target & (1u << dg_cpage_copy_dev(vol, owner, c)))
+				mine = true;
+		if (!mine)
+			continue;
+		for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
+			struct dg_cpage_view v;
+
+			if (dg_cpage_examine(vol, owner, i, img, &v, DG_CPX_REPAIR) < 0)
+				rb_lost(b, owner, i * DG_CSUMS_PER_PAGE,
+					"no copy of its checksum page verifies");
+		}
+	}
+	free(img);
+	return 0;
+}
+
 static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 {
 	struct dg_vol *vol = b->vol;
@@ -150,10 +179,8 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 		struct dg_dev *d = &vol->devs[dev];
 
 		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
-		known[p] = !(b->recompute & (1u << dev));
 		cs[p] = 1;
-		if (known[p] && dg_csum_get(vol, dev, row, &cs[p]) < 0)
-			known[p] = false;
+		known[p] = dg_csum_get(vol, dev, row, &cs[p]) == 0;
 		if (known[p] && cs[p] != DG_CSUM_NONE)
 			written = true;
 		if (b->target & (1u << dev)) {
@@ -190,7 +217,6 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 		unsigned dev = dg_row_pos_dev(vol, row, p);
 		struct dg_dev *d = &vol->devs[dev];
 		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
-		struct dg_flushset fs;
 
 		if (!lost[p])
 			continue;
@@ -200,14 +226,10 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 			rb_lost(b, dev, row, "rebuilt page fails its checksum");
 			continue;
 		}
+		if (!known[p])
+			continue; /* no checksum proves it: left (G6) */
 		dg_dev_write(d, off, pages[p], DG_PAGE_SIZE);
 		dg_dev_persist(d, off, DG_PAGE_SIZE);
-		if (!known[p]) {
-			dg_flushset_init(&fs);
-			dg_csum_set(vol, dev, row,
-				    dg_csum_page(vol, dev, row, pages[p]), &fs);
-			dg_flushset_fini(&fs);
-		}
 		if (b->target & (1u << dev))
 			b->pages++;
 	}
@@ -251,31 +273,15 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 			goto out;
 		b.target |= 1u << slot[s];
 	}
-	/* Checksum pages first: the primary of owner t from its replica on
-	 * t + 1, the replica on t of owner t - 1 from that owner's primary.
-	 * An owner whose both copies are gone gets its checksums computed
-	 * from the rebuilt pages (exact reconstruction from verified
-	 * survivors: nothing is guessed). */
-	for (unsigned t = 0; t < vol->ndev; t++) {
-		unsigned nx = (t + 1) % vol->ndev, pv = (t + vol->ndev - 1) %
-							 vol->ndev;
-		struct dg_dev *d = &vol->devs[t];
-
-		if (!(b.target & (1u << t)))
-			continue;
-		dg_dev_zero(d, vol->sb.csum_start << DG_PAGE_SHIFT,
-			    2 * vol->sb.csum_pages << DG_PAGE_SHIFT);
-		dg_dev_persist(d, vol->sb.csum_start << DG_PAGE_SHIFT,
-			       2 * vol->sb.csum_pages << DG_PAGE_SHIFT);
-		if (!(b.target & (1u << nx)))
-			copy_pages(d, vol->sb.csum_start, &vol->devs[nx],
-				   vol->sb.rep_start, vol->sb.csum_pages);
-		else
-			b.recompute |= 1u << t;
-		if (!(b.target & (1u << pv)))
-			copy_pages(d, vol->sb.rep_start, &vol->devs[pv],
-				   vol->sb.csum_start, vol->sb.csum_pages);
-	}
+	/* Checksum pages first, each copy on a rebuilt device from the
+	 * newest copy that verifies elsewhere (there are parity + 1 copies
+	 * on different devices, so one survives any loss parity covers);
+	 * then the init map, from the union loaded at open. */
+	vol->read_only = false;	/* the rebuilt devices are written now */
+	ret = rebuild_csum_copies(&b);
+	if (ret)
+		goto out;
+	dg_cmap_store(vol, b.target);
 	/* The journal copy, from the other copy. */
 	for (unsigned c = 0; c < 2; c++) {
 		unsigned dev, odev;

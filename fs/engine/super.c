@@ -36,7 +36,9 @@ static bool layout_ok(const struct dg_dsuper *s)
 	return g.rows && g.rows == s->rows && g.jrnl_start == s->jrnl_start &&
 	       g.jrnl_pages == s->jrnl_pages && g.jrnl_devs == s->jrnl_devs &&
 	       g.csum_start == s->csum_start &&
-	       g.csum_pages == s->csum_pages && g.rep_start == s->rep_start &&
+	       g.csum_pages == s->csum_pages &&
+	       g.csum_copies == s->csum_copies &&
+	       g.cmap_start == s->cmap_start && g.cmap_pages == s->cmap_pages &&
 	       g.data_start == s->data_start;
 }
 
@@ -76,6 +78,26 @@ int dg_dev_read_super(const struct dg_dev *d, struct dg_dsuper *out,
 		return ret2;
 	}
 	return ret;
+}
+
+void dg_super_new_epoch(struct dg_vol *vol)
+{
+	pthread_mutex_lock(&vol->epoch_lock);
+	/* Two passes: every device learns the new generation (as OPENING)
+	 * before any device says DIRTY, and nothing else is written until
+	 * both are durable. A crash in the first pass leaves laggards one
+	 * behind an OPENING reference, which the next open accepts; a stale
+	 * copy is at least two behind or behind a DIRTY or CLEAN reference.
+	 * Mid-mount (dg_gen_next()), the generations already handed out
+	 * stay below the new epoch's. */
+	vol->sb.generation++;
+	vol->sb.state = DG_STATE_OPENING;
+	dg_write_supers(vol);
+	vol->sb.state = DG_STATE_DIRTY;
+	dg_write_supers(vol);
+	if ((atomic_load(&vol->gen) >> 40) < vol->sb.generation)
+		atomic_store(&vol->gen, vol->sb.generation << 40);
+	pthread_mutex_unlock(&vol->epoch_lock);
 }
 
 void dg_write_supers(struct dg_vol *vol)
@@ -151,6 +173,9 @@ static int vol_init_core(struct dg_vol *vol)
 	for (unsigned i = 0; i < DG_CSUM_LOCKS; i++)
 		pthread_mutex_init(&vol->csum_locks[i], NULL);
 	pthread_mutex_init(&vol->alloc_lock, NULL);
+	pthread_mutex_init(&vol->epoch_lock, NULL);
+	pthread_mutex_init(&vol->cmap_lock, NULL);
+	pthread_mutex_init(&vol->cmap_init_lock, NULL);
 	pthread_mutex_init(&vol->fault_lock, NULL);
 	vol->ndev = vol->sb.dev_count;
 	vol->parity = vol->sb.parity;
@@ -173,6 +198,7 @@ static void vol_free(struct dg_vol *vol)
 	dg_parity_fini(vol);
 	dg_alloc_fini(vol);
 	dg_cpcache_free(vol);
+	dg_cmap_free(vol);
 	free(vol);
 }
 
@@ -367,18 +393,15 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 	if (ret)
 		FAIL(ret, "out of memory");
 	if (!vol->read_only) {
-		/* Two passes: every device learns the new generation (as
-		 * OPENING) before any device says DIRTY, and nothing else is
-		 * written until both are durable. A crash in the first pass
-		 * leaves laggards one behind an OPENING reference, which the
-		 * next open accepts; a stale copy is at least two behind or
-		 * behind a DIRTY or CLEAN reference. */
-		vol->sb.generation++;
-		vol->sb.state = DG_STATE_OPENING;
 		vol->sb.mtime = (uint64_t)time(NULL);
-		dg_write_supers(vol);
-		vol->sb.state = DG_STATE_DIRTY;
-		dg_write_supers(vol);
+		dg_super_new_epoch(vol);
+	}
+	/* Checksum pages are written from here on (journal replay). */
+	dg_gen_init(vol);
+	if (vol->redundancy) {
+		ret = dg_cmap_load(vol);
+		if (ret)
+			FAIL(ret, "out of memory");
 	}
 	ret = dg_journal_open(vol, !vol->read_only &&
 					   !(flags & DG_OPEN_NORECOVER));

@@ -12,13 +12,7 @@ static int row_unwritten(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	bool all_none = true;
 
 	for (unsigned d = 0; d < vol->ndev; d++) {
-		known[d] = true;
-		if (vol->devs[d].present) {
-			if (dg_csum_lookup(vol, &cur[d], d, row, &cs[d]) < 0)
-				known[d] = false;
-		} else if (dg_csum_get_replica(vol, d, row, &cs[d]) < 0) {
-			known[d] = false;
-		}
+		known[d] = dg_csum_lookup(vol, &cur[d], d, row, &cs[d]) == 0;
 		if (!known[d] || cs[d] != DG_CSUM_NONE)
 			all_none = false;
 	}

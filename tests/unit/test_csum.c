@@ -146,18 +146,25 @@ static void test_known_answers(void)
 	memset(page, 0, PG);
 	CHECK_HEX(dg_csum_page(vol, 1, 7, page), 0x1ded662a78f7c71dull);
 
-	/* A checksum page: entries, then its own checksum in the last
-	 * eight bytes, seeded by owner device and page index. */
+	/* A checksum page: entries, a generation, then its seal in the
+	 * last eight bytes, seeded by owner device and page index. A zero
+	 * page is damage, never "empty" (format.h). */
 	w = (uint64_t *)page;
 	for (unsigned i = 0; i < DG_CSUMS_PER_PAGE; i++)
 		w[i] = 0x0101010101010101ull * (i % 251) + i;
+	w[DG_CSUMS_PER_PAGE] = 0x1234;
 	dg_csum_page_seal(vol, 2, 5, page);
-	CHECK_HEX(w[DG_CSUMS_PER_PAGE], 0x3cf2de87b083117aull);
+	CHECK_HEX(w[DG_CSUMS_PER_PAGE + 1],
+		  XXH3_64bits_withSeed(page, PG - 8,
+				       vol->seed ^ (3 * 0x9e3779b97f4a7c15ull) ^
+					       (6 * 0x165667b19e3779f9ull)));
 	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), 1);
 	CHECK_EQ(dg_csum_page_check(vol, 3, 5, page), -EUCLEAN);
 	CHECK_EQ(dg_csum_page_check(vol, 2, 6, page), -EUCLEAN);
+	w[DG_CSUMS_PER_PAGE] = 0x1235;	/* the generation is sealed too */
+	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), -EUCLEAN);
 	memset(page, 0, PG);
-	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), 0);
+	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), -EUCLEAN);
 	free(page);
 	free(vol);
 }
@@ -317,8 +324,10 @@ static void csum_page_fault(enum cfault kind)
 	REQUIRE(vol);
 	REQUIRE(write_pages(vol, &vpn, 1, model, &seed));
 	l = dg_vpn_loc(vol, vpn);
-	dg_csum_loc(vol, l.dev, l.row, &cpage, &cbyte, &rpage);
-	rdev = (l.dev + 1) % 4;
+	dg_csum_loc(vol, l.dev, l.row, 0, &rdev, &cpage, &cbyte);
+	CHECK_EQ(rdev, l.dev);
+	dg_csum_loc(vol, l.dev, l.row, 1, &rdev, &rpage, &cbyte);
+	CHECK_EQ(rdev, (l.dev + 1) % 4);
 
 	/* The entry really is where dg_csum_loc() says, in both copies. */
 	tvol_peek(&tv, l.dev, cpage * PG, img, PG);
@@ -428,6 +437,7 @@ static void test_csum_cache(void)
 	uint64_t seed = 7, base[DG_FAULT_NR], got[DG_FAULT_NR], cpage, rpage;
 	uint64_t stored;
 	uint32_t cbyte, other;
+	unsigned cdev;
 	uint8_t *mem = aligned_alloc(PG, 4 * PG);
 	uint8_t *model = mem, *buf = mem + PG, *img = mem + 2 * PG;
 	uint8_t *rep = mem + 3 * PG;
@@ -441,7 +451,8 @@ static void test_csum_cache(void)
 	REQUIRE(dg_vol_cache_csum_pages(vol, 1u << 20) == 0);
 	REQUIRE(write_pages(vol, &vpn, 1, model, &seed));
 	l = dg_vpn_loc(vol, vpn);
-	dg_csum_loc(vol, l.dev, l.row, &cpage, &cbyte, &rpage);
+	dg_csum_loc(vol, l.dev, l.row, 0, &cdev, &cpage, &cbyte);
+	dg_csum_loc(vol, l.dev, l.row, 1, &cdev, &rpage, &cbyte);
 	other = cbyte < PG / 2 ? cbyte + 64 : cbyte - 64;
 
 	/* Damage the primary's entry: the cached image still serves. */
@@ -552,6 +563,155 @@ static void test_cursor_lookups(void)
 	}
 }
 
+/* ---- freshness: lost writes that a device cannot fake ----------------- */
+
+/*
+ * The defect the freshness rule closes (issue 15): one device loses the
+ * write of a data page together with the write of the checksum page copy
+ * on the same device, so it hands back an old page and an old checksum
+ * page that agree with each other. The other copy is newer; the read must
+ * return the current bytes (rebuilt from parity), never the old ones,
+ * and repair both the stale copy and the page. With `copies_lost` = 2
+ * under parity 2, two devices lost the checksum page writes.
+ */
+static void lost_data_and_csum(unsigned ndev, unsigned parity,
+			       unsigned copies_lost, bool rdonly)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	const uint64_t vpn = 300;
+	uint64_t seed = 1000 + ndev * 10 + copies_lost, base[DG_FAULT_NR];
+	uint64_t got[DG_FAULT_NR], cpage[DG_MAX_CSUM_COPIES];
+	unsigned cdev[DG_MAX_CSUM_COPIES], ncopies;
+	uint8_t *mem = aligned_alloc(PG, (4 + DG_MAX_CSUM_COPIES) * PG);
+	uint8_t *model = mem, *buf = mem + PG, *olddata = mem + 2 * PG;
+	uint8_t *oldc = mem + 4 * PG;
+	struct dg_scrub_report sr;
+	struct dg_range r = { vpn, 0, PG, buf };
+	uint32_t cbyte;
+	uint64_t doff;
+	struct dg_loc l;
+
+	REQUIRE(mem);
+	tvol_make(&tv, "fresh", ndev, parity, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(write_pages(vol, &vpn, 1, model, &seed));
+	l = dg_vpn_loc(vol, vpn);
+	ncopies = dg_vol_csum_copies(vol);
+	CHECK_EQ(ncopies, parity + 1 < 2 ? 2 : parity + 1);
+	for (unsigned c = 0; c < ncopies; c++) {
+		dg_csum_loc(vol, l.dev, l.row, c, &cdev[c], &cpage[c], &cbyte);
+		tvol_peek(&tv, cdev[c], cpage[c] * PG, oldc + c * PG, PG);
+	}
+	CHECK_EQ(cdev[0], l.dev);	/* copy 0 shares the data's device */
+	doff = dev_off(vol, l);
+	tvol_peek(&tv, l.dev, doff, olddata, PG);
+	/* The update the device will "lose". */
+	trand_fill(&seed, buf, PG);
+	REQUIRE(dg_apply(vol, &r, 1) == 0);
+	memcpy(model, buf, PG);
+	dg_vol_close(vol);
+	tvol_poke(&tv, l.dev, doff, olddata, PG);
+	for (unsigned c = 0; c < copies_lost; c++)
+		tvol_poke(&tv, cdev[c], cpage[c] * PG, oldc + c * PG, PG);
+
+	vol = tvol_open(&tv, rdonly ? DG_OPEN_RDONLY : 0);
+	REQUIRE(vol);
+	dg_vol_fault_counts(vol, base);
+	memset(buf, 0xa5, PG);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), 0);
+	CHECK(memcmp(buf, model, PG) == 0);	/* never the old bytes */
+	CHECK(memcmp(buf, olddata, PG) != 0);
+	fault_delta(vol, base, got);
+	/* each stale copy and the page: detected and repaired; read-only,
+	 * the page is rebuilt in memory only and stale copies are left to
+	 * fsck's checksum pass, which reports them from the copies. */
+	CHECK_EQ(got[DG_FAULT_DETECTED], rdonly ? 1 : copies_lost + 1);
+	CHECK_EQ(got[DG_FAULT_REPAIRED], rdonly ? 1 : copies_lost + 1);
+	CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 0);
+	if (!rdonly) {
+		/* Nothing left: a scrub from media finds every copy and the
+		 * row consistent. */
+		REQUIRE(dg_vol_scrub(vol, false, &sr, NULL, NULL) == 0);
+		CHECK_EQ(sr.detected, 0);
+		CHECK_EQ(sr.parity_mismatch, 0);
+		tvol_peek(&tv, l.dev, doff, buf, PG);
+		CHECK(memcmp(buf, model, PG) == 0);
+	} else {
+		/* Read-only: nothing written, the media still stale; the
+		 * scrub does not bless the old page into parity. */
+		REQUIRE(dg_vol_scrub(vol, true, &sr, NULL, NULL) == 0);
+		CHECK_EQ(sr.parity_fixed, 0);
+		tvol_peek(&tv, l.dev, doff, buf, PG);
+		CHECK(memcmp(buf, olddata, PG) == 0);
+	}
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(mem);
+}
+
+static void test_lost_data_and_csum_p1(void)
+{
+	lost_data_and_csum(4, 1, 1, false);
+}
+
+static void test_lost_data_and_csum_rdonly(void)
+{
+	lost_data_and_csum(4, 1, 1, true);
+}
+
+static void test_lost_data_and_two_copies_p2(void)
+{
+	lost_data_and_csum(5, 2, 2, false);
+}
+
+/*
+ * A checksum page of which no copy verifies is damage once the init map
+ * says it was written: its pages read as EIO, never as zeros ("never
+ * written"); one that was never written reads as zeros with no fault.
+ */
+static void test_zeroed_copies_are_damage(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	const uint64_t vpn = 300, fresh = 5000;
+	uint64_t seed = 77, base[DG_FAULT_NR], got[DG_FAULT_NR], cpage[2];
+	uint8_t *mem = aligned_alloc(PG, 3 * PG);
+	uint8_t *model = mem, *buf = mem + PG, *zero = mem + 2 * PG;
+	unsigned cdev[2];
+	uint32_t cbyte;
+	struct dg_loc l;
+
+	REQUIRE(mem);
+	memset(zero, 0, PG);
+	tvol_make(&tv, "zcopies", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	/* Never written: zeros, and no fault. */
+	dg_vol_fault_counts(vol, base);
+	memset(buf, 0xa5, PG);
+	CHECK_EQ(dg_read(vol, fresh, 1, buf), 0);
+	CHECK(memcmp(buf, zero, PG) == 0);
+	fault_delta(vol, base, got);
+	CHECK_EQ(got[DG_FAULT_DETECTED], 0);
+	REQUIRE(write_pages(vol, &vpn, 1, model, &seed));
+	l = dg_vpn_loc(vol, vpn);
+	for (unsigned c = 0; c < 2; c++)
+		dg_csum_loc(vol, l.dev, l.row, c, &cdev[c], &cpage[c], &cbyte);
+	dg_vol_close(vol);
+	for (unsigned c = 0; c < 2; c++)
+		tvol_poke(&tv, cdev[c], cpage[c] * PG, zero, PG);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	memset(buf, 0xa5, PG);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), -EIO);
+	CHECK(untouched_or_zero(buf, 0xa5));
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(mem);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -567,6 +727,11 @@ int main(int argc, char **argv)
 		{ "csum_page_both_bad", test_csum_page_both_bad },
 		{ "cursor_lookups", test_cursor_lookups },
 		{ "csum_cache", test_csum_cache },
+		{ "lost_data_and_csum_p1", test_lost_data_and_csum_p1 },
+		{ "lost_data_and_csum_rdonly", test_lost_data_and_csum_rdonly },
+		{ "lost_data_and_two_copies_p2",
+		  test_lost_data_and_two_copies_p2 },
+		{ "zeroed_copies_are_damage", test_zeroed_copies_are_damage },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);

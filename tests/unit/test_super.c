@@ -739,7 +739,7 @@ static void test_format_refuse_no_grow(void)
 	free(model);
 }
 
-/* The superblock's self checksum pins format v2 (see test_csum.c). */
+/* The superblock's self checksum pins format v3 (see test_csum.c). */
 static void test_super_known_answer(void)
 {
 	struct dg_dsuper *s = aligned_alloc(PG, PG), out;
@@ -747,7 +747,7 @@ static void test_super_known_answer(void)
 	REQUIRE(s);
 	memset(s, 0, PG);
 	s->magic = DG_SUPER_MAGIC;
-	CHECK_EQ(DG_FORMAT_VERSION, 2);
+	CHECK_EQ(DG_FORMAT_VERSION, 3);
 	s->version = DG_FORMAT_VERSION;
 	for (unsigned i = 0; i < 16; i++) {
 		s->vol_uuid[i] = (uint8_t)(i * 17);
@@ -766,8 +766,11 @@ static void test_super_known_answer(void)
 	dg_dsuper_seal(s);
 	CHECK_EQ(s->size, PG);
 	CHECK_EQ(s->rows, 2816);
-	CHECK_EQ(s->data_start, 1037);
-	CHECK_EQ(s->csum, 0xd14fd3e0f8417bd8ull);
+	CHECK_EQ(s->data_start, 1039);
+	CHECK_EQ(s->csum_copies, 2);
+	CHECK_EQ(s->cmap_start, 1);
+	CHECK_EQ(s->cmap_pages, 1);
+	CHECK_EQ(s->csum, 0xb47631be9ca5c2fbull);
 	CHECK_EQ(dg_dsuper_decode(s, &out), 0);
 	s->label[5] = 'x';
 	CHECK_EQ(dg_dsuper_decode(s, &out), -EUCLEAN);
