@@ -51,8 +51,13 @@ int dg_dsuper_decode(const void *page, struct dg_dsuper *out)
 	if (s->size != sizeof(*s) || s->csum != dsuper_csum(s))
 		return -EUCLEAN;
 	if (s->version != DG_FORMAT_VERSION ||
-	    (s->incompat & ~DG_FEAT_INCOMPAT_SUPPORTED))
+	    (s->incompat & ~DG_FEAT_INCOMPAT_SUPPORTED)) {
+		/* What the caller reports: which version, which features. */
+		memset(out, 0, sizeof(*out));
+		out->version = s->version;
+		out->incompat = s->incompat;
 		return -EOPNOTSUPP;
+	}
 	if (!layout_ok(s))
 		return -EUCLEAN;
 	memcpy(out, s, sizeof(*out));
@@ -142,6 +147,7 @@ struct cand {
 	struct dg_dev dev;
 	struct dg_dsuper sb;
 	bool opened, valid;
+	bool blank;		/* an empty file: a rebuild target */
 };
 
 #define FAIL(code, ...)                                                    \
@@ -219,10 +225,13 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
 			continue;
 		ret = dg_dev_open(&c[i].dev, c[i].path, rdonly, nolock, errbuf,
 				  errlen);
-		if (ret == -ENOENT) {
+		if (ret == -ENOENT || ret == -ENOSPC) {
 			/* Missing like a NULL path: -ENXIO below unless
-			 * parity covers it and the caller allows that. */
+			 * parity covers it and the caller allows that. An
+			 * empty file is a blank replacement: kept as a
+			 * rebuild target, grown to the device size then. */
 			dg_log(DG_LOG_WARNING, "%s", errbuf);
+			c[i].blank = ret == -ENOSPC;
 			absent++;
 			continue;
 		}
@@ -231,6 +240,16 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
 		c[i].opened = true;
 		opened++;
 		ret = dg_dev_read_super(&c[i].dev, &c[i].sb, &backup);
+		if (ret == -EOPNOTSUPP && c[i].sb.version &&
+		    c[i].sb.version < DG_FORMAT_VERSION) {
+			snprintf(errbuf, errlen, "'%s' holds a daxguard volume "
+				 "of format version %u; this daxguard reads "
+				 "version %u (generations on checksum pages): "
+				 "copy its files off with the daxguard that "
+				 "made it, then mkfs.daxguard again",
+				 c[i].path, c[i].sb.version, DG_FORMAT_VERSION);
+			return ret;
+		}
 		if (ret == -EOPNOTSUPP) {
 			snprintf(errbuf, errlen, "'%s': format version %u or "
 				 "incompatible features %#llx not supported",
@@ -302,6 +321,8 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 		struct dg_dsuper *s = &c[i].sb;
 		unsigned idx = s->dev_index;
 
+		if (c[i].blank && degraded)
+			vol->spare[vol->nspare++] = strdup(c[i].path);
 		if (!c[i].opened)
 			continue;
 		if (c[i].valid &&

@@ -29,6 +29,8 @@ def lose(dev, how, stale_copy=None):
             f.truncate(size)
     elif how == "truncated":
         os.truncate(dev, dev.stat().st_size // 3)
+    elif how == "empty":
+        os.truncate(dev, 0)
     elif how == "stale":
         shutil.copyfile(stale_copy, dev)
 
@@ -53,7 +55,8 @@ def rebuild_and_verify(v, want, lost):
 
 
 @pytest.mark.parametrize("pos", [0, 1, 2, 3])
-@pytest.mark.parametrize("how", ["removed", "blank", "truncated", "stale"])
+@pytest.mark.parametrize("how", ["removed", "blank", "truncated", "empty",
+                                 "stale"])
 def test_rebuild_one_device_parity1(volume_factory, tmp_path, pos, how):
     v = volume_factory(ndev=4, size="32M", parity=1)
     stale = None

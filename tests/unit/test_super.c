@@ -391,8 +391,20 @@ static void test_truncated(void)
 	REQUIRE(truncate(tv.paths[3], SIZE) == 0);
 	REQUIRE(truncate(tv.paths[0], SIZE - PG) == 0);
 	CHECK_EQ(try_open(tv.paths, NDEV, 0, NULL), -EFBIG);
+	/* An empty file is a blank replacement, missing until rebuilt
+	 * onto: refused unless degraded, and then kept as a spare. */
 	REQUIRE(truncate(tv.paths[0], 0) == 0);
-	CHECK_EQ(try_open(tv.paths, NDEV, 0, NULL), -ENOSPC);
+	CHECK_EQ(try_open(tv.paths, NDEV, 0, NULL), -ENXIO);
+	CHECK_EQ(try_open(tv.paths, NDEV, DG_OPEN_RDONLY | DG_OPEN_DEGRADED,
+			  &vol), 0);
+	if (vol) {
+		struct dg_vol_info info;
+
+		dg_vol_get_info(vol, &info);
+		CHECK_EQ(info.missing_mask, 1u << 0);
+		CHECK(sample_ok(vol, model));
+		dg_vol_close(vol);
+	}
 	tvol_cleanup(&tv);
 	free(model);
 }
@@ -422,6 +434,11 @@ static void set_incompat(struct dg_dsuper *s)
 static void set_version(struct dg_dsuper *s)
 {
 	s->version = DG_FORMAT_VERSION + 1;
+}
+
+static void set_old_version(struct dg_dsuper *s)
+{
+	s->version = 2;
 }
 
 static void set_ro_compat(struct dg_dsuper *s)
@@ -462,6 +479,23 @@ static void test_unknown_incompat(void)
 	for (unsigned d = 0; d < NDEV; d++)
 		patch_super(&tv, d, set_version);
 	CHECK_EQ(try_open(tv.paths, NDEV, 0, NULL), -EOPNOTSUPP);
+	tvol_cleanup(&tv);
+
+	/* A volume of an older format says so, and what to do. */
+	REQUIRE(make_sample(&tv, "oldversion", 1, model));
+	for (unsigned d = 0; d < NDEV; d++)
+		patch_super(&tv, d, set_old_version);
+	{
+		char err[512] = "";
+		struct dg_vol *vol = NULL;
+
+		CHECK_EQ(dg_vol_open((const char *const *)tv.paths, NDEV, 0,
+				     &vol, err, sizeof(err)),
+			 -EOPNOTSUPP);
+		CHECK(strstr(err, "format version 2; this daxguard reads "
+			     "version 3") != NULL);
+		CHECK(strstr(err, "mkfs.daxguard again") != NULL);
+	}
 	tvol_cleanup(&tv);
 	free(model);
 }
