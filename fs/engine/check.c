@@ -376,6 +376,10 @@ static void fill_loc(struct rctx *c, struct dg_chk_event *ev, unsigned dev,
 		/* row is the device page of the copy */
 		ev->page = (int64_t)row;
 		ev->structure = "checksum";
+	} else if (!strcmp(what, "ditto")) {
+		/* row is the device page of the ditto copy */
+		ev->page = (int64_t)row;
+		ev->structure = "ditto copy";
 	} else {
 		ev->page = (int64_t)dg_row_page(vol, row);
 		if (dg_row_dev_is_parity(vol, row, dev)) {
@@ -397,6 +401,8 @@ static void rdrain(struct rctx *c)
 			struct dg_fault_event *f = &evs[i];
 			bool csum = !strncmp(f->what, "csum", 4) ||
 				    !strcmp(f->what, "cmap");
+			/* located by device page, not by data row */
+			bool byloc = csum || !strcmp(f->what, "ditto");
 			struct dg_chk_event *ev = NULL;
 			int j;
 
@@ -406,7 +412,7 @@ static void rdrain(struct rctx *c)
 				for (j = (int)c->np - 1; j >= 0; j--)
 					if (c->pres[j] < 0 &&
 					    c->pend[j].dev == (int)f->dev &&
-					    (csum || c->pend[j].page ==
+					    (byloc || c->pend[j].page ==
 					     (int64_t)dg_row_page(c->vol, f->row) ||
 					     c->pend[j].kind == DG_CHK_CSUM_BAD))
 						break;
@@ -629,6 +635,12 @@ int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
 		rdrain(&c);
 	}
 	rdrain(&c);
+	if (!ret) {
+		uint64_t stale;
+
+		ret = dg_ditto_check(vol, c.repair, &stale);
+		rdrain(&c);
+	}
 	if (progress)
 		progress(parg, vol->sb.rows, vol->sb.rows);
 	st->unrecoverable = c.unrecoverable;

@@ -140,6 +140,20 @@ void dg_cmap_free(struct dg_vol *vol);
 void dg_cmap_store(struct dg_vol *vol, uint32_t devs);
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
 
+/* ---- ditto.c ---------------------------------------------------------- */
+/* vpn has ditto copies (the volume root and allocation bitmap). */
+bool dg_ditto_has(const struct dg_vol *vol, uint64_t vpn);
+/* Write page as every ditto copy of vpn, adding the ranges to fs. */
+void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
+		    struct dg_flushset *fs);
+/* The data page (dev, row) from a ditto copy that matches csum, its
+ * verified checksum; -EIO when none does or it has no copies. */
+int dg_ditto_read(struct dg_vol *vol, unsigned dev, uint64_t row,
+		  uint64_t csum, void *buf);
+/* Compare every ditto copy with its page (verified); rewrite those that
+ * differ when repair. *stale counts them. Takes the row locks. */
+int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale);
+
 /* ---- parity.c -------------------------------------------------------- */
 int dg_parity_init(struct dg_vol *vol);
 void dg_parity_fini(struct dg_vol *vol);

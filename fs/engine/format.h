@@ -21,6 +21,8 @@
  *   [csum_start, +csum_copies * csum_pages)  checksum page copies: region
  *                           c holds copy c of the checksum pages of
  *                           device (dev + ndev - c) % ndev
+ *   [ditto_start, +ditto_pages)  ditto copies of the volume's own
+ *                           metadata (vpns [0, ditto_pages))
  *   [data_start, +rows)     data rows
  *   dev_pages - 1           struct dg_dsuper, backup copy
  *
@@ -80,7 +82,13 @@
  * each DG_JALIGN aligned and self-checksummed.
  *
  * Volume metadata in the vpn space: vpn 0 holds struct dg_droot; the
- * allocation bitmap (one bit per vpn, 1 = in use) follows it.
+ * allocation bitmap (one bit per vpn, 1 = in use) follows it. Both have
+ * ditto copies (ditto_copies = max(1, parity)) beside parity, so that a
+ * fault beyond parity in their rows does not lose the volume: copy j
+ * (1..ditto_copies) of vpn v < ditto_pages is page ditto_start + v of
+ * device (dev(v) + j) % ndev, a plain copy of the page, trusted only
+ * when it matches the page's own verified checksum (so a stale copy is
+ * never used: it is rewritten from the page).
  */
 
 #define DG_PAGE_SHIFT	  12
@@ -154,7 +162,10 @@ struct dg_dsuper {
 	uint64_t mtime;		  /* last open for writing, seconds */
 	char label[64];		  /* NUL padded */
 	uint64_t cmap_start;	  /* first page of the init map */
-	uint8_t reserved[3832];	  /* zero; room for new fields */
+	uint64_t ditto_start;	  /* first page of the ditto region */
+	uint32_t ditto_pages;	  /* vpns [0, ditto_pages) have ditto copies */
+	uint32_t ditto_copies;	  /* copies besides the page itself */
+	uint8_t reserved[3816];	  /* zero; room for new fields */
 	uint64_t csum;		  /* XXH3-64 of the bytes before it */
 };
 _Static_assert(sizeof(struct dg_dsuper) == DG_PAGE_SIZE, "dsuper size");

@@ -151,7 +151,12 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	sb->jrnl_start = sb->cmap_start + 2ull * sb->cmap_pages;
 	sb->jrnl_pages = jrnl;
 	sb->rows = 0;
-	meta = 2 + 2ull * sb->cmap_pages + jrnl;
+	/* Room for the root and a bitmap of every page the volume could
+	 * have (an upper bound: rows are not known yet). */
+	sb->ditto_pages = (uint32_t)(1 + dg_div_up(dev_pages * ndev,
+						   8ull * DG_PAGE_SIZE));
+	sb->ditto_copies = parity > 1 ? parity : 1;
+	meta = 2 + 2ull * sb->cmap_pages + jrnl + sb->ditto_pages;
 	if (dev_pages < meta + copies)
 		return;
 	avail = dev_pages - meta;
@@ -164,7 +169,8 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	sb->rows = rows;
 	sb->csum_pages = dg_div_up(rows, DG_CSUMS_PER_PAGE);
 	sb->csum_start = sb->jrnl_start + jrnl;
-	sb->data_start = sb->csum_start + copies * sb->csum_pages;
+	sb->ditto_start = sb->csum_start + copies * sb->csum_pages;
+	sb->data_start = sb->ditto_start + sb->ditto_pages;
 }
 
 uint64_t dg_vol_rows(struct dg_vol *vol)

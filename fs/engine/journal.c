@@ -284,6 +284,13 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 				      "data", "replayed page differs from journal");
 			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, t[i].dev,
 				      t[i].row, "data", "none");
+		} else if (d->present && !dg_row_dev_is_parity(vol, t[i].row,
+							       t[i].dev) &&
+			   dg_ditto_has(vol, dg_loc_vpn(vol, t[i].dev,
+							t[i].row))) {
+			/* the replayed page, verified: its ditto copies */
+			dg_ditto_write(vol, dg_loc_vpn(vol, t[i].dev, t[i].row),
+				       dg_dev_ptr(d, off), fs);
 		}
 		u[nu++] = (struct dg_csum_upd){ t[i].dev, t[i].row, t[i].csum };
 	}

@@ -199,6 +199,8 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		return 0;
 	if (!d->present) { /* degraded: the page lives only in parity */
 		ret = rebuild_from_row(vol, dev, row, csum, buf);
+		if (ret == -EIO && dg_ditto_read(vol, dev, row, csum, buf) == 0)
+			return 0;
 		if (ret == -EIO)
 			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row,
 				      "data", "EIO: device missing");
@@ -219,6 +221,16 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		}
 		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
 			      "rebuilt from parity");
+		return 0;
+	}
+	/* Beyond parity: the volume's own metadata has ditto copies. */
+	if (dg_ditto_read(vol, dev, row, csum, buf) == 0) {
+		if (!vol->read_only) {
+			dg_dev_write(d, page_off(vol, row), buf, DG_PAGE_SIZE);
+			dg_dev_persist(d, page_off(vol, row), DG_PAGE_SIZE);
+		}
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
+			      "from a ditto copy");
 		return 0;
 	}
 	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, "data", "EIO");

@@ -318,6 +318,12 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	}
 	if (progress)
 		progress(parg, vol->sb.rows, vol->sb.rows);
+	{
+		/* ditto copies on the rebuilt devices, from their pages */
+		uint64_t stale;
+
+		dg_ditto_check(vol, true, &stale);
+	}
 	/* Superblocks of every device, the rebuilt ones included; the
 	 * volume is whole again and closes clean. */
 	vol->read_only = false;

@@ -39,6 +39,9 @@ static bool layout_ok(const struct dg_dsuper *s)
 	       g.csum_pages == s->csum_pages &&
 	       g.csum_copies == s->csum_copies &&
 	       g.cmap_start == s->cmap_start && g.cmap_pages == s->cmap_pages &&
+	       g.ditto_start == s->ditto_start &&
+	       g.ditto_pages == s->ditto_pages &&
+	       g.ditto_copies == s->ditto_copies &&
 	       g.data_start == s->data_start;
 }
 

@@ -193,6 +193,11 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		}
 		pthread_rwlock_unlock(lk);
 	}
+	if (!ret) {
+		uint64_t stale;
+
+		ret = dg_ditto_check(vol, repair, &stale);
+	}
 	if (progress)
 		progress(arg, vol->sb.rows, vol->sb.rows);
 	dg_vol_fault_counts(vol, after);
