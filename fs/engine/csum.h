@@ -44,7 +44,7 @@ enum dg_copy_state {
 	DG_COPY_STALE,		/* verifies, older generation: lost writes */
 	DG_COPY_BAD,		/* fails its seal (zeroed included) */
 };
-#define DG_MAX_CSUM_COPIES (DG_MAX_PARITY + 1)
+#define DG_MAX_CSUM_COPIES (DG_MAX_PARITY + 2)
 struct dg_cpage_view {
 	int result;		/* 1 found, 0 never written, -EIO */
 	unsigned ncopies, bad;	/* copies; how many stale or bad */

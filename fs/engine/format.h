@@ -54,7 +54,8 @@
  * return an older data page together with the older checksum page that
  * matches it, so agreement on one device proves nothing. Every checksum
  * page therefore has csum_copies copies on as many different devices
- * (at least parity + 1, at least 2 when there are 2 devices or more):
+ * (parity + 2 where there are that many devices, never fewer than 2;
+ * a one-device volume keeps both on its device):
  * copy c of (d, i) is page csum_start + c * csum_pages + i of device
  * (d + c) % ndev. Each copy carries a generation, drawn from a counter
  * that only grows over the volume's life (dg_dsuper.generation << 40 |
@@ -154,7 +155,7 @@ struct dg_dsuper {
 	uint64_t jrnl_pages;	  /* pages in the journal area */
 	uint64_t csum_start;	  /* first checksum page */
 	uint64_t csum_pages;	  /* checksum pages per copy region */
-	uint32_t csum_copies;	  /* copies of each checksum page, 2..3 */
+	uint32_t csum_copies;	  /* copies of each checksum page, 2..4 */
 	uint32_t cmap_pages;	  /* pages of the init map */
 	uint64_t data_start;	  /* first page of row 0 */
 	uint64_t rows;		  /* data rows, a multiple of chunk_pages */

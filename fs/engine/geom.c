@@ -122,9 +122,15 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity)
 {
 	uint64_t jrnl = dev_pages / 64, avail, rows, cp, meta;
-	/* DESIGN §6: parity + 1 copies on different devices, and never
-	 * fewer than two, so a lost write of one copy is always seen. */
-	uint32_t copies = parity + 1 < 2 ? 2 : parity + 1;
+	/* DESIGN §6 asks for parity + 1 copies on different devices. One
+	 * more, where there are devices for it: then even devices beyond
+	 * what parity covers that all lose the same checksum page write
+	 * leave a newer copy, so their old data reads as EIO, never as
+	 * current (docs/integrity.md). Never fewer than two. */
+	uint32_t copies = parity + 2 < ndev ? parity + 2 : ndev;
+
+	if (copies < 2)
+		copies = 2;
 
 	if (jrnl < 1024)
 		jrnl = 1024; /* 4 MiB: a copy holds a 1 MiB update twice */

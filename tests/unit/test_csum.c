@@ -300,7 +300,7 @@ static void test_misdirected_no_parity(void)
 
 /* ---- checksum page faults ------------------------------------------ */
 
-enum cfault { CF_ZERO, CF_BITFLIP, CF_STALE, CF_BOTH };
+enum cfault { CF_ZERO, CF_BITFLIP, CF_STALE, CF_ALL };
 
 static void csum_page_fault(enum cfault kind)
 {
@@ -358,12 +358,18 @@ static void csum_page_fault(enum cfault kind)
 		tvol_poke(&tv, l.dev, cpage * PG, old, PG);
 		break;
 	}
-	case CF_BOTH:
-		img[cbyte] ^= 1;
-		tvol_poke(&tv, l.dev, cpage * PG, img, PG);
-		tvol_peek(&tv, rdev, rpage * PG, img, PG);
-		img[cbyte + 1] ^= 1;
-		tvol_poke(&tv, rdev, rpage * PG, img, PG);
+	case CF_ALL:
+		/* every copy damaged, each differently */
+		for (unsigned c = 0; c < dg_vol_csum_copies(vol); c++) {
+			unsigned xdev;
+			uint64_t xpage;
+
+			dg_csum_loc(vol, l.dev, l.row, c, &xdev, &xpage,
+				    &cbyte);
+			tvol_peek(&tv, xdev, xpage * PG, img, PG);
+			img[cbyte + c] ^= 1;
+			tvol_poke(&tv, xdev, xpage * PG, img, PG);
+		}
 		break;
 	}
 
@@ -371,7 +377,7 @@ static void csum_page_fault(enum cfault kind)
 	memset(buf, 0xa5, PG);
 	ret = dg_read(vol, vpn, 1, buf);
 	fault_delta(vol, base, got);
-	if (kind == CF_BOTH) {
+	if (kind == CF_ALL) {
 		/* One checksum page, one fault: counted once (STYLE §5). */
 		CHECK_EQ(ret, -EIO);
 		CHECK(untouched_or_zero(buf, 0xa5));
@@ -417,9 +423,9 @@ static void test_csum_page_stale(void)
 	csum_page_fault(CF_STALE);
 }
 
-static void test_csum_page_both_bad(void)
+static void test_csum_page_all_bad(void)
 {
-	csum_page_fault(CF_BOTH);
+	csum_page_fault(CF_ALL);
 }
 
 /*
@@ -599,7 +605,7 @@ static void lost_data_and_csum(unsigned ndev, unsigned parity,
 	REQUIRE(write_pages(vol, &vpn, 1, model, &seed));
 	l = dg_vpn_loc(vol, vpn);
 	ncopies = dg_vol_csum_copies(vol);
-	CHECK_EQ(ncopies, parity + 1 < 2 ? 2 : parity + 1);
+	CHECK_EQ(ncopies, parity + 2 < ndev ? parity + 2 : ndev);
 	for (unsigned c = 0; c < ncopies; c++) {
 		dg_csum_loc(vol, l.dev, l.row, c, &cdev[c], &cpage[c], &cbyte);
 		tvol_peek(&tv, cdev[c], cpage[c] * PG, oldc + c * PG, PG);
@@ -676,10 +682,10 @@ static void test_zeroed_copies_are_damage(void)
 	struct tvol tv;
 	struct dg_vol *vol;
 	const uint64_t vpn = 300, fresh = 5000;
-	uint64_t seed = 77, base[DG_FAULT_NR], got[DG_FAULT_NR], cpage[2];
+	uint64_t seed = 77, base[DG_FAULT_NR], got[DG_FAULT_NR], cpage[3];
 	uint8_t *mem = aligned_alloc(PG, 3 * PG);
 	uint8_t *model = mem, *buf = mem + PG, *zero = mem + 2 * PG;
-	unsigned cdev[2];
+	unsigned cdev[3];
 	uint32_t cbyte;
 	struct dg_loc l;
 
@@ -697,10 +703,11 @@ static void test_zeroed_copies_are_damage(void)
 	CHECK_EQ(got[DG_FAULT_DETECTED], 0);
 	REQUIRE(write_pages(vol, &vpn, 1, model, &seed));
 	l = dg_vpn_loc(vol, vpn);
-	for (unsigned c = 0; c < 2; c++)
+	for (unsigned c = 0; c < 3; c++)
 		dg_csum_loc(vol, l.dev, l.row, c, &cdev[c], &cpage[c], &cbyte);
+	CHECK_EQ(dg_vol_csum_copies(vol), 3);
 	dg_vol_close(vol);
-	for (unsigned c = 0; c < 2; c++)
+	for (unsigned c = 0; c < 3; c++)
 		tvol_poke(&tv, cdev[c], cpage[c] * PG, zero, PG);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
@@ -724,7 +731,7 @@ int main(int argc, char **argv)
 		{ "csum_page_zeroed", test_csum_page_zeroed },
 		{ "csum_page_bitflip", test_csum_page_bitflip },
 		{ "csum_page_stale", test_csum_page_stale },
-		{ "csum_page_both_bad", test_csum_page_both_bad },
+		{ "csum_page_all_bad", test_csum_page_all_bad },
 		{ "cursor_lookups", test_cursor_lookups },
 		{ "csum_cache", test_csum_cache },
 		{ "lost_data_and_csum_p1", test_lost_data_and_csum_p1 },
