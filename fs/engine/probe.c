@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+/* probe.c -- what a path holds before a tool writes to it (libblkid) */
+#include <blkid.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "probe.h"
+#include "super.h"
+
+/* Read len bytes at off; short reads (a truncated file) leave zeros. */
+static void read_at(int fd, uint64_t off, void *buf, size_t len)
+{
+	ssize_t n;
+
+	memset(buf, 0, len);
+	n = pread(fd, buf, len, (off_t)off);
+	(void)n;
+}
+
+/*
+ * A daxguard superblock, valid or not: the magic is what says the page
+ * was ours, whatever happened to the rest of it. The primary is at the
+ * start of the device, the backup in its last page (super.c).
+ */
+static bool probe_daxguard(int fd, uint64_t size, struct dg_probe *p)
+{
+	static const uint64_t at[2] = { 0, 1 };
+	struct dg_dsuper *raw;
+	bool found = false;
+
+	raw = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!raw)
+		return false;
+	for (unsigned i = 0; i < 2 && !p->sb_valid; i++) {
+		uint64_t off = at[i] ? size - DG_PAGE_SIZE : 0;
+		struct dg_dsuper s;
+
+		if (size < DG_PAGE_SIZE || (at[i] && size < 2 * DG_PAGE_SIZE))
+			break;
+		read_at(fd, off & ~(uint64_t)(DG_PAGE_SIZE - 1), raw,
+			DG_PAGE_SIZE);
+		if (raw->magic != DG_SUPER_MAGIC)
+			continue;
+		if (dg_dsuper_decode(raw, &s) == 0) {
+			p->sb_valid = true;
+			raw = memcpy(raw, &s, sizeof(s));
+		} else if (found) {
+			continue; /* keep the first damaged one */
+		}
+		found = true;
+		memcpy(p->uuid, raw->vol_uuid, 16);
+		p->dev_index = raw->dev_index;
+		p->dev_count = raw->dev_count;
+		p->generation = raw->generation;
+		memcpy(p->label, raw->label, sizeof(p->label) - 1);
+		p->label[sizeof(p->label) - 1] = 0;
+	}
+	free(raw);
+	return found;
+}
+
+/* True if every byte of the device reads as zero. Holes of a sparse
+ * file are skipped without reading them. */
+static bool all_zero(int fd, uint64_t size, bool regular)
+{
+	static const size_t chunk = 1u << 20;
+	uint64_t off = 0;
+	uint8_t *buf = malloc(chunk);
+	bool zero = true;
+
+	if (!buf)
+		return false;
+	while (zero && off < size) {
+		uint64_t end = size;
+		off_t d;
+
+		if (regular) {
+			d = lseek(fd, (off_t)off, SEEK_DATA);
+			if (d < 0)
+				break; /* only holes from here on */
+			off = (uint64_t)d;
+			d = lseek(fd, (off_t)off, SEEK_HOLE);
+			end = d < 0 ? size : (uint64_t)d;
+		}
+		while (zero && off < end) {
+			size_t n = end - off < chunk ? end - off : chunk;
+			ssize_t got = pread(fd, buf, n, (off_t)off);
+
+			if (got <= 0) {
+				zero = got == 0;
+				off = size;
+				break;
+			}
+			for (ssize_t i = 0; i < got; i++)
+				if (buf[i]) {
+					zero = false;
+					break;
+				}
+			off += (uint64_t)got;
+		}
+	}
+	free(buf);
+	return zero;
+}
+
+static void copy_value(blkid_probe pr, const char *name, char *out,
+		       size_t len)
+{
+	const char *v;
+
+	if (blkid_probe_lookup_value(pr, name, &v, NULL) == 0)
+		snprintf(out, len, "%s", v);
+}
+
+/*
+ * Ask libblkid for file systems, RAID members, LUKS, swap and partition
+ * tables. Returns true if it recognised something (or more than one
+ * thing: p->ambivalent).
+ */
+static bool probe_blkid(const char *path, struct dg_probe *p)
+{
+	blkid_probe pr = blkid_new_probe_from_filename(path);
+	int ret;
+
+	if (!pr)
+		return false;
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE |
+						      BLKID_SUBLKS_LABEL |
+						      BLKID_SUBLKS_USAGE);
+	blkid_probe_enable_partitions(pr, 1);
+	blkid_probe_set_partitions_flags(pr, BLKID_PARTS_MAGIC);
+	ret = blkid_do_safeprobe(pr);
+	if (ret == 0) {
+		copy_value(pr, "TYPE", p->type, sizeof(p->type));
+		copy_value(pr, "LABEL", p->label, sizeof(p->label));
+		copy_value(pr, "USAGE", p->usage, sizeof(p->usage));
+		if (!p->type[0]) {
+			copy_value(pr, "PTTYPE", p->type, sizeof(p->type));
+			if (p->type[0])
+				snprintf(p->usage, sizeof(p->usage),
+					 "partition table");
+		}
+	} else if (ret == -2) {
+		p->ambivalent = true;
+	}
+	blkid_free_probe(pr);
+	return ret == 0 ? p->type[0] != 0 : ret == -2;
+}
+
+int dg_dev_probe(const char *path, struct dg_probe *p, char *err,
+		 size_t errlen)
+{
+	struct stat st;
+	int fd, ret = 0;
+
+	memset(p, 0, sizeof(*p));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT) {
+			p->kind = DG_PROBE_ABSENT;
+			return 0;
+		}
+		ret = -errno;
+		snprintf(err, errlen, "cannot open '%s': %s", path,
+			 strerror(errno));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot stat '%s': %s", path,
+			 strerror(errno));
+		goto out;
+	}
+	if (S_ISREG(st.st_mode)) {
+		p->size = (uint64_t)st.st_size;
+	} else if (S_ISBLK(st.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, &p->size) < 0)
+			p->size = 0;
+	} else if (S_ISCHR(st.st_mode)) {
+		/* Device DAX: the size is in sysfs; a superblock check at
+		 * the start is all that is cheap. */
+		p->size = DG_PAGE_SIZE;
+	} else {
+		ret = -EINVAL;
+		snprintf(err, errlen, "'%s' is not a regular file, block or "
+			 "DAX device", path);
+		goto out;
+	}
+	if (p->size == 0 && S_ISREG(st.st_mode))
+		p->kind = DG_PROBE_EMPTY;
+	else if (probe_daxguard(fd, p->size, p))
+		p->kind = DG_PROBE_DAXGUARD;
+	else if (probe_blkid(path, p))
+		p->kind = DG_PROBE_FOREIGN;
+	else if (!S_ISCHR(st.st_mode) &&
+		 all_zero(fd, p->size, S_ISREG(st.st_mode)))
+		p->kind = DG_PROBE_BLANK;
+	else
+		p->kind = DG_PROBE_DATA;
+out:
+	close(fd);
+	return ret;
+}
+
+/* "an ext4 file system", "a dos partition table", "a LUKS volume" */
+static const char *article(const char *word)
+{
+	return strchr("aeiouAEIOU", word[0]) ? "an" : "a";
+}
+
+void dg_probe_describe(const struct dg_probe *p, char *buf, size_t len)
+{
+	char uuid[37];
+
+	switch (p->kind) {
+	case DG_PROBE_ABSENT:
+		snprintf(buf, len, "does not exist");
+		break;
+	case DG_PROBE_EMPTY:
+		snprintf(buf, len, "is empty");
+		break;
+	case DG_PROBE_BLANK:
+		snprintf(buf, len, "is blank (all zeros)");
+		break;
+	case DG_PROBE_DAXGUARD:
+		dg_uuid_format(p->uuid, uuid);
+		snprintf(buf, len, "%s device %u of daxguard volume %s%s%s%s",
+			 p->sb_valid ? "is" : "has a damaged superblock of",
+			 p->dev_index, uuid, p->label[0] ? " labelled '" : "",
+			 p->label, p->label[0] ? "'" : "");
+		break;
+	case DG_PROBE_FOREIGN:
+		if (p->ambivalent) {
+			snprintf(buf, len, "contains several conflicting "
+				 "signatures (file systems or partition "
+				 "tables)");
+			break;
+		}
+		if (!strcmp(p->usage, "partition table"))
+			snprintf(buf, len, "contains %s %s partition table",
+				 article(p->type), p->type);
+		else if (!strcmp(p->usage, "raid"))
+			snprintf(buf, len, "is %s %s RAID member%s%s%s",
+				 article(p->type), p->type,
+				 p->label[0] ? " labelled '" : "", p->label,
+				 p->label[0] ? "'" : "");
+		else if (!strcmp(p->usage, "crypto"))
+			snprintf(buf, len, "contains %s %s encrypted volume",
+				 article(p->type), p->type);
+		else if (!strcmp(p->type, "swap"))
+			snprintf(buf, len, "contains swap space%s%s%s",
+				 p->label[0] ? " labelled '" : "", p->label,
+				 p->label[0] ? "'" : "");
+		else
+			snprintf(buf, len, "contains %s %s file system%s%s%s",
+				 article(p->type), p->type,
+				 p->label[0] ? " labelled '" : "", p->label,
+				 p->label[0] ? "'" : "");
+		break;
+	case DG_PROBE_DATA:
+	default:
+		snprintf(buf, len, "holds data but no daxguard superblock");
+		break;
+	}
+}
