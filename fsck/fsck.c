@@ -196,6 +196,61 @@ static int fail(struct fsck_ctx *c, const char *what, const char *err)
 	return FSCK_ERROR;
 }
 
+/*
+ * Pages that failed with nothing left to repair them from but that no
+ * file uses any more (its file was deleted or truncated after the loss)
+ * are not data lost: their rows are rewritten with the free pages as
+ * zeros and parity recomputed, so they stop being reported for ever.
+ */
+static void reset_free_pages(struct fsck_ctx *c)
+{
+	size_t nf = c->nf;
+	uint8_t *cls = NULL;
+	uint64_t *owner = NULL;
+	bool any = false;
+
+	for (size_t i = 0; i < nf; i++)
+		any |= c->f[i].code == PR_2_PAGE_BAD && !c->f[i].fixed &&
+		       c->f[i].vpn >= 0;
+	/* What the structures use, not just what the bitmap says: a page
+	 * a file maps is never zeroed. */
+	if (!any || dg_check_classify(c->vol, &cls, &owner))
+		return;
+
+	for (size_t i = 0; i < nf; i++) {
+		struct finding *f = &c->f[i];
+		struct dg_loc l;
+		uint64_t page;
+		int ret;
+
+		if (f->code != PR_2_PAGE_BAD || f->fixed || f->vpn < 0 ||
+		    dg_vpn_allocated(c->vol, (uint64_t)f->vpn) ||
+		    cls[f->vpn] != DG_PC_FREE)
+			continue;
+		l = dg_vpn_loc(c->vol, (uint64_t)f->vpn);
+		page = dg_row_page(c->vol, l.row);
+		ret = dg_vol_reset_free_pages(c->vol, l.row, cls);
+		if (ret) {
+			if (c->verbose)
+				fprintf(stderr, "fsck.daxguard: cannot reset "
+					"the free page at vpn %lld: %s\n",
+					(long long)f->vpn, strerror(-ret));
+			continue;
+		}
+		for (size_t j = 0; j < nf; j++)
+			if (c->f[j].code == PR_2_PAGE_BAD && !c->f[j].fixed &&
+			    c->f[j].page == (int64_t)page) {
+				c->f[j].fixed = true;
+				snprintf(c->f[j].action, sizeof(c->f[j].action),
+					 "%s", c->f[j].vpn >= 0
+						       ? "free page reset"
+						       : "parity recomputed");
+			}
+	}
+	free(cls);
+	free(owner);
+}
+
 static int run(struct fsck_ctx *c)
 {
 	bool repair = c->mode != MODE_N;
@@ -340,6 +395,8 @@ static int run(struct fsck_ctx *c)
 	if (ret < 0)
 		return fail(c, "page check failed", strerror(-ret)) |
 		       report_exit_code(c);
+	if (repair && fix_problem(c->mode, PR_2_PAGE_BAD))
+		reset_free_pages(c);
 	ret = pass_fs(c);
 	if (ret < 0)
 		return fail(c, "filesystem check failed", strerror(-ret)) |
