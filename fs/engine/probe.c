@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "probe.h"
@@ -268,5 +270,112 @@ void dg_probe_describe(const struct dg_probe *p, char *buf, size_t len)
 	default:
 		snprintf(buf, len, "holds data but no daxguard superblock");
 		break;
+	}
+}
+
+int dg_paths_given_twice(const char *const *paths, unsigned n, char *err,
+			 size_t errlen)
+{
+	struct stat st[DG_MAX_DEVS];
+	bool exists[DG_MAX_DEVS];
+
+	for (unsigned i = 0; i < n && i < DG_MAX_DEVS; i++) {
+		exists[i] = paths[i] && paths[i][0] && stat(paths[i], &st[i]) == 0;
+		for (unsigned j = 0; j < i; j++) {
+			if (!paths[i] || !paths[j] || !paths[i][0])
+				continue;
+			if (!strcmp(paths[i], paths[j])) {
+				snprintf(err, errlen, "'%s' is given twice",
+					 paths[i]);
+				return -EINVAL;
+			}
+			if (exists[i] && exists[j] &&
+			    st[i].st_dev == st[j].st_dev &&
+			    st[i].st_ino == st[j].st_ino &&
+			    st[i].st_rdev == st[j].st_rdev) {
+				snprintf(err, errlen, "'%s' and '%s' are the "
+					 "same device, given twice", paths[j],
+					 paths[i]);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Undo /proc/mounts' octal escapes (\040 for a space) in place. */
+static void unescape_mounts(char *s)
+{
+	char *o = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+				      (s[3] - '0'));
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = 0;
+}
+
+int dg_dev_mountpoint(const char *path, char *mnt, size_t len)
+{
+	char real[4096], line[16384];
+	FILE *f;
+	int found = 0;
+
+	if (!realpath(path, real))
+		return 0;
+	f = fopen("/proc/self/mounts", "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *src = strtok(line, " "), *dir = strtok(NULL, " ");
+		char *type = strtok(NULL, " "), *save, *tok;
+
+		if (!src || !dir || !type || strcmp(type, "fuse.daxguard"))
+			continue;
+		unescape_mounts(src);
+		unescape_mounts(dir);
+		for (tok = strtok_r(src, ",", &save); tok && !found;
+		     tok = strtok_r(NULL, ",", &save))
+			if (!strcmp(tok, real)) {
+				snprintf(mnt, len, "%s", dir);
+				found = 1;
+			}
+	}
+	fclose(f);
+	return found;
+}
+
+int dg_devs_wait_unlocked(const char *const *paths, unsigned n, bool shared,
+			  unsigned timeout_ms)
+{
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
+
+	for (unsigned waited = 0;; waited += 20) {
+		bool free_all = true;
+
+		for (unsigned i = 0; i < n && free_all; i++) {
+			int fd;
+
+			if (!paths[i] || !paths[i][0])
+				continue;
+			fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			if (flock(fd, (shared ? LOCK_SH : LOCK_EX) |
+					      LOCK_NB) < 0)
+				free_all = false;
+			close(fd);
+		}
+		if (free_all)
+			return 0;
+		if (waited >= timeout_ms)
+			return -EBUSY;
+		nanosleep(&nap, NULL);
 	}
 }

@@ -46,4 +46,22 @@ int dg_dev_probe(const char *path, struct dg_probe *p, char *err,
  * "contains an ext4 file system labelled 'data'". */
 void dg_probe_describe(const struct dg_probe *p, char *buf, size_t len);
 
+/* -EINVAL, with the reason in err, when a path is given twice, by the
+ * same name or by two names of one file or device. */
+int dg_paths_given_twice(const char *const *paths, unsigned n, char *err,
+			 size_t errlen);
+
+/*
+ * Unmounting a FUSE file system does not wait for its daemon: umount
+ * returns while the daemon still holds the device locks. These let a
+ * tool tell that from a volume still mounted and wait for it, bounded.
+ */
+/* 1, with its mount point in mnt, when a mounted daxguard volume lists
+ * path (by its canonical name) among its devices; else 0. */
+int dg_dev_mountpoint(const char *path, char *mnt, size_t len);
+/* Wait up to timeout_ms until every path's device lock can be taken
+ * (shared or exclusive); 0, or -EBUSY when one is still held. */
+int dg_devs_wait_unlocked(const char *const *paths, unsigned n, bool shared,
+			  unsigned timeout_ms);
+
 #endif /* DG_PROBE_H */
