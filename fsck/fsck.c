@@ -32,9 +32,36 @@ static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
+/*
+ * umount returns before the daemon of the volume has let go of its
+ * devices, so "umount MNT && fsck.daxguard -n DEVS" would find them in
+ * use. A volume still mounted is refused at once, naming where; devices
+ * of no mounted volume are waited for (up to 10 s, saying so).
+ */
 static int open_vol(struct fsck_ctx *c, unsigned flags, char *err,
 		    size_t errlen)
 {
+	bool shared = flags & DG_OPEN_RDONLY;
+	char mnt[4096];
+	int ret;
+
+	ret = dg_vol_open(c->paths, c->n, flags, &c->vol, err, errlen);
+	if (ret != -EBUSY)
+		return ret;
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->paths[i][0] &&
+		    dg_dev_mountpoint(c->paths[i], mnt, sizeof(mnt))) {
+			/* (a long mount point may be cut short) */
+			if (snprintf(err, errlen, "'%s' is in use: its volume "
+				     "is mounted on '%s'; unmount it first",
+				     c->paths[i], mnt) < 0)
+				err[0] = 0;
+			return ret;
+		}
+	fprintf(stderr, "fsck.daxguard: waiting for the daemon of an "
+		"unmounted volume to release the devices\n");
+	if (dg_devs_wait_unlocked(c->paths, c->n, shared, 10000))
+		return ret;
 	return dg_vol_open(c->paths, c->n, flags, &c->vol, err, errlen);
 }
 
