@@ -507,7 +507,10 @@ int dg_ctl_start(struct dg_daemon *dd)
 	dg_uuid_format(in.uuid, uuid);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		dir = "/tmp";
-	snprintf(dd->sock_path, sizeof(dd->sock_path), "%s/%s.sock", dir, uuid);
+	/* Keyed by the daemon too: two copies of one volume (a clone, a
+	 * backup being checked) mounted at once each get their own. */
+	snprintf(dd->sock_path, sizeof(dd->sock_path), "%s/%s-%d.sock", dir,
+		 uuid, (int)getpid());
 	unlink(dd->sock_path);
 	dd->sock_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (dd->sock_fd < 0)
