@@ -282,15 +282,15 @@ int dg_paths_given_twice(const char *const *paths, unsigned n, char *err,
 	for (unsigned i = 0; i < n && i < DG_MAX_DEVS; i++) {
 		exists[i] = paths[i] && paths[i][0] && stat(paths[i], &st[i]) == 0;
 		for (unsigned j = 0; j < i; j++) {
-			if (!paths[i] || !paths[j] || !paths[i][0])
+			/* Only what exists: missing paths are holes. */
+			if (!exists[i] || !exists[j])
 				continue;
 			if (!strcmp(paths[i], paths[j])) {
 				snprintf(err, errlen, "'%s' is given twice",
 					 paths[i]);
 				return -EINVAL;
 			}
-			if (exists[i] && exists[j] &&
-			    st[i].st_dev == st[j].st_dev &&
+			if (st[i].st_dev == st[j].st_dev &&
 			    st[i].st_ino == st[j].st_ino &&
 			    st[i].st_rdev == st[j].st_rdev) {
 				snprintf(err, errlen, "'%s' and '%s' are the "

@@ -46,8 +46,8 @@ int dg_dev_probe(const char *path, struct dg_probe *p, char *err,
  * "contains an ext4 file system labelled 'data'". */
 void dg_probe_describe(const struct dg_probe *p, char *buf, size_t len);
 
-/* -EINVAL, with the reason in err, when a path is given twice, by the
- * same name or by two names of one file or device. */
+/* -EINVAL, with the reason in err, when an existing file or device is
+ * given twice, by the same name or by two. */
 int dg_paths_given_twice(const char *const *paths, unsigned n, char *err,
 			 size_t errlen);
 
