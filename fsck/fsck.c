@@ -190,6 +190,44 @@ static int check_rebuild_targets(struct fsck_ctx *c,
 	return bad;
 }
 
+/*
+ * Which path stands for missing device d, and what it holds: a path
+ * with this volume's superblock for d (stale, truncated, damaged), else,
+ * when only one device is missing, the one path that is not a current
+ * device. NULL when that cannot be told.
+ */
+static const char *explain_missing(struct fsck_ctx *c,
+				   const struct dg_vol_info *info, unsigned d,
+				   char *buf, size_t len)
+{
+	const char *other = NULL;
+	unsigned nother = 0;
+	char tmp[512];
+
+	for (unsigned i = 0; i < c->n; i++) {
+		struct dg_probe p;
+		char err[256];
+
+		if (!c->paths[i][0] ||
+		    !dg_dev_explain(c->paths[i], info, tmp, sizeof(tmp)))
+			continue;
+		if (dg_dev_probe(c->paths[i], &p, err, sizeof(err)) == 0 &&
+		    p.kind == DG_PROBE_DAXGUARD &&
+		    !memcmp(p.uuid, info->uuid, 16)) {
+			if (p.dev_index == d) {
+				snprintf(buf, len, "%s", tmp);
+				return buf;
+			}
+			continue;
+		}
+		other = c->paths[i];
+		nother++;
+	}
+	if (nother != 1 || __builtin_popcount(info->missing_mask) != 1)
+		return NULL;
+	return dg_dev_explain(other, info, buf, len);
+}
+
 static void missing_findings(struct fsck_ctx *c, bool fixed)
 {
 	struct dg_vol_info info;
@@ -197,6 +235,7 @@ static void missing_findings(struct fsck_ctx *c, bool fixed)
 	dg_vol_get_info(c->vol, &info);
 	for (unsigned d = 0; d < info.ndev; d++) {
 		struct dg_chk_event ev = { 0 };
+		char why[512];
 
 		if (!(info.missing_mask & (1u << d)))
 			continue;
@@ -206,9 +245,16 @@ static void missing_findings(struct fsck_ctx *c, bool fixed)
 		ev.structure = "device";
 		ev.fixable = info.parity > 0;
 		ev.fixed = fixed;
-		snprintf(ev.detail, sizeof(ev.detail),
-			 "device %u of %u is missing, blank, truncated or "
-			 "stale", d, info.ndev);
+		/* A long path may be cut short in the detail. */
+		if (explain_missing(c, &info, d, why, sizeof(why))) {
+			if (snprintf(ev.detail, sizeof(ev.detail),
+				     "device %u of %u: %s", d, info.ndev,
+				     why) < 0)
+				ev.detail[0] = 0;
+		} else
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "device %u of %u is missing, blank, truncated "
+				 "or stale", d, info.ndev);
 		snprintf(ev.action, sizeof(ev.action), "%s",
 			 info.parity ? "rebuild from parity" : "none");
 		ctx_add(c, &ev);

@@ -96,6 +96,29 @@ static int check_targets(const char *const *devs, unsigned n, bool force)
 	return bad;
 }
 
+/* A volume just unmounted may still be held by its closing daemon
+ * (umount does not wait for it): wait for that, bounded; a mounted one
+ * is refused at once. */
+static int wait_for_daemon(const char *const *devs, unsigned n)
+{
+	char mnt[4096];
+
+	for (unsigned i = 0; i < n; i++)
+		if (dg_dev_mountpoint(devs[i], mnt, sizeof(mnt))) {
+			fprintf(stderr, "mkfs.daxguard: '%s' is in use: its "
+				"volume is mounted on '%s'; unmount it first\n",
+				devs[i], mnt);
+			return -1;
+		}
+	if (dg_devs_wait_unlocked(devs, n, false, 0) == 0)
+		return 0;
+	fprintf(stderr, "mkfs.daxguard: waiting for the daemon of an "
+		"unmounted volume to release the devices\n");
+	/* Still held after that: dg_format() says by whom. */
+	dg_devs_wait_unlocked(devs, n, false, 10000);
+	return 0;
+}
+
 static void print_summary(const char *const *devs, unsigned n,
 			  const struct dg_vol_info *in, double secs)
 {
@@ -208,6 +231,9 @@ int main(int argc, char **argv)
 			  (unsigned)(argc - optind), o.force))
 		return 1;
 	tool_cleanup(remove_created);
+	if (wait_for_daemon((const char *const *)argv + optind,
+			    (unsigned)(argc - optind)))
+		return 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = dg_format((const char *const *)argv + optind,

@@ -178,50 +178,6 @@ fail:
 	return NULL;
 }
 
-/* What a path that is not a current device of the volume holds: NULL
- * when it is one (or cannot be told). */
-static const char *explain_path(const char *path,
-				const struct dg_vol_info *in, char *buf,
-				size_t len)
-{
-	struct dg_probe p;
-	char err[512], what[256], u[37];
-
-	if (dg_dev_probe(path, &p, err, sizeof(err))) {
-		snprintf(buf, len, "%s", err);
-		return buf;
-	}
-	if (p.kind == DG_PROBE_DAXGUARD && !memcmp(p.uuid, in->uuid, 16)) {
-		if (p.sb_valid && p.generation < in->generation)
-			snprintf(buf, len, "'%s' is stale: device %u at "
-				 "generation %llu, the volume is at %llu", path,
-				 p.dev_index,
-				 (unsigned long long)p.generation,
-				 (unsigned long long)in->generation);
-		else if (p.size < in->dev_pages * DG_PAGE_SIZE)
-			snprintf(buf, len, "'%s' is truncated: %llu bytes, "
-				 "the volume needs %llu", path,
-				 (unsigned long long)p.size,
-				 (unsigned long long)(in->dev_pages *
-						      DG_PAGE_SIZE));
-		else if (!p.sb_valid)
-			snprintf(buf, len, "'%s' has a damaged superblock "
-				 "(device %u)", path, p.dev_index);
-		else
-			return NULL;
-		return buf;
-	}
-	if (p.kind == DG_PROBE_DAXGUARD) {
-		dg_uuid_format(p.uuid, u);
-		snprintf(buf, len, "'%s' is device %u of another daxguard "
-			 "volume, %s", path, p.dev_index, u);
-		return buf;
-	}
-	dg_probe_describe(&p, what, sizeof(what));
-	snprintf(buf, len, "'%s' %s", path, what);
-	return buf;
-}
-
 /* "device 2", "devices 0 and 3" */
 static void slot_list(uint32_t mask, char *buf, size_t len)
 {
@@ -271,7 +227,7 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 	if (!in.degraded)
 		return false;
 	for (int i = 0; i < n; i++)
-		if (explain_path(paths[i], &in, buf, sizeof(buf)))
+		if (dg_dev_explain(paths[i], &in, buf, sizeof(buf)))
 			dg_log(mounting ? DG_LOG_NOTICE : DG_LOG_ERR,
 			       "%s%s", mounting ? "left out: " : "", buf);
 	if (mounting)

@@ -379,3 +379,43 @@ int dg_devs_wait_unlocked(const char *const *paths, unsigned n, bool shared,
 		nanosleep(&nap, NULL);
 	}
 }
+
+const char *dg_dev_explain(const char *path, const struct dg_vol_info *in,
+			   char *buf, size_t len)
+{
+	struct dg_probe p;
+	char err[512], what[256], u[37];
+
+	if (dg_dev_probe(path, &p, err, sizeof(err))) {
+		snprintf(buf, len, "%s", err);
+		return buf;
+	}
+	if (p.kind == DG_PROBE_DAXGUARD && !memcmp(p.uuid, in->uuid, 16)) {
+		if (p.sb_valid && p.generation < in->generation)
+			snprintf(buf, len, "'%s' is stale: device %u at "
+				 "generation %llu, the volume is at %llu", path,
+				 p.dev_index, (unsigned long long)p.generation,
+				 (unsigned long long)in->generation);
+		else if (p.size < in->dev_pages * DG_PAGE_SIZE)
+			snprintf(buf, len, "'%s' is truncated: %llu bytes, "
+				 "the volume needs %llu", path,
+				 (unsigned long long)p.size,
+				 (unsigned long long)(in->dev_pages *
+						      DG_PAGE_SIZE));
+		else if (!p.sb_valid)
+			snprintf(buf, len, "'%s' has a damaged superblock "
+				 "(device %u)", path, p.dev_index);
+		else
+			return NULL;
+		return buf;
+	}
+	if (p.kind == DG_PROBE_DAXGUARD) {
+		dg_uuid_format(p.uuid, u);
+		snprintf(buf, len, "'%s' is device %u of another daxguard "
+			 "volume, %s", path, p.dev_index, u);
+		return buf;
+	}
+	dg_probe_describe(&p, what, sizeof(what));
+	snprintf(buf, len, "'%s' %s", path, what);
+	return buf;
+}

@@ -46,6 +46,13 @@ int dg_dev_probe(const char *path, struct dg_probe *p, char *err,
  * "contains an ext4 file system labelled 'data'". */
 void dg_probe_describe(const struct dg_probe *p, char *buf, size_t len);
 
+struct dg_vol_info;
+/* Why path is not a current device of the volume in describes, as a
+ * sentence naming it ("'x' is stale: ...", "'x' contains an ext4 file
+ * system ..."); NULL when it is one. */
+const char *dg_dev_explain(const char *path, const struct dg_vol_info *in,
+			   char *buf, size_t len);
+
 /* -EINVAL, with the reason in err, when an existing file or device is
  * given twice, by the same name or by two. */
 int dg_paths_given_twice(const char *const *paths, unsigned n, char *err,

@@ -226,9 +226,16 @@ def test_fsck_refuses_to_rebuild_onto_foreign(lost3, volume_factory, scratch,
         f"refusing to rebuild device 3 onto it; use --replace 3={x} to "
         f"overwrite it\n")
     assert [sha(d) for d in devs] == before
-    # -n names the missing device and writes nothing either.
-    rc, _, p = fsck(devs, "-n")
+    # -n names the missing device, and what is in its place, and writes
+    # nothing either.
+    rc, rep, p = fsck(devs, "-n", json_out=True)
     assert rc == 4, p.stdout + p.stderr
+    [f] = [f for f in rep["findings"] if f["code"] == "PR_0_DEV_MISSING"]
+    if kind == "other-volume":
+        assert f["detail"].startswith(
+            f"device 3 of 4: '{x}' is device 1 of another daxguard volume")
+    else:
+        assert f["detail"] == f"device 3 of 4: '{x}' {what}"[:159], f
     assert [sha(d) for d in devs] == before
     # Named explicitly for its slot, it is overwritten.
     rc, rep, p = fsck(v.devs[:3], "-y", "--replace", f"3={x}",
