@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* ctl_server.c -- the daemon's control socket: status and scrub */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -495,6 +497,36 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
+/* Sockets "<uuid>-<pid>.sock|.commit" of daemons that are gone (killed
+ * before they could remove them): removed, so the directory does not
+ * fill up now that each daemon has its own. */
+static void remove_dead_sockets(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		const char *dash = strrchr(de->d_name, '-');
+		char *end, path[300];
+		long pid;
+
+		/* 36 characters of UUID, '-', the pid, the suffix */
+		if (!dash || dash - de->d_name != 36)
+			continue;
+		pid = strtol(dash + 1, &end, 10);
+		if (end == dash + 1 || pid <= 0 ||
+		    (strcmp(end, ".sock") && strcmp(end, ".commit")))
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+}
+
 int dg_ctl_start(struct dg_daemon *dd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -507,6 +539,7 @@ int dg_ctl_start(struct dg_daemon *dd)
 	dg_uuid_format(in.uuid, uuid);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		dir = "/tmp";
+	remove_dead_sockets(dir);
 	/* Keyed by the daemon too: two copies of one volume (a clone, a
 	 * backup being checked) mounted at once each get their own. */
 	snprintf(dd->sock_path, sizeof(dd->sock_path), "%s/%s-%d.sock", dir,

@@ -253,6 +253,8 @@ def test_two_copies_of_one_volume_have_their_own_sockets(vol,
 def test_mount_on_a_dead_mount_says_to_unmount_it(vol):
     vol.mount()
     vol.expect_log(r".")
+    sock = os.getxattr(vol.mnt, "user.daxguard.socket").decode()
+    assert sock.endswith(f"-{vol.daemon.pid}.sock"), sock
     vol.daemon.kill()
     vol.daemon.wait()
     vol.daemon = None
@@ -267,6 +269,11 @@ def test_mount_on_a_dead_mount_says_to_unmount_it(vol):
     finally:
         subprocess.run(["fusermount3", "-u", "-z", str(vol.mnt)],
                        capture_output=True)
+    # The next daemon removes the dead one's sockets.
+    assert os.path.exists(sock)
+    vol.mount()
+    assert not os.path.exists(sock)
+    assert not os.path.exists(sock[:-len(".sock")] + ".commit")
 
 
 def try_mount_dead(vol):
