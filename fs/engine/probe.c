@@ -35,6 +35,7 @@ static bool probe_daxguard(int fd, uint64_t size, struct dg_probe *p)
 	static const uint64_t at[2] = { 0, 1 };
 	struct dg_dsuper *raw;
 	bool found = false;
+	int ret;
 
 	raw = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	if (!raw)
@@ -49,13 +50,18 @@ static bool probe_daxguard(int fd, uint64_t size, struct dg_probe *p)
 			DG_PAGE_SIZE);
 		if (raw->magic != DG_SUPER_MAGIC)
 			continue;
-		if (dg_dsuper_decode(raw, &s) == 0) {
+		ret = dg_dsuper_decode(raw, &s);
+		if (ret == 0) {
 			p->sb_valid = true;
 			raw = memcpy(raw, &s, sizeof(s));
 		} else if (found) {
 			continue; /* keep the first damaged one */
 		}
 		found = true;
+		/* Sealed, but of a format or features this build does not
+		 * read: not damage. */
+		p->unsupported = ret == -EOPNOTSUPP;
+		p->version = raw->version;
 		memcpy(p->uuid, raw->vol_uuid, 16);
 		p->dev_index = raw->dev_index;
 		p->dev_count = raw->dev_count;
@@ -233,6 +239,12 @@ void dg_probe_describe(const struct dg_probe *p, char *buf, size_t len)
 		break;
 	case DG_PROBE_DAXGUARD:
 		dg_uuid_format(p->uuid, uuid);
+		if (p->unsupported) {
+			snprintf(buf, len, "is device %u of daxguard volume "
+				 "%s (format version %u)", p->dev_index, uuid,
+				 p->version);
+			break;
+		}
 		snprintf(buf, len, "%s device %u of daxguard volume %s%s%s%s",
 			 p->sb_valid ? "is" : "has a damaged superblock of",
 			 p->dev_index, uuid, p->label[0] ? " labelled '" : "",

@@ -21,6 +21,9 @@ struct dg_probe {
 	uint64_t size;		/* bytes */
 	/* DG_PROBE_DAXGUARD: from the first superblock copy found */
 	bool sb_valid;		/* it passed validation (else: damaged) */
+	bool unsupported;	/* sealed, but a format version or feature
+				 * this build does not read */
+	unsigned version;	/* its format version */
 	uint8_t uuid[16];	/* volume UUID */
 	unsigned dev_index, dev_count;
 	uint64_t generation;
