@@ -216,7 +216,7 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 	if (ret) {
 		/* Not a volume at all, even leaving devices out: that
 		 * says more than the first device that failed. */
-		if (err && ret != -ENOENT)
+		if (err && ret == -ENODEV)
 			snprintf(err, errlen, "%s", buf);
 		return false;
 	}
