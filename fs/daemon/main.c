@@ -214,9 +214,11 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 			  &vol, buf, sizeof(buf));
 	log_quiet = 0;
 	if (ret) {
-		/* Not a volume at all, even leaving devices out: that
-		 * says more than the first device that failed. */
-		if (err && ret == -ENODEV)
+		/* Not a volume at all, or not this device set, even
+		 * leaving devices out: that says more than the first
+		 * device that failed. Beyond parity (-ENXIO) the first
+		 * message, naming the file, says more. */
+		if (err && ret != -ENOENT && ret != -ENXIO)
 			snprintf(err, errlen, "%s", buf);
 		return false;
 	}
