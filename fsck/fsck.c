@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include "fsck.h"
+#include "probe.h"
 #include "util.h"
 
 static const char usage_line[] =
-	"usage: fsck.daxguard [-n | -y | -p] [-f] [-v] [--json] DEV...\n";
+	"usage: fsck.daxguard [-n | -y | -p] [-f] [-v] [--json] "
+	"[--replace N=PATH]... DEV...\n";
 
 static bool verbose_log;
 
@@ -30,9 +32,36 @@ static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
+/*
+ * umount returns before the daemon of the volume has let go of its
+ * devices, so "umount MNT && fsck.daxguard -n DEVS" would find them in
+ * use. A volume still mounted is refused at once, naming where; devices
+ * of no mounted volume are waited for (up to 10 s, saying so).
+ */
 static int open_vol(struct fsck_ctx *c, unsigned flags, char *err,
 		    size_t errlen)
 {
+	bool shared = flags & DG_OPEN_RDONLY;
+	char mnt[4096];
+	int ret;
+
+	ret = dg_vol_open(c->paths, c->n, flags, &c->vol, err, errlen);
+	if (ret != -EBUSY)
+		return ret;
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->paths[i][0] &&
+		    dg_dev_mountpoint(c->paths[i], mnt, sizeof(mnt))) {
+			/* (a long mount point may be cut short) */
+			if (snprintf(err, errlen, "'%s' is in use: its volume "
+				     "is mounted on '%s'; unmount it first",
+				     c->paths[i], mnt) < 0)
+				err[0] = 0;
+			return ret;
+		}
+	fprintf(stderr, "fsck.daxguard: waiting for the daemon of an "
+		"unmounted volume to release the devices\n");
+	if (dg_devs_wait_unlocked(c->paths, c->n, shared, 10000))
+		return ret;
 	return dg_vol_open(c->paths, c->n, flags, &c->vol, err, errlen);
 }
 
@@ -43,8 +72,8 @@ static bool degradable(int ret)
 	       ret == -ENOSPC || ret == -ENODEV;
 }
 
-/* A missing image path: created empty (sized like the others) so the
- * rebuild has somewhere to write. */
+/* A missing image path is created, an empty one extended, sized like
+ * the others, so the rebuild has somewhere to write. */
 static int create_missing(struct fsck_ctx *c)
 {
 	off_t size = 0;
@@ -57,9 +86,15 @@ static int create_missing(struct fsck_ctx *c)
 	for (unsigned i = 0; i < c->n; i++) {
 		int fd;
 
-		if (access(c->paths[i], F_OK) == 0 || errno != ENOENT)
+		if (!c->paths[i][0])
 			continue;
-		fd = open(c->paths[i], O_RDWR | O_CREAT | O_EXCL, 0644);
+		if (stat(c->paths[i], &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size == 0)
+			fd = open(c->paths[i], O_RDWR);
+		else if (access(c->paths[i], F_OK) == 0 || errno != ENOENT)
+			continue;
+		else
+			fd = open(c->paths[i], O_RDWR | O_CREAT | O_EXCL, 0644);
 		if (fd < 0 || ftruncate(fd, size) < 0) {
 			fprintf(stderr, "fsck.daxguard: cannot create '%s': "
 				"%s\n", c->paths[i], strerror(errno));
@@ -72,6 +107,127 @@ static int create_missing(struct fsck_ctx *c)
 	return 0;
 }
 
+static bool replaced(const struct fsck_ctx *c, const char *path, unsigned *slot)
+{
+	for (unsigned d = 0; d < DG_MAX_DEVS; d++)
+		if (c->replace[d] && !strcmp(c->replace[d], path)) {
+			*slot = d;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * A rebuild writes a whole device onto every path that is not a current
+ * member of the volume. That is only safe on what is ours or nothing:
+ * a path that carries this volume's superblock (stale, truncated,
+ * damaged), one that does not exist, an empty or an all-zero file, or a
+ * path the user named for the slot with --replace. Anything else (a file
+ * system, another volume's device, a file of data) is refused before a
+ * byte is written, saying what it holds.
+ */
+static int check_rebuild_targets(struct fsck_ctx *c,
+				 const struct dg_vol_info *info)
+{
+	int bad = 0;
+
+	for (unsigned d = 0; d < DG_MAX_DEVS; d++) {
+		if (!c->replace[d])
+			continue;
+		if (d >= info->ndev || !(info->missing_mask & (1u << d))) {
+			fprintf(stderr, "fsck.daxguard: --replace %u='%s': "
+				"device %u of volume %s is %s; --replace only "
+				"names where a missing device is rebuilt\n", d,
+				c->replace[d], d, c->uuid,
+				d >= info->ndev ? "not part of it"
+						: "present and current");
+			bad = -1;
+		}
+	}
+	if (bad)
+		return bad;
+	for (unsigned i = 0; i < c->n; i++) {
+		const char *path = c->paths[i];
+		unsigned slot;
+		struct dg_probe p;
+		char err[512], what[256];
+		bool ours;
+
+		if (!path[0] || replaced(c, path, &slot))
+			continue;
+		if (dg_dev_probe(path, &p, err, sizeof(err))) {
+			fprintf(stderr, "fsck.daxguard: %s\n", err);
+			bad = -1;
+			continue;
+		}
+		ours = p.kind == DG_PROBE_DAXGUARD &&
+		       !memcmp(p.uuid, info->uuid, 16);
+		if (ours && p.dev_index < DG_MAX_DEVS &&
+		    c->replace[p.dev_index]) {
+			fprintf(stderr, "fsck.daxguard: '%s' (a copy of device "
+				"%u) and --replace %u='%s' name the same "
+				"device; give only one of them\n", path,
+				p.dev_index, p.dev_index,
+				c->replace[p.dev_index]);
+			bad = -1;
+			continue;
+		}
+		if (ours || p.kind == DG_PROBE_ABSENT ||
+		    p.kind == DG_PROBE_EMPTY || p.kind == DG_PROBE_BLANK)
+			continue;
+		/* The slot it would fill: its position if that is missing,
+		 * else the first missing one (rebuild.c assigns them so). */
+		slot = i < info->ndev && (info->missing_mask & (1u << i))
+			       ? i
+			       : (unsigned)__builtin_ctz(info->missing_mask);
+		dg_probe_describe(&p, what, sizeof(what));
+		fprintf(stderr, "fsck.daxguard: '%s' %s, not a device of "
+			"volume %s; refusing to rebuild device %u onto it; "
+			"use --replace %u=%s to overwrite it\n", path, what,
+			c->uuid, slot, slot, path);
+		bad = -1;
+	}
+	return bad;
+}
+
+/*
+ * Which path stands for missing device d, and what it holds: a path
+ * with this volume's superblock for d (stale, truncated, damaged), else,
+ * when only one device is missing, the one path that is not a current
+ * device. NULL when that cannot be told.
+ */
+static const char *explain_missing(struct fsck_ctx *c,
+				   const struct dg_vol_info *info, unsigned d,
+				   char *buf, size_t len)
+{
+	const char *other = NULL;
+	unsigned nother = 0;
+	char tmp[512];
+
+	for (unsigned i = 0; i < c->n; i++) {
+		struct dg_probe p;
+		char err[256];
+
+		if (!c->paths[i][0] ||
+		    !dg_dev_explain(c->paths[i], info, tmp, sizeof(tmp)))
+			continue;
+		if (dg_dev_probe(c->paths[i], &p, err, sizeof(err)) == 0 &&
+		    p.kind == DG_PROBE_DAXGUARD &&
+		    !memcmp(p.uuid, info->uuid, 16)) {
+			if (p.dev_index == d) {
+				snprintf(buf, len, "%s", tmp);
+				return buf;
+			}
+			continue;
+		}
+		other = c->paths[i];
+		nother++;
+	}
+	if (nother != 1 || __builtin_popcount(info->missing_mask) != 1)
+		return NULL;
+	return dg_dev_explain(other, info, buf, len);
+}
+
 static void missing_findings(struct fsck_ctx *c, bool fixed)
 {
 	struct dg_vol_info info;
@@ -79,6 +235,7 @@ static void missing_findings(struct fsck_ctx *c, bool fixed)
 	dg_vol_get_info(c->vol, &info);
 	for (unsigned d = 0; d < info.ndev; d++) {
 		struct dg_chk_event ev = { 0 };
+		char why[512];
 
 		if (!(info.missing_mask & (1u << d)))
 			continue;
@@ -88,9 +245,16 @@ static void missing_findings(struct fsck_ctx *c, bool fixed)
 		ev.structure = "device";
 		ev.fixable = info.parity > 0;
 		ev.fixed = fixed;
-		snprintf(ev.detail, sizeof(ev.detail),
-			 "device %u of %u is missing, blank, truncated or "
-			 "stale", d, info.ndev);
+		/* A long path may be cut short in the detail. */
+		if (explain_missing(c, &info, d, why, sizeof(why))) {
+			if (snprintf(ev.detail, sizeof(ev.detail),
+				     "device %u of %u: %s", d, info.ndev,
+				     why) < 0)
+				ev.detail[0] = 0;
+		} else
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "device %u of %u is missing, blank, truncated "
+				 "or stale", d, info.ndev);
 		snprintf(ev.action, sizeof(ev.action), "%s",
 			 info.parity ? "rebuild from parity" : "none");
 		ctx_add(c, &ev);
@@ -103,6 +267,61 @@ static int fail(struct fsck_ctx *c, const char *what, const char *err)
 	dg_vol_close(c->vol);
 	c->vol = NULL;
 	return FSCK_ERROR;
+}
+
+/*
+ * Pages that failed with nothing left to repair them from but that no
+ * file uses any more (its file was deleted or truncated after the loss)
+ * are not data lost: their rows are rewritten with the free pages as
+ * zeros and parity recomputed, so they stop being reported for ever.
+ */
+static void reset_free_pages(struct fsck_ctx *c)
+{
+	size_t nf = c->nf;
+	uint8_t *cls = NULL;
+	uint64_t *owner = NULL;
+	bool any = false;
+
+	for (size_t i = 0; i < nf; i++)
+		any |= c->f[i].code == PR_2_PAGE_BAD && !c->f[i].fixed &&
+		       c->f[i].vpn >= 0;
+	/* What the structures use, not just what the bitmap says: a page
+	 * a file maps is never zeroed. */
+	if (!any || dg_check_classify(c->vol, &cls, &owner))
+		return;
+
+	for (size_t i = 0; i < nf; i++) {
+		struct finding *f = &c->f[i];
+		struct dg_loc l;
+		uint64_t page;
+		int ret;
+
+		if (f->code != PR_2_PAGE_BAD || f->fixed || f->vpn < 0 ||
+		    dg_vpn_allocated(c->vol, (uint64_t)f->vpn) ||
+		    cls[f->vpn] != DG_PC_FREE)
+			continue;
+		l = dg_vpn_loc(c->vol, (uint64_t)f->vpn);
+		page = dg_row_page(c->vol, l.row);
+		ret = dg_vol_reset_free_pages(c->vol, l.row, cls);
+		if (ret) {
+			if (c->verbose)
+				fprintf(stderr, "fsck.daxguard: cannot reset "
+					"the free page at vpn %lld: %s\n",
+					(long long)f->vpn, strerror(-ret));
+			continue;
+		}
+		for (size_t j = 0; j < nf; j++)
+			if (c->f[j].code == PR_2_PAGE_BAD && !c->f[j].fixed &&
+			    c->f[j].page == (int64_t)page) {
+				c->f[j].fixed = true;
+				snprintf(c->f[j].action, sizeof(c->f[j].action),
+					 "%s", c->f[j].vpn >= 0
+						       ? "free page reset"
+						       : "parity recomputed");
+			}
+	}
+	free(cls);
+	free(owner);
 }
 
 static int run(struct fsck_ctx *c)
@@ -149,6 +368,10 @@ static int run(struct fsck_ctx *c)
 						     PR_0_DEV_MISSING) &&
 			       info.parity;
 
+		if (rebuild && check_rebuild_targets(c, &info)) {
+			missing_findings(c, false);
+			return FSCK_ERROR;
+		}
 		if (!rebuild) {
 			missing_findings(c, false);
 			if (rootless)
@@ -245,6 +468,8 @@ static int run(struct fsck_ctx *c)
 	if (ret < 0)
 		return fail(c, "page check failed", strerror(-ret)) |
 		       report_exit_code(c);
+	if (repair && fix_problem(c->mode, PR_2_PAGE_BAD))
+		reset_free_pages(c);
 	ret = pass_fs(c);
 	if (ret < 0)
 		return fail(c, "filesystem check failed", strerror(-ret)) |
@@ -253,10 +478,72 @@ static int run(struct fsck_ctx *c)
 	return 0;
 }
 
+/* --replace N=PATH */
+static void add_replace(struct fsck_ctx *c, const char *arg)
+{
+	char *end;
+	unsigned long d;
+
+	errno = 0;
+	d = strtoul(arg, &end, 10);
+	if (end == arg || *end != '=' || !end[1] || errno ||
+	    d >= DG_MAX_DEVS)
+		usage_error("--replace takes N=PATH with N a device number "
+			    "from 0 to %u, not '%s'", DG_MAX_DEVS - 1, arg);
+	if (c->replace[d])
+		usage_error("--replace %lu is given twice", d);
+	c->replace[d] = end + 1;
+}
+
+/*
+ * The paths fsck works on: the devices given, plus each --replace path
+ * not among them, with every --replace path at the position of its
+ * slot (rebuild.c gives a blank or foreign spare the slot of its
+ * position; "" pads the list up to it, a missing device).
+ */
+static void set_paths(struct fsck_ctx *c, const char **devs, unsigned n)
+{
+	static const char *out[DG_MAX_DEVS];
+	const char *rest[2 * DG_MAX_DEVS];
+	unsigned nrest = 0, total = n, used = 0;
+
+	for (unsigned d = 0; d < DG_MAX_DEVS; d++) {
+		bool listed = false;
+
+		if (!c->replace[d])
+			continue;
+		for (unsigned i = 0; i < n; i++)
+			listed |= !strcmp(devs[i], c->replace[d]);
+		if (!listed)
+			total++;
+		if (d + 1 > total)
+			total = d + 1;
+	}
+	if (total > DG_MAX_DEVS)
+		usage_error("at most %u devices", DG_MAX_DEVS);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned slot;
+
+		if (!replaced(c, devs[i], &slot))
+			rest[nrest++] = devs[i];
+	}
+	for (unsigned i = 0; i < total; i++) {
+		if (c->replace[i])
+			out[i] = c->replace[i];
+		else if (used < nrest)
+			out[i] = rest[used++];
+		else
+			out[i] = "";
+	}
+	c->paths = out;
+	c->n = total;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "replace", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -290,6 +577,9 @@ int main(int argc, char **argv)
 		case 'j':
 			c.json = true;
 			break;
+		case 'R':
+			add_replace(&c, optarg);
+			break;
 		case 'h':
 			fputs(usage_line, stdout);
 			return FSCK_OK;
@@ -304,8 +594,13 @@ int main(int argc, char **argv)
 		usage_error("no devices given");
 	if (argc - optind > (int)DG_MAX_DEVS)
 		usage_error("at most %u devices", DG_MAX_DEVS);
-	c.paths = (const char **)argv + optind;
-	c.n = (unsigned)(argc - optind);
+	if (c.mode != MODE_Y)
+		for (unsigned d = 0; d < DG_MAX_DEVS; d++)
+			if (c.replace[d])
+				usage_error("--replace rebuilds a device: it "
+					    "needs -y");
+	set_paths(&c, (const char **)argv + optind,
+		  (unsigned)(argc - optind));
 	c.tty = isatty(STDERR_FILENO);
 	verbose_log = c.verbose;
 	dg_log_set_func(log_func);

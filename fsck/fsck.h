@@ -34,6 +34,8 @@ struct fsck_ctx {
 	bool force, verbose, json, tty;
 	const char **paths;
 	unsigned n;
+	/* --replace N=PATH: rebuild device N onto PATH, whatever it holds */
+	const char *replace[DG_MAX_DEVS];
 	struct dg_vol *vol;
 	struct finding *f;
 	size_t nf, capf;

@@ -6,14 +6,118 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine.h"
+#include "probe.h"
 #include "util.h"
 
 static const char usage_line[] =
 	"usage: mkfs.daxguard [--parity N] [--size SIZE] [--chunk SIZE] "
 	"[--label L] [--redundancy full|none] [--force] [-q] DEV...\n";
+
+/* Image files this run created: removed again when it fails. */
+static const char *created[DG_MAX_DEVS];
+static unsigned ncreated;
+
+static void remove_created(void)
+{
+	for (unsigned i = 0; i < ncreated; i++)
+		unlink(created[i]);
+}
+
+/* The same device under two names is given twice as much as under one. */
+static int check_twice(const char *const *devs, unsigned n)
+{
+	struct stat st[DG_MAX_DEVS];
+	bool exists[DG_MAX_DEVS];
+
+	for (unsigned i = 0; i < n; i++) {
+		exists[i] = stat(devs[i], &st[i]) == 0;
+		for (unsigned j = 0; j < i; j++) {
+			if (!strcmp(devs[i], devs[j])) {
+				fprintf(stderr, "mkfs.daxguard: '%s' is given "
+					"twice\n", devs[i]);
+				return -1;
+			}
+			if (exists[i] && exists[j] &&
+			    st[i].st_dev == st[j].st_dev &&
+			    st[i].st_ino == st[j].st_ino &&
+			    st[i].st_rdev == st[j].st_rdev) {
+				fprintf(stderr, "mkfs.daxguard: '%s' and '%s' "
+					"are the same device, given twice\n",
+					devs[j], devs[i]);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Look at every target before anything is written (mke2fs, mkfs.btrfs,
+ * zpool do the same): a daxguard volume or anything libblkid recognises
+ * (a file system, a RAID member, LUKS, swap, a partition table) is
+ * refused unless --force. Every refusal is reported, not just the first.
+ * Paths that do not exist yet are noted, to be removed on failure.
+ */
+static int check_targets(const char *const *devs, unsigned n, bool force)
+{
+	int bad = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct dg_probe p;
+		char err[512], what[256];
+
+		if (dg_dev_probe(devs[i], &p, err, sizeof(err))) {
+			fprintf(stderr, "mkfs.daxguard: %s\n", err);
+			bad = -1;
+			continue;
+		}
+		if (p.kind == DG_PROBE_ABSENT) {
+			created[ncreated++] = devs[i];
+			continue;
+		}
+		if (force || (p.kind != DG_PROBE_DAXGUARD &&
+			      p.kind != DG_PROBE_FOREIGN))
+			continue;
+		dg_probe_describe(&p, what, sizeof(what));
+		if (p.kind == DG_PROBE_DAXGUARD)
+			fprintf(stderr, "mkfs.daxguard: '%s' already holds a "
+				"daxguard volume (it %s); use --force to "
+				"overwrite it\n", devs[i], what);
+		else
+			fprintf(stderr, "mkfs.daxguard: '%s' %s; use --force "
+				"to overwrite it\n", devs[i], what);
+		bad = -1;
+	}
+	return bad;
+}
+
+/* A volume just unmounted may still be held by its closing daemon
+ * (umount does not wait for it): wait for that, bounded; a mounted one
+ * is refused at once. */
+static int wait_for_daemon(const char *const *devs, unsigned n)
+{
+	char mnt[4096];
+
+	for (unsigned i = 0; i < n; i++)
+		if (dg_dev_mountpoint(devs[i], mnt, sizeof(mnt))) {
+			fprintf(stderr, "mkfs.daxguard: '%s' is in use: its "
+				"volume is mounted on '%s'; unmount it first\n",
+				devs[i], mnt);
+			return -1;
+		}
+	if (dg_devs_wait_unlocked(devs, n, false, 0) == 0)
+		return 0;
+	fprintf(stderr, "mkfs.daxguard: waiting for the daemon of an "
+		"unmounted volume to release the devices\n");
+	/* Still held after that: dg_format() says by whom. */
+	dg_devs_wait_unlocked(devs, n, false, 10000);
+	return 0;
+}
 
 static void print_summary(const char *const *devs, unsigned n,
 			  const struct dg_vol_info *in, double secs)
@@ -121,6 +225,16 @@ int main(int argc, char **argv)
 	if (o.no_redundancy && o.parity)
 		usage_error("--redundancy none excludes --parity");
 
+	if (check_twice((const char *const *)argv + optind,
+			(unsigned)(argc - optind)) ||
+	    check_targets((const char *const *)argv + optind,
+			  (unsigned)(argc - optind), o.force))
+		return 1;
+	tool_cleanup(remove_created);
+	if (wait_for_daemon((const char *const *)argv + optind,
+			    (unsigned)(argc - optind)))
+		return 1;
+
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = dg_format((const char *const *)argv + optind,
 			(unsigned)(argc - optind), &o, &info);
@@ -128,6 +242,7 @@ int main(int argc, char **argv)
 	if (ret) {
 		fprintf(stderr, "mkfs.daxguard: cannot format: %s\n",
 			strerror(-ret));
+		remove_created();
 		return 1;
 	}
 	if (!quiet)

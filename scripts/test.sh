@@ -1,6 +1,7 @@
 #!/bin/sh
 # test.sh -- install, build and run the whole test suite, then the unit
-# and fuzz tests, the mkfs/posix end-to-end tests, the lost-metadata
+# and fuzz tests, the mkfs/posix end-to-end tests, the tool-safety,
+# health and mount-safety tests, the lost-metadata
 # fsck and mount tests and the libcommit tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer. (Not the preload
 # shim's: it would put the sanitized library into unsanitized programs;
@@ -16,7 +17,9 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-san --suite unit --suite fuzz --print-errorlogs \
 	--num-processes 2
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
-	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py
+	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py \
+	tests/e2e/test_tool_safety.py tests/e2e/test_health.py \
+	tests/e2e/test_mount_safety.py
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_fsck.py -k "lost or mounts"
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \

@@ -291,7 +291,9 @@ class Daxguard(System):
 
     def start(self, degraded=False):
         self.degraded = degraded
-        self._start_fuse_daemon([self.bin["daemon"], ",".join(self.images), self.mnt, "-f"])
+        # A device missing or stale mounts only when asked (as btrfs).
+        self._start_fuse_daemon([self.bin["daemon"], ",".join(self.images), self.mnt, "-f"]
+                                + (["-o", "degraded"] if degraded else []))
 
     def stop(self):
         self._stop_fuse_daemon()

@@ -11,22 +11,53 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: daxguard-ctl MOUNTPOINT status|scrub [--json]\n";
+	"usage: daxguard-ctl MOUNTPOINT status [-v] [--json]\n"
+	"       daxguard-ctl MOUNTPOINT scrub [--json]\n"
+	"       daxguard-ctl MOUNTPOINT clear\n";
 
-static int cmd_request(const char *mnt, const char *req)
+/* Exit codes: as btrfs scrub, 3 when a scrub found what it could not
+ * repair. */
+#define EXIT_FAIL	   1
+#define EXIT_USAGE	   2
+#define EXIT_UNRECOVERABLE 3
+
+static int not_a_mount(const char *mnt, int err)
+{
+	if (err == ENOTCONN)
+		fprintf(stderr, "daxguard-ctl: '%s': %s: its daemon is gone; "
+			"run 'fusermount3 -u %s' and mount it again\n", mnt,
+			strerror(err), mnt);
+	else
+		fprintf(stderr, "daxguard-ctl: '%s' is not a daxguard mount: "
+			"%s\n", mnt, strerror(err));
+	return EXIT_FAIL;
+}
+
+/* The number after key in a reply ("unrecoverable 2" or
+ * "\"unrecoverable\":2"); 0 when absent. */
+static unsigned long long reply_count(const char *reply, const char *key)
+{
+	const char *p = strstr(reply, key);
+
+	if (!p)
+		return 0;
+	p += strlen(key);
+	p += strspn(p, "\": ");
+	return strtoull(p, NULL, 10);
+}
+
+static int cmd_request(const char *mnt, const char *req, bool is_scrub)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char buf[4096];
+	char *reply = NULL;
+	size_t len = 0, cap = 0;
 	ssize_t n;
-	int fd;
+	int fd, ret = 0;
 
 	n = getxattr(mnt, "user.daxguard.socket", sa.sun_path,
 		     sizeof(sa.sun_path) - 1);
-	if (n < 0) {
-		fprintf(stderr, "daxguard-ctl: '%s' is not a daxguard mount: "
-			"%s\n", mnt, strerror(errno));
-		return 1;
-	}
+	if (n < 0)
+		return not_a_mount(mnt, errno);
 	sa.sun_path[n] = 0;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -34,44 +65,75 @@ static int cmd_request(const char *mnt, const char *req)
 			"'%s': %s\n", sa.sun_path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return 1;
+		return EXIT_FAIL;
 	}
 	if (write(fd, req, strlen(req)) < 0) {
 		fprintf(stderr, "daxguard-ctl: send: %s\n", strerror(errno));
 		close(fd);
-		return 1;
+		return EXIT_FAIL;
 	}
 	shutdown(fd, SHUT_WR);
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		fwrite(buf, 1, (size_t)n, stdout);
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			char *r = realloc(reply, cap = 2 * cap + 8192);
+
+			if (!r) {
+				fprintf(stderr, "daxguard-ctl: out of memory\n");
+				ret = EXIT_FAIL;
+				break;
+			}
+			reply = r;
+		}
+		n = read(fd, reply + len, 4096);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
 	close(fd);
-	return 0;
+	if (!reply)
+		return EXIT_FAIL;
+	reply[len] = 0;
+	fwrite(reply, 1, len, stdout);
+	if (!ret && (!len || !strncmp(reply, "error", 5) ||
+		     !strncmp(reply, "{\"error\"", 9)))
+		ret = EXIT_FAIL;
+	else if (!ret && is_scrub && reply_count(reply, "unrecoverable"))
+		ret = EXIT_UNRECOVERABLE;
+	free(reply);
+	return ret;
 }
 
 int main(int argc, char **argv)
 {
-	bool json = false;
+	bool json = false, verbose = false;
 	const char *cmd;
 	char req[64];
 
-	if (argc < 3 || argc > 4) {
+	if (argc < 3) {
 		fputs(usage, stderr);
-		return 2;
-	}
-	if (argc == 4) {
-		if (strcmp(argv[3], "--json")) {
-			fprintf(stderr, "daxguard-ctl: unknown option '%s'\n%s",
-				argv[3], usage);
-			return 2;
-		}
-		json = true;
+		return EXIT_USAGE;
 	}
 	cmd = argv[2];
-	if (strcmp(cmd, "status") && strcmp(cmd, "scrub")) {
+	if (strcmp(cmd, "status") && strcmp(cmd, "scrub") &&
+	    strcmp(cmd, "clear")) {
 		fprintf(stderr, "daxguard-ctl: unknown command '%s'\n%s", cmd,
 			usage);
-		return 2;
+		return EXIT_USAGE;
 	}
-	snprintf(req, sizeof(req), "%s%s\n", cmd, json ? " json" : "");
-	return cmd_request(argv[1], req);
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") && strcmp(cmd, "clear")) {
+			json = true;
+		} else if ((!strcmp(argv[i], "-v") ||
+			    !strcmp(argv[i], "--verbose")) &&
+			   !strcmp(cmd, "status")) {
+			verbose = true;
+		} else {
+			fprintf(stderr, "daxguard-ctl: unknown option '%s'\n%s",
+				argv[i], usage);
+			return EXIT_USAGE;
+		}
+	}
+	snprintf(req, sizeof(req), "%s%s%s\n", cmd, json ? " json" : "",
+		 verbose ? " verbose" : "");
+	return cmd_request(argv[1], req, !strcmp(cmd, "scrub"));
 }

@@ -518,7 +518,7 @@ int dg_commit_start(struct dg_daemon *dd)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t n = strlen(dd->sock_path);
 
-	/* Next to the control socket: <uuid>.sock -> <uuid>.commit */
+	/* Next to the control socket: <uuid>-<pid>.sock -> .commit */
 	if (n < 5 || n + 3 >= sizeof(dd->commit_path))
 		return -1;
 	memcpy(dd->commit_path, dd->sock_path, n - 5);

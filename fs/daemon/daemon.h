@@ -24,6 +24,16 @@ struct dg_daemon {
 	pthread_t ctl_thread;
 	volatile int stop;
 	uint64_t fault_seq;	/* last fault event logged */
+	/* Data pages found unrecoverable, with the file page they held
+	 * then; dropped once the page is no longer that file's (deleted,
+	 * truncated) or at "clear". Counters as of the last "clear". All
+	 * protected by dmg_lock. */
+	pthread_mutex_t dmg_lock;
+	struct dg_lost_page {
+		uint64_t vpn, ino, fpage;
+	} *lost;
+	unsigned nlost, caplost;
+	uint64_t fault_base[DG_FAULT_NR];
 	/* libcommit server, commit_server.c */
 	char commit_path[108];
 	int commit_fd;

@@ -14,10 +14,13 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "probe.h"
 
 static const char usage[] =
 	"usage: daxguard DEV[,DEV...] MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
 	"daxguard options (-o):\n"
+	"    degraded          mount (read-only) with devices missing that\n"
+	"                      parity covers; without it such a mount is refused\n"
 	"    timeout=SECONDS   entry and attribute cache timeout (1.0)\n"
 	"    writeback         kernel writeback cache: faster small writes, but\n"
 	"                      a write() is durable only at fsync (default off:\n"
@@ -27,6 +30,7 @@ struct dg_opts {
 	char *devs;
 	double timeout;
 	int writeback;
+	int degraded;
 	int show_help;
 };
 
@@ -34,6 +38,7 @@ struct dg_opts {
 static const struct fuse_opt dg_fuse_opts[] = {
 	{ "timeout=%lf", offsetof(struct dg_opts, timeout), 0 },
 	DG_OPT("writeback", writeback),
+	DG_OPT("degraded", degraded),
 	DG_OPT("-h", show_help),
 	DG_OPT("--help", show_help),
 	FUSE_OPT_END
@@ -55,9 +60,12 @@ static int opt_proc(void *data, const char *arg, int key,
 }
 
 static int log_to_syslog;
+static int log_quiet;	/* a second look at the devices: said already */
 
 static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 {
+	if (log_quiet)
+		return;
 	if (log_to_syslog) {
 		vsyslog((int)level, fmt, ap);
 	} else {
@@ -67,6 +75,20 @@ static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 	}
 }
 
+/* ENOTCONN: a mount whose daemon died is still there, and only its
+ * unmount frees the mount point. */
+static void mountpoint_error(const char *what, const char *mnt, int err)
+{
+	if (err == ENOTCONN)
+		fprintf(stderr, "daxguard: cannot %s mountpoint '%s': %s: the "
+			"daemon of the volume mounted there is gone; run "
+			"'fusermount3 -u %s' first\n", what, mnt,
+			strerror(err), mnt);
+	else
+		fprintf(stderr, "daxguard: cannot %s mountpoint '%s': %s\n",
+			what, mnt, strerror(err));
+}
+
 static int check_mountpoint(const char *mnt)
 {
 	struct stat st;
@@ -74,8 +96,7 @@ static int check_mountpoint(const char *mnt)
 	DIR *d;
 
 	if (stat(mnt, &st) < 0) {
-		fprintf(stderr, "daxguard: cannot use mountpoint '%s': %s\n",
-			mnt, strerror(errno));
+		mountpoint_error("use", mnt, errno);
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -85,8 +106,7 @@ static int check_mountpoint(const char *mnt)
 	}
 	d = opendir(mnt);
 	if (!d) {
-		fprintf(stderr, "daxguard: cannot read mountpoint '%s': %s\n",
-			mnt, strerror(errno));
+		mountpoint_error("read", mnt, errno);
 		return -1;
 	}
 	while ((de = readdir(d))) {
@@ -101,31 +121,177 @@ static int check_mountpoint(const char *mnt)
 	return 0;
 }
 
-static int open_volume(struct dg_daemon *dd)
+/*
+ * Each device path made absolute and free of symlinks: the daemon
+ * changes to / when it goes to the background, and libcommit clients
+ * open the devices by these names (mapped.c), so a relative path would
+ * name nothing there. A path that does not exist (a missing device) is
+ * made absolute only. Returns the comma-separated list, or NULL.
+ */
+static char *canonical_devs(const char *list, char **paths, int *np)
 {
-	char *paths[DG_MAX_DEVS + 1], err[512];
-	int n = 0, ret;
-	char *save, *tok, *list = strdup(dd->devs);
+	char *copy = strdup(list), *save, *tok, *out = NULL;
+	size_t len = 0;
+	int n = 0;
 
-	if (!list)
-		return -1;
-	for (tok = strtok_r(list, ",", &save); tok;
+	if (!copy)
+		return NULL;
+	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
+		char buf[PATH_MAX], cwd[PATH_MAX];
+
 		if (n == (int)DG_MAX_DEVS) {
 			fprintf(stderr, "daxguard: at most %u devices\n",
 				DG_MAX_DEVS);
-			free(list);
-			return -1;
+			goto fail;
 		}
-		paths[n++] = tok;
+		if (realpath(tok, buf))
+			paths[n] = strdup(buf);
+		else if (tok[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+			paths[n] = strdup(tok);
+		else if (asprintf(&paths[n], "%s/%s", cwd, tok) < 0)
+			paths[n] = NULL;
+		if (!paths[n])
+			goto fail;
+		len += strlen(paths[n]) + 1;
+		n++;
 	}
+	if (n == 0) {
+		fprintf(stderr, "daxguard: no devices given\n");
+		goto fail;
+	}
+	out = calloc(1, len + 1);
+	if (!out)
+		goto fail;
+	for (int i = 0; i < n; i++) {
+		if (i)
+			strcat(out, ",");
+		strcat(out, paths[i]);
+	}
+	free(copy);
+	*np = n;
+	return out;
+fail:
+	while (n > 0)
+		free(paths[--n]);
+	free(copy);
+	return NULL;
+}
+
+/* "device 2", "devices 0 and 3" */
+static void slot_list(uint32_t mask, char *buf, size_t len)
+{
+	unsigned n = (unsigned)__builtin_popcount(mask), k = 0;
+	size_t o = (size_t)snprintf(buf, len, "device%s", n > 1 ? "s" : "");
+
+	for (unsigned d = 0; d < 32 && o < len; d++)
+		if (mask & (1u << d))
+			o += (size_t)snprintf(buf + o, len - o, "%s %u",
+					      k++ == 0	     ? ""
+					      : k == n ? " and"
+						       : ",",
+					      d);
+}
+
+/*
+ * A volume with devices missing, stale or replaced mounts only with -o
+ * degraded (as btrfs does), read-only. Either way every path that is
+ * not a current device is named, with what it holds. Returns true when
+ * it found the volume degraded (and has said why).
+ */
+static bool explain_degraded(char **paths, int n, bool mounting,
+			     char *err, size_t errlen)
+{
+	struct dg_vol *vol;
+	struct dg_vol_info in;
+	char buf[1024], slots[128], u[37];
+	int ret;
+
+	log_quiet = 1;
 	ret = dg_vol_open((const char *const *)paths, (unsigned)n,
-			  DG_OPEN_DEGRADED, &dd->vol, err, sizeof(err));
-	free(list);
+			  DG_OPEN_RDONLY | DG_OPEN_DEGRADED | DG_OPEN_NOLOCK |
+				  DG_OPEN_NORECOVER,
+			  &vol, buf, sizeof(buf));
+	log_quiet = 0;
 	if (ret) {
-		fprintf(stderr, "daxguard: cannot open volume '%s': %s\n",
-			dd->devs, err);
+		/* Not a volume at all, or not this device set, even
+		 * leaving devices out: that says more than the first
+		 * device that failed. Beyond parity (-ENXIO) the first
+		 * message, naming the file, says more. */
+		if (err && ret != -ENOENT && ret != -ENXIO)
+			snprintf(err, errlen, "%s", buf);
+		return false;
+	}
+	dg_vol_get_info(vol, &in);
+	log_quiet = 1;
+	dg_vol_close(vol);
+	log_quiet = 0;
+	if (!in.degraded)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (dg_dev_explain(paths[i], &in, buf, sizeof(buf)))
+			dg_log(mounting ? DG_LOG_NOTICE : DG_LOG_ERR,
+			       "%s%s", mounting ? "left out: " : "", buf);
+	if (mounting)
+		return true;
+	dg_uuid_format(in.uuid, u);
+	slot_list(in.missing_mask, slots, sizeof(slots));
+	dg_log(DG_LOG_ERR, "cannot mount volume %s: %s of %u missing or "
+	       "unusable; mount with -o degraded to mount it read-only "
+	       "without %s, or run fsck.daxguard -y to rebuild %s", u, slots,
+	       in.ndev, in.missing_mask & (in.missing_mask - 1) ? "them" : "it",
+	       in.missing_mask & (in.missing_mask - 1) ? "them" : "it");
+	return true;
+}
+
+/*
+ * Open the volume. Its devices may still be held by the daemon of a
+ * mount that was just unmounted (umount does not wait for it): wait for
+ * that, bounded, but refuse at once when the volume is mounted.
+ */
+static int open_volume(struct dg_daemon *dd, bool degraded)
+{
+	char *paths[DG_MAX_DEVS], err[8400], mnt[4096];
+	unsigned flags = degraded ? DG_OPEN_DEGRADED : 0;
+	int n = 0, ret;
+	char *devs = canonical_devs(dd->devs, paths, &n);
+
+	if (!devs)
 		return -1;
+	free(dd->devs);
+	dd->devs = devs;
+	ret = dg_vol_open((const char *const *)paths, (unsigned)n, flags,
+			  &dd->vol, err, sizeof(err));
+	if (ret == -EBUSY) {
+		for (int i = 0; i < n; i++)
+			if (dg_dev_mountpoint(paths[i], mnt, sizeof(mnt))) {
+				snprintf(err, sizeof(err), "'%s' is in use: "
+					 "its volume is mounted on '%s'",
+					 paths[i], mnt);
+				goto fail;
+			}
+		dg_log(DG_LOG_NOTICE, "waiting for the daemon of an unmounted "
+		       "volume to release the devices");
+		if (dg_devs_wait_unlocked((const char *const *)paths,
+					  (unsigned)n, false, 10000) == 0)
+			ret = dg_vol_open((const char *const *)paths,
+					  (unsigned)n, flags, &dd->vol, err,
+					  sizeof(err));
+	}
+	if (ret == -ENXIO || ret == -ESTALE || ret == -ENODEV ||
+	    ret == -EFBIG || ret == -ENOSPC) {
+		if (!degraded && explain_degraded(paths, n, false, err,
+						  sizeof(err)))
+			goto out;
+	}
+	if (ret)
+		goto fail;
+	if (degraded) {
+		struct dg_vol_info in;
+
+		dg_vol_get_info(dd->vol, &in);
+		if (in.degraded)
+			explain_degraded(paths, n, true, NULL, 0);
 	}
 	/* 64 MiB of checksum pages covers 32 GiB of data per device. */
 	if (dg_vol_cache_csum_pages(dd->vol, (size_t)64 << 20))
@@ -136,9 +302,58 @@ static int open_volume(struct dg_daemon *dd)
 			"%s\n", dd->devs, strerror(-ret));
 		dg_vol_close(dd->vol);
 		dd->vol = NULL;
-		return -1;
+		goto out;
 	}
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
 	return 0;
+fail:
+	fprintf(stderr, "daxguard: cannot open volume '%s': %s\n", dd->devs,
+		err);
+out:
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	return -1;
+}
+
+/* libfuse options, checked before any device is opened: a session made
+ * and dropped at once parses them all (and names what it rejects). */
+static int check_fuse_opts(struct fuse_args *args)
+{
+	struct fuse_args chk = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se;
+
+	for (int i = 0; i < args->argc; i++)
+		if (fuse_opt_add_arg(&chk, args->argv[i]))
+			return -1;
+	se = fuse_session_new(&chk, &dg_ll_ops, sizeof(dg_ll_ops), NULL);
+	fuse_opt_free_args(&chk);
+	if (!se)
+		return -1;
+	fuse_session_destroy(se);
+	return 0;
+}
+
+/* -ofsname=a,b,c with the commas escaped for libfuse's option parser:
+ * /proc/mounts and findmnt then show the device list as the source. */
+static int add_fsname(struct fuse_args *args, const char *devs)
+{
+	size_t len = strlen(devs);
+	char *o = malloc(2 * len + 16), *p;
+	int ret;
+
+	if (!o)
+		return -1;
+	p = o + sprintf(o, "-ofsname=");
+	for (; *devs; devs++) {
+		if (*devs == ',' || *devs == '\\')
+			*p++ = '\\';
+		*p++ = *devs;
+	}
+	*p = 0;
+	ret = fuse_opt_add_arg(args, o);
+	free(o);
+	return ret;
 }
 
 /*
@@ -178,6 +393,7 @@ int main(int argc, char *argv[])
 	struct dg_daemon dd = { .sock_fd = -1, .commit_fd = -1 };
 	struct fuse_loop_config *cfg = NULL;
 	char mnt[PATH_MAX];
+	bool mounted = false;
 	int ret = 1;
 
 	dg_log_set_func(log_func);
@@ -202,14 +418,23 @@ int main(int argc, char *argv[])
 	if (check_mountpoint(fo.mountpoint) || !realpath(fo.mountpoint, mnt))
 		goto out_args;
 	dd.devs = o.devs;
+	o.devs = NULL;
 	dd.mountpoint = mnt;
 	dd.timeout = o.timeout;
 	dd.writeback = o.writeback;
 	dd.debug = fo.debug;
 	if (fo.debug)
 		dg_log_set_level(DG_LOG_DEBUG);
-	if (open_volume(&dd))
+	/* The kernel checks permissions against the modes we keep. */
+	fuse_opt_add_arg(&args, "-odefault_permissions");
+	fuse_opt_add_arg(&args, "-osubtype=daxguard");
+	/* Every option is checked before a device is opened. */
+	if (check_fuse_opts(&args))
 		goto out_args;
+	if (open_volume(&dd, o.degraded))
+		goto out_args;
+	if (add_fsname(&args, dd.devs))
+		goto out_vol;
 	{
 		struct dg_vol_info in;
 
@@ -222,10 +447,6 @@ int main(int argc, char *argv[])
 			fuse_opt_add_arg(&args, "-oro");
 	}
 
-	/* The kernel checks permissions against the modes we keep. */
-	fuse_opt_add_arg(&args, "-odefault_permissions");
-	fuse_opt_add_arg(&args, "-ofsname=daxguard");
-	fuse_opt_add_arg(&args, "-osubtype=daxguard");
 	dd.se = fuse_session_new(&args, &dg_ll_ops, sizeof(dg_ll_ops), &dd);
 	if (!dd.se)
 		goto out_vol;
@@ -233,6 +454,7 @@ int main(int argc, char *argv[])
 		goto out_session;
 	if (fuse_session_mount(dd.se, mnt) != 0)
 		goto out_signals;
+	mounted = true;
 	dg_log(DG_LOG_NOTICE, "mounted devices=%s mountpoint=%s", dd.devs, mnt);
 	if (fuse_daemonize(fo.foreground) != 0)
 		goto out_unmount;
@@ -266,11 +488,12 @@ out_session:
 	fuse_session_destroy(dd.se);
 out_vol:
 	dg_fs_close(dd.fs);
-	if (dg_vol_close(dd.vol) == 0)
+	if (dg_vol_close(dd.vol) == 0 && mounted)
 		dg_log(DG_LOG_NOTICE, "unmounted cleanly devices=%s", dd.devs);
 out_args:
 	free(fo.mountpoint);
 	free(o.devs);
+	free(dd.devs);
 	fuse_opt_free_args(&args);
 	return ret;
 }

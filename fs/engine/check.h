@@ -105,6 +105,12 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		   void *arg, dg_progress_fn progress, void *parg,
 		   char *errbuf, size_t errlen);
 
+/* Rewrite a row whose unreadable pages are free (and its parity) so it
+ * verifies again: reclaim.c. Offline only; cls from dg_check_classify()
+ * (or NULL: the allocation bitmap alone says what is in use). */
+int dg_vol_reset_free_pages(struct dg_vol *vol, uint64_t row,
+			    const uint8_t *cls);
+
 /* ---- page classes, for inject and reports -------------------------- */
 enum dg_pclass {
 	DG_PC_FREE,

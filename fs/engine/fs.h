@@ -123,6 +123,8 @@ struct dg_fs_damage {
 	uint64_t inode_pages;	/* inode table pages lost */
 };
 void dg_fs_get_damage(struct dg_fs *fs, struct dg_fs_damage *d);
+/* Up to max of the inodes served as damaged; returns how many. */
+unsigned dg_fs_damaged_inodes(struct dg_fs *fs, uint64_t *inos, unsigned max);
 
 /* flags: XATTR_CREATE, XATTR_REPLACE. get/list return the size, or
  * -ERANGE when size is too small (size 0 asks for the size). */

@@ -489,6 +489,18 @@ void dg_fs_get_damage(struct dg_fs *fs, struct dg_fs_damage *d)
 	pthread_rwlock_unlock(&fs->lock);
 }
 
+unsigned dg_fs_damaged_inodes(struct dg_fs *fs, uint64_t *inos, unsigned max)
+{
+	unsigned n = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	for (uint64_t ino = 1; ino < fs->icap && n < max; ino++)
+		if (fs->itab[ino] && fs->itab[ino]->damaged)
+			inos[n++] = ino;
+	pthread_rwlock_unlock(&fs->lock);
+	return n;
+}
+
 int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 {
 	struct dg_droot *droot = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);

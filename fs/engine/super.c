@@ -7,6 +7,7 @@
 #include "xxh.h"
 
 #include "csum.h"
+#include "probe.h"
 #include "super.h"
 
 static uint64_t dsuper_csum(const struct dg_dsuper *s)
@@ -305,6 +306,10 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 			 DG_MAX_DEVS, n);
 		return -EINVAL;
 	}
+	/* Else the second open of one file meets the first's lock. */
+	ret = dg_paths_given_twice(paths, n, errbuf, errlen);
+	if (ret)
+		return ret;
 	memset(c, 0, sizeof(c));
 	for (unsigned i = 0; i < n; i++)
 		c[i].path = paths[i];

@@ -3,6 +3,7 @@
 mounts, mounting through mount(8)/mount.fuse3, and daxguard-ctl errors."""
 import errno
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import CTL, DAEMON, is_mounted, run
+from conftest import CTL, DAEMON, FSCK, is_mounted, run
 
 
 def try_mount(devlist, mnt, *opts, timeout=15):
@@ -32,6 +33,12 @@ def try_mount(devlist, mnt, *opts, timeout=15):
     if os.path.isdir(mnt):
         assert not is_mounted(mnt)
     return p.returncode, out
+
+
+def uuid_of(v):
+    """The volume's UUID, from fsck (read-only, works degraded)."""
+    p = run([FSCK, "-n", "--json"] + v.devs, check=False)
+    return json.loads(p.stdout)["volume"]
 
 
 def sha(p):
@@ -213,10 +220,19 @@ def test_degraded_mount_is_readonly_and_readable(volume_factory, tmp_path):
     # Delete one image (kept aside to put back at the end).
     aside = tmp_path / "aside.img"
     shutil.move(v.devs[2], aside)
+    # Without -o degraded the mount is refused, naming the file.
+    rc, out = try_mount(v.devlist, v.mnt)
+    assert rc == 1
+    assert out.endswith(
+        f"daxguard: '{v.devs[2]}' does not exist\n"
+        f"daxguard: cannot mount volume {uuid_of(v)}: device 2 of 4 "
+        f"missing or unusable; mount with -o degraded to mount it read-only "
+        f"without it, or run fsck.daxguard -y to rebuild it\n"), out
     v.expect_log(r"degraded")
     v.expect_log(r"cannot open .*No such file or directory")
-    v.mount()
+    v.mount("degraded")
     log = v.read_log()
+    assert f"daxguard: left out: '{v.devs[2]}' does not exist\n" in log
     assert "volume degraded: 1 of 4 devices missing (mask 0x4), read-only" \
         in log, log
     st = v.status()
@@ -290,9 +306,18 @@ def test_stale_device_is_left_out(volume_factory, tmp_path):
     (v.mnt / "f").write_bytes(data)
     v.umount()
     shutil.copyfile(old, v.devs[0])
+    u = uuid_of(v)
+    rc, out = try_mount(v.devlist, v.mnt)
+    assert rc == 1
+    assert out == (
+        f"daxguard: '{v.devs[0]}' is stale: device 0 at generation 2, the "
+        f"volume is at 3\n"
+        f"daxguard: cannot mount volume {u}: device 0 of 4 missing or "
+        f"unusable; mount with -o degraded to mount it read-only without "
+        f"it, or run fsck.daxguard -y to rebuild it\n"), out
     v.expect_log(r"stale")
     v.expect_log(r"degraded")
-    v.mount()
+    v.mount("degraded")
     assert "is stale" in v.read_log()
     st = v.status()
     assert st["degraded"] is True and st["missing_mask"] == 1
