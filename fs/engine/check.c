@@ -108,8 +108,7 @@ int dg_check_supers(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 			snprintf(ev.action, sizeof(ev.action),
 				 "rewrite from the good copies");
 			if (repair) {
-				dg_dev_write(dv, off, want, DG_PAGE_SIZE);
-				dg_dev_persist(dv, off, DG_PAGE_SIZE);
+				dg_repair_write(vol, d, off, want, DG_PAGE_SIZE);
 				ev.fixed = true;
 			}
 			bad++;
@@ -212,12 +211,11 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 				 : st[c] == JH_ZERO ? "missing" : "damaged");
 			ev.fixable = true;
 			if (repair) {
-				struct dg_dev *d = &vol->devs[dev[c]];
 				struct dg_djhead z = { 0 };
 
-				dg_dev_write(d, off[c], from_other ? &h[o] : &z,
-					     sizeof(z));
-				dg_dev_persist(d, off[c], sizeof(z));
+				dg_repair_write(vol, dev[c], off[c],
+						from_other ? &h[o] : &z,
+						sizeof(z));
 				ev.fixed = true;
 			}
 			bad++;
@@ -247,14 +245,8 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 
 				dg_jhead_loc(vol, c, (unsigned)(nh.hseq % 2),
 					     &dev, &page, &newest);
-				if (!vol->devs[dev].present)
-					continue;
-				dg_dev_write(&vol->devs[dev],
-					     page << DG_PAGE_SHIFT, &nh,
-					     sizeof(nh));
-				dg_dev_persist(&vol->devs[dev],
-					       page << DG_PAGE_SHIFT,
-					       sizeof(nh));
+				dg_repair_write(vol, dev, page << DG_PAGE_SHIFT,
+						&nh, sizeof(nh));
 			}
 			vol->jrnl.hseq = nh.hseq;
 			ev.fixed = true;
@@ -466,11 +458,13 @@ static bool row_written(struct dg_vol *vol, struct dg_csum_cursor *cur,
 }
 
 static void check_row(struct rctx *c, uint64_t row, uint8_t *mem,
-		      const uint64_t *cs, struct dg_chk_stats *st)
+		      const uint64_t *cs, struct dg_chk_stats *st,
+		      struct dg_csum_cursor *cur)
 {
 	struct dg_vol *vol = c->vol;
 	unsigned k = vol->k, m = k + vol->parity;
 	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
+	bool any = false, fixed = false;
 
 	for (unsigned p = 0; p < m; p++) {
 		if (cs[dg_row_pos_dev(vol, row, p)] != DG_CSUM_NONE) {
@@ -478,13 +472,17 @@ static void check_row(struct rctx *c, uint64_t row, uint8_t *mem,
 			st->bytes_checked += DG_PAGE_SIZE;
 		}
 	}
-	if (!dg_row_recompute(vol, row, mem, pages, calc) || !vol->parity)
+	if (!dg_row_recompute(vol, row, mem, pages, calc, cur) || !vol->parity)
 		return;
-	for (unsigned j = 0; j < vol->parity; j++) {
+	for (unsigned j = 0; j < vol->parity; j++)
+		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
+			any = true;
+	/* parity last, and only from verified data */
+	if (any && c->repair)
+		fixed = dg_repair_parity(vol, row, calc) == 0;
+	for (unsigned j = 0; any && j < vol->parity; j++) {
 		unsigned dev = dg_row_parity_dev(vol, row, j);
-		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
 		struct dg_chk_event ev;
-		struct dg_flushset fs;
 
 		if (!memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
 			continue;
@@ -497,16 +495,7 @@ static void check_row(struct rctx *c, uint64_t row, uint8_t *mem,
 			 (unsigned long long)row);
 		snprintf(ev.action, sizeof(ev.action),
 			 "recompute parity from the data");
-		if (c->repair && vol->devs[dev].present) {
-			dg_flushset_init(&fs);
-			dg_dev_write(&vol->devs[dev], off, calc[j],
-				     DG_PAGE_SIZE);
-			dg_dev_persist(&vol->devs[dev], off, DG_PAGE_SIZE);
-			dg_csum_set(vol, dev, row,
-				    dg_csum_page(vol, dev, row, calc[j]), &fs);
-			dg_flushset_fini(&fs);
-			ev.fixed = true;
-		}
+		ev.fixed = fixed && vol->devs[dev].present;
 		emit(c->fn, c->arg, &ev);
 	}
 }
@@ -594,7 +583,7 @@ int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
 			struct dg_chk_stats *st)
 {
 	struct dg_csum_cursor cur[DG_MAX_DEVS];
-	uint64_t cs[DG_MAX_DEVS];
+	uint64_t cs[DG_MAX_DEVS], before[DG_FAULT_NR], after[DG_FAULT_NR];
 	struct rctx c = { 0 };
 	uint8_t *mem;
 	int ret = 0;
@@ -625,12 +614,18 @@ int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
 		if (progress && row % 1024 == 0)
 			progress(parg, row, vol->sb.rows);
 		pthread_rwlock_wrlock(lk);
-		for (unsigned d = 0; d < vol->ndev; d++)
-			cur[d].owner = -1;
+		/* fsck is the volume's only writer: a checksum page looked
+		 * up for one row stays right for the next, except for what
+		 * this pass repaired (then look again). */
+		dg_vol_fault_counts(vol, before);
 		if (row_written(vol, cur, row, cs)) {
 			st->rows_checked++;
-			check_row(&c, row, mem, cs, st);
+			check_row(&c, row, mem, cs, st, cur);
 		}
+		dg_vol_fault_counts(vol, after);
+		if (memcmp(before, after, sizeof(before)))
+			for (unsigned d = 0; d < vol->ndev; d++)
+				cur[d].owner = -1;
 		pthread_rwlock_unlock(lk);
 		rdrain(&c);
 	}

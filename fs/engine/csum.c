@@ -153,7 +153,7 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 			      why);
 	if (vol->read_only)
 		return;
-	write_copy(vol, owner, index, c, img, 0, DG_PAGE_SIZE);
+	dg_repair_write(vol, dev, page << DG_PAGE_SHIFT, img, DG_PAGE_SIZE);
 	if (!quiet)
 		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, page, "csum-copy",
 			      "rewritten from the newest copy");

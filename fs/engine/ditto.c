@@ -84,7 +84,6 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 			       vpn < vol->vpns; vpn++) {
 		struct dg_loc l = dg_vpn_loc(vol, vpn);
 		pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
-		struct dg_flushset fs;
 		uint64_t csum;
 
 		pthread_rwlock_wrlock(lk);
@@ -95,7 +94,6 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 			pthread_rwlock_unlock(lk);
 			continue;
 		}
-		dg_flushset_init(&fs);
 		for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
 			uint64_t off;
 			struct dg_dev *d = copy_at(vol, vpn, j, &off);
@@ -111,14 +109,11 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 				      "copy differs from the page");
 			if (!repair || vol->read_only)
 				continue;
-			dg_dev_write(d, off, page, DG_PAGE_SIZE);
-			dg_flushset_add(&fs, d->idx, off, DG_PAGE_SIZE);
+			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
 			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
 				      off >> DG_PAGE_SHIFT, "ditto",
 				      "rewritten from the page");
 		}
-		dg_flushset_persist(vol, &fs);
-		dg_flushset_fini(&fs);
 		pthread_rwlock_unlock(lk);
 	}
 	free(page);

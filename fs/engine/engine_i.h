@@ -140,6 +140,17 @@ void dg_cmap_free(struct dg_vol *vol);
 void dg_cmap_store(struct dg_vol *vol, uint32_t devs);
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
 
+/* ---- repair.c: the one repair path (its crash argument is there) ---- */
+/* Write len bytes at off of dev, durably: bytes proven elsewhere. */
+void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
+		     const void *img, size_t len);
+/* The data or parity page (dev, row), proven by its verified checksum. */
+void dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
+		    const void *img);
+/* The parity pages of row, computed from its verified data, then their
+ * checksums. Caller holds the row lock. */
+int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc);
+
 /* ---- ditto.c ---------------------------------------------------------- */
 /* vpn has ditto copies (the volume root and allocation bitmap). */
 bool dg_ditto_has(const struct dg_vol *vol, uint64_t vpn);
@@ -180,9 +191,12 @@ void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs);
  * first k + parity page slots of mem and compute its parity into the
  * next parity slots: pages[] and calc[] point at them. False when a
  * page could not be read (the read path counts it); caller holds the
- * row lock. In verify.c; the scrub and fsck share it. */
+ * row lock. cur (one per device, or NULL) holds checksum pages looked
+ * up under this row's lock. In verify.c; the scrub and fsck share it. */
+struct dg_csum_cursor;
 bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
-		      uint8_t **pages, uint8_t **calc);
+		      uint8_t **pages, uint8_t **calc,
+		      struct dg_csum_cursor *cur);
 /* Give up the data page at vpn, no copy of which verifies: write data in
  * its place and recompute the row's parity from the pages as they are.
  * Takes the row lock. In verify.c; fsck uses it. */

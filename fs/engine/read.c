@@ -163,11 +163,8 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row,
 				      p < vol->k ? "data" : "parity",
 				      "found while rebuilding a neighbour");
-		if (d->present && !vol->read_only && cs[p] != DG_CSUM_NONE) {
-			dg_dev_write(d, page_off(vol, row), pages[p],
-				     DG_PAGE_SIZE);
-			dg_dev_persist(d, page_off(vol, row), DG_PAGE_SIZE);
-		}
+		if (d->present && !vol->read_only && cs[p] != DG_CSUM_NONE)
+			dg_repair_page(vol, pd, row, pages[p]);
 		if (p != want)
 			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row,
 				      p < vol->k ? "data" : "parity",
@@ -215,20 +212,16 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		      dg_row_dev_is_parity(vol, row, dev) ? "parity" : "data",
 		      "checksum mismatch");
 	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
-		if (!vol->read_only) {
-			dg_dev_write(d, page_off(vol, row), buf, DG_PAGE_SIZE);
-			dg_dev_persist(d, page_off(vol, row), DG_PAGE_SIZE);
-		}
+		if (!vol->read_only)
+			dg_repair_page(vol, dev, row, buf);
 		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
 			      "rebuilt from parity");
 		return 0;
 	}
 	/* Beyond parity: the volume's own metadata has ditto copies. */
 	if (dg_ditto_read(vol, dev, row, csum, buf) == 0) {
-		if (!vol->read_only) {
-			dg_dev_write(d, page_off(vol, row), buf, DG_PAGE_SIZE);
-			dg_dev_persist(d, page_off(vol, row), DG_PAGE_SIZE);
-		}
+		if (!vol->read_only)
+			dg_repair_page(vol, dev, row, buf);
 		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
 			      "from a ditto copy");
 		return 0;

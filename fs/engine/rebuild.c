@@ -95,16 +95,6 @@ static int prepare_spare(struct dg_vol *vol, unsigned idx, const char *path,
 	return 0;
 }
 
-static void copy_pages(struct dg_dev *to, uint64_t to_page,
-		       const struct dg_dev *from, uint64_t from_page,
-		       uint64_t n)
-{
-	dg_dev_write(to, to_page << DG_PAGE_SHIFT,
-		     dg_dev_ptr(from, from_page << DG_PAGE_SHIFT),
-		     n << DG_PAGE_SHIFT);
-	dg_dev_persist(to, to_page << DG_PAGE_SHIFT, n << DG_PAGE_SHIFT);
-}
-
 
 struct rb {
 	struct dg_vol *vol;
@@ -215,8 +205,6 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 	}
 	for (unsigned p = 0; p < m; p++) {
 		unsigned dev = dg_row_pos_dev(vol, row, p);
-		struct dg_dev *d = &vol->devs[dev];
-		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
 
 		if (!lost[p])
 			continue;
@@ -228,8 +216,7 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 		}
 		if (!known[p])
 			continue; /* no checksum proves it: left (G6) */
-		dg_dev_write(d, off, pages[p], DG_PAGE_SIZE);
-		dg_dev_persist(d, off, DG_PAGE_SIZE);
+		dg_repair_page(vol, dev, row, pages[p]);
 		if (b->target & (1u << dev))
 			b->pages++;
 	}
@@ -290,8 +277,10 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		dg_jrnl_loc(vol, c, &dev, &start, &pages);
 		dg_jrnl_loc(vol, 1 - c, &odev, &ostart, &opages);
 		if ((b.target & (1u << dev)) && !(b.target & (1u << odev)))
-			copy_pages(&vol->devs[dev], start, &vol->devs[odev],
-				   ostart, pages);
+			dg_repair_write(vol, dev, start << DG_PAGE_SHIFT,
+					dg_dev_ptr(&vol->devs[odev],
+						   ostart << DG_PAGE_SHIFT),
+					pages << DG_PAGE_SHIFT);
 	}
 	{
 		unsigned d0, d1;

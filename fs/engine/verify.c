@@ -20,7 +20,8 @@ static int row_unwritten(struct dg_vol *vol, struct dg_csum_cursor *cur,
 }
 
 bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
-		      uint8_t **pages, uint8_t **calc)
+		      uint8_t **pages, uint8_t **calc,
+		      struct dg_csum_cursor *cur)
 {
 	unsigned m = vol->k + vol->parity;
 	bool ok = true;
@@ -33,7 +34,8 @@ bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 		unsigned dev = dg_row_pos_dev(vol, row, p);
 		uint64_t cs;
 
-		if (dg_page_read_locked(vol, dev, row, pages[p], &cs) < 0)
+		if (dg_page_read_cur(vol, cur ? &cur[dev] : NULL, dev, row,
+				     pages[p], &cs) < 0)
 			ok = false;	/* counted by the read path */
 	}
 	if (ok && vol->parity)
@@ -56,7 +58,7 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 	uint8_t *mem, *pages[DG_MAX_DEVS];
 	pthread_rwlock_t *lk;
 	struct dg_flushset fs;
-	int ret = 0;
+	int ret;
 
 	if (vol->read_only)
 		return -EROFS;
@@ -70,9 +72,7 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 		return -ENOMEM;
 	lk = dg_row_lock(vol, l.row);
 	pthread_rwlock_wrlock(lk);
-	dg_flushset_init(&fs);
-	dg_dev_write(&vol->devs[l.dev], off, data, DG_PAGE_SIZE);
-	dg_flushset_add(&fs, l.dev, off, DG_PAGE_SIZE);
+	dg_repair_page(vol, l.dev, l.row, data);
 	for (unsigned p = 0; p < m; p++) {
 		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
 		if (p < k)
@@ -82,28 +82,17 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 					  off),
 			       DG_PAGE_SIZE);
 	}
+	/* Parity of the row as it is, bad pages and all (they keep failing
+	 * their own checksums): the one repair whose input is not proven,
+	 * because what it replaces has been given up (repair.c). */
 	if (vol->parity)
 		dg_parity_compute(vol, pages, pages + k, DG_PAGE_SIZE);
-	for (unsigned p = k; p < m; p++) {
-		unsigned dev = dg_row_pos_dev(vol, l.row, p);
-
-		dg_dev_write(&vol->devs[dev], off, pages[p], DG_PAGE_SIZE);
-		dg_flushset_add(&fs, dev, off, DG_PAGE_SIZE);
-	}
-	dg_flushset_persist(vol, &fs);
-	for (unsigned p = 0; p < m; p++) {
-		unsigned dev = dg_row_pos_dev(vol, l.row, p);
-		int r;
-
-		if (p < k && dev != l.dev)
-			continue;
-		r = dg_csum_set(vol, dev, l.row,
-				dg_csum_page(vol, dev, l.row, pages[p]), &fs);
-		if (r && !ret)
-			ret = r;
-	}
-	dg_flushset_persist(vol, &fs);
+	dg_flushset_init(&fs);
+	ret = dg_csum_set(vol, l.dev, l.row,
+			  dg_csum_page(vol, l.dev, l.row, data), &fs);
 	dg_flushset_fini(&fs);
+	if (!ret && vol->parity)
+		ret = dg_repair_parity(vol, l.row, pages + k);
 	pthread_rwlock_unlock(lk);
 	free(mem);
 	return ret;
@@ -112,14 +101,14 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 /* Compare stored parity with parity computed from the verified data;
  * recompute and rewrite it when repairing. */
 static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
-			 bool repair, struct dg_scrub_report *rep)
+			 bool repair, struct dg_scrub_report *rep,
+			 struct dg_csum_cursor *cur)
 {
 	unsigned k = vol->k;
 	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
-	struct dg_flushset fs;
 	bool mismatch = false;
 
-	if (!dg_row_recompute(vol, row, mem, pages, calc))
+	if (!dg_row_recompute(vol, row, mem, pages, calc, cur))
 		return;
 	for (unsigned j = 0; j < vol->parity; j++)
 		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
@@ -131,20 +120,7 @@ static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 	       repair && !vol->read_only ? " action=recomputed" : "");
 	if (!repair || vol->read_only)
 		return;
-	dg_flushset_init(&fs);
-	for (unsigned j = 0; j < vol->parity; j++) {
-		unsigned dev = dg_row_parity_dev(vol, row, j);
-		uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
-
-		if (!vol->devs[dev].present)
-			continue;
-		dg_dev_write(&vol->devs[dev], off, calc[j], DG_PAGE_SIZE);
-		dg_flushset_add(&fs, dev, off, DG_PAGE_SIZE);
-		dg_csum_set(vol, dev, row, dg_csum_page(vol, dev, row, calc[j]),
-			    &fs);
-	}
-	dg_flushset_persist(vol, &fs);
-	dg_flushset_fini(&fs);
+	dg_repair_parity(vol, row, calc);
 	rep->parity_fixed++;
 }
 
@@ -182,7 +158,7 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		if (!row_unwritten(vol, cur, row, cs, known)) {
 			rep->rows_checked++;
 			if (vol->parity) {
-				check_parity(vol, row, mem, repair, rep);
+				check_parity(vol, row, mem, repair, rep, cur);
 			} else {
 				for (unsigned d = 0; d < vol->ndev; d++) {
 					uint64_t c;
