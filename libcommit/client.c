@@ -184,6 +184,8 @@ static void map_free(struct commit_map *m)
 	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++)
 		if (m->devfd[d] >= 0)
 			close(m->devfd[d]);
+	if (m->filefd >= 0)
+		close(m->filefd);
 	if (m->sock >= 0)
 		close(m->sock);
 	free((void *)m->reg.bits);
@@ -224,22 +226,52 @@ static int connect_daemon(int fd, int *sockp)
 	return 0;
 }
 
-/* Map every extent at its place in the area at base (maplen bytes). */
+/*
+ * What backs file page fp of the map: a descriptor, the byte offset of
+ * the page in it, and how many pages from fp on it backs contiguously.
+ * Direct maps read the device (as the extent says); other maps read the
+ * file itself through the mount.
+ */
+static const struct commit_ext *ext_of(const struct commit_map *m,
+				       uint64_t fpage);
+
+static void backing(const struct commit_map *m, uint64_t fp, int *fd,
+		    off_t *off, uint64_t *pages)
+{
+	const struct commit_ext *e;
+
+	if (!m->direct) {
+		*fd = m->filefd;
+		*off = (off_t)(fp * CM_PAGE);
+		*pages = (m->foff + m->maplen) / CM_PAGE - fp;
+		return;
+	}
+	e = ext_of(m, fp);
+	*fd = m->devfd[e->dev];
+	*off = (off_t)(e->devoff + (fp - e->fpage) * CM_PAGE);
+	*pages = e->fpage + e->pages - fp;
+}
+
+/* Map the whole range at its place in the area at base (maplen bytes),
+ * one mmap per backing run. */
 static int map_area(struct commit_map *m, uint8_t *base, int flags)
 {
-	for (uint32_t i = 0; i < m->next; i++) {
-		const struct commit_ext *e = &m->ext[i];
+	uint64_t fp = m->foff / CM_PAGE, end = fp + m->maplen / CM_PAGE;
+
+	while (fp < end) {
+		uint64_t k;
+		off_t off;
+		int fd;
 		void *p;
 
-		if (m->devfd[e->dev] < 0)
-			return cm_err(-EPROTO, "no descriptor for device %u",
-				      e->dev);
-		p = mmap(base + (e->fpage * CM_PAGE - m->foff),
-			 e->pages * CM_PAGE, PROT_READ, flags | MAP_FIXED,
-			 m->devfd[e->dev], (off_t)e->devoff);
+		backing(m, fp, &fd, &off, &k);
+		p = mmap(base + (fp * CM_PAGE - m->foff), k * CM_PAGE,
+			 PROT_READ, flags | MAP_FIXED, fd, off);
 		if (p == MAP_FAILED)
-			return cm_err(-errno, "cannot map device %u: %s",
-				      e->dev, strerror(errno));
+			return cm_err(-errno, "cannot map %s: %s",
+				      m->direct ? "a device" : "the file",
+				      strerror(errno));
+		fp += k;
 	}
 	return 0;
 }
@@ -278,9 +310,65 @@ static int map_extents(struct commit_map *m)
 	return map_area(m, m->media, MAP_SHARED);
 }
 
+/*
+ * Open every device of the map with the caller's own credentials and
+ * check that each is the device the daemon named. Returns 0 (direct
+ * map), or -errno with the reason in msg (the caller then maps through
+ * the mount, or refuses when COMMIT_MAP_DIRECT asked for direct).
+ */
+static int open_devices(struct commit_map *m, const struct commit_dev *devs,
+			uint32_t mask, char *msg, size_t msglen)
+{
+	unsigned i = 0;
+
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++) {
+		struct commit_dev v;
+		struct stat st;
+		int fd;
+
+		if (!(mask & (1u << d)))
+			continue;
+		memcpy(&v, (const uint8_t *)devs + (size_t)i++ * sizeof(v),
+		       sizeof(v));
+		if (!v.pathlen) {
+			snprintf(msg, msglen, "device %u has no path", d);
+			return -ENOENT;
+		}
+		fd = open(v.path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0) {
+			int e = errno;
+
+			snprintf(msg, msglen, "cannot open device '%s': %s",
+				 v.path, strerror(e));
+			return -e;
+		}
+		if (fstat(fd, &st) < 0 || (uint64_t)st.st_dev != v.st_dev ||
+		    (uint64_t)st.st_ino != v.st_ino) {
+			close(fd);
+			snprintf(msg, msglen, "'%s' is not the device the "
+				 "daemon opened", v.path);
+			return -ESTALE;
+		}
+		m->devfd[d] = fd;
+	}
+	return 0;
+}
+
+static void close_devices(struct commit_map *m)
+{
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++) {
+		if (m->devfd[d] >= 0)
+			close(m->devfd[d]);
+		m->devfd[d] = -1;
+	}
+}
+
 int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 		      struct commit_map **mp)
 {
+	const struct commit_dev *devs;
+	char why[COMMIT_DEV_PATH + 64];
+	struct stat st;
 	struct commit_map_req rq = { offset, len, 0, 0 };
 	struct commit_map_rep rep;
 	const struct commit_ext *ext;
@@ -289,13 +377,15 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 	uint8_t *buf = NULL;
 	int fds[COMMIT_MAX_DEVS], nfds = 0, ret;
 
-	if (!mp || (flags & ~COMMIT_MAP_RDWR) || offset % CM_PAGE)
+	if (!mp || (flags & ~(COMMIT_MAP_RDWR | COMMIT_MAP_DIRECT)) ||
+	    offset % CM_PAGE)
 		return cm_err(-EINVAL, "invalid argument: offset must be page "
-			      "aligned, flags RDONLY or RDWR");
+			      "aligned, flags RDONLY or RDWR, and DIRECT");
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return cm_err(-ENOMEM, "out of memory");
 	m->sock = -1;
+	m->filefd = -1;
 	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++)
 		m->devfd[d] = -1;
 	m->rw = flags & COMMIT_MAP_RDWR;
@@ -319,20 +409,36 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 		goto fail_fds;
 	}
 	ret = rh.type == COMMIT_MSG_MAP_REP
-		      ? commit_map_rep_decode(buf, rh.len, &rep, &ext) : -EPROTO;
+		      ? commit_map_rep_decode(buf, rh.len, &rep, &ext, &devs)
+		      : -EPROTO;
 	if (!ret && rep.status < 0)
 		ret = rep.status;
-	if (!ret && (rep.off != offset || (unsigned)nfds !=
-			     (unsigned)__builtin_popcount(rep.dev_mask)))
+	/* The daemon passes no descriptors (proto.h): any is an error. */
+	if (!ret && (rep.off != offset || nfds))
 		ret = -EPROTO;
 	if (ret) {
 		cm_err(ret, "bad map reply: %s", strerror(-ret));
 		goto fail_fds;
 	}
-	for (unsigned d = 0, i = 0; d < COMMIT_MAX_DEVS; d++)
-		if (rep.dev_mask & (1u << d))
-			m->devfd[d] = fds[i++];
-	nfds = 0;
+	ret = open_devices(m, devs, rep.dev_mask, why, sizeof(why));
+	m->direct = ret == 0;
+	if (!m->direct) {
+		close_devices(m);
+		if (flags & COMMIT_MAP_DIRECT) {
+			cm_err(ret, "no direct access: %s (direct maps need "
+			       "read access to the volume's devices)", why);
+			goto fail;
+		}
+		/* Through the mount: the kernel's page cache of the file,
+		 * filled by verified reads. The size the daemon may just
+		 * have grown the file to must be the kernel's too. */
+		m->filefd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (m->filefd < 0 || fstat(m->filefd, &st) < 0) {
+			ret = cm_err(-errno, "cannot keep the file open: %s",
+				     strerror(errno));
+			goto fail;
+		}
+	}
 	m->foff = offset;
 	m->maplen = rep.len;
 	m->len = len ? len : (size_t)(rep.size - offset);
@@ -423,6 +529,11 @@ static const struct commit_ext *ext_of(const struct commit_map *m,
 	return &m->ext[lo];
 }
 
+int commit_map_is_direct(const struct commit_map *m)
+{
+	return m->direct;
+}
+
 int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
 		   uint64_t *devoff, int *devfd)
 {
@@ -431,6 +542,8 @@ int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
 
 	if (off >= m->maplen)
 		return -EINVAL;
+	if (!m->direct)
+		return -ENODEV;
 	e = ext_of(m, fp);
 	*dev = e->dev;
 	*devoff = e->devoff + (fp - e->fpage) * CM_PAGE + off % CM_PAGE;
@@ -570,17 +683,17 @@ static int drop_copies(struct commit_map *m, const uint32_t *pg, size_t n)
 	uint8_t *base = commit_map_addr(m);
 
 	for (size_t i = 0; i < n;) {
-		uint64_t fp = m->foff / CM_PAGE + pg[i];
-		const struct commit_ext *e = ext_of(m, fp);
+		uint64_t fp = m->foff / CM_PAGE + pg[i], run;
 		size_t k = 1;
+		off_t off;
+		int fd;
 		void *p;
 
-		while (i + k < n && pg[i + k] == pg[i] + k &&
-		       fp + k < e->fpage + e->pages)
+		backing(m, fp, &fd, &off, &run);
+		while (i + k < n && pg[i + k] == pg[i] + k && k < run)
 			k++;
 		p = mmap(base + (size_t)pg[i] * CM_PAGE, k * CM_PAGE, PROT_READ,
-			 MAP_PRIVATE | MAP_FIXED, m->devfd[e->dev],
-			 (off_t)(e->devoff + (fp - e->fpage) * CM_PAGE));
+			 MAP_PRIVATE | MAP_FIXED, fd, off);
 		if (p == MAP_FAILED)
 			return -errno;
 		i += k;

@@ -45,7 +45,12 @@ struct commit_map {
 	size_t len, maplen;	/* as asked; whole pages */
 	uint8_t *resv;		/* reservation: guard + data + guard */
 	size_t resvlen;
+	/* Direct maps: the devices, opened by the client with its own
+	 * credentials. Otherwise filefd (a dup of the caller's file
+	 * descriptor) backs the map through the mount. */
+	bool direct;
 	int devfd[COMMIT_MAX_DEVS];
+	int filefd;
 	struct commit_ext *ext;	/* sorted by fpage */
 	uint32_t next;
 	struct cm_region reg;

@@ -185,6 +185,8 @@ static int run(char *line)
 		ret = commit_map_new_fd(ofd, ARG(2), ARG(3), fl, &m);
 		if (!ret)
 			printf("ok %zu\n", commit_map_len(m));
+	} else if (!strcmp(argv[0], "direct")) {
+		printf("ok %d\n", commit_map_is_direct(m));
 	} else if (!strcmp(argv[0], "fill")) {
 		memset((char *)commit_map_addr(m) + ARG(1), (int)ARG(3), ARG(2));
 		printf("ok\n");
