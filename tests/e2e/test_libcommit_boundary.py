@@ -199,3 +199,12 @@ def test_revoked_after_map(shared):
     finally:
         h.stdin.close()
         h.wait(timeout=20)
+
+
+def test_mkfs_creates_private_images(volume_factory):
+    """An image anyone may read would open every file of the volume to
+    them (and make every libcommit map direct): mkfs creates 0600."""
+    v = volume_factory()
+    v.mkfs()
+    for d in v.devs:
+        assert os.stat(d).st_mode & 0o777 == 0o600, d
