@@ -657,9 +657,11 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 	return 0;
 }
 
-/* Protect (or unprotect) the pages, coalescing neighbours. */
-static void protect(struct commit_map *m, const uint32_t *pg, size_t n,
-		    int prot)
+/* Protect (or unprotect) the pages, coalescing neighbours. Returns 0
+ * or the first mprotect error (the pages after it are left as they
+ * were). */
+static int protect(struct commit_map *m, const uint32_t *pg, size_t n,
+		   int prot)
 {
 	uint8_t *base = commit_map_addr(m);
 
@@ -668,9 +670,11 @@ static void protect(struct commit_map *m, const uint32_t *pg, size_t n,
 
 		while (i + k < n && pg[i + k] == pg[i] + k)
 			k++;
-		mprotect(base + (size_t)pg[i] * CM_PAGE, k * CM_PAGE, prot);
+		if (mprotect(base + (size_t)pg[i] * CM_PAGE, k * CM_PAGE, prot))
+			return -errno;
 		i += k;
 	}
+	return 0;
 }
 
 /* Drop the private copies: map the media again over each run of pages.
@@ -701,20 +705,67 @@ static int drop_copies(struct commit_map *m, const uint32_t *pg, size_t n)
 	return 0;
 }
 
+/*
+ * The pages a sync of [p0, p1) diffs, into m->take. Normally the dirty
+ * list's; after an overflow (cm_region_overflow()) every page of the
+ * range, since any of them may have been stored to. A sync of the whole
+ * map ends the overflow; a store racing it makes it start again.
+ */
+static size_t take_pages(struct commit_map *m, size_t p0, size_t p1,
+			 bool *ov)
+{
+	size_t n = cm_region_take(&m->reg, p0, p1, m->take);
+
+	*ov = p0 == 0 && p1 == m->reg.npages
+		      ? atomic_exchange(&m->reg.overflow, false)
+		      : atomic_load(&m->reg.overflow);
+	if (!*ov) {
+		qsort(m->take, n, sizeof(*m->take), u32_cmp);
+		return n;
+	}
+	for (size_t i = p0; i < p1; i++)
+		m->take[i - p0] = (uint32_t)i;
+	return p1 - p0;
+}
+
+/* A failed sync: the stores stay pending. The pages become writable
+ * again; if that fails too, the whole map does (overflow): never leave a
+ * taken page read-only, where a store would wait forever. */
+static void untake(struct commit_map *m, size_t n, bool ov)
+{
+	if (ov || protect(m, m->take, n, PROT_READ | PROT_WRITE) ||
+	    atomic_load(&m->reg.overflow)) {
+		/* Every bit set, the whole map writable. */
+		(void)cm_region_overflow(&m->reg);
+		cm_region_take(&m->reg, 0, m->reg.npages, m->take);
+		return;
+	}
+	cm_region_untake(&m->reg, m->take, n);
+}
+
 static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 {
 	size_t n, len = 0;
+	bool ov;
 	int ret;
 
 	if (!m->rw)
 		return cm_err(-EBADF, "the map is read-only");
-	n = cm_region_take(&m->reg, p0, p1, m->take);
-	if (n == 0)
+	atomic_store(&m->reg.syncing, true);
+	n = take_pages(m, p0, p1, &ov);
+	if (n == 0) {
+		atomic_store(&m->reg.syncing, false);
 		return 0;
-	qsort(m->take, n, sizeof(*m->take), u32_cmp);
+	}
 	/* From here on a store to these pages waits (SIGSEGV retry) until
-	 * cm_region_clean(): the images diffed are the images committed. */
-	protect(m, m->take, n, PROT_READ);
+	 * cm_region_clean(): the images diffed are the images committed.
+	 * The diff relies on it, so a page left writable fails the sync. */
+	ret = protect(m, m->take, n, PROT_READ);
+	if (ret) {
+		cm_err(ret, "cannot write-protect %zu dirty pages for the "
+		       "sync: %s", n, strerror(-ret));
+		goto undo;
+	}
 	ret = build_commit(m, m->take, n, &len);
 	if (ret) {
 		cm_err(ret, "commit too large (%zu pages)", n);
@@ -731,6 +782,7 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 	}
 	ret = drop_copies(m, m->take, n);
 	cm_region_clean(&m->reg, m->take, n);
+	atomic_store(&m->reg.syncing, false);
 	if (ret)
 		/* Committed, but loads may still see the private copies
 		 * (which hold the committed bytes). */
@@ -738,9 +790,8 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 			      strerror(-ret));
 	return 0;
 undo:
-	/* Nothing applied: the stores stay pending. */
-	protect(m, m->take, n, PROT_READ | PROT_WRITE);
-	cm_region_untake(&m->reg, m->take, n);
+	untake(m, n, ov);
+	atomic_store(&m->reg.syncing, false);
 	return ret;
 }
 

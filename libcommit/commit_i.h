@@ -24,6 +24,13 @@ struct cm_region {
 	uint32_t *list;		/* dirty pages, in fault order */
 	size_t nlist;		/* by lock */
 	atomic_flag lock;	/* spin: held for a few stores only */
+	/* Set when tracking page by page failed (a VMA per dirty run ran
+	 * into vm.max_map_count): the whole region is writable, every bit
+	 * is set, and the next sync diffs every page. */
+	atomic_bool overflow;
+	/* A sync of the region is running: the fault handler then waits
+	 * (retries) rather than make the region writable under it. */
+	atomic_bool syncing;
 };
 
 int cm_region_add(struct cm_region *r);
@@ -36,6 +43,10 @@ size_t cm_region_take(struct cm_region *r, size_t p0, size_t p1,
 /* Put pages back on the dirty list (a failed sync). */
 void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n);
 void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n);
+/* Stop tracking page by page: mark every page dirty and make the whole
+ * region writable (merging its VMAs, so this needs no new one). Safe in
+ * the signal handler. 0 or -errno. */
+int cm_region_overflow(struct cm_region *r);
 
 struct commit_map {
 	int sock;

@@ -102,15 +102,21 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 			n = claim_run(r, pg);
 			if (n) {
 				/* MAP_PRIVATE: the kernel copies each page
-				 * on the store that follows. Failing (the
-				 * VMA limit, vm.max_map_count) would fault
-				 * forever: die of the SIGSEGV instead. */
+				 * on the store that follows. Failing means
+				 * the VMA limit (vm.max_map_count): stop
+				 * tracking page by page rather than fault
+				 * forever; while a sync runs, wait for it
+				 * (it merges VMAs back). */
 				if (mprotect((void *)(r->base + pg * CM_PAGE),
 					     n * CM_PAGE, PROT_READ | PROT_WRITE)) {
 					for (size_t q = pg; q < pg + n; q++)
 						atomic_fetch_and(&r->bits[q / 64],
 								 ~(1ull << (q % 64)));
-					break;
+					if (!atomic_load(&r->syncing) &&
+					    cm_region_overflow(r))
+						break; /* cannot go on: die */
+					errno = saved;
+					return;
 				}
 				/* A stream will store to the run: copy it in
 				 * one call rather than a fault per page. */
@@ -194,6 +200,25 @@ void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n)
 	for (size_t i = 0; i < n; i++)
 		r->list[r->nlist++] = pg[i];
 	unlock(r);
+}
+
+int cm_region_overflow(struct cm_region *r)
+{
+	size_t words = (r->npages + 63) / 64;
+
+	/* Overflow first: a sync that sees it keeps its pages dirty. Then
+	 * the bits, so a racing fault waits instead of listing a page. */
+	atomic_store(&r->overflow, true);
+	for (size_t w = 0; w < words; w++) {
+		size_t left = r->npages - w * 64;
+
+		atomic_fetch_or(&r->bits[w], left >= 64 ? ~0ull
+							: (1ull << left) - 1);
+	}
+	if (mprotect((void *)r->base, r->npages * CM_PAGE,
+		     PROT_READ | PROT_WRITE))
+		return -errno;
+	return 0;
 }
 
 void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n)
