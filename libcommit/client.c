@@ -177,6 +177,7 @@ static int status_call(struct commit_map *m, uint16_t type, const void *a,
 static void map_free(struct commit_map *m)
 {
 	cm_region_del(&m->reg);
+	cm_uffd_close(&m->reg);
 	if (m->resv)
 		munmap(m->resv, m->resvlen);
 	if (m->media)
@@ -386,6 +387,7 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 		return cm_err(-ENOMEM, "out of memory");
 	m->sock = -1;
 	m->filefd = -1;
+	m->reg.uffd = m->reg.pagemap = -1;
 	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++)
 		m->devfd[d] = -1;
 	m->rw = flags & COMMIT_MAP_RDWR;
@@ -462,12 +464,15 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 
 		m->reg.bits = calloc((np + 63) / 64, sizeof(uint64_t));
 		m->reg.list = malloc(np * sizeof(uint32_t));
-		m->take = malloc(np * sizeof(uint32_t));
+		/* The list and a scan may both name a page (twice np). */
+		m->take = malloc(2 * np * sizeof(uint32_t));
 		if (!m->reg.bits || !m->reg.list || !m->take) {
 			ret = cm_err(-ENOMEM, "out of memory");
 			goto fail;
 		}
-		ret = cm_region_add(&m->reg);
+		ret = cm_uffd_setup(&m->reg);
+		if (!ret)
+			ret = cm_region_add(&m->reg);
 		if (ret) {
 			cm_err(ret, "cannot track stores: %s", strerror(-ret));
 			goto fail;
@@ -532,6 +537,11 @@ static const struct commit_ext *ext_of(const struct commit_map *m,
 int commit_map_is_direct(const struct commit_map *m)
 {
 	return m->direct;
+}
+
+unsigned commit__overflows(const struct commit_map *m)
+{
+	return atomic_load(&m->reg.overflows);
 }
 
 int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
@@ -700,71 +710,163 @@ static int drop_copies(struct commit_map *m, const uint32_t *pg, size_t n)
 			 MAP_PRIVATE | MAP_FIXED, fd, off);
 		if (p == MAP_FAILED)
 			return -errno;
+		/* A fresh mapping is not registered with userfaultfd; until
+		 * it is, it does not merge with its neighbours either. */
+		if (m->reg.uffd >= 0) {
+			int ret = cm_uffd_register(&m->reg, pg[i], k);
+
+			if (ret)
+				return ret;
+		}
 		i += k;
 	}
 	return 0;
 }
 
-/*
- * The pages a sync of [p0, p1) diffs, into m->take. Normally the dirty
- * list's; after an overflow (cm_region_overflow()) every page of the
- * range, since any of them may have been stored to. A sync of the whole
- * map ends the overflow; a store racing it makes it start again.
- */
-static size_t take_pages(struct commit_map *m, size_t p0, size_t p1,
-			 bool *ov)
+static size_t dedup(uint32_t *pg, size_t n)
 {
-	size_t n = cm_region_take(&m->reg, p0, p1, m->take);
+	size_t k = 0;
 
-	*ov = p0 == 0 && p1 == m->reg.npages
-		      ? atomic_exchange(&m->reg.overflow, false)
-		      : atomic_load(&m->reg.overflow);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || pg[i] != pg[k - 1])
+			pg[k++] = pg[i];
+	return k;
+}
+
+/*
+ * The pages a sync of [p0, p1) diffs, into m->take (*n of them, sorted),
+ * write-protected. Normally the dirty list's. After an overflow
+ * (cm_region_overflow()) any page of the range may have been stored to:
+ * with userfaultfd the list's and those the kernel saw written since the
+ * overflow (the range is write-protected first, so the answer holds
+ * until the sync ends); without it (or if arming it failed) every page
+ * of the range. A sync of the whole map ends the overflow; a store
+ * racing it makes it start again. Returns 0 or -errno; *n is what was
+ * taken either way.
+ */
+static int take_pages(struct commit_map *m, size_t p0, size_t p1, bool *ov,
+		      size_t *n)
+{
+	struct cm_region *r = &m->reg;
+	bool scan;
+	ssize_t k;
+	int ret;
+
+	*n = cm_region_take(r, p0, p1, m->take);
+	*ov = p0 == 0 && p1 == r->npages ? atomic_exchange(&r->overflow, false)
+					 : atomic_load(&r->overflow);
 	if (!*ov) {
-		qsort(m->take, n, sizeof(*m->take), u32_cmp);
-		return n;
+		qsort(m->take, *n, sizeof(*m->take), u32_cmp);
+		return protect(m, m->take, *n, PROT_READ);
+	}
+	scan = r->uffd >= 0 && !(p0 == 0 && p1 == r->npages
+					 ? atomic_exchange(&r->uffd_failed, false)
+					 : atomic_load(&r->uffd_failed));
+	if (scan) {
+		/* One call for the range: it merges VMAs, never splits. */
+		ret = mprotect((uint8_t *)r->base + p0 * CM_PAGE,
+			       (p1 - p0) * CM_PAGE, PROT_READ) ? -errno : 0;
+		if (ret)
+			return ret;
+		k = cm_uffd_scan(r, p0, p1, m->take + *n);
+		if (k >= 0) {
+			*n += (size_t)k;
+			qsort(m->take, *n, sizeof(*m->take), u32_cmp);
+			*n = dedup(m->take, *n);
+			return 0;
+		}
+		/* A failed scan may have protected some written pages:
+		 * diff them all. */
 	}
 	for (size_t i = p0; i < p1; i++)
 		m->take[i - p0] = (uint32_t)i;
-	return p1 - p0;
+	*n = p1 - p0;
+	return protect(m, m->take, *n, PROT_READ);
 }
 
-/* A failed sync: the stores stay pending. The pages become writable
- * again; if that fails too, the whole map does (overflow): never leave a
- * taken page read-only, where a store would wait forever. */
-static void untake(struct commit_map *m, size_t n, bool ov)
+/* Clear the bits of what a sync took: the pages, or after an overflow
+ * (every bit set) the whole range. */
+static void clean(struct commit_map *m, size_t n, bool ov, size_t p0,
+		  size_t p1)
 {
-	if (ov || protect(m, m->take, n, PROT_READ | PROT_WRITE) ||
-	    atomic_load(&m->reg.overflow)) {
-		/* Every bit set, the whole map writable. */
-		(void)cm_region_overflow(&m->reg);
-		cm_region_take(&m->reg, 0, m->reg.npages, m->take);
+	if (!ov) {
+		cm_region_clean(&m->reg, m->take, n);
 		return;
 	}
+	for (size_t i = p0; i < p1; i++)
+		m->take[i - p0] = (uint32_t)i;
+	cm_region_clean(&m->reg, m->take, p1 - p0);
+}
+
+/* A failed sync: the stores stay pending, their pages back on the list.
+ * They become writable again; if that fails too, or the sync followed
+ * an overflow, the whole map does (overflow): never leave a taken page
+ * read-only, where a store would wait forever. */
+static void untake(struct commit_map *m, size_t n, bool ov)
+{
 	cm_region_untake(&m->reg, m->take, n);
+	if (ov || protect(m, m->take, n, PROT_READ | PROT_WRITE) ||
+	    atomic_load(&m->reg.overflow))
+		(void)cm_region_overflow(&m->reg);
+}
+
+/*
+ * Drop the private copies of the n pages taken, choosing how by what
+ * keeps the VMAs few: after a page-by-page sync, a fresh mapping per run
+ * (drop_copies()); after an overflow of the whole map, the whole map
+ * mapped afresh (a few calls, and every VMA split so far is gone); after
+ * an overflow of part of it, MADV_DONTNEED (no VMA changes; the pages
+ * are read-only already). Mappings made afresh are registered with
+ * userfaultfd again.
+ */
+static int drop(struct commit_map *m, size_t n, bool ov, size_t p0, size_t p1)
+{
+	uint8_t *base = commit_map_addr(m);
+
+	if (!ov)
+		return drop_copies(m, m->take, n);
+	if (p0 == 0 && p1 == m->reg.npages) {
+		int ret = map_area(m, base, MAP_PRIVATE);
+
+		if (!ret && m->reg.uffd >= 0)
+			ret = cm_uffd_register(&m->reg, 0, m->reg.npages);
+		return ret;
+	}
+	for (size_t i = 0; i < n;) {
+		size_t k = 1;
+
+		while (i + k < n && m->take[i + k] == m->take[i] + k)
+			k++;
+		if (madvise(base + (size_t)m->take[i] * CM_PAGE, k * CM_PAGE,
+			    MADV_DONTNEED))
+			return -errno;
+		i += k;
+	}
+	return 0;
 }
 
 static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 {
-	size_t n, len = 0;
+	size_t len = 0, n;
 	bool ov;
 	int ret;
 
 	if (!m->rw)
 		return cm_err(-EBADF, "the map is read-only");
 	atomic_store(&m->reg.syncing, true);
-	n = take_pages(m, p0, p1, &ov);
-	if (n == 0) {
-		atomic_store(&m->reg.syncing, false);
-		return 0;
-	}
-	/* From here on a store to these pages waits (SIGSEGV retry) until
-	 * cm_region_clean(): the images diffed are the images committed.
-	 * The diff relies on it, so a page left writable fails the sync. */
-	ret = protect(m, m->take, n, PROT_READ);
+	/* From here on a store to the pages taken waits (SIGSEGV retry)
+	 * until clean(): the images diffed are the images committed. The
+	 * diff relies on it, so a page left writable fails the sync. */
+	ret = take_pages(m, p0, p1, &ov, &n);
 	if (ret) {
 		cm_err(ret, "cannot write-protect %zu dirty pages for the "
 		       "sync: %s", n, strerror(-ret));
 		goto undo;
+	}
+	if (n == 0) {
+		clean(m, 0, ov, p0, p1);
+		atomic_store(&m->reg.syncing, false);
+		return 0;
 	}
 	ret = build_commit(m, m->take, n, &len);
 	if (ret) {
@@ -780,8 +882,8 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 			goto undo;
 		}
 	}
-	ret = drop_copies(m, m->take, n);
-	cm_region_clean(&m->reg, m->take, n);
+	ret = drop(m, n, ov, p0, p1);
+	clean(m, n, ov, p0, p1);
 	atomic_store(&m->reg.syncing, false);
 	if (ret)
 		/* Committed, but loads may still see the private copies

@@ -206,6 +206,8 @@ static int run(char *line)
 			arm((int)ARG(1));
 			printf("ok\n");
 		}
+	} else if (!strcmp(argv[0], "overflows")) {
+		printf("ok %u\n", commit__overflows(m));
 	} else if (!strcmp(argv[0], "direct")) {
 		printf("ok %d\n", commit_map_is_direct(m));
 	} else if (!strcmp(argv[0], "fill")) {
