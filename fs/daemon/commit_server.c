@@ -499,6 +499,7 @@ int dg_commit_start(struct dg_daemon *dd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t n = strlen(dd->sock_path);
+	bool bound = false;
 
 	/* Next to the control socket: <uuid>-<pid>.sock -> .commit */
 	if (n < 5 || n + 3 >= sizeof(dd->commit_path))
@@ -511,8 +512,10 @@ int dg_commit_start(struct dg_daemon *dd)
 		goto fail;
 	memcpy(sa.sun_path, dd->commit_path, sizeof(dd->commit_path));
 	/* Anyone may connect; each map is checked against the file. */
-	if (bind(dd->commit_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(dd->commit_path, 0666) < 0 || listen(dd->commit_fd, 64) < 0)
+	if (bind(dd->commit_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto fail;
+	bound = true;
+	if (chmod(dd->commit_path, 0666) < 0 || listen(dd->commit_fd, 64) < 0)
 		goto fail;
 	if (pthread_create(&dd->commit_thread, NULL, accept_main, dd))
 		goto fail;
@@ -522,6 +525,8 @@ fail:
 	       strerror(errno));
 	if (dd->commit_fd >= 0)
 		close(dd->commit_fd);
+	if (bound)
+		unlink(dd->commit_path); /* a name nobody listens on */
 	dd->commit_fd = -1;
 	return -1;
 }

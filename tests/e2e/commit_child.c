@@ -197,9 +197,20 @@ static int run(char *line)
 		printf("ok\n");
 	} else if (!strcmp(argv[0], "failmprotect")) {
 		/* failmprotect N: the next N write-protects fail (needs
-		 * fail_mprotect.so preloaded). */
+		 * fail_syscalls.so preloaded). */
 		void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
 							 "fail_mprotect_arm");
+
+		ret = arm ? 0 : -ENOSYS;
+		if (arm) {
+			arm((int)ARG(1));
+			printf("ok\n");
+		}
+	} else if (!strcmp(argv[0], "failmmapshared")) {
+		/* failmmapshared N: the next N mmap(MAP_SHARED) calls fail
+		 * (needs fail_syscalls.so preloaded). */
+		void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
+							 "fail_mmap_shared_arm");
 
 		ret = arm ? 0 : -ENOSYS;
 		if (arm) {

@@ -10,7 +10,7 @@ import pytest
 from conftest import BUILD
 from test_libcommit import CHILD, PAGE, child
 
-FAIL_MPROTECT = BUILD / "tests" / "e2e" / "fail_mprotect.so"
+FAIL_SYSCALLS = BUILD / "tests" / "e2e" / "fail_syscalls.so"
 ENOMEM = 12
 
 
@@ -28,7 +28,7 @@ def test_stores_racing_syncs_past_escalation(mounted):
 def test_failed_write_protect_fails_sync(mounted):
     f = mounted.mnt / "wp"
     f.write_bytes(b"\0" * (16 * PAGE))
-    env = dict(os.environ, LD_PRELOAD=str(FAIL_MPROTECT))
+    env = dict(os.environ, LD_PRELOAD=str(FAIL_SYSCALLS))
     out = child(f, "map rw 0 0", "store 0 41", f"store {2 * PAGE} 42",
                 "failmprotect 1", "sync", f"store {3 * PAGE} 43", "read 0 1",
                 "sync", "unmap", check=False, env=env)
