@@ -119,15 +119,20 @@ def test_map_through_mount_round_trip(shared):
     data = os.urandom(PAGE + 100)
     p = run_nobody([str(CHILD), "nb", "map rw 0 0", "direct",
                     f"store 100 {data.hex()}", "sync", "read 100 8",
-                    f"unmap", f"map rw 0 {8 * PAGE}", "direct",
-                    f"store {7 * PAGE} 4142", "sync", "unmap"],
+                    f"unmap", f"map rw 0 {512 * PAGE}", "direct",
+                    f"store {7 * PAGE} 4142", "sync",
+                    # past the list: the kernel tracks the stores
+                    "stride 200 2 5", "sync", "overflows", "unmap"],
                    cwd=shared.mnt)
     lines = p.stdout.splitlines()
     assert lines[1] == "ok 0", lines                # not direct
     assert lines[4] == "ok " + data[:8].hex()
+    assert int(lines[12].split()[1]) > 0, lines
     got = f.read_bytes()
     assert got[100:100 + len(data)] == data
-    assert len(got) == 8 * PAGE and got[7 * PAGE:7 * PAGE + 2] == b"AB"
+    assert len(got) == 512 * PAGE and got[7 * PAGE:7 * PAGE + 2] == b"AB"
+    for i in range(200):
+        assert got[2 * i * PAGE + (i % 64) * 64] == 5, i
 
 
 def test_readonly_descriptor_cannot_commit(shared):
