@@ -91,7 +91,7 @@ struct commit_map_rep {
 	uint64_t off;		/* mapped file bytes [off, off + len) */
 	uint64_t len;		/* multiple of the page size */
 	uint64_t size;		/* file size at map time */
-	uint32_t dev_mask;	/* devices whose descriptors come along */
+	uint32_t dev_mask;	/* devices named by the commit_dev that follow */
 	uint32_t pad;		/* zero */
 };
 _Static_assert(sizeof(struct commit_map_rep) == 40, "map_rep size");
