@@ -213,3 +213,30 @@ def test_mkfs_creates_private_images(volume_factory):
     v.mkfs()
     for d in v.devs:
         assert os.stat(d).st_mode & 0o777 == 0o600, d
+
+
+SHIM_WRITER = r'''
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+mm = mmap.mmap(fd, 64 * 4096, flags=mmap.MAP_SHARED,
+               prot=mmap.PROT_READ | mmap.PROT_WRITE)
+for i in range(0, 64, 3):
+    mm[i * 4096 + 7] = 0x5a
+mm.flush()
+mm.close()
+'''
+
+
+def test_shim_writer_through_mount(shared):
+    """An unprivileged writer through the shim (a map through the mount,
+    the images being root's): msync commits every store."""
+    f = shared.mnt / "shimw"
+    f.write_bytes(b"\0" * (64 * PAGE))
+    os.chmod(f, 0o666)
+    env = dict(os.environ, LD_PRELOAD=str(SHIM))
+    run_nobody([sys.executable, "-c", SHIM_WRITER, "shimw"], cwd=shared.mnt,
+               env=env)
+    got = f.read_bytes()
+    for i in range(64):
+        assert got[i * PAGE + 7] == (0x5a if i % 3 == 0 else 0), i
+    assert got.count(0) == len(got) - 22
