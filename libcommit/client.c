@@ -364,9 +364,27 @@ static void close_devices(struct commit_map *m)
 	}
 }
 
+/* Unmap, then ask the daemon to release the map and wait until it has,
+ * keeping the thread's error message (as commit_map_delete()). */
+static void release(struct commit_map *m)
+{
+	char keep[sizeof(errmsg)];
+
+	cm_region_del(&m->reg);
+	if (m->resv)
+		munmap(m->resv, m->resvlen);
+	if (m->media)
+		munmap(m->media, m->maplen);
+	m->resv = m->media = NULL;
+	memcpy(keep, errmsg, sizeof(keep));
+	(void)status_call(m, COMMIT_MSG_UNMAP, NULL, 0, NULL, 0, NULL);
+	memcpy(errmsg, keep, sizeof(keep));
+}
+
 int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 		      struct commit_map **mp)
 {
+	bool mapped = false;
 	const struct commit_dev *devs;
 	char why[COMMIT_DEV_PATH + 64];
 	struct stat st;
@@ -422,6 +440,10 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 		cm_err(ret, "bad map reply: %s", strerror(-ret));
 		goto fail_fds;
 	}
+	/* From here on the daemon holds a map for us: a failure releases
+	 * it before returning (release()), so that a map right after a
+	 * failed one does not find the file still busy. */
+	mapped = true;
 	ret = open_devices(m, devs, rep.dev_mask, why, sizeof(why));
 	m->direct = ret == 0;
 	if (!m->direct) {
@@ -485,6 +507,8 @@ fail_fds:
 		close(fds[i]);
 fail:
 	free(buf);
+	if (mapped)
+		release(m);
 	map_free(m);
 	return ret;
 }

@@ -6,11 +6,13 @@ import os
 import resource
 import socket
 import struct
+import subprocess
 
-from conftest import is_mounted
+import pytest
+
+from conftest import DAEMON, is_mounted
 from test_libcommit import PAGE, child, commit_socket, hdr
 from test_libcommit_robust import FAIL_SYSCALLS
-from test_mount_errors import try_mount
 
 ENOMEM = 12
 
@@ -30,7 +32,7 @@ def test_media_view_cannot_be_mapped(mounted):
     assert f.read_bytes()[:2] == b"A\0"
 
 
-def test_commit_server_fails_after_control_server(volume_factory, tmp_path):
+def test_commit_server_fails_after_control_server(volume_factory):
     """When the libcommit socket cannot be made after the control socket
     was, the daemon says so, removes the control socket, unmounts and
     exits non-zero."""
@@ -38,18 +40,29 @@ def test_commit_server_fails_after_control_server(volume_factory, tmp_path):
     v.mkfs()
     v.mount()
     (v.mnt / "f").write_bytes(b"x")
-    commit_path = commit_socket(v.mnt / "f")
-    ctl_path = commit_path[:-len(".commit")] + ".sock"
+    # <dir>/<uuid>-<pid>.commit: the daemon's pid is the shell's that
+    # execs it, so a directory can take the name first.
+    first = commit_socket(v.mnt / "f")
+    stem = first[:first.rindex("-")]
     v.umount()
-    os.mkdir(commit_path)           # bind() cannot take the name
+    script = f'mkdir "{stem}-$$.commit" && exec "$@"'
+    p = subprocess.Popen(["sh", "-c", script, "sh", str(DAEMON), v.devlist,
+                          str(v.mnt), "-f"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    commit_path = f"{stem}-{p.pid}.commit"
     try:
-        rc, out = try_mount(v.devlist, v.mnt)
+        out, _ = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        subprocess.run(["fusermount3", "-u", "-z", str(v.mnt)],
+                       capture_output=True)
+        out, _ = p.communicate()
+        pytest.fail("daemon served without its libcommit socket:\n" + out)
     finally:
         os.rmdir(commit_path)
-    assert rc != 0, out
+    assert p.returncode != 0, out
     assert f"libcommit socket '{commit_path}'" in out, out
     assert not is_mounted(v.mnt)
-    assert not os.path.exists(ctl_path), out
+    assert not os.path.exists(f"{stem}-{p.pid}.sock"), out
     # Nothing was harmed: the next mount serves libcommit.
     v.mount()
     child(v.mnt / "f", "map rw 0 0", "store 0 79", "sync", "unmap")
