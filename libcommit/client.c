@@ -177,6 +177,7 @@ static int status_call(struct commit_map *m, uint16_t type, const void *a,
 static void map_free(struct commit_map *m)
 {
 	cm_region_del(&m->reg);
+	cm_uffd_close(&m->reg);
 	if (m->resv)
 		munmap(m->resv, m->resvlen);
 	if (m->media)
@@ -184,6 +185,8 @@ static void map_free(struct commit_map *m)
 	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++)
 		if (m->devfd[d] >= 0)
 			close(m->devfd[d]);
+	if (m->filefd >= 0)
+		close(m->filefd);
 	if (m->sock >= 0)
 		close(m->sock);
 	free((void *)m->reg.bits);
@@ -224,22 +227,52 @@ static int connect_daemon(int fd, int *sockp)
 	return 0;
 }
 
-/* Map every extent at its place in the area at base (maplen bytes). */
+/*
+ * What backs file page fp of the map: a descriptor, the byte offset of
+ * the page in it, and how many pages from fp on it backs contiguously.
+ * Direct maps read the device (as the extent says); other maps read the
+ * file itself through the mount.
+ */
+static const struct commit_ext *ext_of(const struct commit_map *m,
+				       uint64_t fpage);
+
+static void backing(const struct commit_map *m, uint64_t fp, int *fd,
+		    off_t *off, uint64_t *pages)
+{
+	const struct commit_ext *e;
+
+	if (!m->direct) {
+		*fd = m->filefd;
+		*off = (off_t)(fp * CM_PAGE);
+		*pages = (m->foff + m->maplen) / CM_PAGE - fp;
+		return;
+	}
+	e = ext_of(m, fp);
+	*fd = m->devfd[e->dev];
+	*off = (off_t)(e->devoff + (fp - e->fpage) * CM_PAGE);
+	*pages = e->fpage + e->pages - fp;
+}
+
+/* Map the whole range at its place in the area at base (maplen bytes),
+ * one mmap per backing run. */
 static int map_area(struct commit_map *m, uint8_t *base, int flags)
 {
-	for (uint32_t i = 0; i < m->next; i++) {
-		const struct commit_ext *e = &m->ext[i];
+	uint64_t fp = m->foff / CM_PAGE, end = fp + m->maplen / CM_PAGE;
+
+	while (fp < end) {
+		uint64_t k;
+		off_t off;
+		int fd;
 		void *p;
 
-		if (m->devfd[e->dev] < 0)
-			return cm_err(-EPROTO, "no descriptor for device %u",
-				      e->dev);
-		p = mmap(base + (e->fpage * CM_PAGE - m->foff),
-			 e->pages * CM_PAGE, PROT_READ, flags | MAP_FIXED,
-			 m->devfd[e->dev], (off_t)e->devoff);
+		backing(m, fp, &fd, &off, &k);
+		p = mmap(base + (fp * CM_PAGE - m->foff), k * CM_PAGE,
+			 PROT_READ, flags | MAP_FIXED, fd, off);
 		if (p == MAP_FAILED)
-			return cm_err(-errno, "cannot map device %u: %s",
-				      e->dev, strerror(errno));
+			return cm_err(-errno, "cannot map %s: %s",
+				      m->direct ? "a device" : "the file",
+				      strerror(errno));
+		fp += k;
 	}
 	return 0;
 }
@@ -278,9 +311,83 @@ static int map_extents(struct commit_map *m)
 	return map_area(m, m->media, MAP_SHARED);
 }
 
+/*
+ * Open every device of the map with the caller's own credentials and
+ * check that each is the device the daemon named. Returns 0 (direct
+ * map), or -errno with the reason in msg (the caller then maps through
+ * the mount, or refuses when COMMIT_MAP_DIRECT asked for direct).
+ */
+static int open_devices(struct commit_map *m, const struct commit_dev *devs,
+			uint32_t mask, char *msg, size_t msglen)
+{
+	unsigned i = 0;
+
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++) {
+		struct commit_dev v;
+		struct stat st;
+		int fd;
+
+		if (!(mask & (1u << d)))
+			continue;
+		memcpy(&v, (const uint8_t *)devs + (size_t)i++ * sizeof(v),
+		       sizeof(v));
+		if (!v.pathlen) {
+			snprintf(msg, msglen, "device %u has no path", d);
+			return -ENOENT;
+		}
+		fd = open(v.path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0) {
+			int e = errno;
+
+			snprintf(msg, msglen, "cannot open device '%s': %s",
+				 v.path, strerror(e));
+			return -e;
+		}
+		if (fstat(fd, &st) < 0 || (uint64_t)st.st_dev != v.st_dev ||
+		    (uint64_t)st.st_ino != v.st_ino) {
+			close(fd);
+			snprintf(msg, msglen, "'%s' is not the device the "
+				 "daemon opened", v.path);
+			return -ESTALE;
+		}
+		m->devfd[d] = fd;
+	}
+	return 0;
+}
+
+static void close_devices(struct commit_map *m)
+{
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++) {
+		if (m->devfd[d] >= 0)
+			close(m->devfd[d]);
+		m->devfd[d] = -1;
+	}
+}
+
+/* Unmap, then ask the daemon to release the map and wait until it has,
+ * keeping the thread's error message (as commit_map_delete()). */
+static void release(struct commit_map *m)
+{
+	char keep[sizeof(errmsg)];
+
+	cm_region_del(&m->reg);
+	if (m->resv)
+		munmap(m->resv, m->resvlen);
+	if (m->media)
+		munmap(m->media, m->maplen);
+	m->resv = m->media = NULL;
+	memcpy(keep, errmsg, sizeof(keep));
+	(void)status_call(m, COMMIT_MSG_UNMAP, NULL, 0, NULL, 0, NULL);
+	memcpy(errmsg, keep, sizeof(keep));
+}
+
 int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 		      struct commit_map **mp)
 {
+	bool mapped = false;
+	const struct commit_dev *devs;
+	char why[COMMIT_DEV_PATH + 64];
+	struct stat st;
 	struct commit_map_req rq = { offset, len, 0, 0 };
 	struct commit_map_rep rep;
 	const struct commit_ext *ext;
@@ -289,13 +396,16 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 	uint8_t *buf = NULL;
 	int fds[COMMIT_MAX_DEVS], nfds = 0, ret;
 
-	if (!mp || (flags & ~COMMIT_MAP_RDWR) || offset % CM_PAGE)
+	if (!mp || (flags & ~(COMMIT_MAP_RDWR | COMMIT_MAP_DIRECT)) ||
+	    offset % CM_PAGE)
 		return cm_err(-EINVAL, "invalid argument: offset must be page "
-			      "aligned, flags RDONLY or RDWR");
+			      "aligned, flags RDONLY or RDWR, and DIRECT");
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return cm_err(-ENOMEM, "out of memory");
 	m->sock = -1;
+	m->filefd = -1;
+	m->reg.uffd = m->reg.pagemap = -1;
 	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++)
 		m->devfd[d] = -1;
 	m->rw = flags & COMMIT_MAP_RDWR;
@@ -319,20 +429,40 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 		goto fail_fds;
 	}
 	ret = rh.type == COMMIT_MSG_MAP_REP
-		      ? commit_map_rep_decode(buf, rh.len, &rep, &ext) : -EPROTO;
+		      ? commit_map_rep_decode(buf, rh.len, &rep, &ext, &devs)
+		      : -EPROTO;
 	if (!ret && rep.status < 0)
 		ret = rep.status;
-	if (!ret && (rep.off != offset || (unsigned)nfds !=
-			     (unsigned)__builtin_popcount(rep.dev_mask)))
+	/* The daemon passes no descriptors (proto.h): any is an error. */
+	if (!ret && (rep.off != offset || nfds))
 		ret = -EPROTO;
 	if (ret) {
 		cm_err(ret, "bad map reply: %s", strerror(-ret));
 		goto fail_fds;
 	}
-	for (unsigned d = 0, i = 0; d < COMMIT_MAX_DEVS; d++)
-		if (rep.dev_mask & (1u << d))
-			m->devfd[d] = fds[i++];
-	nfds = 0;
+	/* From here on the daemon holds a map for us: a failure releases
+	 * it before returning (release()), so that a map right after a
+	 * failed one does not find the file still busy. */
+	mapped = true;
+	ret = open_devices(m, devs, rep.dev_mask, why, sizeof(why));
+	m->direct = ret == 0;
+	if (!m->direct) {
+		close_devices(m);
+		if (flags & COMMIT_MAP_DIRECT) {
+			cm_err(ret, "no direct access: %s (direct maps need "
+			       "read access to the volume's devices)", why);
+			goto fail;
+		}
+		/* Through the mount: the kernel's page cache of the file,
+		 * filled by verified reads. The size the daemon may just
+		 * have grown the file to must be the kernel's too. */
+		m->filefd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (m->filefd < 0 || fstat(m->filefd, &st) < 0) {
+			ret = cm_err(-errno, "cannot keep the file open: %s",
+				     strerror(errno));
+			goto fail;
+		}
+	}
 	m->foff = offset;
 	m->maplen = rep.len;
 	m->len = len ? len : (size_t)(rep.size - offset);
@@ -356,12 +486,15 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 
 		m->reg.bits = calloc((np + 63) / 64, sizeof(uint64_t));
 		m->reg.list = malloc(np * sizeof(uint32_t));
-		m->take = malloc(np * sizeof(uint32_t));
+		/* The list and a scan may both name a page (twice np). */
+		m->take = malloc(2 * np * sizeof(uint32_t));
 		if (!m->reg.bits || !m->reg.list || !m->take) {
 			ret = cm_err(-ENOMEM, "out of memory");
 			goto fail;
 		}
-		ret = cm_region_add(&m->reg);
+		ret = cm_uffd_setup(&m->reg);
+		if (!ret)
+			ret = cm_region_add(&m->reg);
 		if (ret) {
 			cm_err(ret, "cannot track stores: %s", strerror(-ret));
 			goto fail;
@@ -374,6 +507,8 @@ fail_fds:
 		close(fds[i]);
 fail:
 	free(buf);
+	if (mapped)
+		release(m);
 	map_free(m);
 	return ret;
 }
@@ -423,6 +558,16 @@ static const struct commit_ext *ext_of(const struct commit_map *m,
 	return &m->ext[lo];
 }
 
+int commit_map_is_direct(const struct commit_map *m)
+{
+	return m->direct;
+}
+
+unsigned commit__overflows(const struct commit_map *m)
+{
+	return atomic_load(&m->reg.overflows);
+}
+
 int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
 		   uint64_t *devoff, int *devfd)
 {
@@ -431,6 +576,8 @@ int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
 
 	if (off >= m->maplen)
 		return -EINVAL;
+	if (!m->direct)
+		return -ENODEV;
 	e = ext_of(m, fp);
 	*dev = e->dev;
 	*devoff = e->devoff + (fp - e->fpage) * CM_PAGE + off % CM_PAGE;
@@ -544,9 +691,11 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 	return 0;
 }
 
-/* Protect (or unprotect) the pages, coalescing neighbours. */
-static void protect(struct commit_map *m, const uint32_t *pg, size_t n,
-		    int prot)
+/* Protect (or unprotect) the pages, coalescing neighbours. Returns 0
+ * or the first mprotect error (the pages after it are left as they
+ * were). */
+static int protect(struct commit_map *m, const uint32_t *pg, size_t n,
+		   int prot)
 {
 	uint8_t *base = commit_map_addr(m);
 
@@ -555,9 +704,11 @@ static void protect(struct commit_map *m, const uint32_t *pg, size_t n,
 
 		while (i + k < n && pg[i + k] == pg[i] + k)
 			k++;
-		mprotect(base + (size_t)pg[i] * CM_PAGE, k * CM_PAGE, prot);
+		if (mprotect(base + (size_t)pg[i] * CM_PAGE, k * CM_PAGE, prot))
+			return -errno;
 		i += k;
 	}
+	return 0;
 }
 
 /* Drop the private copies: map the media again over each run of pages.
@@ -570,18 +721,148 @@ static int drop_copies(struct commit_map *m, const uint32_t *pg, size_t n)
 	uint8_t *base = commit_map_addr(m);
 
 	for (size_t i = 0; i < n;) {
-		uint64_t fp = m->foff / CM_PAGE + pg[i];
-		const struct commit_ext *e = ext_of(m, fp);
+		uint64_t fp = m->foff / CM_PAGE + pg[i], run;
 		size_t k = 1;
+		off_t off;
+		int fd;
 		void *p;
 
-		while (i + k < n && pg[i + k] == pg[i] + k &&
-		       fp + k < e->fpage + e->pages)
+		backing(m, fp, &fd, &off, &run);
+		while (i + k < n && pg[i + k] == pg[i] + k && k < run)
 			k++;
 		p = mmap(base + (size_t)pg[i] * CM_PAGE, k * CM_PAGE, PROT_READ,
-			 MAP_PRIVATE | MAP_FIXED, m->devfd[e->dev],
-			 (off_t)(e->devoff + (fp - e->fpage) * CM_PAGE));
+			 MAP_PRIVATE | MAP_FIXED, fd, off);
 		if (p == MAP_FAILED)
+			return -errno;
+		/* A fresh mapping is not registered with userfaultfd; until
+		 * it is, it does not merge with its neighbours either. */
+		if (m->reg.uffd >= 0) {
+			int ret = cm_uffd_register(&m->reg, pg[i], k);
+
+			if (ret)
+				return ret;
+		}
+		i += k;
+	}
+	return 0;
+}
+
+static size_t dedup(uint32_t *pg, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || pg[i] != pg[k - 1])
+			pg[k++] = pg[i];
+	return k;
+}
+
+/*
+ * The pages a sync of [p0, p1) diffs, into m->take (*n of them, sorted),
+ * write-protected. Normally the dirty list's. After an overflow
+ * (cm_region_overflow()) any page of the range may have been stored to:
+ * with userfaultfd the list's and those the kernel saw written since the
+ * overflow (the range is write-protected first, so the answer holds
+ * until the sync ends); without it (or if arming it failed) every page
+ * of the range. A sync of the whole map ends the overflow; a store
+ * racing it makes it start again. Returns 0 or -errno; *n is what was
+ * taken either way.
+ */
+static int take_pages(struct commit_map *m, size_t p0, size_t p1, bool *ov,
+		      size_t *n)
+{
+	struct cm_region *r = &m->reg;
+	bool scan;
+	ssize_t k;
+	int ret;
+
+	*n = cm_region_take(r, p0, p1, m->take);
+	*ov = p0 == 0 && p1 == r->npages ? atomic_exchange(&r->overflow, false)
+					 : atomic_load(&r->overflow);
+	if (!*ov) {
+		qsort(m->take, *n, sizeof(*m->take), u32_cmp);
+		return protect(m, m->take, *n, PROT_READ);
+	}
+	scan = r->uffd >= 0 && !(p0 == 0 && p1 == r->npages
+					 ? atomic_exchange(&r->uffd_failed, false)
+					 : atomic_load(&r->uffd_failed));
+	if (scan) {
+		/* One call for the range: it merges VMAs, never splits. */
+		ret = mprotect((uint8_t *)r->base + p0 * CM_PAGE,
+			       (p1 - p0) * CM_PAGE, PROT_READ) ? -errno : 0;
+		if (ret)
+			return ret;
+		k = cm_uffd_scan(r, p0, p1, m->take + *n);
+		if (k >= 0) {
+			*n += (size_t)k;
+			qsort(m->take, *n, sizeof(*m->take), u32_cmp);
+			*n = dedup(m->take, *n);
+			return 0;
+		}
+		/* A failed scan may have protected some written pages:
+		 * diff them all. */
+	}
+	for (size_t i = p0; i < p1; i++)
+		m->take[i - p0] = (uint32_t)i;
+	*n = p1 - p0;
+	return protect(m, m->take, *n, PROT_READ);
+}
+
+/* Clear the bits of what a sync took: the pages, or after an overflow
+ * (every bit set) the whole range. */
+static void clean(struct commit_map *m, size_t n, bool ov, size_t p0,
+		  size_t p1)
+{
+	if (!ov) {
+		cm_region_clean(&m->reg, m->take, n);
+		return;
+	}
+	for (size_t i = p0; i < p1; i++)
+		m->take[i - p0] = (uint32_t)i;
+	cm_region_clean(&m->reg, m->take, p1 - p0);
+}
+
+/* A failed sync: the stores stay pending, their pages back on the list.
+ * They become writable again; if that fails too, or the sync followed
+ * an overflow, the whole map does (overflow): never leave a taken page
+ * read-only, where a store would wait forever. */
+static void untake(struct commit_map *m, size_t n, bool ov)
+{
+	cm_region_untake(&m->reg, m->take, n);
+	if (ov || protect(m, m->take, n, PROT_READ | PROT_WRITE) ||
+	    atomic_load(&m->reg.overflow))
+		(void)cm_region_overflow(&m->reg);
+}
+
+/*
+ * Drop the private copies of the n pages taken, choosing how by what
+ * keeps the VMAs few: after a page-by-page sync, a fresh mapping per run
+ * (drop_copies()); after an overflow of the whole map, the whole map
+ * mapped afresh (a few calls, and every VMA split so far is gone); after
+ * an overflow of part of it, MADV_DONTNEED (no VMA changes; the pages
+ * are read-only already). Mappings made afresh are registered with
+ * userfaultfd again.
+ */
+static int drop(struct commit_map *m, size_t n, bool ov, size_t p0, size_t p1)
+{
+	uint8_t *base = commit_map_addr(m);
+
+	if (!ov)
+		return drop_copies(m, m->take, n);
+	if (p0 == 0 && p1 == m->reg.npages) {
+		int ret = map_area(m, base, MAP_PRIVATE);
+
+		if (!ret && m->reg.uffd >= 0)
+			ret = cm_uffd_register(&m->reg, 0, m->reg.npages);
+		return ret;
+	}
+	for (size_t i = 0; i < n;) {
+		size_t k = 1;
+
+		while (i + k < n && m->take[i + k] == m->take[i] + k)
+			k++;
+		if (madvise(base + (size_t)m->take[i] * CM_PAGE, k * CM_PAGE,
+			    MADV_DONTNEED))
 			return -errno;
 		i += k;
 	}
@@ -590,18 +871,27 @@ static int drop_copies(struct commit_map *m, const uint32_t *pg, size_t n)
 
 static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 {
-	size_t n, len = 0;
+	size_t len = 0, n;
+	bool ov;
 	int ret;
 
 	if (!m->rw)
 		return cm_err(-EBADF, "the map is read-only");
-	n = cm_region_take(&m->reg, p0, p1, m->take);
-	if (n == 0)
+	atomic_store(&m->reg.syncing, true);
+	/* From here on a store to the pages taken waits (SIGSEGV retry)
+	 * until clean(): the images diffed are the images committed. The
+	 * diff relies on it, so a page left writable fails the sync. */
+	ret = take_pages(m, p0, p1, &ov, &n);
+	if (ret) {
+		cm_err(ret, "cannot write-protect %zu dirty pages for the "
+		       "sync: %s", n, strerror(-ret));
+		goto undo;
+	}
+	if (n == 0) {
+		clean(m, 0, ov, p0, p1);
+		atomic_store(&m->reg.syncing, false);
 		return 0;
-	qsort(m->take, n, sizeof(*m->take), u32_cmp);
-	/* From here on a store to these pages waits (SIGSEGV retry) until
-	 * cm_region_clean(): the images diffed are the images committed. */
-	protect(m, m->take, n, PROT_READ);
+	}
 	ret = build_commit(m, m->take, n, &len);
 	if (ret) {
 		cm_err(ret, "commit too large (%zu pages)", n);
@@ -616,8 +906,9 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 			goto undo;
 		}
 	}
-	ret = drop_copies(m, m->take, n);
-	cm_region_clean(&m->reg, m->take, n);
+	ret = drop(m, n, ov, p0, p1);
+	clean(m, n, ov, p0, p1);
+	atomic_store(&m->reg.syncing, false);
 	if (ret)
 		/* Committed, but loads may still see the private copies
 		 * (which hold the committed bytes). */
@@ -625,9 +916,8 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 			      strerror(-ret));
 	return 0;
 undo:
-	/* Nothing applied: the stores stay pending. */
-	protect(m, m->take, n, PROT_READ | PROT_WRITE);
-	cm_region_untake(&m->reg, m->take, n);
+	untake(m, n, ov);
+	atomic_store(&m->reg.syncing, false);
 	return ret;
 }
 

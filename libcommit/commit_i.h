@@ -24,6 +24,22 @@ struct cm_region {
 	uint32_t *list;		/* dirty pages, in fault order */
 	size_t nlist;		/* by lock */
 	atomic_flag lock;	/* spin: held for a few stores only */
+	/* Set when tracking page by page failed (a VMA per dirty run ran
+	 * into vm.max_map_count): the whole region is writable, every bit
+	 * is set, and the next sync diffs every page. */
+	atomic_bool overflow;
+	/* A sync of the region is running: the fault handler then waits
+	 * (retries) rather than make the region writable under it. */
+	atomic_bool syncing;
+	/* userfaultfd write-protect (asynchronous) over the region, and
+	 * /proc/self/pagemap for PAGEMAP_SCAN; -1 when the kernel has
+	 * neither. With them an overflow costs no diff of the whole map:
+	 * the sync asks the kernel which pages were written. */
+	int uffd, pagemap;
+	/* Arming the write-protect failed at the last overflow: the next
+	 * sync cannot trust a scan (set in the handler, cleared by it). */
+	atomic_bool uffd_failed;
+	atomic_uint overflows;	/* times cm_region_overflow() ran, for tests */
 };
 
 int cm_region_add(struct cm_region *r);
@@ -36,6 +52,26 @@ size_t cm_region_take(struct cm_region *r, size_t p0, size_t p1,
 /* Put pages back on the dirty list (a failed sync). */
 void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n);
 void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n);
+/* Stop tracking page by page: mark every page dirty and make the whole
+ * region writable (merging its VMAs, so this needs no new one). Safe in
+ * the signal handler. 0 or -errno. */
+int cm_region_overflow(struct cm_region *r);
+
+/* userfaultfd write tracking (dirty.c). Setup registers the region;
+ * cm_region_overflow() arms the write-protect. Without kernel support
+ * it leaves uffd at -1 and returns 0 (an overflowed region is then
+ * diffed page by page). Register pages again after mapping them
+ * afresh. */
+int cm_uffd_setup(struct cm_region *r);
+int cm_uffd_register(struct cm_region *r, size_t pg, size_t n);
+void cm_uffd_close(struct cm_region *r);
+/* Write-protect (wp) or unprotect pages [pg, pg + n) of the region. */
+int cm_uffd_protect(struct cm_region *r, size_t pg, size_t n, bool wp);
+/* The pages of [p0, p1) written since they were last protected, into
+ * out (ascending); write-protects them again in the same step. Returns
+ * how many, or -errno. */
+ssize_t cm_uffd_scan(struct cm_region *r, size_t p0, size_t p1,
+		     uint32_t *out);
 
 struct commit_map {
 	int sock;
@@ -45,11 +81,16 @@ struct commit_map {
 	size_t len, maplen;	/* as asked; whole pages */
 	uint8_t *resv;		/* reservation: guard + data + guard */
 	size_t resvlen;
+	/* Direct maps: the devices, opened by the client with its own
+	 * credentials. Otherwise filefd (a dup of the caller's file
+	 * descriptor) backs the map through the mount. */
+	bool direct;
 	int devfd[COMMIT_MAX_DEVS];
+	int filefd;
 	struct commit_ext *ext;	/* sorted by fpage */
 	uint32_t next;
 	struct cm_region reg;
-	uint32_t *take;		/* scratch for syncs: npages */
+	uint32_t *take;		/* scratch for syncs: 2 * npages */
 	uint8_t *msg;		/* scratch message buffer */
 	size_t msgcap;
 	/* Read-write maps: the media itself, mapped shared and read-only
@@ -61,6 +102,8 @@ struct commit_map {
 int cm_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* For tests: device index and byte offset of map offset off. */
+/* For tests: how many times the map stopped tracking page by page. */
+unsigned commit__overflows(const struct commit_map *m);
 int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
 		   uint64_t *devoff, int *devfd);
 

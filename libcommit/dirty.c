@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 /* dirty.c -- libcommit write tracking: write-protect + SIGSEGV */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "commit_i.h"
 
@@ -18,7 +24,43 @@
  * Everything the handler touches is preallocated; it takes only a spin
  * flag that non-handler code holds for a few stores and never while it
  * could fault on a map.
+ *
+ * A VMA per dirty run costs two system calls per page and runs into
+ * vm.max_map_count. So once a region has ESCALATE dirty pages (or an
+ * mprotect fails), the handler makes the whole region writable
+ * (cm_region_overflow()) and leaves the tracking to the kernel: the
+ * region is also write-protected with userfaultfd in asynchronous mode
+ * (Linux 6.7: the kernel resolves the fault itself and marks the page
+ * written), and the sync asks PAGEMAP_SCAN for the written pages,
+ * write-protecting them again in the same call. The scan walks the
+ * region's page table (about 0.2 ms per GiB), so small syncs stay on
+ * the list. Without userfaultfd (older kernels) an overflowed region is
+ * diffed page by page instead.
  */
+
+/* Not in Debian 12's 6.1 headers; the ABI is Linux 6.7's. */
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+#ifndef PAGEMAP_SCAN
+struct page_region {
+	uint64_t start, end, categories;
+};
+struct pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask;
+	uint64_t return_mask;
+};
+#define PAGEMAP_SCAN	      _IOWR('f', 16, struct pm_scan_arg)
+#define PM_SCAN_WP_MATCHING   (1 << 0)
+#define PM_SCAN_CHECK_WPASYNC (1 << 1)
+#define PAGE_IS_WRITTEN	      (1 << 1)
+#endif
+
+#define ESCALATE 128	/* dirty pages before the kernel tracks them */
 
 #define MAX_REGIONS 1024
 
@@ -102,15 +144,21 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 			n = claim_run(r, pg);
 			if (n) {
 				/* MAP_PRIVATE: the kernel copies each page
-				 * on the store that follows. Failing (the
-				 * VMA limit, vm.max_map_count) would fault
-				 * forever: die of the SIGSEGV instead. */
+				 * on the store that follows. Failing means
+				 * the VMA limit (vm.max_map_count): stop
+				 * tracking page by page rather than fault
+				 * forever; while a sync runs, wait for it
+				 * (it merges VMAs back). */
 				if (mprotect((void *)(r->base + pg * CM_PAGE),
 					     n * CM_PAGE, PROT_READ | PROT_WRITE)) {
 					for (size_t q = pg; q < pg + n; q++)
 						atomic_fetch_and(&r->bits[q / 64],
 								 ~(1ull << (q % 64)));
-					break;
+					if (!atomic_load(&r->syncing) &&
+					    cm_region_overflow(r))
+						break; /* cannot go on: die */
+					errno = saved;
+					return;
 				}
 				/* A stream will store to the run: copy it in
 				 * one call rather than a fault per page. */
@@ -120,7 +168,13 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 				lock(r);
 				for (size_t q = pg; q < pg + n; q++)
 					r->list[r->nlist++] = (uint32_t)q;
+				n = r->nlist;
 				unlock(r);
+				/* Enough pages for the scan to be cheaper than
+				 * a VMA each: let the kernel track them. */
+				if (n >= ESCALATE && r->uffd >= 0 &&
+				    !atomic_load(&r->syncing))
+					(void)cm_region_overflow(r);
 			}
 			/* else: another thread is making it writable, or a
 			 * sync holds it; the store retries until done. */
@@ -194,6 +248,128 @@ void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n)
 	for (size_t i = 0; i < n; i++)
 		r->list[r->nlist++] = pg[i];
 	unlock(r);
+}
+
+int cm_region_overflow(struct cm_region *r)
+{
+	size_t words = (r->npages + 63) / 64;
+
+	/* Overflow first: a sync that sees it keeps its pages dirty. Then
+	 * the bits, so a racing fault waits instead of listing a page.
+	 *
+	 * Arm the write-protect only when the region was not in overflow:
+	 * then every page stored to since its last sync is on the list, and
+	 * from here on the kernel records the others. In an overflow,
+	 * arming would forget stores only the kernel knows of (a sync of
+	 * part of the map leaves the rest in overflow). If arming fails,
+	 * the next sync diffs every page. */
+	atomic_fetch_add(&r->overflows, 1);
+	if (!atomic_exchange(&r->overflow, true) && r->uffd >= 0 &&
+	    cm_uffd_protect(r, 0, r->npages, true))
+		atomic_store(&r->uffd_failed, true);
+	for (size_t w = 0; w < words; w++) {
+		size_t left = r->npages - w * 64;
+
+		atomic_fetch_or(&r->bits[w], left >= 64 ? ~0ull
+							: (1ull << left) - 1);
+	}
+	if (mprotect((void *)r->base, r->npages * CM_PAGE,
+		     PROT_READ | PROT_WRITE))
+		return -errno;
+	return 0;
+}
+
+int cm_uffd_setup(struct cm_region *r)
+{
+	struct uffdio_api api = {
+		.api = UFFD_API,
+		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
+	};
+	struct pm_scan_arg probe = { .size = sizeof(probe) };
+
+	r->uffd = r->pagemap = -1;
+	/* Tests (and comparisons) force the fallback with this. */
+	if (getenv("LIBCOMMIT_NO_UFFD"))
+		return 0;
+	/* User-mode faults only: what an unprivileged process may have
+	 * (vm.unprivileged_userfaultfd = 0); asynchronous write-protect
+	 * faults never reach the descriptor anyway. */
+	r->uffd = (int)syscall(SYS_userfaultfd,
+			       O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (r->uffd < 0)
+		goto unsupported;
+	if (ioctl(r->uffd, UFFDIO_API, &api) < 0 || cm_uffd_register(r, 0, r->npages))
+		goto unsupported;
+	r->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (r->pagemap < 0 || ioctl(r->pagemap, PAGEMAP_SCAN, &probe) < 0)
+		goto unsupported;
+	/* Registered, not yet protected: cm_region_overflow() arms it. */
+	return 0;
+unsupported:
+	cm_uffd_close(r);
+	return 0;
+}
+
+void cm_uffd_close(struct cm_region *r)
+{
+	if (r->uffd >= 0)
+		close(r->uffd); /* unregisters the range */
+	if (r->pagemap >= 0)
+		close(r->pagemap);
+	r->uffd = r->pagemap = -1;
+}
+
+int cm_uffd_register(struct cm_region *r, size_t pg, size_t n)
+{
+	struct uffdio_register reg = {
+		.range = { r->base + pg * CM_PAGE, n * CM_PAGE },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+
+	return ioctl(r->uffd, UFFDIO_REGISTER, &reg) < 0 ? -errno : 0;
+}
+
+int cm_uffd_protect(struct cm_region *r, size_t pg, size_t n, bool wp)
+{
+	struct uffdio_writeprotect w = {
+		.range = { r->base + pg * CM_PAGE, n * CM_PAGE },
+		.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+
+	return ioctl(r->uffd, UFFDIO_WRITEPROTECT, &w) < 0 ? -errno : 0;
+}
+
+ssize_t cm_uffd_scan(struct cm_region *r, size_t p0, size_t p1,
+		     uint32_t *out)
+{
+	struct page_region vec[512];
+	uint64_t at = r->base + p0 * CM_PAGE, end = r->base + p1 * CM_PAGE;
+	size_t n = 0;
+
+	while (at < end) {
+		struct pm_scan_arg a = {
+			.size = sizeof(a),
+			.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+			.start = at,
+			.end = end,
+			.vec = (uintptr_t)vec,
+			.vec_len = sizeof(vec) / sizeof(vec[0]),
+			.category_mask = PAGE_IS_WRITTEN,
+			.return_mask = PAGE_IS_WRITTEN,
+		};
+		long k = ioctl(r->pagemap, PAGEMAP_SCAN, &a);
+
+		if (k < 0)
+			return -errno;
+		for (long i = 0; i < k; i++)
+			for (uint64_t q = vec[i].start; q < vec[i].end;
+			     q += CM_PAGE)
+				out[n++] = (uint32_t)((q - r->base) / CM_PAGE);
+		if (a.walk_end <= at)
+			return -EIO;
+		at = a.walk_end;
+	}
+	return (ssize_t)n;
 }
 
 void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n)

@@ -156,7 +156,9 @@ static void *shim_mmap(void *addr, size_t len, int prot, int flags, int fd,
 	ret = commit_map_new_fd(fd, (uint64_t)off, len,
 				rw ? COMMIT_MAP_RDWR : COMMIT_MAP_RDONLY, &m);
 	if (ret) {
-		errno = ret == -ENOTSUP ? ENODEV : -ret;
+		/* As mmap(2): a writable shared map of a read-only
+		 * descriptor is EACCES. */
+		errno = ret == -ENOTSUP ? ENODEV : ret == -EBADF ? EACCES : -ret;
 		return MAP_FAILED;
 	}
 	pthread_mutex_lock(&lock);

@@ -94,12 +94,36 @@ int commit_verify_req_decode(const void *p, size_t n,
 	return 0;
 }
 
+/* The commit_dev records after the extents: one per bit of mask. */
+static int devs_decode(const uint8_t *b, size_t n, uint32_t mask)
+{
+	unsigned want = (unsigned)__builtin_popcount(mask), i = 0;
+
+	if (n != (size_t)want * sizeof(struct commit_dev))
+		return -EBADMSG;
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++) {
+		struct commit_dev v;
+
+		if (!(mask & (1u << d)))
+			continue;
+		memcpy(&v, b + (size_t)i++ * sizeof(v), sizeof(v));
+		if (v.dev != d || v.pathlen >= COMMIT_DEV_PATH ||
+		    v.path[v.pathlen] != 0 ||
+		    memchr(v.path, 0, v.pathlen) != NULL ||
+		    (v.pathlen && v.path[0] != '/'))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
 int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
-			  const struct commit_ext **ext)
+			  const struct commit_ext **ext,
+			  const struct commit_dev **devs)
 {
 	struct commit_map_rep t;
 	const uint8_t *b = p;
 	uint64_t next_page;
+	size_t extlen;
 
 	if (n < sizeof(t))
 		return -EBADMSG;
@@ -109,6 +133,7 @@ int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
 			return -EBADMSG;
 		*r = t;
 		*ext = NULL;
+		*devs = NULL;
 		return 0;
 	}
 	if (t.status != 0 || t.pad || t.next == 0 ||
@@ -116,7 +141,11 @@ int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
 	    t.off % COMMIT_PAGE_SIZE || t.len % COMMIT_PAGE_SIZE || !t.len ||
 	    t.off + t.len < t.off || t.off + t.len > (1ull << 52))
 		return -EBADMSG;
-	if ((uint64_t)t.next * sizeof(struct commit_ext) != n - sizeof(t))
+	if ((uint64_t)t.next * sizeof(struct commit_ext) > n - sizeof(t))
+		return -EBADMSG;
+	extlen = (size_t)t.next * sizeof(struct commit_ext);
+	if (devs_decode(b + sizeof(t) + extlen, n - sizeof(t) - extlen,
+			t.dev_mask))
 		return -EBADMSG;
 	next_page = t.off / COMMIT_PAGE_SIZE;
 	for (uint32_t i = 0; i < t.next; i++) {
@@ -136,6 +165,8 @@ int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
 		return -EBADMSG;
 	*r = t;
 	*ext = (const struct commit_ext *)(const void *)(b + sizeof(t));
+	*devs = (const struct commit_dev *)(const void *)(b + sizeof(t) +
+							  extlen);
 	return 0;
 }
 

@@ -13,13 +13,20 @@
  *
  *   client                                   daemon
  *   MAP   commit_map_req  + SCM_RIGHTS(file fd)
- *                         <- MAP_REP commit_map_rep, commit_ext[next]
- *                            + SCM_RIGHTS(one O_RDONLY fd per bit of
- *                              dev_mask, ascending device index)
+ *                         <- MAP_REP commit_map_rep, commit_ext[next],
+ *                            commit_dev[one per bit of dev_mask,
+ *                            ascending device index]
  *   COMMIT commit_commit_req, commit_run[nruns], data (sum of run lens)
  *                         <- STATUS commit_status_rep
  *   VERIFY commit_verify_req <- STATUS (value: first bad file offset)
  *   UNMAP  (no payload)      <- STATUS; closing the socket unmaps too
+ *
+ * The daemon never passes a descriptor (version 2; version 1 passed
+ * read-only descriptors of whole devices, which let anyone who could
+ * read one file read the whole volume). A commit_dev names a device by
+ * path and identity; the client opens it with its own credentials, so
+ * it gets no access the kernel would not give it anyway, or else maps
+ * the file through the mount (libcommit/README.md, "Permissions").
  *
  * A message that fails to decode gets a STATUS with a negative errno
  * when the header was readable, and the connection is closed: a stream
@@ -33,7 +40,7 @@
 #include <stdint.h>
 
 #define COMMIT_PROTO_MAGIC   0x4d434744u /* "DGCM" */
-#define COMMIT_PROTO_VERSION 1u
+#define COMMIT_PROTO_VERSION 2u
 /* Largest payload either side accepts. */
 #define COMMIT_MSG_MAX	     (160u << 20)
 #define COMMIT_PAGE_SIZE     4096u
@@ -84,10 +91,21 @@ struct commit_map_rep {
 	uint64_t off;		/* mapped file bytes [off, off + len) */
 	uint64_t len;		/* multiple of the page size */
 	uint64_t size;		/* file size at map time */
-	uint32_t dev_mask;	/* devices whose descriptors come along */
+	uint32_t dev_mask;	/* devices named by the commit_dev that follow */
 	uint32_t pad;		/* zero */
 };
 _Static_assert(sizeof(struct commit_map_rep) == 40, "map_rep size");
+
+#define COMMIT_DEV_PATH 256u
+
+struct commit_dev {
+	uint64_t st_dev;	/* stat() identity of the device ... */
+	uint64_t st_ino;	/* ... as the daemon opened it */
+	uint32_t dev;		/* device index, a bit of dev_mask */
+	uint32_t pathlen;	/* bytes of path; 0: no usable path */
+	char path[COMMIT_DEV_PATH]; /* absolute, NUL after pathlen */
+};
+_Static_assert(sizeof(struct commit_dev) == 280, "commit_dev size");
 
 struct commit_commit_req {
 	uint32_t nruns;		/* commit_run that follow */
@@ -141,10 +159,13 @@ int commit_verify_req_decode(const void *p, size_t n,
 			     struct commit_verify_req *r);
 
 /* A MAP_REP payload: the extents must be sorted, contiguous, cover
- * [off, off + len) exactly, name devices in dev_mask and not overflow.
- * *ext points into p. */
+ * [off, off + len) exactly, name devices in dev_mask and not overflow;
+ * one commit_dev per bit of dev_mask follows, in ascending order, each
+ * path empty or absolute and NUL-terminated at pathlen. *ext and *devs
+ * point into p (unaligned: copy before use). */
 int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
-			  const struct commit_ext **ext);
+			  const struct commit_ext **ext,
+			  const struct commit_dev **devs);
 
 int commit_status_decode(const void *p, size_t n, struct commit_status_rep *r);
 

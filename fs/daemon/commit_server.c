@@ -79,30 +79,15 @@ static ssize_t recv_full(int fd, void *buf, size_t n, int *fds, int *nfds,
 	return (ssize_t)n;
 }
 
-static int send_full(int fd, const void *buf, size_t n, const int *fds,
-		     unsigned nfds)
+/* Send all of buf. The daemon never sends descriptors (proto.h). */
+static int send_full(int fd, const void *buf, size_t n)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * COMMIT_MAX_DEVS)];
 	size_t done = 0;
 
 	while (done < n) {
-		struct iovec iov = { (char *)buf + done, n - done };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		ssize_t r;
+		ssize_t r = send(fd, (const char *)buf + done, n - done,
+				 MSG_NOSIGNAL);
 
-		if (nfds && done == 0) {
-			struct cmsghdr *c;
-
-			memset(cbuf, 0, sizeof(cbuf));
-			mh.msg_control = cbuf;
-			mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-			c = CMSG_FIRSTHDR(&mh);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-			memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-		}
-		r = sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -121,57 +106,7 @@ static int send_status(int fd, uint32_t seq, int status, uint64_t value)
 
 	commit_hdr_encode(&msg.h, COMMIT_MSG_STATUS, sizeof(msg.s), seq);
 	msg.s = (struct commit_status_rep){ status, 0, value };
-	return send_full(fd, &msg, sizeof(msg), NULL, 0);
-}
-
-/* Supplementary groups of a process, from /proc (SO_PEERCRED has only
- * the primary one). */
-static bool in_group(pid_t pid, gid_t primary, uint32_t gid)
-{
-	char path[64], line[4096];
-	bool found = primary == gid;
-	FILE *f;
-
-	if (found)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char *p, *end;
-
-		if (strncmp(line, "Groups:", 7))
-			continue;
-		for (p = line + 7;; p = end) {
-			unsigned long g = strtoul(p, &end, 10);
-
-			if (end == p)
-				break;
-			if (g == gid)
-				found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-/* DESIGN §5: peer credentials against the file's mode, owner and group.
- * Root passes, as the kernel lets it. */
-static int check_access(const struct ucred *cr, const struct dg_attr *a,
-			bool rw)
-{
-	unsigned want = rw ? 6 : 4, bits;
-
-	if (cr->uid == 0)
-		return 0;
-	if (cr->uid == a->uid)
-		bits = (a->mode >> 6) & 7;
-	else if (in_group(cr->pid, cr->gid, a->gid))
-		bits = (a->mode >> 3) & 7;
-	else
-		bits = a->mode & 7;
-	return (bits & want) == want ? 0 : -EACCES;
+	return send_full(fd, &msg, sizeof(msg));
 }
 
 /* The mount's device number, for checking a client's descriptor. Asked
@@ -196,27 +131,71 @@ static int mount_dev(struct dg_daemon *dd, dev_t *dev)
 	return ret;
 }
 
-/* MAP: the file is named by a descriptor the client opened (so the
- * kernel already checked the path and the open mode), then the peer's
- * credentials are checked against the file's permissions as well. */
+/*
+ * Describe device d for a client: its path and identity, never a
+ * descriptor. The client opens the path with its own credentials (so it
+ * reads nothing the kernel would not let it read anyway) and checks the
+ * identity; a device it cannot open makes it map the file through the
+ * mount instead. The path comes from /proc/self/fd: absolute, and the
+ * one the daemon really opened.
+ */
+static int describe_dev(struct dg_daemon *dd, unsigned d, struct commit_dev *v)
+{
+	char lp[64];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = dg_fs_dev_open_ro(dd->fs, d);
+	if (fd < 0)
+		return fd;
+	memset(v, 0, sizeof(*v));
+	v->dev = d;
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	v->st_dev = st.st_dev;
+	v->st_ino = st.st_ino;
+	snprintf(lp, sizeof(lp), "/proc/self/fd/%d", fd);
+	n = readlink(lp, v->path, sizeof(v->path));
+	close(fd);
+	if (n <= 0 || (size_t)n >= sizeof(v->path) || v->path[0] != '/' ||
+	    memchr(v->path, 0, (size_t)n))
+		n = 0; /* no usable path: the client maps through the mount */
+	memset(v->path + n, 0, sizeof(v->path) - (size_t)n);
+	v->pathlen = (uint32_t)n;
+	return 0;
+}
+
+/*
+ * MAP: the file is named by a descriptor the client opened, so every
+ * permission decision is the kernel's (default_permissions: modes, ACLs,
+ * the open mode): a read-write map needs an O_RDWR descriptor, a
+ * read-only one an O_RDONLY or O_RDWR descriptor, and an O_PATH
+ * descriptor (which anyone may open) is refused. The daemon does not
+ * look at the peer's credentials: a descriptor passed on is a
+ * capability, as it is for read() and write(). The reply passes no
+ * descriptor (describe_dev()).
+ */
 static int do_map(struct conn *c, const struct commit_map_req *rq, int ffd,
 		  uint32_t seq)
 {
 	struct dg_daemon *dd = c->dd;
 	struct commit_map_rep rep = { 0 };
 	const struct dg_fmap_ext *ext;
-	struct ucred cr;
-	socklen_t cl = sizeof(cr);
 	struct dg_attr a;
 	struct stat st;
 	dev_t mdev;
 	bool rw = rq->flags & COMMIT_REQ_RW;
-	int fds[COMMIT_MAX_DEVS], nfds = 0, acc, ret;
-	unsigned next;
+	int acc, ret;
+	unsigned next, ndevs = 0;
 	uint64_t len = rq->len;
 	struct commit_hdr h;
 	uint8_t *buf = NULL;
-	size_t blen;
+	size_t blen, at;
 
 	if (ffd < 0)
 		return -EBADF;
@@ -232,15 +211,12 @@ static int do_map(struct conn *c, const struct commit_map_req *rq, int ffd,
 	acc = fcntl(ffd, F_GETFL);
 	if (acc < 0)
 		return -errno;
+	if (acc & O_PATH)
+		return -EBADF;
 	acc &= O_ACCMODE;
 	if (acc == O_WRONLY || (rw && acc != O_RDWR))
 		return -EBADF;
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
-		return -errno;
 	ret = dg_fs_getattr(dd->fs, st.st_ino, &a);
-	if (ret)
-		return ret;
-	ret = check_access(&cr, &a, rw);
 	if (ret)
 		return ret;
 	if (len == 0) {
@@ -255,14 +231,7 @@ static int do_map(struct conn *c, const struct commit_map_req *rq, int ffd,
 	dg_fmap_extents(c->m, &ext, &next);
 	for (unsigned i = 0; i < next; i++)
 		rep.dev_mask |= 1u << ext[i].dev;
-	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++) {
-		if (!(rep.dev_mask & (1u << d)))
-			continue;
-		ret = dg_fs_dev_open_ro(dd->fs, d);
-		if (ret < 0)
-			goto fail;
-		fds[nfds++] = ret;
-	}
+	ndevs = (unsigned)__builtin_popcount(rep.dev_mask);
 	rep.next = next;
 	rep.off = rq->off;
 	rep.len = (rq->off + len + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE *
@@ -270,7 +239,8 @@ static int do_map(struct conn *c, const struct commit_map_req *rq, int ffd,
 	rep.size = a.size > rq->off + len ? a.size : rq->off + len;
 	if (!rw)
 		rep.size = a.size;
-	blen = sizeof(h) + sizeof(rep) + (size_t)next * sizeof(struct commit_ext);
+	blen = sizeof(h) + sizeof(rep) + (size_t)next * sizeof(struct commit_ext) +
+	       ndevs * sizeof(struct commit_dev);
 	if (blen - sizeof(h) > COMMIT_MSG_MAX) {
 		ret = -EFBIG;
 		goto fail;
@@ -284,29 +254,41 @@ static int do_map(struct conn *c, const struct commit_map_req *rq, int ffd,
 			  seq);
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), &rep, sizeof(rep));
-	for (unsigned i = 0; i < next; i++) {
+	at = sizeof(h) + sizeof(rep);
+	for (unsigned i = 0; i < next; i++, at += sizeof(struct commit_ext)) {
 		struct commit_ext e = { ext[i].fpage, ext[i].pages,
 					ext[i].devoff, ext[i].dev, 0 };
 
-		memcpy(buf + sizeof(h) + sizeof(rep) + i * sizeof(e), &e,
-		       sizeof(e));
+		memcpy(buf + at, &e, sizeof(e));
 	}
-	ret = send_full(c->fd, buf, blen, fds, (unsigned)nfds);
+	for (unsigned d = 0; d < COMMIT_MAX_DEVS; d++) {
+		struct commit_dev v;
+
+		if (!(rep.dev_mask & (1u << d)))
+			continue;
+		ret = describe_dev(dd, d, &v);
+		if (ret)
+			goto fail;
+		memcpy(buf + at, &v, sizeof(v));
+		at += sizeof(v);
+	}
+	if (rep.size != a.size && dd->se)
+		/* The file grew: a client that maps it through the mount
+		 * must see the new size (attributes only: off < 0). */
+		fuse_lowlevel_notify_inval_inode(dd->se, st.st_ino, -1, 0);
+	ret = send_full(c->fd, buf, blen);
 	free(buf);
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
 	if (ret) {
 		dg_fmap_delete(c->m);
 		c->m = NULL;
 		return 1; /* the peer is gone: nothing to reply to */
 	}
 	dg_log(DG_LOG_DEBUG, "libcommit map ino=%" PRIu64 " off=%" PRIu64
-	       " len=%" PRIu64 " rw=%d pid=%d extents=%u", (uint64_t)st.st_ino,
-	       rq->off, rep.len, rw, (int)cr.pid, next);
+	       " len=%" PRIu64 " rw=%d extents=%u", (uint64_t)st.st_ino,
+	       rq->off, rep.len, rw, next);
 	return 0;
 fail:
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
+	free(buf);
 	dg_fmap_delete(c->m);
 	c->m = NULL;
 	return ret;
@@ -517,6 +499,7 @@ int dg_commit_start(struct dg_daemon *dd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t n = strlen(dd->sock_path);
+	bool bound = false;
 
 	/* Next to the control socket: <uuid>-<pid>.sock -> .commit */
 	if (n < 5 || n + 3 >= sizeof(dd->commit_path))
@@ -529,8 +512,10 @@ int dg_commit_start(struct dg_daemon *dd)
 		goto fail;
 	memcpy(sa.sun_path, dd->commit_path, sizeof(dd->commit_path));
 	/* Anyone may connect; each map is checked against the file. */
-	if (bind(dd->commit_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(dd->commit_path, 0666) < 0 || listen(dd->commit_fd, 64) < 0)
+	if (bind(dd->commit_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto fail;
+	bound = true;
+	if (chmod(dd->commit_path, 0666) < 0 || listen(dd->commit_fd, 64) < 0)
 		goto fail;
 	if (pthread_create(&dd->commit_thread, NULL, accept_main, dd))
 		goto fail;
@@ -540,6 +525,8 @@ fail:
 	       strerror(errno));
 	if (dd->commit_fd >= 0)
 		close(dd->commit_fd);
+	if (bound)
+		unlink(dd->commit_path); /* a name nobody listens on */
 	dd->commit_fd = -1;
 	return -1;
 }

@@ -19,13 +19,16 @@
 #define DG_MIN_DEV_BYTES       (16ull << 20)
 
 
-/* Create or extend a regular file to size; leave other files alone. */
+/* Create or extend a regular file to size; leave other files alone. A
+ * new image is 0600: whoever may read it may read every file of the
+ * volume, whatever their modes (libcommit/README.md, "Direct or through
+ * the mount"). */
 static int prepare_file(const char *path, uint64_t size)
 {
 	struct stat st;
 	int fd, ret = 0;
 
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
 		dg_log(DG_LOG_ERR, "cannot open '%s': %s", path,

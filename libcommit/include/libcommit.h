@@ -49,6 +49,7 @@ struct commit_map;
 /* commit_map_new() flags. */
 #define COMMIT_MAP_RDONLY 0u	  /* loads only; a store raises SIGSEGV */
 #define COMMIT_MAP_RDWR	  (1u << 0) /* loads and stores; one writer per file */
+#define COMMIT_MAP_DIRECT (1u << 1) /* refuse unless loads reach the media */
 
 /*
  * Map [offset, offset + len) of the daxguard file at path.
@@ -64,6 +65,16 @@ struct commit_map;
  * map that reaches past the end of the file extends the file to
  * offset + len (with zeros). A read-only map may not reach past the last
  * page of the file (-ENXIO).
+ *
+ * Every permission decision is the kernel's, when the file is opened
+ * (modes, ACLs); the daemon passes no descriptor to the caller. Loads go
+ * straight to the media when the caller can itself open the volume's
+ * devices for reading (a *direct* map, commit_map_is_direct()); else the
+ * map reads the file through the mount (the kernel's page cache, filled
+ * by the daemon's verified reads) and works the same otherwise. With
+ * COMMIT_MAP_DIRECT, a map that cannot be direct fails instead
+ * (-EACCES or the error opening the device; commit_errormsg() names the
+ * device).
  *
  * Returns 0 and sets *mp, or a negative errno: -ENOTSUP the file is not
  * on a daxguard mount, -EACCES/-EPERM permission denied, -EBUSY another
@@ -81,6 +92,10 @@ int commit_map_new(const char *path, uint64_t offset, size_t len,
  */
 int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 		      struct commit_map **mp);
+
+/* 1 when loads of the map read the media directly (the caller opened
+ * the volume's devices itself), 0 when they go through the mount. */
+int commit_map_is_direct(const struct commit_map *m);
 
 /* First byte of the map: file byte offset maps here. Never fails. */
 void *commit_map_addr(const struct commit_map *m);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* commit_child.c -- drives libcommit for the e2e tests, one command a line */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -185,6 +186,41 @@ static int run(char *line)
 		ret = commit_map_new_fd(ofd, ARG(2), ARG(3), fl, &m);
 		if (!ret)
 			printf("ok %zu\n", commit_map_len(m));
+	} else if (!strcmp(argv[0], "stride")) {
+		/* stride N STEP VAL: one byte VAL into every STEP-th page,
+		 * N pages (no two neighbours when STEP > 1). */
+		uint8_t *base = commit_map_addr(m);
+
+		for (size_t i = 0; i < ARG(1); i++)
+			base[i * ARG(2) * COMMIT_PAGE_SIZE + (i % 64) * 64] =
+				(uint8_t)ARG(3);
+		printf("ok\n");
+	} else if (!strcmp(argv[0], "failmprotect")) {
+		/* failmprotect N: the next N write-protects fail (needs
+		 * fail_syscalls.so preloaded). */
+		void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
+							 "fail_mprotect_arm");
+
+		ret = arm ? 0 : -ENOSYS;
+		if (arm) {
+			arm((int)ARG(1));
+			printf("ok\n");
+		}
+	} else if (!strcmp(argv[0], "failmmapshared")) {
+		/* failmmapshared N: the next N mmap(MAP_SHARED) calls fail
+		 * (needs fail_syscalls.so preloaded). */
+		void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
+							 "fail_mmap_shared_arm");
+
+		ret = arm ? 0 : -ENOSYS;
+		if (arm) {
+			arm((int)ARG(1));
+			printf("ok\n");
+		}
+	} else if (!strcmp(argv[0], "overflows")) {
+		printf("ok %u\n", commit__overflows(m));
+	} else if (!strcmp(argv[0], "direct")) {
+		printf("ok %d\n", commit_map_is_direct(m));
 	} else if (!strcmp(argv[0], "fill")) {
 		memset((char *)commit_map_addr(m) + ARG(1), (int)ARG(3), ARG(2));
 		printf("ok\n");

@@ -20,8 +20,9 @@ static void check_rep(const uint8_t *p, size_t n)
 {
 	struct commit_map_rep r;
 	const struct commit_ext *e;
+	const struct commit_dev *dv;
 
-	if (commit_map_rep_decode(p, n, &r, &e) == 0 && r.status == 0) {
+	if (commit_map_rep_decode(p, n, &r, &e, &dv) == 0 && r.status == 0) {
 		uint64_t pages = 0;
 
 		/* What a successful decode promises the client. */
@@ -35,6 +36,17 @@ static void check_rep(const uint8_t *p, size_t n)
 		}
 		if (pages * COMMIT_PAGE_SIZE != r.len)
 			abort();
+		for (unsigned i = 0; i < (unsigned)__builtin_popcount(r.dev_mask);
+		     i++) {
+			struct commit_dev v;
+
+			memcpy(&v, (const uint8_t *)dv + i * sizeof(v),
+			       sizeof(v));
+			if (v.pathlen >= COMMIT_DEV_PATH ||
+			    strlen(v.path) != v.pathlen ||
+			    !(r.dev_mask & 1u << v.dev))
+				abort();
+		}
 	}
 }
 
@@ -123,12 +135,16 @@ static size_t seed_rep(uint8_t *b)
 	struct commit_map_rep r = { 0, 2, 0, 8 * 4096, 8 * 4096, 0x5, 0 };
 	struct commit_ext e[2] = { { 0, 3, 1 << 20, 0, 0 },
 				   { 3, 5, 9 << 20, 2, 0 } };
+	struct commit_dev v[2] = { { 1, 2, 0, 4, "/d/0" },
+				   { 1, 3, 2, 0, "" } };
 
-	commit_hdr_encode(&h, COMMIT_MSG_MAP_REP, sizeof(r) + sizeof(e), 1);
+	commit_hdr_encode(&h, COMMIT_MSG_MAP_REP,
+			  sizeof(r) + sizeof(e) + sizeof(v), 1);
 	memcpy(b, &h, 16);
 	memcpy(b + 16, &r, sizeof(r));
 	memcpy(b + 16 + sizeof(r), e, sizeof(e));
-	return 16 + sizeof(r) + sizeof(e);
+	memcpy(b + 16 + sizeof(r) + sizeof(e), v, sizeof(v));
+	return 16 + sizeof(r) + sizeof(e) + sizeof(v);
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+"""libcommit robustness (issue #19): a write-protect that fails fails the
+sync and keeps the stores; a program that dirties more scattered pages
+than vm.max_map_count allows VMAs keeps running and syncs them all."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import BUILD
+from test_libcommit import CHILD, PAGE, child
+
+FAIL_SYSCALLS = BUILD / "tests" / "e2e" / "fail_syscalls.so"
+ENOMEM = 12
+
+
+def test_stores_racing_syncs_past_escalation(mounted):
+    """As test_stores_racing_syncs_are_kept, on a map large enough that
+    a round dirties more pages than the list tracks (the kernel tracks
+    them with userfaultfd): no store is lost."""
+    f = mounted.mnt / "race"
+    f.write_bytes(b"\0" * (300 * PAGE))   # < one sync's limit
+    out = child(f, "map rw 0 0", "race 300 400", "overflows", "unmap")
+    assert out[1] == "ok same"
+    assert int(out[2].split()[1]) > 0, out
+
+
+def test_failed_write_protect_fails_sync(mounted):
+    f = mounted.mnt / "wp"
+    f.write_bytes(b"\0" * (16 * PAGE))
+    env = dict(os.environ, LD_PRELOAD=str(FAIL_SYSCALLS))
+    out = child(f, "map rw 0 0", "store 0 41", f"store {2 * PAGE} 42",
+                "failmprotect 1", "sync", f"store {3 * PAGE} 43", "read 0 1",
+                "sync", "unmap", check=False, env=env)
+    assert out[4].split()[:2] == ["err", str(ENOMEM)], out
+    assert "cannot write-protect" in out[4], out
+    assert out[5:] == ["ok", "ok 41", "ok", "ok"], out
+    got = f.read_bytes()
+    assert got[0] == 0x41 and got[2 * PAGE] == 0x42 and got[3 * PAGE] == 0x43
+
+
+@pytest.mark.parametrize("tracking", ["uffd", "fallback"])
+def test_more_dirty_pages_than_vmas(volume_factory, tracking):
+    """100,000 dirty pages, no two neighbours: one VMA each would be far
+    past vm.max_map_count (65530). The map stops tracking page by page
+    instead of dying, the sync ships every page, and the next round
+    tracks page by page again. With userfaultfd the kernel says which
+    pages were written; without it (LIBCOMMIT_NO_UFFD, as on kernels
+    before 6.7) the sync diffs every page of the map."""
+    v = volume_factory(size="4G")        # a 64 MiB journal: ~32 MiB/sync
+    v.mkfs()
+    v.mount()
+    f = v.mnt / "many"
+    f.write_bytes(b"")
+    n, step = 100_000, 2
+    env = dict(os.environ)
+    if tracking == "fallback":
+        env["LIBCOMMIT_NO_UFFD"] = "1"
+    size = n * step * PAGE
+    p = subprocess.run([str(CHILD), str(f), f"map rw 0 {size}",
+                        f"stride {n} {step} 7", "vmas", "sync", "vmas",
+                        f"stride {n} {step} 9", "sync", "vmas", "overflows",
+                        "unmap"],
+                       stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=600, env=env)
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    out = p.stdout.splitlines()
+    assert out[:2] == [f"ok {size}", "ok"] and out[3] == "ok", out
+    assert out[5:7] == ["ok", "ok"] and out[9] == "ok", out
+    assert int(out[8].split()[1]) >= 2, out    # once per round at least
+    # 100,000 dirty pages in fewer VMAs than the limit: the map gave up
+    # tracking page by page (one VMA per dirty page would be ~200,000).
+    assert int(out[2].split()[1]) < 65530, out
+    for line in (out[4], out[7]):
+        assert int(line.split()[1]) < 1000, out     # merged back
+    with open(f, "rb") as fh:
+        for i in list(range(0, n, 997)) + [n - 1]:
+            off = i * step * PAGE + (i % 64) * 64
+            assert os.pread(fh.fileno(), 1, off) == b"\x09", i
+            assert os.pread(fh.fileno(), 1, off + PAGE) == b"\0", i
