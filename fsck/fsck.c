@@ -13,10 +13,31 @@
 #include "fsck.h"
 #include "probe.h"
 #include "util.h"
+#include "version.h"
 
 static const char usage_line[] =
 	"usage: fsck.daxguard [-n | -y | -p] [-f] [-v] [--json] "
 	"[--replace N=PATH]... DEV...\n";
+
+static const char help_text[] =
+	"Check a daxguard volume (superblocks, journal, every written page\n"
+	"against its checksum, parity, the filesystem) and repair what can be\n"
+	"proven. The volume must not be mounted.\n"
+	"\n"
+	"  -n              check only, change nothing (the default)\n"
+	"  -y              repair everything that can be repaired\n"
+	"  -p, -a          repair what is safe without asking (for boot)\n"
+	"  -f              check even if the volume looks clean (always done)\n"
+	"  -v              verbose: statistics, and the engine's messages\n"
+	"  -j, --json      print the report as JSON\n"
+	"  -h, --help      show this help and exit\n"
+	"  -V, --version   show the version and exit\n"
+	"\n"
+	"DEV... are the volume's devices in any order, as separate arguments\n"
+	"or as one list separated by ',' or ':' (the form fstab and fsck(8)\n"
+	"hand over).\n"
+	"Exit status (fsck(8)): 0 clean, 1 errors corrected, 4 errors left\n"
+	"uncorrected or data lost, 8 operational error, 16 usage error.\n";
 
 static bool verbose_log;
 
@@ -545,6 +566,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "replace", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fsck_ctx c = { 0 };
@@ -552,7 +574,7 @@ int main(int argc, char **argv)
 
 	c.mode = MODE_N;
 	tool_init("fsck.daxguard", usage_line, FSCK_USAGE);
-	while ((opt = getopt_long(argc, argv, "nypfvaj", longopts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "nypfvajhV", longopts, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'n':
@@ -582,6 +604,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_line, stdout);
+			fputs(help_text, stdout);
+			return FSCK_OK;
+		case 'V':
+			printf("fsck.daxguard (daxguard) %s\n", DG_VERSION);
 			return FSCK_OK;
 		default:
 			fputs(usage_line, stderr);

@@ -14,18 +14,37 @@
 
 #include "check.h"
 #include "util.h"
+#include "version.h"
 
 static const char usage_line[] =
 	"usage: daxguard-inject DEV... --fault KIND --target WHAT [--file PATH] "
 	"[--count N] [--seed S] [--bits N] [--len BYTES] [--device N] "
-	"[--json]\n"
-	"  KIND: bitflip scribble zero lost-write misdirect device-loss "
-	"stale-device logical\n"
-	"  WHAT: data directory inode extent allocation checksum parity "
-	"superblock journal any\n"
-	"  logical (unmounted volume; checksums stay valid): WHAT is inode, "
-	"directory,\n  allocation or extent; --seed picks the sub-kind, "
-	"--file the file\n";
+	"[--same-row] [--json]\n";
+
+static const char help_text[] =
+	"Write faults straight into a daxguard volume's device images, behind\n"
+	"daxguard's back, and report exactly which bytes changed. For testing.\n"
+	"\n"
+	"  -k, --fault KIND     bitflip scribble zero lost-write misdirect\n"
+	"                       device-loss stale-device logical\n"
+	"  -t, --target WHAT    data directory inode extent allocation checksum\n"
+	"                       parity superblock journal any (default any)\n"
+	"  -F, --file PATH      damage this file of the volume (with data)\n"
+	"  -c, --count N        faults to inject, 1 to 1000 (default 1)\n"
+	"  -s, --seed S         seed of the random choices (default: the time)\n"
+	"  -b, --bits N         bits a bitflip flips (default 1)\n"
+	"  -l, --len BYTES      bytes a scribble or zero covers\n"
+	"  -d, --device N       only damage device N\n"
+	"  -R, --same-row       later faults hit the first one's parity row\n"
+	"  -j, --json           print the report as JSON\n"
+	"  -h, --help           show this help and exit\n"
+	"  -V, --version        show the version and exit\n"
+	"\n"
+	"logical (unmounted volume; checksums stay valid): WHAT is inode,\n"
+	"directory, allocation or extent; --seed picks the sub-kind, --file the\n"
+	"file. DEV... as separate arguments or one list separated by ',' or\n"
+	"':'. Numbers take the suffixes K, M, G, T. Exit status: 0 done, 1\n"
+	"failed or bad usage.\n";
 
 static uint64_t rng_state;
 
@@ -913,6 +932,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "same-row", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct inj s;
@@ -925,7 +945,8 @@ int main(int argc, char **argv)
 	s.bits = 1;
 	s.device = -1;
 	tool_init("daxguard-inject", usage_line, 1);
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "k:t:F:c:s:b:l:d:jRhV",
+				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'k':
 			kname = optarg;
@@ -968,6 +989,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_line, stdout);
+			fputs(help_text, stdout);
+			return 0;
+		case 'V':
+			printf("daxguard-inject (daxguard) %s\n", DG_VERSION);
 			return 0;
 		default:
 			fputs(usage_line, stderr);

@@ -15,9 +15,14 @@
 
 #include "daemon.h"
 #include "probe.h"
+#include "version.h"
 
 static const char usage[] =
-	"usage: daxguard DEV[,DEV...] MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
+	"usage: daxguard DEV[:DEV...] MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
+	"Serve a daxguard volume at MOUNTPOINT. DEV... are its devices in any\n"
+	"order, separated by ':' or ',' (with a ',' in the list, only ','\n"
+	"separates, for paths that hold ':'). Also run by mount -t\n"
+	"fuse.daxguard DEVS MOUNTPOINT when daxguard is on mount(8)'s PATH.\n"
 	"daxguard options (-o):\n"
 	"    degraded          mount (read-only) with devices missing that\n"
 	"                      parity covers; without it such a mount is refused\n"
@@ -32,6 +37,7 @@ struct dg_opts {
 	int writeback;
 	int degraded;
 	int show_help;
+	int show_version;
 };
 
 #define DG_OPT(t, p) { t, offsetof(struct dg_opts, p), 1 }
@@ -41,6 +47,8 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	DG_OPT("degraded", degraded),
 	DG_OPT("-h", show_help),
 	DG_OPT("--help", show_help),
+	DG_OPT("-V", show_version),
+	DG_OPT("--version", show_version),
 	FUSE_OPT_END
 };
 
@@ -402,6 +410,14 @@ int main(int argc, char *argv[])
 	if (o.show_help) {
 		fputs(usage, stdout);
 		fuse_cmdline_help();
+		ret = 0;
+		goto out_args;
+	}
+	if (o.show_version) {
+		printf("daxguard (daxguard) %s\n", DG_VERSION);
+		printf("FUSE library version %s\n", fuse_pkgversion());
+		fflush(stdout);
+		fuse_lowlevel_version();
 		ret = 0;
 		goto out_args;
 	}
