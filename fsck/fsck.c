@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devlist.h"
 #include "fsck.h"
 #include "probe.h"
 #include "util.h"
@@ -30,6 +31,9 @@ static const char help_text[] =
 	"  -f              check even if the volume looks clean (always done)\n"
 	"  -v              verbose: statistics, and the engine's messages\n"
 	"  -j, --json      print the report as JSON\n"
+	"  --replace N=PATH\n"
+	"                  with -y: rebuild device N onto PATH, whatever it\n"
+	"                  holds (PATH need not be among the DEVs)\n"
 	"  -h, --help      show this help and exit\n"
 	"  -V, --version   show the version and exit\n"
 	"\n"
@@ -616,17 +620,19 @@ int main(int argc, char **argv)
 	}
 	if (modes > 1)
 		usage_error("only one of -n, -y and -p may be given");
-	if (optind == argc)
-		usage_error("no devices given");
-	if (argc - optind > (int)DG_MAX_DEVS)
-		usage_error("at most %u devices", DG_MAX_DEVS);
 	if (c.mode != MODE_Y)
 		for (unsigned d = 0; d < DG_MAX_DEVS; d++)
 			if (c.replace[d])
 				usage_error("--replace rebuilds a device: it "
 					    "needs -y");
-	set_paths(&c, (const char **)argv + optind,
-		  (unsigned)(argc - optind));
+	{
+		/* One argument may be a list (fsck(8) hands fstab's over). */
+		unsigned n;
+		const char **devs = devlist_args(argv + optind, argc - optind,
+						 &n);
+
+		set_paths(&c, devs, n);
+	}
 	c.tty = isatty(STDERR_FILENO);
 	verbose_log = c.verbose;
 	dg_log_set_func(log_func);

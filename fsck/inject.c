@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devlist.h"
 #include "util.h"
 #include "version.h"
 
@@ -1007,15 +1008,10 @@ int main(int argc, char **argv)
 	target = lookup(targets, tname);
 	if (target < 0)
 		usage_error("unknown target '%s'", tname);
-	if (optind == argc)
-		usage_error("no devices given");
-	if (argc - optind > (int)DG_MAX_DEVS)
-		usage_error("at most %u devices", DG_MAX_DEVS);
+	s.paths = devlist_args(argv + optind, argc - optind, &s.n);
 	if (file && target != T_DATA && target != T_ANY && kind != K_LOGICAL)
 		usage_error("--file goes with --target data");
 	rng_state = seed;
-	s.paths = (const char **)argv + optind;
-	s.n = (unsigned)(argc - optind);
 	dg_log_set_level(DG_LOG_ERR);
 	if (kind == K_LOGICAL)
 		return do_logical(&s, (enum target)target, tname, file, seed,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "devlist.h"
 #include "probe.h"
 #include "version.h"
 
@@ -134,25 +135,28 @@ static int check_mountpoint(const char *mnt)
  * changes to / when it goes to the background, and libcommit clients
  * open the devices by these names (mapped.c), so a relative path would
  * name nothing there. A path that does not exist (a missing device) is
- * made absolute only. Returns the comma-separated list, or NULL.
+ * made absolute only. Returns the list again (tools/devlist.h), joined
+ * by ':', or by ',' when a path holds ':': what the status and
+ * /proc/mounts show, so that it can be handed back to fsck.daxguard.
  */
 static char *canonical_devs(const char *list, char **paths, int *np)
 {
-	char *copy = strdup(list), *save, *tok, *out = NULL;
+	char *raw[DG_MAX_DEVS], *out = NULL, sep = ':';
 	size_t len = 0;
-	int n = 0;
+	int n = 0, nraw;
 
-	if (!copy)
+	nraw = devlist_split(list, raw, DG_MAX_DEVS);
+	if (nraw == -E2BIG) {
+		fprintf(stderr, "daxguard: at most %u devices\n", DG_MAX_DEVS);
 		return NULL;
-	for (tok = strtok_r(copy, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char buf[PATH_MAX], cwd[PATH_MAX];
+	}
+	if (nraw < 0) {
+		fprintf(stderr, "daxguard: no devices given\n");
+		return NULL;
+	}
+	for (; n < nraw; n++) {
+		char buf[PATH_MAX], cwd[PATH_MAX], *tok = raw[n];
 
-		if (n == (int)DG_MAX_DEVS) {
-			fprintf(stderr, "daxguard: at most %u devices\n",
-				DG_MAX_DEVS);
-			goto fail;
-		}
 		if (realpath(tok, buf))
 			paths[n] = strdup(buf);
 		else if (tok[0] == '/' || !getcwd(cwd, sizeof(cwd)))
@@ -161,28 +165,25 @@ static char *canonical_devs(const char *list, char **paths, int *np)
 			paths[n] = NULL;
 		if (!paths[n])
 			goto fail;
+		if (strchr(paths[n], ':'))
+			sep = ',';
 		len += strlen(paths[n]) + 1;
-		n++;
-	}
-	if (n == 0) {
-		fprintf(stderr, "daxguard: no devices given\n");
-		goto fail;
 	}
 	out = calloc(1, len + 1);
 	if (!out)
 		goto fail;
 	for (int i = 0; i < n; i++) {
 		if (i)
-			strcat(out, ",");
+			strncat(out, &sep, 1);
 		strcat(out, paths[i]);
 	}
-	free(copy);
+	devlist_free(raw, (unsigned)nraw);
 	*np = n;
 	return out;
 fail:
+	devlist_free(raw, (unsigned)nraw);
 	while (n > 0)
 		free(paths[--n]);
-	free(copy);
 	return NULL;
 }
 

@@ -1,7 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The tools as an administrator meets them: --version and --help on every
 one, device lists in the forms fstab, mount(8) and fsck(8) use."""
+import os
 import re
+import shutil
+import subprocess
+import time
+import uuid
 
 import pytest
 
@@ -48,3 +53,134 @@ def test_fsck_help_gives_exit_codes():
     for code in ("0 clean", "1 errors corrected", "4 errors left",
                  "8 operational error", "16 usage error"):
         assert code in out
+
+
+# ---- device lists: ':' and ',', fstab, fsck(8), mount(8) --------------------
+
+def mounts_source(mnt):
+    mnt = os.path.realpath(mnt)
+    with open("/proc/mounts") as f:
+        for line in f:
+            src, target = line.split()[:2]
+            if target == mnt:
+                return src
+    return None
+
+
+def test_colon_list_mounts_and_shows_in_proc_mounts(volume_factory):
+    v = volume_factory()
+    v.mkfs()
+    v.mount(devlist=":".join(map(str, v.devs)))
+    assert mounts_source(v.mnt) == ":".join(map(str, v.devs))
+    (v.mnt / "f").write_bytes(b"colon")
+    assert v.status()["degraded"] is False
+    v.umount()
+    # The source /proc/mounts showed is what fsck.daxguard takes back.
+    for sep in (":", ","):
+        p = run([FSCK, "-n", sep.join(map(str, v.devs))])
+        assert p.stdout.endswith(": clean\n")
+
+
+def test_paths_with_colons_take_the_comma_form(volume_factory):
+    v = volume_factory(ndev=3, tag=f"c:{uuid.uuid4().hex[:6]}")
+    v.mkfs()
+    v.mount()                      # the comma list
+    # ... which /proc/mounts shows, so that fsck takes it back.
+    assert mounts_source(v.mnt) == ",".join(map(str, v.devs))
+    v.umount()
+    run([FSCK, "-n", ",".join(map(str, v.devs))])
+    # A single path that exists is one device, ':' or not.
+    one = volume_factory(ndev=1, tag=f"one:{uuid.uuid4().hex[:6]}")
+    one.mkfs()
+    run([FSCK, "-n", str(one.devs[0])])
+
+
+def test_bad_device_lists(volume_factory, tmp_path):
+    many = ":".join(f"/dev/shm/none{i}" for i in range(17))
+    p = run([FSCK, "-n", many], check=False)
+    assert p.returncode == 16 and "at most 16 devices" in p.stderr
+    p = run([DAEMON, many, tmp_path, "-f"], check=False)
+    assert p.returncode != 0 and "at most 16 devices" in p.stderr
+    p = run([FSCK, "-n", ",,"], check=False)
+    assert p.returncode == 16 and "bad device list" in p.stderr
+    v = volume_factory(ndev=2)
+    v.mkfs()
+    p = run([INJECT, ":".join(map(str, v.devs)), "--fault", "bitflip",
+             "--target", "data", "--seed", "1", "--json"], check=False)
+    # An empty volume has no data page, but the list was understood.
+    assert "no data page" in p.stderr or p.returncode == 0, p.stderr
+
+
+@pytest.fixture
+def fsck_path(tmp_path):
+    """A PATH whose first directory holds fsck.daxguard, and the
+    fsck.fuse.daxguard name fsck -A uses for fstab's fuse.daxguard type,
+    as `meson install` lays them out."""
+    if not shutil.which("fsck"):
+        pytest.skip("util-linux fsck missing")
+    d = tmp_path / "sbin"
+    d.mkdir()
+    (d / "fsck.daxguard").symlink_to(FSCK)
+    (d / "fsck.fuse.daxguard").symlink_to("fsck.daxguard")
+    return f"{d}:{os.environ['PATH']}"
+
+
+@pytest.mark.parametrize("sep", [":", ","])
+def test_util_linux_fsck_runs_fsck_daxguard(volume_factory, fsck_path, sep):
+    v = volume_factory()
+    v.mkfs()
+    env = dict(os.environ, PATH=fsck_path)
+    p = run(["fsck", "-t", "daxguard", "-n", sep.join(map(str, v.devs))],
+            env=env)
+    assert p.stdout.rstrip().endswith(": clean"), p.stdout
+    # A lost device: fsck(8) passes fsck.daxguard's exit code on.
+    v.devs[1].unlink()
+    p = run(["fsck", "-t", "daxguard", "-n", sep.join(map(str, v.devs))],
+            env=env, check=False)
+    assert p.returncode == 4, (p.stdout, p.stderr)
+    p = run(["fsck", "-t", "daxguard", "-y", sep.join(map(str, v.devs))],
+            env=env, check=False)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+
+
+def test_fsck_all_checks_the_fstab_line(volume_factory, fsck_path, tmp_path):
+    """The README's fstab line: fsck -A (sysvinit's checkfs) runs
+    fsck.fuse.daxguard -a with the source for a pass-2 entry."""
+    v = volume_factory()
+    v.mkfs()
+    fstab = tmp_path / "fstab"
+    fstab.write_text(f"{':'.join(map(str, v.devs))} {v.mnt} fuse.daxguard "
+                     "defaults 0 2\n")
+    env = dict(os.environ, PATH=fsck_path, LIBMOUNT_FSTAB=str(fstab))
+    p = run(["fsck", "-A", "-V", "-a"], env=env)
+    assert "fsck.fuse.daxguard -a " + ":".join(map(str, v.devs)) in p.stdout
+    assert p.stdout.rstrip().endswith(": clean"), p.stdout
+
+
+def test_mount_helper_runs_daxguard_from_path(volume_factory):
+    """mount -t fuse.daxguard runs mount.fuse3, which runs `daxguard` from
+    its PATH. (mount(8) itself gives helpers a fixed PATH, so this calls
+    the helper directly, with the build directory on the PATH.)"""
+    helper = shutil.which("mount.fuse3") or "/sbin/mount.fuse3"
+    if not os.path.exists(helper):
+        pytest.skip("mount.fuse3 missing")
+    v = volume_factory()
+    v.mkfs()
+    env = dict(os.environ, PATH=f"{DAEMON.parent}:{os.environ['PATH']}")
+    src = ":".join(map(str, v.devs))
+    try:
+        run([helper, src, v.mnt, "-t", "fuse.daxguard", "-o", "rw"], env=env)
+        assert mounts_source(v.mnt) == src
+        (v.mnt / "f").write_bytes(b"mounted by mount.fuse3")
+    finally:
+        subprocess.run(["fusermount3", "-u", "-z", str(v.mnt)],
+                       capture_output=True)
+        # The daemon ran in the background: wait until it let go of the
+        # images, or the cleanup would remove them under it.
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            p = run([FSCK, "-n", src], check=False)
+            if "in use" not in p.stderr and "mounted" not in p.stderr:
+                break
+            time.sleep(0.1)
+    assert run([FSCK, "-n", src]).stdout.endswith(": clean\n")
