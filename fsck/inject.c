@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "devlist.h"
+#include "json.h"
 #include "util.h"
 #include "version.h"
 
@@ -743,27 +744,37 @@ static void do_stale(struct inj *s)
 static void print_json(struct inj *s, const char *kind, const char *target,
 		       uint64_t seed)
 {
-	printf("{\"fault\": \"%s\", \"target\": \"%s\", \"seed\": %llu, "
-	       "\"mounted\": %s, \"changes\": [", kind, target,
-	       (unsigned long long)seed, s->mounted ? "true" : "false");
+	struct json_object *r = json_object_new_object();
+	struct json_object *list = json_object_new_array();
+
+	json_object_object_add(r, "fault", json_object_new_string(kind));
+	json_object_object_add(r, "target", json_object_new_string(target));
+	json_object_object_add(r, "seed", json_object_new_uint64(seed));
+	json_object_object_add(r, "mounted",
+			       json_object_new_boolean(s->mounted));
 	for (unsigned i = 0; i < s->nch; i++) {
 		struct change *c = &s->ch[i];
+		struct json_object *o = json_object_new_object();
 
-		printf("%s\n  {\"device\": %u, \"device_path\": \"%s\", "
-		       "\"page\": %llu, \"offset\": %llu, \"len\": %llu, "
-		       "\"structure\": \"%s\", \"how\": \"%s\", \"vpn\": %lld, "
-		       "\"row\": %lld, \"file\": ",
-		       i ? "," : "", c->dev, s->paths[0] ? s->devpath[c->dev]
-		       ? s->devpath[c->dev] : "" : "",
-		       (unsigned long long)c->page, (unsigned long long)c->off,
-		       (unsigned long long)c->len, c->what, c->how,
-		       (long long)c->vpn, (long long)c->row);
-		if (c->file[0])
-			printf("\"%s\"}", c->file);
-		else
-			printf("null}");
+		json_object_object_add(o, "device", json_object_new_int(
+			(int)c->dev));
+		json_add_bytes(o, "device_path", s->paths[0] &&
+			       s->devpath[c->dev] ? s->devpath[c->dev] : "");
+		json_object_object_add(o, "page", json_object_new_uint64(
+			c->page));
+		json_object_object_add(o, "offset", json_object_new_uint64(
+			c->off));
+		json_object_object_add(o, "len", json_object_new_uint64(c->len));
+		json_object_object_add(o, "structure",
+				       json_object_new_string(c->what));
+		json_object_object_add(o, "how", json_object_new_string(c->how));
+		json_object_object_add(o, "vpn", json_object_new_int64(c->vpn));
+		json_object_object_add(o, "row", json_object_new_int64(c->row));
+		json_add_bytes(o, "file", c->file[0] ? c->file : NULL);
+		json_object_array_add(list, o);
 	}
-	printf("%s]}\n", s->nch ? "\n" : "");
+	json_object_object_add(r, "changes", list);
+	json_print(r, stdout, 1);
 }
 
 static uint64_t resolve_file(struct inj *s, const char *path)
@@ -787,29 +798,6 @@ static uint64_t resolve_file(struct inj *s, const char *path)
 	return ino;
 }
 
-static void json_str(const char *str)
-{
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
-}
-
-static void json_path(const char *key, const char *path)
-{
-	printf(", \"%s\": ", key);
-	if (path && path[0])
-		json_str(path);
-	else
-		printf("null");
-}
-
 /*
  * A logical fault: structures that are consistent with their checksums
  * and parity but wrong, as a bug in daxguard would leave them. The
@@ -826,6 +814,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 	};
 	char err[512] = "", path[512] = "", other[512] = "", dir[512] = "";
 	char entry[1024] = "";
+	struct json_object *r, *list;
 	struct dg_lfault lf;
 	struct dg_txn *txn;
 	uint64_t ino = 0;
@@ -893,29 +882,43 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 		       entry[0] ? entry : path);
 		return 0;
 	}
-	printf("{\"fault\": \"logical\", \"target\": \"%s\", \"seed\": %llu, "
-	       "\"mounted\": false, \"kind\": \"%s\", \"ino\": %llu",
-	       tname, (unsigned long long)seed, lf.kind,
-	       (unsigned long long)lf.ino);
-	json_path("file", path);
-	printf(", \"other\": %llu", (unsigned long long)lf.other);
-	json_path("other_file", other);
-	printf(", \"dir\": %llu", (unsigned long long)lf.dir);
-	json_path("dir_path", dir);
-	json_path("entry", entry);
-	printf(", \"vpn\": %lld, \"fpage\": %llu, \"pages\": %llu, "
-	       "\"before\": %llu, \"after\": %llu, \"detail\": ",
-	       (long long)lf.vpn, (unsigned long long)lf.fpage,
-	       (unsigned long long)lf.pages, (unsigned long long)lf.before,
-	       (unsigned long long)lf.after);
-	json_str(lf.detail);
-	printf(", \"changes\": [");
-	for (unsigned i = 0; i < lf.nw; i++)
-		printf("%s\n  {\"vpn\": %llu, \"offset\": %u, \"len\": %u, "
-		       "\"structure\": \"%s\", \"how\": \"logical\"}",
-		       i ? "," : "", (unsigned long long)lf.w[i].vpn,
-		       lf.w[i].off, lf.w[i].len, lf.w[i].structure);
-	printf("\n]}\n");
+	r = json_object_new_object();
+	json_object_object_add(r, "fault", json_object_new_string("logical"));
+	json_object_object_add(r, "target", json_object_new_string(tname));
+	json_object_object_add(r, "seed", json_object_new_uint64(seed));
+	json_object_object_add(r, "mounted", json_object_new_boolean(0));
+	json_object_object_add(r, "kind", json_object_new_string(lf.kind));
+	json_object_object_add(r, "ino", json_object_new_uint64(lf.ino));
+	json_add_bytes(r, "file", path[0] ? path : NULL);
+	json_object_object_add(r, "other", json_object_new_uint64(lf.other));
+	json_add_bytes(r, "other_file", other[0] ? other : NULL);
+	json_object_object_add(r, "dir", json_object_new_uint64(lf.dir));
+	json_add_bytes(r, "dir_path", dir[0] ? dir : NULL);
+	json_add_bytes(r, "entry", entry[0] ? entry : NULL);
+	json_object_object_add(r, "vpn", json_object_new_int64(lf.vpn));
+	json_object_object_add(r, "fpage", json_object_new_uint64(lf.fpage));
+	json_object_object_add(r, "pages", json_object_new_uint64(lf.pages));
+	json_object_object_add(r, "before", json_object_new_uint64(lf.before));
+	json_object_object_add(r, "after", json_object_new_uint64(lf.after));
+	json_add_bytes(r, "detail", lf.detail);
+	list = json_object_new_array();
+	for (unsigned i = 0; i < lf.nw; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "vpn", json_object_new_uint64(
+			lf.w[i].vpn));
+		json_object_object_add(o, "offset", json_object_new_uint64(
+			lf.w[i].off));
+		json_object_object_add(o, "len", json_object_new_uint64(
+			lf.w[i].len));
+		json_object_object_add(o, "structure", json_object_new_string(
+			lf.w[i].structure));
+		json_object_object_add(o, "how",
+				       json_object_new_string("logical"));
+		json_object_array_add(list, o);
+	}
+	json_object_object_add(r, "changes", list);
+	json_print(r, stdout, 1);
 	return 0;
 }
 

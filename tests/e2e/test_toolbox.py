@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The tools as an administrator meets them: --version and --help on every
 one, device lists in the forms fstab, mount(8) and fsck(8) use."""
+import json
 import os
 import re
 import shutil
@@ -184,3 +185,79 @@ def test_mount_helper_runs_daxguard_from_path(volume_factory):
                 break
             time.sleep(0.1)
     assert run([FSCK, "-n", src]).stdout.endswith(": clean\n")
+
+
+# ---- JSON: json-c, and names that are not UTF-8 -----------------------------
+
+def strict_json(raw: bytes):
+    """Parse as a strict reader would: the text must be UTF-8."""
+    return json.loads(raw.decode("utf-8", errors="strict"))
+
+
+def run_bytes(cmd, ok=(0,)):
+    p = subprocess.run([os.fsencode(c) if not isinstance(c, bytes) else c
+                        for c in cmd], capture_output=True)
+    assert p.returncode in ok, (cmd, p.returncode, p.stderr)
+    return p
+
+
+def test_json_names_that_are_not_utf8(volume_factory):
+    v = volume_factory()
+    label = b"lab\xffel\xe9"
+    run_bytes([MKFS, "-q", "--force", "--size", v.size, b"--label", label]
+              + v.devs)
+    v.mount()
+    bad = b"bad-\xff\xfe\"\\\n.bin"          # also a quote, backslash, newline
+    good = "caf\u00e9.bin".encode()
+    with open(os.path.join(os.fsencode(v.mnt), bad), "wb") as f:
+        f.write(os.urandom(256 << 10))
+    with open(os.path.join(os.fsencode(v.mnt), good), "wb") as f:
+        f.write(os.urandom(256 << 10))
+    st = strict_json(run_bytes([CTL, v.mnt, "status", "--json"]).stdout)
+    assert st["label"] == "lab\ufffdel\ufffd"
+    assert bytes.fromhex(st["label_hex"]) == label
+    assert "mountpoint_hex" not in st
+    sc = strict_json(run_bytes([CTL, v.mnt, "scrub", "--json"]).stdout)
+    assert sc["unrecoverable"] == 0
+    v.umount()
+
+    for name in (bad, good):
+        out = run_bytes([INJECT] + v.devs + [
+            "--fault", "bitflip", "--target", "data", b"--file",
+            b"/" + name, "--seed", "7", "--json"]).stdout
+        rep = strict_json(out)
+        ch = rep["changes"][0]
+        if name == bad:
+            assert bytes.fromhex(ch["file_hex"]) == b"/" + bad
+            assert ch["file"] == "/bad-\ufffd\ufffd\"\\\n.bin"
+        else:
+            assert ch["file"] == "/caf\u00e9.bin" and "file_hex" not in ch
+
+    rep = strict_json(run_bytes([FSCK, "-n", "--json"] + v.devs,
+                                ok=(4,)).stdout)
+    files = {}
+    for f in rep["findings"]:
+        raw = (bytes.fromhex(f["file_hex"]) if "file_hex" in f
+               else (f["file"] or "").encode())
+        files[raw] = f
+    assert b"/" + bad in files and b"/" + good in files, rep
+    assert rep["exit"] == 4 and rep["uncorrected"] >= 2
+    rep = strict_json(run_bytes([FSCK, "-y", "--json"] + v.devs,
+                                ok=(1,)).stdout)
+    assert rep["corrected"] >= 2 and rep["uncorrected"] == 0
+
+
+def test_logical_fault_json_names_a_non_utf8_file(volume_factory):
+    v = volume_factory()
+    v.mkfs()
+    v.mount()
+    bad = b"x\xc3(y"                        # a broken two-byte sequence
+    with open(os.path.join(os.fsencode(v.mnt), bad), "wb") as f:
+        f.write(b"z" * 100000)
+    v.umount()
+    rep = strict_json(run_bytes([INJECT] + v.devs + [
+        "--fault", "logical", "--target", "extent", b"--file", b"/" + bad,
+        "--seed", "1", "--json"]).stdout)
+    assert bytes.fromhex(rep["file_hex"]) == b"/" + bad
+    assert rep["file"] == "/x\ufffd(y"
+    run_bytes([FSCK, "-y", "--json"] + v.devs, ok=(1, 4))
