@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import CTL, DAEMON, FSCK, INJECT, MKFS, ROOT, run
+from conftest import BUILD, CTL, DAEMON, FSCK, INJECT, MKFS, ROOT, run
 
 TOOLS = [MKFS, DAEMON, CTL, FSCK, INJECT]
 
@@ -261,3 +261,70 @@ def test_logical_fault_json_names_a_non_utf8_file(volume_factory):
     assert bytes.fromhex(rep["file_hex"]) == b"/" + bad
     assert rep["file"] == "/x\ufffd(y"
     run_bytes([FSCK, "-y", "--json"] + v.devs, ok=(1, 4))
+
+
+# ---- man pages ---------------------------------------------------------------
+
+MAN = ROOT / "doc" / "man"
+PAGES = {MKFS: "mkfs.daxguard.8", DAEMON: "daxguard.8", CTL: "daxguard-ctl.8",
+         FSCK: "fsck.daxguard.8", INJECT: "daxguard-inject.8"}
+
+
+def render(page):
+    """scdoc source -> roff -> text; fails on any scdoc error or groff
+    warning."""
+    if not shutil.which("scdoc") or not shutil.which("groff"):
+        pytest.skip("scdoc or groff missing")
+    roff = subprocess.run(["scdoc"], input=(MAN / f"{page}.scd").read_bytes(),
+                          capture_output=True)
+    assert roff.returncode == 0, roff.stderr
+    text = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-P-cbou"],
+                          input=roff.stdout, capture_output=True,
+                          env=dict(os.environ, MANWIDTH="200"))
+    assert text.returncode == 0 and text.stderr == b"", text.stderr
+    # groff may draw '-' as U+2010 or U+2212; compare with ASCII hyphens.
+    return text.stdout.decode().replace("\u2010", "-").replace("\u2212", "-")
+
+
+def help_names(tool):
+    """Every option and -o option or command name --help lists."""
+    names = set()
+    for line in run([tool, "--help"]).stdout.splitlines()[1:]:
+        s = line.strip()
+        if s.startswith("-"):
+            names.update(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", s))
+            names.update(re.findall(r"-o ([a-z_]+)", s))
+        else:
+            m = re.match(r"\s+([a-z][a-z_]*)(=[A-Z]+)?\s{2,}\S", line)
+            if m:
+                names.add(m.group(1))
+    return names
+
+
+@pytest.mark.parametrize("page", ["libcommit.3"] + list(PAGES.values()))
+def test_man_page_renders(page):
+    text = render(page)
+    name = page.rsplit(".", 1)[0]
+    assert "NAME" in text and "SYNOPSIS" in text and name in text
+
+
+@pytest.mark.parametrize("tool", PAGES, ids=lambda t: t.name)
+def test_man_page_has_every_help_option(tool):
+    text = render(PAGES[tool])
+    names = help_names(tool)
+    assert "--help" in names and "--version" in names
+    missing = [n for n in sorted(names)
+               if not re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])",
+                                text)]
+    assert not missing, f"{PAGES[tool]} lacks {missing}"
+
+
+def test_man_pages_are_built_and_installed(tmp_path):
+    if not shutil.which("scdoc"):
+        pytest.skip("scdoc missing")
+    for page in ["libcommit.3"] + list(PAGES.values()):
+        assert (BUILD / "doc" / page).exists(), page
+    p = run(["meson", "install", "-C", BUILD, "--no-rebuild", "--destdir",
+             tmp_path / "root"])
+    installed = {p.name for p in (tmp_path / "root").rglob("man*/*.[38]")}
+    assert installed == {"libcommit.3"} | set(PAGES.values()), p.stdout
