@@ -13,7 +13,8 @@ import pytest
 
 from conftest import BUILD, CTL, DAEMON, FSCK, INJECT, MKFS, ROOT, run
 
-TOOLS = [MKFS, DAEMON, CTL, FSCK, INJECT]
+DUMPFS = BUILD / "dump" / "dumpfs.daxguard"
+TOOLS = [MKFS, DAEMON, CTL, FSCK, INJECT, DUMPFS]
 
 
 def project_version():
@@ -267,7 +268,8 @@ def test_logical_fault_json_names_a_non_utf8_file(volume_factory):
 
 MAN = ROOT / "doc" / "man"
 PAGES = {MKFS: "mkfs.daxguard.8", DAEMON: "daxguard.8", CTL: "daxguard-ctl.8",
-         FSCK: "fsck.daxguard.8", INJECT: "daxguard-inject.8"}
+         FSCK: "fsck.daxguard.8", INJECT: "daxguard-inject.8",
+         DUMPFS: "dumpfs.daxguard.8"}
 
 
 def render(page):
@@ -328,3 +330,86 @@ def test_man_pages_are_built_and_installed(tmp_path):
              tmp_path / "root"])
     installed = {p.name for p in (tmp_path / "root").rglob("man*/*.[38]")}
     assert installed == {"libcommit.3"} | set(PAGES.values()), p.stdout
+
+
+# ---- dumpfs.daxguard ----------------------------------------------------------
+
+def dump(devs, *opts, ok=(0,)):
+    p = run_bytes([DUMPFS, "--json", *opts] + list(devs), ok=ok)
+    return strict_json(p.stdout)
+
+
+def test_dumpfs_shows_every_superblock_and_the_geometry(volume_factory):
+    v = volume_factory(ndev=3)
+    v.mkfs("--label", "dump-me", "--chunk", "64K")
+    d = dump([":".join(map(str, v.devs))])
+    g = d["geometry"]
+    assert d["label"] == "dump-me" and d["mounted"] is False
+    assert g["devices"] == 3 and g["parity"] == 1 and g["data_per_row"] == 2
+    assert g["chunk_pages"] == 16 and g["redundancy_text"] == "full"
+    assert d["free_space"]["free_vpns"] + d["free_space"]["used_vpns"] \
+        == g["vpns"]
+    assert d["features"]["incompat"] == ["sealed_journal"]
+    assert [x["path"] for x in d["devices"]] == list(map(str, v.devs))
+    for i, dev in enumerate(d["devices"]):
+        prim, back = dev["superblocks"]
+        assert prim["status"] == back["status"] == "valid"
+        assert prim["page"] == 0 and back["page"] == g["dev_pages"] - 1
+        f = prim["fields"]
+        assert f["dev_index"] == i and f["label"] == "dump-me"
+        assert f["vol_uuid"] == g["uuid"] and f["state_text"] == "clean"
+        assert f["magic"] == "0x5344524155475844"
+        assert back["fields"] == f
+    j = d["journal"]
+    assert j["live_entries"] == 0 and j["entries"] == []
+    assert {h["status"] for h in j["headers"]} <= {"valid", "absent"}
+    # The text form says the same.
+    out = run([DUMPFS, *v.devs]).stdout
+    assert "label 'dump-me'" in out and "same as the primary" in out
+    assert out.count("superblock primary (page 0): valid") == 3
+
+
+def test_dumpfs_shows_damage_and_a_live_journal(volume_factory):
+    v = volume_factory()
+    v.mkfs()
+    v.mount()
+    for i in range(20):
+        (v.mnt / f"f{i}").write_bytes(os.urandom(5000))
+    d = dump(v.devs)                       # while mounted, read-only
+    assert d["mounted"] is True
+    v.kill9()                              # a crash: the journal is live
+    d = dump(v.devs)
+    j = d["journal"]
+    assert j["live_entries"] == len(j["entries"]) > 0
+    assert j["entries"][0]["seq"] == j["tail_seq"]
+    assert all(e["ranges"] > 0 or e["wrap"] for e in j["entries"])
+    run([FSCK, "-y"] + v.devs, check=False)
+    assert dump(v.devs)["journal"]["live_entries"] == 0
+    # A damaged superblock copy is shown, field by field, and exits 1.
+    run([INJECT] + v.devs + ["--fault", "scribble", "--target",
+                             "superblock", "--device", "2", "--seed", "5"])
+    d = dump(v.devs, ok=(1,))
+    sbs = d["devices"][2]["superblocks"]
+    assert "damaged" in [s["status"] for s in sbs]
+    bad = [s for s in sbs if s["status"] == "damaged"][0]
+    assert "generation" in bad["fields"]
+
+
+def test_dumpfs_sets_the_label(volume_factory):
+    v = volume_factory(ndev=2)
+    v.mkfs("--label", "old")
+    run([DUMPFS, "--set-label", "new label", ",".join(map(str, v.devs))])
+    d = dump(v.devs)
+    assert d["label"] == "new label"
+    for dev in d["devices"]:
+        for sb in dev["superblocks"]:
+            assert sb["status"] == "valid"
+            assert sb["fields"]["label"] == "new label"
+    v.mount()
+    assert v.status()["label"] == "new label"
+    p = run([DUMPFS, "-L", "x"] + v.devs, check=False)
+    assert p.returncode == 1 and "mounted" in p.stderr
+    v.umount()
+    p = run([DUMPFS, "-L", "x" * 64] + v.devs, check=False)
+    assert p.returncode == 2 and "longer than 63 bytes" in p.stderr
+    run([FSCK, "-n"] + v.devs)
