@@ -413,3 +413,60 @@ def test_dumpfs_sets_the_label(volume_factory):
     p = run([DUMPFS, "-L", "x" * 64] + v.devs, check=False)
     assert p.returncode == 2 and "longer than 63 bytes" in p.stderr
     run([FSCK, "-n"] + v.devs)
+
+
+# ---- boot under systemd: daxguard-fsck@.service ------------------------------
+
+GENERATOR = "/usr/lib/systemd/system-generators/systemd-fstab-generator"
+
+
+def instance(devs):
+    return run(["systemd-escape", "--template=daxguard-fsck@.service",
+                "--path", ":".join(map(str, devs))]).stdout.strip()
+
+
+def test_fstab_line_for_systemd_requires_the_check(volume_factory, tmp_path):
+    """The README's systemd line: the generated mount unit requires
+    daxguard-fsck@<list>.service and is ordered after it."""
+    if not os.access(GENERATOR, os.X_OK) or not shutil.which("systemd-escape"):
+        pytest.skip("systemd-fstab-generator missing")
+    v = volume_factory()
+    unit = instance(v.devs)
+    fstab = tmp_path / "fstab"
+    fstab.write_text(f"{':'.join(map(str, v.devs))} {v.mnt} fuse.daxguard "
+                     f"defaults,x-systemd.requires={unit} 0 0\n")
+    out = tmp_path / "gen"
+    out.mkdir()
+    run([GENERATOR, out, out, out],
+        env=dict(os.environ, SYSTEMD_FSTAB=str(fstab),
+                 SYSTEMD_PROC_CMDLINE="", SYSTEMD_LOG_LEVEL="err"))
+    mount_unit = [p for p in out.iterdir() if p.suffix == ".mount"]
+    assert len(mount_unit) == 1
+    text = mount_unit[0].read_text()
+    esc = unit.replace("\\", "\\\\")
+    assert re.search(rf"^Requires=.*{re.escape(unit)}", text, re.M), text
+    assert re.search(rf"^After=.*{re.escape(unit)}", text, re.M), text
+    assert "systemd-fsck@" not in text and esc
+
+
+def test_fsck_unit_checks_the_instance_list(volume_factory):
+    """The unit's ExecStart, with %f expanded from an instance name as
+    systemd does, checks the volume; 1 counts as success."""
+    if not shutil.which("systemd-escape"):
+        pytest.skip("systemd-escape missing")
+    text = (BUILD / "doc" / "daxguard-fsck@.service").read_text()
+    exec_start = re.search(r"^ExecStart=(.*)$", text, re.M).group(1).split()
+    assert re.search(r"^SuccessExitStatus=1$", text, re.M)
+    assert exec_start[0].endswith("/fsck.daxguard") and exec_start[-1] == "%f"
+    v = volume_factory()
+    v.mkfs()
+    name = instance(v.devs)[len("daxguard-fsck@"):-len(".service")]
+    f = run(["systemd-escape", "--unescape", "--path", name]).stdout.strip()
+    assert f == ":".join(map(str, v.devs))
+    cmd = [FSCK] + exec_start[1:-1] + [f]
+    assert run(cmd).returncode == 0
+    # A damaged superblock copy: -p repairs it, the unit succeeds.
+    run([INJECT] + v.devs + ["--fault", "scribble", "--target",
+                             "superblock", "--device", "1", "--seed", "3"])
+    assert run(cmd, check=False).returncode == 1
+    run([FSCK, "-n", f])
