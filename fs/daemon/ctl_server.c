@@ -479,13 +479,15 @@ static void serve(struct dg_daemon *dd, int fd)
 		status(dd, &o, json, strstr(req, " verbose") != NULL);
 	} else if (!strncmp(req, "scrub", 5) || !strncmp(req, "clear", 5)) {
 		if (cred.uid != 0 && cred.uid != getuid())
-			outf(&o, "error: permission denied\n");
+			outf(&o, json ? "{\"error\":\"permission denied\"}\n"
+				      : "error: permission denied\n");
 		else if (req[1] == 'c')
 			scrub(dd, &o, json);
 		else
 			clear(dd, &o);
 	} else {
-		outf(&o, "error: unknown request\n");
+		outf(&o, json ? "{\"error\":\"unknown request\"}\n"
+			      : "error: unknown request\n");
 	}
 	if (o.buf && write(fd, o.buf, o.len) < 0)
 		dg_log(DG_LOG_DEBUG, "ctl reply: %s", strerror(errno));

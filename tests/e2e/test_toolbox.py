@@ -6,8 +6,10 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -470,3 +472,33 @@ def test_fsck_unit_checks_the_instance_list(volume_factory):
                              "superblock", "--device", "1", "--seed", "3"])
     assert run(cmd, check=False).returncode == 1
     run([FSCK, "-n", f])
+
+
+def test_ctl_refusal_is_an_error_in_both_forms(volume_factory):
+    """A scrub by someone else than root or the mount's owner is refused:
+    exit 1, and with --json the refusal is JSON too."""
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv missing")
+    v = volume_factory()
+    v.mkfs()
+    # pytest's own directories are root's alone: mount where others can
+    # reach.
+    v.mnt = Path(tempfile.mkdtemp(prefix="dg-e2e-ctl-"))
+    v.mnt.chmod(0o755)
+    try:
+        v.mount("allow_other")
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534",
+                  "--clear-groups"]
+        p = run(nobody + [CTL, v.mnt, "status", "--json"])
+        assert strict_json(p.stdout.encode())["degraded"] is False
+        p = run(nobody + [CTL, v.mnt, "scrub"], check=False)
+        assert p.returncode == 1
+        assert p.stdout == "error: permission denied\n"
+        p = run(nobody + [CTL, v.mnt, "scrub", "--json"], check=False)
+        assert p.returncode == 1
+        assert strict_json(p.stdout.encode()) == {"error":
+                                                  "permission denied"}
+        assert run([CTL, v.mnt, "scrub"]).returncode == 0
+    finally:
+        v.umount()
+        v.mnt.rmdir()
