@@ -22,9 +22,10 @@ static const char usage_line[] =
 static const char help_text[] =
 	"Show what is on a daxguard volume's devices, without changing them:\n"
 	"every device's superblocks (primary and backup, every field),\n"
-	"the geometry, the journal (header slots and live entries), the free\n"
-	"space and the feature flags. Works on a mounted volume too (then\n"
-	"the journal may move while it is read).\n"
+	"the geometry, the checksum pages' copies and generations, the journal\n"
+	"(header slots and live entries), the free space and the feature\n"
+	"flags. Works on a mounted volume too (then the journal may move while\n"
+	"it is read).\n"
 	"\n"
 	"  -j, --json              print it all as one JSON object\n"
 	"  -L, --set-label LABEL   set the volume label (at most 63 bytes) on\n"
@@ -34,7 +35,8 @@ static const char help_text[] =
 	"\n"
 	"DEV... in any order, as separate arguments or one list separated by\n"
 	"',' or ':'. Exit status: 0 done, 1 the volume cannot be opened, or a\n"
-	"superblock copy or journal header is damaged (shown), 2 bad usage.\n";
+	"superblock copy, checksum page copy or journal header is damaged or\n"
+	"stale (shown), 2 bad usage.\n";
 
 /* Fields of one view, kept so that two copies can be compared. */
 struct fields {
@@ -204,6 +206,25 @@ static void dump_volume(struct dump *d)
 	}
 	free(g.f);
 	free(fr.f);
+}
+
+static void dump_csum(struct dump *d)
+{
+	struct fields cs = { 0 };
+	int ret = dg_inspect_csum(d->vol, collect, &cs);
+
+	if (d->json) {
+		json_object_object_add(d->root, "checksum_pages",
+				       ret ? NULL : json_fields(&cs));
+	} else {
+		printf("checksum pages:%s\n", ret == -EOPNOTSUPP
+		       ? " none (redundancy none)" : ret ? " unreadable" : "");
+		print_fields(&cs, "  ");
+	}
+	if (!ret && (field(&cs, "copies_stale")->u ||
+		     field(&cs, "copies_bad")->u || field(&cs, "unreadable")->u))
+		d->bad = 1;
+	free(cs.f);
 }
 
 static void print_jentry(void *arg, const struct dg_jentry_info *e)
@@ -499,6 +520,7 @@ int main(int argc, char **argv)
 		d.root = json_object_new_object();
 	dump_volume(&d);
 	dump_features(&d);
+	dump_csum(&d);
 	dump_journal(&d);
 	dump_devices(&d);
 	if (d.json)

@@ -316,6 +316,11 @@ typedef void (*dg_jentry_fn)(void *arg, const struct dg_jentry_info *e);
  * did not replay them). -EUCLEAN if one changed since the open. */
 int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg);
 
+/* The checksum pages the init map says were written and the state of
+ * their copies (current, stale, bad, absent), with the newest
+ * generation; read only. -EOPNOTSUPP without redundancy. */
+int dg_inspect_csum(struct dg_vol *vol, dg_field_fn fn, void *arg);
+
 /* Set the label (< 64 bytes; -EINVAL) of a volume open for writing
  * (-EROFS otherwise) and write every superblock. */
 int dg_vol_set_label(struct dg_vol *vol, const char *label);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "csum.h"
 #include "engine_i.h"
 #include "super.h"
 
@@ -346,6 +347,67 @@ int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg)
 			off = 0;
 		seq++;
 	}
+	return 0;
+}
+
+/*
+ * Every checksum page the init map says was written, each of its copies
+ * examined (read only, no fault events): how many copies are current,
+ * stale (an older generation: lost writes), damaged or on a missing
+ * device, and the newest generation. O(checksum pages).
+ */
+int dg_inspect_csum(struct dg_vol *vol, dg_field_fn fn, void *arg)
+{
+	uint64_t written = 0, lost = 0, newest = 0;
+	uint64_t count[4] = { 0 }; /* by enum dg_copy_state */
+	char gen[48];
+	void *img;
+
+	if (!vol->redundancy)
+		return -EOPNOTSUPP;
+	img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!img)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
+		if (!dg_cmap_test(vol, i))
+			continue;
+		for (unsigned owner = 0; owner < vol->ndev; owner++) {
+			uint64_t key = dg_cpage_key(owner, i);
+			pthread_mutex_t *l =
+				&vol->csum_locks[dg_cpage_lock_idx(key)];
+			struct dg_cpage_view v;
+
+			pthread_mutex_lock(l);
+			dg_cpage_examine(vol, owner, i, img, &v, DG_CPX_QUIET);
+			pthread_mutex_unlock(l);
+			written++;
+			if (v.result < 0)
+				lost++;
+			else if (v.gen > newest)
+				newest = v.gen;
+			for (unsigned c = 0; c < v.ncopies &&
+					     c < DG_MAX_CSUM_COPIES; c++)
+				if (v.state[c] < 4)
+					count[v.state[c]]++;
+		}
+	}
+	free(img);
+	put(fn, arg, "copies", DG_FIELD_UINT, vol->sb.csum_copies, NULL);
+	put(fn, arg, "pages_per_copy", DG_FIELD_UINT, vol->sb.csum_pages,
+	    NULL);
+	put(fn, arg, "written", DG_FIELD_UINT, written, NULL);
+	put(fn, arg, "unreadable", DG_FIELD_UINT, lost, NULL);
+	put(fn, arg, "copies_current", DG_FIELD_UINT, count[DG_COPY_CURRENT],
+	    NULL);
+	put(fn, arg, "copies_stale", DG_FIELD_UINT, count[DG_COPY_STALE],
+	    NULL);
+	put(fn, arg, "copies_bad", DG_FIELD_UINT, count[DG_COPY_BAD], NULL);
+	put(fn, arg, "copies_absent", DG_FIELD_UINT, count[DG_COPY_ABSENT],
+	    NULL);
+	/* format.h: generation << 40 | writes since that open. */
+	snprintf(gen, sizeof(gen), "open %" PRIu64 ", write %" PRIu64,
+		 newest >> 40, newest & ((UINT64_C(1) << 40) - 1));
+	put(fn, arg, "newest_gen", DG_FIELD_UINT, newest, newest ? gen : NULL);
 	return 0;
 }
 

@@ -386,7 +386,19 @@ def test_dumpfs_shows_damage_and_a_live_journal(volume_factory):
     assert j["entries"][0]["seq"] == j["tail_seq"]
     assert all(e["ranges"] > 0 or e["wrap"] for e in j["entries"])
     run([FSCK, "-y"] + v.devs, check=False)
-    assert dump(v.devs)["journal"]["live_entries"] == 0
+    d = dump(v.devs)
+    assert d["journal"]["live_entries"] == 0
+    cs = d["checksum_pages"]
+    assert cs["written"] > 0 and cs["copies_stale"] == cs["copies_bad"] == 0
+    assert cs["copies_current"] == cs["written"] * cs["copies"]
+    assert cs["newest_gen"] >> 40 == d["geometry"]["generation"]
+    # A lost write of a checksum page leaves a stale copy: shown, exit 1,
+    # until fsck rewrites it.
+    run([INJECT] + v.devs + ["--fault", "lost-write", "--target",
+                             "checksum", "--seed", "2"])
+    assert dump(v.devs, ok=(1,))["checksum_pages"]["copies_stale"] == 1
+    run([FSCK, "-y"] + v.devs, check=False)
+    assert dump(v.devs)["checksum_pages"]["copies_stale"] == 0
     # A damaged superblock copy is shown, field by field, and exits 1.
     run([INJECT] + v.devs + ["--fault", "scribble", "--target",
                              "superblock", "--device", "2", "--seed", "5"])

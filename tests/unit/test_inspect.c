@@ -205,6 +205,46 @@ static void test_journal(void)
 	tvol_cleanup(&tv);
 }
 
+/* Written checksum pages have every copy current; none without
+ * redundancy. */
+static void test_csum_copies(void)
+{
+	struct tvol tv, none;
+	struct dg_vol *vol;
+	struct seen c = { 0 };
+	uint8_t buf[DG_PAGE_SIZE];
+
+	tvol_make(&tv, "insp-csum", 3, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	memset(buf, 0x5a, sizeof(buf));
+	for (unsigned i = 0; i < 40; i++) {
+		struct dg_range r = { 100 + 37 * i, 0, sizeof(buf), buf };
+
+		CHECK_EQ(dg_apply(vol, &r, 1), 0);
+	}
+	dg_vol_close(vol);
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	CHECK_EQ(dg_inspect_csum(vol, see, &c), 0);
+	CHECK(get(&c, "written")->u > 0);
+	CHECK_EQ(get(&c, "copies_current")->u,
+		 get(&c, "written")->u * get(&c, "copies")->u);
+	CHECK_EQ(get(&c, "copies_stale")->u + get(&c, "copies_bad")->u +
+			 get(&c, "unreadable")->u,
+		 0);
+	CHECK(get(&c, "newest_gen")->u != 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+
+	tvol_make(&none, "insp-nored", 2, 0, SIZE, true);
+	vol = tvol_open(&none, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	CHECK_EQ(dg_inspect_csum(vol, see, &c), -EOPNOTSUPP);
+	dg_vol_close(vol);
+	tvol_cleanup(&none);
+}
+
 static void test_label(void)
 {
 	struct tvol tv;
@@ -248,6 +288,7 @@ int main(int argc, char **argv)
 		{ "damaged_super", test_damaged_super },
 		{ "free_and_geometry", test_free_and_geometry },
 		{ "journal", test_journal },
+		{ "csum_copies", test_csum_copies },
 		{ "label", test_label },
 		{ NULL, NULL },
 	};
