@@ -126,11 +126,11 @@ static void json_field(struct json_object *o, const struct dg_field *f)
 	switch (f->kind) {
 	case DG_FIELD_UINT:
 	case DG_FIELD_TIME:
-		json_object_object_add(o, f->name, json_object_new_uint64(f->u));
+		json_add_u64(o, f->name, f->u);
 		break;
 	case DG_FIELD_HEX:
 		snprintf(buf, sizeof(buf), "%#" PRIx64, f->u);
-		json_object_object_add(o, f->name, json_object_new_string(buf));
+		json_add_str(o, f->name, buf);
 		break;
 	case DG_FIELD_UUID:
 	case DG_FIELD_STR:
@@ -139,7 +139,7 @@ static void json_field(struct json_object *o, const struct dg_field *f)
 	}
 	if (f->str[0]) {
 		snprintf(key, sizeof(key), "%s_text", f->name);
-		json_object_object_add(o, key, json_object_new_string(f->str));
+		json_add_str(o, key, f->str);
 	}
 }
 
@@ -177,6 +177,7 @@ struct dump {
 	bool json, mounted;
 	int bad;		/* a copy or header is damaged */
 	struct json_object *root;
+	struct json_object *entries; /* the journal's, while they are read */
 };
 
 static void dump_volume(struct dump *d)
@@ -190,14 +191,14 @@ static void dump_volume(struct dump *d)
 	ret = dg_inspect_free(d->vol, collect, &fr);
 	if (d->json) {
 		json_add_bytes(d->root, "label", in.label);
-		json_object_object_add(d->root, "mounted",
-				       json_object_new_boolean(d->mounted));
+		json_add_bool(d->root, "mounted", d->mounted);
 		json_object_object_add(d->root, "geometry", json_fields(&g));
 		json_object_object_add(d->root, "free_space",
 				       ret ? NULL : json_fields(&fr));
 	} else {
-		printf("daxguard volume %s, label '%s'%s\n", field(&g, "uuid")->str,
-		       in.label, d->mounted ? " (mounted)" : "");
+		printf("daxguard volume %s, label '%s'%s\n",
+		       field(&g, "uuid")->str, in.label,
+		       d->mounted ? " (mounted)" : "");
 		printf("geometry:\n");
 		print_fields(&g, "  ");
 		printf("free space:%s\n", ret ? " unknown (volume root "
@@ -222,7 +223,8 @@ static void dump_csum(struct dump *d)
 		print_fields(&cs, "  ");
 	}
 	if (!ret && (field(&cs, "copies_stale")->u ||
-		     field(&cs, "copies_bad")->u || field(&cs, "unreadable")->u))
+		     field(&cs, "copies_bad")->u ||
+		     field(&cs, "unreadable")->u))
 		d->bad = 1;
 	free(cs.f);
 }
@@ -234,20 +236,14 @@ static void print_jentry(void *arg, const struct dg_jentry_info *e)
 	if (d->json) {
 		struct json_object *o = json_object_new_object();
 
-		json_object_object_add(o, "seq", json_object_new_uint64(e->seq));
-		json_object_object_add(o, "offset",
-				       json_object_new_uint64(e->off));
-		json_object_object_add(o, "len", json_object_new_uint64(e->len));
-		json_object_object_add(o, "ranges",
-				       json_object_new_uint64(e->nranges));
-		json_object_object_add(o, "bytes",
-				       json_object_new_uint64(e->bytes));
-		json_object_object_add(o, "sealed",
-				       json_object_new_uint64(e->sealed));
-		json_object_object_add(o, "wrap",
-				       json_object_new_boolean(e->wrap));
-		json_object_array_add(json_object_object_get(
-			json_object_object_get(d->root, "journal"), "entries"), o);
+		json_add_u64(o, "seq", e->seq);
+		json_add_u64(o, "offset", e->off);
+		json_add_u64(o, "len", e->len);
+		json_add_u64(o, "ranges", e->nranges);
+		json_add_u64(o, "bytes", e->bytes);
+		json_add_u64(o, "sealed", e->sealed);
+		json_add_bool(o, "wrap", e->wrap);
+		json_object_array_add(d->entries, o);
 		return;
 	}
 	printf("    seq %" PRIu64 " offset %" PRIu64 " len %u: %s%u ranges, "
@@ -267,8 +263,9 @@ static void dump_journal(struct dump *d)
 	if (d->json) {
 		jo = json_fields(&j);
 		heads = json_object_new_array();
+		d->entries = json_object_new_array();
 		json_object_object_add(jo, "headers", heads);
-		json_object_object_add(jo, "entries", json_object_new_array());
+		json_object_object_add(jo, "entries", d->entries);
 		json_object_object_add(d->root, "journal", jo);
 	} else {
 		printf("journal:\n");
@@ -282,14 +279,12 @@ static void dump_journal(struct dump *d)
 			if (ret && ret != -ENXIO && ret != -ENODEV)
 				d->bad = 1;
 			if (d->json) {
-				struct json_object *o = json_object_new_object();
+				struct json_object *o;
 
-				json_object_object_add(o, "copy",
-						       json_object_new_int((int)c));
-				json_object_object_add(o, "slot",
-						       json_object_new_int((int)s));
-				json_object_object_add(o, "status",
-					json_object_new_string(status_name(ret)));
+				o = json_object_new_object();
+				json_add_int(o, "copy", (int)c);
+				json_add_int(o, "slot", (int)s);
+				json_add_str(o, "status", status_name(ret));
 				json_object_object_add(o, "fields",
 						       json_fields(&h));
 				json_object_array_add(heads, o);
@@ -336,12 +331,9 @@ static void dump_devices(struct dump *d)
 		if (d->json) {
 			o = json_object_new_object();
 			sbs = json_object_new_array();
-			json_object_object_add(o, "index",
-					       json_object_new_int((int)dev));
+			json_add_int(o, "index", (int)dev);
 			json_add_bytes(o, "path", path);
-			json_object_object_add(o, "present",
-					       json_object_new_boolean(
-						       ret[0] != -ENXIO));
+			json_add_bool(o, "present", ret[0] != -ENXIO);
 		} else {
 			printf("device %u: %s\n", dev,
 			       path ? path : "(missing)");
@@ -350,14 +342,12 @@ static void dump_devices(struct dump *d)
 			const char *name = c ? "backup" : "primary";
 
 			if (d->json) {
-				struct json_object *so = json_object_new_object();
+				struct json_object *so;
 
-				json_object_object_add(so, "copy",
-						       json_object_new_string(name));
-				json_object_object_add(so, "page",
-						       json_object_new_uint64(page[c]));
-				json_object_object_add(so, "status",
-					json_object_new_string(status_name(ret[c])));
+				so = json_object_new_object();
+				json_add_str(so, "copy", name);
+				json_add_u64(so, "page", page[c]);
+				json_add_str(so, "status", status_name(ret[c]));
 				json_object_object_add(so, "fields",
 						       json_fields(&sb[c]));
 				json_object_array_add(sbs, so);
@@ -414,8 +404,8 @@ static void dump_features(struct dump *d)
 				continue;
 			snprintf(unk, sizeof(unk), "%#llx",
 				 (unsigned long long)(1ull << b));
-			json_object_array_add(names,
-					      json_object_new_string(n ? n : unk));
+			json_object_array_add(names, json_object_new_string(
+							     n ? n : unk));
 		}
 		if (!d->json) {
 			size_t k = json_object_array_length(names);

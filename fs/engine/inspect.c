@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* inspect.c -- read-only views of on-media structures for dumpfs, and the label */
+/* inspect.c -- read-only views of the media for dumpfs; the label */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,7 +320,8 @@ int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg)
 							DG_PAGE_SIZE +
 							j->log_off + off);
 			if (x->magic == DG_JENTRY_MAGIC && x->seq == seq &&
-			    x->len >= sizeof(*x) && x->len <= j->log_bytes - off)
+			    x->len >= sizeof(*x) &&
+			    x->len <= j->log_bytes - off)
 				e = x;
 		}
 		if (!e)
