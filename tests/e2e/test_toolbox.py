@@ -62,12 +62,17 @@ def test_fsck_help_gives_exit_codes():
 # ---- device lists: ':' and ',', fstab, fsck(8), mount(8) --------------------
 
 def mounts_source(mnt):
+    """The source of mnt in /proc/mounts, its octal escapes (\\134 for a
+    backslash, \\040 for a space) decoded as getmntent(3) does."""
+    def unescape(s):
+        return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), s)
+
     mnt = os.path.realpath(mnt)
     with open("/proc/mounts") as f:
         for line in f:
             src, target = line.split()[:2]
-            if target == mnt:
-                return src
+            if unescape(target) == mnt:
+                return unescape(src)
     return None
 
 
@@ -93,9 +98,12 @@ def test_paths_with_colons_take_the_comma_form(volume_factory):
     assert mounts_source(v.mnt) == ",".join(map(str, v.devs))
     v.umount()
     run([FSCK, "-n", ",".join(map(str, v.devs))])
-    # A single path that exists is one device, ':' or not.
-    one = volume_factory(ndev=1, tag=f"one:{uuid.uuid4().hex[:6]}")
+    # A single path that exists is one device, whatever it holds.
+    one = volume_factory(ndev=1, tag=f"o:n,e\\{uuid.uuid4().hex[:6]}")
     one.mkfs()
+    one.mount(devlist=str(one.devs[0]))
+    assert mounts_source(one.mnt) == str(one.devs[0])
+    one.umount()
     run([FSCK, "-n", str(one.devs[0])])
 
 
