@@ -115,7 +115,7 @@ static int cmd_request(const char *mnt, const char *req, bool is_scrub)
 	reply[len] = 0;
 	fwrite(reply, 1, len, stdout);
 	if (!ret && (!len || !strncmp(reply, "error", 5) ||
-		     !strncmp(reply, "{\"error\"", 9)))
+		     !strncmp(reply, "{\"error\"", 8)))
 		ret = EXIT_FAIL;
 	else if (!ret && is_scrub && reply_count(reply, "unrecoverable"))
 		ret = EXIT_UNRECOVERABLE;
