@@ -401,6 +401,11 @@ static int run(struct fsck_ctx *c)
 			missing_findings(c, false);
 			if (rootless)
 				return 0; /* nothing more to read until then */
+			/* -p does not rebuild a device: check the rest as
+			 * -n would (a writable open needs every device), and
+			 * exit 4 for -y to do it, as e2fsck -p does with
+			 * what is not safe to preen. */
+			repair = false;
 		} else {
 			size_t before;
 

@@ -183,7 +183,10 @@ void report_print(struct fsck_ctx *c, int exit_code)
 		       f->file[0] ? " of '" : "", f->file,
 		       f->file[0] ? "'" : "", f->detail,
 		       f->fixed ? f->action
-		       : f->fixable ? "not repaired (-n)" : f->action);
+		       : !f->fixable ? f->action
+		       : c->mode == MODE_P ? "not repaired (-p): run "
+					     "fsck.daxguard -y"
+					   : "not repaired (-n)");
 	}
 	if (c->verbose || c->nf)
 		printf("%s: %llu rows, %llu pages checked in %.2f s\n",

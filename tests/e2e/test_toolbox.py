@@ -492,6 +492,15 @@ def test_fsck_unit_checks_the_instance_list(volume_factory):
                              "superblock", "--device", "1", "--seed", "3"])
     assert run(cmd, check=False).returncode == 1
     run([FSCK, "-n", f])
+    # A missing device is not preened: -p checks the rest and exits 4
+    # (the unit fails, and so the mount) saying what to run; -y rebuilds.
+    v.devs[2].unlink()
+    p = run(cmd, check=False)
+    assert p.returncode == 4, (p.stdout, p.stderr)
+    assert "PR_0_DEV_MISSING" in p.stdout
+    assert "run fsck.daxguard -y" in p.stdout
+    assert run([FSCK, "-y", f], check=False).returncode == 1
+    run([FSCK, "-n", f])
 
 
 def test_ctl_refusal_is_an_error_in_both_forms(volume_factory):
