@@ -531,3 +531,13 @@ def test_ctl_refusal_is_an_error_in_both_forms(volume_factory):
     finally:
         v.umount()
         v.mnt.rmdir()
+
+
+def test_libcommit_page_has_every_exported_function():
+    """Every function libcommit.sym exports is in libcommit(3)."""
+    sym = (ROOT / "libcommit" / "libcommit.sym").read_text()
+    names = set(re.findall(r"\b(commit_[a-z_]+)\s*;", sym))
+    assert names
+    text = render("libcommit.3")
+    missing = sorted(n for n in names if n not in text)
+    assert not missing, f"libcommit.3 lacks {missing}"
