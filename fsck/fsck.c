@@ -10,13 +10,38 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devlist.h"
 #include "fsck.h"
 #include "probe.h"
 #include "util.h"
+#include "version.h"
 
 static const char usage_line[] =
 	"usage: fsck.daxguard [-n | -y | -p] [-f] [-v] [--json] "
 	"[--replace N=PATH]... DEV...\n";
+
+static const char help_text[] =
+	"Check a daxguard volume (superblocks, journal, every written page\n"
+	"against its checksum, parity, the filesystem) and repair what can be\n"
+	"proven. The volume must not be mounted.\n"
+	"\n"
+	"  -n              check only, change nothing (the default)\n"
+	"  -y              repair everything that can be repaired\n"
+	"  -p, -a          repair what is safe without asking (for boot)\n"
+	"  -f              check even if the volume looks clean (always done)\n"
+	"  -v              verbose: statistics, and the engine's messages\n"
+	"  -j, --json      print the report as JSON\n"
+	"  --replace N=PATH\n"
+	"                  with -y: rebuild device N onto PATH, whatever it\n"
+	"                  holds (PATH need not be among the DEVs)\n"
+	"  -h, --help      show this help and exit\n"
+	"  -V, --version   show the version and exit\n"
+	"\n"
+	"DEV... are the volume's devices in any order, as separate arguments\n"
+	"or as one list separated by ',' or ':' (the form fstab and fsck(8)\n"
+	"hand over).\n"
+	"Exit status (fsck(8)): 0 clean, 1 errors corrected, 4 errors left\n"
+	"uncorrected or data lost, 8 operational error, 16 usage error.\n";
 
 static bool verbose_log;
 
@@ -376,6 +401,11 @@ static int run(struct fsck_ctx *c)
 			missing_findings(c, false);
 			if (rootless)
 				return 0; /* nothing more to read until then */
+			/* -p does not rebuild a device: check the rest as
+			 * -n would (a writable open needs every device), and
+			 * exit 4 for -y to do it, as e2fsck -p does with
+			 * what is not safe to preen. */
+			repair = false;
 		} else {
 			size_t before;
 
@@ -545,6 +575,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "replace", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fsck_ctx c = { 0 };
@@ -552,7 +583,7 @@ int main(int argc, char **argv)
 
 	c.mode = MODE_N;
 	tool_init("fsck.daxguard", usage_line, FSCK_USAGE);
-	while ((opt = getopt_long(argc, argv, "nypfvaj", longopts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "nypfvajhV", longopts, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'n':
@@ -582,6 +613,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_line, stdout);
+			fputs(help_text, stdout);
+			return FSCK_OK;
+		case 'V':
+			printf("fsck.daxguard (daxguard) %s\n", DG_VERSION);
 			return FSCK_OK;
 		default:
 			fputs(usage_line, stderr);
@@ -590,17 +625,19 @@ int main(int argc, char **argv)
 	}
 	if (modes > 1)
 		usage_error("only one of -n, -y and -p may be given");
-	if (optind == argc)
-		usage_error("no devices given");
-	if (argc - optind > (int)DG_MAX_DEVS)
-		usage_error("at most %u devices", DG_MAX_DEVS);
 	if (c.mode != MODE_Y)
 		for (unsigned d = 0; d < DG_MAX_DEVS; d++)
 			if (c.replace[d])
 				usage_error("--replace rebuilds a device: it "
 					    "needs -y");
-	set_paths(&c, (const char **)argv + optind,
-		  (unsigned)(argc - optind));
+	{
+		/* One argument may be a list (fsck(8) hands fstab's over). */
+		unsigned n;
+		const char **devs = devlist_args(argv + optind, argc - optind,
+						 &n);
+
+		set_paths(&c, devs, n);
+	}
 	c.tty = isatty(STDERR_FILENO);
 	verbose_log = c.verbose;
 	dg_log_set_func(log_func);

@@ -13,19 +13,40 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devlist.h"
+#include "json.h"
 #include "util.h"
+#include "version.h"
 
 static const char usage_line[] =
 	"usage: daxguard-inject DEV... --fault KIND --target WHAT [--file PATH] "
 	"[--count N] [--seed S] [--bits N] [--len BYTES] [--device N] "
-	"[--json]\n"
-	"  KIND: bitflip scribble zero lost-write misdirect device-loss "
-	"stale-device logical\n"
-	"  WHAT: data directory inode extent allocation checksum parity "
-	"superblock journal any\n"
-	"  logical (unmounted volume; checksums stay valid): WHAT is inode, "
-	"directory,\n  allocation or extent; --seed picks the sub-kind, "
-	"--file the file\n";
+	"[--same-row] [--json]\n";
+
+static const char help_text[] =
+	"Write faults straight into a daxguard volume's device images, behind\n"
+	"daxguard's back, and report exactly which bytes changed. For testing.\n"
+	"\n"
+	"  -k, --fault KIND     bitflip scribble zero lost-write misdirect\n"
+	"                       device-loss stale-device logical\n"
+	"  -t, --target WHAT    data directory inode extent allocation checksum\n"
+	"                       parity superblock journal any (default any)\n"
+	"  -F, --file PATH      damage this file of the volume (with data)\n"
+	"  -c, --count N        faults to inject, 1 to 1000 (default 1)\n"
+	"  -s, --seed S         seed of the random choices (default: the time)\n"
+	"  -b, --bits N         bits a bitflip flips (default 1)\n"
+	"  -l, --len BYTES      bytes a scribble or zero covers\n"
+	"  -d, --device N       only damage device N\n"
+	"  -R, --same-row       later faults hit the first one's parity row\n"
+	"  -j, --json           print the report as JSON\n"
+	"  -h, --help           show this help and exit\n"
+	"  -V, --version        show the version and exit\n"
+	"\n"
+	"logical (unmounted volume; checksums stay valid): WHAT is inode,\n"
+	"directory, allocation or extent; --seed picks the sub-kind, --file the\n"
+	"file. DEV... as separate arguments or one list separated by ',' or\n"
+	"':'. Numbers take the suffixes K, M, G, T. Exit status: 0 done, 1\n"
+	"failed or bad usage.\n";
 
 static uint64_t rng_state;
 
@@ -723,27 +744,37 @@ static void do_stale(struct inj *s)
 static void print_json(struct inj *s, const char *kind, const char *target,
 		       uint64_t seed)
 {
-	printf("{\"fault\": \"%s\", \"target\": \"%s\", \"seed\": %llu, "
-	       "\"mounted\": %s, \"changes\": [", kind, target,
-	       (unsigned long long)seed, s->mounted ? "true" : "false");
+	struct json_object *r = json_object_new_object();
+	struct json_object *list = json_object_new_array();
+
+	json_object_object_add(r, "fault", json_object_new_string(kind));
+	json_object_object_add(r, "target", json_object_new_string(target));
+	json_object_object_add(r, "seed", json_object_new_uint64(seed));
+	json_object_object_add(r, "mounted",
+			       json_object_new_boolean(s->mounted));
 	for (unsigned i = 0; i < s->nch; i++) {
 		struct change *c = &s->ch[i];
+		struct json_object *o = json_object_new_object();
 
-		printf("%s\n  {\"device\": %u, \"device_path\": \"%s\", "
-		       "\"page\": %llu, \"offset\": %llu, \"len\": %llu, "
-		       "\"structure\": \"%s\", \"how\": \"%s\", \"vpn\": %lld, "
-		       "\"row\": %lld, \"file\": ",
-		       i ? "," : "", c->dev, s->paths[0] ? s->devpath[c->dev]
-		       ? s->devpath[c->dev] : "" : "",
-		       (unsigned long long)c->page, (unsigned long long)c->off,
-		       (unsigned long long)c->len, c->what, c->how,
-		       (long long)c->vpn, (long long)c->row);
-		if (c->file[0])
-			printf("\"%s\"}", c->file);
-		else
-			printf("null}");
+		json_object_object_add(o, "device", json_object_new_int(
+			(int)c->dev));
+		json_add_bytes(o, "device_path", s->paths[0] &&
+			       s->devpath[c->dev] ? s->devpath[c->dev] : "");
+		json_object_object_add(o, "page", json_object_new_uint64(
+			c->page));
+		json_object_object_add(o, "offset", json_object_new_uint64(
+			c->off));
+		json_object_object_add(o, "len", json_object_new_uint64(c->len));
+		json_object_object_add(o, "structure",
+				       json_object_new_string(c->what));
+		json_object_object_add(o, "how", json_object_new_string(c->how));
+		json_object_object_add(o, "vpn", json_object_new_int64(c->vpn));
+		json_object_object_add(o, "row", json_object_new_int64(c->row));
+		json_add_bytes(o, "file", c->file[0] ? c->file : NULL);
+		json_object_array_add(list, o);
 	}
-	printf("%s]}\n", s->nch ? "\n" : "");
+	json_object_object_add(r, "changes", list);
+	json_print(r, stdout, 1);
 }
 
 static uint64_t resolve_file(struct inj *s, const char *path)
@@ -767,29 +798,6 @@ static uint64_t resolve_file(struct inj *s, const char *path)
 	return ino;
 }
 
-static void json_str(const char *str)
-{
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
-}
-
-static void json_path(const char *key, const char *path)
-{
-	printf(", \"%s\": ", key);
-	if (path && path[0])
-		json_str(path);
-	else
-		printf("null");
-}
-
 /*
  * A logical fault: structures that are consistent with their checksums
  * and parity but wrong, as a bug in daxguard would leave them. The
@@ -806,6 +814,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 	};
 	char err[512] = "", path[512] = "", other[512] = "", dir[512] = "";
 	char entry[1024] = "";
+	struct json_object *r, *list;
 	struct dg_lfault lf;
 	struct dg_txn *txn;
 	uint64_t ino = 0;
@@ -873,29 +882,43 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 		       entry[0] ? entry : path);
 		return 0;
 	}
-	printf("{\"fault\": \"logical\", \"target\": \"%s\", \"seed\": %llu, "
-	       "\"mounted\": false, \"kind\": \"%s\", \"ino\": %llu",
-	       tname, (unsigned long long)seed, lf.kind,
-	       (unsigned long long)lf.ino);
-	json_path("file", path);
-	printf(", \"other\": %llu", (unsigned long long)lf.other);
-	json_path("other_file", other);
-	printf(", \"dir\": %llu", (unsigned long long)lf.dir);
-	json_path("dir_path", dir);
-	json_path("entry", entry);
-	printf(", \"vpn\": %lld, \"fpage\": %llu, \"pages\": %llu, "
-	       "\"before\": %llu, \"after\": %llu, \"detail\": ",
-	       (long long)lf.vpn, (unsigned long long)lf.fpage,
-	       (unsigned long long)lf.pages, (unsigned long long)lf.before,
-	       (unsigned long long)lf.after);
-	json_str(lf.detail);
-	printf(", \"changes\": [");
-	for (unsigned i = 0; i < lf.nw; i++)
-		printf("%s\n  {\"vpn\": %llu, \"offset\": %u, \"len\": %u, "
-		       "\"structure\": \"%s\", \"how\": \"logical\"}",
-		       i ? "," : "", (unsigned long long)lf.w[i].vpn,
-		       lf.w[i].off, lf.w[i].len, lf.w[i].structure);
-	printf("\n]}\n");
+	r = json_object_new_object();
+	json_object_object_add(r, "fault", json_object_new_string("logical"));
+	json_object_object_add(r, "target", json_object_new_string(tname));
+	json_object_object_add(r, "seed", json_object_new_uint64(seed));
+	json_object_object_add(r, "mounted", json_object_new_boolean(0));
+	json_object_object_add(r, "kind", json_object_new_string(lf.kind));
+	json_object_object_add(r, "ino", json_object_new_uint64(lf.ino));
+	json_add_bytes(r, "file", path[0] ? path : NULL);
+	json_object_object_add(r, "other", json_object_new_uint64(lf.other));
+	json_add_bytes(r, "other_file", other[0] ? other : NULL);
+	json_object_object_add(r, "dir", json_object_new_uint64(lf.dir));
+	json_add_bytes(r, "dir_path", dir[0] ? dir : NULL);
+	json_add_bytes(r, "entry", entry[0] ? entry : NULL);
+	json_object_object_add(r, "vpn", json_object_new_int64(lf.vpn));
+	json_object_object_add(r, "fpage", json_object_new_uint64(lf.fpage));
+	json_object_object_add(r, "pages", json_object_new_uint64(lf.pages));
+	json_object_object_add(r, "before", json_object_new_uint64(lf.before));
+	json_object_object_add(r, "after", json_object_new_uint64(lf.after));
+	json_add_bytes(r, "detail", lf.detail);
+	list = json_object_new_array();
+	for (unsigned i = 0; i < lf.nw; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "vpn", json_object_new_uint64(
+			lf.w[i].vpn));
+		json_object_object_add(o, "offset", json_object_new_uint64(
+			lf.w[i].off));
+		json_object_object_add(o, "len", json_object_new_uint64(
+			lf.w[i].len));
+		json_object_object_add(o, "structure", json_object_new_string(
+			lf.w[i].structure));
+		json_object_object_add(o, "how",
+				       json_object_new_string("logical"));
+		json_object_array_add(list, o);
+	}
+	json_object_object_add(r, "changes", list);
+	json_print(r, stdout, 1);
 	return 0;
 }
 
@@ -913,6 +936,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "same-row", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct inj s;
@@ -925,7 +949,8 @@ int main(int argc, char **argv)
 	s.bits = 1;
 	s.device = -1;
 	tool_init("daxguard-inject", usage_line, 1);
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "k:t:F:c:s:b:l:d:jRhV",
+				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'k':
 			kname = optarg;
@@ -968,6 +993,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_line, stdout);
+			fputs(help_text, stdout);
+			return 0;
+		case 'V':
+			printf("daxguard-inject (daxguard) %s\n", DG_VERSION);
 			return 0;
 		default:
 			fputs(usage_line, stderr);
@@ -982,15 +1011,10 @@ int main(int argc, char **argv)
 	target = lookup(targets, tname);
 	if (target < 0)
 		usage_error("unknown target '%s'", tname);
-	if (optind == argc)
-		usage_error("no devices given");
-	if (argc - optind > (int)DG_MAX_DEVS)
-		usage_error("at most %u devices", DG_MAX_DEVS);
+	s.paths = devlist_args(argv + optind, argc - optind, &s.n);
 	if (file && target != T_DATA && target != T_ANY && kind != K_LOGICAL)
 		usage_error("--file goes with --target data");
 	rng_state = seed;
-	s.paths = (const char **)argv + optind;
-	s.n = (unsigned)(argc - optind);
 	dg_log_set_level(DG_LOG_ERR);
 	if (kind == K_LOGICAL)
 		return do_logical(&s, (enum target)target, tname, file, seed,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "fsck.h"
+#include "json.h"
 
 double now_secs(void)
 {
@@ -99,22 +100,6 @@ int report_exit_code(const struct fsck_ctx *c)
 	return code;
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 static const char *dev_path(const struct fsck_ctx *c, int dev)
 {
 	const char *p = c->vol && dev >= 0 ? dg_vol_dev_path(c->vol,
@@ -124,6 +109,56 @@ static const char *dev_path(const struct fsck_ctx *c, int dev)
 	return p ? p : "";
 }
 
+/* DESIGN §4: the --json report; codes are pr_get()'s stable names. */
+static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
+			size_t left)
+{
+	struct json_object *r = json_object_new_object();
+	struct json_object *list = json_object_new_array();
+	char secs[32];
+
+	json_object_object_add(r, "volume", json_object_new_string(c->uuid));
+	json_object_object_add(r, "mode", json_object_new_string(
+		c->mode == MODE_N ? "n" : c->mode == MODE_Y ? "y" : "p"));
+	json_object_object_add(r, "exit", json_object_new_int(exit_code));
+	json_object_object_add(r, "rows_checked",
+			       json_object_new_uint64(c->stats.rows_checked));
+	json_object_object_add(r, "pages_checked",
+			       json_object_new_uint64(c->stats.pages_checked));
+	json_object_object_add(r, "bytes_checked",
+			       json_object_new_uint64(c->stats.bytes_checked));
+	snprintf(secs, sizeof(secs), "%.3f", c->secs_redundancy);
+	json_object_object_add(r, "seconds", json_object_new_double_s(
+		c->secs_redundancy, secs));
+	json_object_object_add(r, "corrected", json_object_new_uint64(fixed));
+	json_object_object_add(r, "uncorrected", json_object_new_uint64(left));
+	for (size_t i = 0; i < c->nf; i++) {
+		const struct finding *f = &c->f[i];
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "code", json_object_new_string(
+			pr_get(f->code)->name));
+		json_object_object_add(o, "device", json_object_new_int(f->dev));
+		json_add_bytes(o, "device_path", dev_path(c, f->dev));
+		json_object_object_add(o, "page", json_object_new_int64(f->page));
+		json_object_object_add(o, "vpn", json_object_new_int64(f->vpn));
+		json_object_object_add(o, "structure",
+				       json_object_new_string(f->structure));
+		json_object_object_add(o, "ino", json_object_new_uint64(f->ino));
+		json_add_bytes(o, "file", f->file[0] ? f->file : NULL);
+		json_object_object_add(o, "problem", json_object_new_string(
+			pr_get(f->code)->message));
+		json_add_bytes(o, "detail", f->detail);
+		json_add_bytes(o, "action", f->fixed ? f->action : f->fixable
+			       ? "none (not repaired in this mode)" : f->action);
+		json_object_object_add(o, "fixed",
+				       json_object_new_boolean(f->fixed));
+		json_object_array_add(list, o);
+	}
+	json_object_object_add(r, "findings", list);
+	json_print(r, stdout, 1);
+}
+
 void report_print(struct fsck_ctx *c, int exit_code)
 {
 	size_t fixed = 0, left = 0;
@@ -131,45 +166,7 @@ void report_print(struct fsck_ctx *c, int exit_code)
 	for (size_t i = 0; i < c->nf; i++)
 		c->f[i].fixed ? fixed++ : left++;
 	if (c->json) {
-		printf("{\"volume\": \"%s\", \"mode\": \"%s\", \"exit\": %d, "
-		       "\"rows_checked\": %llu, \"pages_checked\": %llu, "
-		       "\"bytes_checked\": %llu, \"seconds\": %.3f, "
-		       "\"corrected\": %zu, \"uncorrected\": %zu, "
-		       "\"findings\": [",
-		       c->uuid, c->mode == MODE_N ? "n"
-				: c->mode == MODE_Y ? "y" : "p",
-		       exit_code, (unsigned long long)c->stats.rows_checked,
-		       (unsigned long long)c->stats.pages_checked,
-		       (unsigned long long)c->stats.bytes_checked,
-		       c->secs_redundancy, fixed, left);
-		for (size_t i = 0; i < c->nf; i++) {
-			const struct finding *f = &c->f[i];
-
-			printf("%s\n  {\"code\": \"%s\", \"device\": %d, "
-			       "\"device_path\": ", i ? "," : "",
-			       pr_get(f->code)->name, f->dev);
-			json_str(dev_path(c, f->dev));
-			printf(", \"page\": %lld, \"vpn\": %lld, "
-			       "\"structure\": ", (long long)f->page,
-			       (long long)f->vpn);
-			json_str(f->structure);
-			printf(", \"ino\": %llu, \"file\": ",
-			       (unsigned long long)f->ino);
-			if (f->file[0])
-				json_str(f->file);
-			else
-				printf("null");
-			printf(", \"problem\": ");
-			json_str(pr_get(f->code)->message);
-			printf(", \"detail\": ");
-			json_str(f->detail);
-			printf(", \"action\": ");
-			json_str(f->fixed ? f->action : f->fixable
-				 ? "none (not repaired in this mode)"
-				 : f->action);
-			printf(", \"fixed\": %s}", f->fixed ? "true" : "false");
-		}
-		printf("%s]}\n", c->nf ? "\n" : "");
+		report_json(c, exit_code, fixed, left);
 		return;
 	}
 	for (size_t i = 0; i < c->nf; i++) {
@@ -186,7 +183,10 @@ void report_print(struct fsck_ctx *c, int exit_code)
 		       f->file[0] ? " of '" : "", f->file,
 		       f->file[0] ? "'" : "", f->detail,
 		       f->fixed ? f->action
-		       : f->fixable ? "not repaired (-n)" : f->action);
+		       : !f->fixable ? f->action
+		       : c->mode == MODE_P ? "not repaired (-p): run "
+					     "fsck.daxguard -y"
+					   : "not repaired (-n)");
 	}
 	if (c->verbose || c->nf)
 		printf("%s: %llu rows, %llu pages checked in %.2f s\n",

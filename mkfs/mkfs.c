@@ -13,10 +13,34 @@
 #include "engine.h"
 #include "probe.h"
 #include "util.h"
+#include "version.h"
 
 static const char usage_line[] =
 	"usage: mkfs.daxguard [--parity N] [--size SIZE] [--chunk SIZE] "
 	"[--label L] [--redundancy full|none] [--force] [-q] DEV...\n";
+
+static const char help_text[] =
+	"Format 1 to 16 devices (regular files, block devices or device-DAX)\n"
+	"as one daxguard volume.\n"
+	"\n"
+	"  -p, --parity N          parity devices: 0, 1 or 2 (default 1 with two\n"
+	"                          or more devices, else 0)\n"
+	"  -s, --size SIZE         create regular files, or extend them, to SIZE\n"
+	"  -c, --chunk SIZE        bytes of a file kept together on one device\n"
+	"                          (default 1M; a multiple of 4K, at most 4G)\n"
+	"  -L, --label L           volume label, at most 63 bytes\n"
+	"  -r, --redundancy full|none\n"
+	"                          none: no checksums and no parity (a baseline\n"
+	"                          for benchmarks; excludes --parity)\n"
+	"  -f, --force             overwrite an existing daxguard volume, or a\n"
+	"                          device that holds something else\n"
+	"  -q, --quiet             print nothing on success\n"
+	"  -h, --help              show this help and exit\n"
+	"  -V, --version           show the version and exit\n"
+	"\n"
+	"SIZE is a number of bytes with an optional suffix K, M, G or T (powers\n"
+	"of 1024; KiB, MiB, KB and MB mean the same): 4096, 64M, 1G, 2TiB.\n"
+	"Exit status: 0 formatted, 1 failed or bad usage.\n";
 
 /* Image files this run created: removed again when it fails. */
 static const char *created[DG_MAX_DEVS];
@@ -160,6 +184,7 @@ int main(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dg_format_opts o = { 0 };
@@ -170,7 +195,7 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	tool_init("mkfs.daxguard", usage_line, 1);
-	while ((c = getopt_long(argc, argv, "p:s:c:L:r:fqh", longopts,
+	while ((c = getopt_long(argc, argv, "p:s:c:L:r:fqhV", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -210,6 +235,10 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_line, stdout);
+			fputs(help_text, stdout);
+			return 0;
+		case 'V':
+			printf("mkfs.daxguard (daxguard) %s\n", DG_VERSION);
 			return 0;
 		default:
 			fputs(usage_line, stderr);

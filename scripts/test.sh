@@ -1,7 +1,7 @@
 #!/bin/sh
 # test.sh -- install, build and run the whole test suite, then the unit
 # and fuzz tests, the mkfs/posix end-to-end tests, the tool-safety,
-# health and mount-safety tests, the lost-metadata
+# health, mount-safety and toolbox tests, the lost-metadata
 # fsck and mount tests and the libcommit tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer. (Not the preload
 # shim's: it would put the sanitized library into unsanitized programs;
@@ -22,7 +22,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py \
 	tests/e2e/test_tool_safety.py tests/e2e/test_health.py \
-	tests/e2e/test_mount_safety.py
+	tests/e2e/test_mount_safety.py tests/e2e/test_toolbox.py
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_fsck.py -k "lost or mounts"
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \

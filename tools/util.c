@@ -104,32 +104,6 @@ int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-int split_devs(const char *list, char **out, int max)
-{
-	int n = 0;
-	const char *p = list;
-
-	while (*p) {
-		const char *c = strchr(p, ',');
-		size_t len = c ? (size_t)(c - p) : strlen(p);
-
-		if (n == max)
-			goto too_many;
-		out[n] = strndup(p, len);
-		if (!out[n])
-			goto too_many;
-		n++;
-		if (!c)
-			break;
-		p = c + 1;
-	}
-	return n;
-too_many:
-	while (n > 0)
-		free(out[--n]);
-	return -1;
-}
-
 const char *human_bytes(uint64_t bytes, char *buf, unsigned len)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB",

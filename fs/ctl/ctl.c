@@ -10,10 +10,30 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "version.h"
+
 static const char usage[] =
 	"usage: daxguard-ctl MOUNTPOINT status [-v] [--json]\n"
 	"       daxguard-ctl MOUNTPOINT scrub [--json]\n"
 	"       daxguard-ctl MOUNTPOINT clear\n";
+
+static const char help_text[] =
+	"Ask the daemon of a mounted daxguard volume (MOUNTPOINT or any\n"
+	"directory in it) what it has seen, or to act.\n"
+	"\n"
+	"commands:\n"
+	"  status          health, devices, capacity and fault counters\n"
+	"  scrub           verify every written page and all parity now,\n"
+	"                  repairing what fails (root or the mount's owner)\n"
+	"  clear           reset the fault counters (root or the mount's owner)\n"
+	"options:\n"
+	"  -v, --verbose   status: every device and its counters\n"
+	"  --json          print the reply as one JSON object\n"
+	"  -h, --help      show this help and exit\n"
+	"  -V, --version   show the version and exit\n"
+	"\n"
+	"Exit status: 0 done, 1 the daemon cannot be reached or refused, 2 bad\n"
+	"usage, 3 a scrub found damage it could not repair.\n";
 
 /* Exit codes: as btrfs scrub, 3 when a scrub found what it could not
  * repair. */
@@ -95,7 +115,7 @@ static int cmd_request(const char *mnt, const char *req, bool is_scrub)
 	reply[len] = 0;
 	fwrite(reply, 1, len, stdout);
 	if (!ret && (!len || !strncmp(reply, "error", 5) ||
-		     !strncmp(reply, "{\"error\"", 9)))
+		     !strncmp(reply, "{\"error\"", 8)))
 		ret = EXIT_FAIL;
 	else if (!ret && is_scrub && reply_count(reply, "unrecoverable"))
 		ret = EXIT_UNRECOVERABLE;
@@ -109,6 +129,17 @@ int main(int argc, char **argv)
 	const char *cmd;
 	char req[64];
 
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage, stdout);
+			fputs(help_text, stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+			printf("daxguard-ctl (daxguard) %s\n", DG_VERSION);
+			return 0;
+		}
+	}
 	if (argc < 3) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;

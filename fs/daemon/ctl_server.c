@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "json.h"
 
 /* A growing reply buffer. */
 struct out {
@@ -213,19 +214,63 @@ static unsigned damaged_files(struct dg_daemon *dd, struct damaged **out)
 	return m;
 }
 
-/* JSON string body: quotes, backslashes and control bytes escaped. */
-static void out_json_str(struct out *o, const char *s)
+/* DESIGN §4: status --json, one line, through json-c (tools/json.h says
+ * how a path or label that is not UTF-8 is written). */
+static void status_json(struct dg_daemon *dd, struct out *o,
+			const struct dg_vol_info *in,
+			const struct dg_fs_damage *dmg, const uint64_t *f,
+			const struct damaged *d, unsigned nd,
+			unsigned nlost_files, const char *uuid)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	struct json_object *r = json_object_new_object();
+	struct json_object *fo = json_object_new_object();
+	struct json_object *files = json_object_new_array();
+	bool needs_fsck = dmg->inodes || dmg->inode_pages;
+	char path[1024];
 
-		if (c == '"' || c == '\\')
-			outf(o, "\\%c", c);
-		else if (c < 0x20)
-			outf(o, "\\u%04x", c);
-		else
-			outf(o, "%c", c);
+	json_add_str(r, "uuid", uuid);
+	json_add_bytes(r, "label", in->label);
+	json_add_bytes(r, "mountpoint", dd->mountpoint);
+	json_add_str(r, "health", needs_fsck	 ? "needs_fsck"
+				  : nlost_files ? "data_lost"
+				  : in->degraded ? "degraded"
+						 : "ok");
+	json_add_u64(r, "devices", in->ndev);
+	json_add_u64(r, "present", in->present);
+	json_add_u64(r, "missing_mask", in->missing_mask);
+	json_add_u64(r, "parity", in->parity);
+	json_add_str(r, "redundancy", in->no_redundancy ? "none" : "full");
+	json_add_bool(r, "degraded", in->degraded);
+	json_add_bool(r, "read_only", in->read_only);
+	json_add_u64(r, "capacity_bytes", in->vpns * DG_PAGE_SIZE);
+	json_add_u64(r, "free_bytes", in->free_vpns * DG_PAGE_SIZE);
+	json_add_u64(r, "generation", in->generation);
+	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);
+	json_add_u64(fo, "repaired", f[DG_FAULT_REPAIRED]);
+	json_add_u64(fo, "unrecoverable", f[DG_FAULT_UNRECOVERABLE]);
+	json_object_object_add(r, "faults", fo);
+	json_add_u64(r, "damaged_inodes", nd);
+	json_add_u64(r, "lost_inode_pages", dmg->inode_pages);
+	json_add_bool(r, "data_lost", nlost_files > 0);
+	json_add_bool(r, "needs_fsck", needs_fsck);
+	json_add_bytes(r, "device_paths", dd->devs);
+	for (unsigned i = 0; i < nd; i++) {
+		struct json_object *x = json_object_new_object();
+
+		dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
+		json_add_bytes(x, "path", path);
+		json_add_u64(x, "ino", d[i].ino);
+		json_add_u64(x, "lost_pages", d[i].pages);
+		json_object_object_add(x, "first_lost_offset",
+				       json_object_new_int64(
+					       d[i].pages ? (int64_t)d[i].first_off
+							  : -1));
+		json_add_bool(x, "metadata", d[i].metadata);
+		json_object_array_add(files, x);
 	}
+	json_object_object_add(r, "damaged_files", files);
+	outf(o, "%s\n", json_line(r));
+	json_object_put(r);
 }
 
 /*
@@ -269,44 +314,7 @@ static void status(struct dg_daemon *dd, struct out *o, bool json,
 	if (!health[0])
 		snprintf(health, sizeof(health), "ok");
 	if (json) {
-		outf(o, "{\"uuid\":\"%s\",\"label\":\"", uuid);
-		out_json_str(o, in.label);
-		outf(o, "\",\"mountpoint\":\"");
-		out_json_str(o, dd->mountpoint);
-		outf(o, "\",\"health\":\"%s\","
-		     "\"devices\":%u,\"present\":%u,\"missing_mask\":%u,"
-		     "\"parity\":%u,\"redundancy\":\"%s\",\"degraded\":%s,"
-		     "\"read_only\":%s,\"capacity_bytes\":%" PRIu64 ","
-		     "\"free_bytes\":%" PRIu64 ",\"generation\":%" PRIu64 ","
-		     "\"faults\":{\"detected\":%" PRIu64 ",\"repaired\":%" PRIu64
-		     ",\"unrecoverable\":%" PRIu64 "},\"damaged_inodes\":%u"
-		     ",\"lost_inode_pages\":%" PRIu64 ",\"data_lost\":%s,"
-		     "\"needs_fsck\":%s,\"device_paths\":\"",
-		     needs_fsck ? "needs_fsck" : nlost_files ? "data_lost"
-			: in.degraded ? "degraded" : "ok",
-		     in.ndev, in.present,
-		     in.missing_mask, in.parity,
-		     in.no_redundancy ? "none" : "full",
-		     in.degraded ? "true" : "false",
-		     in.read_only ? "true" : "false",
-		     in.vpns * DG_PAGE_SIZE, in.free_vpns * DG_PAGE_SIZE,
-		     in.generation, f[DG_FAULT_DETECTED], f[DG_FAULT_REPAIRED],
-		     f[DG_FAULT_UNRECOVERABLE], nd, dmg.inode_pages,
-		     nlost_files ? "true" : "false",
-		     needs_fsck ? "true" : "false");
-		out_json_str(o, dd->devs);
-		outf(o, "\",\"damaged_files\":[");
-		for (unsigned i = 0; i < nd; i++) {
-			dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
-			outf(o, "%s{\"path\":\"", i ? "," : "");
-			out_json_str(o, path);
-			outf(o, "\",\"ino\":%" PRIu64 ",\"lost_pages\":%" PRIu64
-			     ",\"first_lost_offset\":%" PRId64 ","
-			     "\"metadata\":%s}", d[i].ino, d[i].pages,
-			     d[i].pages ? (int64_t)d[i].first_off : -1,
-			     d[i].metadata ? "true" : "false");
-		}
-		outf(o, "]}\n");
+		status_json(dd, o, &in, &dmg, f, d, nd, nlost_files, uuid);
 		free(d);
 		return;
 	}
@@ -407,19 +415,27 @@ static void scrub(struct dg_daemon *dd, struct out *o, bool json)
 	if (!ret)
 		classify_lost(dd, seq, r.unrecoverable, &in_use, &other);
 	dg_ctl_log_faults(dd);
-	if (ret) {
-		outf(o, json ? "{\"error\":\"%s\"}\n" : "error: %s\n",
-		     strerror(-ret));
+	if (json) {
+		struct json_object *js = json_object_new_object();
+
+		if (ret) {
+			json_add_str(js, "error", strerror(-ret));
+		} else {
+			json_add_u64(js, "rows_checked", r.rows_checked);
+			json_add_u64(js, "detected", r.detected);
+			json_add_u64(js, "repaired", r.repaired);
+			json_add_u64(js, "unrecoverable", r.unrecoverable);
+			json_add_u64(js, "parity_mismatch", r.parity_mismatch);
+			json_add_u64(js, "parity_fixed", r.parity_fixed);
+			json_add_u64(js, "unrecoverable_in_use", in_use);
+			json_add_u64(js, "unrecoverable_free", other);
+		}
+		outf(o, "%s\n", json_line(js));
+		json_object_put(js);
 		return;
 	}
-	if (json) {
-		outf(o, "{\"rows_checked\":%" PRIu64 ",\"detected\":%" PRIu64
-		     ",\"repaired\":%" PRIu64 ",\"unrecoverable\":%" PRIu64
-		     ",\"parity_mismatch\":%" PRIu64 ",\"parity_fixed\":%"
-		     PRIu64 ",\"unrecoverable_in_use\":%" PRIu64
-		     ",\"unrecoverable_free\":%" PRIu64 "}\n",
-		     r.rows_checked, r.detected, r.repaired, r.unrecoverable,
-		     r.parity_mismatch, r.parity_fixed, in_use, other);
+	if (ret) {
+		outf(o, "error: %s\n", strerror(-ret));
 		return;
 	}
 	outf(o, "rows checked %" PRIu64 ", detected %" PRIu64 ", repaired %"
@@ -463,13 +479,15 @@ static void serve(struct dg_daemon *dd, int fd)
 		status(dd, &o, json, strstr(req, " verbose") != NULL);
 	} else if (!strncmp(req, "scrub", 5) || !strncmp(req, "clear", 5)) {
 		if (cred.uid != 0 && cred.uid != getuid())
-			outf(&o, "error: permission denied\n");
+			outf(&o, json ? "{\"error\":\"permission denied\"}\n"
+				      : "error: permission denied\n");
 		else if (req[1] == 'c')
 			scrub(dd, &o, json);
 		else
 			clear(dd, &o);
 	} else {
-		outf(&o, "error: unknown request\n");
+		outf(&o, json ? "{\"error\":\"unknown request\"}\n"
+			      : "error: unknown request\n");
 	}
 	if (o.buf && write(fd, o.buf, o.len) < 0)
 		dg_log(DG_LOG_DEBUG, "ctl reply: %s", strerror(errno));

@@ -13,7 +13,7 @@ struct dg_daemon {
 	struct dg_vol *vol;
 	struct dg_fs *fs;
 	struct fuse_session *se;
-	char *devs;		/* as given, comma separated */
+	char *devs;		/* canonical paths, ':' (or ',') separated */
 	char *mountpoint;	/* absolute */
 	double timeout;		/* entry and attribute cache, seconds */
 	int writeback;		/* kernel writeback cache */

@@ -14,10 +14,16 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "devlist.h"
 #include "probe.h"
+#include "version.h"
 
 static const char usage[] =
-	"usage: daxguard DEV[,DEV...] MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
+	"usage: daxguard DEV[:DEV...] MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
+	"Serve a daxguard volume at MOUNTPOINT. DEV... are its devices in any\n"
+	"order, separated by ':' or ',' (with a ',' in the list, only ','\n"
+	"separates, for paths that hold ':'). Also run by mount -t\n"
+	"fuse.daxguard DEVS MOUNTPOINT when daxguard is on mount(8)'s PATH.\n"
 	"daxguard options (-o):\n"
 	"    degraded          mount (read-only) with devices missing that\n"
 	"                      parity covers; without it such a mount is refused\n"
@@ -32,6 +38,7 @@ struct dg_opts {
 	int writeback;
 	int degraded;
 	int show_help;
+	int show_version;
 };
 
 #define DG_OPT(t, p) { t, offsetof(struct dg_opts, p), 1 }
@@ -41,6 +48,8 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	DG_OPT("degraded", degraded),
 	DG_OPT("-h", show_help),
 	DG_OPT("--help", show_help),
+	DG_OPT("-V", show_version),
+	DG_OPT("--version", show_version),
 	FUSE_OPT_END
 };
 
@@ -126,25 +135,28 @@ static int check_mountpoint(const char *mnt)
  * changes to / when it goes to the background, and libcommit clients
  * open the devices by these names (mapped.c), so a relative path would
  * name nothing there. A path that does not exist (a missing device) is
- * made absolute only. Returns the comma-separated list, or NULL.
+ * made absolute only. Returns the list again (tools/devlist.h), joined
+ * by ':', or by ',' when a path holds ':': what the status and
+ * /proc/mounts show, so that it can be handed back to fsck.daxguard.
  */
 static char *canonical_devs(const char *list, char **paths, int *np)
 {
-	char *copy = strdup(list), *save, *tok, *out = NULL;
+	char *raw[DG_MAX_DEVS], *out = NULL, sep = ':';
 	size_t len = 0;
-	int n = 0;
+	int n = 0, nraw;
 
-	if (!copy)
+	nraw = devlist_split(list, raw, DG_MAX_DEVS);
+	if (nraw == -E2BIG) {
+		fprintf(stderr, "daxguard: at most %u devices\n", DG_MAX_DEVS);
 		return NULL;
-	for (tok = strtok_r(copy, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char buf[PATH_MAX], cwd[PATH_MAX];
+	}
+	if (nraw < 0) {
+		fprintf(stderr, "daxguard: no devices given\n");
+		return NULL;
+	}
+	for (; n < nraw; n++) {
+		char buf[PATH_MAX], cwd[PATH_MAX], *tok = raw[n];
 
-		if (n == (int)DG_MAX_DEVS) {
-			fprintf(stderr, "daxguard: at most %u devices\n",
-				DG_MAX_DEVS);
-			goto fail;
-		}
 		if (realpath(tok, buf))
 			paths[n] = strdup(buf);
 		else if (tok[0] == '/' || !getcwd(cwd, sizeof(cwd)))
@@ -153,28 +165,25 @@ static char *canonical_devs(const char *list, char **paths, int *np)
 			paths[n] = NULL;
 		if (!paths[n])
 			goto fail;
+		if (strchr(paths[n], ':'))
+			sep = ',';
 		len += strlen(paths[n]) + 1;
-		n++;
-	}
-	if (n == 0) {
-		fprintf(stderr, "daxguard: no devices given\n");
-		goto fail;
 	}
 	out = calloc(1, len + 1);
 	if (!out)
 		goto fail;
 	for (int i = 0; i < n; i++) {
 		if (i)
-			strcat(out, ",");
+			strncat(out, &sep, 1);
 		strcat(out, paths[i]);
 	}
-	free(copy);
+	devlist_free(raw, (unsigned)nraw);
 	*np = n;
 	return out;
 fail:
+	devlist_free(raw, (unsigned)nraw);
 	while (n > 0)
 		free(paths[--n]);
-	free(copy);
 	return NULL;
 }
 
@@ -402,6 +411,14 @@ int main(int argc, char *argv[])
 	if (o.show_help) {
 		fputs(usage, stdout);
 		fuse_cmdline_help();
+		ret = 0;
+		goto out_args;
+	}
+	if (o.show_version) {
+		printf("daxguard (daxguard) %s\n", DG_VERSION);
+		printf("FUSE library version %s\n", fuse_pkgversion());
+		fflush(stdout);
+		fuse_lowlevel_version();
 		ret = 0;
 		goto out_args;
 	}

@@ -253,4 +253,76 @@ unsigned dg_vol_csum_copies(struct dg_vol *vol);
 void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
 		 uint64_t *start, uint64_t *pages);
 
+/* ---- inspection, for dumpfs.daxguard (inspect.c) ---------------------- */
+
+/*
+ * A named value of an on-media structure or of the volume's geometry.
+ * The inspectors report fields in order through a callback, so a tool
+ * prints whatever the engine lists and never parses a struct itself; a
+ * field added to format.h needs a line in inspect.c only. Names are
+ * stable keys (--json).
+ */
+enum dg_field_kind {
+	DG_FIELD_UINT,		/* u; str may name the value ("clean") */
+	DG_FIELD_HEX,		/* u (magics, checksums, masks); str may
+				 * name the bits ("sealed_journal") */
+	DG_FIELD_TIME,		/* u, seconds since the epoch */
+	DG_FIELD_UUID,		/* str, formatted */
+	DG_FIELD_STR,		/* str, bytes as stored, NUL terminated */
+};
+struct dg_field {
+	const char *name;	/* static: valid for the program's life */
+	enum dg_field_kind kind;
+	uint64_t u;
+	char str[72];
+};
+typedef void (*dg_field_fn)(void *arg, const struct dg_field *f);
+
+/*
+ * Superblock copy (0: primary, 1: backup) of device dev as it is on the
+ * media; *page gets where it lives. Every field is reported when the
+ * copy carries the magic, also when it fails validation. Returns 0 for
+ * a valid copy, -EUCLEAN (checksum or layout) or -EOPNOTSUPP (version,
+ * features) for one that is not, -ENODEV no superblock there, -ENXIO the
+ * device is missing, -EFBIG it is too short.
+ */
+int dg_inspect_super(struct dg_vol *vol, unsigned dev, unsigned copy,
+		     uint64_t *page, dg_field_fn fn, void *arg);
+/* Name of a feature bit (which: 0 compat, 1 ro_compat, 2 incompat), or
+ * NULL if unknown. */
+const char *dg_feature_name(unsigned which, uint64_t bit);
+/* The volume as opened: devices, parity, rows, vpns, metadata area. */
+void dg_inspect_geometry(struct dg_vol *vol, dg_field_fn fn, void *arg);
+/* Free space from the allocation bitmap: free and used vpns, free
+ * extents and the largest one. O(vpns). -ENODATA when the volume was
+ * opened without its root (DG_OPEN_FORMAT). */
+int dg_inspect_free(struct dg_vol *vol, dg_field_fn fn, void *arg);
+/* Journal state: copies, header sequence, tail and head, live entries. */
+void dg_inspect_journal(struct dg_vol *vol, dg_field_fn fn, void *arg);
+/* Header slot (0, 1) of journal copy; 0 valid, -ENODEV no magic,
+ * -EUCLEAN fails validation, -ENXIO device missing. Fields reported
+ * unless -ENXIO. */
+int dg_inspect_jhead(struct dg_vol *vol, unsigned copy, unsigned slot,
+		     dg_field_fn fn, void *arg);
+struct dg_jentry_info {
+	uint64_t seq, off;	/* sequence number, byte offset in the log */
+	uint32_t len, nranges, flags;
+	bool wrap;		/* the log continues at offset 0 */
+	uint64_t bytes;		/* payload bytes of its ranges */
+	uint32_t sealed;	/* ranges vouched for by their page checksum */
+};
+typedef void (*dg_jentry_fn)(void *arg, const struct dg_jentry_info *e);
+/* The live journal entries, oldest first, of a read-only open (one that
+ * did not replay them). -EUCLEAN if one changed since the open. */
+int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg);
+
+/* The checksum pages the init map says were written and the state of
+ * their copies (current, stale, bad, absent), with the newest
+ * generation; read only. -EOPNOTSUPP without redundancy. */
+int dg_inspect_csum(struct dg_vol *vol, dg_field_fn fn, void *arg);
+
+/* Set the label (< 64 bytes; -EINVAL) of a volume open for writing
+ * (-EROFS otherwise) and write every superblock. */
+int dg_vol_set_label(struct dg_vol *vol, const char *label);
+
 #endif /* DG_ENGINE_H */

@@ -347,13 +347,17 @@ int dg_dev_mountpoint(const char *path, char *mnt, size_t len)
 	while (!found && fgets(line, sizeof(line), f)) {
 		char *src = strtok(line, " "), *dir = strtok(NULL, " ");
 		char *type = strtok(NULL, " "), *save, *tok;
+		const char *sep;
 
 		if (!src || !dir || !type || strcmp(type, "fuse.daxguard"))
 			continue;
 		unescape_mounts(src);
 		unescape_mounts(dir);
-		for (tok = strtok_r(src, ",", &save); tok && !found;
-		     tok = strtok_r(NULL, ",", &save))
+		/* The daemon's device list: ':' separated, or ',' when a
+		 * path holds ':' (tools/devlist.h). */
+		sep = strchr(src, ',') ? "," : ":";
+		for (tok = strtok_r(src, sep, &save); tok && !found;
+		     tok = strtok_r(NULL, sep, &save))
 			if (!strcmp(tok, real)) {
 				snprintf(mnt, len, "%s", dir);
 				found = 1;

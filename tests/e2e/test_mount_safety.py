@@ -112,7 +112,8 @@ def test_device_given_twice(vol):
                                          vol.devs[1], vol.devs[3]])
     rc, out = try_mount(devlist, vol.mnt)
     assert rc == 1
-    assert out == (f"daxguard: cannot open volume '{devlist}': "
+    assert out == (f"daxguard: cannot open volume "
+                   f"'{devlist.replace(',', ':')}': "
                    f"'{vol.devs[1]}' is given twice\n"), out
     p = run([FSCK, "-n", vol.devs[0], vol.devs[0]], check=False)
     assert p.returncode == 8
@@ -173,11 +174,12 @@ def test_proc_mounts_shows_the_devices(vol):
     vol.mount()
     with open("/proc/mounts") as f:
         src = [ln.split()[0] for ln in f if ln.split()[1] == str(vol.mnt)]
-    assert src == [vol.devlist]
+    # The list in the form fsck.daxguard takes back, ':' separated.
+    assert src == [":".join(map(str, vol.devs))]
     p = subprocess.run(["findmnt", "-n", "-o", "SOURCE", str(vol.mnt)],
                        capture_output=True, text=True)
     if p.returncode == 0:
-        assert p.stdout.strip() == vol.devlist
+        assert p.stdout.strip() == ":".join(map(str, vol.devs))
 
 
 def _pids_of(mnt):
@@ -206,11 +208,11 @@ def test_relative_device_paths_in_the_background(vol):
         assert p.returncode == 0, p.stderr
         assert is_mounted(vol.mnt)
         st = json.loads(run([CTL, vol.mnt, "status", "--json"]).stdout)
-        assert st["device_paths"] == vol.devlist
+        assert st["device_paths"] == ":".join(map(str, vol.devs))
         with open("/proc/mounts") as f:
             src = [ln.split()[0] for ln in f
                    if ln.split()[1] == str(vol.mnt)]
-        assert src == [vol.devlist]
+        assert src == [":".join(map(str, vol.devs))]
         if CHILD.exists():
             out = subprocess.run([str(CHILD), str(vol.mnt / "f"),
                                   "map ro 0 0", "read 0 9"],
@@ -243,8 +245,8 @@ def test_two_copies_of_one_volume_have_their_own_sockets(vol,
     sv, sw = vol.status(), w.status()
     assert sv["uuid"] == sw["uuid"]
     assert sv["mountpoint"] == str(vol.mnt) and sw["mountpoint"] == str(w.mnt)
-    assert sv["device_paths"] == vol.devlist
-    assert sw["device_paths"] == w.devlist
+    assert sv["device_paths"] == ":".join(map(str, vol.devs))
+    assert sw["device_paths"] == ":".join(map(str, w.devs))
     (w.mnt / "only-in-w").write_bytes(b"w")
     w.umount()
     sv = vol.status()
