@@ -26,6 +26,7 @@ read again. Outcome classes, gravest first, are in OUTCOMES.
 import concurrent.futures
 import errno
 import hashlib
+import json
 import os
 import random
 import re
@@ -884,27 +885,36 @@ def _umount(v, secs=20):
 
 def _mount_and_read(v, res, stage):
     """One mount, read everything, unmount. Returns the scan or None if
-    the volume did not mount. Records crashes in res."""
+    the volume did not mount. Records crashes and hangs in res."""
+    start = len(v.read_log())
     try:
         v.mount()
     except AssertionError as e:
         msg = str(e).strip().splitlines()
         res["refused"].append(f"{stage}: did not mount: "
                               + " / ".join(msg[-3:]))
-        if CRASH_LOG.search(str(e)):
+        if v.daemon is not None:              # timed out, still running
+            res["crash"].append(f"{stage}: mount timed out")
+            _umount(v)
+        log = v.read_log()[start:]
+        m = CRASH_LOG.search(log)
+        if m:
             res["crash"].append(f"{stage}: daemon crashed at mount: "
-                                + " / ".join(msg[-3:]))
+                                + log[m.start():][:300])
         return None
     daemon = v.daemon
     with Watchdog(daemon) as wd:
         got = scan(v.mnt)
         if res["fault"].scrub and stage == "mount1":
-            p = run([CTL, v.mnt, "scrub", "--json"], check=False,
-                    timeout=120)
-            res["scrub"] = p.returncode
+            try:
+                p = run([CTL, v.mnt, "scrub", "--json"], check=False,
+                        timeout=60)
+                res["scrub"] = p.returncode
+            except subprocess.TimeoutExpired:
+                res["crash"].append(f"{stage}: scrub hung")
     dead = daemon.poll()
     hung = _umount(v) or wd.fired
-    log = v.read_log()
+    log = v.read_log()[start:]
     if hung:
         res["crash"].append(f"{stage}: daemon hung, killed")
     elif dead is not None or daemon.returncode != 0:
@@ -920,7 +930,18 @@ def _mount_and_read(v, res, stage):
 
 
 def _fsck(v, res, mode):
-    rc, rep, p = fsck(v.devs, mode, json_out=True)
+    """dgfault.fsck with --json, but a crash (no or cut JSON, a signal,
+    a sanitizer report) or a hang is an outcome, not an exception."""
+    try:
+        rc, _, p = fsck(v.devs, mode, "--json")
+    except subprocess.TimeoutExpired:
+        res["crash"].append(f"fsck {mode}: hung (killed after 300 s)")
+        return -9, None, subprocess.CompletedProcess([], -9, "", "hung")
+    try:
+        rep = json.loads(p.stdout) if p.stdout.strip() else None
+    except ValueError:
+        rep = None
+        res["crash"].append(f"fsck {mode}: exit {rc}, cut JSON report")
     if rc < 0 or CRASH_LOG.search(p.stderr):
         res["crash"].append(f"fsck {mode}: exit {rc}: {p.stderr[-300:]}")
     return rc, rep, p
