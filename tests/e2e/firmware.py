@@ -361,7 +361,10 @@ class Workload:
         self.n = 0
         self.log = []
         self.has_commit = CHILD.exists()
-        self.has_shim = SHIM.exists()
+        self.has_shim = SHIM.exists() and subprocess.run(
+            [sys.executable, "-c", "pass"], capture_output=True,
+            env=dict(os.environ, LD_PRELOAD=str(SHIM))).returncode == 0
+        # (a sanitizer build's shim cannot be preloaded into python)
 
     def path(self, rel):
         return self.root / rel
