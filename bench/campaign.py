@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -287,6 +288,43 @@ def lostwrite_table(results, out=sys.stdout):
     return t
 
 
+def write_lostwrite(out, results, conf):
+    """summary.md, summary.json and failures.txt in out."""
+    out.mkdir(parents=True, exist_ok=True)
+    t = firmware.tally(results)
+    bad = [r for r in results if firmware.failed(r)]
+    bad.sort(key=lambda r: firmware.OUTCOMES.index(r["outcome"]))
+    with open(out / "summary.md", "w") as f:
+        print(f"# lostwrite campaign: {len(results)} trials"
+              + (" (partial: still running)" if conf.get("partial") else "")
+              + "\n", file=f)
+        print("```\n" + json.dumps(conf) + "\n```\n", file=f)
+        print("Outcomes, gravest first: " + ", ".join(firmware.OUTCOMES)
+              + ". Within parity only OK passes; beyond parity OK "
+              "and EIO (data given up and named by fsck).\n", file=f)
+        lostwrite_table(results, out=f)
+        wrong = [r for r in results if r["outcome"] == "WRONG_BYTES"]
+        if wrong:
+            print("\nReproducers of WRONG_BYTES (first of each kind "
+                  "and target):\n", file=f)
+            seen = set()
+            for r in wrong:
+                k = (r["parity"], r["kind"], r["target"])
+                if k not in seen:
+                    seen.add(k)
+                    print(f"- p{r['parity']} {r['kind']} {r['target']}: "
+                          f"`{firmware.repro_cmd(r)}`", file=f)
+    rows = [{"parity": k[0], "kind": k[1], "target": k[2],
+             "within": k[3], "trials": sum(v.values()), **v}
+            for k, v in sorted(t.items(), key=str)]
+    with open(out / "summary.json", "w") as f:
+        json.dump({"config": conf, "table": rows}, f, indent=1)
+    with open(out / "failures.txt", "w") as f:
+        for r in bad:
+            print(firmware.report(r, width=2000), file=f)
+    return bad
+
+
 def cmd_lostwrite(a):
     parities = [int(p) for p in a.parity.split(",")]
     kinds = {p: a.kinds.split(",") if a.kinds else LW_KINDS[p]
@@ -294,17 +332,31 @@ def cmd_lostwrite(a):
     pairs = sum(len(k) for k in kinds.values())
     per = a.trials if a.repro is not None else max(1, a.trials // pairs)
     work = Path(tempfile.mkdtemp(prefix="dg-lostwrite-"))
-    bases, results = [], []
+    bases, finished = [], []
     t0 = time.time()
-    done = [0]
+    lock = threading.Lock()
+    rev = subprocess.run(["git", "-C", str(ROOT), "describe", "--always",
+                          "--dirty"], capture_output=True, text=True)
+    conf = {"trials": 0, "seed": a.seed, "bases": a.bases,
+            "parity": parities, "kinds": kinds, "size": a.size,
+            "chunk": a.chunk, "jobs": a.jobs, "seconds": 0,
+            "build": str(firmware.BUILD), "label": a.label,
+            "harness": rev.stdout.strip(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
     def progress(r):
-        done[0] += 1
-        if firmware.failed(r) and a.verbose:
-            print(firmware.report(r), file=sys.stderr)
-        if done[0] % 200 == 0:
-            print(f"  {done[0]}/{per * pairs} trials, "
-                  f"{time.time() - t0:.0f} s", file=sys.stderr)
+        with lock:
+            finished.append(r)
+            n = len(finished)
+            if firmware.failed(r) and a.verbose:
+                print(firmware.report(r), file=sys.stderr)
+            if n % 200 == 0:
+                print(f"  {n}/{per * pairs} trials, "
+                      f"{time.time() - t0:.0f} s", file=sys.stderr)
+            if a.out and n % 500 == 0:
+                write_lostwrite(Path(a.out), finished, dict(
+                    conf, trials=n, seconds=round(time.time() - t0),
+                    partial=True))
 
     try:
         for p in parities:
@@ -324,6 +376,7 @@ def cmd_lostwrite(a):
             if a.keep:
                 print(f"faulted images (before any check) in {a.keep}")
             return 0
+        results = []
         for p in parities:
             results += firmware.campaign(
                 [b for b in bases if b.parity == p], kinds[p], per, a.seed,
@@ -333,7 +386,7 @@ def cmd_lostwrite(a):
             b.cleanup()
         shutil.rmtree(work, ignore_errors=True)
     secs = time.time() - t0
-    t = lostwrite_table(results)
+    lostwrite_table(results)
     bad = [r for r in results if firmware.failed(r)]
     bad.sort(key=lambda r: firmware.OUTCOMES.index(r["outcome"]))
     print(f"\n{len(results)} trials in {secs:.0f} s, {a.jobs} at a time; "
@@ -343,42 +396,9 @@ def cmd_lostwrite(a):
     for r in bad[:a.show]:
         print(firmware.report(r))
     if a.out:
-        out = Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
-        rev = subprocess.run(["git", "-C", str(ROOT), "describe", "--always",
-                              "--dirty"], capture_output=True, text=True)
-        conf = {"trials": len(results), "seed": a.seed, "bases": a.bases,
-                "parity": parities, "kinds": kinds, "size": a.size,
-                "chunk": a.chunk, "jobs": a.jobs, "seconds": round(secs),
-                "build": str(firmware.BUILD), "git": rev.stdout.strip(),
-                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-        with open(out / "summary.md", "w") as f:
-            print(f"# lostwrite campaign: {len(results)} trials\n", file=f)
-            print("```\n" + json.dumps(conf) + "\n```\n", file=f)
-            print("Outcomes, gravest first: " + ", ".join(firmware.OUTCOMES)
-                  + ". Within parity only OK passes; beyond parity OK "
-                  "and EIO (data given up and named by fsck).\n", file=f)
-            lostwrite_table(results, out=f)
-            wrong = [r for r in results if r["outcome"] == "WRONG_BYTES"]
-            if wrong:
-                print(f"\nReproducers of WRONG_BYTES (first of each kind "
-                      "and target):\n", file=f)
-                seen = set()
-                for r in wrong:
-                    k = (r["parity"], r["kind"], r["target"])
-                    if k not in seen:
-                        seen.add(k)
-                        print(f"- p{r['parity']} {r['kind']} {r['target']}: "
-                              f"`{firmware.repro_cmd(r)}`", file=f)
-        rows = [{"parity": k[0], "kind": k[1], "target": k[2],
-                 "within": k[3], "trials": sum(v.values()), **v}
-                for k, v in sorted(t.items(), key=str)]
-        with open(out / "summary.json", "w") as f:
-            json.dump({"config": conf, "table": rows}, f, indent=1)
-        with open(out / "failures.txt", "w") as f:
-            for r in bad:
-                print(firmware.report(r, width=2000), file=f)
-        print(f"wrote {out}/summary.md, summary.json, failures.txt")
+        write_lostwrite(Path(a.out), results,
+                        dict(conf, trials=len(results), seconds=round(secs)))
+        print(f"wrote {a.out}/summary.md, summary.json, failures.txt")
     return 0 if not bad else 1
 
 
@@ -474,7 +494,7 @@ def main():
     lw.add_argument("--seed", type=int, default=1,
                     help="base volumes get seed, seed+1, ...; trial i of "
                     "each kind the trial seed seed*1000000+i")
-    lw.add_argument("--bases", type=int, default=2,
+    lw.add_argument("--bases", type=int, default=3,
                     help="populated base volumes per parity")
     lw.add_argument("--parity", default="1,2")
     lw.add_argument("--kinds", help="comma-separated; default per parity: "
@@ -491,6 +511,8 @@ def main():
                     help="run only this trial (of every kind given)")
     lw.add_argument("--keep", help="with --repro: copy the faulted images "
                     "here")
+    lw.add_argument("--label", help="what was measured (recorded in the "
+                    "summary), e.g. the build's commit")
     lw.add_argument("-v", "--verbose", action="store_true",
                     help="print every failing trial as it ends")
     a = ap.parse_args()

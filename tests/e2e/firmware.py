@@ -600,6 +600,10 @@ class Base:
         self.nonzero = []     # per device: pages not all zeros, final
         self.model = None
         self.want = None
+        # Copies of one base share its volume UUID, and the daemon names
+        # its control and libcommit sockets after it (unlinking whatever
+        # is there), so only one copy of a base is mounted at a time.
+        self.lock = threading.Lock()
         self.ops = []
         self.build_secs = 0
 
@@ -968,18 +972,19 @@ def run_trial(base, kind, seed, work, keep=None):
     d.mkdir(parents=True)
     v = Volume(d, ndev=base.ndev, size=base.size, parity=base.parity,
                tag=tag)
-    try:
-        for s, t in zip(base.devs, v.devs):
-            copy_image(s, t)
-        fault.apply(base, v.devs)
-        if keep:
-            Path(keep).mkdir(parents=True, exist_ok=True)
-            for i, t in enumerate(v.devs):
-                copy_image(t, Path(keep) / f"{tag}-{i}.img")
-        _checks(base, v, res)
-    finally:
-        v.cleanup()
-        shutil.rmtree(d, ignore_errors=True)
+    with base.lock:
+        try:
+            for s, t in zip(base.devs, v.devs):
+                copy_image(s, t)
+            fault.apply(base, v.devs)
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                for i, t in enumerate(v.devs):
+                    copy_image(t, Path(keep) / f"{tag}-{i}.img")
+            _checks(base, v, res)
+        finally:
+            v.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
     res["fault"] = fault.describe(base)
     short = [(v.devlist, "DEVS")] + [(str(t), f"dev{i}")
                                      for i, t in enumerate(v.devs)]
@@ -1112,9 +1117,10 @@ def campaign(bases, kinds, trials, seed, work, jobs=2, progress=None):
     """trials of each kind for each parity among bases (a kind on as many
     devices as the volume has is skipped), spread round-robin over the
     bases of that parity, jobs at a time: a trial mostly waits (for the
-    daemon to exit), so a few in parallel cost little CPU. Trial i has
-    the trial seed seed * 1000000 + i. Returns the results in a fixed
-    order."""
+    daemon to exit), so a few in parallel cost little CPU. Trials of one
+    base never run at once (see Base.lock): jobs beyond the number of
+    bases of a parity only wait. Trial i has the trial seed
+    seed * 1000000 + i. Returns the results in a fixed order."""
     groups = {}
     for b in bases:
         groups.setdefault(b.parity, []).append(b)

@@ -9,12 +9,13 @@ fsck -y (exit 0 or 1) and fsck -n (exit 0). Beyond parity a file may
 give EIO and fsck -y may give data up (exit 4, damaged files named,
 a second fsck -y finds nothing), but nothing may ever read back wrong.
 
-One populated base volume per parity (4 devices with parity 1, 5 with
-parity 2); every trial copies its images. DG_LOSTWRITE_TRIALS (default
-30) trials per kind and parity; DG_LOSTWRITE_SEED picks the base and
-the trial seeds; DG_LOSTWRITE_JOBS trials run at a time. Each failure
-prints the command that reproduces it. The long run is
-`bench/campaign.py lostwrite`."""
+Three populated base volumes per parity (4 devices with parity 1, 5
+with parity 2), built once; every trial copies the images of one of
+them. DG_LOSTWRITE_TRIALS (default 30) trials per kind and parity;
+DG_LOSTWRITE_SEED picks the bases and the trial seeds;
+DG_LOSTWRITE_JOBS trials run at a time (at most one per base: copies of
+a base share its volume UUID). Each failure prints the command that
+reproduces it. The long run is `bench/campaign.py lostwrite`."""
 import os
 from collections import Counter
 
@@ -33,32 +34,38 @@ KINDS = {1: ["lost", "older", "stale", "window", "zero", "misdirect",
              "misdirect", "misdirect-old", "lost2", "lost3"]}
 
 
+BASES = 3
+
+
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    """base(parity): the populated volume for that parity, built once;
-    its images are removed at the end of the module."""
+def bases(tmp_path_factory):
+    """bases(parity): the populated volumes for that parity, built once;
+    their images are removed at the end of the module."""
     made = {}
 
     def get(parity):
         if parity not in made:
-            b = fw.Base(tmp_path_factory.mktemp(f"lw-p{parity}"),
-                        parity=parity, seed=SEED)
-            made[parity] = b
-            b.build()
-        if made[parity].want is None:
-            pytest.fail(f"the parity {parity} base volume failed to build")
+            made[parity] = []
+            for i in range(BASES):
+                b = fw.Base(tmp_path_factory.mktemp(f"lw-p{parity}"),
+                            parity=parity, seed=SEED + i)
+                made[parity].append(b)
+                b.build()
+        if any(b.want is None for b in made[parity]):
+            pytest.fail(f"a parity {parity} base volume failed to build")
         return made[parity]
 
     yield get
-    for b in made.values():
-        b.cleanup()
+    for bs in made.values():
+        for b in bs:
+            b.cleanup()
 
 
 @pytest.mark.parametrize("parity,kind", [(p, k) for p in KINDS
                                          for k in KINDS[p]])
-def test_lost_writes(base, tmp_path, parity, kind):
-    b = base(parity)
-    res = fw.campaign([b], [kind], TRIALS, SEED, tmp_path, jobs=JOBS)
+def test_lost_writes(bases, tmp_path, parity, kind):
+    bs = bases(parity)
+    res = fw.campaign(bs, [kind], TRIALS, SEED, tmp_path, jobs=JOBS)
     counts = Counter(r["outcome"] for r in res)
     bad = [r for r in res if fw.failed(r)]
     bad.sort(key=lambda r: fw.OUTCOMES.index(r["outcome"]))
@@ -66,7 +73,7 @@ def test_lost_writes(base, tmp_path, parity, kind):
     msg = (f"{kind} under parity {parity} "
            f"({'within' if within else 'beyond'} parity): {len(res)} trials,"
            f" {dict(counts)}; {len(bad)} against the rules\n"
-           f"base: {b.summary()}\n\n"
+           + "".join(f"base {b.seed}: {b.summary()}\n" for b in bs) + "\n"
            + "\n".join(fw.report(r) for r in bad[:8])
            + (f"\n... and {len(bad) - 8} more" if len(bad) > 8 else ""))
     print(msg)
