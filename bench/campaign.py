@@ -12,8 +12,16 @@ one row (parity 1) or three (parity 2): fsck must exit 4 naming the
 affected files, and every other file must be intact.
 
   bench/campaign.py campaign --trials 2000 --seed 1
+  bench/campaign.py lostwrite --trials 10000 --seed 1 --out DIR
   bench/campaign.py speed --used 2G
   bench/campaign.py rebuild --size 1G
+
+lostwrite (issue 15): firmware-style lost, stale, zeroed and misdirected
+writes put into the images from the outside, not with daxguard-inject
+(tests/e2e/firmware.py); the table counts kind x target x outcome per
+parity. --trials is the total, spread evenly over the (parity, kind)
+pairs. A failing trial prints the command that reproduces it
+(--repro TRIAL_SEED, with --keep DIR for the faulted images).
 """
 import argparse
 import json
@@ -23,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -32,6 +41,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 from conftest import Volume, run  # noqa: E402
 from dgfault import KINDS, TARGETS, diff_manifest, fsck, inject, \
     make_tree, manifest, manifest_tolerant  # noqa: E402
+import firmware  # noqa: E402
 
 DEV_KINDS = ["device-loss", "stale-device"]
 
@@ -249,6 +259,149 @@ def cmd_campaign(a):
     return 0 if not failures else 1
 
 
+# lostwrite: the kinds per parity that the test suite runs too
+# (tests/e2e/test_lost_writes.py); zero2 under parity 1 is beyond parity.
+LW_KINDS = {1: ["lost", "older", "stale", "window", "zero", "misdirect",
+                "misdirect-old", "lost2", "zero2"],
+            2: ["lost", "older", "stale", "window", "zero", "zero2",
+                "misdirect", "misdirect-old", "lost2", "lost3"]}
+
+
+def lostwrite_table(results, out=sys.stdout):
+    """Markdown: parity x kind x target rows, outcome columns."""
+    cols = firmware.OUTCOMES[::-1]
+    t = firmware.tally(results)
+    print("| parity | kind | target | within parity | trials | "
+          + " | ".join(cols) + " |", file=out)
+    print("|---" * (5 + len(cols)) + "|", file=out)
+    tot = dict.fromkeys(cols, 0)
+    for key in sorted(t, key=lambda k: (k[0], list(firmware.KINDS).index(
+            k[1]), k[2])):
+        row = t[key]
+        print(f"| {key[0]} | {key[1]} | {key[2]} | "
+              f"{'yes' if key[3] else 'no'} | {sum(row.values())} | "
+              + " | ".join(str(row[c]) for c in cols) + " |", file=out)
+        for c in cols:
+            tot[c] += row[c]
+    print(f"| all | | | | {sum(tot.values())} | "
+          + " | ".join(str(tot[c]) for c in cols) + " |", file=out)
+    return t
+
+
+def write_lostwrite(out, results, conf):
+    """summary.md, summary.json and failures.txt in out."""
+    out.mkdir(parents=True, exist_ok=True)
+    t = firmware.tally(results)
+    bad = [r for r in results if firmware.failed(r)]
+    bad.sort(key=lambda r: firmware.OUTCOMES.index(r["outcome"]))
+    with open(out / "summary.md", "w") as f:
+        print(f"# lostwrite campaign: {len(results)} trials"
+              + (" (partial: still running)" if conf.get("partial") else "")
+              + "\n", file=f)
+        print("```\n" + json.dumps(conf) + "\n```\n", file=f)
+        print("Outcomes, gravest first: " + ", ".join(firmware.OUTCOMES)
+              + ". Within parity only OK passes; beyond parity OK "
+              "and EIO (data given up and named by fsck).\n", file=f)
+        lostwrite_table(results, out=f)
+        wrong = [r for r in results if r["outcome"] == "WRONG_BYTES"]
+        if wrong:
+            print("\nReproducers of WRONG_BYTES (first of each kind "
+                  "and target):\n", file=f)
+            seen = set()
+            for r in wrong:
+                k = (r["parity"], r["kind"], r["target"])
+                if k not in seen:
+                    seen.add(k)
+                    print(f"- p{r['parity']} {r['kind']} {r['target']}: "
+                          f"`{firmware.repro_cmd(r)}`", file=f)
+    rows = [{"parity": k[0], "kind": k[1], "target": k[2],
+             "within": k[3], "trials": sum(v.values()), **v}
+            for k, v in sorted(t.items(), key=str)]
+    with open(out / "summary.json", "w") as f:
+        json.dump({"config": conf, "table": rows}, f, indent=1)
+    with open(out / "failures.txt", "w") as f:
+        for r in bad:
+            print(firmware.report(r, width=2000), file=f)
+    return bad
+
+
+def cmd_lostwrite(a):
+    parities = [int(p) for p in a.parity.split(",")]
+    kinds = {p: a.kinds.split(",") if a.kinds else LW_KINDS[p]
+             for p in parities}
+    pairs = sum(len(k) for k in kinds.values())
+    per = a.trials if a.repro is not None else max(1, a.trials // pairs)
+    work = Path(tempfile.mkdtemp(prefix="dg-lostwrite-"))
+    bases, finished = [], []
+    t0 = time.time()
+    lock = threading.Lock()
+    rev = subprocess.run(["git", "-C", str(ROOT), "describe", "--always",
+                          "--dirty"], capture_output=True, text=True)
+    conf = {"trials": 0, "seed": a.seed, "bases": a.bases,
+            "parity": parities, "kinds": kinds, "size": a.size,
+            "chunk": a.chunk, "jobs": a.jobs, "seconds": 0,
+            "build": str(firmware.BUILD), "label": a.label,
+            "harness": rev.stdout.strip(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+
+    def progress(r):
+        with lock:
+            finished.append(r)
+            n = len(finished)
+            if firmware.failed(r) and a.verbose:
+                print(firmware.report(r), file=sys.stderr)
+            if n % 200 == 0:
+                print(f"  {n}/{per * pairs} trials, "
+                      f"{time.time() - t0:.0f} s", file=sys.stderr)
+            if a.out and n % 500 == 0:
+                write_lostwrite(Path(a.out), finished, dict(
+                    conf, trials=n, seconds=round(time.time() - t0),
+                    partial=True))
+
+    try:
+        for p in parities:
+            for j in range(a.bases):
+                b = firmware.Base(work, parity=p, seed=a.seed + j,
+                                  size=a.size, chunk=a.chunk)
+                bases.append(b)
+                b.build()
+                print(f"base p{p} seed {b.seed}: {b.summary()}",
+                      file=sys.stderr)
+        if a.repro is not None:
+            for b in bases:
+                for k in kinds[b.parity]:
+                    r = firmware.run_trial(b, k, a.repro, work, keep=a.keep)
+                    print(firmware.report(r, width=100000))
+                    print("\n".join(r["problems"][24:]))
+            if a.keep:
+                print(f"faulted images (before any check) in {a.keep}")
+            return 0
+        results = []
+        for p in parities:
+            results += firmware.campaign(
+                [b for b in bases if b.parity == p], kinds[p], per, a.seed,
+                work, jobs=a.jobs, progress=progress)
+    finally:
+        for b in bases:
+            b.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+    secs = time.time() - t0
+    lostwrite_table(results)
+    bad = [r for r in results if firmware.failed(r)]
+    bad.sort(key=lambda r: firmware.OUTCOMES.index(r["outcome"]))
+    print(f"\n{len(results)} trials in {secs:.0f} s, {a.jobs} at a time; "
+          f"{len(bad)} against the rules, "
+          f"{sum(r['outcome'] == 'WRONG_BYTES' for r in results)} "
+          "WRONG_BYTES")
+    for r in bad[:a.show]:
+        print(firmware.report(r))
+    if a.out:
+        write_lostwrite(Path(a.out), results,
+                        dict(conf, trials=len(results), seconds=round(secs)))
+        print(f"wrote {a.out}/summary.md, summary.json, failures.txt")
+    return 0 if not bad else 1
+
+
 def parse_size(s):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult \
@@ -335,9 +488,36 @@ def main():
     r = sub.add_parser("rebuild")
     r.add_argument("--size", default="1G")
     r.add_argument("--used", default="1G")
+    lw = sub.add_parser("lostwrite")
+    lw.add_argument("--trials", type=int, default=10000,
+                    help="in all, spread over the (parity, kind) pairs")
+    lw.add_argument("--seed", type=int, default=1,
+                    help="base volumes get seed, seed+1, ...; trial i of "
+                    "each kind the trial seed seed*1000000+i")
+    lw.add_argument("--bases", type=int, default=3,
+                    help="populated base volumes per parity")
+    lw.add_argument("--parity", default="1,2")
+    lw.add_argument("--kinds", help="comma-separated; default per parity: "
+                    + "; ".join(f"p{p}: {','.join(k)}"
+                                for p, k in LW_KINDS.items()))
+    lw.add_argument("--size", default="16M")
+    lw.add_argument("--chunk")
+    lw.add_argument("--jobs", type=int, default=3)
+    lw.add_argument("--out", help="directory for summary.md, summary.json "
+                    "and failures.txt")
+    lw.add_argument("--show", type=int, default=10,
+                    help="failing trials to print")
+    lw.add_argument("--repro", type=int, metavar="TRIAL_SEED",
+                    help="run only this trial (of every kind given)")
+    lw.add_argument("--keep", help="with --repro: copy the faulted images "
+                    "here")
+    lw.add_argument("--label", help="what was measured (recorded in the "
+                    "summary), e.g. the build's commit")
+    lw.add_argument("-v", "--verbose", action="store_true",
+                    help="print every failing trial as it ends")
     a = ap.parse_args()
-    return {"campaign": cmd_campaign, "speed": cmd_speed,
-            "rebuild": cmd_rebuild}[a.cmd](a)
+    return {"campaign": cmd_campaign, "lostwrite": cmd_lostwrite,
+            "speed": cmd_speed, "rebuild": cmd_rebuild}[a.cmd](a)
 
 
 if __name__ == "__main__":
