@@ -187,6 +187,11 @@ static int check_rebuild_targets(struct fsck_ctx *c,
 		}
 		ours = p.kind == DG_PROBE_DAXGUARD &&
 		       !memcmp(p.uuid, info->uuid, 16);
+		/* Both superblocks lost, the rest still sealed as this
+		 * volume's: ours, and rebuilt like any damaged device. */
+		if (p.kind == DG_PROBE_DATA && c->vol &&
+		    dg_vol_marks_on(c->vol, path))
+			continue;
 		if (ours && p.dev_index < DG_MAX_DEVS &&
 		    c->replace[p.dev_index]) {
 			fprintf(stderr, "fsck.daxguard: '%s' (a copy of device "

@@ -95,6 +95,12 @@ int dg_format(const char *const *devs, unsigned ndev,
  */
 int dg_vol_open(const char *const *devs, unsigned ndev, unsigned flags,
 		struct dg_vol **volp, char *errbuf, size_t errlen);
+/* True when path, whatever its superblocks hold, carries structures
+ * sealed with this volume's identity (an init map slot, a checksum page
+ * copy, a journal header or entry, or a page matching its verified,
+ * address-seeded checksum): one of its devices whose superblocks were
+ * lost. */
+bool dg_vol_marks_on(struct dg_vol *vol, const char *path);
 /* Persist, mark clean (if writable) and release. NULL is fine. */
 int dg_vol_close(struct dg_vol *vol);
 void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info);

@@ -226,6 +226,10 @@ void dg_journal_done(struct dg_vol *vol, uint64_t seq);
 int dg_journal_checkpoint(struct dg_vol *vol);
 size_t dg_journal_max_entry(const struct dg_vol *vol);
 bool dg_journal_dirty(struct dg_vol *vol);
+/* A journal header slot or entry in area (a copy's journal area read
+ * from a device) that verifies with this volume's seed. */
+bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
+		      uint64_t bytes);
 /* Write a fresh, empty journal header to every copy (mkfs). */
 void dg_journal_format(struct dg_vol *vol);
 

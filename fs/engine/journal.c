@@ -79,6 +79,31 @@ static uint64_t head_csum(const struct dg_vol *vol, const struct dg_djhead *h)
 				    vol->seed);
 }
 
+bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
+		      uint64_t bytes)
+{
+	for (uint64_t s = 0; s < 2 && (s + 1) * DG_PAGE_SIZE <= bytes; s++) {
+		struct dg_djhead h;
+
+		memcpy(&h, area + s * DG_PAGE_SIZE, sizeof(h));
+		if (h.magic == DG_JHEAD_MAGIC && h.csum == head_csum(vol, &h))
+			return true;
+	}
+	for (uint64_t off = 2 * DG_PAGE_SIZE; off + sizeof(struct dg_djentry)
+					      <= bytes; off += DG_JALIGN) {
+		const struct dg_djentry *e = (const void *)(area + off);
+
+		if (e->magic != DG_JENTRY_MAGIC || e->len < sizeof(*e) ||
+		    e->len % DG_JALIGN || e->len > bytes - off ||
+		    (uint64_t)e->nranges * sizeof(struct dg_djrange) >
+			    e->len - sizeof(*e) || !ranges_fit(e))
+			continue;
+		if (entry_csum(vol, e, NULL) == e->csum)
+			return true;
+	}
+	return false;
+}
+
 static struct dg_dev *copy_dev(struct dg_vol *vol, unsigned c,
 			       uint64_t *area)
 {
