@@ -946,8 +946,10 @@ def _mount_and_read(v, res, stage):
     if hung:
         res["crash"].append(f"{stage}: daemon hung, killed")
     elif dead is not None or daemon.returncode != 0:
+        tail = " / ".join(log.strip().splitlines()[-4:])
         res["crash"].append(f"{stage}: daemon exit {daemon.returncode}"
-                            + (" while mounted" if dead is not None else ""))
+                            + (" while mounted" if dead is not None else "")
+                            + f"; its log ends: {tail}")
     m = CRASH_LOG.search(log)
     if m:
         res["crash"].append(f"{stage}: daemon log: " + log[m.start():][:300])
