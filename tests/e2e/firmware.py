@@ -276,15 +276,19 @@ def describe(e):
     return f"{e[0]} {e[1]}"
 
 
-def judge(want, got, data=None, named=()):
+def judge(want, got, data=None, named=(), gave_up=False):
     """Compare what a user sees (got, from scan) with the model (want).
-    Returns (wrong, eio, lost): paths that give other bytes, sizes,
-    listing or xattrs without an error; paths that give an error; and
-    paths that fsck gave up and named (named: paths or their directories
-    named by fsck, '/'-less) -- removed, cut short to a prefix of their
-    contents, their xattrs dropped, or moved whole to lost+found. data:
-    rel -> bytes of the model's files, for the prefix check."""
-    wrong, eio, lost = [], [], []
+    Returns (wrong, eio, lost, gone):
+      wrong: other bytes, sizes, listing or xattrs without an error;
+      eio:   paths that give an error (or sit in a directory that does);
+      lost:  paths fsck gave up and named (named: paths or directories
+             named by fsck, '/'-less): removed, cut to a prefix of their
+             contents (data: rel -> the model's bytes), xattrs dropped;
+             or files moved whole to lost+found;
+      gone:  paths that vanished or lost xattrs, not named. Only with
+             gave_up (fsck said it gave data up) are these counted apart
+             from wrong, and lost+found's contents accepted."""
+    wrong, eio, lost, gone = [], [], [], []
     unlisted = [p for p, e in got.items()
                 if e[0] == "error" and e[2] == "list"]
 
@@ -294,13 +298,10 @@ def judge(want, got, data=None, named=()):
     named = set(named)
     # fsck moves the files of a directory it gave up to lost+found, whole
     found = {(e[1], e[2]) for q, e in got.items()
-             if named and q.startswith("lost+found/") and e[0] == "file"}
+             if gave_up and q.startswith("lost+found/") and e[0] == "file"}
     for p, w in sorted(want.items()):
         g = got.get(p)
         if g == w:
-            continue
-        if g is None and w[0] == "file" and (w[1], w[2]) in found:
-            lost.append(p)
             continue
         if g is not None and g[0] == "error":
             eio.append(p)
@@ -308,8 +309,15 @@ def judge(want, got, data=None, named=()):
         if g is None and under(p, unlisted):
             eio.append(p)
             continue
+        if g is None and w[0] == "file" and (w[1], w[2]) in found:
+            lost.append(p)
+            continue
+        shrunk = g is None or (g[0] == w[0] == "dir" and
+                               set(g[1]) <= set(w[1])) or \
+            (g[0] == w[0] == "file" and g[1:3] == w[1:3] and
+             set(g[3]) <= set(w[3]))
         if under(p, named):
-            if g is None:
+            if shrunk:
                 lost.append(p)
                 continue
             if g[0] == w[0] == "file" and data is not None \
@@ -317,19 +325,19 @@ def judge(want, got, data=None, named=()):
                     g[2] == hashlib.sha256(data[p][:g[1]]).hexdigest():
                 lost.append(p)
                 continue
-            if g[0] == w[0] == "dir" and set(g[1]) <= set(w[1]):
-                lost.append(p)
-                continue
+        if gave_up and shrunk:
+            gone.append(p)
+            continue
         wrong.append(f"{p}: want {describe(w)}, got {describe(g)}")
     shas = {w[2] for w in want.values() if w[0] == "file"}
     for p, g in sorted(got.items()):
         if p in want:
             continue
-        if p == "lost+found" or (named and p.startswith("lost+found/") and
+        if p == "lost+found" or (gave_up and p.startswith("lost+found/") and
                                  (g[0] != "file" or g[2] in shas)):
             continue     # fsck moved it there whole
         wrong.append(f"{p}: not in the model, got {describe(g)}")
-    return wrong, eio, lost
+    return wrong, eio, lost, gone
 
 
 # ------------------------------------------------------------ workload
@@ -938,8 +946,10 @@ def _mount_and_read(v, res, stage):
     if hung:
         res["crash"].append(f"{stage}: daemon hung, killed")
     elif dead is not None or daemon.returncode != 0:
+        tail = " / ".join(log.strip().splitlines()[-4:])
         res["crash"].append(f"{stage}: daemon exit {daemon.returncode}"
-                            + (" while mounted" if dead is not None else ""))
+                            + (" while mounted" if dead is not None else "")
+                            + f"; its log ends: {tail}")
     m = CRASH_LOG.search(log)
     if m:
         res["crash"].append(f"{stage}: daemon log: " + log[m.start():][:300])
@@ -1042,6 +1052,7 @@ def _checks(base, v, res):
 
     got1 = _mount_and_read(v, res, "mount1")
     wrong1, eio1 = judge(want, got1)[:2] if got1 is not None else ([], [])
+    # (before fsck a name that vanishes without an error is wrong)
     seen("mount1", got1, wrong1, eio1)
     if res["scrub"] is not None:
         probs.append(f"mount1: daxguard-ctl scrub exit {res['scrub']}")
@@ -1057,9 +1068,11 @@ def _checks(base, v, res):
         probs.append(f"then fsck {mode2} exit {rc2}: {_findings(rep2, p2)}")
 
     got2 = _mount_and_read(v, res, "mount2")
-    wrong2, eio2, lost2 = judge(want, got2, data, () if within else named) \
-        if got2 is not None else ([], [], [])
-    seen("mount2", got2, wrong2, eio2, lost2)
+    gave_up = not within and rc1 in (4, 5)
+    wrong2, eio2, lost2, gone2 = judge(
+        want, got2, data, () if within else named, gave_up) \
+        if got2 is not None else ([], [], [], [])
+    seen("mount2", got2, wrong2, eio2, lost2 + gone2)
 
     fsck_bad = []
     if within and rc1 not in (0, 1):
@@ -1068,9 +1081,9 @@ def _checks(base, v, res):
         # fsck(8) bitmask: 4 = left uncorrected (data given up), 1 = fixed
         if rc1 not in (0, 1, 4, 5):
             fsck_bad.append(f"fsck -y exit {rc1}")
-        elif (eio2 or lost2) and not rc1 & 4:
+        elif (eio2 or lost2 or gone2) and not rc1 & 4:
             fsck_bad.append(f"fsck -y exit {rc1} although data was lost")
-        unnamed = [p for p in eio2 if not any(
+        unnamed = gone2 + [p for p in eio2 if not any(
             p == n or p.startswith(n + "/") for n in named)]
         if unnamed:
             fsck_bad.append("fsck -y did not name damaged paths: "
@@ -1093,7 +1106,7 @@ def _checks(base, v, res):
         # could not save (exit 4, as ZFS keeps listing permanent errors),
         # but must find nothing new.
         out = "NOT_CONVERGED"
-    elif eio1 or eio2 or lost2 or res["refused"]:
+    elif eio1 or eio2 or lost2 or gone2 or res["refused"]:
         out = "EIO"
     else:
         out = "OK"
