@@ -171,40 +171,39 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 
 	repair = repair && !vol->read_only;
 	for (unsigned s = 0; s < 2; s++) {
-		struct dg_djhead h[2];
-		unsigned dev[2];
-		uint64_t off[2];
-		int st[2];
+		const unsigned n = dg_jrnl_ncopies(vol);
+		struct dg_djhead h[DG_MAX_PARITY + 1];
+		unsigned dev[DG_MAX_PARITY + 1];
+		uint64_t off[DG_MAX_PARITY + 1];
+		int st[DG_MAX_PARITY + 1], best = -1;
 
-		for (unsigned c = 0; c < 2; c++)
+		/* The copy of this slot with the highest hseq that verifies
+		 * is the slot; the others are stale, missing or damaged. */
+		for (unsigned c = 0; c < n; c++) {
 			st[c] = jhead_state(vol, c, s, &h[c], &dev[c], &off[c]);
-		for (unsigned c = 0; c < 2; c++) {
-			unsigned o = 1 - c;
-			bool from_other = false;
-
-			if (st[c] == JH_VALID)
-				any_valid = true;
-			if (st[c] == JH_ABSENT || (st[c] == JH_ZERO &&
-						   st[o] != JH_VALID))
+			if (st[c] == JH_VALID &&
+			    (best < 0 || h[c].hseq > h[best].hseq))
+				best = (int)c;
+		}
+		if (best >= 0)
+			any_valid = true;
+		for (unsigned c = 0; c < n; c++) {
+			if (st[c] == JH_ABSENT || (st[c] == JH_ZERO && best < 0))
 				continue;
 			if (st[c] == JH_VALID &&
-			    (st[o] != JH_VALID || !memcmp(&h[c], &h[o],
-							  sizeof(h[c])) ||
-			     h[c].hseq > h[o].hseq))
+			    !memcmp(&h[c], &h[best], sizeof(h[c])))
 				continue;
 			ev_init(&ev, st[c] == JH_VALID ? DG_CHK_JHEAD_STALE
 						       : DG_CHK_JHEAD_BAD,
 				"journal");
 			ev.dev = (int)dev[c];
 			ev.page = (int64_t)(off[c] >> DG_PAGE_SHIFT);
-			if (st[o] == JH_VALID) {
-				from_other = true;
+			if (best >= 0)
 				snprintf(ev.action, sizeof(ev.action),
-					 "copy from the other journal copy");
-			} else {
+					 "copy from journal copy %d", best);
+			else
 				snprintf(ev.action, sizeof(ev.action),
 					 "clear the slot");
-			}
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "journal copy %u header slot %u is %s", c, s,
 				 st[c] == JH_VALID ? "stale"
@@ -214,7 +213,7 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 				struct dg_djhead z = { 0 };
 
 				dg_repair_write(vol, dev[c], off[c],
-						from_other ? &h[o] : &z,
+						best >= 0 ? &h[best] : &z,
 						sizeof(z));
 				ev.fixed = true;
 			}
@@ -238,7 +237,7 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 			nh.tail_off = vol->jrnl.tail_off;
 			nh.tail_seq = vol->jrnl.tail_seq;
 			nh.csum = jhead_csum(vol, &nh);
-			for (unsigned c = 0; c < 2; c++) {
+			for (unsigned c = 0; c < dg_jrnl_ncopies(vol); c++) {
 				unsigned dev;
 				uint64_t page;
 				bool newest;

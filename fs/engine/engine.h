@@ -256,6 +256,8 @@ void dg_csum_loc(struct dg_vol *vol, unsigned dev, uint64_t row,
 		 unsigned copy, unsigned *cdev, uint64_t *page, uint32_t *byte);
 unsigned dg_vol_csum_copies(struct dg_vol *vol);
 /* Device-relative pages of the journal copy i (0 or 1). */
+/* Copies of the journal (parity + 1, at least 2). */
+unsigned dg_jrnl_ncopies(const struct dg_vol *vol);
 void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
 		 uint64_t *start, uint64_t *pages);
 

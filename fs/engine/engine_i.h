@@ -39,8 +39,8 @@ struct dg_journal {
 	unsigned npend, pend_cap, pend_first;
 	pthread_cond_t cond;	/* signalled when an entry completes */
 	unsigned ncopies;
-	unsigned dev[2];	/* device of each copy */
-	uint64_t start[2];	/* first page of each copy */
+	unsigned dev[DG_MAX_PARITY + 1];	/* device of each copy */
+	uint64_t start[DG_MAX_PARITY + 1];	/* first page of each copy */
 };
 
 struct dg_vol {

@@ -101,7 +101,8 @@ uint64_t dg_cpage_copy_page(const struct dg_vol *vol, uint64_t index,
 void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
 		 uint64_t *start, uint64_t *pages)
 {
-	/* Two copies on devices 0 and 1; one device holds both halves. */
+	/* Copies on devices 0 .. jrnl_devs - 1; one device holds two
+	 * halves. */
 	if (vol->ndev > 1) {
 		*dev = copy;
 		*start = vol->sb.jrnl_start;
@@ -144,7 +145,10 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	sb->dev_count = ndev;
 	sb->parity = parity;
 	sb->chunk_pages = chunk_pages;
-	sb->jrnl_devs = ndev > 1 ? 2 : 1;
+	/* parity + 1 journal copies (never fewer than 2): a stale or lost
+	 * header on every copy could send recovery back to entries long
+	 * retired, so no fault parity covers may take them all. */
+	sb->jrnl_devs = ndev == 1 ? 1 : parity + 1 > 2 ? parity + 1 : 2;
 	sb->csum_copies = copies;
 	/* Enough map bits for a checksum page per DG_CSUMS_PER_PAGE pages
 	 * of the whole device, more than the rows will need. */
@@ -177,6 +181,11 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	sb->csum_start = sb->jrnl_start + jrnl;
 	sb->ditto_start = sb->csum_start + copies * sb->csum_pages;
 	sb->data_start = sb->ditto_start + sb->ditto_pages;
+}
+
+unsigned dg_jrnl_ncopies(const struct dg_vol *vol)
+{
+	return vol->ndev == 1 ? 2 : vol->sb.jrnl_devs;
 }
 
 uint64_t dg_vol_rows(struct dg_vol *vol)

@@ -238,12 +238,14 @@ void dg_inspect_journal(struct dg_vol *vol, dg_field_fn fn, void *arg)
 
 	pthread_mutex_lock(&j->lock);
 	put(fn, arg, "copies", DG_FIELD_UINT, j->ncopies, NULL);
-	for (unsigned c = 0; c < j->ncopies && c < 2; c++) {
+	for (unsigned c = 0; c < j->ncopies && c < 3; c++) {
 		/* Field names outlive the call: static strings. */
 		static const char *const dev_name[] = { "copy0_device",
-							"copy1_device" };
+							"copy1_device",
+							"copy2_device" };
 		static const char *const start_name[] = { "copy0_start",
-							  "copy1_start" };
+							  "copy1_start",
+							  "copy2_start" };
 
 		put(fn, arg, dev_name[c], DG_FIELD_UINT, j->dev[c],
 		    vol->devs[j->dev[c]].present ? "present" : "missing");

@@ -428,13 +428,19 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 	memset(j, 0, sizeof(*j));
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
-	j->ncopies = 2;
+	j->ncopies = dg_jrnl_ncopies(vol);
 	for (unsigned c = 0; c < j->ncopies; c++)
 		dg_jrnl_loc(vol, c, &j->dev[c], &j->start[c], &pages);
 	j->log_off = 2 * DG_PAGE_SIZE;
 	j->log_bytes = (pages - 2) * DG_PAGE_SIZE;
-	if (!vol->devs[j->dev[0]].present && !vol->devs[j->dev[1]].present)
-		return -ENXIO;
+	{
+		bool any = false;
+
+		for (unsigned c = 0; c < j->ncopies; c++)
+			any |= vol->devs[j->dev[c]].present;
+		if (!any)
+			return -ENXIO;
+	}
 	if (!read_head(vol, &h)) {
 		dg_log(DG_LOG_WARNING, "journal header unreadable on every "
 		       "copy: starting an empty journal");
@@ -662,7 +668,7 @@ void dg_journal_format(struct dg_vol *vol)
 	uint64_t pages;
 
 	memset(j, 0, sizeof(*j));
-	j->ncopies = 2;
+	j->ncopies = dg_jrnl_ncopies(vol);
 	for (unsigned c = 0; c < j->ncopies; c++)
 		dg_jrnl_loc(vol, c, &j->dev[c], &j->start[c], &pages);
 	j->log_off = 2 * DG_PAGE_SIZE;

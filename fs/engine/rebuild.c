@@ -269,27 +269,32 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	if (ret)
 		goto out;
 	dg_cmap_store(vol, b.target);
-	/* The journal copy, from the other copy. */
-	for (unsigned c = 0; c < 2; c++) {
-		unsigned dev, odev;
-		uint64_t start, pages, ostart, opages;
-
-		dg_jrnl_loc(vol, c, &dev, &start, &pages);
-		dg_jrnl_loc(vol, 1 - c, &odev, &ostart, &opages);
-		if ((b.target & (1u << dev)) && !(b.target & (1u << odev)))
-			dg_repair_write(vol, dev, start << DG_PAGE_SHIFT,
-					dg_dev_ptr(&vol->devs[odev],
-						   ostart << DG_PAGE_SHIFT),
-					pages << DG_PAGE_SHIFT);
-	}
+	/* Journal copies on rebuilt devices, from a copy that survived;
+	 * with none left, a fresh journal. */
 	{
-		unsigned d0, d1;
-		uint64_t st, pg;
+		unsigned nj = dg_jrnl_ncopies(vol), src = nj;
 
-		dg_jrnl_loc(vol, 0, &d0, &st, &pg);
-		dg_jrnl_loc(vol, 1, &d1, &st, &pg);
-		if ((b.target & (1u << d0)) && (b.target & (1u << d1)))
-			jfresh = true;
+		for (unsigned c = 0; c < nj && src == nj; c++) {
+			unsigned dev;
+			uint64_t start, pages;
+
+			dg_jrnl_loc(vol, c, &dev, &start, &pages);
+			if (!(b.target & (1u << dev)))
+				src = c;
+		}
+		for (unsigned c = 0; c < nj && src < nj; c++) {
+			unsigned dev, odev;
+			uint64_t start, pages, ostart, opages;
+
+			dg_jrnl_loc(vol, c, &dev, &start, &pages);
+			dg_jrnl_loc(vol, src, &odev, &ostart, &opages);
+			if (b.target & (1u << dev))
+				dg_repair_write(vol, dev, start << DG_PAGE_SHIFT,
+						dg_dev_ptr(&vol->devs[odev],
+							   ostart << DG_PAGE_SHIFT),
+						pages << DG_PAGE_SHIFT);
+		}
+		jfresh = src == nj;
 	}
 	vol->missing_mask = 0;
 	vol->degraded = false;
