@@ -681,6 +681,12 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 					l * COMMIT_LINE_SIZE,
 				k * COMMIT_LINE_SIZE, 0 };
 
+			/* The pages are write-protected, but the media view
+			 * may change under a repair: never write past what
+			 * pass 1 counted (a page stored to during the diff
+			 * once overran this buffer, issue 19). */
+			if (nruns == q.nruns || off + r.len > *len)
+				return -EAGAIN;
 			memcpy(m->msg + sizeof(q) + nruns++ * sizeof(r), &r,
 			       sizeof(r));
 			memcpy(m->msg + off, a + l * COMMIT_LINE_SIZE, r.len);
@@ -688,7 +694,7 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 			l += k;
 		}
 	}
-	return 0;
+	return nruns == q.nruns && off == *len ? 0 : -EAGAIN;
 }
 
 /* Protect (or unprotect) the pages, coalescing neighbours. Returns 0
@@ -897,6 +903,12 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 		return 0;
 	}
 	ret = build_commit(m, m->take, n, &len);
+	if (ret == -EAGAIN) {
+		cm_err(-EIO, "%zu dirty pages changed while the sync read "
+		       "them; nothing was committed", n);
+		ret = -EIO;
+		goto undo;
+	}
 	if (ret) {
 		cm_err(ret, "commit too large (%zu pages)", n);
 		goto undo;
