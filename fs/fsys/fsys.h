@@ -48,6 +48,11 @@ struct dg_setattr {
 	struct timespec atime, mtime, ctime;
 };
 
+/* Format devs as a new filesystem (mkfs): the volume (dg_vol_format())
+ * and its root directory, owned by the caller; info (may be NULL) gets
+ * the new volume's summary. */
+int dg_format(const char *const *devs, unsigned ndev,
+	      const struct dg_format_opts *opts, struct dg_vol_info *info);
 /* Create the root directory of a new volume (dg_format calls it). */
 int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid);
 /* Load the filesystem of an open volume; frees orphans when writable. */
@@ -207,7 +212,5 @@ int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
  * first bad file offset when > 0), -EOPNOTSUPP without redundancy. */
 int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		   uint64_t *bad_off);
-/* A new read-only descriptor of device dev (O_CLOEXEC), or -errno. */
-int dg_fs_dev_open_ro(struct dg_fs *fs, unsigned dev);
 
 #endif /* DG_FS_H */

@@ -280,15 +280,6 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name)
 	return ret ? ret : with_xattrs(fs, ino, true, do_remove, &x);
 }
 
-int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
-{
-	(void)fs;
-	if (!ip->d.xattr_vpn)
-		return 0;
-	ip->d.blocks--;
-	return dg_free(txn, ip->d.xattr_vpn, 1);
-}
-
 /*
  * What the kernel's file_remove_privs() does before a write, truncate or
  * chown, done here because the daemon asks for FUSE_HANDLE_KILLPRIV_V2

@@ -323,7 +323,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
 	if (ret)
 		goto out;
-	dg_flushset_persist(vol, fs);
+	dg_flushset_persist(vol->devs, vol->ndev, fs);
 
 	nu = 0;
 	for (size_t i = 0; i < nt && vol->parity; i++) {
@@ -360,7 +360,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
 	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
-	dg_flushset_persist(vol, fs);
+	dg_flushset_persist(vol->devs, vol->ndev, fs);
 out:
 	free(u);
 	free(buf);
@@ -404,7 +404,7 @@ static int recover(struct dg_vol *vol)
 		dg_flushset_add(&fs, t[i].dev,
 				dg_row_page(vol, t[i].row) << DG_PAGE_SHIFT,
 				DG_PAGE_SIZE);
-	dg_flushset_persist(vol, &fs);
+	dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	if (vol->redundancy) {
 		ret = redo_redundancy(vol, t, nt, &fs);
 		if (ret)

@@ -288,3 +288,36 @@ void dg_flushset_fini(struct dg_flushset *fs)
 	free(fs->r);
 	memset(fs, 0, sizeof(*fs));
 }
+
+void dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
+			 struct dg_flushset *fs)
+{
+	uint64_t lo[DG_MAX_DEVS], hi[DG_MAX_DEVS];
+	bool any[DG_MAX_DEVS] = { false };
+
+	for (unsigned i = 0; i < fs->n; i++) {
+		struct dg_flushrange *r = &fs->r[i];
+
+		if (!devs[r->dev].coarse) {
+			dg_dev_persist(&devs[r->dev], r->off, r->len);
+			continue;
+		}
+		/* msync costs a call, not bytes: one per device. */
+		if (!any[r->dev] || r->off < lo[r->dev])
+			lo[r->dev] = r->off;
+		if (!any[r->dev] || r->off + r->len > hi[r->dev])
+			hi[r->dev] = r->off + r->len;
+		any[r->dev] = true;
+	}
+	for (unsigned d = 0; d < ndev; d++)
+		if (any[d])
+			dg_dev_persist(&devs[d], lo[d], hi[d] - lo[d]);
+	/* A range the set could not record: persist every device whole. */
+	if (fs->oom)
+		for (unsigned d = 0; d < ndev; d++)
+			if (devs[d].present)
+				dg_dev_persist(&devs[d], 0,
+					       devs[d].size);
+	fs->n = 0;
+	fs->oom = false;
+}

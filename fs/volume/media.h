@@ -9,6 +9,8 @@
 
 #include <libpmem2.h>
 
+#include "format.h"
+
 /* One device of a volume. Reads are plain loads from base; every store
  * goes through dg_dev_write() and becomes durable at dg_dev_persist(). */
 struct dg_dev {
@@ -71,5 +73,9 @@ void dg_flushset_init(struct dg_flushset *fs);
 void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
 		     uint64_t len);
 void dg_flushset_fini(struct dg_flushset *fs);
+/* Persist every range of fs (each device region once: msync costs a
+ * call, not bytes) and empty it. devs is indexed by device index. */
+void dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
+			 struct dg_flushset *fs);
 
 #endif /* DG_MEDIA_H */

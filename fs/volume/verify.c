@@ -5,6 +5,80 @@
 
 #include "csum.h"
 
+/* Parity from verified data, a repair with two steps: repair.c states why
+ * parity pages first, then their checksums, is crash safe. */
+int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc)
+{
+	struct dg_flushset fs;
+	int ret = 0;
+
+	for (unsigned j = 0; j < vol->parity; j++)
+		dg_repair_page(vol, dg_row_parity_dev(vol, row, j), row,
+			       calc[j]);
+	dg_flushset_init(&fs);
+	for (unsigned j = 0; j < vol->parity && !ret; j++) {
+		unsigned dev = dg_row_parity_dev(vol, row, j);
+
+		if (vol->devs[dev].present)
+			ret = dg_csum_set(vol, dev, row,
+					  dg_csum_page(vol, dev, row, calc[j]),
+					  &fs);
+	}
+	dg_flushset_fini(&fs);
+	return ret;
+}
+
+/* Compare each ditto copy with its page: a stale copy is never read
+ * (ditto.c), so the scrub and fsck rewrite it from the page here. */
+int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
+{
+	uint8_t *page = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
+	uint8_t *copy = page + DG_PAGE_SIZE;
+	int ret = 0;
+
+	*stale = 0;
+	if (!page)
+		return -ENOMEM;
+	for (uint64_t vpn = 0; vol->redundancy && vpn < vol->sb.ditto_pages &&
+			       vpn < vol->vpns; vpn++) {
+		struct dg_loc l = dg_vpn_loc(vol, vpn);
+		pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
+		uint64_t csum;
+
+		pthread_rwlock_wrlock(lk);
+		if (dg_page_read_locked(vol, l.dev, l.row, page, &csum) < 0 ||
+		    csum == DG_CSUM_NONE) {
+			/* unreadable: counted by the read path; never
+			 * written: the copies are never read */
+			pthread_rwlock_unlock(lk);
+			continue;
+		}
+		for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
+			uint64_t off;
+			struct dg_dev *d = dg_ditto_copy_at(vol, vpn, j, &off);
+
+			if (!d)
+				continue;
+			memcpy(copy, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+			if (!memcmp(copy, page, DG_PAGE_SIZE))
+				continue;
+			(*stale)++;
+			dg_fault_note(vol, DG_FAULT_DETECTED, d->idx,
+				      off >> DG_PAGE_SHIFT, "ditto",
+				      "copy differs from the page");
+			if (!repair || vol->read_only)
+				continue;
+			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
+			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
+				      off >> DG_PAGE_SHIFT, "ditto",
+				      "rewritten from the page");
+		}
+		pthread_rwlock_unlock(lk);
+	}
+	free(page);
+	return ret;
+}
+
 /* True when no page of the row was ever written (all checksums NONE). */
 static int row_unwritten(struct dg_vol *vol, struct dg_csum_cursor *cur,
 			 uint64_t row, uint64_t *cs, bool *known)

@@ -3,6 +3,7 @@
 #ifndef DG_ENGINE_H
 #define DG_ENGINE_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,7 +44,7 @@ struct dg_format_opts {
 	const char *label;	 /* may be NULL */
 };
 
-/* Summary returned by dg_format() and dg_vol_info(). */
+/* Summary returned by dg_format() (fsys.h) and dg_vol_get_info(). */
 struct dg_vol_info {
 	uint8_t uuid[16];
 	char label[64];
@@ -64,11 +65,14 @@ struct dg_vol_info {
 	uint64_t jrnl_pages;
 };
 
-/* Format devs as one volume. Regular files are created or extended to
- * opts->size. Refuses (-EEXIST) to overwrite a daxguard volume unless
- * opts->force. Work is proportional to the metadata, not the size. */
-int dg_format(const char *const *devs, unsigned ndev,
-	      const struct dg_format_opts *opts, struct dg_vol_info *info);
+/* Format devs as one volume: superblocks, checksum areas, journal, the
+ * volume root and an empty allocation bitmap. Regular files are created
+ * or extended to opts->size. Refuses (-EEXIST) to overwrite a daxguard
+ * volume unless opts->force. Work is proportional to the metadata, not
+ * the size. On success *volp is the new volume, open for writing, for
+ * the layer above to add its own root (dg_format(), fsys.h, does both). */
+int dg_vol_format(const char *const *devs, unsigned ndev,
+		  const struct dg_format_opts *opts, struct dg_vol **volp);
 
 /* ---- open / close (super.c) ----------------------------------------- */
 
@@ -76,7 +80,7 @@ int dg_format(const char *const *devs, unsigned ndev,
 #define DG_OPEN_NORECOVER (1u << 1) /* do not replay the journal */
 #define DG_OPEN_DEGRADED (1u << 2) /* allow missing devices parity covers */
 #define DG_OPEN_NOLOCK	 (1u << 4) /* read-only, even while mounted elsewhere */
-#define DG_OPEN_FORMAT	 (1u << 3) /* internal to dg_format(): no root yet */
+#define DG_OPEN_FORMAT	 (1u << 3) /* internal to dg_vol_format(): no root yet */
 
 /*
  * Open a volume from its device paths, in any order (the superblocks
@@ -235,6 +239,32 @@ typedef void (*dg_progress_fn)(void *arg, uint64_t done, uint64_t total);
 int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		 dg_progress_fn progress, void *arg);
 
+/* ---- for the layers above (access.c) -------------------------------- */
+
+/* Data pages (vpns), as dg_vol_get_info() says, without its copying. */
+uint64_t dg_vol_vpns(const struct dg_vol *vol);
+bool dg_vol_read_only(const struct dg_vol *vol);
+/* Checksums and parity are kept (not --redundancy none). */
+bool dg_vol_redundant(const struct dg_vol *vol);
+/* The volume's checksum seed (from its uuid), for checksums a layer
+ * above keeps of its own, so they differ between volumes. */
+uint64_t dg_vol_seed(const struct dg_vol *vol);
+
+/*
+ * Direct access, for mapped files (libcommit): the media bytes of data
+ * page vpn, in place and NOT verified; the caller checks them against
+ * checksums of its own and repairs through dg_read(). Between hold and
+ * release no update or repair changes the page (its row lock, shared).
+ */
+const void *dg_vpn_media(struct dg_vol *vol, uint64_t vpn);
+void dg_vpn_hold(struct dg_vol *vol, uint64_t vpn);
+void dg_vpn_release(struct dg_vol *vol, uint64_t vpn);
+/* Count, keep and log a fault a layer above found at vpn. */
+void dg_vpn_fault(struct dg_vol *vol, uint64_t vpn, enum dg_fault kind,
+		  const char *what, const char *action);
+/* A new read-only descriptor of device dev (O_CLOEXEC), or -errno. */
+int dg_vol_dev_open_ro(struct dg_vol *vol, unsigned dev);
+
 /* ---- geometry, for fsck and inject (geom.c) ------------------------- */
 
 struct dg_loc {
@@ -332,5 +362,22 @@ int dg_inspect_csum(struct dg_vol *vol, dg_field_fn fn, void *arg);
 /* Set the label (< 64 bytes; -EINVAL) of a volume open for writing
  * (-EROFS otherwise) and write every superblock. */
 int dg_vol_set_label(struct dg_vol *vol, const char *label);
+
+/* ---- helpers for the layers that parse media structures ----------- */
+
+/* Little-endian helpers: x86-64 is little endian; keep the intent
+ * visible where media integers are read and written. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "daxguard's on-media format is little endian");
+
+#define DG_CORRUPT(vol, fmt, ...)                                          \
+	((void)(vol), dg_log(DG_LOG_ERR, "corrupt %s:%d " fmt, __FILE__, __LINE__, \
+		##__VA_ARGS__),                                            \
+	 -EUCLEAN)
+
+static inline uint64_t dg_div_up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
 
 #endif /* DG_ENGINE_H */
