@@ -105,6 +105,11 @@ ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
 		   void *pages, const void **data);
 ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		    const void *buf, size_t size);
+/* A write by a caller without CAP_FSETID: setuid, setgid (of a group
+ * executable) and file capabilities are dropped in the same transaction
+ * as the first bytes written, so no crash leaves one without the other. */
+ssize_t dg_fs_write_unpriv(struct dg_fs *fs, uint64_t ino, uint64_t off,
+			   const void *buf, size_t size);
 /* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE. */
 int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 		    uint64_t len);
@@ -140,8 +145,9 @@ int dg_fs_getxattr(struct dg_fs *fs, uint64_t ino, const char *name,
 int dg_fs_listxattr(struct dg_fs *fs, uint64_t ino, char *list, size_t size);
 int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name);
 
-/* Before a write by an unprivileged caller: clear setuid/setgid and
- * file capabilities, as the kernel would without HANDLE_KILLPRIV. */
+/* Before a truncate or chown by an unprivileged caller: clear setuid/
+ * setgid and file capabilities, as the kernel would without
+ * HANDLE_KILLPRIV (a write does it itself: dg_fs_write_unpriv). */
 int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino);
 
 /* Path of ino for log messages ("?" parts when unknown); buf gets at

@@ -229,4 +229,10 @@ int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 /* Clear map records left by a crash (dg_fs_open, writable volumes). */
 void dg_fmap_recover(struct dg_fs *fs);
 
+/* ---- xattr.c ----------------------------------------------------------- */
+/* Clear setuid/setgid and file capabilities in txn, as before a write by
+ * an unprivileged caller; *changed: the caller stores the inode. */
+int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
+		       struct dg_inode *ip, bool *changed);
+
 #endif /* DG_FS_I_H */

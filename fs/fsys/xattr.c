@@ -284,42 +284,81 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name)
  * What the kernel's file_remove_privs() does before a write, truncate or
  * chown, done here because the daemon asks for FUSE_HANDLE_KILLPRIV_V2
  * (which spares a GETXATTR round trip on every write): drop setuid,
- * setgid on group executables, and file capabilities of a regular file.
+ * setgid on group executables, and file capabilities of a regular file,
+ * in txn; the caller stores the inode when *changed and commits. Caller
+ * holds fs->lock and ip->lock for writing (or fs->lock for writing).
  * Cheap when there is nothing to do.
  */
+int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
+		       struct dg_inode *ip, bool *changed)
+{
+	uint32_t mode = ip->d.mode;
+	uint8_t *buf;
+	int ret;
+
+	*changed = false;
+	if (!S_ISREG(mode))
+		return 0;
+	if ((mode & S_ISUID) || (mode & (S_ISGID | S_IXGRP)) ==
+					(S_ISGID | S_IXGRP)) {
+		mode &= ~(uint32_t)S_ISUID;
+		if (mode & S_IXGRP)
+			mode &= ~(uint32_t)S_ISGID;
+		ip->d.mode = mode;
+		dg_inode_touch(ip, false, true);
+		*changed = true;
+	}
+	if (!ip->d.xattr_vpn)
+		return 0;
+	buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	ret = load(fs, ip, buf);
+	if (!ret) {
+		struct xarg xa = { .name = "security.capability" };
+
+		ret = do_remove(buf, &xa);
+		if (ret == -ENODATA) {
+			ret = 0;
+		} else if (!ret) {
+			ret = store(txn, ip, buf);
+			dg_inode_touch(ip, false, true);
+			*changed = true;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
 int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino)
 {
 	struct dg_inode *ip;
-	bool mode, caps;
+	struct dg_dinode saved;
+	struct dg_txn *txn;
+	bool changed;
+	int ret;
 
-	pthread_rwlock_rdlock(&fs->lock);
+	pthread_rwlock_wrlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
-	if (ip && !S_ISREG(ip->d.mode)) {
+	ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
+	if (ret) {
 		pthread_rwlock_unlock(&fs->lock);
-		return 0;
+		return ret;
 	}
-	mode = ip && ((ip->d.mode & S_ISUID) ||
-		      (ip->d.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
-	caps = ip && ip->d.xattr_vpn;
+	txn = dg_txn_new(fs->vol);
+	if (!txn) {
+		pthread_rwlock_unlock(&fs->lock);
+		return -ENOMEM;
+	}
+	saved = ip->d;
+	ret = dg_inode_kill_priv(fs, txn, ip, &changed);
+	if (!ret && changed)
+		ret = dg_inode_store(fs, txn, ip);
+	if (!ret && changed)
+		ret = dg_fs_commit(fs, txn);
+	if (ret)
+		ip->d = saved;
+	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
-	if (!ip)
-		return -ENOENT;
-	if (caps) {
-		int ret = dg_fs_removexattr(fs, ino, "security.capability");
-
-		if (ret && ret != -ENODATA)
-			return ret;
-	}
-	if (mode) {
-		struct dg_setattr sa = { .valid = DG_SET_MODE };
-		struct dg_attr a;
-
-		pthread_rwlock_rdlock(&fs->lock);
-		sa.mode = ip->d.mode & ~(uint32_t)S_ISUID;
-		if (sa.mode & S_IXGRP)
-			sa.mode &= ~(uint32_t)S_ISGID;
-		pthread_rwlock_unlock(&fs->lock);
-		return dg_fs_setattr(fs, ino, &sa, &a);
-	}
-	return 0;
+	return ret;
 }
