@@ -508,7 +508,7 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	struct dg_csum_cursor cur[DG_MAX_PARITY + 1] = { { 0 } };
 	int ret;
 
-	if (vol->read_only || atomic_load(&vol->fatal))
+	if (vol->read_only || dg_latch_on(&vol->latch))
 		return -EROFS;
 	ret = check_ranges(vol, r, n);
 	if (ret)
@@ -571,12 +571,19 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	if (ret)
 		goto unlock;
 	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);
-	dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	if (!ret)
+		ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	else
+		dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	/* A checksum copy's persist (csum.c) may have failed meanwhile. */
+	if (!ret && dg_latch_on(&vol->latch))
+		ret = -EIO;
 	if (ret) {
-		/* Partly applied: only recovery can finish it. */
-		atomic_store(&vol->fatal, true);
-		dg_log(DG_LOG_ERR, "update seq=%" PRIu64 " failed midway "
-		       "(%d): volume is read-only until remount", seq, ret);
+		/* Partly applied, or not known durable: the entry stays in
+		 * the journal and only recovery can finish it. */
+		dg_latch_set(&vol->latch, ret, "update seq=%" PRIu64 " failed "
+			     "midway: %s", seq, strerror(-ret));
+		ret = -EIO;
 		goto unlock;
 	}
 	dg_journal_done(vol, seq);

@@ -139,6 +139,7 @@ static int open_devs(struct dg_vol *vol, const char *const *devs,
 			return ret;
 		}
 		d->idx = i;
+		d->latch = &vol->latch;
 		if (i && d->size != *dev_bytes) {
 			dg_log(DG_LOG_ERR, "device sizes differ: '%s' has %llu "
 			       "bytes, '%s' has %llu", devs[0],
@@ -239,9 +240,12 @@ int dg_vol_format(const char *const *devs, unsigned ndev,
 	tmp = calloc(1, sizeof(*tmp));
 	if (!tmp)
 		return -ENOMEM;
+	dg_latch_init(&tmp->latch);
 	ret = open_devs(tmp, devs, ndev, opts, &dev_bytes);
 	if (!ret)
 		ret = write_skeleton(tmp, ndev, opts, dev_bytes);
+	if (!ret && dg_latch_on(&tmp->latch))
+		ret = tmp->latch.err; /* logged by the latch */
 	for (unsigned i = 0; i < ndev; i++)
 		if (tmp->devs[i].present)
 			dg_dev_close(&tmp->devs[i]);

@@ -539,10 +539,12 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
 /* Write an entry at the head of every copy: the header and descriptors
  * from e, the bytes of range i from data[i] (a wrap entry has no ranges:
  * data may be NULL), with the zero padding the layout asks for. Caller
- * holds the lock and has made room. */
-static void put_entry(struct dg_vol *vol, struct dg_djentry *e,
-		      const void *const *data)
+ * holds the lock and has made room. Returns the first persist failure:
+ * the entry may then be durable or not, as after a crash. */
+static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
+		     const void *const *data)
 {
+	int ret = 0;
 	static const uint8_t zeros[8];
 	struct dg_journal *j = &vol->jrnl;
 	const struct dg_djrange *r = (const void *)(e + 1);
@@ -571,13 +573,14 @@ static void put_entry(struct dg_vol *vol, struct dg_djentry *e,
 		}
 		dg_dev_zero(d, off, end - off);
 	}
-	for (unsigned c = 0; c < j->ncopies; c++) {
+	for (unsigned c = 0; c < j->ncopies && !ret; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
 
 		if (d)
-			dg_dev_persist(d, area + j->log_off + j->head_off,
-				       e->len);
+			ret = dg_dev_persist(d, area + j->log_off + j->head_off,
+					     e->len);
 	}
+	return ret;
 }
 
 int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
@@ -610,14 +613,17 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		struct dg_djentry wrap = { .len = DG_JALIGN,
 					   .flags = DG_JENTRY_WRAP };
 
-		put_entry(vol, &wrap, NULL);
-		ret = pend_push(j, j->head_seq, 0, true);
+		ret = put_entry(vol, &wrap, NULL);
+		if (!ret)
+			ret = pend_push(j, j->head_seq, 0, true);
 		if (ret)
 			goto out;
 		j->head_seq++;
 		j->head_off = 0;
 	}
-	put_entry(vol, entry, data);
+	ret = put_entry(vol, entry, data);
+	if (ret)
+		goto out;
 	*seq = j->head_seq;
 	ret = pend_push(j, j->head_seq, (j->head_off + len) % j->log_bytes,
 			false);

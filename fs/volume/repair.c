@@ -34,7 +34,8 @@ void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
 {
 	struct dg_dev *d = &vol->devs[dev];
 
-	if (!d->present)
+	/* After a failed persist nothing more is written (media.h). */
+	if (!d->present || dg_latch_on(&vol->latch))
 		return;
 	dg_dev_write(d, off, img, len);
 	dg_dev_persist(d, off, len);

@@ -59,6 +59,9 @@ static int vol_init_core(struct dg_vol *vol)
 	vol->sealed_journal = vol->redundancy &&
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_SEALED_JOURNAL);
 	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
+	dg_latch_init(&vol->latch);
+	for (unsigned i = 0; i < vol->ndev; i++)
+		vol->devs[i].latch = &vol->latch;
 	return dg_parity_init(vol);
 }
 
@@ -331,7 +334,7 @@ int dg_vol_close(struct dg_vol *vol)
 {
 	if (!vol)
 		return 0;
-	if (!vol->read_only && !atomic_load(&vol->fatal)) {
+	if (!vol->read_only && !dg_latch_on(&vol->latch)) {
 		dg_journal_checkpoint(vol);
 		vol->sb.state = DG_STATE_CLEAN;
 		dg_write_supers(vol);
@@ -343,9 +346,16 @@ int dg_vol_close(struct dg_vol *vol)
 
 int dg_vol_sync(struct dg_vol *vol)
 {
+	int ret;
+
 	if (vol->read_only)
 		return 0;
-	return dg_journal_checkpoint(vol);
+	/* After a failed persist nothing is known durable: say so, as
+	 * fsync(2) does after a write-back error. */
+	if (dg_latch_on(&vol->latch))
+		return -EIO;
+	ret = dg_journal_checkpoint(vol);
+	return !ret && dg_latch_on(&vol->latch) ? -EIO : ret;
 }
 
 void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
@@ -360,7 +370,8 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->parity = vol->parity;
 	info->no_redundancy = !vol->redundancy;
 	info->degraded = vol->degraded;
-	info->read_only = vol->read_only;
+	info->read_only = vol->read_only || dg_latch_on(&vol->latch);
+	dg_latch_why(&vol->latch, info->failed, sizeof(info->failed));
 	info->missing_mask = vol->missing_mask;
 	info->chunk_pages = vol->sb.chunk_pages;
 	info->dev_pages = vol->sb.dev_pages;

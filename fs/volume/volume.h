@@ -53,7 +53,8 @@ struct dg_vol_info {
 	unsigned parity;
 	bool no_redundancy;
 	bool degraded;		/* a device is missing or stale */
-	bool read_only;
+	bool read_only;		/* opened so, or latched by a failure: */
+	char failed[160];	/* why it was latched read-only ("": not) */
 	uint32_t missing_mask;	/* bit d: device d missing/stale/unusable */
 	uint32_t chunk_pages;
 	uint64_t dev_pages;
@@ -125,7 +126,9 @@ struct dg_range {
  * (and repaired) before they are folded into parity. Ranges may not
  * cross a page boundary; several may hit the same page (later wins).
  * Returns 0, -EIO when an old page cannot be verified or repaired,
- * -EROFS after a fatal persist failure or on a read-only volume,
+ * -EROFS after a persist failed (the volume is latched read-only; why:
+ * dg_vol_info.failed) or on a read-only volume, -EIO when this update's
+ * own persist failed (it stays in the journal: the next open redoes it),
  * -EINVAL for bad ranges, -E2BIG when the set does not fit the journal.
  */
 int dg_apply(struct dg_vol *vol, const struct dg_range *ranges, unsigned n);
@@ -150,7 +153,8 @@ int dg_read(struct dg_vol *vol, uint64_t vpn, uint64_t npages, void *buf);
 int dg_read_bytes(struct dg_vol *vol, uint64_t vpn, uint32_t off,
 		  uint32_t len, void *buf);
 
-/* Make everything applied so far durable and retire the journal. */
+/* Make everything applied so far durable and retire the journal; -EIO
+ * once a persist has failed (as fsync after a write-back error). */
 int dg_vol_sync(struct dg_vol *vol);
 
 /*

@@ -56,7 +56,7 @@ struct dg_vol {
 	bool sealed_journal;		/* journal may seal whole pages */
 	bool read_only, degraded;
 	uint32_t missing_mask;
-	atomic_bool fatal;			/* a persist failed: refuse writes */
+	struct dg_latch latch;			/* a persist failed: refuse writes */
 
 	uint8_t *ec_matrix;			/* (k+parity) x k, ISA-L */
 	uint8_t *ec_tables;			/* encode tables, parity rows */

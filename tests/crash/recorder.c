@@ -166,8 +166,8 @@ out:
 
 /* Every pending piece on the pages the range touches becomes durable:
  * non-DAX persists (msync) work on whole pages. */
-static void obs_persist(void *arg, const char *path, uint64_t off,
-			size_t len)
+static int obs_persist(void *arg, const char *path, uint64_t off,
+		       size_t len)
 {
 	struct crec *r = arg;
 	struct cimage *c;
@@ -196,6 +196,7 @@ static void obs_persist(void *arg, const char *path, uint64_t off,
 	}
 out:
 	pthread_mutex_unlock(&r->lock);
+	return 0; /* recorded, never failed */
 }
 
 static int snapshot(struct cimage *c, const char *path)
