@@ -112,6 +112,12 @@ struct dg_fs {
 	 * free until fsck gives the page up. */
 	uint64_t *lost_ino;
 	unsigned nlost;
+	/* Live libcommit maps (mapped.c), for the volume's page hook, which
+	 * runs under row locks: map_lock is taken after them and never held
+	 * across a call into the volume. */
+	pthread_rwlock_t map_lock;
+	struct dg_fmap *maps;	/* by map_lock */
+	bool map_hooked;	/* the hook is installed; by map_lock */
 };
 
 /* Whether ino's inode table page is lost (see dg_fs.lost_ino). */

@@ -36,22 +36,17 @@ struct dg_fmap {
 	uint8_t *bad;		/* np: a verify found a bad line; by lock */
 	pthread_mutex_t lock;	/* one commit or verify at a time */
 	bool committed;		/* by lock */
-	struct dg_fmap *next_map; /* registry, by reg_lock */
+	struct dg_fmap *next_map; /* fs->maps, by fs->map_lock */
 };
-
-/* Every live map, for the page hook. The hook runs under row locks, so
- * the registry lock is taken after them and never held across a call
- * into the engine. */
-static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct dg_fmap *reg_head;
 
 /* DESIGN §6: line checksums are seeded with the line's volume address,
  * so a line read from the wrong place fails too. */
 static uint32_t line_csum(const struct dg_vol *vol, uint64_t vpn, unsigned l,
 			  const void *line)
 {
-	return (uint32_t)XXH3_64bits_withSeed(line, DG_LINE_SIZE,
-					      dg_vol_seed(vol) ^ (vpn * LINES_PER_PAGE + l));
+	uint64_t seed = dg_vol_seed(vol) ^ (vpn * LINES_PER_PAGE + l);
+
+	return (uint32_t)XXH3_64bits_withSeed(line, DG_LINE_SIZE, seed);
 }
 
 static void page_csums(const struct dg_vol *vol, uint64_t vpn,
@@ -78,16 +73,17 @@ static int vrun_find(const struct dg_fmap *m, uint64_t vpn)
 	return -1;
 }
 
-/* Engine page hook (dg_vol_set_page_hook): keep line checksums current
- * through every update of a mapped page. Called under the row lock. */
+/* Volume page hook (dg_vol_set_page_hook, arg the fs): keep line
+ * checksums current through every update of a mapped page of this fs.
+ * Called under the row lock. */
 static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
 		      const void *newpg)
 {
 	const uint8_t *o = oldpg, *nw = newpg;
+	struct dg_fs *fs = arg;
 
-	(void)arg;
-	pthread_rwlock_rdlock(&reg_lock);
-	for (struct dg_fmap *m = reg_head; m; m = m->next_map) {
+	pthread_rwlock_rdlock(&fs->map_lock);
+	for (struct dg_fmap *m = fs->maps; m; m = m->next_map) {
 		int i;
 
 		if (!m->lcs || (i = vrun_find(m, vpn)) < 0)
@@ -98,10 +94,10 @@ static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
 		for (unsigned l = 0; l < LINES_PER_PAGE; l++)
 			if (!o || memcmp(o + l * DG_LINE_SIZE,
 					 nw + l * DG_LINE_SIZE, DG_LINE_SIZE))
-				cs[l] = line_csum(m->fs->vol, vpn, l,
+				cs[l] = line_csum(fs->vol, vpn, l,
 						  nw + l * DG_LINE_SIZE);
 	}
-	pthread_rwlock_unlock(&reg_lock);
+	pthread_rwlock_unlock(&fs->map_lock);
 }
 
 static int vrun_cmp(const void *a, const void *b)
@@ -336,11 +332,14 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 	if (!ret && m->rw)
 		ret = record_map(fs, ip, true, false);
 	if (!ret) {
-		pthread_rwlock_wrlock(&reg_lock);
-		m->next_map = reg_head;
-		reg_head = m;
-		dg_vol_set_page_hook(fs->vol, fmap_hook, NULL);
-		pthread_rwlock_unlock(&reg_lock);
+		pthread_rwlock_wrlock(&fs->map_lock);
+		m->next_map = fs->maps;
+		fs->maps = m;
+		/* The hook costs every update a lock: only once mapped. */
+		if (!fs->map_hooked)
+			dg_vol_set_page_hook(fs->vol, fmap_hook, fs);
+		fs->map_hooked = true;
+		pthread_rwlock_unlock(&fs->map_lock);
 	}
 	pthread_rwlock_unlock(&ip->lock);
 	pthread_rwlock_unlock(&fs->lock);
@@ -362,14 +361,14 @@ void dg_fmap_delete(struct dg_fmap *m)
 	if (!m)
 		return;
 	fs = m->fs;
-	pthread_rwlock_wrlock(&reg_lock);
-	for (struct dg_fmap **pp = &reg_head; *pp; pp = &(*pp)->next_map) {
+	pthread_rwlock_wrlock(&fs->map_lock);
+	for (struct dg_fmap **pp = &fs->maps; *pp; pp = &(*pp)->next_map) {
 		if (*pp == m) {
 			*pp = m->next_map;
 			break;
 		}
 	}
-	pthread_rwlock_unlock(&reg_lock);
+	pthread_rwlock_unlock(&fs->map_lock);
 	if (m->rw) {
 		struct dg_inode *ip;
 

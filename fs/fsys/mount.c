@@ -176,6 +176,7 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	fs->vol = vol;
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->ino_lock, NULL);
+	pthread_rwlock_init(&fs->map_lock, NULL);
 	ret = dg_read(vol, 0, 1, droot);
 	if (ret)
 		goto fail;
@@ -227,8 +228,12 @@ void dg_fs_close(struct dg_fs *fs)
 			dg_inode_flush_times(fs, fs->itab[i]);
 		dg_inode_free_core(fs->itab[i]);
 	}
+	/* The volume may outlive this fs: its hook must not call into it. */
+	if (fs->map_hooked)
+		dg_vol_set_page_hook(fs->vol, NULL, NULL);
 	free(fs->itab);
 	free(fs->lost_ino);
+	pthread_rwlock_destroy(&fs->map_lock);
 	pthread_rwlock_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->ino_lock);
 	free(fs);

@@ -18,12 +18,6 @@
 #include "media.h"
 #include "volume.h"
 
-static const struct dg_media_observer *observer;
-
-void dg_media_set_observer(const struct dg_media_observer *obs)
-{
-	observer = obs;
-}
 
 static int map_fail(struct dg_dev *d, char *err, size_t errlen,
 		    const char *what)
@@ -232,8 +226,8 @@ void dg_dev_close(struct dg_dev *d)
 void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 		  size_t len)
 {
-	if (observer)
-		observer->write(observer->arg, d->path, off, src, len);
+	if (d->obs)
+		d->obs->write(d->obs->arg, d->path, off, src, len);
 	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
 }
 
@@ -241,11 +235,11 @@ void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 {
 	static const uint8_t zeros[4096];
 
-	if (observer) {
+	if (d->obs) {
 		for (size_t done = 0; done < len; done += sizeof(zeros)) {
 			size_t n = len - done < sizeof(zeros) ?
 					   len - done : sizeof(zeros);
-			observer->write(observer->arg, d->path, off + done,
+			d->obs->write(d->obs->arg, d->path, off + done,
 					zeros, n);
 		}
 	}
@@ -256,8 +250,8 @@ int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 {
 	int ret = 0;
 
-	if (observer)
-		ret = observer->persist(observer->arg, d->path, off, len);
+	if (d->obs)
+		ret = d->obs->persist(d->obs->arg, d->path, off, len);
 	if (!ret && d->coarse)
 		ret = sync_pages(d->base + off, len);
 	else if (!ret)

@@ -40,6 +40,21 @@ static inline bool dg_latch_on(struct dg_latch *l)
 /* The reason, "" when not set. */
 void dg_latch_why(struct dg_latch *l, char *buf, size_t len);
 
+/*
+ * Test hook (DESIGN §7 crash states): every write and every persist of
+ * a device that has one is reported, in program order, before it
+ * happens. Per device, set through its volume: dg_vol_open_observed()
+ * and dg_vol_set_observer() (volume_i.h).
+ */
+struct dg_media_observer {
+	void (*write)(void *arg, const char *path, uint64_t off,
+		      const void *src, size_t len);
+	/* Nonzero (a negative errno): the persist fails with it, as a
+	 * device that cannot write back would (tests of the latch). */
+	int (*persist)(void *arg, const char *path, uint64_t off, size_t len);
+	void *arg;
+};
+
 /* One device of a volume. Reads are plain loads from base; every store
  * goes through dg_dev_write() and becomes durable at dg_dev_persist(). */
 struct dg_dev {
@@ -58,22 +73,8 @@ struct dg_dev {
 	pmem2_memset_fn memset_fn;
 	pmem2_persist_fn persist_fn; /* fine-grained devices only */
 	struct dg_latch *latch;	/* the volume's; NULL: failures only returned */
+	const struct dg_media_observer *obs; /* tests only; NULL */
 };
-
-/*
- * Test hook (DESIGN §7 crash states): when set, every write and every
- * persist of every device is reported, in program order, before it
- * happens. Process-wide; set it before opening the volume.
- */
-struct dg_media_observer {
-	void (*write)(void *arg, const char *path, uint64_t off,
-		      const void *src, size_t len);
-	/* Nonzero (a negative errno): the persist fails with it, as a
-	 * device that cannot write back would (tests of the latch). */
-	int (*persist)(void *arg, const char *path, uint64_t off, size_t len);
-	void *arg;
-};
-void dg_media_set_observer(const struct dg_media_observer *obs);
 
 /* Open path and map it whole. Takes an exclusive (or, read-only, shared)
  * lock on the file: -EBUSY if another process holds it; nolock (only

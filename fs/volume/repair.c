@@ -17,11 +17,12 @@
  * the next read, scrub or fsck finds it again and repeats the repair.
  * Nothing else is derived from a repair having happened, so no journal
  * entry is needed. The one repair with two steps, parity from verified
- * data (dg_repair_parity, verify.c), writes the parity pages durably, then their
- * checksums: a crash in between leaves parity that fails its checksum
- * (old bytes under a new checksum or new bytes under the old one, in
- * whatever order), never parity that verifies and disagrees with the
- * data (G2); the next scrub recomputes it the same way.
+ * data (dg_repair_parity, verify.c), writes the parity pages durably,
+ * then their checksums: a crash in between leaves parity that fails its
+ * checksum (old bytes under a new checksum or new bytes under the old
+ * one, in whatever order), never parity that verifies and disagrees
+ * with the data (G2); the next scrub recomputes it the same way. After a
+ * persist failed (media.h) nothing more is repaired.
  *
  * docs/integrity.md has the rules that decide what is proven.
  */

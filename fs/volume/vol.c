@@ -60,8 +60,10 @@ static int vol_init_core(struct dg_vol *vol)
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_SEALED_JOURNAL);
 	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
 	dg_latch_init(&vol->latch);
-	for (unsigned i = 0; i < vol->ndev; i++)
+	for (unsigned i = 0; i < vol->ndev; i++) {
 		vol->devs[i].latch = &vol->latch;
+		vol->devs[i].obs = vol->obs;
+	}
 	return dg_parity_init(vol);
 }
 
@@ -156,6 +158,14 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
 int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 		struct dg_vol **volp, char *errbuf, size_t errlen)
 {
+	return dg_vol_open_observed(paths, n, flags, NULL, volp, errbuf,
+				    errlen);
+}
+
+int dg_vol_open_observed(const char *const *paths, unsigned n,
+			 unsigned flags, const struct dg_media_observer *obs,
+			 struct dg_vol **volp, char *errbuf, size_t errlen)
+{
 	bool rdonly = flags & (DG_OPEN_RDONLY | DG_OPEN_NOLOCK);
 	bool degraded = flags & DG_OPEN_DEGRADED;
 	struct cand c[DG_MAX_DEVS];
@@ -183,6 +193,7 @@ int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 	vol = calloc(1, sizeof(*vol));
 	if (!vol)
 		return -ENOMEM;
+	vol->obs = obs;
 	ret = probe(c, n, rdonly, flags & DG_OPEN_NOLOCK, degraded, errbuf,
 		    errlen, &ref);
 	if (ret)
@@ -381,4 +392,12 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->generation = vol->sb.generation;
 	info->csum_pages = vol->sb.csum_pages;
 	info->jrnl_pages = vol->sb.jrnl_pages;
+}
+
+void dg_vol_set_observer(struct dg_vol *vol,
+			 const struct dg_media_observer *obs)
+{
+	vol->obs = obs;
+	for (unsigned i = 0; i < vol->ndev; i++)
+		vol->devs[i].obs = obs;
 }

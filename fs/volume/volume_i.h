@@ -57,6 +57,7 @@ struct dg_vol {
 	bool read_only, degraded;
 	uint32_t missing_mask;
 	struct dg_latch latch;			/* a persist failed: refuse writes */
+	const struct dg_media_observer *obs;	/* tests: media.h */
 
 	uint8_t *ec_matrix;			/* (k+parity) x k, ISA-L */
 	uint8_t *ec_tables;			/* encode tables, parity rows */
@@ -92,6 +93,17 @@ static inline pthread_rwlock_t *dg_row_lock(struct dg_vol *vol, uint64_t row)
 {
 	return &vol->row_locks[row % DG_ROW_LOCKS];
 }
+
+/* ---- vol.c: the media hook, for tests (media.h) ---------------------- */
+/* dg_vol_open() with every write and persist of the volume's devices,
+ * from the open's first on, reported to obs (tests/crash records the
+ * journal replay an open does). */
+int dg_vol_open_observed(const char *const *paths, unsigned n,
+			 unsigned flags, const struct dg_media_observer *obs,
+			 struct dg_vol **volp, char *errbuf, size_t errlen);
+/* From now on (NULL: no more). */
+void dg_vol_set_observer(struct dg_vol *vol,
+			 const struct dg_media_observer *obs);
 
 /* ---- geom.c ---------------------------------------------------------- */
 unsigned dg_row_parity_first(const struct dg_vol *vol, uint64_t row);

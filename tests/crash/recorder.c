@@ -275,15 +275,18 @@ struct crec *crec_start(const char *const *paths, unsigned n)
 	r->obs = (struct dg_media_observer){ obs_write, obs_persist, r };
 	r->recording = true;
 	active = r;
-	dg_media_set_observer(&r->obs);
 	return r;
+}
+
+const struct dg_media_observer *crec_observer(void)
+{
+	return active ? &active->obs : NULL;
 }
 
 void crec_stop(struct crec *r)
 {
 	if (active != r)
 		return;
-	dg_media_set_observer(NULL);
 	pthread_mutex_lock(&r->lock);
 	r->recording = false;
 	pthread_mutex_unlock(&r->lock);

@@ -4,6 +4,7 @@
  * the update all there or not at all, and redundancy consistent */
 #include "harness.h"
 #include "media.h"
+#include "volume_i.h"
 
 #define PG DG_PAGE_SIZE
 
@@ -66,11 +67,11 @@ static uint64_t fail_one(uint64_t k)
 	CHECK_EQ(dg_apply(vol, r, 2), 0);
 	r[0].data = new;
 	r[1].data = new + PG;
-	dg_media_set_observer(&obs);
+	dg_vol_set_observer(vol, &obs);
 	f.fail_at = k;
 	ret = dg_apply(vol, r, 2);
 	made = f.persists;
-	dg_media_set_observer(NULL);
+	dg_vol_set_observer(vol, NULL);
 	dg_vol_get_info(vol, &in);
 	if (k <= made) {
 		CHECK_EQ(ret, -EIO);
