@@ -332,33 +332,28 @@ int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
 
 int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino)
 {
+	struct dg_txn *txn = dg_txn_new(fs->vol);
 	struct dg_inode *ip;
 	struct dg_dinode saved;
-	struct dg_txn *txn;
-	bool changed;
+	bool changed = false;
 	int ret;
 
+	if (!txn)
+		return -ENOMEM;
 	pthread_rwlock_wrlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
 	ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
-	if (ret) {
-		pthread_rwlock_unlock(&fs->lock);
-		return ret;
+	if (!ret) {
+		saved = ip->d;
+		ret = dg_inode_kill_priv(fs, txn, ip, &changed);
+		if (!ret && changed)
+			ret = dg_inode_store(fs, txn, ip);
+		if (!ret && changed)
+			ret = dg_fs_commit(fs, txn);
+		if (ret)
+			ip->d = saved;
 	}
-	txn = dg_txn_new(fs->vol);
-	if (!txn) {
-		pthread_rwlock_unlock(&fs->lock);
-		return -ENOMEM;
-	}
-	saved = ip->d;
-	ret = dg_inode_kill_priv(fs, txn, ip, &changed);
-	if (!ret && changed)
-		ret = dg_inode_store(fs, txn, ip);
-	if (!ret && changed)
-		ret = dg_fs_commit(fs, txn);
-	if (ret)
-		ip->d = saved;
-	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
+	dg_txn_free(txn);
 	return ret;
 }
