@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fsys.h -- the filesystem layer: inodes, directories, extents, on the volume */
+/* fsys.h -- the filesystem layer: inodes, directories, extents, on volume.h */
 #ifndef DG_FS_H
 #define DG_FS_H
 

@@ -73,7 +73,7 @@ static bool seals_hold(const struct dg_vol *vol, const struct dg_djentry *e)
 	return true;
 }
 
-static uint64_t head_csum(const struct dg_vol *vol, const struct dg_djhead *h)
+uint64_t dg_jhead_csum(const struct dg_vol *vol, const struct dg_djhead *h)
 {
 	return XXH3_64bits_withSeed(h, offsetof(struct dg_djhead, csum),
 				    vol->seed);
@@ -86,7 +86,7 @@ bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
 		struct dg_djhead h;
 
 		memcpy(&h, area + s * DG_PAGE_SIZE, sizeof(h));
-		if (h.magic == DG_JHEAD_MAGIC && h.csum == head_csum(vol, &h))
+		if (h.magic == DG_JHEAD_MAGIC && h.csum == dg_jhead_csum(vol, &h))
 			return true;
 	}
 	for (uint64_t off = 2 * DG_PAGE_SIZE; off + sizeof(struct dg_djentry)
@@ -125,7 +125,7 @@ static void write_head(struct dg_vol *vol)
 	h.hseq = ++j->hseq;
 	h.tail_off = j->tail_off;
 	h.tail_seq = j->tail_seq;
-	h.csum = head_csum(vol, &h);
+	h.csum = dg_jhead_csum(vol, &h);
 	j->disk_tail_off = j->tail_off;
 	j->disk_tail_seq = j->tail_seq;
 	for (unsigned c = 0; c < j->ncopies; c++) {
@@ -157,7 +157,7 @@ static bool read_head(struct dg_vol *vol, struct dg_djhead *best)
 			       sizeof(h));
 			if (h.magic != DG_JHEAD_MAGIC ||
 			    memcmp(h.vol_uuid, vol->sb.vol_uuid, 16) ||
-			    h.csum != head_csum(vol, &h) ||
+			    h.csum != dg_jhead_csum(vol, &h) ||
 			    h.tail_off >= j->log_bytes ||
 			    h.tail_off % DG_JALIGN)
 				continue;

@@ -199,6 +199,16 @@ int dg_alloc_exact(struct dg_txn *txn, uint64_t want, uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);
 uint64_t dg_free_vpns(struct dg_vol *vol);
+/* vpns [0, this) hold the volume root and the allocation bitmap; 0
+ * when the bitmap is not loaded (DG_OPEN_FORMAT). */
+uint64_t dg_alloc_meta_vpns(struct dg_vol *vol);
+/* Where vpn's bit lives: bitmap page bvpn, byte off, which now holds
+ * byte (for daxguard-inject's logical faults). */
+void dg_alloc_bit(struct dg_vol *vol, uint64_t vpn, uint64_t *bvpn,
+		  uint32_t *off, uint8_t *byte);
+/* fsck: mark vpn used or free, in core and on the media (one update),
+ * whatever the bitmap said. */
+int dg_alloc_mark(struct dg_vol *vol, uint64_t vpn, bool used);
 
 /* ---- redundancy checks (verify.c) ----------------------------------- */
 

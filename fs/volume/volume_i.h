@@ -214,16 +214,34 @@ struct dg_csum_cursor;
 bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 		      uint8_t **pages, uint8_t **calc,
 		      struct dg_csum_cursor *cur);
+/*
+ * The row loop the scrub and fsck share (verify.c): every written row
+ * under its lock, its pages verified through the read path (repaired
+ * when writable) and its parity compared with parity computed from them
+ * (recomputed when repair); then the ditto copies. row() reports each
+ * written row under its lock: cs the checksums of its pages by device
+ * (DG_CSUM_NONE never written, 1 unknown), ok false when a page could
+ * not be read (parity not judged), stale the parity pages (bit j) that
+ * disagreed, fixed whether they were rewritten. after() runs after
+ * each row, outside its lock. 0, or a negative errno.
+ */
+struct dg_row_pass {
+	bool repair;
+	bool offline;		/* the only writer (fsck) */
+	dg_progress_fn progress;
+	void *parg;
+	void (*row)(void *arg, uint64_t row, const uint64_t *cs, bool ok,
+		    unsigned stale, bool fixed);
+	void (*after)(void *arg);
+	void *arg;
+};
+int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p);
 /* The parity pages of row, computed from its verified data, then their
  * checksums (a repair: repair.c). Caller holds the row lock. */
 int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc);
 /* Compare every ditto copy with its page (verified); rewrite those that
  * differ when repair. *stale counts them. Takes the row locks. */
 int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale);
-/* Give up the data page at vpn, no copy of which verifies: write data in
- * its place and recompute the row's parity from the pages as they are.
- * Takes the row lock. In verify.c; fsck uses it. */
-int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data);
 /* Read and verify (dev, row) into buf, repairing from the row when the
  * page is bad. Caller holds the row lock for writing (a repair writes).
  * *csum_out gets the page's checksum. */
@@ -255,6 +273,9 @@ bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
 		      uint64_t bytes);
 /* Write a fresh, empty journal header to every copy (mkfs). */
 void dg_journal_format(struct dg_vol *vol);
+/* The checksum that seals a journal header (fsck checks and writes
+ * headers too). */
+uint64_t dg_jhead_csum(const struct dg_vol *vol, const struct dg_djhead *h);
 
 /* ---- alloc.c --------------------------------------------------------- */
 int dg_alloc_load(struct dg_vol *vol);

@@ -1,649 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* check.c -- fsck services: superblocks, journal, redundancy, fs walk */
+/* check_fs.c -- fsck of the filesystem structures: a tolerant walk of
+ * inodes, extent maps and directories; counts, reachability and the
+ * allocation bitmap against what the walk found; page classes */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "xxh.h"
 
-#include "check.h"
-#include "csum.h"
+#include "fscheck.h"
 #include "fsys_i.h"
-#include "super.h"
-
-static void ev_init(struct dg_chk_event *ev, enum dg_chk_kind kind,
-		    const char *structure)
-{
-	memset(ev, 0, sizeof(*ev));
-	ev->kind = kind;
-	ev->dev = -1;
-	ev->page = -1;
-	ev->vpn = -1;
-	ev->structure = structure;
-}
-
-static void emit(dg_chk_fn fn, void *arg, struct dg_chk_event *ev)
-{
-	if (fn)
-		fn(arg, ev);
-}
-
-const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev)
-{
-	if (dev >= vol->ndev || !vol->devs[dev].present)
-		return NULL;
-	return vol->devs[dev].path;
-}
-
-uint64_t dg_super_page(struct dg_vol *vol, unsigned copy)
-{
-	return copy ? vol->sb.dev_pages - 1 : 0;
-}
-
-int dg_check_csum(struct dg_vol *vol, unsigned dev, uint64_t row,
-		  uint64_t *csum)
-{
-	int ret;
-
-	if (dev >= vol->ndev || row >= vol->sb.rows)
-		return -EINVAL;
-	if (!vol->redundancy) {
-		*csum = 1;
-		return 0;
-	}
-	pthread_rwlock_rdlock(dg_row_lock(vol, row));
-	ret = dg_csum_get(vol, dev, row, csum);
-	pthread_rwlock_unlock(dg_row_lock(vol, row));
-	return ret;
-}
-
-/* ---- superblocks ------------------------------------------------------ */
-
-int dg_check_supers(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
-{
-	struct dg_dsuper *want = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	int bad = 0;
-
-	if (!want)
-		return -ENOMEM;
-	repair = repair && !vol->read_only;
-	for (unsigned d = 0; d < vol->ndev; d++) {
-		struct dg_dev *dv = &vol->devs[d];
-
-		if (!dv->present)
-			continue;
-		*want = vol->sb;
-		want->dev_index = d;
-		memcpy(want->dev_uuid, vol->dev_uuid[d], 16);
-		dg_dsuper_seal(want);
-		for (unsigned c = 0; c < 2; c++) {
-			uint64_t off = dg_super_page(vol, c) << DG_PAGE_SHIFT;
-			const void *img = dg_dev_ptr(dv, off);
-			struct dg_dsuper tmp;
-			struct dg_chk_event ev;
-			int r;
-
-			if (!memcmp(img, want, DG_PAGE_SIZE))
-				continue;
-			r = dg_dsuper_decode(img, &tmp);
-			ev_init(&ev, r ? DG_CHK_SUPER_BAD : DG_CHK_SUPER_DIFFERS,
-				"superblock");
-			ev.dev = (int)d;
-			ev.page = (int64_t)dg_super_page(vol, c);
-			ev.fixable = true;
-			if (r)
-				snprintf(ev.detail, sizeof(ev.detail),
-					 "%s superblock copy fails validation "
-					 "(%s)", c ? "backup" : "primary",
-					 strerror(-r));
-			else
-				snprintf(ev.detail, sizeof(ev.detail),
-					 "%s superblock copy disagrees with the "
-					 "volume (generation %llu, volume %llu)",
-					 c ? "backup" : "primary",
-					 (unsigned long long)tmp.generation,
-					 (unsigned long long)vol->sb.generation);
-			snprintf(ev.action, sizeof(ev.action),
-				 "rewrite from the good copies");
-			if (repair) {
-				dg_repair_write(vol, d, off, want, DG_PAGE_SIZE);
-				ev.fixed = true;
-			}
-			bad++;
-			emit(fn, arg, &ev);
-		}
-	}
-	free(want);
-	return bad;
-}
-
-/* ---- journal ---------------------------------------------------------- */
-
-static uint64_t jhead_csum(const struct dg_vol *vol, const struct dg_djhead *h)
-{
-	return XXH3_64bits_withSeed(h, offsetof(struct dg_djhead, csum),
-				    vol->seed);
-}
-
-void dg_jhead_loc(struct dg_vol *vol, unsigned c, unsigned s, unsigned *dev,
-		  uint64_t *page, bool *newest)
-{
-	uint64_t start, pages;
-
-	dg_jrnl_loc(vol, c, dev, &start, &pages);
-	*page = start + s;
-	*newest = vol->jrnl.hseq % 2 == s;
-}
-
-enum { JH_ZERO, JH_VALID, JH_BAD, JH_ABSENT };
-
-static int jhead_state(struct dg_vol *vol, unsigned c, unsigned s,
-		       struct dg_djhead *h, unsigned *devp, uint64_t *offp)
-{
-	uint64_t page;
-	bool newest;
-	unsigned dev;
-	static const struct dg_djhead zero;
-
-	dg_jhead_loc(vol, c, s, &dev, &page, &newest);
-	*devp = dev;
-	*offp = page << DG_PAGE_SHIFT;
-	if (!vol->devs[dev].present)
-		return JH_ABSENT;
-	memcpy(h, dg_dev_ptr(&vol->devs[dev], *offp), sizeof(*h));
-	if (!memcmp(h, &zero, sizeof(*h)))
-		return JH_ZERO;
-	if (h->magic != DG_JHEAD_MAGIC ||
-	    memcmp(h->vol_uuid, vol->sb.vol_uuid, 16) ||
-	    h->csum != jhead_csum(vol, h) || h->hseq % 2 != s ||
-	    h->tail_off >= vol->jrnl.log_bytes || h->tail_off % DG_JALIGN)
-		return JH_BAD;
-	return JH_VALID;
-}
-
-int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
-{
-	struct dg_chk_event ev;
-	int bad = 0;
-	bool any_valid = false;
-
-	repair = repair && !vol->read_only;
-	for (unsigned s = 0; s < 2; s++) {
-		const unsigned n = dg_jrnl_ncopies(vol);
-		struct dg_djhead h[DG_MAX_PARITY + 1];
-		unsigned dev[DG_MAX_PARITY + 1];
-		uint64_t off[DG_MAX_PARITY + 1];
-		int st[DG_MAX_PARITY + 1], best = -1;
-
-		/* The copy of this slot with the highest hseq that verifies
-		 * is the slot; the others are stale, missing or damaged. */
-		for (unsigned c = 0; c < n; c++) {
-			st[c] = jhead_state(vol, c, s, &h[c], &dev[c], &off[c]);
-			if (st[c] == JH_VALID &&
-			    (best < 0 || h[c].hseq > h[best].hseq))
-				best = (int)c;
-		}
-		if (best >= 0)
-			any_valid = true;
-		for (unsigned c = 0; c < n; c++) {
-			if (st[c] == JH_ABSENT || (st[c] == JH_ZERO && best < 0))
-				continue;
-			if (st[c] == JH_VALID &&
-			    !memcmp(&h[c], &h[best], sizeof(h[c])))
-				continue;
-			ev_init(&ev, st[c] == JH_VALID ? DG_CHK_JHEAD_STALE
-						       : DG_CHK_JHEAD_BAD,
-				"journal");
-			ev.dev = (int)dev[c];
-			ev.page = (int64_t)(off[c] >> DG_PAGE_SHIFT);
-			if (best >= 0)
-				snprintf(ev.action, sizeof(ev.action),
-					 "copy from journal copy %d", best);
-			else
-				snprintf(ev.action, sizeof(ev.action),
-					 "clear the slot");
-			snprintf(ev.detail, sizeof(ev.detail),
-				 "journal copy %u header slot %u is %s", c, s,
-				 st[c] == JH_VALID ? "stale"
-				 : st[c] == JH_ZERO ? "missing" : "damaged");
-			ev.fixable = true;
-			if (repair) {
-				struct dg_djhead z = { 0 };
-
-				dg_repair_write(vol, dev[c], off[c],
-						best >= 0 ? &h[best] : &z,
-						sizeof(z));
-				ev.fixed = true;
-			}
-			bad++;
-			emit(fn, arg, &ev);
-		}
-	}
-	if (!any_valid) {
-		ev_init(&ev, DG_CHK_JHEAD_BAD, "journal");
-		snprintf(ev.detail, sizeof(ev.detail),
-			 "no journal header verifies on any copy");
-		snprintf(ev.action, sizeof(ev.action), "write a fresh header");
-		ev.fixable = true;
-		if (repair && !dg_journal_dirty(vol)) {
-			/* The open started an empty journal; make it durable. */
-			struct dg_djhead nh = { 0 };
-
-			nh.magic = DG_JHEAD_MAGIC;
-			memcpy(nh.vol_uuid, vol->sb.vol_uuid, 16);
-			nh.hseq = vol->jrnl.hseq + 2;
-			nh.tail_off = vol->jrnl.tail_off;
-			nh.tail_seq = vol->jrnl.tail_seq;
-			nh.csum = jhead_csum(vol, &nh);
-			for (unsigned c = 0; c < dg_jrnl_ncopies(vol); c++) {
-				unsigned dev;
-				uint64_t page;
-				bool newest;
-
-				dg_jhead_loc(vol, c, (unsigned)(nh.hseq % 2),
-					     &dev, &page, &newest);
-				dg_repair_write(vol, dev, page << DG_PAGE_SHIFT,
-						&nh, sizeof(nh));
-			}
-			vol->jrnl.hseq = nh.hseq;
-			ev.fixed = true;
-		}
-		bad++;
-		emit(fn, arg, &ev);
-	}
-	if (dg_journal_dirty(vol)) {
-		ev_init(&ev, DG_CHK_JOURNAL_PENDING, "journal");
-		snprintf(ev.detail, sizeof(ev.detail),
-			 "journal holds %llu committed updates not yet "
-			 "replayed",
-			 (unsigned long long)(vol->jrnl.head_seq -
-					      vol->jrnl.tail_seq));
-		snprintf(ev.action, sizeof(ev.action), "replay the journal");
-		ev.fixable = true;
-		bad++;
-		emit(fn, arg, &ev);
-	}
-	return bad;
-}
-
-/* ---- redundancy ------------------------------------------------------- */
-
-/* Findings are reported once per (kind, dev, page). */
-struct seen {
-	uint64_t *keys;
-	size_t cap, n;
-};
-
-static bool seen_add(struct seen *s, uint64_t key)
-{
-	size_t j;
-
-	key = key * 0x9e3779b97f4a7c15ull + 1;
-	if ((s->n + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint64_t *k = calloc(cap, sizeof(*k));
-
-		if (!k)
-			return true;
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->keys[i])
-				continue;
-			j = (s->keys[i] >> 7) & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = s->keys[i];
-		}
-		free(s->keys);
-		s->keys = k;
-		s->cap = cap;
-	}
-	j = (key >> 7) & (s->cap - 1);
-	while (s->keys[j]) {
-		if (s->keys[j] == key)
-			return false;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->keys[j] = key;
-	s->n++;
-	return true;
-}
-
-struct rctx {
-	struct dg_vol *vol;
-	bool repair;
-	dg_chk_fn fn;
-	void *arg;
-	uint64_t since;
-	struct seen seen;
-	/* Detections waiting for their outcome; a repair can detect
-	 * neighbours before the first detection is resolved. */
-	struct dg_chk_event pend[16];
-	int pres[16];		/* -1 open, DG_FAULT_REPAIRED, UNRECOVERABLE */
-	unsigned np;
-	uint64_t unrecoverable;
-};
-
-static void rflush_one(struct rctx *c, struct dg_chk_event *ev, int res)
-{
-	uint64_t key;
-
-	if (res == DG_FAULT_REPAIRED) {
-		ev->fixable = true;
-		ev->fixed = c->repair;
-	} else {
-		ev->fixable = false;
-		ev->fixed = false;
-		c->unrecoverable++;
-		if (!ev->action[0] || res < 0)
-			snprintf(ev->action, sizeof(ev->action),
-				 "none: cannot be verified or rebuilt");
-	}
-	key = ((uint64_t)ev->kind << 56) ^ ((uint64_t)(ev->dev + 1) << 48) ^
-	      (uint64_t)ev->page;
-	if (seen_add(&c->seen, key))
-		emit(c->fn, c->arg, ev);
-}
-
-static void rflush(struct rctx *c)
-{
-	for (unsigned i = 0; i < c->np; i++)
-		rflush_one(c, &c->pend[i], c->pres[i]);
-	c->np = 0;
-}
-
-static void fill_loc(struct rctx *c, struct dg_chk_event *ev, unsigned dev,
-		     uint64_t row, const char *what)
-{
-	struct dg_vol *vol = c->vol;
-
-	ev->dev = (int)dev;
-	if (!strcmp(what, "csum-page")) {
-		/* row is the checksum page index, dev its owner */
-		ev->page = (int64_t)dg_cpage_copy_page(vol, row, 0);
-		ev->structure = "checksum";
-	} else if (!strcmp(what, "csum-copy") || !strcmp(what, "cmap")) {
-		/* row is the device page of the copy */
-		ev->page = (int64_t)row;
-		ev->structure = "checksum";
-	} else if (!strcmp(what, "ditto")) {
-		/* row is the device page of the ditto copy */
-		ev->page = (int64_t)row;
-		ev->structure = "ditto copy";
-	} else {
-		ev->page = (int64_t)dg_row_page(vol, row);
-		if (dg_row_dev_is_parity(vol, row, dev)) {
-			ev->structure = "parity";
-		} else {
-			ev->structure = "data";
-			ev->vpn = (int64_t)dg_loc_vpn(vol, dev, row);
-		}
-	}
-}
-
-static void rdrain(struct rctx *c)
-{
-	struct dg_fault_event evs[64];
-	unsigned n;
-
-	while ((n = dg_vol_fault_events(c->vol, c->since, evs, 64)) > 0) {
-		for (unsigned i = 0; i < n; i++) {
-			struct dg_fault_event *f = &evs[i];
-			bool csum = !strncmp(f->what, "csum", 4) ||
-				    !strcmp(f->what, "cmap");
-			/* located by device page, not by data row */
-			bool byloc = csum || !strcmp(f->what, "ditto");
-			struct dg_chk_event *ev = NULL;
-			int j;
-
-			c->since = f->seq;
-			if (f->kind != DG_FAULT_DETECTED) {
-				/* the newest open detection of this page */
-				for (j = (int)c->np - 1; j >= 0; j--)
-					if (c->pres[j] < 0 &&
-					    c->pend[j].dev == (int)f->dev &&
-					    (byloc || c->pend[j].page ==
-					     (int64_t)dg_row_page(c->vol, f->row) ||
-					     c->pend[j].kind == DG_CHK_CSUM_BAD))
-						break;
-				if (j < 0 && c->np)
-					for (j = (int)c->np - 1; j >= 0; j--)
-						if (c->pres[j] < 0)
-							break;
-				if (j >= 0)
-					ev = &c->pend[j];
-			}
-			if (!ev) {
-				if (c->np == 16)
-					rflush(c);
-				j = (int)c->np++;
-				ev = &c->pend[j];
-				ev_init(ev, csum ? DG_CHK_CSUM_BAD
-						 : DG_CHK_PAGE_BAD, "data");
-				fill_loc(c, ev, f->dev, f->row, f->what);
-				snprintf(ev->detail, sizeof(ev->detail),
-					 "%s page fails verification (%s)",
-					 ev->structure, f->action);
-				c->pres[j] = -1;
-				if (f->kind == DG_FAULT_DETECTED)
-					continue;
-			}
-			if (c->pres[j] == DG_FAULT_UNRECOVERABLE)
-				continue;
-			c->pres[j] = (int)f->kind;
-			snprintf(ev->action, sizeof(ev->action), "%s",
-				 f->kind == DG_FAULT_REPAIRED ? f->action
-							      : "none");
-		}
-	}
-	rflush(c);
-}
-
-static bool row_written(struct dg_vol *vol, struct dg_csum_cursor *cur,
-			uint64_t row, uint64_t *cs)
-{
-	bool any = false;
-
-	for (unsigned d = 0; d < vol->ndev; d++) {
-		int r = dg_csum_lookup(vol, &cur[d], d, row, &cs[d]);
-
-		if (r < 0 || cs[d] != DG_CSUM_NONE)
-			any = true;
-		if (r < 0)
-			cs[d] = 1;
-	}
-	return any;
-}
-
-static void check_row(struct rctx *c, uint64_t row, uint8_t *mem,
-		      const uint64_t *cs, struct dg_chk_stats *st,
-		      struct dg_csum_cursor *cur)
-{
-	struct dg_vol *vol = c->vol;
-	unsigned k = vol->k, m = k + vol->parity;
-	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
-	bool any = false, fixed = false;
-
-	for (unsigned p = 0; p < m; p++) {
-		if (cs[dg_row_pos_dev(vol, row, p)] != DG_CSUM_NONE) {
-			st->pages_checked++;
-			st->bytes_checked += DG_PAGE_SIZE;
-		}
-	}
-	if (!dg_row_recompute(vol, row, mem, pages, calc, cur) || !vol->parity)
-		return;
-	for (unsigned j = 0; j < vol->parity; j++)
-		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
-			any = true;
-	/* parity last, and only from verified data */
-	if (any && c->repair)
-		fixed = dg_repair_parity(vol, row, calc) == 0;
-	for (unsigned j = 0; any && j < vol->parity; j++) {
-		unsigned dev = dg_row_parity_dev(vol, row, j);
-		struct dg_chk_event ev;
-
-		if (!memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
-			continue;
-		ev_init(&ev, DG_CHK_PARITY_STALE, "parity");
-		ev.dev = (int)dev;
-		ev.page = (int64_t)dg_row_page(vol, row);
-		ev.fixable = true;
-		snprintf(ev.detail, sizeof(ev.detail),
-			 "parity of row %llu disagrees with its verified data",
-			 (unsigned long long)row);
-		snprintf(ev.action, sizeof(ev.action),
-			 "recompute parity from the data");
-		ev.fixed = fixed && vol->devs[dev].present;
-		emit(c->fn, c->arg, &ev);
-	}
-}
-
-/*
- * Every checksum page, before any data is judged by it: the newest copy
- * that verifies wins, and every stale (older generation) or damaged copy
- * is a finding, rewritten from the winner when repairing (G6: a copy is
- * replaced only when a newer verified copy proves it wrong; data never
- * decides). A page of which no copy verifies, while the init map says it
- * was written, leaves the pages it covers unverifiable.
- */
-static void check_csum_pages(struct rctx *c, uint8_t *img)
-{
-	struct dg_vol *vol = c->vol;
-	unsigned flags = DG_CPX_QUIET | (c->repair ? DG_CPX_REPAIR : 0);
-
-	for (unsigned d = 0; d < vol->ndev; d++) {
-		for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
-			pthread_mutex_t *lk = &vol->csum_locks[dg_cpage_lock_idx(
-				dg_cpage_key(d, i))];
-			struct dg_cpage_view v;
-			struct dg_chk_event ev;
-			int r;
-
-			pthread_mutex_lock(lk);
-			dg_cpcache_drop(vol, d, i);
-			r = dg_cpage_examine(vol, d, i, img, &v, flags);
-			pthread_mutex_unlock(lk);
-			if (r < 0) {
-				ev_init(&ev, DG_CHK_CSUM_BAD, "checksum");
-				ev.dev = (int)d;
-				ev.page = (int64_t)dg_cpage_copy_page(vol, i, 0);
-				snprintf(ev.detail, sizeof(ev.detail),
-					 "no copy of checksum page %llu of device "
-					 "%u verifies: the pages it covers "
-					 "cannot be verified",
-					 (unsigned long long)i, d);
-				snprintf(ev.action, sizeof(ev.action),
-					 "none: cannot be verified or rebuilt");
-				c->unrecoverable++;
-				if (seen_add(&c->seen, ((uint64_t)ev.kind << 56) ^
-						       ((uint64_t)(ev.dev + 1) << 48) ^
-						       (uint64_t)ev.page))
-					emit(c->fn, c->arg, &ev);
-				continue;
-			}
-			for (unsigned k = 0; r > 0 && k < v.ncopies; k++) {
-				bool stale = v.state[k] == DG_COPY_STALE;
-
-				if (!stale && v.state[k] != DG_COPY_BAD)
-					continue;
-				ev_init(&ev, stale ? DG_CHK_CSUM_STALE
-						   : DG_CHK_CSUM_BAD,
-					"checksum");
-				ev.dev = (int)dg_cpage_copy_dev(vol, d, k);
-				ev.page = (int64_t)dg_cpage_copy_page(vol, i, k);
-				if (stale)
-					snprintf(ev.detail, sizeof(ev.detail),
-						 "copy %u of checksum page %llu "
-						 "of device %u is stale "
-						 "(generation %#llx, newest "
-						 "%#llx: lost writes)", k,
-						 (unsigned long long)i, d,
-						 (unsigned long long)v.copy_gen[k],
-						 (unsigned long long)v.gen);
-				else
-					snprintf(ev.detail, sizeof(ev.detail),
-						 "copy %u of checksum page %llu "
-						 "of device %u fails its seal",
-						 k, (unsigned long long)i, d);
-				snprintf(ev.action, sizeof(ev.action),
-					 "rewrite from copy %u (newest)",
-					 v.source);
-				ev.fixable = true;
-				ev.fixed = c->repair;
-				emit(c->fn, c->arg, &ev);
-			}
-		}
-	}
-}
-
-int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
-			void *arg, dg_progress_fn progress, void *parg,
-			struct dg_chk_stats *st)
-{
-	struct dg_csum_cursor cur[DG_MAX_DEVS];
-	uint64_t cs[DG_MAX_DEVS], before[DG_FAULT_NR], after[DG_FAULT_NR];
-	struct rctx c = { 0 };
-	uint8_t *mem;
-	int ret = 0;
-
-	memset(st, 0, sizeof(*st));
-	if (!vol->redundancy)
-		return 0;
-	c.vol = vol;
-	c.repair = repair && !vol->read_only;
-	c.fn = fn;
-	c.arg = arg;
-	/* Faults the open itself met (and, writable, repaired while
-	 * loading the root and bitmap) are findings of this pass too. */
-	c.since = 0;
-	mem = aligned_alloc(DG_PAGE_SIZE,
-			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
-	if (!mem)
-		return -ENOMEM;
-	for (unsigned d = 0; d < vol->ndev; d++)
-		dg_csum_cursor_init(&cur[d]);
-	/* Repair order: checksums first, then data from parity, parity
-	 * last and only from verified data (check_row). */
-	rdrain(&c);
-	check_csum_pages(&c, mem);
-	for (uint64_t row = 0; row < vol->sb.rows && !ret; row++) {
-		pthread_rwlock_t *lk = dg_row_lock(vol, row);
-
-		if (progress && row % 1024 == 0)
-			progress(parg, row, vol->sb.rows);
-		pthread_rwlock_wrlock(lk);
-		/* fsck is the volume's only writer: a checksum page looked
-		 * up for one row stays right for the next, except for what
-		 * this pass repaired (then look again). */
-		dg_vol_fault_counts(vol, before);
-		if (row_written(vol, cur, row, cs)) {
-			st->rows_checked++;
-			check_row(&c, row, mem, cs, st, cur);
-		}
-		dg_vol_fault_counts(vol, after);
-		if (memcmp(before, after, sizeof(before)))
-			for (unsigned d = 0; d < vol->ndev; d++)
-				cur[d].owner = -1;
-		pthread_rwlock_unlock(lk);
-		rdrain(&c);
-	}
-	rdrain(&c);
-	if (!ret) {
-		uint64_t stale;
-
-		ret = dg_ditto_check(vol, c.repair, &stale);
-		rdrain(&c);
-	}
-	if (progress)
-		progress(parg, vol->sb.rows, vol->sb.rows);
-	st->unrecoverable = c.unrecoverable;
-	for (unsigned d = 0; d < vol->ndev; d++)
-		dg_csum_cursor_fini(&cur[d]);
-	free(c.seen.keys);
-	free(mem);
-	return ret;
-}
 
 /* ---- filesystem walk ------------------------------------------------- */
 
@@ -705,7 +72,7 @@ static bool wask(struct walk *w, struct dg_chk_event *ev)
 	w->problems++;
 	ev->fixable = ev->fixable || ev->action[0];
 	fix = !w->classify_only && ev->fixable && w->ask &&
-	      !w->vol->read_only && w->ask(w->arg, ev);
+	      !dg_vol_read_only(w->vol) && w->ask(w->arg, ev);
 	return fix;
 }
 
@@ -715,7 +82,7 @@ static void wreport(struct walk *w, struct dg_chk_event *ev, bool fixed)
 	if (fixed)
 		w->fixes++;
 	if (!w->classify_only)
-		emit(w->fn, w->arg, ev);
+		dg_chk_emit(w->fn, w->arg, ev);
 }
 
 static void ino_loc(const struct walk *w, uint64_t ino, uint64_t *vpn,
@@ -787,7 +154,7 @@ static void unreadable(struct walk *w, uint64_t vpn, uint64_t ino,
 {
 	struct dg_chk_event ev;
 
-	ev_init(&ev, DG_CHK_UNREADABLE, what);
+	dg_chk_event_init(&ev, DG_CHK_UNREADABLE, what);
 	ev_vpn(w, &ev, vpn);
 	ev.ino = ino;
 	snprintf(ev.detail, sizeof(ev.detail), "%s page unreadable: %s",
@@ -910,7 +277,7 @@ static void load_extents(struct walk *w, uint64_t ino)
 		}
 		if (!mark(w, d->vpn, d->len, data_class(wi->d.mode), ino)) {
 			why = "extent maps pages another structure uses";
-			ev_init(&ev, DG_CHK_EXTENT_DUP, "extent");
+			dg_chk_event_init(&ev, DG_CHK_EXTENT_DUP, "extent");
 			cut_leaf = r.leaf;
 			cut_slot = r.slot - 1;
 			kept = d->fpage;
@@ -931,7 +298,7 @@ static void load_extents(struct walk *w, uint64_t ino)
 		 * off that page). Left alone, the volume does not mount. */
 		if (w->classify_only)
 			return;
-		ev_init(&ev, DG_CHK_EXTENTS_LOST, "extent");
+		dg_chk_event_init(&ev, DG_CHK_EXTENTS_LOST, "extent");
 		why = "extent page unreadable";
 		goto bad;
 	}
@@ -939,7 +306,7 @@ static void load_extents(struct walk *w, uint64_t ino)
 		why = r.why;
 	if (!why || w->classify_only)
 		return;
-	ev_init(&ev, DG_CHK_EXTENT_BAD, "extent");
+	dg_chk_event_init(&ev, DG_CHK_EXTENT_BAD, "extent");
 bad:
 	ev_ino(w, &ev, ino);
 	snprintf(ev.detail, sizeof(ev.detail), "inode %llu extent %u: %s",
@@ -1000,7 +367,7 @@ static void lose_inode_page(struct walk *w, uint32_t c, uint32_t p,
 		unreadable(w, vpn, 0, "inode", err);
 		return;
 	}
-	ev_init(&ev, DG_CHK_INODES_LOST, "inode");
+	dg_chk_event_init(&ev, DG_CHK_INODES_LOST, "inode");
 	ev_vpn(w, &ev, vpn);
 	snprintf(ev.detail, sizeof(ev.detail),
 		 "inode table page unreadable: inodes %llu-%llu are lost%s",
@@ -1030,7 +397,7 @@ static void load_itable(struct walk *w)
 
 		if (v0 < 1 || v0 + DG_ITABLE_CHUNK_PAGES > w->vpns ||
 		    !mark(w, v0, DG_ITABLE_CHUNK_PAGES, DG_PC_ITABLE, 0)) {
-			ev_init(&ev, DG_CHK_ITABLE, "inode");
+			dg_chk_event_init(&ev, DG_CHK_ITABLE, "inode");
 			ev.vpn = (int64_t)v0;
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "inode table chunk %u at vpn %llu is out of "
@@ -1060,7 +427,7 @@ static void load_itable(struct walk *w)
 					continue;
 				if (!mode_ok(wi->d.mode) ||
 				    wi->d.nextents > (1u << 26)) {
-					ev_init(&ev, DG_CHK_INODE_BAD, "inode");
+					dg_chk_event_init(&ev, DG_CHK_INODE_BAD, "inode");
 					ev_ino(w, &ev, ino);
 					snprintf(ev.detail, sizeof(ev.detail),
 						 "inode %llu: bad mode %#o or "
@@ -1094,7 +461,7 @@ static void load_itable(struct walk *w)
 		     !mark(w, wi->d.xattr_vpn, 1, DG_PC_XATTR, ino))) {
 			struct dg_chk_event ev;
 
-			ev_init(&ev, DG_CHK_EXTENT_BAD, "inode");
+			dg_chk_event_init(&ev, DG_CHK_EXTENT_BAD, "inode");
 			ev_ino(w, &ev, ino);
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "inode %llu: xattr page %llu out of range or "
@@ -1175,7 +542,7 @@ static void parse_dir_page(struct walk *w, uint64_t dir, uint64_t pg,
 
 			if (w->classify_only)
 				return;
-			ev_init(&ev, DG_CHK_DIRENT_BAD, "directory");
+			dg_chk_event_init(&ev, DG_CHK_DIRENT_BAD, "directory");
 			ev_vpn(w, &ev, vpn);
 			ev.ino = dir;
 			snprintf(ev.detail, sizeof(ev.detail),
@@ -1215,7 +582,7 @@ static void lose_dir_page(struct walk *w, uint64_t dir, uint64_t vpn,
 		unreadable(w, vpn, dir, "directory", err);
 		return;
 	}
-	ev_init(&ev, DG_CHK_DIR_LOST, "directory");
+	dg_chk_event_init(&ev, DG_CHK_DIR_LOST, "directory");
 	ev_vpn(w, &ev, vpn);
 	ev.ino = dir;
 	snprintf(ev.detail, sizeof(ev.detail),
@@ -1292,7 +659,7 @@ static void check_entries(struct walk *w)
 		struct dg_chk_event ev;
 
 		if (t && t->lost) {
-			ev_init(&ev, DG_CHK_FILE_LOST, "directory");
+			dg_chk_event_init(&ev, DG_CHK_FILE_LOST, "directory");
 			ev_ino(w, &ev, e->dir);
 			snprintf(ev.name, sizeof(ev.name), "%s", e->name);
 			snprintf(ev.detail, sizeof(ev.detail),
@@ -1305,7 +672,7 @@ static void check_entries(struct walk *w)
 			continue;
 		}
 		if (!t || !t->used || e->ino == DG_ROOT_INO) {
-			ev_init(&ev, DG_CHK_DIRENT_DANGLING, "directory");
+			dg_chk_event_init(&ev, DG_CHK_DIRENT_DANGLING, "directory");
 			ev_ino(w, &ev, e->dir);
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "entry '%s' in directory %llu names %s inode "
@@ -1318,7 +685,7 @@ static void check_entries(struct walk *w)
 			continue;
 		}
 		if (S_ISDIR(t->d.mode) && t->refs) {
-			ev_init(&ev, DG_CHK_DIR_MULTI, "directory");
+			dg_chk_event_init(&ev, DG_CHK_DIR_MULTI, "directory");
 			ev_ino(w, &ev, e->dir);
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "directory %llu has a second name '%s'",
@@ -1329,7 +696,7 @@ static void check_entries(struct walk *w)
 			continue;
 		}
 		if (e->type != dg_mode_dtype(t->d.mode)) {
-			ev_init(&ev, DG_CHK_DIRENT_TYPE, "directory");
+			dg_chk_event_init(&ev, DG_CHK_DIRENT_TYPE, "directory");
 			ev_ino(w, &ev, e->dir);
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "entry '%s' has type %u, inode %llu is type "
@@ -1405,7 +772,7 @@ static void check_counts(struct walk *w)
 
 			want = 2 + wi->subdirs;
 			if (par && wi->d.parent != par) {
-				ev_init(&ev, DG_CHK_DIR_PARENT, "inode");
+				dg_chk_event_init(&ev, DG_CHK_DIR_PARENT, "inode");
 				ev_ino(w, &ev, ino);
 				snprintf(ev.detail, sizeof(ev.detail),
 					 "directory %llu: parent %llu, should "
@@ -1428,7 +795,7 @@ static void check_counts(struct walk *w)
 		if (!wi->reached)
 			continue; /* orphans: lost+found sets the count */
 		if (wi->d.nlink != want) {
-			ev_init(&ev, DG_CHK_NLINK, "inode");
+			dg_chk_event_init(&ev, DG_CHK_NLINK, "inode");
 			ev_ino(w, &ev, ino);
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "inode %llu: link count %u, should be %u",
@@ -1443,7 +810,7 @@ static void check_counts(struct walk *w)
 			}
 		}
 		if (wi->d.blocks != blocks) {
-			ev_init(&ev, DG_CHK_BLOCKS, "inode");
+			dg_chk_event_init(&ev, DG_CHK_BLOCKS, "inode");
 			ev_ino(w, &ev, ino);
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "inode %llu: %llu blocks, should be %llu",
@@ -1470,13 +837,11 @@ static void check_bitmap(struct walk *w)
 		bool used = w->cls[v] != DG_PC_FREE, on;
 		struct dg_chk_event ev;
 
-		pthread_mutex_lock(&vol->alloc_lock);
-		on = vol->bitmap[v / 8] & (1u << (v % 8));
-		pthread_mutex_unlock(&vol->alloc_lock);
+		on = dg_vpn_allocated(vol, v);
 		if (used == on)
 			continue;
-		ev_init(&ev, used ? DG_CHK_BITMAP_MISSING : DG_CHK_BITMAP_LEAK,
-			"allocation");
+		dg_chk_event_init(&ev, used ? DG_CHK_BITMAP_MISSING
+					    : DG_CHK_BITMAP_LEAK, "allocation");
 		ev_vpn(w, &ev, v);
 		ev.ino = w->owner[v];
 		snprintf(ev.detail, sizeof(ev.detail),
@@ -1485,26 +850,10 @@ static void check_bitmap(struct walk *w)
 			 (unsigned long long)v, dg_pclass_name(w->cls[v]));
 		snprintf(ev.action, sizeof(ev.action), used ? "mark it used"
 							    : "mark it free");
-		if (wask(w, &ev)) {
-			uint8_t byte;
-			int r;
-
-			pthread_mutex_lock(&vol->alloc_lock);
-			if (used) {
-				vol->bitmap[v / 8] |= (uint8_t)(1u << (v % 8));
-				vol->free_vpns--;
-			} else {
-				vol->bitmap[v / 8] &= (uint8_t)~(1u << (v % 8));
-				vol->free_vpns++;
-			}
-			byte = vol->bitmap[v / 8];
-			pthread_mutex_unlock(&vol->alloc_lock);
-			r = wwrite(w, vol->bitmap_vpn + v / 8 / DG_PAGE_SIZE,
-				   (uint32_t)(v / 8 % DG_PAGE_SIZE), &byte, 1);
-			wreport(w, &ev, r == 0);
-		} else {
+		if (wask(w, &ev))
+			wreport(w, &ev, dg_alloc_mark(vol, v, used) == 0);
+		else
 			wreport(w, &ev, false);
-		}
 	}
 }
 
@@ -1530,7 +879,7 @@ static int walk_load(struct walk *w)
 	struct dg_chk_event ev;
 	int r;
 
-	w->vpns = vol->vpns;
+	w->vpns = dg_vol_vpns(vol);
 	w->root = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	w->page = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	if (!w->root || !w->page || !w->cls || !w->owner)
@@ -1542,8 +891,8 @@ static int walk_load(struct walk *w)
 	}
 	memcpy(&w->fsr, w->root->fs, sizeof(w->fsr));
 	if (w->fsr.magic != DG_FS_MAGIC || w->fsr.nchunks == 0 ||
-	    w->fsr.nchunks > DG_MAX_ICHUNKS || !vol->bitmap) {
-		ev_init(&ev, DG_CHK_FS_ROOT, "root");
+	    w->fsr.nchunks > DG_MAX_ICHUNKS || !dg_alloc_meta_vpns(vol)) {
+		dg_chk_event_init(&ev, DG_CHK_FS_ROOT, "root");
 		ev_vpn(w, &ev, 0);
 		snprintf(ev.detail, sizeof(ev.detail),
 			 "filesystem root record is invalid");
@@ -1553,14 +902,14 @@ static int walk_load(struct walk *w)
 		return -EUCLEAN;
 	}
 	mark(w, 0, 1, DG_PC_ROOT, 0);
-	mark(w, 1, vol->meta_vpns - 1, DG_PC_BITMAP, 0);
+	mark(w, 1, dg_alloc_meta_vpns(vol) - 1, DG_PC_BITMAP, 0);
 	w->icap = (uint64_t)w->fsr.nchunks * DG_INODES_PER_CHUNK;
 	w->in = calloc(w->icap, sizeof(*w->in));
 	if (!w->in)
 		return -ENOMEM;
 	load_itable(w);
 	if (!w->in[DG_ROOT_INO].used || !S_ISDIR(w->in[DG_ROOT_INO].d.mode)) {
-		ev_init(&ev, DG_CHK_FS_ROOT, "inode");
+		dg_chk_event_init(&ev, DG_CHK_FS_ROOT, "inode");
 		ev_ino(w, &ev, DG_ROOT_INO);
 		snprintf(ev.detail, sizeof(ev.detail),
 			 "root directory inode missing or not a directory");
@@ -1578,8 +927,8 @@ int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner)
 	struct walk w = { .vol = vol, .classify_only = true };
 	int ret;
 
-	w.cls = calloc(vol->vpns, 1);
-	w.owner = calloc(vol->vpns, sizeof(*w.owner));
+	w.cls = calloc(dg_vol_vpns(vol), 1);
+	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
 	ret = walk_load(&w);
 	walk_free(&w);
 	if (ret && ret != -EUCLEAN) {
@@ -1608,7 +957,7 @@ static void reconnect(struct walk *w)
 		if (!wi->used || wi->reached || wi->refs ||
 		    (!wi->d.nlink && !S_ISDIR(wi->d.mode)))
 			continue; /* nlink 0: an orphan the mount frees */
-		ev_init(&ev, DG_CHK_UNREACHABLE, "inode");
+		dg_chk_event_init(&ev, DG_CHK_UNREACHABLE, "inode");
 		ev_ino(w, &ev, ino);
 		snprintf(ev.detail, sizeof(ev.detail),
 			 "inode %llu (%s, %llu bytes) is not reachable from "
@@ -1672,8 +1021,8 @@ int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg)
 	struct walk w = { .vol = vol, .fn = fn, .ask = ask, .arg = arg };
 	int ret;
 
-	w.cls = calloc(vol->vpns, 1);
-	w.owner = calloc(vol->vpns, sizeof(*w.owner));
+	w.cls = calloc(dg_vol_vpns(vol), 1);
+	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
 	ret = walk_load(&w);
 	if (ret == 0) {
 		check_entries(&w);
@@ -1853,9 +1202,11 @@ static int lf_bitmap(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 		     bool missing, uint64_t *rng)
 {
 	struct dg_vol *vol = w->vol;
-	uint64_t lo = vol->meta_vpns, n = w->vpns - lo, start, v = 0;
+	uint64_t lo = dg_alloc_meta_vpns(vol), n = w->vpns - lo, start, v = 0;
 	struct dg_lf_write *x;
 	bool found = false;
+	uint64_t bvpn;
+	uint32_t boff;
 	uint8_t byte;
 
 	if (!missing && ino)
@@ -1865,9 +1216,7 @@ static int lf_bitmap(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 		bool on;
 
 		v = lo + (start + i) % n;
-		pthread_mutex_lock(&vol->alloc_lock);
-		on = vol->bitmap[v / 8] & (1u << (v % 8));
-		pthread_mutex_unlock(&vol->alloc_lock);
+		on = dg_vpn_allocated(vol, v);
 		if (missing)
 			found = on && w->cls[v] == DG_PC_FILE &&
 				(ino ? w->owner[v] == ino
@@ -1877,12 +1226,9 @@ static int lf_bitmap(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	}
 	if (!found)
 		return -ENOENT;
-	pthread_mutex_lock(&vol->alloc_lock);
-	byte = vol->bitmap[v / 8] ^ (uint8_t)(1u << (v % 8));
-	pthread_mutex_unlock(&vol->alloc_lock);
-	x = lf_add(lf, vol->bitmap_vpn + v / 8 / DG_PAGE_SIZE,
-		   (uint32_t)(v / 8 % DG_PAGE_SIZE), 1, "allocation");
-	x->data[0] = byte;
+	dg_alloc_bit(vol, v, &bvpn, &boff, &byte);
+	x = lf_add(lf, bvpn, boff, 1, "allocation");
+	x->data[0] = byte ^ (uint8_t)(1u << (v % 8));
 	lf->vpn = (int64_t)v;
 	lf->ino = missing ? w->owner[v] : 0;
 	if (missing)
@@ -1906,10 +1252,10 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 
 	memset(lf, 0, sizeof(*lf));
 	lf->vpn = -1;
-	if (vol->read_only)
+	if (dg_vol_read_only(vol))
 		return -EROFS;
-	w.cls = calloc(vol->vpns, 1);
-	w.owner = calloc(vol->vpns, sizeof(*w.owner));
+	w.cls = calloc(dg_vol_vpns(vol), 1);
+	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
 	ret = walk_load(&w);
 	if (ret)
 		goto out;
@@ -2063,14 +1409,11 @@ out:
 int dg_check_fuzz_page(struct dg_vol *vol, unsigned kind, const void *page)
 {
 	struct walk w = { .vol = vol, .classify_only = true };
-	struct dg_dsuper sb;
-	int ret = 0;
+	int ret;
 
 	switch (kind % 4) {
-	case 0:
-		return dg_dsuper_decode(page, &sb);
 	case 1: /* a directory page */
-		w.vpns = vol->vpns;
+		w.vpns = dg_vol_vpns(vol);
 		parse_dir_page(&w, 1, 0, 0, page);
 		ret = (int)w.nents;
 		walk_free(&w);
@@ -2080,11 +1423,7 @@ int dg_check_fuzz_page(struct dg_vol *vol, unsigned kind, const void *page)
 
 		return mode_ok(d->mode) ? 0 : -EUCLEAN;
 	}
-	default: { /* journal header */
-		struct dg_djhead h;
-
-		memcpy(&h, page, sizeof(h));
-		return h.csum == jhead_csum(vol, &h) ? 0 : -EUCLEAN;
-	}
+	default: /* superblocks and journal headers: the volume's */
+		return -EINVAL;
 	}
 }
