@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fscheck.h"
+#include "lfault.h"
 #include "devlist.h"
 #include "json.h"
 #include "util.h"

@@ -11,6 +11,7 @@
 
 #include "fscheck.h"
 #include "fsys_i.h"
+#include "walk.h"
 
 /* ---- filesystem walk ------------------------------------------------- */
 
@@ -23,47 +24,6 @@ const char *dg_pclass_name(enum dg_pclass c)
 
 	return c < DG_PC_NR ? n[c] : "?";
 }
-
-struct went {			/* a directory entry as found */
-	uint64_t dir, ino;
-	uint64_t fpage;		/* dirent page (file page of the dir) */
-	uint32_t off;
-	uint8_t type;
-	bool dead;		/* removed by a repair */
-	char *name;
-};
-
-struct wino {
-	bool used, bad;
-	bool lost;		/* its inode table page was given up */
-	struct dg_dinode d;
-	struct dg_dextent *ext;
-	uint32_t next;
-	uint64_t *emap;
-	uint32_t nemap;
-	uint32_t refs, subdirs;
-	uint64_t first_parent;	/* dir of the first entry naming it */
-	bool reached;
-};
-
-struct walk {
-	struct dg_vol *vol;
-	dg_chk_fn fn;
-	dg_chk_ask_fn ask;
-	void *arg;
-	bool classify_only;
-	uint64_t vpns;
-	uint8_t *cls;
-	uint64_t *owner;
-	struct dg_droot *root;
-	struct dg_dfsroot fsr;
-	uint64_t icap;
-	struct wino *in;
-	struct went *ents;
-	size_t nents, capents;
-	uint8_t *page;
-	unsigned fixes, problems;
-};
 
 static bool wask(struct walk *w, struct dg_chk_event *ev)
 {
@@ -85,8 +45,8 @@ static void wreport(struct walk *w, struct dg_chk_event *ev, bool fixed)
 		dg_chk_emit(w->fn, w->arg, ev);
 }
 
-static void ino_loc(const struct walk *w, uint64_t ino, uint64_t *vpn,
-		    uint32_t *off)
+void dg_walk_ino_loc(const struct walk *w, uint64_t ino, uint64_t *vpn,
+		     uint32_t *off)
 {
 	uint64_t slot = ino % DG_INODES_PER_CHUNK;
 
@@ -116,7 +76,7 @@ static int store_inode(struct walk *w, uint64_t ino)
 	uint64_t vpn;
 	uint32_t off;
 
-	ino_loc(w, ino, &vpn, &off);
+	dg_walk_ino_loc(w, ino, &vpn, &off);
 	return wwrite(w, vpn, off, &w->in[ino].d, sizeof(w->in[ino].d));
 }
 
@@ -127,7 +87,7 @@ static void ev_ino(struct walk *w, struct dg_chk_event *ev, uint64_t ino)
 
 	ev->ino = ino;
 	if (ino / DG_INODES_PER_CHUNK < w->fsr.nchunks) {
-		ino_loc(w, ino, &vpn, &off);
+		dg_walk_ino_loc(w, ino, &vpn, &off);
 		ev->vpn = (int64_t)vpn;
 		if (vpn < w->vpns) {
 			struct dg_loc l = dg_vpn_loc(w->vol, vpn);
@@ -479,7 +439,7 @@ static void load_itable(struct walk *w)
 	}
 }
 
-static void ext_lookup(const struct wino *wi, uint64_t fpage, uint64_t *vpn)
+void dg_walk_ext_lookup(const struct wino *wi, uint64_t fpage, uint64_t *vpn)
 {
 	*vpn = 0;
 	for (uint32_t i = 0; i < wi->next; i++)
@@ -630,7 +590,7 @@ static int kill_entry(struct walk *w, struct went *e)
 	struct wino *dp = &w->in[e->dir];
 	uint64_t vpn, zero = 0;
 
-	ext_lookup(dp, e->fpage, &vpn);
+	dg_walk_ext_lookup(dp, e->fpage, &vpn);
 	if (!vpn)
 		return -EIO;
 	e->dead = true;
@@ -651,7 +611,7 @@ static void drop_entry(struct walk *w, struct dg_chk_event *ev,
 	e->dead = true;
 }
 
-static void check_entries(struct walk *w)
+void dg_walk_check_entries(struct walk *w)
 {
 	for (size_t i = 0; i < w->nents; i++) {
 		struct went *e = &w->ents[i];
@@ -709,7 +669,7 @@ static void check_entries(struct walk *w)
 				uint8_t ty = dg_mode_dtype(t->d.mode);
 				uint64_t vpn;
 
-				ext_lookup(dp, e->fpage, &vpn);
+				dg_walk_ext_lookup(dp, e->fpage, &vpn);
 				e->type = ty;
 				wreport(w, &ev, vpn && wwrite(w, vpn, e->off +
 					offsetof(struct dg_ddirent, type), &ty,
@@ -726,7 +686,7 @@ static void check_entries(struct walk *w)
 	}
 }
 
-static void reach(struct walk *w)
+void dg_walk_reach(struct walk *w)
 {
 	uint64_t *q = calloc(w->icap + 1, sizeof(*q));
 	size_t h = 0, t = 0;
@@ -857,7 +817,7 @@ static void check_bitmap(struct walk *w)
 	}
 }
 
-static void walk_free(struct walk *w)
+void dg_walk_free(struct walk *w)
 {
 	if (w->in)
 		for (uint64_t i = 0; i < w->icap; i++) {
@@ -873,7 +833,7 @@ static void walk_free(struct walk *w)
 }
 
 /* Load the root records and every structure, tolerantly. */
-static int walk_load(struct walk *w)
+int dg_walk_load(struct walk *w)
 {
 	struct dg_vol *vol = w->vol;
 	struct dg_chk_event ev;
@@ -929,8 +889,8 @@ int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner)
 
 	w.cls = calloc(dg_vol_vpns(vol), 1);
 	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
-	ret = walk_load(&w);
-	walk_free(&w);
+	ret = dg_walk_load(&w);
+	dg_walk_free(&w);
 	if (ret && ret != -EUCLEAN) {
 		free(w.cls);
 		free(w.owner);
@@ -1023,385 +983,20 @@ int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg)
 
 	w.cls = calloc(dg_vol_vpns(vol), 1);
 	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
-	ret = walk_load(&w);
+	ret = dg_walk_load(&w);
 	if (ret == 0) {
-		check_entries(&w);
-		reach(&w);
+		dg_walk_check_entries(&w);
+		dg_walk_reach(&w);
 		check_counts(&w);
 		check_bitmap(&w);
 		reconnect(&w);
 	}
-	walk_free(&w);
+	dg_walk_free(&w);
 	free(w.cls);
 	free(w.owner);
 	if (ret == -EUCLEAN)
 		ret = 0; /* reported */
 	return ret < 0 ? ret : (int)w.problems;
-}
-
-/* ---- logical faults ------------------------------------------------- */
-
-static uint64_t lf_rnd(uint64_t *st)
-{
-	uint64_t z = (*st += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* A regular file whose structures are all consistent: one name, every
- * extent good and inline (maxext: at most that many). */
-static bool lf_plain_file(const struct walk *w, uint64_t ino,
-			  uint32_t maxext)
-{
-	const struct wino *wi = &w->in[ino];
-
-	return ino > DG_ROOT_INO && ino < w->icap && wi->used && !wi->bad &&
-	       S_ISREG(wi->d.mode) && wi->reached && wi->refs == 1 &&
-	       wi->d.nlink == 1 && !wi->d.map_flags && wi->next >= 1 &&
-	       wi->next == wi->d.nextents && wi->next <= maxext;
-}
-
-/* ino when given and fitting, else a fitting file chosen by rng. */
-static uint64_t lf_pick_file(const struct walk *w, uint64_t ino,
-			     uint32_t maxext, uint64_t below, uint64_t *rng)
-{
-	uint64_t n = 0, k;
-
-	if (ino)
-		return lf_plain_file(w, ino, maxext) && ino < below ? ino : 0;
-	for (uint64_t i = 2; i < w->icap && i < below; i++)
-		n += lf_plain_file(w, i, maxext);
-	if (!n)
-		return 0;
-	k = lf_rnd(rng) % n;
-	for (uint64_t i = 2; i < w->icap && i < below; i++)
-		if (lf_plain_file(w, i, maxext) && k-- == 0)
-			return i;
-	return 0;
-}
-
-static struct dg_lf_write *lf_add(struct dg_lfault *lf, uint64_t vpn,
-				  uint32_t off, uint32_t len,
-				  const char *structure)
-{
-	struct dg_lf_write *x = &lf->w[lf->nw++];
-
-	x->vpn = vpn;
-	x->off = off;
-	x->len = len;
-	x->structure = structure;
-	return x;
-}
-
-static void lf_inode(struct walk *w, struct dg_lfault *lf, uint64_t ino,
-		     const struct dg_dinode *d)
-{
-	struct dg_lf_write *x;
-	uint64_t vpn;
-	uint32_t off;
-
-	ino_loc(w, ino, &vpn, &off);
-	x = lf_add(lf, vpn, off, sizeof(*d), "inode");
-	memcpy(x->data, d, sizeof(*d));
-}
-
-static const struct went *lf_entry_of(const struct walk *w, uint64_t ino)
-{
-	for (size_t i = 0; i < w->nents; i++)
-		if (!w->ents[i].dead && w->ents[i].ino == ino)
-			return &w->ents[i];
-	return NULL;
-}
-
-/* A record naming a free inode slot, placed as dg_dir_add() would: in
- * a deleted record big enough (keeping its reclen), else at the tail of
- * the last page; -ENOSPC when neither has room. */
-static int lf_dangling(struct walk *w, struct dg_lfault *lf, uint64_t dir,
-		       uint64_t *rng)
-{
-	struct wino *dp = &w->in[dir];
-	uint64_t pages = dp->d.size / DG_PAGE_SIZE, vpn = 0, start, ino = 0;
-	struct dg_ddirent *r;
-	struct dg_lf_write *x;
-	uint32_t off = 0, need, wlen = 0, reclen = 0;
-	bool reused = false;
-	size_t nlen;
-	int ret;
-
-	if (!pages)
-		return -ENOSPC;
-	start = 2 + lf_rnd(rng) % (w->icap - 2);
-	for (uint64_t i = 0; i < w->icap - 2; i++) {
-		uint64_t c = 2 + (start - 2 + i) % (w->icap - 2);
-
-		if (!w->in[c].used && !w->in[c].bad && !w->in[c].d.mode) {
-			ino = c;
-			break;
-		}
-	}
-	if (!ino)
-		return -ENOENT;
-	snprintf(lf->name, sizeof(lf->name), "dangling-%llu",
-		 (unsigned long long)ino);
-	for (size_t i = 0; i < w->nents; i++)
-		if (w->ents[i].dir == dir && !strcmp(w->ents[i].name, lf->name))
-			return -EEXIST;
-	nlen = strlen(lf->name);
-	need = (uint32_t)((sizeof(*r) + nlen + 7) & ~7u);
-	for (uint64_t pg = 0; pg < pages && !wlen; pg++) {
-		ext_lookup(dp, pg, &vpn);
-		if (!vpn)
-			return -ENOSPC;
-		ret = dg_read(w->vol, vpn, 1, w->page);
-		if (ret)
-			return ret;
-		for (off = 0; off + sizeof(*r) <= DG_PAGE_SIZE;
-		     off += r->reclen) {
-			r = (struct dg_ddirent *)(w->page + off);
-			if (r->reclen == 0)
-				break;
-			if (!r->ino && r->reclen >= need) {
-				/* reuse: the record keeps its length */
-				reclen = r->reclen;
-				wlen = (uint32_t)(sizeof(*r) + nlen);
-				reused = true;
-				break;
-			}
-		}
-	}
-	if (!wlen) {
-		/* off: the tail of the last page, read last */
-		if (off + need > DG_PAGE_SIZE)
-			return -ENOSPC;
-		reclen = need;
-		/* the record and, when there is room, the end marker */
-		wlen = need + (off + need + sizeof(*r) <= DG_PAGE_SIZE
-				       ? (uint32_t)sizeof(*r) : 0);
-	}
-	x = lf_add(lf, vpn, off, wlen, "directory");
-	memset(x->data, 0, sizeof(x->data));
-	r = (struct dg_ddirent *)x->data;
-	r->ino = ino;
-	r->reclen = (uint16_t)reclen;
-	r->namelen = (uint8_t)nlen;
-	r->type = DT_REG;
-	memcpy(r + 1, lf->name, nlen);
-	lf->dir = dir;
-	lf->other = ino;
-	snprintf(lf->detail, sizeof(lf->detail),
-		 "entry '%s' (%s record) added to directory %llu naming free "
-		 "inode %llu", lf->name, reused ? "reused" : "new",
-		 (unsigned long long)dir, (unsigned long long)ino);
-	return 0;
-}
-
-/* A data page (of ino when given) or a free page, by rng. */
-static int lf_bitmap(struct walk *w, struct dg_lfault *lf, uint64_t ino,
-		     bool missing, uint64_t *rng)
-{
-	struct dg_vol *vol = w->vol;
-	uint64_t lo = dg_alloc_meta_vpns(vol), n = w->vpns - lo, start, v = 0;
-	struct dg_lf_write *x;
-	bool found = false;
-	uint64_t bvpn;
-	uint32_t boff;
-	uint8_t byte;
-
-	if (!missing && ino)
-		return -EINVAL;
-	start = lf_rnd(rng) % n;
-	for (uint64_t i = 0; i < n && !found; i++) {
-		bool on;
-
-		v = lo + (start + i) % n;
-		on = dg_vpn_allocated(vol, v);
-		if (missing)
-			found = on && w->cls[v] == DG_PC_FILE &&
-				(ino ? w->owner[v] == ino
-				     : lf_plain_file(w, w->owner[v], UINT32_MAX));
-		else
-			found = !on && w->cls[v] == DG_PC_FREE;
-	}
-	if (!found)
-		return -ENOENT;
-	dg_alloc_bit(vol, v, &bvpn, &boff, &byte);
-	x = lf_add(lf, bvpn, boff, 1, "allocation");
-	x->data[0] = byte ^ (uint8_t)(1u << (v % 8));
-	lf->vpn = (int64_t)v;
-	lf->ino = missing ? w->owner[v] : 0;
-	if (missing)
-		snprintf(lf->detail, sizeof(lf->detail),
-			 "bit of vpn %llu (used by inode %llu) cleared",
-			 (unsigned long long)v, (unsigned long long)lf->ino);
-	else
-		snprintf(lf->detail, sizeof(lf->detail),
-			 "bit of free vpn %llu set", (unsigned long long)v);
-	return 0;
-}
-
-int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
-		    uint64_t ino, uint64_t seed, struct dg_lfault *lf)
-{
-	struct walk w = { .vol = vol, .classify_only = true };
-	uint64_t rng = seed, f;
-	unsigned sub = (unsigned)(seed % 2);
-	struct dg_dinode d;
-	int ret;
-
-	memset(lf, 0, sizeof(*lf));
-	lf->vpn = -1;
-	if (dg_vol_read_only(vol))
-		return -EROFS;
-	w.cls = calloc(dg_vol_vpns(vol), 1);
-	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
-	ret = walk_load(&w);
-	if (ret)
-		goto out;
-	check_entries(&w);
-	reach(&w);
-	if (w.problems) {
-		ret = -EUCLEAN; /* damaged already: plan nothing on it */
-		goto out;
-	}
-	ret = -ENOENT;
-	switch (target) {
-	case DG_LF_INODE:
-		f = lf_pick_file(&w, ino, UINT32_MAX, UINT64_MAX, &rng);
-		if (!f)
-			break;
-		d = w.in[f].d;
-		lf->kind = sub ? "nlink-1" : "nlink+1";
-		lf->ino = f;
-		lf->before = d.nlink;
-		d.nlink = sub ? d.nlink - 1 : d.nlink + 1;
-		lf->after = d.nlink;
-		lf_inode(&w, lf, f, &d);
-		snprintf(lf->detail, sizeof(lf->detail),
-			 "inode %llu: link count %llu -> %llu",
-			 (unsigned long long)f,
-			 (unsigned long long)lf->before,
-			 (unsigned long long)lf->after);
-		ret = 0;
-		break;
-	case DG_LF_DIRECTORY:
-		if (sub == 0) {
-			const struct went *e;
-			struct dg_lf_write *x;
-			uint64_t vpn, zero = 0;
-
-			lf->kind = "orphan";
-			f = lf_pick_file(&w, ino, UINT32_MAX, UINT64_MAX, &rng);
-			e = f ? lf_entry_of(&w, f) : NULL;
-			if (!e)
-				break;
-			ext_lookup(&w.in[e->dir], e->fpage, &vpn);
-			if (!vpn)
-				break;
-			x = lf_add(lf, vpn, e->off +
-				   (uint32_t)offsetof(struct dg_ddirent, ino),
-				   sizeof(zero), "directory");
-			memcpy(x->data, &zero, sizeof(zero));
-			lf->ino = f;
-			lf->dir = e->dir;
-			snprintf(lf->name, sizeof(lf->name), "%s", e->name);
-			snprintf(lf->detail, sizeof(lf->detail),
-				 "entry '%s' of directory %llu, the only name "
-				 "of inode %llu, removed", e->name,
-				 (unsigned long long)e->dir,
-				 (unsigned long long)f);
-			ret = 0;
-			break;
-		}
-		lf->kind = "dangling";
-		if (ino) {
-			const struct went *e;
-
-			if (ino >= w.icap || !w.in[ino].used)
-				break;
-			if (!S_ISDIR(w.in[ino].d.mode)) {
-				e = lf_entry_of(&w, ino);
-				if (!e)
-					break;
-				ino = e->dir;
-			}
-			ret = lf_dangling(&w, lf, ino, &rng);
-			break;
-		}
-		/* The root first, then any directory with room. */
-		for (uint64_t i = DG_ROOT_INO; i < w.icap && ret; i++)
-			if (w.in[i].used && w.in[i].reached &&
-			    S_ISDIR(w.in[i].d.mode))
-				ret = lf_dangling(&w, lf, i, &rng);
-		break;
-	case DG_LF_ALLOCATION:
-		lf->kind = sub ? "bitmap-leak" : "bitmap-missing";
-		ret = lf_bitmap(&w, lf, ino, !sub, &rng);
-		break;
-	case DG_LF_EXTENT:
-		if (sub == 1) {
-			lf->kind = "blocks";
-			f = lf_pick_file(&w, ino, UINT32_MAX, UINT64_MAX, &rng);
-			if (!f)
-				break;
-			d = w.in[f].d;
-			lf->ino = f;
-			lf->before = d.blocks;
-			lf->after = ++d.blocks;
-			lf_inode(&w, lf, f, &d);
-			snprintf(lf->detail, sizeof(lf->detail),
-				 "inode %llu: block count %llu -> %llu",
-				 (unsigned long long)f,
-				 (unsigned long long)lf->before,
-				 (unsigned long long)lf->after);
-			ret = 0;
-			break;
-		}
-		lf->kind = "extent-dup";
-		{
-			uint64_t b = 0;
-			uint32_t k;
-			struct dg_dextent *e;
-
-			/* A (higher inode, so the walk meets it second and
-			 * it is the one repaired) takes B's first pages. */
-			f = lf_pick_file(&w, ino, DG_INLINE_EXTENTS,
-					 UINT64_MAX, &rng);
-			if (f)
-				b = lf_pick_file(&w, 0, UINT32_MAX, f, &rng);
-			if (!f || !b)
-				break;
-			d = w.in[f].d;
-			k = d.nextents - 1;
-			e = &d.inl[k];
-			lf->ino = f;
-			lf->other = b;
-			lf->fpage = e->fpage;
-			lf->pages = e->len;
-			e->vpn = w.in[b].ext[0].vpn;
-			if (e->len > w.in[b].ext[0].len)
-				e->len = w.in[b].ext[0].len;
-			lf_inode(&w, lf, f, &d);
-			snprintf(lf->detail, sizeof(lf->detail),
-				 "inode %llu extent %u (file pages %llu+%llu) "
-				 "remapped onto vpn %llu+%u of inode %llu",
-				 (unsigned long long)f, k,
-				 (unsigned long long)lf->fpage,
-				 (unsigned long long)lf->pages,
-				 (unsigned long long)e->vpn, e->len,
-				 (unsigned long long)b);
-			ret = 0;
-		}
-		break;
-	default:
-		ret = -EINVAL;
-	}
-out:
-	walk_free(&w);
-	free(w.cls);
-	free(w.owner);
-	return ret;
 }
 
 /* ---- fuzzing --------------------------------------------------------- */
@@ -1416,7 +1011,7 @@ int dg_check_fuzz_page(struct dg_vol *vol, unsigned kind, const void *page)
 		w.vpns = dg_vol_vpns(vol);
 		parse_dir_page(&w, 1, 0, 0, page);
 		ret = (int)w.nents;
-		walk_free(&w);
+		dg_walk_free(&w);
 		return ret;
 	case 2: { /* an inode record */
 		const struct dg_dinode *d = page;
