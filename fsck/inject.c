@@ -44,10 +44,10 @@ static const char help_text[] =
 	"  -V, --version        show the version and exit\n"
 	"\n"
 	"logical (unmounted volume; checksums stay valid): WHAT is inode,\n"
-	"directory, allocation or extent; --seed picks the sub-kind, --file the\n"
-	"file. DEV... as separate arguments or one list separated by ',' or\n"
-	"':'. Numbers take the suffixes K, M, G, T. Exit status: 0 done, 1\n"
-	"failed or bad usage.\n";
+	"directory, allocation, extent or xattr; --seed picks the sub-kind,\n"
+	"--file the file. DEV... as separate arguments or one list separated\n"
+	"by ',' or ':'. Numbers take the suffixes K, M, G, T. Exit status: 0\n"
+	"done, 1 failed or bad usage.\n";
 
 static uint64_t rng_state;
 
@@ -816,6 +816,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 	static const struct { enum target t; enum dg_lf_target lt; } map[] = {
 		{ T_INODE, DG_LF_INODE }, { T_DIR, DG_LF_DIRECTORY },
 		{ T_ALLOC, DG_LF_ALLOCATION }, { T_EXTENT, DG_LF_EXTENT },
+		{ T_XATTR, DG_LF_XATTR },
 	};
 	char err[512] = "", path[512] = "", other[512] = "", dir[512] = "";
 	char entry[1024] = "";
@@ -830,7 +831,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 			lt = (int)map[i].lt;
 	if (lt < 0)
 		usage_error("--fault logical needs --target inode, directory, "
-			    "allocation or extent");
+			    "allocation, extent or xattr");
 	ret = dg_vol_open(s->paths, s->n, 0, &s->vol, err, sizeof(err));
 	if (ret == -EBUSY)
 		die("the volume is mounted or in use: logical faults are "

@@ -7,6 +7,7 @@
  * plans on the filesystem walk (walk.h), private to this layer.
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,37 @@ static int lf_bitmap(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	return 0;
 }
 
+/* A file's extended attribute page claims more bytes than a page holds:
+ * the page verifies, its records cannot be parsed (EUCLEAN inside). */
+static int lf_xattr(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+		    uint64_t *rng)
+{
+	uint64_t n = 0, k, f = 0;
+	uint32_t used = DG_PAGE_SIZE + 4;
+	struct dg_lf_write *x;
+
+	for (uint64_t i = 2; i < w->icap; i++)
+		n += (!ino || i == ino) && lf_plain_file(w, i, UINT32_MAX) &&
+		     w->in[i].d.xattr_vpn;
+	if (!n)
+		return -ENOENT;
+	k = lf_rnd(rng) % n;
+	for (uint64_t i = 2; i < w->icap && !f; i++)
+		if ((!ino || i == ino) && lf_plain_file(w, i, UINT32_MAX) &&
+		    w->in[i].d.xattr_vpn && k-- == 0)
+			f = i;
+	lf->kind = "xattr-garbage";
+	lf->ino = f;
+	x = lf_add(lf, w->in[f].d.xattr_vpn,
+		   offsetof(struct dg_dxattr_hdr, used), sizeof(used), "xattr");
+	memcpy(x->data, &used, sizeof(used));
+	snprintf(lf->detail, sizeof(lf->detail),
+		 "inode %llu: xattr page %llu says %u bytes are used",
+		 (unsigned long long)f,
+		 (unsigned long long)w->in[f].d.xattr_vpn, used);
+	return 0;
+}
+
 int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		    uint64_t ino, uint64_t seed, struct dg_lfault *lf)
 {
@@ -312,6 +344,9 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 	case DG_LF_ALLOCATION:
 		lf->kind = sub ? "bitmap-leak" : "bitmap-missing";
 		ret = lf_bitmap(&w, lf, ino, !sub, &rng);
+		break;
+	case DG_LF_XATTR:
+		ret = lf_xattr(&w, lf, ino, &rng);
 		break;
 	case DG_LF_EXTENT:
 		if (sub == 1) {

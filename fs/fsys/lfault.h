@@ -19,11 +19,14 @@
  *   DG_LF_EXTENT      0 "extent-dup": a file's last extent remapped onto
  *                       the first pages of a file with a lower inode
  *                     1 "blocks": a file's block count one too high
+ *   DG_LF_XATTR       "xattr-garbage": a file's xattr page claims more
+ *                       bytes than a page (fsck does not parse xattr
+ *                       pages: only the daemon meets it, as EIO)
  * ino (0: chosen by seed) is the file to damage; for "dangling" a
  * directory (or a file: its directory). -ENOENT: no fitting structure.
  */
 enum dg_lf_target { DG_LF_INODE, DG_LF_DIRECTORY, DG_LF_ALLOCATION,
-		    DG_LF_EXTENT };
+		    DG_LF_EXTENT, DG_LF_XATTR };
 #define DG_LF_MAX_WRITES 2u
 struct dg_lf_write {
 	uint64_t vpn;

@@ -64,6 +64,38 @@ def test_unreadable_xattr_page_gives_eio(volume_factory):
     assert not (v.mnt / "g").exists()
 
 
+def test_unparsable_xattr_page_gives_eio_not_euclean(volume_factory):
+    """A page that verifies but whose records make no sense (a logical
+    fault: daxguard-inject writes it through the engine) is EUCLEAN
+    inside the engine; applications see EIO, from every xattr call, and
+    from a write by another user, which must read the page to drop the
+    file's capabilities."""
+    v = volume_factory()
+    v.mkfs()
+    v.mount("allow_other")
+    for d in v.mnt.parents:            # another user reaches the mount
+        if str(d).startswith("/tmp/pytest-of-"):
+            os.chmod(d, 0o755)
+    f = v.mnt / "f"
+    f.write_bytes(b"data")
+    os.setxattr(f, "user.a", b"1")
+    os.chmod(f, 0o666)
+    v.umount()
+    rep, _ = inject(v.devs, "logical", "xattr", extra=["--file", "/f"])
+    assert rep["kind"] == "xattr-garbage", rep
+    v.expect_log(r"corrupt .*xattr page|filesystem update failed|"
+                 r"refusing further changes")
+    v.mount("allow_other")
+    expect_errno(os.getxattr, f, "user.a")
+    expect_errno(os.listxattr, f)
+    expect_errno(os.setxattr, f, "user.b", b"2")
+    expect_errno(os.removexattr, f, "user.a")
+    p = run_as(NOBODY, ["dd", "if=/dev/zero", f"of={f}", "bs=1", "count=1",
+                        "conv=notrunc", "status=none"])
+    assert p.returncode != 0 and "Input/output error" in p.stderr, p
+    assert f.read_bytes() == b"data"
+
+
 def test_unreadable_data_page_gives_eio(volume_factory):
     v = volume_factory()
     v.mkfs()
