@@ -387,7 +387,8 @@ static void load_itable(struct walk *w)
 					continue;
 				if (!mode_ok(wi->d.mode) ||
 				    wi->d.nextents > (1u << 26)) {
-					dg_chk_event_init(&ev, DG_CHK_INODE_BAD, "inode");
+					dg_chk_event_init(&ev, DG_CHK_INODE_BAD,
+							  "inode");
 					ev_ino(w, &ev, ino);
 					snprintf(ev.detail, sizeof(ev.detail),
 						 "inode %llu: bad mode %#o or "
@@ -632,7 +633,8 @@ void dg_walk_check_entries(struct walk *w)
 			continue;
 		}
 		if (!t || !t->used || e->ino == DG_ROOT_INO) {
-			dg_chk_event_init(&ev, DG_CHK_DIRENT_DANGLING, "directory");
+			dg_chk_event_init(&ev, DG_CHK_DIRENT_DANGLING,
+					  "directory");
 			ev_ino(w, &ev, e->dir);
 			snprintf(ev.detail, sizeof(ev.detail),
 				 "entry '%s' in directory %llu names %s inode "
@@ -732,7 +734,8 @@ static void check_counts(struct walk *w)
 
 			want = 2 + wi->subdirs;
 			if (par && wi->d.parent != par) {
-				dg_chk_event_init(&ev, DG_CHK_DIR_PARENT, "inode");
+				dg_chk_event_init(&ev, DG_CHK_DIR_PARENT,
+						  "inode");
 				ev_ino(w, &ev, ino);
 				snprintf(ev.detail, sizeof(ev.detail),
 					 "directory %llu: parent %llu, should "

@@ -255,8 +255,9 @@ ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
 			char path[256];
 
 			dg_fs_path(fs, ino, path, sizeof(path));
-			dg_log(DG_LOG_ERR, "read error ino=%" PRIu64 " path=%s "
-			       "page=%" PRIu64 " err=%d", ino, path, p, ret);
+			dg_vol_log(fs->vol, DG_LOG_ERR,
+				   "read error ino=%" PRIu64 " path=%s page=%"
+				   PRIu64 " err=%d", ino, path, p, ret);
 			break;
 		}
 		p += run;

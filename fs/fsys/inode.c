@@ -115,8 +115,9 @@ int dg_fs_commit(struct dg_fs *fs, struct dg_txn *txn)
 	if (ret && !fs->broken) {
 		/* In-core state ran ahead of the media: stop changing it. */
 		fs->broken = true;
-		dg_log(DG_LOG_ERR, "filesystem update failed (%s): refusing "
-		       "further changes until remount", strerror(-ret));
+		dg_vol_log(fs->vol, DG_LOG_ERR,
+			   "filesystem update failed (%s): refusing "
+			   "further changes until remount", strerror(-ret));
 	}
 	return ret;
 }

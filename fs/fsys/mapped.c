@@ -379,8 +379,9 @@ void dg_fmap_delete(struct dg_fmap *m)
 			/* mtime moves once per map that committed, as the
 			 * kernel updates it lazily for shared maps. */
 			if (record_map(fs, ip, false, m->committed))
-				dg_log(DG_LOG_WARNING, "libcommit unmap ino=%"
-				       PRIu64 ": map record left set", m->ino);
+				dg_vol_log(m->fs->vol, DG_LOG_WARNING,
+					   "libcommit unmap ino=%" PRIu64
+					   ": map record left set", m->ino);
 			pthread_rwlock_unlock(&ip->lock);
 		}
 		pthread_rwlock_unlock(&fs->lock);
@@ -437,9 +438,10 @@ static int repair_page(struct dg_fmap *m, uint64_t p)
 	bad = check_lines(m, p, 0, LINES_PER_PAGE);
 	if (bad >= 0) {
 		/* dg_read verified and rewrote the page: it is right. */
-		dg_log(DG_LOG_WARNING, "libcommit ino=%" PRIu64 " page=%" PRIu64
-		       " line checksums rebuilt from the verified page",
-		       m->ino, m->fp0 + p);
+		dg_vol_log(vol, DG_LOG_WARNING,
+			   "libcommit ino=%" PRIu64 " page=%" PRIu64
+			   " line checksums rebuilt from the verified page",
+			   m->ino, m->fp0 + p);
 		page_csums(vol, m->vpn[p], buf, m->lcs + p * LINES_PER_PAGE);
 	}
 	dg_vpn_release(vol, m->vpn[p]);
@@ -612,9 +614,10 @@ void dg_fmap_recover(struct dg_fs *fs)
 
 		if (!ip || !ip->d.map_flags)
 			continue;
-		dg_log(DG_LOG_NOTICE, "libcommit map of ino=%" PRIu64 " gen=%"
-		       PRIu64 " was open at a crash: the file holds its last "
-		       "completed sync", ino, ip->d.map_gen);
+		dg_vol_log(fs->vol, DG_LOG_NOTICE,
+			   "libcommit map of ino=%" PRIu64 " gen=%" PRIu64
+			   " was open at a crash: the file holds its last "
+			   "completed sync", ino, ip->d.map_gen);
 		if (record_map(fs, ip, false, true))
 			return;
 	}

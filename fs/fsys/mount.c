@@ -54,9 +54,10 @@ static int load_chunk_pages(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 		fs->lost_ino = n;
 		fs->lost_ino[fs->nlost++] = first;
 		memset(pg, 0, DG_PAGE_SIZE);
-		dg_log(DG_LOG_ERR, "inode table page of inodes %" PRIu64
-		       "-%" PRIu64 " is unreadable: their names give EIO "
-		       "until fsck", first, first + DG_INODES_PER_PAGE - 1);
+		dg_vol_log(fs->vol, DG_LOG_ERR,
+			   "inode table page of inodes %" PRIu64
+			   "-%" PRIu64 " is unreadable: their names give EIO "
+			   "until fsck", first, first + DG_INODES_PER_PAGE - 1);
 	}
 	return 0;
 }
@@ -95,9 +96,10 @@ static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 			fs->gen_counter = d->generation;
 		ret = dg_ext_load(fs, ip);
 		if (ret == -EIO) {
-			dg_log(DG_LOG_ERR, "inode %" PRIu64 ": an extent page "
-			       "is unreadable: its data gives EIO until fsck",
-			       ino);
+			dg_vol_log(fs->vol, DG_LOG_ERR,
+				   "inode %" PRIu64 ": an extent page is "
+				   "unreadable: its data gives EIO until fsck",
+				   ino);
 			ip->damaged = true;
 			ret = 0;
 		}
@@ -114,11 +116,13 @@ static void free_orphans(struct dg_fs *fs)
 		struct dg_inode *ip = fs->itab[ino];
 
 		if (ip && ip->d.nlink == 0 && ip->damaged) {
-			dg_log(DG_LOG_WARNING, "orphan inode %" PRIu64 " is "
-			       "damaged: left for fsck", ino);
+			dg_vol_log(fs->vol, DG_LOG_WARNING,
+				   "orphan inode %" PRIu64 " is "
+				   "damaged: left for fsck", ino);
 		} else if (ip && ip->d.nlink == 0) {
-			dg_log(DG_LOG_NOTICE, "freeing orphan inode %" PRIu64,
-			       ino);
+			dg_vol_log(fs->vol, DG_LOG_NOTICE,
+				   "freeing orphan inode %" PRIu64,
+				   ino);
 			dg_inode_maybe_destroy(fs, ip);
 		}
 	}

@@ -241,7 +241,8 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 undo:
 	/* Nothing reached the media: put the parent back as it was. */
 	if (dg_dir_find(dp->dir, name))
-		dg_log(DG_LOG_ERR, "create '%s' half-done in core", name);
+		dg_vol_log(fs->vol, DG_LOG_ERR,
+			   "create '%s' half-done in core", name);
 	dp->d = dsaved;
 	dg_ext_load(fs, dp);
 	dg_inode_discard(fs, ip);

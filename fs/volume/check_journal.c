@@ -72,9 +72,10 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 			if (st[c] == JH_VALID &&
 			    !memcmp(&h[c], &h[best], sizeof(h[c])))
 				continue;
-			dg_chk_event_init(&ev, st[c] == JH_VALID ? DG_CHK_JHEAD_STALE
+			dg_chk_event_init(&ev, st[c] == JH_VALID
+						       ? DG_CHK_JHEAD_STALE
 						       : DG_CHK_JHEAD_BAD,
-				"journal");
+					  "journal");
 			ev.dev = (int)dev[c];
 			ev.page = (int64_t)(off[c] >> DG_PAGE_SHIFT);
 			if (best >= 0)

@@ -159,7 +159,8 @@ static void rdrain(struct rctx *c)
 				j = (int)c->np++;
 				ev = &c->pend[j];
 				dg_chk_event_init(ev, csum ? DG_CHK_CSUM_BAD
-						 : DG_CHK_PAGE_BAD, "data");
+							  : DG_CHK_PAGE_BAD,
+						  "data");
 				fill_loc(c, ev, f->dev, f->row, f->what);
 				snprintf(ev->detail, sizeof(ev->detail),
 					 "%s page fails verification (%s)",
@@ -246,7 +247,8 @@ static void check_csum_pages(struct rctx *c, uint8_t *img)
 			r = dg_cpage_examine(vol, d, i, img, &v, flags);
 			pthread_mutex_unlock(lk);
 			if (r < 0) {
-				dg_chk_event_init(&ev, DG_CHK_CSUM_BAD, "checksum");
+				dg_chk_event_init(&ev, DG_CHK_CSUM_BAD,
+						  "checksum");
 				ev.dev = (int)d;
 				ev.page = (int64_t)dg_cpage_copy_page(vol, i, 0);
 				snprintf(ev.detail, sizeof(ev.detail),
@@ -268,9 +270,10 @@ static void check_csum_pages(struct rctx *c, uint8_t *img)
 
 				if (!stale && v.state[k] != DG_COPY_BAD)
 					continue;
-				dg_chk_event_init(&ev, stale ? DG_CHK_CSUM_STALE
-						   : DG_CHK_CSUM_BAD,
-					"checksum");
+				dg_chk_event_init(&ev, stale
+							  ? DG_CHK_CSUM_STALE
+							  : DG_CHK_CSUM_BAD,
+						  "checksum");
 				ev.dev = (int)dg_cpage_copy_dev(vol, d, k);
 				ev.page = (int64_t)dg_cpage_copy_page(vol, i, k);
 				if (stale)

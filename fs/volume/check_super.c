@@ -64,8 +64,9 @@ int dg_check_supers(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 			if (!memcmp(img, want, DG_PAGE_SIZE))
 				continue;
 			r = dg_dsuper_decode(img, &tmp);
-			dg_chk_event_init(&ev, r ? DG_CHK_SUPER_BAD : DG_CHK_SUPER_DIFFERS,
-				"superblock");
+			dg_chk_event_init(&ev, r ? DG_CHK_SUPER_BAD
+						   : DG_CHK_SUPER_DIFFERS,
+					  "superblock");
 			ev.dev = (int)d;
 			ev.page = (int64_t)dg_super_page(vol, c);
 			ev.fixable = true;

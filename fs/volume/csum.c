@@ -334,9 +334,10 @@ int dg_cmap_load(struct dg_vol *vol)
 			 * take them all as written, so a lost checksum page
 			 * reads as EIO rather than as zeros. */
 			memset(u, 0xff, bytes);
-			dg_log(DG_LOG_ERR, "no copy of checksum init map page "
-			       "%" PRIu64 " verifies: its checksum pages "
-			       "must verify to be read", p);
+			dg_vol_log(vol, DG_LOG_ERR,
+				   "no copy of checksum init map page "
+				   "%" PRIu64 " verifies: its checksum pages "
+				   "must verify to be read", p);
 			dg_fault_note(vol, DG_FAULT_DETECTED, 0,
 				      vol->sb.cmap_start + p, "cmap",
 				      "no copy verifies");

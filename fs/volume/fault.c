@@ -28,9 +28,10 @@ void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 	snprintf(ev->what, sizeof(ev->what), "%s", what);
 	snprintf(ev->action, sizeof(ev->action), "%s", action);
 	pthread_mutex_unlock(&vol->fault_lock);
-	dg_log(kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR : DG_LOG_WARNING,
-	       "fault %s dev=%u row=%" PRIu64 " what=%s action=%s",
-	       fault_names[kind], dev, row, what, action);
+	dg_vol_log(vol, kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR
+						       : DG_LOG_WARNING,
+		   "fault %s dev=%u row=%" PRIu64 " what=%s action=%s",
+		   fault_names[kind], dev, row, what, action);
 }
 
 void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR])

@@ -396,8 +396,9 @@ static int recover(struct dg_vol *vol)
 	j->head_seq = seq;
 	if (n == 0)
 		goto out;
-	dg_log(DG_LOG_NOTICE, "journal replay entries=%" PRIu64
-	       " first_seq=%" PRIu64 " pages=%zu", n, j->tail_seq, nt);
+	dg_vol_log(vol, DG_LOG_NOTICE,
+		   "journal replay entries=%" PRIu64
+		   " first_seq=%" PRIu64 " pages=%zu", n, j->tail_seq, nt);
 	/* The redone bytes must be durable before redundancy is derived
 	 * from them and before the journal forgets them. */
 	for (size_t i = 0; i < nt; i++)
@@ -442,8 +443,9 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 			return -ENXIO;
 	}
 	if (!read_head(vol, &h)) {
-		dg_log(DG_LOG_WARNING, "journal header unreadable on every "
-		       "copy: starting an empty journal");
+		dg_vol_log(vol, DG_LOG_WARNING,
+			   "journal header unreadable on every "
+			   "copy: starting an empty journal");
 		h.hseq = 0;
 		h.tail_off = 0;
 		h.tail_seq = 1;

@@ -269,8 +269,9 @@ static void scrub_row(void *arg, uint64_t row, const uint64_t *cs, bool ok,
 		return;
 	s->rep->parity_mismatch++;
 	s->rep->parity_fixed += fixed;
-	dg_log(DG_LOG_WARNING, "parity mismatch row=%" PRIu64 "%s", row,
-	       fixed ? " action=recomputed" : "");
+	dg_vol_log(s->vol, DG_LOG_WARNING,
+		   "parity mismatch row=%" PRIu64 "%s", row,
+		   fixed ? " action=recomputed" : "");
 }
 
 int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,

@@ -32,6 +32,14 @@ void dg_log(enum dg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* True if a message at level would be emitted. */
 bool dg_log_enabled(enum dg_log_level level);
+/* A volume's messages go to its own sink once set here (func NULL:
+ * stderr), at up to level; until then, and for what is said outside any
+ * volume, to the process's above. Call before other threads use vol. */
+void dg_vol_set_log(struct dg_vol *vol, dg_log_func func,
+		    enum dg_log_level level);
+/* Say something about vol (NULL: the process's sink). */
+void dg_vol_log(const struct dg_vol *vol, enum dg_log_level level,
+		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- formatting (format.c) ------------------------------------------ */
 
@@ -385,8 +393,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "daxguard's on-media format is little endian");
 
 #define DG_CORRUPT(vol, fmt, ...)                                          \
-	((void)(vol), dg_log(DG_LOG_ERR, "corrupt %s:%d " fmt, __FILE__, __LINE__, \
-		##__VA_ARGS__),                                            \
+	(dg_vol_log((vol), DG_LOG_ERR, "corrupt %s:%d " fmt, __FILE__,     \
+		    __LINE__, ##__VA_ARGS__),                              \
 	 -EUCLEAN)
 
 static inline uint64_t dg_div_up(uint64_t a, uint64_t b)

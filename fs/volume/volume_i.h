@@ -58,6 +58,10 @@ struct dg_vol {
 	uint32_t missing_mask;
 	struct dg_latch latch;			/* a persist failed: refuse writes */
 	const struct dg_media_observer *obs;	/* tests: media.h */
+	/* log.c: this volume's sink, when log_own; else the process's. */
+	dg_log_func log_func;
+	enum dg_log_level log_level;
+	bool log_own;
 
 	uint8_t *ec_matrix;			/* (k+parity) x k, ISA-L */
 	uint8_t *ec_tables;			/* encode tables, parity rows */
