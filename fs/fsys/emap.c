@@ -3,7 +3,7 @@
  *
  * The one parser of the on-media extent format (format.h): the mount
  * path builds its in-core leaves from it (extent.c) and fsck its walk
- * (check.c). Every value is checked before it is used, so a damaged
+ * (check_fs.c). Every value is checked before it is used, so a damaged
  * inode or chain page ends the walk with a reason, never a wild read.
  */
 #include <string.h>
