@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "check.h"
+#include "fscheck.h"
 #include "problem.h"
 
 /* fsck(8) exit bits (e2fsck FSCK_*). */

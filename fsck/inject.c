@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "lfault.h"
 #include "devlist.h"
 #include "json.h"
 #include "util.h"
@@ -30,7 +30,8 @@ static const char help_text[] =
 	"  -k, --fault KIND     bitflip scribble zero lost-write misdirect\n"
 	"                       device-loss stale-device logical\n"
 	"  -t, --target WHAT    data directory inode extent allocation checksum\n"
-	"                       parity superblock journal any (default any)\n"
+	"                       parity superblock journal xattr any (default\n"
+	"                       any)\n"
 	"  -F, --file PATH      damage this file of the volume (with data)\n"
 	"  -c, --count N        faults to inject, 1 to 1000 (default 1)\n"
 	"  -s, --seed S         seed of the random choices (default: the time)\n"
@@ -43,10 +44,10 @@ static const char help_text[] =
 	"  -V, --version        show the version and exit\n"
 	"\n"
 	"logical (unmounted volume; checksums stay valid): WHAT is inode,\n"
-	"directory, allocation or extent; --seed picks the sub-kind, --file the\n"
-	"file. DEV... as separate arguments or one list separated by ',' or\n"
-	"':'. Numbers take the suffixes K, M, G, T. Exit status: 0 done, 1\n"
-	"failed or bad usage.\n";
+	"directory, allocation, extent or xattr; --seed picks the sub-kind,\n"
+	"--file the file. DEV... as separate arguments or one list separated\n"
+	"by ',' or ':'. Numbers take the suffixes K, M, G, T. Exit status: 0\n"
+	"done, 1 failed or bad usage.\n";
 
 static uint64_t rng_state;
 
@@ -70,12 +71,14 @@ static const char *const kinds[] = { "bitflip", "scribble", "zero",
 				     "lost-write", "misdirect",
 				     "device-loss", "stale-device", "logical",
 				     NULL };
+/* T_XATTR comes after T_JOURNAL: "any" picks among the targets up to
+ * T_JOURNAL, so a seed hits what it hit before xattr pages were one. */
 enum target { T_DATA, T_DIR, T_INODE, T_EXTENT, T_ALLOC, T_CSUM, T_PARITY,
-	      T_SUPER, T_JOURNAL, T_ANY };
+	      T_SUPER, T_JOURNAL, T_XATTR, T_ANY };
 static const char *const targets[] = { "data", "directory", "inode",
 				       "extent", "allocation", "checksum",
 				       "parity", "superblock", "journal",
-				       "any", NULL };
+				       "xattr", "any", NULL };
 
 static int lookup(const char *const *tab, const char *s)
 {
@@ -198,6 +201,8 @@ static bool class_fits(enum target t, uint8_t c)
 		return c == DG_PC_EMAP;
 	case T_ALLOC:
 		return c == DG_PC_ROOT || c == DG_PC_BITMAP;
+	case T_XATTR:
+		return c == DG_PC_XATTR;
 	default:
 		return c != DG_PC_FREE;
 	}
@@ -811,6 +816,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 	static const struct { enum target t; enum dg_lf_target lt; } map[] = {
 		{ T_INODE, DG_LF_INODE }, { T_DIR, DG_LF_DIRECTORY },
 		{ T_ALLOC, DG_LF_ALLOCATION }, { T_EXTENT, DG_LF_EXTENT },
+		{ T_XATTR, DG_LF_XATTR },
 	};
 	char err[512] = "", path[512] = "", other[512] = "", dir[512] = "";
 	char entry[1024] = "";
@@ -825,7 +831,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 			lt = (int)map[i].lt;
 	if (lt < 0)
 		usage_error("--fault logical needs --target inode, directory, "
-			    "allocation or extent");
+			    "allocation, extent or xattr");
 	ret = dg_vol_open(s->paths, s->n, 0, &s->vol, err, sizeof(err));
 	if (ret == -EBUSY)
 		die("the volume is mounted or in use: logical faults are "

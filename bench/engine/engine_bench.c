@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "volume.h"
+#include "fsys.h"
 #include "util.h"
 
 /*

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "volume.h"
+#include "fsys.h"
 #include "util.h"
 
 /*

@@ -146,7 +146,7 @@ static int describe_dev(struct dg_daemon *dd, unsigned d, struct commit_dev *v)
 	ssize_t n;
 	int fd;
 
-	fd = dg_fs_dev_open_ro(dd->fs, d);
+	fd = dg_vol_dev_open_ro(dd->vol, d);
 	if (fd < 0)
 		return fd;
 	memset(v, 0, sizeof(*v));

@@ -231,7 +231,8 @@ static void status_json(struct dg_daemon *dd, struct out *o,
 	json_add_str(r, "uuid", uuid);
 	json_add_bytes(r, "label", in->label);
 	json_add_bytes(r, "mountpoint", dd->mountpoint);
-	json_add_str(r, "health", needs_fsck	 ? "needs_fsck"
+	json_add_str(r, "health", in->failed[0] ? "failed"
+				  : needs_fsck	 ? "needs_fsck"
 				  : nlost_files ? "data_lost"
 				  : in->degraded ? "degraded"
 						 : "ok");
@@ -242,6 +243,7 @@ static void status_json(struct dg_daemon *dd, struct out *o,
 	json_add_str(r, "redundancy", in->no_redundancy ? "none" : "full");
 	json_add_bool(r, "degraded", in->degraded);
 	json_add_bool(r, "read_only", in->read_only);
+	json_add_bytes(r, "failed", in->failed[0] ? in->failed : NULL);
 	json_add_u64(r, "capacity_bytes", in->vpns * DG_PAGE_SIZE);
 	json_add_u64(r, "free_bytes", in->free_vpns * DG_PAGE_SIZE);
 	json_add_u64(r, "generation", in->generation);
@@ -274,7 +276,8 @@ static void status_json(struct dg_daemon *dd, struct out *o,
 }
 
 /*
- * Health, worst first: "needs fsck" (metadata lost: only fsck gives it
+ * Health, worst first: "FAILED" (a persist failed: the volume turned
+ * read-only, with the reason), "needs fsck" (metadata lost: only fsck gives it
  * up), "errors: data lost" (a file has pages nothing can recover; they
  * stay reported until the file no longer holds them), "DEGRADED" (a
  * device missing), else "ok" (zpool status, btrfs device stats).
@@ -286,7 +289,7 @@ static void status(struct dg_daemon *dd, struct out *o, bool json,
 	struct dg_fs_damage dmg;
 	struct damaged *d;
 	uint64_t f[DG_FAULT_NR];
-	char uuid[37], health[96] = "", path[1024];
+	char uuid[37], health[256] = "", path[1024];
 	unsigned nd, nlost_files = 0;
 	bool needs_fsck;
 
@@ -302,8 +305,11 @@ static void status(struct dg_daemon *dd, struct out *o, bool json,
 		nlost_files += d[i].pages > 0;
 	needs_fsck = dmg.inodes || dmg.inode_pages;
 	dg_uuid_format(in.uuid, uuid);
+	if (in.failed[0])
+		snprintf(health, sizeof(health), "FAILED (%s)", in.failed);
 	if (needs_fsck)
-		snprintf(health, sizeof(health), "needs fsck");
+		snprintf(health + strlen(health), sizeof(health) -
+			 strlen(health), "%sneeds fsck", health[0] ? ", " : "");
 	if (nlost_files)
 		snprintf(health + strlen(health), sizeof(health) -
 			 strlen(health), "%serrors: data lost",

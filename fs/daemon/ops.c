@@ -15,7 +15,9 @@ static struct dg_daemon *dd_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-/* STYLE §2: engine results become FUSE replies in one place. */
+/* STYLE §2: engine results become FUSE replies in one place: every
+ * error reply, and every bare 0, goes through here (ret is 0 or a
+ * negative errno). */
 static void reply_err(fuse_req_t req, int ret)
 {
 	/* EUCLEAN reaches applications as EIO: the structure is damaged. */
@@ -228,20 +230,20 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent,
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -dg_fs_unlink(dd_of(req)->fs, parent, name));
+	reply_err(req, dg_fs_unlink(dd_of(req)->fs, parent, name));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -dg_fs_rmdir(dd_of(req)->fs, parent, name));
+	reply_err(req, dg_fs_rmdir(dd_of(req)->fs, parent, name));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname,
 		      unsigned int flags)
 {
-	fuse_reply_err(req, -dg_fs_rename(dd_of(req)->fs, parent, name,
-					  newparent, newname, flags));
+	reply_err(req, dg_fs_rename(dd_of(req)->fs, parent, name, newparent,
+				    newname, flags));
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -341,7 +343,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)fi;
 	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, -ENOMEM);
 		return;
 	}
 	n = dg_fs_read(dd_of(req)->fs, ino, (uint64_t)off, size, buf, &data);
@@ -354,12 +356,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
-	ssize_t n = 0;
+	ssize_t n;
 
 	(void)fi;
+	/* KILLPRIV_V2: dropping setuid, setgid and capabilities on write
+	 * is ours, in the write's own transaction. */
 	if (fuse_req_ctx(req)->uid != 0)
-		n = dg_fs_kill_priv(dd_of(req)->fs, ino);
-	if (n == 0)
+		n = dg_fs_write_unpriv(dd_of(req)->fs, ino, (uint64_t)off, buf,
+				       size);
+	else
 		n = dg_fs_write(dd_of(req)->fs, ino, (uint64_t)off, buf, size);
 	if (n < 0)
 		reply_err(req, (int)n);
@@ -371,7 +376,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -379,7 +384,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 {
 	(void)fi;
 	dg_fs_release(dd_of(req)->fs, ino);
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 /* Data and metadata are durable when an operation returns (fs.h); only
@@ -389,7 +394,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	(void)datasync;
 	(void)fi;
-	fuse_reply_err(req, -dg_fs_fsync(dd_of(req)->fs, ino));
+	reply_err(req, dg_fs_fsync(dd_of(req)->fs, ino));
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -451,7 +456,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int ret;
 
 	if (!c.buf) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, -ENOMEM);
 		return;
 	}
 	ret = dg_fs_readdir(dd_of(req)->fs, ino, (uint64_t)off, plus, fill, &c);
@@ -481,7 +486,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 {
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -497,11 +502,11 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
 	if (!strcmp(name, DG_XATTR_SOCKET) || !strcmp(name, DG_XATTR_COMMIT)) {
-		fuse_reply_err(req, EPERM);
+		reply_err(req, -EPERM);
 		return;
 	}
-	fuse_reply_err(req, -dg_fs_setxattr(dd_of(req)->fs, ino, name, value,
-					    size, flags));
+	reply_err(req, dg_fs_setxattr(dd_of(req)->fs, ino, name, value, size,
+				      flags));
 }
 
 static void reply_xattr(fuse_req_t req, int ret, const void *buf, size_t size)
@@ -522,7 +527,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	int ret;
 
 	if (size && !buf) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, -ENOMEM);
 		return;
 	}
 	if (!strcmp(name, DG_XATTR_SOCKET) || !strcmp(name, DG_XATTR_COMMIT)) {
@@ -547,7 +552,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	int ret;
 
 	if (size && !buf) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, -ENOMEM);
 		return;
 	}
 	ret = dg_fs_listxattr(dd_of(req)->fs, ino, buf, size);
@@ -557,7 +562,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	fuse_reply_err(req, -dg_fs_removexattr(dd_of(req)->fs, ino, name));
+	reply_err(req, dg_fs_removexattr(dd_of(req)->fs, ino, name));
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
@@ -565,12 +570,11 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 {
 	(void)fi;
 	if (offset < 0 || length <= 0) {
-		fuse_reply_err(req, EINVAL);
+		reply_err(req, -EINVAL);
 		return;
 	}
-	fuse_reply_err(req, -dg_fs_fallocate(dd_of(req)->fs, ino, mode,
-					     (uint64_t)offset,
-					     (uint64_t)length));
+	reply_err(req, dg_fs_fallocate(dd_of(req)->fs, ino, mode,
+				       (uint64_t)offset, (uint64_t)length));
 }
 
 const struct fuse_lowlevel_ops dg_ll_ops = {

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "xxh.h"
+/* Plain XXH3: names are short; the vector dispatch of the volume's
+ * page checksums (volume/xxh.h) would not pay. */
+#include <xxhash.h>
 
 #include "fsys_i.h"
 
@@ -235,9 +237,10 @@ int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp)
 		if (ret == -EIO) {
 			/* The names on it are unknown: the directory serves
 			 * what it still has, read-only (fsys_i.h). */
-			dg_log(DG_LOG_ERR, "directory %" PRIu64 ": page %" PRIu64
-			       " is unreadable: lookups that miss and changes "
-			       "give EIO until fsck", dp->ino, pg);
+			dg_vol_log(fs->vol, DG_LOG_ERR,
+				   "directory %" PRIu64 ": page %" PRIu64
+				   " is unreadable: lookups that miss and "
+				   "changes give EIO until fsck", dp->ino, pg);
 			dp->damaged = true;
 			ret = 0;
 			continue;

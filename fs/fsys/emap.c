@@ -3,7 +3,7 @@
  *
  * The one parser of the on-media extent format (format.h): the mount
  * path builds its in-core leaves from it (extent.c) and fsck its walk
- * (check.c). Every value is checked before it is used, so a damaged
+ * (check_fs.c). Every value is checked before it is used, so a damaged
  * inode or chain page ends the walk with a reason, never a wild read.
  */
 #include <string.h>
@@ -40,7 +40,7 @@ static int next_page(struct dg_emap_reader *r)
 	int ret;
 
 	if (!r->page_pending) {
-		if (r->next_vpn < 1 || r->next_vpn >= vol->vpns || !r->pg)
+		if (r->next_vpn < 1 || r->next_vpn >= dg_vol_vpns(vol) || !r->pg)
 			return fail(r, "extent chain broken");
 		r->page_vpn = r->next_vpn;
 		r->leaf++;
@@ -64,7 +64,7 @@ static int next_page(struct dg_emap_reader *r)
 
 int dg_emap_next(struct dg_emap_reader *r, const struct dg_dextent **e)
 {
-	uint64_t vpns = r->vol->vpns;
+	uint64_t vpns = dg_vol_vpns(r->vol);
 	const struct dg_dextent *d;
 
 	if (r->err)

@@ -121,8 +121,10 @@ out:
 	return ret;
 }
 
-ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
-		    const void *buf, size_t size)
+/* kill_priv: the caller is unprivileged; the first piece clears setuid,
+ * setgid and capabilities in its own transaction (xattr.c). */
+static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
+			  const void *buf, size_t size, bool kill_priv)
 {
 	struct dg_inode *ip;
 	struct dg_txn *txn;
@@ -158,11 +160,19 @@ ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 	while (done < size) {
 		size_t n = size - done < max ? size - done : max;
 		struct dg_dinode saved = ip->d;
+		bool killed = false;
 
+		if (kill_priv && !done) {
+			ret = dg_inode_kill_priv(fs, txn, ip, &killed);
+			if (ret) {
+				ip->d = saved;
+				break;
+			}
+		}
 		ret = dg_file_write_txn(fs, txn, ip, off + done,
 					(const uint8_t *)buf + done, n);
 		if (!ret) {
-			bool meta = off + done + n > ip->d.size ||
+			bool meta = killed || off + done + n > ip->d.size ||
 				    ip->d.blocks != saved.blocks;
 
 			if (off + done + n > ip->d.size)
@@ -192,6 +202,18 @@ ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
 	return done ? (ssize_t)done : ret;
+}
+
+ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
+		    const void *buf, size_t size)
+{
+	return write_file(fs, ino, off, buf, size, false);
+}
+
+ssize_t dg_fs_write_unpriv(struct dg_fs *fs, uint64_t ino, uint64_t off,
+			   const void *buf, size_t size)
+{
+	return write_file(fs, ino, off, buf, size, true);
 }
 
 ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
@@ -233,8 +255,9 @@ ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
 			char path[256];
 
 			dg_fs_path(fs, ino, path, sizeof(path));
-			dg_log(DG_LOG_ERR, "read error ino=%" PRIu64 " path=%s "
-			       "page=%" PRIu64 " err=%d", ino, path, p, ret);
+			dg_vol_log(fs->vol, DG_LOG_ERR,
+				   "read error ino=%" PRIu64 " path=%s page=%"
+				   PRIu64 " err=%d", ino, path, p, ret);
 			break;
 		}
 		p += run;

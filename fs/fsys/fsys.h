@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fsys.h -- the filesystem layer: inodes, directories, extents, on the volume */
+/* fsys.h -- the filesystem layer: inodes, directories, extents, on volume.h */
 #ifndef DG_FS_H
 #define DG_FS_H
 
@@ -48,6 +48,11 @@ struct dg_setattr {
 	struct timespec atime, mtime, ctime;
 };
 
+/* Format devs as a new filesystem (mkfs): the volume (dg_vol_format())
+ * and its root directory, owned by the caller; info (may be NULL) gets
+ * the new volume's summary. */
+int dg_format(const char *const *devs, unsigned ndev,
+	      const struct dg_format_opts *opts, struct dg_vol_info *info);
 /* Create the root directory of a new volume (dg_format calls it). */
 int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid);
 /* Load the filesystem of an open volume; frees orphans when writable. */
@@ -100,6 +105,11 @@ ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
 		   void *pages, const void **data);
 ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		    const void *buf, size_t size);
+/* A write by a caller without CAP_FSETID: setuid, setgid (of a group
+ * executable) and file capabilities are dropped in the same transaction
+ * as the first bytes written, so no crash leaves one without the other. */
+ssize_t dg_fs_write_unpriv(struct dg_fs *fs, uint64_t ino, uint64_t off,
+			   const void *buf, size_t size);
 /* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE. */
 int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 		    uint64_t len);
@@ -135,8 +145,9 @@ int dg_fs_getxattr(struct dg_fs *fs, uint64_t ino, const char *name,
 int dg_fs_listxattr(struct dg_fs *fs, uint64_t ino, char *list, size_t size);
 int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name);
 
-/* Before a write by an unprivileged caller: clear setuid/setgid and
- * file capabilities, as the kernel would without HANDLE_KILLPRIV. */
+/* Before a truncate or chown by an unprivileged caller: clear setuid/
+ * setgid and file capabilities, as the kernel would without
+ * HANDLE_KILLPRIV (a write does it itself: dg_fs_write_unpriv). */
 int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino);
 
 /* Path of ino for log messages ("?" parts when unknown); buf gets at
@@ -207,7 +218,5 @@ int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
  * first bad file offset when > 0), -EOPNOTSUPP without redundancy. */
 int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		   uint64_t *bad_off);
-/* A new read-only descriptor of device dev (O_CLOEXEC), or -errno. */
-int dg_fs_dev_open_ro(struct dg_fs *fs, unsigned dev);
 
 #endif /* DG_FS_H */

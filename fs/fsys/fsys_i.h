@@ -3,9 +3,11 @@
 #ifndef DG_FS_I_H
 #define DG_FS_I_H
 
+#include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 
-#include "volume_i.h"
+#include "volume.h"
 #include "fsys.h"
 
 /* In-core extent: [fpage, fpage + len) of the file at [vpn, vpn + len). */
@@ -81,6 +83,17 @@ static inline int dg_inode_intact(const struct dg_inode *ip)
 	return ip->damaged ? -EIO : 0;
 }
 
+/* -ETXTBSY while a libcommit read-write map is open (mapped.c); for
+ * shrink/punch, -EBUSY while any map is open. */
+static inline int dg_inode_map_check(const struct dg_inode *ip, bool frees)
+{
+	if (ip->map_rw)
+		return -ETXTBSY;
+	if (frees && ip->map_ro)
+		return -EBUSY;
+	return 0;
+}
+
 struct dg_fs {
 	struct dg_vol *vol;
 	/* Namespace operations hold it for writing; data operations for
@@ -99,12 +112,23 @@ struct dg_fs {
 	 * free until fsck gives the page up. */
 	uint64_t *lost_ino;
 	unsigned nlost;
+	/* Live libcommit maps (mapped.c), for the volume's page hook, which
+	 * runs under row locks: map_lock is taken after them and never held
+	 * across a call into the volume. */
+	pthread_rwlock_t map_lock;
+	struct dg_fmap *maps;	/* by map_lock */
+	bool map_hooked;	/* the hook is installed; by map_lock */
 };
 
 /* Whether ino's inode table page is lost (see dg_fs.lost_ino). */
 bool dg_ino_lost(const struct dg_fs *fs, uint64_t ino);
 
 /* ---- inode.c --------------------------------------------------------- */
+/* In-core inode objects and the table that holds them (mount.c loads
+ * it, inode.c grows it). */
+struct dg_inode *dg_inode_alloc_core(uint64_t ino);
+void dg_inode_free_core(struct dg_inode *ip);
+int dg_itab_grow(struct dg_fs *fs, uint64_t cap);
 /* The live inode ino; NULL for a free slot or a reaped inode. */
 struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino);
 /* The same, reaped inodes included (forget, getattr). */
@@ -208,13 +232,13 @@ int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 		     struct dg_inode *ip, uint64_t size);
 
 /* ---- mapped.c --------------------------------------------------------- */
-/* -ETXTBSY while a read-write map is open; for shrink/punch, -EBUSY
- * while any map is open. */
-int dg_inode_map_check(const struct dg_inode *ip, bool frees);
 /* Clear map records left by a crash (dg_fs_open, writable volumes). */
 void dg_fmap_recover(struct dg_fs *fs);
 
 /* ---- xattr.c ----------------------------------------------------------- */
-int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
+/* Clear setuid/setgid and file capabilities in txn, as before a write by
+ * an unprivileged caller; *changed: the caller stores the inode. */
+int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
+		       struct dg_inode *ip, bool *changed);
 
 #endif /* DG_FS_I_H */

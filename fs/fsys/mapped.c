@@ -6,7 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "xxh.h"
+/* Plain XXH3: lines are 64 bytes, too short for the vector dispatch
+ * of the volume's page checksums (volume/xxh.h) to matter. */
+#include <xxhash.h>
 
 #include "fsys_i.h"
 
@@ -34,22 +36,17 @@ struct dg_fmap {
 	uint8_t *bad;		/* np: a verify found a bad line; by lock */
 	pthread_mutex_t lock;	/* one commit or verify at a time */
 	bool committed;		/* by lock */
-	struct dg_fmap *next_map; /* registry, by reg_lock */
+	struct dg_fmap *next_map; /* fs->maps, by fs->map_lock */
 };
-
-/* Every live map, for the page hook. The hook runs under row locks, so
- * the registry lock is taken after them and never held across a call
- * into the engine. */
-static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct dg_fmap *reg_head;
 
 /* DESIGN §6: line checksums are seeded with the line's volume address,
  * so a line read from the wrong place fails too. */
 static uint32_t line_csum(const struct dg_vol *vol, uint64_t vpn, unsigned l,
 			  const void *line)
 {
-	return (uint32_t)XXH3_64bits_withSeed(line, DG_LINE_SIZE,
-					      vol->seed ^ (vpn * LINES_PER_PAGE + l));
+	uint64_t seed = dg_vol_seed(vol) ^ (vpn * LINES_PER_PAGE + l);
+
+	return (uint32_t)XXH3_64bits_withSeed(line, DG_LINE_SIZE, seed);
 }
 
 static void page_csums(const struct dg_vol *vol, uint64_t vpn,
@@ -76,16 +73,17 @@ static int vrun_find(const struct dg_fmap *m, uint64_t vpn)
 	return -1;
 }
 
-/* Engine page hook (dg_vol_set_page_hook): keep line checksums current
- * through every update of a mapped page. Called under the row lock. */
+/* Volume page hook (dg_vol_set_page_hook, arg the fs): keep line
+ * checksums current through every update of a mapped page of this fs.
+ * Called under the row lock. */
 static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
 		      const void *newpg)
 {
 	const uint8_t *o = oldpg, *nw = newpg;
+	struct dg_fs *fs = arg;
 
-	(void)arg;
-	pthread_rwlock_rdlock(&reg_lock);
-	for (struct dg_fmap *m = reg_head; m; m = m->next_map) {
+	pthread_rwlock_rdlock(&fs->map_lock);
+	for (struct dg_fmap *m = fs->maps; m; m = m->next_map) {
 		int i;
 
 		if (!m->lcs || (i = vrun_find(m, vpn)) < 0)
@@ -96,27 +94,10 @@ static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
 		for (unsigned l = 0; l < LINES_PER_PAGE; l++)
 			if (!o || memcmp(o + l * DG_LINE_SIZE,
 					 nw + l * DG_LINE_SIZE, DG_LINE_SIZE))
-				cs[l] = line_csum(m->fs->vol, vpn, l,
+				cs[l] = line_csum(fs->vol, vpn, l,
 						  nw + l * DG_LINE_SIZE);
 	}
-	pthread_rwlock_unlock(&reg_lock);
-}
-
-int dg_inode_map_check(const struct dg_inode *ip, bool frees)
-{
-	if (ip->map_rw)
-		return -ETXTBSY;
-	if (frees && ip->map_ro)
-		return -EBUSY;
-	return 0;
-}
-
-static const uint8_t *media_page(struct dg_vol *vol, uint64_t vpn)
-{
-	struct dg_loc l = dg_vpn_loc(vol, vpn);
-
-	return dg_dev_ptr(&vol->devs[l.dev], dg_row_page(vol, l.row)
-					     << DG_PAGE_SHIFT);
+	pthread_rwlock_unlock(&fs->map_lock);
 }
 
 static int vrun_cmp(const void *a, const void *b)
@@ -137,7 +118,7 @@ static int build_extents(struct dg_fmap *m, struct dg_inode *ip)
 		uint64_t vpn, run;
 
 		dg_ext_lookup(ip, m->fp0 + p, &vpn, &run);
-		if (!vpn && vol->read_only)
+		if (!vpn && dg_vol_read_only(vol))
 			return -EROFS; /* a hole nobody can fill now */
 		if (!vpn)
 			return DG_CORRUPT(vol, "ino %" PRIu64 ": hole in a "
@@ -199,7 +180,7 @@ static int build_lcs(struct dg_fmap *m)
 	uint8_t *buf;
 	int ret = 0;
 
-	if (!vol->redundancy)
+	if (!dg_vol_redundant(vol))
 		return 0;
 	m->lcs = malloc(m->np * LINES_PER_PAGE * sizeof(*m->lcs));
 	buf = aligned_alloc(DG_PAGE_SIZE, BATCH * DG_PAGE_SIZE);
@@ -231,7 +212,7 @@ static int record_map(struct dg_fs *fs, struct dg_inode *ip, bool on,
 	struct dg_txn *txn;
 	int ret;
 
-	if (fs->broken || fs->vol->read_only)
+	if (fs->broken || dg_vol_read_only(fs->vol))
 		return -EROFS;
 	txn = dg_txn_new(fs->vol);
 	if (!txn)
@@ -306,7 +287,7 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 	ip = dg_inode_get(fs, ino);
 	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -EINVAL
 			    : ip->damaged ? -EIO
-			    : m->rw && (fs->broken || fs->vol->read_only) ? -EROFS
+			    : m->rw && (fs->broken || dg_vol_read_only(fs->vol)) ? -EROFS
 			    : m->rw && ip->map_rw ? -EBUSY : 0;
 	size = ip ? ip->d.size : 0;
 	if (!ret && !m->rw && end > dg_div_up(size, DG_PAGE_SIZE))
@@ -326,7 +307,7 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 
 	/* Every page of the range gets a vpn (holes become zeroed pages);
 	 * a read-write map past the end grows the file. */
-	if (!fs->vol->read_only) {
+	if (!dg_vol_read_only(fs->vol)) {
 		bool grow = m->rw && off + len > size;
 
 		ret = dg_fs_fallocate(fs, ino, grow ? 0 : FALLOC_FL_KEEP_SIZE,
@@ -351,11 +332,14 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 	if (!ret && m->rw)
 		ret = record_map(fs, ip, true, false);
 	if (!ret) {
-		pthread_rwlock_wrlock(&reg_lock);
-		m->next_map = reg_head;
-		reg_head = m;
-		dg_vol_set_page_hook(fs->vol, fmap_hook, NULL);
-		pthread_rwlock_unlock(&reg_lock);
+		pthread_rwlock_wrlock(&fs->map_lock);
+		m->next_map = fs->maps;
+		fs->maps = m;
+		/* The hook costs every update a lock: only once mapped. */
+		if (!fs->map_hooked)
+			dg_vol_set_page_hook(fs->vol, fmap_hook, fs);
+		fs->map_hooked = true;
+		pthread_rwlock_unlock(&fs->map_lock);
 	}
 	pthread_rwlock_unlock(&ip->lock);
 	pthread_rwlock_unlock(&fs->lock);
@@ -377,14 +361,14 @@ void dg_fmap_delete(struct dg_fmap *m)
 	if (!m)
 		return;
 	fs = m->fs;
-	pthread_rwlock_wrlock(&reg_lock);
-	for (struct dg_fmap **pp = &reg_head; *pp; pp = &(*pp)->next_map) {
+	pthread_rwlock_wrlock(&fs->map_lock);
+	for (struct dg_fmap **pp = &fs->maps; *pp; pp = &(*pp)->next_map) {
 		if (*pp == m) {
 			*pp = m->next_map;
 			break;
 		}
 	}
-	pthread_rwlock_unlock(&reg_lock);
+	pthread_rwlock_unlock(&fs->map_lock);
 	if (m->rw) {
 		struct dg_inode *ip;
 
@@ -395,8 +379,9 @@ void dg_fmap_delete(struct dg_fmap *m)
 			/* mtime moves once per map that committed, as the
 			 * kernel updates it lazily for shared maps. */
 			if (record_map(fs, ip, false, m->committed))
-				dg_log(DG_LOG_WARNING, "libcommit unmap ino=%"
-				       PRIu64 ": map record left set", m->ino);
+				dg_vol_log(m->fs->vol, DG_LOG_WARNING,
+					   "libcommit unmap ino=%" PRIu64
+					   ": map record left set", m->ino);
 			pthread_rwlock_unlock(&ip->lock);
 		}
 		pthread_rwlock_unlock(&fs->lock);
@@ -422,7 +407,7 @@ uint64_t dg_fmap_ino(const struct dg_fmap *m)
 static int check_lines(struct dg_fmap *m, uint64_t p, unsigned l0, unsigned l1)
 {
 	struct dg_vol *vol = m->fs->vol;
-	const uint8_t *pg = media_page(vol, m->vpn[p]);
+	const uint8_t *pg = dg_vpn_media(vol, m->vpn[p]);
 	const uint32_t *cs = m->lcs + p * LINES_PER_PAGE;
 
 	for (unsigned l = l0; l < l1; l++)
@@ -439,8 +424,6 @@ static int check_lines(struct dg_fmap *m, uint64_t p, unsigned l0, unsigned l1)
 static int repair_page(struct dg_fmap *m, uint64_t p)
 {
 	struct dg_vol *vol = m->fs->vol;
-	struct dg_loc l = dg_vpn_loc(vol, m->vpn[p]);
-	pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
 	uint8_t *buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	int ret, bad;
 
@@ -451,16 +434,17 @@ static int repair_page(struct dg_fmap *m, uint64_t p)
 		free(buf);
 		return ret;
 	}
-	pthread_rwlock_rdlock(lk);
+	dg_vpn_hold(vol, m->vpn[p]);
 	bad = check_lines(m, p, 0, LINES_PER_PAGE);
 	if (bad >= 0) {
 		/* dg_read verified and rewrote the page: it is right. */
-		dg_log(DG_LOG_WARNING, "libcommit ino=%" PRIu64 " page=%" PRIu64
-		       " line checksums rebuilt from the verified page",
-		       m->ino, m->fp0 + p);
+		dg_vol_log(vol, DG_LOG_WARNING,
+			   "libcommit ino=%" PRIu64 " page=%" PRIu64
+			   " line checksums rebuilt from the verified page",
+			   m->ino, m->fp0 + p);
 		page_csums(vol, m->vpn[p], buf, m->lcs + p * LINES_PER_PAGE);
 	}
-	pthread_rwlock_unlock(lk);
+	dg_vpn_release(vol, m->vpn[p]);
 	m->bad[p] = 0;
 	free(buf);
 	return 0;
@@ -482,17 +466,15 @@ static int check_old_lines(struct dg_fmap *m, const struct dg_fmap_run *r,
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t p = r[i].off / DG_PAGE_SIZE - m->fp0;
 		unsigned l0 = (unsigned)(r[i].off % DG_PAGE_SIZE) / DG_LINE_SIZE;
-		struct dg_loc l = dg_vpn_loc(vol, m->vpn[p]);
-		pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
 		int bad;
 
-		pthread_rwlock_rdlock(lk);
+		dg_vpn_hold(vol, m->vpn[p]);
 		bad = check_lines(m, p, l0, l0 + r[i].len / DG_LINE_SIZE);
-		pthread_rwlock_unlock(lk);
+		dg_vpn_release(vol, m->vpn[p]);
 		if (bad < 0)
 			continue;
-		dg_fault_note(vol, DG_FAULT_DETECTED, l.dev, l.row, "data",
-			      "line checksum mismatch before libcommit commit");
+		dg_vpn_fault(vol, m->vpn[p], DG_FAULT_DETECTED, "data",
+			     "line checksum mismatch before libcommit commit");
 		ret = repair_page(m, p);
 		if (ret)
 			return ret;
@@ -597,13 +579,11 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
 	for (uint64_t p = p0; p < p1; p++) {
-		struct dg_loc l = dg_vpn_loc(vol, m->vpn[p]);
-		pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
-		const uint8_t *pg = media_page(vol, m->vpn[p]);
+		const uint8_t *pg = dg_vpn_media(vol, m->vpn[p]);
 		const uint32_t *cs = m->lcs + p * LINES_PER_PAGE;
 		int here = 0;
 
-		pthread_rwlock_rdlock(lk);
+		dg_vpn_hold(vol, m->vpn[p]);
 		for (unsigned li = 0; li < LINES_PER_PAGE; li++) {
 			if (line_csum(vol, m->vpn[p], li,
 				      pg + li * DG_LINE_SIZE) == cs[li])
@@ -614,29 +594,17 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 			nbad++;
 			here++;
 		}
-		pthread_rwlock_unlock(lk);
+		dg_vpn_release(vol, m->vpn[p]);
 		if (here) {
 			m->bad[p] = 1;
-			dg_fault_note(vol, DG_FAULT_DETECTED, l.dev, l.row,
-				      "data", "line checksum mismatch "
-				      "(libcommit verify)");
+			dg_vpn_fault(vol, m->vpn[p], DG_FAULT_DETECTED, "data",
+				     "line checksum mismatch (libcommit verify)");
 		}
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (nbad)
 		*bad_off = first;
 	return nbad;
-}
-
-int dg_fs_dev_open_ro(struct dg_fs *fs, unsigned dev)
-{
-	struct dg_vol *vol = fs->vol;
-	int fd;
-
-	if (dev >= vol->ndev || !vol->devs[dev].present || !vol->devs[dev].path)
-		return -ENXIO;
-	fd = open(vol->devs[dev].path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
 }
 
 void dg_fmap_recover(struct dg_fs *fs)
@@ -646,9 +614,10 @@ void dg_fmap_recover(struct dg_fs *fs)
 
 		if (!ip || !ip->d.map_flags)
 			continue;
-		dg_log(DG_LOG_NOTICE, "libcommit map of ino=%" PRIu64 " gen=%"
-		       PRIu64 " was open at a crash: the file holds its last "
-		       "completed sync", ino, ip->d.map_gen);
+		dg_vol_log(fs->vol, DG_LOG_NOTICE,
+			   "libcommit map of ino=%" PRIu64 " gen=%" PRIu64
+			   " was open at a crash: the file holds its last "
+			   "completed sync", ino, ip->d.map_gen);
 		if (record_map(fs, ip, false, true))
 			return;
 	}

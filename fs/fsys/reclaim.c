@@ -3,8 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "volume_i.h"
+#include "fscheck.h"
 
 /*
  * A page that no copy verifies stays bad after its file is deleted: the
@@ -27,18 +26,20 @@ int dg_vol_reset_free_pages(struct dg_vol *vol, uint64_t row,
 			    const uint8_t *cls)
 {
 	struct dg_range r[DG_MAX_DEVS];
+	struct dg_vol_info in;
 	uint8_t *buf;
 	unsigned n = 0;
 	int ret = 0;
 
-	if (row >= vol->sb.rows)
+	dg_vol_get_info(vol, &in);
+	if (row >= in.rows)
 		return -EINVAL;
-	if (vol->read_only || vol->degraded || !vol->redundancy)
+	if (in.read_only || in.degraded || in.no_redundancy)
 		return -EROFS;
-	buf = aligned_alloc(DG_PAGE_SIZE, (size_t)vol->ndev * DG_PAGE_SIZE);
+	buf = aligned_alloc(DG_PAGE_SIZE, (size_t)in.ndev * DG_PAGE_SIZE);
 	if (!buf)
 		return -ENOMEM;
-	for (unsigned dev = 0; dev < vol->ndev; dev++) {
+	for (unsigned dev = 0; dev < in.ndev; dev++) {
 		uint64_t vpn;
 		uint8_t *pg = buf + (size_t)n * DG_PAGE_SIZE;
 

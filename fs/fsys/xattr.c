@@ -280,55 +280,80 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name)
 	return ret ? ret : with_xattrs(fs, ino, true, do_remove, &x);
 }
 
-int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
-{
-	(void)fs;
-	if (!ip->d.xattr_vpn)
-		return 0;
-	ip->d.blocks--;
-	return dg_free(txn, ip->d.xattr_vpn, 1);
-}
-
 /*
  * What the kernel's file_remove_privs() does before a write, truncate or
  * chown, done here because the daemon asks for FUSE_HANDLE_KILLPRIV_V2
  * (which spares a GETXATTR round trip on every write): drop setuid,
- * setgid on group executables, and file capabilities of a regular file.
+ * setgid on group executables, and file capabilities of a regular file,
+ * in txn; the caller stores the inode when *changed and commits. Caller
+ * holds fs->lock and ip->lock for writing (or fs->lock for writing).
  * Cheap when there is nothing to do.
  */
+int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
+		       struct dg_inode *ip, bool *changed)
+{
+	uint32_t mode = ip->d.mode;
+	uint8_t *buf;
+	int ret;
+
+	*changed = false;
+	if (!S_ISREG(mode))
+		return 0;
+	if ((mode & S_ISUID) || (mode & (S_ISGID | S_IXGRP)) ==
+					(S_ISGID | S_IXGRP)) {
+		mode &= ~(uint32_t)S_ISUID;
+		if (mode & S_IXGRP)
+			mode &= ~(uint32_t)S_ISGID;
+		ip->d.mode = mode;
+		dg_inode_touch(ip, false, true);
+		*changed = true;
+	}
+	if (!ip->d.xattr_vpn)
+		return 0;
+	buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	ret = load(fs, ip, buf);
+	if (!ret) {
+		struct xarg xa = { .name = "security.capability" };
+
+		ret = do_remove(buf, &xa);
+		if (ret == -ENODATA) {
+			ret = 0;
+		} else if (!ret) {
+			ret = store(txn, ip, buf);
+			dg_inode_touch(ip, false, true);
+			*changed = true;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
 int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino)
 {
+	struct dg_txn *txn = dg_txn_new(fs->vol);
 	struct dg_inode *ip;
-	bool mode, caps;
+	struct dg_dinode saved;
+	bool changed = false;
+	int ret;
 
-	pthread_rwlock_rdlock(&fs->lock);
+	if (!txn)
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
-	if (ip && !S_ISREG(ip->d.mode)) {
-		pthread_rwlock_unlock(&fs->lock);
-		return 0;
+	ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
+	if (!ret) {
+		saved = ip->d;
+		ret = dg_inode_kill_priv(fs, txn, ip, &changed);
+		if (!ret && changed)
+			ret = dg_inode_store(fs, txn, ip);
+		if (!ret && changed)
+			ret = dg_fs_commit(fs, txn);
+		if (ret)
+			ip->d = saved;
 	}
-	mode = ip && ((ip->d.mode & S_ISUID) ||
-		      (ip->d.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
-	caps = ip && ip->d.xattr_vpn;
 	pthread_rwlock_unlock(&fs->lock);
-	if (!ip)
-		return -ENOENT;
-	if (caps) {
-		int ret = dg_fs_removexattr(fs, ino, "security.capability");
-
-		if (ret && ret != -ENODATA)
-			return ret;
-	}
-	if (mode) {
-		struct dg_setattr sa = { .valid = DG_SET_MODE };
-		struct dg_attr a;
-
-		pthread_rwlock_rdlock(&fs->lock);
-		sa.mode = ip->d.mode & ~(uint32_t)S_ISUID;
-		if (sa.mode & S_IXGRP)
-			sa.mode &= ~(uint32_t)S_ISGID;
-		pthread_rwlock_unlock(&fs->lock);
-		return dg_fs_setattr(fs, ino, &sa, &a);
-	}
-	return 0;
+	dg_txn_free(txn);
+	return ret;
 }

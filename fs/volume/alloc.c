@@ -129,6 +129,51 @@ bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn)
 	return on;
 }
 
+uint64_t dg_alloc_meta_vpns(struct dg_vol *vol)
+{
+	return vol->bitmap ? vol->meta_vpns : 0;
+}
+
+void dg_alloc_bit(struct dg_vol *vol, uint64_t vpn, uint64_t *bvpn,
+		  uint32_t *off, uint8_t *byte)
+{
+	*bvpn = vol->bitmap_vpn + vpn / 8 / DG_PAGE_SIZE;
+	*off = (uint32_t)(vpn / 8 % DG_PAGE_SIZE);
+	pthread_mutex_lock(&vol->alloc_lock);
+	*byte = vol->bitmap[vpn / 8];
+	pthread_mutex_unlock(&vol->alloc_lock);
+}
+
+int dg_alloc_mark(struct dg_vol *vol, uint64_t vpn, bool used)
+{
+	struct dg_txn *t;
+	uint64_t bvpn;
+	uint32_t off;
+	uint8_t byte;
+	int ret;
+
+	if (vpn >= vol->vpns || !vol->bitmap)
+		return -EINVAL;
+	pthread_mutex_lock(&vol->alloc_lock);
+	if (bit_get(vol->bitmap, vpn) != used) {
+		bits_set(vol->bitmap, vpn, 1, used);
+		if (used)
+			vol->free_vpns--;
+		else
+			vol->free_vpns++;
+	}
+	pthread_mutex_unlock(&vol->alloc_lock);
+	dg_alloc_bit(vol, vpn, &bvpn, &off, &byte);
+	t = dg_txn_new(vol);
+	if (!t)
+		return -ENOMEM;
+	ret = dg_txn_write(t, bvpn, off, &byte, 1);
+	if (!ret)
+		ret = dg_txn_commit(t);
+	dg_txn_free(t);
+	return ret;
+}
+
 uint64_t dg_free_vpns(struct dg_vol *vol)
 {
 	uint64_t n;

@@ -417,38 +417,6 @@ static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
 	dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
 }
 
-void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs)
-{
-	uint64_t lo[DG_MAX_DEVS], hi[DG_MAX_DEVS];
-	bool any[DG_MAX_DEVS] = { false };
-
-	for (unsigned i = 0; i < fs->n; i++) {
-		struct dg_flushrange *r = &fs->r[i];
-
-		if (!vol->devs[r->dev].coarse) {
-			dg_dev_persist(&vol->devs[r->dev], r->off, r->len);
-			continue;
-		}
-		/* msync costs a call, not bytes: one per device. */
-		if (!any[r->dev] || r->off < lo[r->dev])
-			lo[r->dev] = r->off;
-		if (!any[r->dev] || r->off + r->len > hi[r->dev])
-			hi[r->dev] = r->off + r->len;
-		any[r->dev] = true;
-	}
-	for (unsigned d = 0; d < vol->ndev; d++)
-		if (any[d])
-			dg_dev_persist(&vol->devs[d], lo[d], hi[d] - lo[d]);
-	/* A range the set could not record: persist every device whole. */
-	if (fs->oom)
-		for (unsigned d = 0; d < vol->ndev; d++)
-			if (vol->devs[d].present)
-				dg_dev_persist(&vol->devs[d], 0,
-					       vol->devs[d].size);
-	fs->n = 0;
-	fs->oom = false;
-}
-
 /* Write everything in place; the journal already holds the entry. */
 static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 			  unsigned n, struct apage *pg, unsigned npg,
@@ -540,7 +508,7 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	struct dg_csum_cursor cur[DG_MAX_PARITY + 1] = { { 0 } };
 	int ret;
 
-	if (vol->read_only || atomic_load(&vol->fatal))
+	if (vol->read_only || dg_latch_on(&vol->latch))
 		return -EROFS;
 	ret = check_ranges(vol, r, n);
 	if (ret)
@@ -603,12 +571,19 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	if (ret)
 		goto unlock;
 	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);
-	dg_flushset_persist(vol, &fs);
+	if (!ret)
+		ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	else
+		dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	/* A checksum copy's persist (csum.c) may have failed meanwhile. */
+	if (!ret && dg_latch_on(&vol->latch))
+		ret = -EIO;
 	if (ret) {
-		/* Partly applied: only recovery can finish it. */
-		atomic_store(&vol->fatal, true);
-		dg_log(DG_LOG_ERR, "update seq=%" PRIu64 " failed midway "
-		       "(%d): volume is read-only until remount", seq, ret);
+		/* Partly applied, or not known durable: the entry stays in
+		 * the journal and only recovery can finish it. */
+		dg_latch_set(&vol->latch, ret, "update seq=%" PRIu64 " failed "
+			     "midway: %s", seq, strerror(-ret));
+		ret = -EIO;
 		goto unlock;
 	}
 	dg_journal_done(vol, seq);

@@ -244,6 +244,19 @@ static uint64_t cmap_off(const struct dg_vol *vol, uint64_t p, unsigned slot)
 	       << DG_PAGE_SHIFT;
 }
 
+uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot)
+{
+	return cmap_off(vol, 0, slot);
+}
+
+bool dg_cmap_page_sealed(const struct dg_vol *vol, uint64_t p,
+			 const void *page)
+{
+	const struct dg_dcmap *m = page;
+
+	return m->seal && m->seal == cmap_seal(vol, p, m);
+}
+
 /* Write map page p to both slots of every present device (all) or of
  * those marked in differs: slot 0 durable before slot 1 is touched. */
 static void cmap_write(struct dg_vol *vol, uint64_t p, bool all,
@@ -321,9 +334,10 @@ int dg_cmap_load(struct dg_vol *vol)
 			 * take them all as written, so a lost checksum page
 			 * reads as EIO rather than as zeros. */
 			memset(u, 0xff, bytes);
-			dg_log(DG_LOG_ERR, "no copy of checksum init map page "
-			       "%" PRIu64 " verifies: its checksum pages "
-			       "must verify to be read", p);
+			dg_vol_log(vol, DG_LOG_ERR,
+				   "no copy of checksum init map page "
+				   "%" PRIu64 " verifies: its checksum pages "
+				   "must verify to be read", p);
 			dg_fault_note(vol, DG_FAULT_DETECTED, 0,
 				      vol->sb.cmap_start + p, "cmap",
 				      "no copy verifies");
@@ -370,82 +384,6 @@ void dg_cmap_store(struct dg_vol *vol, uint32_t devs)
 		differs[d] = (devs >> d) & 1;
 	for (uint64_t p = 0; p < vol->sb.cmap_pages; p++)
 		cmap_write(vol, p, false, differs);
-}
-
-bool dg_vol_marks_on(struct dg_vol *vol, const char *path)
-{
-	uint8_t *pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool ours = false;
-
-	if (!pg || fd < 0 || !vol->redundancy)
-		goto out;
-	/* A slot of the init map: sealed with this volume's seed. */
-	for (unsigned slot = 0; slot < 2 && !ours; slot++) {
-		struct dg_dcmap *m = (void *)pg;
-
-		if (pread(fd, pg, DG_PAGE_SIZE, (off_t)cmap_off(vol, 0, slot)) ==
-			    DG_PAGE_SIZE &&
-		    m->seal && m->seal == cmap_seal(vol, 0, m))
-			ours = true;
-	}
-	/* Any checksum page copy: sealed with the volume's seed, its
-	 * owner and its index. */
-	for (unsigned c = 0; c < vol->sb.csum_copies && !ours; c++)
-		for (uint64_t i = 0; i < vol->sb.csum_pages && !ours; i++) {
-			off_t off = (off_t)(dg_cpage_copy_page(vol, i, c)
-					    << DG_PAGE_SHIFT);
-
-			if (pread(fd, pg, DG_PAGE_SIZE, off) != DG_PAGE_SIZE)
-				break;
-			for (unsigned o = 0; o < vol->ndev && !ours; o++)
-				ours = dg_csum_page_check(vol, o, i, pg) == 1;
-		}
-	/* A journal header or entry sealed with the volume's seed. */
-	for (unsigned c = 0; c < 2 && !ours; c++) {
-		unsigned jdev;
-		uint64_t start, pages;
-		uint8_t *area;
-
-		dg_jrnl_loc(vol, c, &jdev, &start, &pages);
-		area = malloc(pages << DG_PAGE_SHIFT);
-		if (area && pread(fd, area, pages << DG_PAGE_SHIFT,
-				  (off_t)(start << DG_PAGE_SHIFT)) ==
-				    (ssize_t)(pages << DG_PAGE_SHIFT))
-			ours = dg_journal_marks(vol, area,
-						pages << DG_PAGE_SHIFT);
-		free(area);
-	}
-	/* A data or parity page that matches its verified checksum as the
-	 * page of one of the volume's devices (checksums are seeded with
-	 * the volume, the device and the row). */
-	for (uint64_t r = 0; r < vol->sb.rows && !ours; r++) {
-		off_t off = (off_t)(dg_row_page(vol, r) << DG_PAGE_SHIFT);
-		const uint64_t *w = (const uint64_t *)pg;
-		bool zero = true;
-
-		if (pread(fd, pg, DG_PAGE_SIZE, off) != DG_PAGE_SIZE)
-			break;
-		for (unsigned i = 0; i < DG_PAGE_SIZE / 8 && zero; i++)
-			zero = w[i] == 0;
-		if (zero)
-			continue;
-		for (unsigned d = 0; d < vol->ndev && !ours; d++) {
-			pthread_rwlock_t *lk = dg_row_lock(vol, r);
-			uint64_t cs;
-
-			pthread_rwlock_rdlock(lk);
-			ours = dg_csum_get(vol, d, r, &cs) == 0 &&
-			       cs != DG_CSUM_NONE &&
-			       dg_csum_page(vol, d, r, pg) == cs;
-			pthread_rwlock_unlock(lk);
-		}
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	free(pg);
-	return ours;
 }
 
 void dg_cmap_free(struct dg_vol *vol)

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "csum.h"
+#include "csum_cache.h"
 
 struct dg_cpcache {
 	unsigned n;		/* slots, a multiple of DG_CSUM_LOCKS */

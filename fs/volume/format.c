@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* format.c -- dg_format(): lay a new volume over devices (mkfs) */
+/* format.c -- dg_vol_format(): lay a new volume over devices (mkfs) */
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fsys.h"
 #include "super.h"
 
 #define DG_DEFAULT_CHUNK_PAGES 256u /* 1 MiB */
@@ -140,6 +139,7 @@ static int open_devs(struct dg_vol *vol, const char *const *devs,
 			return ret;
 		}
 		d->idx = i;
+		d->latch = &vol->latch;
 		if (i && d->size != *dev_bytes) {
 			dg_log(DG_LOG_ERR, "device sizes differ: '%s' has %llu "
 			       "bytes, '%s' has %llu", devs[0],
@@ -227,8 +227,8 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	return 0;
 }
 
-int dg_format(const char *const *devs, unsigned ndev,
-	      const struct dg_format_opts *opts, struct dg_vol_info *info)
+int dg_vol_format(const char *const *devs, unsigned ndev,
+		  const struct dg_format_opts *opts, struct dg_vol **volp)
 {
 	struct dg_vol *tmp, *vol = NULL;
 	uint64_t dev_bytes = 0;
@@ -240,9 +240,12 @@ int dg_format(const char *const *devs, unsigned ndev,
 	tmp = calloc(1, sizeof(*tmp));
 	if (!tmp)
 		return -ENOMEM;
+	dg_latch_init(&tmp->latch);
 	ret = open_devs(tmp, devs, ndev, opts, &dev_bytes);
 	if (!ret)
 		ret = write_skeleton(tmp, ndev, opts, dev_bytes);
+	if (!ret && dg_latch_on(&tmp->latch))
+		ret = tmp->latch.err; /* logged by the latch */
 	for (unsigned i = 0; i < ndev; i++)
 		if (tmp->devs[i].present)
 			dg_dev_close(&tmp->devs[i]);
@@ -261,10 +264,10 @@ int dg_format(const char *const *devs, unsigned ndev,
 	ret = dg_alloc_format(vol);
 	if (!ret)
 		ret = dg_alloc_load(vol);
-	if (!ret)
-		ret = dg_fs_format(vol, getuid(), getgid());
-	if (!ret && info)
-		dg_vol_get_info(vol, info);
-	dg_vol_close(vol);
-	return ret;
+	if (ret) {
+		dg_vol_close(vol);
+		return ret;
+	}
+	*volp = vol;
+	return 0;
 }

@@ -73,7 +73,7 @@ static bool seals_hold(const struct dg_vol *vol, const struct dg_djentry *e)
 	return true;
 }
 
-static uint64_t head_csum(const struct dg_vol *vol, const struct dg_djhead *h)
+uint64_t dg_jhead_csum(const struct dg_vol *vol, const struct dg_djhead *h)
 {
 	return XXH3_64bits_withSeed(h, offsetof(struct dg_djhead, csum),
 				    vol->seed);
@@ -86,7 +86,7 @@ bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
 		struct dg_djhead h;
 
 		memcpy(&h, area + s * DG_PAGE_SIZE, sizeof(h));
-		if (h.magic == DG_JHEAD_MAGIC && h.csum == head_csum(vol, &h))
+		if (h.magic == DG_JHEAD_MAGIC && h.csum == dg_jhead_csum(vol, &h))
 			return true;
 	}
 	for (uint64_t off = 2 * DG_PAGE_SIZE; off + sizeof(struct dg_djentry)
@@ -125,7 +125,7 @@ static void write_head(struct dg_vol *vol)
 	h.hseq = ++j->hseq;
 	h.tail_off = j->tail_off;
 	h.tail_seq = j->tail_seq;
-	h.csum = head_csum(vol, &h);
+	h.csum = dg_jhead_csum(vol, &h);
 	j->disk_tail_off = j->tail_off;
 	j->disk_tail_seq = j->tail_seq;
 	for (unsigned c = 0; c < j->ncopies; c++) {
@@ -157,7 +157,7 @@ static bool read_head(struct dg_vol *vol, struct dg_djhead *best)
 			       sizeof(h));
 			if (h.magic != DG_JHEAD_MAGIC ||
 			    memcmp(h.vol_uuid, vol->sb.vol_uuid, 16) ||
-			    h.csum != head_csum(vol, &h) ||
+			    h.csum != dg_jhead_csum(vol, &h) ||
 			    h.tail_off >= j->log_bytes ||
 			    h.tail_off % DG_JALIGN)
 				continue;
@@ -323,7 +323,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
 	if (ret)
 		goto out;
-	dg_flushset_persist(vol, fs);
+	dg_flushset_persist(vol->devs, vol->ndev, fs);
 
 	nu = 0;
 	for (size_t i = 0; i < nt && vol->parity; i++) {
@@ -360,7 +360,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
 	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
-	dg_flushset_persist(vol, fs);
+	dg_flushset_persist(vol->devs, vol->ndev, fs);
 out:
 	free(u);
 	free(buf);
@@ -396,15 +396,16 @@ static int recover(struct dg_vol *vol)
 	j->head_seq = seq;
 	if (n == 0)
 		goto out;
-	dg_log(DG_LOG_NOTICE, "journal replay entries=%" PRIu64
-	       " first_seq=%" PRIu64 " pages=%zu", n, j->tail_seq, nt);
+	dg_vol_log(vol, DG_LOG_NOTICE,
+		   "journal replay entries=%" PRIu64
+		   " first_seq=%" PRIu64 " pages=%zu", n, j->tail_seq, nt);
 	/* The redone bytes must be durable before redundancy is derived
 	 * from them and before the journal forgets them. */
 	for (size_t i = 0; i < nt; i++)
 		dg_flushset_add(&fs, t[i].dev,
 				dg_row_page(vol, t[i].row) << DG_PAGE_SHIFT,
 				DG_PAGE_SIZE);
-	dg_flushset_persist(vol, &fs);
+	dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	if (vol->redundancy) {
 		ret = redo_redundancy(vol, t, nt, &fs);
 		if (ret)
@@ -442,8 +443,9 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 			return -ENXIO;
 	}
 	if (!read_head(vol, &h)) {
-		dg_log(DG_LOG_WARNING, "journal header unreadable on every "
-		       "copy: starting an empty journal");
+		dg_vol_log(vol, DG_LOG_WARNING,
+			   "journal header unreadable on every "
+			   "copy: starting an empty journal");
 		h.hseq = 0;
 		h.tail_off = 0;
 		h.tail_seq = 1;
@@ -539,10 +541,12 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
 /* Write an entry at the head of every copy: the header and descriptors
  * from e, the bytes of range i from data[i] (a wrap entry has no ranges:
  * data may be NULL), with the zero padding the layout asks for. Caller
- * holds the lock and has made room. */
-static void put_entry(struct dg_vol *vol, struct dg_djentry *e,
-		      const void *const *data)
+ * holds the lock and has made room. Returns the first persist failure:
+ * the entry may then be durable or not, as after a crash. */
+static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
+		     const void *const *data)
 {
+	int ret = 0;
 	static const uint8_t zeros[8];
 	struct dg_journal *j = &vol->jrnl;
 	const struct dg_djrange *r = (const void *)(e + 1);
@@ -571,13 +575,14 @@ static void put_entry(struct dg_vol *vol, struct dg_djentry *e,
 		}
 		dg_dev_zero(d, off, end - off);
 	}
-	for (unsigned c = 0; c < j->ncopies; c++) {
+	for (unsigned c = 0; c < j->ncopies && !ret; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
 
 		if (d)
-			dg_dev_persist(d, area + j->log_off + j->head_off,
-				       e->len);
+			ret = dg_dev_persist(d, area + j->log_off + j->head_off,
+					     e->len);
 	}
+	return ret;
 }
 
 int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
@@ -610,14 +615,17 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		struct dg_djentry wrap = { .len = DG_JALIGN,
 					   .flags = DG_JENTRY_WRAP };
 
-		put_entry(vol, &wrap, NULL);
-		ret = pend_push(j, j->head_seq, 0, true);
+		ret = put_entry(vol, &wrap, NULL);
+		if (!ret)
+			ret = pend_push(j, j->head_seq, 0, true);
 		if (ret)
 			goto out;
 		j->head_seq++;
 		j->head_off = 0;
 	}
-	put_entry(vol, entry, data);
+	ret = put_entry(vol, entry, data);
+	if (ret)
+		goto out;
 	*seq = j->head_seq;
 	ret = pend_push(j, j->head_seq, (j->head_off + len) % j->log_bytes,
 			false);

@@ -2,6 +2,7 @@
 /* media.c -- device layer over libpmem2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +16,8 @@
 #include <unistd.h>
 
 #include "media.h"
+#include "volume.h"
 
-static const struct dg_media_observer *observer;
-
-void dg_media_set_observer(const struct dg_media_observer *obs)
-{
-	observer = obs;
-}
 
 static int map_fail(struct dg_dev *d, char *err, size_t errlen,
 		    const char *what)
@@ -52,11 +48,16 @@ static void *blk_memset(void *dst, int c, size_t len, unsigned flags)
 
 static long page_size;
 
-static void blk_persist(const void *addr, size_t len)
+/* Persist of a page-cache mapping (a file not on tmpfs, a block
+ * device): msync, whose failure the caller must see. libpmem2's own
+ * persist for such maps drops it. */
+static int sync_pages(const void *addr, size_t len)
 {
 	uintptr_t p = (uintptr_t)addr & ~(uintptr_t)(page_size - 1);
 
-	msync((void *)p, len + ((uintptr_t)addr - p), MS_SYNC);
+	if (msync((void *)p, len + ((uintptr_t)addr - p), MS_SYNC))
+		return -errno;
+	return 0;
 }
 
 static int blk_map(struct dg_dev *d, char *err, size_t errlen)
@@ -76,12 +77,10 @@ static int blk_map(struct dg_dev *d, char *err, size_t errlen)
 			 strerror(errno));
 		return -EIO;
 	}
-	page_size = sysconf(_SC_PAGESIZE);
 	d->base = p;
 	d->size = size;
 	d->memcpy_fn = blk_memcpy;
 	d->memset_fn = blk_memset;
-	d->persist_fn = blk_persist;
 	d->coarse = true;
 	return 0;
 }
@@ -157,6 +156,8 @@ int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, bool nolock,
 	int ret;
 
 	memset(d, 0, sizeof(*d));
+	if (!page_size)
+		page_size = sysconf(_SC_PAGESIZE);
 	d->fd = -1;
 	d->rdonly = rdonly;
 	d->path = strdup(path);
@@ -225,8 +226,8 @@ void dg_dev_close(struct dg_dev *d)
 void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 		  size_t len)
 {
-	if (observer)
-		observer->write(observer->arg, d->path, off, src, len);
+	if (d->obs)
+		d->obs->write(d->obs->arg, d->path, off, src, len);
 	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
 }
 
@@ -234,22 +235,63 @@ void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 {
 	static const uint8_t zeros[4096];
 
-	if (observer) {
+	if (d->obs) {
 		for (size_t done = 0; done < len; done += sizeof(zeros)) {
 			size_t n = len - done < sizeof(zeros) ?
 					   len - done : sizeof(zeros);
-			observer->write(observer->arg, d->path, off + done,
+			d->obs->write(d->obs->arg, d->path, off + done,
 					zeros, n);
 		}
 	}
 	d->memset_fn(d->base + off, 0, len, PMEM2_F_MEM_NOFLUSH);
 }
 
-void dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
+int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 {
-	if (observer)
-		observer->persist(observer->arg, d->path, off, len);
-	d->persist_fn(d->base + off, len);
+	int ret = 0;
+
+	if (d->obs)
+		ret = d->obs->persist(d->obs->arg, d->path, off, len);
+	if (!ret && d->coarse)
+		ret = sync_pages(d->base + off, len);
+	else if (!ret)
+		d->persist_fn(d->base + off, len);
+	if (ret && d->latch)
+		dg_latch_set(d->latch, ret, "persist of %s at byte %llu failed: "
+			     "%s", d->path, (unsigned long long)off,
+			     strerror(-ret));
+	return ret;
+}
+
+void dg_latch_init(struct dg_latch *l)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+}
+
+int dg_latch_set(struct dg_latch *l, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&l->lock);
+	if (!atomic_load(&l->on)) {
+		va_start(ap, fmt);
+		vsnprintf(l->why, sizeof(l->why), fmt, ap);
+		va_end(ap);
+		l->err = err;
+		atomic_store(&l->on, true);
+		dg_log(DG_LOG_ERR, "%s: volume read-only until remount",
+		       l->why);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return err;
+}
+
+void dg_latch_why(struct dg_latch *l, char *buf, size_t len)
+{
+	pthread_mutex_lock(&l->lock);
+	snprintf(buf, len, "%s", atomic_load(&l->on) ? l->why : "");
+	pthread_mutex_unlock(&l->lock);
 }
 
 void dg_flushset_init(struct dg_flushset *fs)
@@ -287,4 +329,43 @@ void dg_flushset_fini(struct dg_flushset *fs)
 {
 	free(fs->r);
 	memset(fs, 0, sizeof(*fs));
+}
+
+int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
+			struct dg_flushset *fs)
+{
+	uint64_t lo[DG_MAX_DEVS], hi[DG_MAX_DEVS];
+	bool any[DG_MAX_DEVS] = { false };
+	int ret = 0, r;
+
+	for (unsigned i = 0; i < fs->n; i++) {
+		struct dg_flushrange *f = &fs->r[i];
+
+		if (!devs[f->dev].coarse) {
+			r = dg_dev_persist(&devs[f->dev], f->off, f->len);
+			ret = ret ? ret : r;
+			continue;
+		}
+		/* msync costs a call, not bytes: one per device. */
+		if (!any[f->dev] || f->off < lo[f->dev])
+			lo[f->dev] = f->off;
+		if (!any[f->dev] || f->off + f->len > hi[f->dev])
+			hi[f->dev] = f->off + f->len;
+		any[f->dev] = true;
+	}
+	for (unsigned d = 0; d < ndev; d++)
+		if (any[d]) {
+			r = dg_dev_persist(&devs[d], lo[d], hi[d] - lo[d]);
+			ret = ret ? ret : r;
+		}
+	/* A range the set could not record: persist every device whole. */
+	if (fs->oom)
+		for (unsigned d = 0; d < ndev; d++)
+			if (devs[d].present) {
+				r = dg_dev_persist(&devs[d], 0, devs[d].size);
+				ret = ret ? ret : r;
+			}
+	fs->n = 0;
+	fs->oom = false;
+	return ret;
 }

@@ -3,11 +3,57 @@
 #ifndef DG_MEDIA_H
 #define DG_MEDIA_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <libpmem2.h>
+
+#include "format.h"
+
+/*
+ * The devices of one volume share one latch. The first persist that
+ * fails sets it, with the reason, and the volume takes no more updates
+ * or repairs: what was written since the last good persist may or may
+ * not be durable, and nothing may be built on it. The journal still
+ * holds every update not known to be in place, so the next open redoes
+ * them (DESIGN: a persist that fails is a crash that the process
+ * survives).
+ */
+struct dg_latch {
+	atomic_bool on;
+	pthread_mutex_t lock;
+	int err;		/* negative errno of the first failure */
+	char why[160];		/* by lock; fixed once on is set */
+};
+void dg_latch_init(struct dg_latch *l);
+/* Set the latch unless it is set (the first reason stays); logs once.
+ * Returns err. */
+int dg_latch_set(struct dg_latch *l, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static inline bool dg_latch_on(struct dg_latch *l)
+{
+	return atomic_load(&l->on);
+}
+/* The reason, "" when not set. */
+void dg_latch_why(struct dg_latch *l, char *buf, size_t len);
+
+/*
+ * Test hook (DESIGN §7 crash states): every write and every persist of
+ * a device that has one is reported, in program order, before it
+ * happens. Per device, set through its volume: dg_vol_open_observed()
+ * and dg_vol_set_observer() (volume_i.h).
+ */
+struct dg_media_observer {
+	void (*write)(void *arg, const char *path, uint64_t off,
+		      const void *src, size_t len);
+	/* Nonzero (a negative errno): the persist fails with it, as a
+	 * device that cannot write back would (tests of the latch). */
+	int (*persist)(void *arg, const char *path, uint64_t off, size_t len);
+	void *arg;
+};
 
 /* One device of a volume. Reads are plain loads from base; every store
  * goes through dg_dev_write() and becomes durable at dg_dev_persist(). */
@@ -25,21 +71,10 @@ struct dg_dev {
 	uint64_t size;		/* bytes mapped */
 	pmem2_memcpy_fn memcpy_fn;
 	pmem2_memset_fn memset_fn;
-	pmem2_persist_fn persist_fn;
+	pmem2_persist_fn persist_fn; /* fine-grained devices only */
+	struct dg_latch *latch;	/* the volume's; NULL: failures only returned */
+	const struct dg_media_observer *obs; /* tests only; NULL */
 };
-
-/*
- * Test hook (DESIGN §7 crash states): when set, every write and every
- * persist of every device is reported, in program order, before it
- * happens. Process-wide; set it before opening the volume.
- */
-struct dg_media_observer {
-	void (*write)(void *arg, const char *path, uint64_t off,
-		      const void *src, size_t len);
-	void (*persist)(void *arg, const char *path, uint64_t off, size_t len);
-	void *arg;
-};
-void dg_media_set_observer(const struct dg_media_observer *obs);
 
 /* Open path and map it whole. Takes an exclusive (or, read-only, shared)
  * lock on the file: -EBUSY if another process holds it; nolock (only
@@ -51,7 +86,10 @@ void dg_dev_close(struct dg_dev *d);
 void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 		  size_t len);
 void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len);
-void dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len);
+/* Make [off, off + len) durable: 0, or a negative errno when msync
+ * fails (page cache write-back of a file or block device), which also
+ * sets d->latch. On pmem and tmpfs a persist cannot fail. */
+int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len);
 static inline const uint8_t *dg_dev_ptr(const struct dg_dev *d, uint64_t off)
 {
 	return d->base + off;
@@ -71,5 +109,10 @@ void dg_flushset_init(struct dg_flushset *fs);
 void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
 		     uint64_t len);
 void dg_flushset_fini(struct dg_flushset *fs);
+/* Persist every range of fs (each device region once: msync costs a
+ * call, not bytes) and empty it. devs is indexed by device index.
+ * Returns the first failure (dg_dev_persist), having tried them all. */
+int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
+			struct dg_flushset *fs);
 
 #endif /* DG_MEDIA_H */

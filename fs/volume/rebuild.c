@@ -79,6 +79,8 @@ static int prepare_spare(struct dg_vol *vol, unsigned idx, const char *path,
 	ret = dg_dev_open(d, path, false, false, errbuf, errlen);
 	if (ret)
 		return ret;
+	d->latch = &vol->latch;
+	d->obs = vol->obs;
 	if (d->size < need) {
 		snprintf(errbuf, errlen, "'%s' is too small: %llu bytes, the "
 			 "volume needs %llu", path,

@@ -17,11 +17,12 @@
  * the next read, scrub or fsck finds it again and repeats the repair.
  * Nothing else is derived from a repair having happened, so no journal
  * entry is needed. The one repair with two steps, parity from verified
- * data (dg_repair_parity), writes the parity pages durably, then their
- * checksums: a crash in between leaves parity that fails its checksum
- * (old bytes under a new checksum or new bytes under the old one, in
- * whatever order), never parity that verifies and disagrees with the
- * data (G2); the next scrub recomputes it the same way.
+ * data (dg_repair_parity, verify.c), writes the parity pages durably,
+ * then their checksums: a crash in between leaves parity that fails its
+ * checksum (old bytes under a new checksum or new bytes under the old
+ * one, in whatever order), never parity that verifies and disagrees
+ * with the data (G2); the next scrub recomputes it the same way. After a
+ * persist failed (media.h) nothing more is repaired.
  *
  * docs/integrity.md has the rules that decide what is proven.
  */
@@ -34,7 +35,8 @@ void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
 {
 	struct dg_dev *d = &vol->devs[dev];
 
-	if (!d->present)
+	/* After a failed persist nothing more is written (media.h). */
+	if (!d->present || dg_latch_on(&vol->latch))
 		return;
 	dg_dev_write(d, off, img, len);
 	dg_dev_persist(d, off, len);
@@ -45,25 +47,4 @@ void dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
 {
 	dg_repair_write(vol, dev, dg_row_page(vol, row) << DG_PAGE_SHIFT, img,
 			DG_PAGE_SIZE);
-}
-
-int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc)
-{
-	struct dg_flushset fs;
-	int ret = 0;
-
-	for (unsigned j = 0; j < vol->parity; j++)
-		dg_repair_page(vol, dg_row_parity_dev(vol, row, j), row,
-			       calc[j]);
-	dg_flushset_init(&fs);
-	for (unsigned j = 0; j < vol->parity && !ret; j++) {
-		unsigned dev = dg_row_parity_dev(vol, row, j);
-
-		if (vol->devs[dev].present)
-			ret = dg_csum_set(vol, dev, row,
-					  dg_csum_page(vol, dev, row, calc[j]),
-					  &fs);
-	}
-	dg_flushset_fini(&fs);
-	return ret;
 }

@@ -3,20 +3,100 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "csum.h"
 
-/* True when no page of the row was ever written (all checksums NONE). */
-static int row_unwritten(struct dg_vol *vol, struct dg_csum_cursor *cur,
-			 uint64_t row, uint64_t *cs, bool *known)
+/* Parity from verified data, a repair with two steps: repair.c states why
+ * parity pages first, then their checksums, is crash safe. */
+int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc)
 {
-	bool all_none = true;
+	struct dg_flushset fs;
+	int ret = 0;
+
+	for (unsigned j = 0; j < vol->parity; j++)
+		dg_repair_page(vol, dg_row_parity_dev(vol, row, j), row,
+			       calc[j]);
+	dg_flushset_init(&fs);
+	for (unsigned j = 0; j < vol->parity && !ret; j++) {
+		unsigned dev = dg_row_parity_dev(vol, row, j);
+
+		if (vol->devs[dev].present)
+			ret = dg_csum_set(vol, dev, row,
+					  dg_csum_page(vol, dev, row, calc[j]),
+					  &fs);
+	}
+	dg_flushset_fini(&fs);
+	return ret;
+}
+
+/* Compare each ditto copy with its page: a stale copy is never read
+ * (ditto.c), so the scrub and fsck rewrite it from the page here. */
+int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
+{
+	uint8_t *page = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
+	uint8_t *copy = page + DG_PAGE_SIZE;
+	int ret = 0;
+
+	*stale = 0;
+	if (!page)
+		return -ENOMEM;
+	for (uint64_t vpn = 0; vol->redundancy && vpn < vol->sb.ditto_pages &&
+			       vpn < vol->vpns; vpn++) {
+		struct dg_loc l = dg_vpn_loc(vol, vpn);
+		pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
+		uint64_t csum;
+
+		pthread_rwlock_wrlock(lk);
+		if (dg_page_read_locked(vol, l.dev, l.row, page, &csum) < 0 ||
+		    csum == DG_CSUM_NONE) {
+			/* unreadable: counted by the read path; never
+			 * written: the copies are never read */
+			pthread_rwlock_unlock(lk);
+			continue;
+		}
+		for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
+			uint64_t off;
+			struct dg_dev *d = dg_ditto_copy_at(vol, vpn, j, &off);
+
+			if (!d)
+				continue;
+			memcpy(copy, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+			if (!memcmp(copy, page, DG_PAGE_SIZE))
+				continue;
+			(*stale)++;
+			dg_fault_note(vol, DG_FAULT_DETECTED, d->idx,
+				      off >> DG_PAGE_SHIFT, "ditto",
+				      "copy differs from the page");
+			if (!repair || vol->read_only)
+				continue;
+			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
+			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
+				      off >> DG_PAGE_SHIFT, "ditto",
+				      "rewritten from the page");
+		}
+		pthread_rwlock_unlock(lk);
+	}
+	free(page);
+	return ret;
+}
+
+/* True when a page of the row was written: its checksum is not NONE, or
+ * cannot be looked up (then cs says 1, "unknown", and the read path
+ * decides). */
+static bool row_written(struct dg_vol *vol, struct dg_csum_cursor *cur,
+			uint64_t row, uint64_t *cs)
+{
+	bool any = false;
 
 	for (unsigned d = 0; d < vol->ndev; d++) {
-		known[d] = dg_csum_lookup(vol, &cur[d], d, row, &cs[d]) == 0;
-		if (!known[d] || cs[d] != DG_CSUM_NONE)
-			all_none = false;
+		int r = dg_csum_lookup(vol, &cur[d], d, row, &cs[d]);
+
+		if (r < 0 || cs[d] != DG_CSUM_NONE)
+			any = true;
+		if (r < 0)
+			cs[d] = 1;
 	}
-	return all_none;
+	return any;
 }
 
 bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
@@ -98,91 +178,122 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 	return ret;
 }
 
-/* Compare stored parity with parity computed from the verified data;
- * recompute and rewrite it when repairing. */
-static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
-			 bool repair, struct dg_scrub_report *rep,
-			 struct dg_csum_cursor *cur)
+/* Verify the row's pages and compare its parity with parity computed
+ * from them; recompute it when repairing. Parity last, and only from
+ * verified data. Caller holds the row lock. */
+static void pass_row(struct dg_vol *vol, const struct dg_row_pass *p,
+		     uint64_t row, uint8_t *mem, const uint64_t *cs,
+		     struct dg_csum_cursor *cur)
 {
 	unsigned k = vol->k;
 	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
-	bool mismatch = false;
+	unsigned stale = 0;
+	bool ok, fixed = false;
 
-	if (!dg_row_recompute(vol, row, mem, pages, calc, cur))
-		return;
-	for (unsigned j = 0; j < vol->parity; j++)
+	ok = dg_row_recompute(vol, row, mem, pages, calc, cur);
+	for (unsigned j = 0; ok && j < vol->parity; j++)
 		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
-			mismatch = true;
-	if (!mismatch)
+			stale |= 1u << j;
+	if (stale && p->repair && !vol->read_only)
+		fixed = dg_repair_parity(vol, row, calc) == 0;
+	if (p->row)
+		p->row(p->arg, row, cs, ok, stale, fixed);
+}
+
+int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
+{
+	struct dg_csum_cursor cur[DG_MAX_DEVS];
+	uint64_t before[DG_FAULT_NR], after[DG_FAULT_NR];
+	uint64_t cs[DG_MAX_DEVS], stale;
+	uint8_t *mem;
+	int ret;
+
+	mem = aligned_alloc(DG_PAGE_SIZE,
+			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
+	if (!mem)
+		return -ENOMEM;
+	/* Every checksum page from media, never the cache. */
+	for (unsigned d = 0; d < vol->ndev; d++) {
+		dg_csum_cursor_init(&cur[d]);
+		cur[d].uncached = true;
+	}
+	for (uint64_t row = 0; row < vol->sb.rows; row++) {
+		pthread_rwlock_t *lk = dg_row_lock(vol, row);
+
+		if (p->progress && row % 1024 == 0)
+			p->progress(p->parg, row, vol->sb.rows);
+		pthread_rwlock_wrlock(lk);
+		/* Online, updates change checksum pages between rows: look
+		 * them up again. Offline (fsck, the only writer), a page
+		 * looked up for one row stays right for the next, except
+		 * what this pass repaired. */
+		dg_vol_fault_counts(vol, before);
+		if (!p->offline)
+			for (unsigned d = 0; d < vol->ndev; d++)
+				cur[d].owner = -1;
+		if (row_written(vol, cur, row, cs))
+			pass_row(vol, p, row, mem, cs, cur);
+		dg_vol_fault_counts(vol, after);
+		if (memcmp(before, after, sizeof(before)))
+			for (unsigned d = 0; d < vol->ndev; d++)
+				cur[d].owner = -1;
+		pthread_rwlock_unlock(lk);
+		if (p->after)
+			p->after(p->arg);
+	}
+	ret = dg_ditto_check(vol, p->repair && !vol->read_only, &stale);
+	if (p->after)
+		p->after(p->arg);
+	if (p->progress)
+		p->progress(p->parg, vol->sb.rows, vol->sb.rows);
+	for (unsigned d = 0; d < vol->ndev; d++)
+		dg_csum_cursor_fini(&cur[d]);
+	free(mem);
+	return ret;
+}
+
+struct scrub {
+	struct dg_vol *vol;
+	bool repair;
+	struct dg_scrub_report *rep;
+};
+
+static void scrub_row(void *arg, uint64_t row, const uint64_t *cs, bool ok,
+		      unsigned stale, bool fixed)
+{
+	struct scrub *s = arg;
+
+	(void)cs, (void)ok;
+	s->rep->rows_checked++;
+	if (!stale)
 		return;
-	rep->parity_mismatch++;
-	dg_log(DG_LOG_WARNING, "parity mismatch row=%" PRIu64 "%s", row,
-	       repair && !vol->read_only ? " action=recomputed" : "");
-	if (!repair || vol->read_only)
-		return;
-	dg_repair_parity(vol, row, calc);
-	rep->parity_fixed++;
+	s->rep->parity_mismatch++;
+	s->rep->parity_fixed += fixed;
+	dg_vol_log(s->vol, DG_LOG_WARNING,
+		   "parity mismatch row=%" PRIu64 "%s", row,
+		   fixed ? " action=recomputed" : "");
 }
 
 int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		 dg_progress_fn progress, void *arg)
 {
-	struct dg_csum_cursor cur[DG_MAX_DEVS];
+	struct scrub s = { vol, repair, rep };
+	struct dg_row_pass p = {
+		.repair = repair, .progress = progress, .parg = arg,
+		.row = scrub_row, .arg = &s,
+	};
 	uint64_t before[DG_FAULT_NR], after[DG_FAULT_NR];
-	uint64_t cs[DG_MAX_DEVS];
-	bool known[DG_MAX_DEVS];
-	uint8_t *mem;
-	int ret = 0;
+	int ret;
 
 	memset(rep, 0, sizeof(*rep));
 	if (!vol->redundancy)
 		return 0;
-	mem = aligned_alloc(DG_PAGE_SIZE,
-			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
-	if (!mem)
-		return -ENOMEM;
-	/* A scrub reads every checksum page from media, never the cache. */
-	for (unsigned d = 0; d < vol->ndev; d++) {
-		dg_csum_cursor_init(&cur[d]);
-		cur[d].uncached = true;
-	}
 	dg_vol_fault_counts(vol, before);
-	for (uint64_t row = 0; row < vol->sb.rows && !ret; row++) {
-		pthread_rwlock_t *lk = dg_row_lock(vol, row);
-
-		if (progress && row % 4096 == 0)
-			progress(arg, row, vol->sb.rows);
-		pthread_rwlock_wrlock(lk);
-		for (unsigned d = 0; d < vol->ndev; d++)
-			cur[d].owner = -1;
-		if (!row_unwritten(vol, cur, row, cs, known)) {
-			rep->rows_checked++;
-			if (vol->parity) {
-				check_parity(vol, row, mem, repair, rep, cur);
-			} else {
-				for (unsigned d = 0; d < vol->ndev; d++) {
-					uint64_t c;
-
-					dg_page_read_locked(vol, d, row, mem, &c);
-				}
-			}
-		}
-		pthread_rwlock_unlock(lk);
-	}
-	if (!ret) {
-		uint64_t stale;
-
-		ret = dg_ditto_check(vol, repair, &stale);
-	}
-	if (progress)
-		progress(arg, vol->sb.rows, vol->sb.rows);
+	ret = dg_vol_pass_rows(vol, &p);
 	dg_vol_fault_counts(vol, after);
 	rep->detected = after[DG_FAULT_DETECTED] - before[DG_FAULT_DETECTED];
 	rep->repaired = after[DG_FAULT_REPAIRED] - before[DG_FAULT_REPAIRED];
 	rep->unrecoverable = after[DG_FAULT_UNRECOVERABLE] -
 			     before[DG_FAULT_UNRECOVERABLE];
-	for (unsigned d = 0; d < vol->ndev; d++)
-		dg_csum_cursor_fini(&cur[d]);
-	free(mem);
 	return ret;
 }

@@ -3,6 +3,7 @@
 #ifndef DG_ENGINE_H
 #define DG_ENGINE_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,6 +32,14 @@ void dg_log(enum dg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* True if a message at level would be emitted. */
 bool dg_log_enabled(enum dg_log_level level);
+/* A volume's messages go to its own sink once set here (func NULL:
+ * stderr), at up to level; until then, and for what is said outside any
+ * volume, to the process's above. Call before other threads use vol. */
+void dg_vol_set_log(struct dg_vol *vol, dg_log_func func,
+		    enum dg_log_level level);
+/* Say something about vol (NULL: the process's sink). */
+void dg_vol_log(const struct dg_vol *vol, enum dg_log_level level,
+		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- formatting (format.c) ------------------------------------------ */
 
@@ -43,7 +52,7 @@ struct dg_format_opts {
 	const char *label;	 /* may be NULL */
 };
 
-/* Summary returned by dg_format() and dg_vol_info(). */
+/* Summary returned by dg_format() (fsys.h) and dg_vol_get_info(). */
 struct dg_vol_info {
 	uint8_t uuid[16];
 	char label[64];
@@ -52,7 +61,8 @@ struct dg_vol_info {
 	unsigned parity;
 	bool no_redundancy;
 	bool degraded;		/* a device is missing or stale */
-	bool read_only;
+	bool read_only;		/* opened so, or latched by a failure: */
+	char failed[160];	/* why it was latched read-only ("": not) */
 	uint32_t missing_mask;	/* bit d: device d missing/stale/unusable */
 	uint32_t chunk_pages;
 	uint64_t dev_pages;
@@ -64,11 +74,14 @@ struct dg_vol_info {
 	uint64_t jrnl_pages;
 };
 
-/* Format devs as one volume. Regular files are created or extended to
- * opts->size. Refuses (-EEXIST) to overwrite a daxguard volume unless
- * opts->force. Work is proportional to the metadata, not the size. */
-int dg_format(const char *const *devs, unsigned ndev,
-	      const struct dg_format_opts *opts, struct dg_vol_info *info);
+/* Format devs as one volume: superblocks, checksum areas, journal, the
+ * volume root and an empty allocation bitmap. Regular files are created
+ * or extended to opts->size. Refuses (-EEXIST) to overwrite a daxguard
+ * volume unless opts->force. Work is proportional to the metadata, not
+ * the size. On success *volp is the new volume, open for writing, for
+ * the layer above to add its own root (dg_format(), fsys.h, does both). */
+int dg_vol_format(const char *const *devs, unsigned ndev,
+		  const struct dg_format_opts *opts, struct dg_vol **volp);
 
 /* ---- open / close (super.c) ----------------------------------------- */
 
@@ -76,7 +89,7 @@ int dg_format(const char *const *devs, unsigned ndev,
 #define DG_OPEN_NORECOVER (1u << 1) /* do not replay the journal */
 #define DG_OPEN_DEGRADED (1u << 2) /* allow missing devices parity covers */
 #define DG_OPEN_NOLOCK	 (1u << 4) /* read-only, even while mounted elsewhere */
-#define DG_OPEN_FORMAT	 (1u << 3) /* internal to dg_format(): no root yet */
+#define DG_OPEN_FORMAT	 (1u << 3) /* internal to dg_vol_format(): no root yet */
 
 /*
  * Open a volume from its device paths, in any order (the superblocks
@@ -121,7 +134,9 @@ struct dg_range {
  * (and repaired) before they are folded into parity. Ranges may not
  * cross a page boundary; several may hit the same page (later wins).
  * Returns 0, -EIO when an old page cannot be verified or repaired,
- * -EROFS after a fatal persist failure or on a read-only volume,
+ * -EROFS after a persist failed (the volume is latched read-only; why:
+ * dg_vol_info.failed) or on a read-only volume, -EIO when this update's
+ * own persist failed (it stays in the journal: the next open redoes it),
  * -EINVAL for bad ranges, -E2BIG when the set does not fit the journal.
  */
 int dg_apply(struct dg_vol *vol, const struct dg_range *ranges, unsigned n);
@@ -146,7 +161,8 @@ int dg_read(struct dg_vol *vol, uint64_t vpn, uint64_t npages, void *buf);
 int dg_read_bytes(struct dg_vol *vol, uint64_t vpn, uint32_t off,
 		  uint32_t len, void *buf);
 
-/* Make everything applied so far durable and retire the journal. */
+/* Make everything applied so far durable and retire the journal; -EIO
+ * once a persist has failed (as fsync after a write-back error). */
 int dg_vol_sync(struct dg_vol *vol);
 
 /*
@@ -191,6 +207,16 @@ int dg_alloc_exact(struct dg_txn *txn, uint64_t want, uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);
 uint64_t dg_free_vpns(struct dg_vol *vol);
+/* vpns [0, this) hold the volume root and the allocation bitmap; 0
+ * when the bitmap is not loaded (DG_OPEN_FORMAT). */
+uint64_t dg_alloc_meta_vpns(struct dg_vol *vol);
+/* Where vpn's bit lives: bitmap page bvpn, byte off, which now holds
+ * byte (for daxguard-inject's logical faults). */
+void dg_alloc_bit(struct dg_vol *vol, uint64_t vpn, uint64_t *bvpn,
+		  uint32_t *off, uint8_t *byte);
+/* fsck: mark vpn used or free, in core and on the media (one update),
+ * whatever the bitmap said. */
+int dg_alloc_mark(struct dg_vol *vol, uint64_t vpn, bool used);
 
 /* ---- redundancy checks (verify.c) ----------------------------------- */
 
@@ -234,6 +260,32 @@ typedef void (*dg_progress_fn)(void *arg, uint64_t done, uint64_t total);
  */
 int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		 dg_progress_fn progress, void *arg);
+
+/* ---- for the layers above (access.c) -------------------------------- */
+
+/* Data pages (vpns), as dg_vol_get_info() says, without its copying. */
+uint64_t dg_vol_vpns(const struct dg_vol *vol);
+bool dg_vol_read_only(const struct dg_vol *vol);
+/* Checksums and parity are kept (not --redundancy none). */
+bool dg_vol_redundant(const struct dg_vol *vol);
+/* The volume's checksum seed (from its uuid), for checksums a layer
+ * above keeps of its own, so they differ between volumes. */
+uint64_t dg_vol_seed(const struct dg_vol *vol);
+
+/*
+ * Direct access, for mapped files (libcommit): the media bytes of data
+ * page vpn, in place and NOT verified; the caller checks them against
+ * checksums of its own and repairs through dg_read(). Between hold and
+ * release no update or repair changes the page (its row lock, shared).
+ */
+const void *dg_vpn_media(struct dg_vol *vol, uint64_t vpn);
+void dg_vpn_hold(struct dg_vol *vol, uint64_t vpn);
+void dg_vpn_release(struct dg_vol *vol, uint64_t vpn);
+/* Count, keep and log a fault a layer above found at vpn. */
+void dg_vpn_fault(struct dg_vol *vol, uint64_t vpn, enum dg_fault kind,
+		  const char *what, const char *action);
+/* A new read-only descriptor of device dev (O_CLOEXEC), or -errno. */
+int dg_vol_dev_open_ro(struct dg_vol *vol, unsigned dev);
 
 /* ---- geometry, for fsck and inject (geom.c) ------------------------- */
 
@@ -332,5 +384,22 @@ int dg_inspect_csum(struct dg_vol *vol, dg_field_fn fn, void *arg);
 /* Set the label (< 64 bytes; -EINVAL) of a volume open for writing
  * (-EROFS otherwise) and write every superblock. */
 int dg_vol_set_label(struct dg_vol *vol, const char *label);
+
+/* ---- helpers for the layers that parse media structures ----------- */
+
+/* Little-endian helpers: x86-64 is little endian; keep the intent
+ * visible where media integers are read and written. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "daxguard's on-media format is little endian");
+
+#define DG_CORRUPT(vol, fmt, ...)                                          \
+	(dg_vol_log((vol), DG_LOG_ERR, "corrupt %s:%d " fmt, __FILE__,     \
+		    __LINE__, ##__VA_ARGS__),                              \
+	 -EUCLEAN)
+
+static inline uint64_t dg_div_up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
 
 #endif /* DG_ENGINE_H */

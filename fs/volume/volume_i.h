@@ -56,7 +56,12 @@ struct dg_vol {
 	bool sealed_journal;		/* journal may seal whole pages */
 	bool read_only, degraded;
 	uint32_t missing_mask;
-	atomic_bool fatal;			/* a persist failed: refuse writes */
+	struct dg_latch latch;			/* a persist failed: refuse writes */
+	const struct dg_media_observer *obs;	/* tests: media.h */
+	/* log.c: this volume's sink, when log_own; else the process's. */
+	dg_log_func log_func;
+	enum dg_log_level log_level;
+	bool log_own;
 
 	uint8_t *ec_matrix;			/* (k+parity) x k, ISA-L */
 	uint8_t *ec_tables;			/* encode tables, parity rows */
@@ -86,6 +91,23 @@ struct dg_vol {
 	struct dg_fault_event fault_ring[DG_FAULT_RING]; /* by fault_lock */
 	uint64_t fault_seq;				 /* by fault_lock */
 };
+
+/* The lock of a row (row locks hash rows onto DG_ROW_LOCKS locks). */
+static inline pthread_rwlock_t *dg_row_lock(struct dg_vol *vol, uint64_t row)
+{
+	return &vol->row_locks[row % DG_ROW_LOCKS];
+}
+
+/* ---- vol.c: the media hook, for tests (media.h) ---------------------- */
+/* dg_vol_open() with every write and persist of the volume's devices,
+ * from the open's first on, reported to obs (tests/crash records the
+ * journal replay an open does). */
+int dg_vol_open_observed(const char *const *paths, unsigned n,
+			 unsigned flags, const struct dg_media_observer *obs,
+			 struct dg_vol **volp, char *errbuf, size_t errlen);
+/* From now on (NULL: no more). */
+void dg_vol_set_observer(struct dg_vol *vol,
+			 const struct dg_media_observer *obs);
 
 /* ---- geom.c ---------------------------------------------------------- */
 unsigned dg_row_parity_first(const struct dg_vol *vol, uint64_t row);
@@ -139,6 +161,11 @@ void dg_cmap_free(struct dg_vol *vol);
 /* Write the whole map to the devices in the mask (a rebuilt device). */
 void dg_cmap_store(struct dg_vol *vol, uint32_t devs);
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
+/* Byte offset of slot (0, 1) of the map's first page on a device, and
+ * whether page p of the map verifies with this volume's seal. */
+uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot);
+bool dg_cmap_page_sealed(const struct dg_vol *vol, uint64_t p,
+			 const void *page);
 
 /* ---- repair.c: the one repair path (its crash argument is there) ---- */
 /* Write len bytes at off of dev, durably: bytes proven elsewhere. */
@@ -147,9 +174,6 @@ void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
 /* The data or parity page (dev, row), proven by its verified checksum. */
 void dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
 		    const void *img);
-/* The parity pages of row, computed from its verified data, then their
- * checksums. Caller holds the row lock. */
-int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc);
 
 /* ---- ditto.c ---------------------------------------------------------- */
 /* vpn has ditto copies (the volume root and allocation bitmap). */
@@ -161,9 +185,10 @@ void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
  * verified checksum; -EIO when none does or it has no copies. */
 int dg_ditto_read(struct dg_vol *vol, unsigned dev, uint64_t row,
 		  uint64_t csum, void *buf);
-/* Compare every ditto copy with its page (verified); rewrite those that
- * differ when repair. *stale counts them. Takes the row locks. */
-int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale);
+/* Device and byte offset (*off) of ditto copy j (1..ditto_copies) of
+ * vpn; NULL when that device is missing. */
+struct dg_dev *dg_ditto_copy_at(struct dg_vol *vol, uint64_t vpn, unsigned j,
+				uint64_t *off);
 
 /* ---- parity.c -------------------------------------------------------- */
 int dg_parity_init(struct dg_vol *vol);
@@ -182,10 +207,6 @@ void dg_parity_compute(const struct dg_vol *vol, uint8_t **data,
 int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
 		      const bool *lost, size_t len);
 
-/* ---- apply.c --------------------------------------------------------- */
-/* Persist every range of fs (each device region once) and empty it. */
-void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs);
-
 /* ---- read.c ---------------------------------------------------------- */
 /* Read row's pages, verified (repaired where parity allows), into the
  * first k + parity page slots of mem and compute its parity into the
@@ -197,17 +218,41 @@ struct dg_csum_cursor;
 bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 		      uint8_t **pages, uint8_t **calc,
 		      struct dg_csum_cursor *cur);
-/* Give up the data page at vpn, no copy of which verifies: write data in
- * its place and recompute the row's parity from the pages as they are.
- * Takes the row lock. In verify.c; fsck uses it. */
-int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data);
+/*
+ * The row loop the scrub and fsck share (verify.c): every written row
+ * under its lock, its pages verified through the read path (repaired
+ * when writable) and its parity compared with parity computed from them
+ * (recomputed when repair); then the ditto copies. row() reports each
+ * written row under its lock: cs the checksums of its pages by device
+ * (DG_CSUM_NONE never written, 1 unknown), ok false when a page could
+ * not be read (parity not judged), stale the parity pages (bit j) that
+ * disagreed, fixed whether they were rewritten. after() runs after
+ * each row, outside its lock. 0, or a negative errno.
+ */
+struct dg_row_pass {
+	bool repair;
+	bool offline;		/* the only writer (fsck) */
+	dg_progress_fn progress;
+	void *parg;
+	void (*row)(void *arg, uint64_t row, const uint64_t *cs, bool ok,
+		    unsigned stale, bool fixed);
+	void (*after)(void *arg);
+	void *arg;
+};
+int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p);
+/* The parity pages of row, computed from its verified data, then their
+ * checksums (a repair: repair.c). Caller holds the row lock. */
+int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc);
+/* Compare every ditto copy with its page (verified); rewrite those that
+ * differ when repair. *stale counts them. Takes the row locks. */
+int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale);
 /* Read and verify (dev, row) into buf, repairing from the row when the
  * page is bad. Caller holds the row lock for writing (a repair writes).
  * *csum_out gets the page's checksum. */
 int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 			void *buf, uint64_t *csum_out);
-/* Row-lock helpers. */
-pthread_rwlock_t *dg_row_lock(struct dg_vol *vol, uint64_t row);
+/* ---- fault.c --------------------------------------------------------- */
+/* Count a fault, keep it in the event ring and log it. */
 void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 		   uint64_t row, const char *what, const char *action);
 
@@ -232,26 +277,14 @@ bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
 		      uint64_t bytes);
 /* Write a fresh, empty journal header to every copy (mkfs). */
 void dg_journal_format(struct dg_vol *vol);
+/* The checksum that seals a journal header (fsck checks and writes
+ * headers too). */
+uint64_t dg_jhead_csum(const struct dg_vol *vol, const struct dg_djhead *h);
 
 /* ---- alloc.c --------------------------------------------------------- */
 int dg_alloc_load(struct dg_vol *vol);
 /* Write the volume root and first bitmap page (mkfs). */
 int dg_alloc_format(struct dg_vol *vol);
 void dg_alloc_fini(struct dg_vol *vol);
-
-/* Little-endian helpers: x86-64 is little endian; keep the intent
- * visible where media integers are read and written. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-	       "daxguard's on-media format is little endian");
-
-#define DG_CORRUPT(vol, fmt, ...)                                          \
-	((void)(vol), dg_log(DG_LOG_ERR, "corrupt %s:%d " fmt, __FILE__, __LINE__, \
-		##__VA_ARGS__),                                            \
-	 -EUCLEAN)
-
-static inline uint64_t dg_div_up(uint64_t a, uint64_t b)
-{
-	return (a + b - 1) / b;
-}
 
 #endif /* DG_ENGINE_I_H */

@@ -166,8 +166,8 @@ out:
 
 /* Every pending piece on the pages the range touches becomes durable:
  * non-DAX persists (msync) work on whole pages. */
-static void obs_persist(void *arg, const char *path, uint64_t off,
-			size_t len)
+static int obs_persist(void *arg, const char *path, uint64_t off,
+		       size_t len)
 {
 	struct crec *r = arg;
 	struct cimage *c;
@@ -196,6 +196,7 @@ static void obs_persist(void *arg, const char *path, uint64_t off,
 	}
 out:
 	pthread_mutex_unlock(&r->lock);
+	return 0; /* recorded, never failed */
 }
 
 static int snapshot(struct cimage *c, const char *path)
@@ -274,15 +275,18 @@ struct crec *crec_start(const char *const *paths, unsigned n)
 	r->obs = (struct dg_media_observer){ obs_write, obs_persist, r };
 	r->recording = true;
 	active = r;
-	dg_media_set_observer(&r->obs);
 	return r;
+}
+
+const struct dg_media_observer *crec_observer(void)
+{
+	return active ? &active->obs : NULL;
 }
 
 void crec_stop(struct crec *r)
 {
 	if (active != r)
 		return;
-	dg_media_set_observer(NULL);
 	pthread_mutex_lock(&r->lock);
 	r->recording = false;
 	pthread_mutex_unlock(&r->lock);

@@ -11,11 +11,14 @@
  * DESIGN §7, STYLE §8 "Crash states": SQLite's crash VFS and PMDK's
  * pmreorder applied to the media layer.
  *
- * crec_start() snapshots the device images and installs a
- * dg_media_observer; from then on every write and persist the engine
- * makes to those images is recorded in program order. The test places
- * markers ("update 7 done") between engine calls. crec_stop() removes
- * the observer.
+ * crec_start() snapshots the device images and makes a
+ * dg_media_observer (crec_observer()) for the volume to be opened with
+ * (dg_vol_open_observed()) or given (dg_vol_set_observer()); from then on
+ * every write and persist the engine makes to those images is recorded
+ * in program order. The test places
+ * markers ("update 7 done") between engine calls. crec_stop() ends the
+ * recording (the observer then records nothing; close the volume before
+ * crec_free()).
  *
  * Crash points. Persists are numbered 1..K in program order. Crash
  * point k (0 <= k <= K) is the instant right after persist k returned,
@@ -53,9 +56,12 @@ struct crec_marker {
  * Snapshot the n images at paths (read whole into memory) and start
  * recording. Paths must be spelled as they will be given to
  * dg_vol_open(): the observer reports the path the engine opened.
- * Process-wide: one recorder at a time. NULL on failure (errno set).
+ * One recorder at a time. NULL on failure (errno set).
  */
 struct crec *crec_start(const char *const *paths, unsigned n);
+/* The observer of the recording under way, NULL when there is none. */
+struct dg_media_observer;
+const struct dg_media_observer *crec_observer(void);
 /* Stop recording; the recording stays available for crec_build(). */
 void crec_stop(struct crec *r);
 void crec_free(struct crec *r);

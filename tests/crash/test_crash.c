@@ -210,8 +210,8 @@ static struct dg_vol *open_images(char **paths, unsigned n, char *err,
 {
 	struct dg_vol *vol = NULL;
 
-	*retp = dg_vol_open((const char *const *)paths, n, 0, &vol, err,
-			    errlen);
+	*retp = dg_vol_open_observed((const char *const *)paths, n, 0,
+				     crec_observer(), &vol, err, errlen);
 	/* As the daemon runs: updates through the checksum page cache. */
 	if (!*retp)
 		*retp = dg_vol_cache_csum_pages(vol, (size_t)1 << 20);
@@ -349,6 +349,7 @@ static bool record_run(struct run *ru, const struct cfg *c)
 	ru->rec = crec_start((const char *const *)ru->src, c->ndev);
 	if (!ru->rec)
 		abort();
+	dg_vol_set_observer(vol, crec_observer());
 	for (unsigned i = 0; i < c->nupd; i++) {
 		unsigned n = make_update(ru, i, &rs, max_big, buf, rg,
 					 &last_off, &last_len);

@@ -34,8 +34,8 @@ static struct dg_vol *open_paths(char **paths, unsigned flags)
 	char err[256];
 	struct dg_vol *vol = NULL;
 
-	if (dg_vol_open((const char *const *)paths, NDEV, flags, &vol, err,
-			sizeof(err))) {
+	if (dg_vol_open_observed((const char *const *)paths, NDEV, flags,
+				 crec_observer(), &vol, err, sizeof(err))) {
 		fprintf(stderr, "open: %s\n", err);
 		return NULL;
 	}

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* fail_syscalls.c -- LD_PRELOAD for tests: fail chosen mprotect/mmap calls */
+/* fail_syscalls.c -- LD_PRELOAD for tests: fail chosen mprotect, mmap and
+ * msync calls */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 
 /*
  * fail_mprotect_arm(n): the next n mprotect(PROT_READ) calls fail with
@@ -15,6 +20,8 @@ void fail_mprotect_arm(int n);
 void fail_mmap_shared_arm(int n);
 int mprotect(void *addr, size_t len, int prot);
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int fstatfs(int fd, struct statfs *buf);
+int msync(void *addr, size_t len, int flags);
 
 static atomic_int armed, armed_mmap;
 
@@ -56,4 +63,40 @@ int mprotect(void *addr, size_t len, int prot)
 		real = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT,
 							   "mprotect");
 	return real(addr, len, prot);
+}
+
+/*
+ * For a daemon, armed from its environment (it cannot be called):
+ * DG_FAIL_NOT_TMPFS=1 makes tmpfs look like a disk file system, so the
+ * /dev/shm images are persisted with msync() as files on a disk are;
+ * while the file DG_FAIL_MSYNC_FLAG names exists, every msync() fails
+ * with EIO, as write-back to a failing disk does.
+ */
+int fstatfs(int fd, struct statfs *buf)
+{
+	static int (*real)(int, struct statfs *);
+	const char *e = getenv("DG_FAIL_NOT_TMPFS");
+	int ret;
+
+	if (!real)
+		real = (int (*)(int, struct statfs *))dlsym(RTLD_NEXT,
+							    "fstatfs");
+	ret = real(fd, buf);
+	if (ret == 0 && e && *e == '1' && buf->f_type == TMPFS_MAGIC)
+		buf->f_type = EXT4_SUPER_MAGIC;
+	return ret;
+}
+
+int msync(void *addr, size_t len, int flags)
+{
+	static int (*real)(void *, size_t, int);
+	const char *flag = getenv("DG_FAIL_MSYNC_FLAG");
+
+	if (flag && access(flag, F_OK) == 0) {
+		errno = EIO;
+		return -1;
+	}
+	if (!real)
+		real = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "msync");
+	return real(addr, len, flags);
 }

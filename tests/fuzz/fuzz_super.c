@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "fscheck.h"
 #include "super.h"
 
 static uint64_t st = 0x5eed;

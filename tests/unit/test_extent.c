@@ -6,7 +6,7 @@
 #include <sys/statvfs.h>
 
 #include "harness.h"
-#include "check.h"
+#include "fscheck.h"
 #include "fsys_i.h"
 
 #define PG DG_PAGE_SIZE

@@ -2,6 +2,7 @@
 /* test_read.c -- the read path: verify, repair from parity, EIO, degraded */
 #include <stdio.h>
 
+#include "check.h"
 #include "volume_i.h"
 #include "harness.h"
 

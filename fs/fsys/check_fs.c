@@ -1,0 +1,1027 @@
+// SPDX-License-Identifier: MIT
+/* check_fs.c -- fsck of the filesystem structures: a tolerant walk of
+ * inodes, extent maps and directories; counts, reachability and the
+ * allocation bitmap against what the walk found; page classes */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fscheck.h"
+#include "fsys_i.h"
+#include "walk.h"
+
+/* ---- filesystem walk ------------------------------------------------- */
+
+const char *dg_pclass_name(enum dg_pclass c)
+{
+	static const char *const n[DG_PC_NR] = {
+		"free", "root", "allocation", "inode", "extent", "xattr",
+		"directory", "data", "symlink",
+	};
+
+	return c < DG_PC_NR ? n[c] : "?";
+}
+
+static bool wask(struct walk *w, struct dg_chk_event *ev)
+{
+	bool fix;
+
+	w->problems++;
+	ev->fixable = ev->fixable || ev->action[0];
+	fix = !w->classify_only && ev->fixable && w->ask &&
+	      !dg_vol_read_only(w->vol) && w->ask(w->arg, ev);
+	return fix;
+}
+
+static void wreport(struct walk *w, struct dg_chk_event *ev, bool fixed)
+{
+	ev->fixed = fixed;
+	if (fixed)
+		w->fixes++;
+	if (!w->classify_only)
+		dg_chk_emit(w->fn, w->arg, ev);
+}
+
+void dg_walk_ino_loc(const struct walk *w, uint64_t ino, uint64_t *vpn,
+		     uint32_t *off)
+{
+	uint64_t slot = ino % DG_INODES_PER_CHUNK;
+
+	*vpn = w->fsr.chunks[ino / DG_INODES_PER_CHUNK] +
+	       slot / DG_INODES_PER_PAGE;
+	*off = (uint32_t)(slot % DG_INODES_PER_PAGE) * DG_INODE_SIZE;
+}
+
+/* One small update through the engine (G4: each repair is atomic). */
+static int wwrite(struct walk *w, uint64_t vpn, uint32_t off, const void *p,
+		  uint32_t len)
+{
+	struct dg_txn *t = dg_txn_new(w->vol);
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	ret = dg_txn_write(t, vpn, off, p, len);
+	if (!ret)
+		ret = dg_txn_commit(t);
+	dg_txn_free(t);
+	return ret;
+}
+
+static int store_inode(struct walk *w, uint64_t ino)
+{
+	uint64_t vpn;
+	uint32_t off;
+
+	dg_walk_ino_loc(w, ino, &vpn, &off);
+	return wwrite(w, vpn, off, &w->in[ino].d, sizeof(w->in[ino].d));
+}
+
+static void ev_ino(struct walk *w, struct dg_chk_event *ev, uint64_t ino)
+{
+	uint64_t vpn;
+	uint32_t off;
+
+	ev->ino = ino;
+	if (ino / DG_INODES_PER_CHUNK < w->fsr.nchunks) {
+		dg_walk_ino_loc(w, ino, &vpn, &off);
+		ev->vpn = (int64_t)vpn;
+		if (vpn < w->vpns) {
+			struct dg_loc l = dg_vpn_loc(w->vol, vpn);
+
+			ev->dev = (int)l.dev;
+			ev->page = (int64_t)dg_row_page(w->vol, l.row);
+		}
+	}
+}
+
+static void ev_vpn(struct walk *w, struct dg_chk_event *ev, uint64_t vpn)
+{
+	ev->vpn = (int64_t)vpn;
+	if (vpn < w->vpns) {
+		struct dg_loc l = dg_vpn_loc(w->vol, vpn);
+
+		ev->dev = (int)l.dev;
+		ev->page = (int64_t)dg_row_page(w->vol, l.row);
+	}
+}
+
+static void unreadable(struct walk *w, uint64_t vpn, uint64_t ino,
+		       const char *what, int err)
+{
+	struct dg_chk_event ev;
+
+	dg_chk_event_init(&ev, DG_CHK_UNREADABLE, what);
+	ev_vpn(w, &ev, vpn);
+	ev.ino = ino;
+	snprintf(ev.detail, sizeof(ev.detail), "%s page unreadable: %s",
+		 what, strerror(-err));
+	snprintf(ev.action, sizeof(ev.action), "none: left as is (G6)");
+	w->problems++;
+	wreport(w, &ev, false);
+}
+
+/* Mark [vpn, vpn+n) used by ino; false if any page is used already. */
+static bool mark(struct walk *w, uint64_t vpn, uint64_t n, uint8_t cls,
+		 uint64_t ino)
+{
+	bool ok = true;
+
+	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++)
+		if (w->cls[i])
+			ok = false;
+	if (!ok)
+		return false;
+	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++) {
+		w->cls[i] = cls;
+		w->owner[i] = ino;
+	}
+	return true;
+}
+
+static uint8_t data_class(uint32_t mode)
+{
+	return S_ISDIR(mode) ? DG_PC_DIR
+	       : S_ISLNK(mode) ? DG_PC_SYMLINK : DG_PC_FILE;
+}
+
+static bool mode_ok(uint32_t mode)
+{
+	uint32_t t = mode & S_IFMT;
+
+	return t == S_IFREG || t == S_IFDIR || t == S_IFLNK || t == S_IFIFO ||
+	       t == S_IFSOCK || t == S_IFCHR || t == S_IFBLK;
+}
+
+/* Forget the chain pages of wi from index keep on: they become leaks
+ * the walk frees (only those this inode claimed). */
+static void drop_emap(struct walk *w, uint64_t ino, uint32_t keep)
+{
+	struct wino *wi = &w->in[ino];
+
+	for (uint32_t e = keep; e < wi->nemap; e++)
+		if (w->owner[wi->emap[e]] == ino)
+			w->cls[wi->emap[e]] = DG_PC_FREE;
+	if (wi->nemap > keep)
+		wi->nemap = keep;
+}
+
+/* End ino's extent map before slot of leaf (format.h), keeping the
+ * wi->next extents before it: shorten that leaf, or end the chain at
+ * the leaf before. The caller stores the inode. */
+static int cut_extents(struct walk *w, uint64_t ino, uint32_t leaf,
+		       uint32_t slot)
+{
+	struct wino *wi = &w->in[ino];
+	struct dg_demap hdr = { 0 };
+
+	wi->d.nextents = wi->next;
+	if (leaf == 0) {
+		for (uint32_t i = slot; i < DG_INLINE_EXTENTS; i++)
+			memset(&wi->d.inl[i], 0, sizeof(wi->d.inl[i]));
+		wi->d.emap_vpn = 0;
+		drop_emap(w, ino, 0);
+		return 0;
+	}
+	if (slot) {			/* the leaf keeps slot extents */
+		hdr.count = slot;
+		drop_emap(w, ino, leaf);
+		return wwrite(w, wi->emap[leaf - 1], 0, &hdr,
+			      offsetof(struct dg_demap, e));
+	}
+	drop_emap(w, ino, leaf - 1);	/* the leaf goes */
+	if (leaf == 1) {
+		wi->d.emap_vpn = 0;
+		return 0;
+	}
+	return wwrite(w, wi->emap[leaf - 2], 0, &hdr.next_vpn,
+		      sizeof(hdr.next_vpn));
+}
+
+/* Load an inode's extents, marking its pages; truncates the map at the
+ * first bad extent when told to. */
+static void load_extents(struct walk *w, uint64_t ino)
+{
+	struct wino *wi = &w->in[ino];
+	struct dg_emap_reader r;
+	const struct dg_dextent *d;
+	struct dg_chk_event ev;
+	uint32_t cut_leaf, cut_slot;
+	uint64_t kept;			/* file pages the kept extents cover */
+	const char *why = NULL;
+	int k;
+
+	wi->next = 0;
+	wi->ext = calloc(wi->d.nextents ? wi->d.nextents : 1,
+			 sizeof(*wi->ext));
+	if (!wi->ext)
+		return;
+	dg_emap_begin(&r, w->vol, &wi->d, (struct dg_demap *)w->page);
+	while ((k = dg_emap_next(&r, &d)) > 0) {
+		if (k == DG_EMAP_PAGE) {
+			uint64_t *m;
+
+			if (!mark(w, r.page_vpn, 1, DG_PC_EMAP, ino)) {
+				why = "extent page used twice";
+				break;
+			}
+			m = realloc(wi->emap, (wi->nemap + 1) * sizeof(*m));
+			if (!m)
+				return;
+			wi->emap = m;
+			wi->emap[wi->nemap++] = r.page_vpn;
+			continue;
+		}
+		if (!mark(w, d->vpn, d->len, data_class(wi->d.mode), ino)) {
+			why = "extent maps pages another structure uses";
+			dg_chk_event_init(&ev, DG_CHK_EXTENT_DUP, "extent");
+			cut_leaf = r.leaf;
+			cut_slot = r.slot - 1;
+			kept = d->fpage;
+			goto bad;
+		}
+		wi->ext[wi->next++] = *d;
+	}
+	if (k < 0 && !r.why && k != -EIO) {
+		unreadable(w, r.page_vpn, ino, "extent", k);
+		return;
+	}
+	cut_leaf = r.leaf;
+	cut_slot = r.slot;
+	kept = r.prev_end;
+	if (k == -EIO && !r.why) {
+		/* No copy of an extent page verifies: the file ends where
+		 * the extents that could be read end (what followed hung
+		 * off that page). Left alone, the volume does not mount. */
+		if (w->classify_only)
+			return;
+		dg_chk_event_init(&ev, DG_CHK_EXTENTS_LOST, "extent");
+		why = "extent page unreadable";
+		goto bad;
+	}
+	if (k < 0)
+		why = r.why;
+	if (!why || w->classify_only)
+		return;
+	dg_chk_event_init(&ev, DG_CHK_EXTENT_BAD, "extent");
+bad:
+	ev_ino(w, &ev, ino);
+	snprintf(ev.detail, sizeof(ev.detail), "inode %llu extent %u: %s",
+		 (unsigned long long)ino, wi->next, why);
+	snprintf(ev.action, sizeof(ev.action),
+		 "drop extents from %u on (data lost)", wi->next);
+	if (wask(w, &ev)) {
+		/* The size goes where the kept extents end, so the loss
+		 * reads as a short file, not as zeros (G1: never silently
+		 * wrong data). */
+		if (wi->d.size > kept << DG_PAGE_SHIFT)
+			wi->d.size = kept << DG_PAGE_SHIFT;
+		wreport(w, &ev, cut_extents(w, ino, cut_leaf, cut_slot) == 0 &&
+				store_inode(w, ino) == 0);
+	} else {
+		wreport(w, &ev, false);
+	}
+}
+
+/* An empty root directory in place of one given up with its table
+ * page: the names it held are lost, and the reconnect pass moves the
+ * files they named to /lost+found. */
+static int new_root(struct walk *w)
+{
+	struct wino *wi = &w->in[DG_ROOT_INO];
+	struct timespec now;
+	int64_t ns;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	wi->d = (struct dg_dinode){
+		.mode = S_IFDIR | 0755, .nlink = 2, .parent = DG_ROOT_INO,
+		.atime_ns = ns, .mtime_ns = ns, .ctime_ns = ns, .btime_ns = ns,
+	};
+	wi->used = true;
+	wi->lost = false;
+	return store_inode(w, DG_ROOT_INO);
+}
+
+/*
+ * An inode table page no copy of which verifies (more faults in its row
+ * than parity covers): its inodes are lost. Left alone, the volume does
+ * not mount. Repair clears the page so the rest of it does; the entry
+ * pass then names and drops the entries of the lost inodes, and the
+ * allocation pass frees their pages. When the page held the root, an
+ * empty root takes its place (as e2fsck recreates a lost root).
+ */
+static void lose_inode_page(struct walk *w, uint32_t c, uint32_t p,
+			    uint64_t vpn, int err)
+{
+	static const uint8_t zero[DG_PAGE_SIZE];
+	uint64_t first = (uint64_t)c * DG_INODES_PER_CHUNK +
+			 (uint64_t)p * DG_INODES_PER_PAGE;
+	bool root = first <= DG_ROOT_INO;
+	struct dg_chk_event ev;
+
+	if (err != -EIO) {
+		unreadable(w, vpn, 0, "inode", err);
+		return;
+	}
+	dg_chk_event_init(&ev, DG_CHK_INODES_LOST, "inode");
+	ev_vpn(w, &ev, vpn);
+	snprintf(ev.detail, sizeof(ev.detail),
+		 "inode table page unreadable: inodes %llu-%llu are lost%s",
+		 (unsigned long long)first,
+		 (unsigned long long)(first + DG_INODES_PER_PAGE - 1),
+		 root ? ", the root with them" : "");
+	snprintf(ev.action, sizeof(ev.action),
+		 root ? "clear the page (the files it held are lost) and make "
+			"an empty root (the files under it go to /lost+found)"
+		      : "clear the page (the files it held are lost)");
+	for (uint32_t s = 0; s < DG_INODES_PER_PAGE; s++)
+		w->in[first + s].lost = first + s != DG_ROOT_INO;
+	if (wask(w, &ev)) {
+		bool ok = dg_row_replace_page(w->vol, vpn, zero) == 0;
+
+		wreport(w, &ev, ok && (!root || new_root(w) == 0));
+	} else {
+		wreport(w, &ev, false);
+	}
+}
+
+static void load_itable(struct walk *w)
+{
+	for (uint32_t c = 0; c < w->fsr.nchunks; c++) {
+		uint64_t v0 = w->fsr.chunks[c];
+		struct dg_chk_event ev;
+
+		if (v0 < 1 || v0 + DG_ITABLE_CHUNK_PAGES > w->vpns ||
+		    !mark(w, v0, DG_ITABLE_CHUNK_PAGES, DG_PC_ITABLE, 0)) {
+			dg_chk_event_init(&ev, DG_CHK_ITABLE, "inode");
+			ev.vpn = (int64_t)v0;
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "inode table chunk %u at vpn %llu is out of "
+				 "range or overlaps", c,
+				 (unsigned long long)v0);
+			snprintf(ev.action, sizeof(ev.action), "none");
+			ev.fixable = false;
+			w->problems++;
+			wreport(w, &ev, false);
+			continue;
+		}
+		for (uint32_t p = 0; p < DG_ITABLE_CHUNK_PAGES; p++) {
+			int r = dg_read(w->vol, v0 + p, 1, w->page);
+
+			if (r) {
+				lose_inode_page(w, c, p, v0 + p, r);
+				continue;
+			}
+			for (uint32_t s = 0; s < DG_INODES_PER_PAGE; s++) {
+				uint64_t ino = (uint64_t)c * DG_INODES_PER_CHUNK +
+					       p * DG_INODES_PER_PAGE + s;
+				struct wino *wi = &w->in[ino];
+
+				memcpy(&wi->d, w->page + s * DG_INODE_SIZE,
+				       sizeof(wi->d));
+				if (!wi->d.mode || ino == 0)
+					continue;
+				if (!mode_ok(wi->d.mode) ||
+				    wi->d.nextents > (1u << 26)) {
+					dg_chk_event_init(&ev, DG_CHK_INODE_BAD,
+							  "inode");
+					ev_ino(w, &ev, ino);
+					snprintf(ev.detail, sizeof(ev.detail),
+						 "inode %llu: bad mode %#o or "
+						 "extent count %u",
+						 (unsigned long long)ino,
+						 wi->d.mode, wi->d.nextents);
+					snprintf(ev.action, sizeof(ev.action),
+						 "clear the inode");
+					if (wask(w, &ev)) {
+						memset(&wi->d, 0, sizeof(wi->d));
+						wreport(w, &ev,
+							store_inode(w, ino) == 0);
+					} else {
+						wreport(w, &ev, false);
+						wi->bad = true;
+					}
+					continue;
+				}
+				wi->used = true;
+			}
+		}
+	}
+	for (uint64_t ino = 1; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+
+		if (!wi->used)
+			continue;
+		load_extents(w, ino);
+		if (wi->d.xattr_vpn &&
+		    (wi->d.xattr_vpn >= w->vpns ||
+		     !mark(w, wi->d.xattr_vpn, 1, DG_PC_XATTR, ino))) {
+			struct dg_chk_event ev;
+
+			dg_chk_event_init(&ev, DG_CHK_EXTENT_BAD, "inode");
+			ev_ino(w, &ev, ino);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "inode %llu: xattr page %llu out of range or "
+				 "used twice", (unsigned long long)ino,
+				 (unsigned long long)wi->d.xattr_vpn);
+			snprintf(ev.action, sizeof(ev.action),
+				 "drop the extended attributes");
+			if (wask(w, &ev)) {
+				wi->d.xattr_vpn = 0;
+				wreport(w, &ev, store_inode(w, ino) == 0);
+			} else {
+				wreport(w, &ev, false);
+			}
+		}
+	}
+}
+
+void dg_walk_ext_lookup(const struct wino *wi, uint64_t fpage, uint64_t *vpn)
+{
+	*vpn = 0;
+	for (uint32_t i = 0; i < wi->next; i++)
+		if (fpage >= wi->ext[i].fpage &&
+		    fpage < wi->ext[i].fpage + wi->ext[i].len) {
+			*vpn = wi->ext[i].vpn + fpage - wi->ext[i].fpage;
+			return;
+		}
+}
+
+static int add_ent(struct walk *w, uint64_t dir, uint64_t ino, uint64_t pg,
+		   uint32_t off, uint8_t type, const char *name, size_t len)
+{
+	struct went *e;
+
+	if (w->nents == w->capents) {
+		size_t cap = w->capents ? w->capents * 2 : 256;
+
+		e = realloc(w->ents, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		w->ents = e;
+		w->capents = cap;
+	}
+	e = &w->ents[w->nents];
+	e->name = strndup(name, len);
+	if (!e->name)
+		return -ENOMEM;
+	e->dir = dir;
+	e->ino = ino;
+	e->fpage = pg;
+	e->off = off;
+	e->type = type;
+	e->dead = false;
+	w->nents++;
+	return 0;
+}
+
+/* Parse one dirent page; a malformed record ends the page (repair:
+ * an end marker is written there, later entries are lost and their
+ * inodes go to lost+found). */
+static void parse_dir_page(struct walk *w, uint64_t dir, uint64_t pg,
+			   uint64_t vpn, const uint8_t *p)
+{
+	uint32_t off = 0;
+
+	while (off + sizeof(struct dg_ddirent) <= DG_PAGE_SIZE) {
+		const struct dg_ddirent *r = (const void *)(p + off);
+		const char *name = (const char *)(r + 1);
+		uint32_t need = (uint32_t)((sizeof(*r) + r->namelen + 7) & ~7u);
+		struct dg_chk_event ev;
+
+		if (r->reclen == 0)
+			break;
+		if (r->reclen % 8 || r->reclen < need ||
+		    r->reclen > DG_PAGE_SIZE - off || r->namelen == 0 ||
+		    memchr(name, '/', r->namelen) ||
+		    memchr(name, 0, r->namelen)) {
+			struct dg_ddirent end = { 0 };
+
+			if (w->classify_only)
+				return;
+			dg_chk_event_init(&ev, DG_CHK_DIRENT_BAD, "directory");
+			ev_vpn(w, &ev, vpn);
+			ev.ino = dir;
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "directory %llu page %llu offset %u: bad "
+				 "record", (unsigned long long)dir,
+				 (unsigned long long)pg, off);
+			snprintf(ev.action, sizeof(ev.action),
+				 "end the page there");
+			if (wask(w, &ev))
+				wreport(w, &ev, wwrite(w, vpn, off, &end,
+						       sizeof(end)) == 0);
+			else
+				wreport(w, &ev, false);
+			return;
+		}
+		if (r->ino)
+			add_ent(w, dir, r->ino, pg, off, r->type, name,
+				r->namelen);
+		off += r->reclen;
+	}
+}
+
+/*
+ * A directory page no copy of which verifies (more faults in its row
+ * than parity covers): the names it held are lost. Left alone, the
+ * volume does not mount. Repair writes an empty page in its place; the
+ * inodes those names pointed to are then unreachable, and the
+ * reconnect pass moves them, data intact, to /lost+found.
+ */
+static void lose_dir_page(struct walk *w, uint64_t dir, uint64_t vpn,
+			  int err)
+{
+	static const uint8_t empty[DG_PAGE_SIZE];	/* no records */
+	struct dg_chk_event ev;
+
+	if (err != -EIO) {
+		unreadable(w, vpn, dir, "directory", err);
+		return;
+	}
+	dg_chk_event_init(&ev, DG_CHK_DIR_LOST, "directory");
+	ev_vpn(w, &ev, vpn);
+	ev.ino = dir;
+	snprintf(ev.detail, sizeof(ev.detail),
+		 "directory %llu: page unreadable, the names on it are lost",
+		 (unsigned long long)dir);
+	snprintf(ev.action, sizeof(ev.action),
+		 "write an empty page (its files go to /lost+found)");
+	if (wask(w, &ev))
+		wreport(w, &ev, dg_row_replace_page(w->vol, vpn, empty) == 0);
+	else
+		wreport(w, &ev, false);
+}
+
+static void load_dirs(struct walk *w)
+{
+	for (uint64_t ino = 1; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+
+		if (!wi->used || !S_ISDIR(wi->d.mode))
+			continue;
+		/* By extent, not by size: a damaged size can be huge. */
+		for (uint32_t e = 0; e < wi->next; e++)
+		for (uint64_t i = 0; i < wi->ext[e].len; i++) {
+			uint64_t pg = wi->ext[e].fpage + i;
+			uint64_t vpn = wi->ext[e].vpn + i;
+			int r;
+
+			if (pg >= wi->d.size / DG_PAGE_SIZE)
+				break;
+			r = dg_read(w->vol, vpn, 1, w->page);
+			if (r) {
+				lose_dir_page(w, ino, vpn, r);
+				continue;
+			}
+			parse_dir_page(w, ino, pg, vpn, w->page);
+		}
+	}
+}
+
+/* Mark the record deleted: only its ino changes. Its reclen stays as
+ * found (a reused record can be longer than its name needs), so the
+ * records after it still parse. */
+static int kill_entry(struct walk *w, struct went *e)
+{
+	struct wino *dp = &w->in[e->dir];
+	uint64_t vpn, zero = 0;
+
+	dg_walk_ext_lookup(dp, e->fpage, &vpn);
+	if (!vpn)
+		return -EIO;
+	e->dead = true;
+	return wwrite(w, vpn, e->off + (uint32_t)offsetof(struct dg_ddirent,
+							  ino),
+		      &zero, sizeof(zero));
+}
+
+/* Report a bad entry and, if the repair is allowed, remove it; either
+ * way the rest of the walk treats it as gone. */
+static void drop_entry(struct walk *w, struct dg_chk_event *ev,
+		       struct went *e)
+{
+	if (wask(w, ev))
+		wreport(w, ev, kill_entry(w, e) == 0);
+	else
+		wreport(w, ev, false);
+	e->dead = true;
+}
+
+void dg_walk_check_entries(struct walk *w)
+{
+	for (size_t i = 0; i < w->nents; i++) {
+		struct went *e = &w->ents[i];
+		struct wino *t = e->ino < w->icap ? &w->in[e->ino] : NULL;
+		struct dg_chk_event ev;
+
+		if (t && t->lost) {
+			dg_chk_event_init(&ev, DG_CHK_FILE_LOST, "directory");
+			ev_ino(w, &ev, e->dir);
+			snprintf(ev.name, sizeof(ev.name), "%s", e->name);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "entry '%s' names inode %llu, lost with its "
+				 "inode table page", e->name,
+				 (unsigned long long)e->ino);
+			snprintf(ev.action, sizeof(ev.action),
+				 "remove the entry");
+			drop_entry(w, &ev, e);
+			continue;
+		}
+		if (!t || !t->used || e->ino == DG_ROOT_INO) {
+			dg_chk_event_init(&ev, DG_CHK_DIRENT_DANGLING,
+					  "directory");
+			ev_ino(w, &ev, e->dir);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "entry '%s' in directory %llu names %s inode "
+				 "%llu", e->name, (unsigned long long)e->dir,
+				 e->ino == DG_ROOT_INO ? "the root" : "free",
+				 (unsigned long long)e->ino);
+			snprintf(ev.action, sizeof(ev.action),
+				 "remove the entry");
+			drop_entry(w, &ev, e);
+			continue;
+		}
+		if (S_ISDIR(t->d.mode) && t->refs) {
+			dg_chk_event_init(&ev, DG_CHK_DIR_MULTI, "directory");
+			ev_ino(w, &ev, e->dir);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "directory %llu has a second name '%s'",
+				 (unsigned long long)e->ino, e->name);
+			snprintf(ev.action, sizeof(ev.action),
+				 "remove the entry");
+			drop_entry(w, &ev, e);
+			continue;
+		}
+		if (e->type != dg_mode_dtype(t->d.mode)) {
+			dg_chk_event_init(&ev, DG_CHK_DIRENT_TYPE, "directory");
+			ev_ino(w, &ev, e->dir);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "entry '%s' has type %u, inode %llu is type "
+				 "%u", e->name, e->type,
+				 (unsigned long long)e->ino,
+				 dg_mode_dtype(t->d.mode));
+			snprintf(ev.action, sizeof(ev.action), "fix the type");
+			if (wask(w, &ev)) {
+				struct wino *dp = &w->in[e->dir];
+				uint8_t ty = dg_mode_dtype(t->d.mode);
+				uint64_t vpn;
+
+				dg_walk_ext_lookup(dp, e->fpage, &vpn);
+				e->type = ty;
+				wreport(w, &ev, vpn && wwrite(w, vpn, e->off +
+					offsetof(struct dg_ddirent, type), &ty,
+					1) == 0);
+			} else {
+				wreport(w, &ev, false);
+			}
+		}
+		if (!t->refs)
+			t->first_parent = e->dir;
+		t->refs++;
+		if (S_ISDIR(t->d.mode))
+			w->in[e->dir].subdirs++;
+	}
+}
+
+void dg_walk_reach(struct walk *w)
+{
+	uint64_t *q = calloc(w->icap + 1, sizeof(*q));
+	size_t h = 0, t = 0;
+
+	if (!q)
+		return;
+	for (uint64_t i = 0; i < w->icap; i++)
+		w->in[i].reached = false;
+	w->in[DG_ROOT_INO].reached = true;
+	q[t++] = DG_ROOT_INO;
+	/* Entries are grouped by directory in load order; scan all. */
+	while (h < t) {
+		uint64_t d = q[h++];
+
+		for (size_t i = 0; i < w->nents; i++) {
+			struct went *e = &w->ents[i];
+
+			if (e->dead || e->dir != d || w->in[e->ino].reached)
+				continue;
+			w->in[e->ino].reached = true;
+			if (S_ISDIR(w->in[e->ino].d.mode))
+				q[t++] = e->ino;
+		}
+	}
+	free(q);
+}
+
+static void check_counts(struct walk *w)
+{
+	for (uint64_t ino = 1; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+		struct dg_chk_event ev;
+		uint32_t want;
+		uint64_t blocks = wi->nemap + (wi->d.xattr_vpn ? 1 : 0);
+
+		if (!wi->used)
+			continue;
+		for (uint32_t i = 0; i < wi->next; i++)
+			blocks += wi->ext[i].len;
+		if (S_ISDIR(wi->d.mode)) {
+			uint64_t par = ino == DG_ROOT_INO ? DG_ROOT_INO
+							  : wi->first_parent;
+
+			want = 2 + wi->subdirs;
+			if (par && wi->d.parent != par) {
+				dg_chk_event_init(&ev, DG_CHK_DIR_PARENT,
+						  "inode");
+				ev_ino(w, &ev, ino);
+				snprintf(ev.detail, sizeof(ev.detail),
+					 "directory %llu: parent %llu, should "
+					 "be %llu", (unsigned long long)ino,
+					 (unsigned long long)wi->d.parent,
+					 (unsigned long long)par);
+				snprintf(ev.action, sizeof(ev.action),
+					 "set the parent");
+				if (wask(w, &ev)) {
+					wi->d.parent = par;
+					wreport(w, &ev,
+						store_inode(w, ino) == 0);
+				} else {
+					wreport(w, &ev, false);
+				}
+			}
+		} else {
+			want = wi->refs;
+		}
+		if (!wi->reached)
+			continue; /* orphans: lost+found sets the count */
+		if (wi->d.nlink != want) {
+			dg_chk_event_init(&ev, DG_CHK_NLINK, "inode");
+			ev_ino(w, &ev, ino);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "inode %llu: link count %u, should be %u",
+				 (unsigned long long)ino, wi->d.nlink, want);
+			snprintf(ev.action, sizeof(ev.action),
+				 "set the link count");
+			if (wask(w, &ev)) {
+				wi->d.nlink = want;
+				wreport(w, &ev, store_inode(w, ino) == 0);
+			} else {
+				wreport(w, &ev, false);
+			}
+		}
+		if (wi->d.blocks != blocks) {
+			dg_chk_event_init(&ev, DG_CHK_BLOCKS, "inode");
+			ev_ino(w, &ev, ino);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "inode %llu: %llu blocks, should be %llu",
+				 (unsigned long long)ino,
+				 (unsigned long long)wi->d.blocks,
+				 (unsigned long long)blocks);
+			snprintf(ev.action, sizeof(ev.action),
+				 "set the block count");
+			if (wask(w, &ev)) {
+				wi->d.blocks = blocks;
+				wreport(w, &ev, store_inode(w, ino) == 0);
+			} else {
+				wreport(w, &ev, false);
+			}
+		}
+	}
+}
+
+static void check_bitmap(struct walk *w)
+{
+	struct dg_vol *vol = w->vol;
+
+	for (uint64_t v = 0; v < w->vpns; v++) {
+		bool used = w->cls[v] != DG_PC_FREE, on;
+		struct dg_chk_event ev;
+
+		on = dg_vpn_allocated(vol, v);
+		if (used == on)
+			continue;
+		dg_chk_event_init(&ev, used ? DG_CHK_BITMAP_MISSING
+					    : DG_CHK_BITMAP_LEAK, "allocation");
+		ev_vpn(w, &ev, v);
+		ev.ino = w->owner[v];
+		snprintf(ev.detail, sizeof(ev.detail),
+			 used ? "vpn %llu is used (%s) but marked free"
+			      : "vpn %llu is marked in use but nothing uses it",
+			 (unsigned long long)v, dg_pclass_name(w->cls[v]));
+		snprintf(ev.action, sizeof(ev.action), used ? "mark it used"
+							    : "mark it free");
+		if (wask(w, &ev))
+			wreport(w, &ev, dg_alloc_mark(vol, v, used) == 0);
+		else
+			wreport(w, &ev, false);
+	}
+}
+
+void dg_walk_free(struct walk *w)
+{
+	if (w->in)
+		for (uint64_t i = 0; i < w->icap; i++) {
+			free(w->in[i].ext);
+			free(w->in[i].emap);
+		}
+	for (size_t i = 0; i < w->nents; i++)
+		free(w->ents[i].name);
+	free(w->ents);
+	free(w->in);
+	free(w->root);
+	free(w->page);
+}
+
+/* Load the root records and every structure, tolerantly. */
+int dg_walk_load(struct walk *w)
+{
+	struct dg_vol *vol = w->vol;
+	struct dg_chk_event ev;
+	int r;
+
+	w->vpns = dg_vol_vpns(vol);
+	w->root = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	w->page = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!w->root || !w->page || !w->cls || !w->owner)
+		return -ENOMEM;
+	r = dg_read(vol, 0, 1, w->root);
+	if (r) {
+		unreadable(w, 0, 0, "root", r);
+		return -EUCLEAN;
+	}
+	memcpy(&w->fsr, w->root->fs, sizeof(w->fsr));
+	if (w->fsr.magic != DG_FS_MAGIC || w->fsr.nchunks == 0 ||
+	    w->fsr.nchunks > DG_MAX_ICHUNKS || !dg_alloc_meta_vpns(vol)) {
+		dg_chk_event_init(&ev, DG_CHK_FS_ROOT, "root");
+		ev_vpn(w, &ev, 0);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "filesystem root record is invalid");
+		snprintf(ev.action, sizeof(ev.action), "none");
+		w->problems++;
+		wreport(w, &ev, false);
+		return -EUCLEAN;
+	}
+	mark(w, 0, 1, DG_PC_ROOT, 0);
+	mark(w, 1, dg_alloc_meta_vpns(vol) - 1, DG_PC_BITMAP, 0);
+	w->icap = (uint64_t)w->fsr.nchunks * DG_INODES_PER_CHUNK;
+	w->in = calloc(w->icap, sizeof(*w->in));
+	if (!w->in)
+		return -ENOMEM;
+	load_itable(w);
+	if (!w->in[DG_ROOT_INO].used || !S_ISDIR(w->in[DG_ROOT_INO].d.mode)) {
+		dg_chk_event_init(&ev, DG_CHK_FS_ROOT, "inode");
+		ev_ino(w, &ev, DG_ROOT_INO);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "root directory inode missing or not a directory");
+		snprintf(ev.action, sizeof(ev.action), "none");
+		w->problems++;
+		wreport(w, &ev, false);
+		return -EUCLEAN;
+	}
+	load_dirs(w);
+	return 0;
+}
+
+int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner)
+{
+	struct walk w = { .vol = vol, .classify_only = true };
+	int ret;
+
+	w.cls = calloc(dg_vol_vpns(vol), 1);
+	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
+	ret = dg_walk_load(&w);
+	dg_walk_free(&w);
+	if (ret && ret != -EUCLEAN) {
+		free(w.cls);
+		free(w.owner);
+		return ret;
+	}
+	*cls = w.cls;
+	*owner = w.owner;
+	return 0;
+}
+
+/* Reconnect inodes no directory names to /lost+found. */
+static void reconnect(struct walk *w)
+{
+	struct dg_fs *fs = NULL;
+	struct dg_inode *lf = NULL;
+	struct dg_attr at;
+	int r;
+
+	for (uint64_t ino = 2; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+		struct dg_chk_event ev;
+		char name[32];
+
+		if (!wi->used || wi->reached || wi->refs ||
+		    (!wi->d.nlink && !S_ISDIR(wi->d.mode)))
+			continue; /* nlink 0: an orphan the mount frees */
+		dg_chk_event_init(&ev, DG_CHK_UNREACHABLE, "inode");
+		ev_ino(w, &ev, ino);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "inode %llu (%s, %llu bytes) is not reachable from "
+			 "the root", (unsigned long long)ino,
+			 S_ISDIR(wi->d.mode) ? "directory" : "file",
+			 (unsigned long long)wi->d.size);
+		snprintf(ev.action, sizeof(ev.action),
+			 "move to /lost+found/#%llu", (unsigned long long)ino);
+		if (!wask(w, &ev)) {
+			wreport(w, &ev, false);
+			continue;
+		}
+		if (!fs) {
+			r = dg_fs_open(w->vol, &fs);
+			if (r) {
+				wreport(w, &ev, false);
+				fs = NULL;
+				break;
+			}
+			r = dg_fs_lookup(fs, DG_ROOT_INO, "lost+found", &at);
+			if (r == -ENOENT)
+				r = dg_fs_mknod(fs, DG_ROOT_INO, "lost+found",
+						S_IFDIR | 0700, 0, 0, 0, &at);
+			if (r) {
+				wreport(w, &ev, false);
+				break;
+			}
+			lf = dg_inode_get(fs, at.ino);
+		}
+		snprintf(name, sizeof(name), "#%llu", (unsigned long long)ino);
+		{
+			struct dg_inode *ip = dg_inode_get(fs, ino);
+			struct dg_txn *t = dg_txn_new(w->vol);
+
+			r = -ENOMEM;
+			if (ip && t && lf && ip->ino != lf->ino) {
+				r = dg_dir_add(fs, t, lf, name, ino,
+					       dg_mode_dtype(ip->d.mode));
+				if (!r && S_ISDIR(ip->d.mode)) {
+					ip->d.parent = lf->ino;
+					lf->d.nlink++;
+				} else if (!r) {
+					ip->d.nlink = 1;
+				}
+				if (!r)
+					r = dg_inode_store(fs, t, ip);
+				if (!r)
+					r = dg_inode_store(fs, t, lf);
+				if (!r)
+					r = dg_fs_commit(fs, t);
+			}
+			dg_txn_free(t);
+			wreport(w, &ev, r == 0);
+		}
+	}
+	dg_fs_close(fs);
+}
+
+int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg)
+{
+	struct walk w = { .vol = vol, .fn = fn, .ask = ask, .arg = arg };
+	int ret;
+
+	w.cls = calloc(dg_vol_vpns(vol), 1);
+	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
+	ret = dg_walk_load(&w);
+	if (ret == 0) {
+		dg_walk_check_entries(&w);
+		dg_walk_reach(&w);
+		check_counts(&w);
+		check_bitmap(&w);
+		reconnect(&w);
+	}
+	dg_walk_free(&w);
+	free(w.cls);
+	free(w.owner);
+	if (ret == -EUCLEAN)
+		ret = 0; /* reported */
+	return ret < 0 ? ret : (int)w.problems;
+}
+
+/* ---- fuzzing --------------------------------------------------------- */
+
+int dg_check_fuzz_page(struct dg_vol *vol, unsigned kind, const void *page)
+{
+	struct walk w = { .vol = vol, .classify_only = true };
+	int ret;
+
+	switch (kind % 4) {
+	case 1: /* a directory page */
+		w.vpns = dg_vol_vpns(vol);
+		parse_dir_page(&w, 1, 0, 0, page);
+		ret = (int)w.nents;
+		dg_walk_free(&w);
+		return ret;
+	case 2: { /* an inode record */
+		const struct dg_dinode *d = page;
+
+		return mode_ok(d->mode) ? 0 : -EUCLEAN;
+	}
+	default: /* superblocks and journal headers: the volume's */
+		return -EINVAL;
+	}
+}

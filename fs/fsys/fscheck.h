@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* fscheck.h -- the filesystem layer's checks for fsck.daxguard, page
+ * classes, and logical faults for daxguard-inject */
+#ifndef DG_FSCHECK_H
+#define DG_FSCHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "fsys.h"
+
+/*
+ * Filesystem structures: inodes, extent maps, directories, link counts,
+ * reachability, allocation bitmap against actual use. fix(arg, ev)
+ * decides per finding whether to repair (NULL: never). Unreachable
+ * inodes go to /lost+found when fixed.
+ */
+typedef bool (*dg_chk_ask_fn)(void *arg, const struct dg_chk_event *ev);
+int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg);
+
+/* Rewrite a row whose unreadable pages are free (and its parity) so it
+ * verifies again: reclaim.c. Offline only; cls from dg_check_classify()
+ * (or NULL: the allocation bitmap alone says what is in use). */
+int dg_vol_reset_free_pages(struct dg_vol *vol, uint64_t row,
+			    const uint8_t *cls);
+
+/* ---- page classes, for inject and reports -------------------------- */
+enum dg_pclass {
+	DG_PC_FREE,
+	DG_PC_ROOT,	/* vpn 0 */
+	DG_PC_BITMAP,
+	DG_PC_ITABLE,
+	DG_PC_EMAP,
+	DG_PC_XATTR,
+	DG_PC_DIR,
+	DG_PC_FILE,	/* regular file data */
+	DG_PC_SYMLINK,
+	DG_PC_NR,
+};
+const char *dg_pclass_name(enum dg_pclass c);
+/*
+ * Class and owning inode of every vpn from a tolerant walk of the
+ * structures (pages that cannot be read are skipped). The arrays get
+ * dg_vol_info.vpns entries; free them with free().
+ */
+int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner);
+/* Fuzzing entry points: parse one page image as each metadata kind
+ * against a throwaway volume; return 0 or a negative errno, never
+ * crash. */
+int dg_check_fuzz_page(struct dg_vol *vol, unsigned kind, const void *page);
+
+#endif /* DG_FSCHECK_H */

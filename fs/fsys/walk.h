@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* walk.h -- private to the filesystem layer: the tolerant walk of the
+ * structures that fsck's checks (check_fs.c) and the injector's logical
+ * faults (lfault.c) are built on */
+#ifndef DG_WALK_H
+#define DG_WALK_H
+
+#include "fscheck.h"
+
+struct went {			/* a directory entry as found */
+	uint64_t dir, ino;
+	uint64_t fpage;		/* dirent page (file page of the dir) */
+	uint32_t off;
+	uint8_t type;
+	bool dead;		/* removed by a repair */
+	char *name;
+};
+
+struct wino {
+	bool used, bad;
+	bool lost;		/* its inode table page was given up */
+	struct dg_dinode d;
+	struct dg_dextent *ext;
+	uint32_t next;
+	uint64_t *emap;
+	uint32_t nemap;
+	uint32_t refs, subdirs;
+	uint64_t first_parent;	/* dir of the first entry naming it */
+	bool reached;
+};
+
+struct walk {
+	struct dg_vol *vol;
+	dg_chk_fn fn;
+	dg_chk_ask_fn ask;
+	void *arg;
+	bool classify_only;
+	uint64_t vpns;
+	uint8_t *cls;
+	uint64_t *owner;
+	struct dg_droot *root;
+	struct dg_dfsroot fsr;
+	uint64_t icap;
+	struct wino *in;
+	struct went *ents;
+	size_t nents, capents;
+	uint8_t *page;
+	unsigned fixes, problems;
+};
+
+/* Load what the structures hold, classifying every vpn (w->cls,
+ * w->owner); -EUCLEAN when the roots are unusable. */
+int dg_walk_load(struct walk *w);
+void dg_walk_free(struct walk *w);
+/* Directory entries against the inodes they name; reachability from
+ * the root (wino.reached). */
+void dg_walk_check_entries(struct walk *w);
+void dg_walk_reach(struct walk *w);
+/* The vpn of file page fpage of a walked inode (0: a hole). */
+void dg_walk_ext_lookup(const struct wino *wi, uint64_t fpage, uint64_t *vpn);
+/* Where inode ino's record lives. */
+void dg_walk_ino_loc(const struct walk *w, uint64_t ino, uint64_t *vpn,
+		     uint32_t *off);
+
+#endif /* DG_WALK_H */

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/* test_latch.c -- a persist that fails latches the volume read-only with
+ * a reason; whichever persist of an update fails, the next open finds
+ * the update all there or not at all, and redundancy consistent */
+#include "harness.h"
+#include "media.h"
+#include "volume_i.h"
+
+#define PG DG_PAGE_SIZE
+
+/* The media hook (media.h): persist number fail_at (1, 2, ...) after
+ * arming fails with EIO; 0 fails none. */
+struct failer {
+	uint64_t persists, fail_at;
+};
+
+static void obs_write(void *arg, const char *path, uint64_t off,
+		      const void *src, size_t len)
+{
+	(void)arg, (void)path, (void)off, (void)src, (void)len;
+}
+
+static int obs_persist(void *arg, const char *path, uint64_t off, size_t len)
+{
+	struct failer *f = arg;
+
+	(void)path, (void)off, (void)len;
+	return ++f->persists == f->fail_at ? -EIO : 0;
+}
+
+static void fill(uint8_t *p, uint64_t seed)
+{
+	trand_fill(&seed, p, 2 * PG);
+}
+
+/* An update of two pages with persist k failing: EIO (or 0 when it has
+ * fewer persists), then the latch, and after a reopen old or new whole,
+ * with a clean scrub. Returns how many persists the update made. */
+static uint64_t fail_one(uint64_t k)
+{
+	struct failer f = { 0, 0 };
+	struct dg_media_observer obs = { obs_write, obs_persist, &f };
+	uint8_t *old = aligned_alloc(PG, 2 * PG), *new = aligned_alloc(PG, 2 * PG);
+	uint8_t *got = aligned_alloc(PG, 2 * PG);
+	struct dg_range r[2];
+	struct dg_vol_info in;
+	struct dg_scrub_report rep;
+	struct dg_vol *vol;
+	struct tvol tv;
+	uint64_t made = 0;
+	int ret;
+
+	if (!old || !new || !got) {
+		CHECK(!"out of memory");
+		goto out;
+	}
+	tvol_make(&tv, "latch", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	if (!vol) {
+		CHECK(vol);
+		goto out_tv;
+	}
+	fill(old, 1);
+	fill(new, 2 + k);
+	r[0] = (struct dg_range){ 100, 0, PG, old };
+	r[1] = (struct dg_range){ 101, 0, PG, old + PG };
+	CHECK_EQ(dg_apply(vol, r, 2), 0);
+	r[0].data = new;
+	r[1].data = new + PG;
+	dg_vol_set_observer(vol, &obs);
+	f.fail_at = k;
+	ret = dg_apply(vol, r, 2);
+	made = f.persists;
+	dg_vol_set_observer(vol, NULL);
+	dg_vol_get_info(vol, &in);
+	if (k <= made) {
+		CHECK_EQ(ret, -EIO);
+		CHECK(in.read_only);
+		CHECK(strstr(in.failed, "persist of") != NULL);
+		CHECK_EQ(dg_apply(vol, r, 1), -EROFS);
+		CHECK_EQ(dg_vol_sync(vol), -EIO);
+	} else {
+		CHECK_EQ(ret, 0);
+		CHECK(!in.read_only && !in.failed[0]);
+	}
+	/* Reads go on from what is in memory and on the media. */
+	CHECK_EQ(dg_read(vol, 100, 2, got), 0);
+	dg_vol_close(vol);
+
+	vol = tvol_open(&tv, 0);
+	if (!vol) {
+		CHECK(vol);
+		goto out_tv;
+	}
+	CHECK_EQ(dg_read(vol, 100, 2, got), 0);
+	CHECK(!memcmp(got, old, 2 * PG) || !memcmp(got, new, 2 * PG));
+	if (ret == 0)
+		CHECK(!memcmp(got, new, 2 * PG));
+	CHECK_EQ(dg_vol_scrub(vol, false, &rep, NULL, NULL), 0);
+	CHECK_EQ(rep.detected, 0);
+	CHECK_EQ(rep.parity_mismatch, 0);
+	dg_vol_get_info(vol, &in);
+	CHECK(!in.read_only && !in.failed[0]);
+	dg_vol_close(vol);
+out_tv:
+	tvol_cleanup(&tv);
+out:
+	free(old);
+	free(new);
+	free(got);
+	return made;
+}
+
+static void every_persist_of_an_update_may_fail(void)
+{
+	uint64_t n = fail_one(UINT64_MAX);	/* none fails: count them */
+
+	CHECK(n >= 3);		/* journal, data and parity, checksums */
+	for (uint64_t k = 1; k <= n; k++)
+		fail_one(k);
+}
+
+static const struct test_case cases[] = {
+	{ "every_persist_of_an_update_may_fail",
+	  every_persist_of_an_update_may_fail },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, cases);
+}
