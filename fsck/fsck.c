@@ -306,6 +306,60 @@ static void unreadable_root(struct fsck_ctx *c, const char *why)
 	ctx_add(c, &ev);
 }
 
+/*
+ * More devices behind the volume's generation than parity covers: they
+ * lost writes, their superblock updates among them. Each is used page
+ * by page, a page counting only where it verifies against the newest
+ * checksum copy (DG_OPEN_SUSPECT); what does not verify is rebuilt from
+ * parity where its row allows, else given up and named.
+ */
+static void suspect_findings(struct fsck_ctx *c)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(c->vol, &info);
+	for (unsigned d = 0; d < info.ndev; d++) {
+		struct dg_chk_event ev = { 0 };
+
+		if (!(info.suspect_mask & (1u << d)))
+			continue;
+		ev.kind = DG_CHK_DEV_STALE;
+		ev.dev = (int)d;
+		ev.page = ev.vpn = -1;
+		ev.structure = "device";
+		ev.fixable = true;
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "device %u of %u is behind the volume: it lost "
+			 "writes, its superblock's too (more such devices "
+			 "than parity covers)",
+			 d, info.ndev);
+		snprintf(ev.action, sizeof(ev.action),
+			 "every page checked, then taken back");
+		ctx_add(c, &ev);
+	}
+}
+
+/* Every page of the suspects has been through the page pass: they are
+ * devices like the others from now on (their superblocks rewritten). */
+static void accept_suspects(struct fsck_ctx *c)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(c->vol, &info);
+	if (!info.suspect_mask || dg_vol_accept_suspects(c->vol) <= 0)
+		return;
+	for (size_t i = 0; i < c->nf; i++) {
+		struct finding *f = &c->f[i];
+
+		if (f->dev >= 0 && (info.suspect_mask & (1u << f->dev)) &&
+		    (f->code == PR_0_DEV_STALE ||
+		     f->code == PR_0_SUPER_DIFFERS ||
+		     f->code == PR_0_SUPER_BAD))
+			f->fixed = true;
+	}
+	c->oflags &= ~(DG_OPEN_SUSPECT | DG_OPEN_REPAIR);
+}
+
 static int fail(struct fsck_ctx *c, const char *what, const char *err)
 {
 	say_error(c, "%s: %s\n", what, err);
@@ -407,7 +461,7 @@ static int restart(struct fsck_ctx *c, size_t first, char *err,
 		       "passed\n", c->uuid, c->passes + 1, FSCK_MAX_PASSES);
 	dg_vol_close(c->vol);
 	c->vol = NULL;
-	return open_vol(c, 0, err, errlen);
+	return open_vol(c, c->oflags, err, errlen);
 }
 
 static int run(struct fsck_ctx *c)
@@ -423,8 +477,8 @@ static int run(struct fsck_ctx *c)
 	if (ret && degradable(ret)) {
 		char err2[512];
 
-		ret = open_vol(c, DG_OPEN_RDONLY | DG_OPEN_DEGRADED, err2,
-			       sizeof(err2));
+		ret = open_vol(c, DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
+					  DG_OPEN_SUSPECT, err2, sizeof(err2));
 		if (ret == -ENOENT || (ret && !err2[0]))
 			; /* keep the first message */
 		else if (ret)
@@ -436,7 +490,8 @@ static int run(struct fsck_ctx *c)
 		char err3[512];
 
 		if (open_vol(c, DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
-				     DG_OPEN_FORMAT, err3, sizeof(err3)) == 0) {
+				     DG_OPEN_SUSPECT | DG_OPEN_FORMAT, err3,
+			     sizeof(err3)) == 0) {
 			ret = 0;
 			rootless = true;
 		}
@@ -448,6 +503,12 @@ static int run(struct fsck_ctx *c)
 	}
 	dg_vol_get_info(c->vol, &info);
 	dg_uuid_format(info.uuid, c->uuid);
+	if (info.suspect_mask) {
+		/* Every later open takes them in too; a writable one may
+		 * repair them (accept_suspects()). */
+		c->oflags = DG_OPEN_SUSPECT | DG_OPEN_REPAIR;
+		suspect_findings(c);
+	}
 
 	if (info.degraded) {
 		bool rebuild = repair && fix_problem(c->mode,
@@ -487,7 +548,8 @@ static int run(struct fsck_ctx *c)
 					"%s\n", err[0] ? err : strerror(-ret));
 				return FSCK_ERROR | FSCK_UNCORRECTED;
 			}
-			ret = open_vol(c, DG_OPEN_RDONLY, err, sizeof(err));
+			ret = open_vol(c, DG_OPEN_RDONLY | c->oflags, err,
+				       sizeof(err));
 			if (ret) {
 				say_error(c, "cannot check "
 					"after rebuild: %s\n", err);
@@ -538,7 +600,7 @@ static int run(struct fsck_ctx *c)
 
 		dg_vol_close(c->vol);
 		c->vol = NULL;
-		ret = open_vol(c, 0, err, sizeof(err));
+		ret = open_vol(c, c->oflags, err, sizeof(err));
 		if (ret == -EIO) {
 			/* The media failed, not fsck: the volume root or
 			 * bitmap is beyond what parity and its ditto copies
@@ -572,8 +634,10 @@ static int run(struct fsck_ctx *c)
 		if (ret < 0)
 			return fail(c, "page check failed", strerror(-ret)) |
 			       report_exit_code(c);
-		if (repair && fix_problem(c->mode, PR_2_PAGE_BAD))
+		if (repair && fix_problem(c->mode, PR_2_PAGE_BAD)) {
+			accept_suspects(c);
 			reset_free_pages(c);
+		}
 		ret = pass_fs(c);
 		if (ret < 0)
 			return fail(c, "filesystem check failed",

@@ -49,6 +49,8 @@ struct fsck_ctx {
 	double t0, last_draw;
 	char uuid[37];
 	int rebuild_failed;
+	unsigned oflags;	/* DG_OPEN_SUSPECT | DG_OPEN_REPAIR while
+				 * devices behind the volume are in use */
 	unsigned passes;	/* page and filesystem passes made */
 	bool unconverged;	/* the last pass still repaired */
 	char error[512];	/* why the run stopped, "" when it did not */
