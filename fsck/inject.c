@@ -30,7 +30,8 @@ static const char help_text[] =
 	"  -k, --fault KIND     bitflip scribble zero lost-write misdirect\n"
 	"                       device-loss stale-device logical\n"
 	"  -t, --target WHAT    data directory inode extent allocation checksum\n"
-	"                       parity superblock journal any (default any)\n"
+	"                       parity superblock journal xattr any (default\n"
+	"                       any)\n"
 	"  -F, --file PATH      damage this file of the volume (with data)\n"
 	"  -c, --count N        faults to inject, 1 to 1000 (default 1)\n"
 	"  -s, --seed S         seed of the random choices (default: the time)\n"
@@ -71,11 +72,11 @@ static const char *const kinds[] = { "bitflip", "scribble", "zero",
 				     "device-loss", "stale-device", "logical",
 				     NULL };
 enum target { T_DATA, T_DIR, T_INODE, T_EXTENT, T_ALLOC, T_CSUM, T_PARITY,
-	      T_SUPER, T_JOURNAL, T_ANY };
+	      T_SUPER, T_JOURNAL, T_XATTR, T_ANY };
 static const char *const targets[] = { "data", "directory", "inode",
 				       "extent", "allocation", "checksum",
 				       "parity", "superblock", "journal",
-				       "any", NULL };
+				       "xattr", "any", NULL };
 
 static int lookup(const char *const *tab, const char *s)
 {
@@ -196,6 +197,8 @@ static bool class_fits(enum target t, uint8_t c)
 		return c == DG_PC_ITABLE;
 	case T_EXTENT:
 		return c == DG_PC_EMAP;
+	case T_XATTR:
+		return c == DG_PC_XATTR;
 	case T_ALLOC:
 		return c == DG_PC_ROOT || c == DG_PC_BITMAP;
 	default:
