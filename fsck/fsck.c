@@ -291,15 +291,17 @@ static void missing_findings(struct fsck_ctx *c, bool fixed)
 	}
 }
 
-static void unreadable_root(struct fsck_ctx *c, const char *why)
+/* What the writable open could not read (the volume root, the bitmap,
+ * the journal), as a finding: the media failed, not fsck. */
+static void unreadable_volume(struct fsck_ctx *c, const char *why)
 {
 	struct dg_chk_event ev = { 0 };
 
-	ev.kind = DG_CHK_FS_ROOT;
+	ev.kind = DG_CHK_UNREADABLE;
 	ev.dev = -1;
 	ev.page = -1;
-	ev.vpn = 0;
-	ev.structure = "root";
+	ev.vpn = -1;
+	ev.structure = "volume";
 	snprintf(ev.detail, sizeof(ev.detail), "%s", why);
 	snprintf(ev.action, sizeof(ev.action), "none: nothing left to "
 		 "rebuild it from");
@@ -602,11 +604,11 @@ static int run(struct fsck_ctx *c)
 		c->vol = NULL;
 		ret = open_vol(c, c->oflags, err, sizeof(err));
 		if (ret == -EIO) {
-			/* The media failed, not fsck: the volume root or
-			 * bitmap is beyond what parity and its ditto copies
-			 * cover. An error left uncorrected (4), named as a
-			 * finding, not an operational error (8). */
-			unreadable_root(c, err);
+			/* The media failed, not fsck: the volume root, its
+			 * bitmap or the journal is beyond what parity and
+			 * their copies cover. An error left uncorrected (4),
+			 * named as a finding, not an operational error (8). */
+			unreadable_volume(c, err);
 			fail(c, "cannot open for repair", err);
 			return FSCK_UNCORRECTED;
 		}
