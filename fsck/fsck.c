@@ -436,7 +436,8 @@ static void reset_free_pages(struct fsck_ctx *c)
 static bool needs_restart(const struct fsck_ctx *c, size_t first)
 {
 	for (size_t i = first; i < c->nf; i++)
-		if (c->f[i].fixed && c->f[i].code >= PR_3_FS_ROOT)
+		if (c->f[i].fixed &&
+		    !strncmp(pr_get(c->f[i].code)->name, "PR_3_", 5))
 			return true;
 	return false;
 }
