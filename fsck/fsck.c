@@ -121,7 +121,7 @@ static int create_missing(struct fsck_ctx *c)
 		else
 			fd = open(c->paths[i], O_RDWR | O_CREAT | O_EXCL, 0644);
 		if (fd < 0 || ftruncate(fd, size) < 0) {
-			fprintf(stderr, "fsck.daxguard: cannot create '%s': "
+			say_error(c, "cannot create '%s': "
 				"%s\n", c->paths[i], strerror(errno));
 			if (fd >= 0)
 				close(fd);
@@ -160,7 +160,7 @@ static int check_rebuild_targets(struct fsck_ctx *c,
 		if (!c->replace[d])
 			continue;
 		if (d >= info->ndev || !(info->missing_mask & (1u << d))) {
-			fprintf(stderr, "fsck.daxguard: --replace %u='%s': "
+			say_error(c, "--replace %u='%s': "
 				"device %u of volume %s is %s; --replace only "
 				"names where a missing device is rebuilt\n", d,
 				c->replace[d], d, c->uuid,
@@ -181,7 +181,7 @@ static int check_rebuild_targets(struct fsck_ctx *c,
 		if (!path[0] || replaced(c, path, &slot))
 			continue;
 		if (dg_dev_probe(path, &p, err, sizeof(err))) {
-			fprintf(stderr, "fsck.daxguard: %s\n", err);
+			say_error(c, "%s\n", err);
 			bad = -1;
 			continue;
 		}
@@ -194,7 +194,7 @@ static int check_rebuild_targets(struct fsck_ctx *c,
 			continue;
 		if (ours && p.dev_index < DG_MAX_DEVS &&
 		    c->replace[p.dev_index]) {
-			fprintf(stderr, "fsck.daxguard: '%s' (a copy of device "
+			say_error(c, "'%s' (a copy of device "
 				"%u) and --replace %u='%s' name the same "
 				"device; give only one of them\n", path,
 				p.dev_index, p.dev_index,
@@ -211,7 +211,7 @@ static int check_rebuild_targets(struct fsck_ctx *c,
 			       ? i
 			       : (unsigned)__builtin_ctz(info->missing_mask);
 		dg_probe_describe(&p, what, sizeof(what));
-		fprintf(stderr, "fsck.daxguard: '%s' %s, not a device of "
+		say_error(c, "'%s' %s, not a device of "
 			"volume %s; refusing to rebuild device %u onto it; "
 			"use --replace %u=%s to overwrite it\n", path, what,
 			c->uuid, slot, slot, path);
@@ -291,9 +291,80 @@ static void missing_findings(struct fsck_ctx *c, bool fixed)
 	}
 }
 
+/* What the writable open could not read (the volume root, the bitmap,
+ * the journal), as a finding: the media failed, not fsck. */
+static void unreadable_volume(struct fsck_ctx *c, const char *why)
+{
+	struct dg_chk_event ev = { 0 };
+
+	ev.kind = DG_CHK_UNREADABLE;
+	ev.dev = -1;
+	ev.page = -1;
+	ev.vpn = -1;
+	ev.structure = "volume";
+	snprintf(ev.detail, sizeof(ev.detail), "%s", why);
+	snprintf(ev.action, sizeof(ev.action), "none: nothing left to "
+		 "rebuild it from");
+	ctx_add(c, &ev);
+}
+
+/*
+ * More devices behind the volume's generation than parity covers: they
+ * lost writes, their superblock updates among them. Each is used page
+ * by page, a page counting only where it verifies against the newest
+ * checksum copy (DG_OPEN_SUSPECT); what does not verify is rebuilt from
+ * parity where its row allows, else given up and named.
+ */
+static void suspect_findings(struct fsck_ctx *c)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(c->vol, &info);
+	for (unsigned d = 0; d < info.ndev; d++) {
+		struct dg_chk_event ev = { 0 };
+
+		if (!(info.suspect_mask & (1u << d)))
+			continue;
+		ev.kind = DG_CHK_DEV_STALE;
+		ev.dev = (int)d;
+		ev.page = ev.vpn = -1;
+		ev.structure = "device";
+		ev.fixable = true;
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "device %u of %u is behind the volume: it lost "
+			 "writes, its superblock's too (more such devices "
+			 "than parity covers)",
+			 d, info.ndev);
+		snprintf(ev.action, sizeof(ev.action),
+			 "every page checked, then taken back");
+		ctx_add(c, &ev);
+	}
+}
+
+/* Every page of the suspects has been through the page pass: they are
+ * devices like the others from now on (their superblocks rewritten). */
+static void accept_suspects(struct fsck_ctx *c)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(c->vol, &info);
+	if (!info.suspect_mask || dg_vol_accept_suspects(c->vol) <= 0)
+		return;
+	for (size_t i = 0; i < c->nf; i++) {
+		struct finding *f = &c->f[i];
+
+		if (f->dev >= 0 && (info.suspect_mask & (1u << f->dev)) &&
+		    (f->code == PR_0_DEV_STALE ||
+		     f->code == PR_0_SUPER_DIFFERS ||
+		     f->code == PR_0_SUPER_BAD))
+			f->fixed = true;
+	}
+	c->oflags &= ~(DG_OPEN_SUSPECT | DG_OPEN_REPAIR);
+}
+
 static int fail(struct fsck_ctx *c, const char *what, const char *err)
 {
-	fprintf(stderr, "fsck.daxguard: %s: %s\n", what, err);
+	say_error(c, "%s: %s\n", what, err);
 	dg_vol_close(c->vol);
 	c->vol = NULL;
 	return FSCK_ERROR;
@@ -354,6 +425,48 @@ static void reset_free_pages(struct fsck_ctx *c)
 	free(owner);
 }
 
+/*
+ * Some repairs uncover work for passes that already ran: a file cut at
+ * a lost extent page frees pages the page pass found bad (reset only
+ * once they are free), a file moved to /lost+found changes that
+ * directory's counts. Like e2fsck's restart_e2fsck, a run whose
+ * filesystem pass changed anything starts the checks over on a fresh
+ * open, so that one fsck -y leaves nothing for the next one.
+ */
+static bool needs_restart(const struct fsck_ctx *c, size_t first)
+{
+	for (size_t i = first; i < c->nf; i++)
+		if (c->f[i].fixed &&
+		    !strncmp(pr_get(c->f[i].code)->name, "PR_3_", 5))
+			return true;
+	return false;
+}
+
+/*
+ * Findings of the pass being restarted that were left as they are are
+ * dropped: the next pass finds again whatever still holds (a repair
+ * made since may have resolved them). Repairs made stay in the report.
+ * The volume is closed and opened again, so the next pass reads every
+ * structure afresh and counts only its own fault events.
+ */
+static int restart(struct fsck_ctx *c, size_t first, char *err,
+		   size_t errlen)
+{
+	size_t n = first;
+
+	for (size_t i = first; i < c->nf; i++)
+		if (c->f[i].fixed)
+			c->f[n++] = c->f[i];
+	c->nf = n;
+	if (!c->json)
+		printf("%s: restarting the checks (pass %u of at most %u): "
+		       "the repairs above changed what earlier checks "
+		       "passed\n", c->uuid, c->passes + 1, FSCK_MAX_PASSES);
+	dg_vol_close(c->vol);
+	c->vol = NULL;
+	return open_vol(c, c->oflags, err, errlen);
+}
+
 static int run(struct fsck_ctx *c)
 {
 	bool repair = c->mode != MODE_N;
@@ -367,8 +480,8 @@ static int run(struct fsck_ctx *c)
 	if (ret && degradable(ret)) {
 		char err2[512];
 
-		ret = open_vol(c, DG_OPEN_RDONLY | DG_OPEN_DEGRADED, err2,
-			       sizeof(err2));
+		ret = open_vol(c, DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
+					  DG_OPEN_SUSPECT, err2, sizeof(err2));
 		if (ret == -ENOENT || (ret && !err2[0]))
 			; /* keep the first message */
 		else if (ret)
@@ -380,18 +493,25 @@ static int run(struct fsck_ctx *c)
 		char err3[512];
 
 		if (open_vol(c, DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
-				     DG_OPEN_FORMAT, err3, sizeof(err3)) == 0) {
+				     DG_OPEN_SUSPECT | DG_OPEN_FORMAT, err3,
+			     sizeof(err3)) == 0) {
 			ret = 0;
 			rootless = true;
 		}
 	}
 	if (ret) {
-		fprintf(stderr, "fsck.daxguard: cannot check: %s\n",
+		say_error(c, "cannot check: %s\n",
 			err[0] ? err : strerror(-ret));
 		return FSCK_ERROR;
 	}
 	dg_vol_get_info(c->vol, &info);
 	dg_uuid_format(info.uuid, c->uuid);
+	if (info.suspect_mask) {
+		/* Every later open takes them in too; a writable one may
+		 * repair them (accept_suspects()). */
+		c->oflags = DG_OPEN_SUSPECT | DG_OPEN_REPAIR;
+		suspect_findings(c);
+	}
 
 	if (info.degraded) {
 		bool rebuild = repair && fix_problem(c->mode,
@@ -427,13 +547,14 @@ static int run(struct fsck_ctx *c)
 			if (ret && ret != -EIO) {
 				for (size_t i = 0; i < before; i++)
 					c->f[i].fixed = false;
-				fprintf(stderr, "fsck.daxguard: cannot rebuild: "
+				say_error(c, "cannot rebuild: "
 					"%s\n", err[0] ? err : strerror(-ret));
 				return FSCK_ERROR | FSCK_UNCORRECTED;
 			}
-			ret = open_vol(c, DG_OPEN_RDONLY, err, sizeof(err));
+			ret = open_vol(c, DG_OPEN_RDONLY | c->oflags, err,
+				       sizeof(err));
 			if (ret) {
-				fprintf(stderr, "fsck.daxguard: cannot check "
+				say_error(c, "cannot check "
 					"after rebuild: %s\n", err);
 				return FSCK_ERROR | FSCK_UNCORRECTED;
 			}
@@ -482,7 +603,16 @@ static int run(struct fsck_ctx *c)
 
 		dg_vol_close(c->vol);
 		c->vol = NULL;
-		ret = open_vol(c, 0, err, sizeof(err));
+		ret = open_vol(c, c->oflags, err, sizeof(err));
+		if (ret == -EIO) {
+			/* The media failed, not fsck: the volume root, its
+			 * bitmap or the journal is beyond what parity and
+			 * their copies cover. An error left uncorrected (4),
+			 * named as a finding, not an operational error (8). */
+			unreadable_volume(c, err);
+			fail(c, "cannot open for repair", err);
+			return FSCK_UNCORRECTED;
+		}
 		if (ret)
 			return fail(c, "cannot open for repair", err[0] ? err
 						: strerror(-ret)) |
@@ -498,17 +628,34 @@ static int run(struct fsck_ctx *c)
 		pass_journal(c, true);
 	}
 
-	ret = pass_redundancy(c, repair && fix_problem(c->mode,
-							PR_2_PAGE_BAD));
-	if (ret < 0)
-		return fail(c, "page check failed", strerror(-ret)) |
-		       report_exit_code(c);
-	if (repair && fix_problem(c->mode, PR_2_PAGE_BAD))
-		reset_free_pages(c);
-	ret = pass_fs(c);
-	if (ret < 0)
-		return fail(c, "filesystem check failed", strerror(-ret)) |
-		       report_exit_code(c);
+	for (;;) {
+		size_t first = c->nf;
+
+		c->passes++;
+		ret = pass_redundancy(c, repair && fix_problem(c->mode,
+								PR_2_PAGE_BAD));
+		if (ret < 0)
+			return fail(c, "page check failed", strerror(-ret)) |
+			       report_exit_code(c);
+		if (repair && fix_problem(c->mode, PR_2_PAGE_BAD)) {
+			accept_suspects(c);
+			reset_free_pages(c);
+		}
+		ret = pass_fs(c);
+		if (ret < 0)
+			return fail(c, "filesystem check failed",
+				    strerror(-ret)) | report_exit_code(c);
+		if (!repair || !needs_restart(c, first))
+			break;
+		if (c->passes == FSCK_MAX_PASSES) {
+			c->unconverged = true;
+			break;
+		}
+		ret = restart(c, first, err, sizeof(err));
+		if (ret)
+			return fail(c, "cannot reopen to restart", err[0] ? err
+				    : strerror(-ret)) | report_exit_code(c);
+	}
 	annotate(c);
 	return 0;
 }

@@ -16,6 +16,10 @@
 #define FSCK_ERROR	 8
 #define FSCK_USAGE	 16
 
+/* Passes over the volume one run makes at most: the first, and the
+ * restarts after repairs that uncover more (fsck.c, needs_restart()). */
+#define FSCK_MAX_PASSES 4
+
 struct finding {
 	int code;		/* enum pr_code */
 	int dev;
@@ -45,6 +49,11 @@ struct fsck_ctx {
 	double t0, last_draw;
 	char uuid[37];
 	int rebuild_failed;
+	unsigned oflags;	/* DG_OPEN_SUSPECT | DG_OPEN_REPAIR while
+				 * devices behind the volume are in use */
+	unsigned passes;	/* page and filesystem passes made */
+	bool unconverged;	/* the last pass still repaired */
+	char error[512];	/* why the run stopped, "" when it did not */
 };
 
 void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev);
@@ -66,5 +75,9 @@ void annotate(struct fsck_ctx *c);
 void report_progress_end(struct fsck_ctx *c);
 int report_exit_code(const struct fsck_ctx *c);
 void report_print(struct fsck_ctx *c, int exit_code);
+/* "fsck.daxguard: MESSAGE" on stderr, kept for the --json report
+ * ("error"), so a run that stops early still says why in JSON. */
+void say_error(struct fsck_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif /* DG_FSCK_H */

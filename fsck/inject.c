@@ -199,6 +199,8 @@ static bool class_fits(enum target t, uint8_t c)
 		return c == DG_PC_ITABLE;
 	case T_EXTENT:
 		return c == DG_PC_EMAP;
+	case T_XATTR:
+		return c == DG_PC_XATTR;
 	case T_ALLOC:
 		return c == DG_PC_ROOT || c == DG_PC_BITMAP;
 	case T_XATTR:

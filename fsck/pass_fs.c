@@ -20,6 +20,27 @@ static void append_name(char *path, size_t size, const char *name)
 		 n && path[n - 1] == '/' ? "" : "/", name);
 }
 
+/*
+ * An inode no directory entry reaches (its name was on a page given up,
+ * or went with its directory) has no path of its own: it is named where
+ * fsck -y puts it, /lost+found/#INO (reconnect() in check.c), with the
+ * rest of the path below it, as e2fsck names what it reconnects.
+ * dg_fs_path() marks such an inode "?inoN".
+ */
+static void name_unattached(char *path, size_t size)
+{
+	unsigned long long ino;
+	char rest[sizeof(((struct finding *)0)->file)];
+	int n = 0;
+
+	if (sscanf(path, "?ino%llu%n", &ino, &n) != 1 || n <= 0)
+		return;
+	snprintf(rest, sizeof(rest), "%s", path + n);
+	/* (a path too long for the report is cut short) */
+	if (snprintf(path, size, "/lost+found/#%llu%s", ino, rest) < 0)
+		path[0] = 0;
+}
+
 /* Name the file each page finding belongs to (G6: the report says
  * which file a page that stays bad belongs to). */
 void annotate(struct fsck_ctx *c)
@@ -54,6 +75,7 @@ void annotate(struct fsck_ctx *c)
 				snprintf(f->file, sizeof(f->file),
 					 "?ino%llu",
 					 (unsigned long long)f->ino);
+			name_unattached(f->file, sizeof(f->file));
 			if (f->name[0])	/* an entry of that directory */
 				append_name(f->file, sizeof(f->file),
 					    f->name);

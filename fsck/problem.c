@@ -42,6 +42,9 @@ static const struct pr_entry table[PR_NR] = {
 	P(PR_3_FILE_LOST, "file lost with its inode", PR_LOSS),
 	P(PR_3_DIR_LOST, "directory page unreadable", PR_LOSS),
 	P(PR_3_EXTENTS_LOST, "extent page unreadable", PR_LOSS),
+	P(PR_0_DEV_STALE, "device behind the volume, used page by page",
+	  PR_PREEN_OK),
+	P(PR_3_XATTRS_LOST, "extended attribute page unreadable", PR_LOSS),
 };
 
 const struct pr_entry *pr_get(int code)

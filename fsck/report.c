@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* report.c -- findings as text or --json; a progress bar on a terminal */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,29 @@ double now_secs(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void say_error(struct fsck_ctx *c, const char *fmt, ...)
+{
+	size_t n = strlen(c->error);
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("fsck.daxguard: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	/* Several reasons (one per refused path) are joined with "; ". */
+	if (n && n + 2 < sizeof(c->error)) {
+		memcpy(c->error + n, "; ", 3);
+		n += 2;
+	}
+	va_start(ap, fmt);
+	if (n < sizeof(c->error))
+		vsnprintf(c->error + n, sizeof(c->error) - n, fmt, ap);
+	va_end(ap);
+	n = strlen(c->error);
+	while (n && c->error[n - 1] == '\n')
+		c->error[--n] = 0;
 }
 
 void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev)
@@ -97,6 +121,12 @@ int report_exit_code(const struct fsck_ctx *c)
 		code |= c->f[i].fixed && !(pr_get(c->f[i].code)->flags & PR_LOSS)
 				? FSCK_NONDESTRUCT
 				: FSCK_UNCORRECTED;
+	if (c->unconverged)
+		code |= FSCK_UNCORRECTED;
+	/* As e2fsck: errors left (or data given up) is 4 whatever else was
+	 * corrected; 1 alone says the volume is now clean. */
+	if (code & FSCK_UNCORRECTED)
+		code &= ~FSCK_NONDESTRUCT;
 	return code;
 }
 
@@ -121,6 +151,12 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 	json_object_object_add(r, "mode", json_object_new_string(
 		c->mode == MODE_N ? "n" : c->mode == MODE_Y ? "y" : "p"));
 	json_object_object_add(r, "exit", json_object_new_int(exit_code));
+	if (c->error[0])
+		json_add_bytes(r, "error", c->error);
+	json_object_object_add(r, "passes", json_object_new_int(
+		(int)c->passes));
+	json_object_object_add(r, "converged",
+			       json_object_new_boolean(!c->unconverged));
 	json_object_object_add(r, "rows_checked",
 			       json_object_new_uint64(c->stats.rows_checked));
 	json_object_object_add(r, "pages_checked",
@@ -193,6 +229,9 @@ void report_print(struct fsck_ctx *c, int exit_code)
 		       c->uuid, (unsigned long long)c->stats.rows_checked,
 		       (unsigned long long)c->stats.pages_checked,
 		       c->secs_redundancy);
+	if (c->unconverged)
+		printf("%s: the repairs of pass %u still changed the volume; "
+		       "run fsck.daxguard -y again\n", c->uuid, c->passes);
 	if (!c->nf)
 		printf("%s: clean\n", c->uuid);
 	else

@@ -219,7 +219,7 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 	log_quiet = 1;
 	ret = dg_vol_open((const char *const *)paths, (unsigned)n,
 			  DG_OPEN_RDONLY | DG_OPEN_DEGRADED | DG_OPEN_NOLOCK |
-				  DG_OPEN_NORECOVER,
+				  DG_OPEN_NORECOVER | DG_OPEN_SUSPECT,
 			  &vol, buf, sizeof(buf));
 	log_quiet = 0;
 	if (ret) {
@@ -235,6 +235,25 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 	log_quiet = 1;
 	dg_vol_close(vol);
 	log_quiet = 0;
+	if (in.suspect_mask && !in.degraded) {
+		/* More devices behind the volume than parity covers: read
+		 * only what verifies against the newest checksums. */
+		slot_list(in.suspect_mask, slots, sizeof(slots));
+		dg_uuid_format(in.uuid, u);
+		dg_log(mounting ? DG_LOG_NOTICE : DG_LOG_ERR, "%s volume %s: "
+		       "%s of %u %s behind the volume (lost writes), more "
+		       "than parity covers%s", mounting ? "mounting" :
+		       "cannot mount", u, slots, in.ndev,
+		       in.suspect_mask & (in.suspect_mask - 1) ? "are" : "is",
+		       mounting ? ": read-only, their pages used only where "
+				  "they verify against the newest checksums"
+				: "; mount with -o degraded to mount it "
+				  "read-only (their pages used only where they "
+				  "verify; the rest reads as EIO), or run "
+				  "fsck.daxguard -y to check and repair them; "
+				  "nothing was written");
+		return true;
+	}
 	if (!in.degraded)
 		return false;
 	for (int i = 0; i < n; i++)
@@ -261,7 +280,7 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 static int open_volume(struct dg_daemon *dd, bool degraded)
 {
 	char *paths[DG_MAX_DEVS], err[8400], mnt[4096];
-	unsigned flags = degraded ? DG_OPEN_DEGRADED : 0;
+	unsigned flags = degraded ? DG_OPEN_DEGRADED | DG_OPEN_SUSPECT : 0;
 	int n = 0, ret;
 	char *devs = canonical_devs(dd->devs, paths, &n);
 
@@ -299,7 +318,7 @@ static int open_volume(struct dg_daemon *dd, bool degraded)
 		struct dg_vol_info in;
 
 		dg_vol_get_info(dd->vol, &in);
-		if (in.degraded)
+		if (in.degraded || in.suspect_mask)
 			explain_degraded(paths, n, true, NULL, 0);
 	}
 	/* 64 MiB of checksum pages covers 32 GiB of data per device. */

@@ -329,6 +329,11 @@ static void lose_inode_page(struct walk *w, uint32_t c, uint32_t p,
 	}
 	dg_chk_event_init(&ev, DG_CHK_INODES_LOST, "inode");
 	ev_vpn(w, &ev, vpn);
+	/* With the root go the names of everything: the finding names
+	 * "/" (its files reappear in /lost+found where their inodes
+	 * survive). */
+	if (root)
+		ev.ino = DG_ROOT_INO;
 	snprintf(ev.detail, sizeof(ev.detail),
 		 "inode table page unreadable: inodes %llu-%llu are lost%s",
 		 (unsigned long long)first,
@@ -344,6 +349,37 @@ static void lose_inode_page(struct walk *w, uint32_t c, uint32_t p,
 		bool ok = dg_row_replace_page(w->vol, vpn, zero) == 0;
 
 		wreport(w, &ev, ok && (!root || new_root(w) == 0));
+	} else {
+		wreport(w, &ev, false);
+	}
+}
+
+/*
+ * An xattr page no copy of which verifies (more faults in its row than
+ * parity covers): the file's extended attributes are lost, its data is
+ * not. Left alone, they read as EIO and every fsck reports the page for
+ * ever. Repair drops them (the inode forgets the page); the allocation
+ * pass frees the page and the next pass re-protects its row.
+ */
+static void lose_xattrs(struct walk *w, uint64_t ino)
+{
+	struct wino *wi = &w->in[ino];
+	uint64_t vpn = wi->d.xattr_vpn;
+	struct dg_chk_event ev;
+
+	ev_init(&ev, DG_CHK_XATTRS_LOST, "xattr");
+	ev_vpn(w, &ev, vpn);
+	ev.ino = ino;
+	snprintf(ev.detail, sizeof(ev.detail), "inode %llu: extended "
+		 "attribute page %llu unreadable", (unsigned long long)ino,
+		 (unsigned long long)vpn);
+	snprintf(ev.action, sizeof(ev.action),
+		 "drop the extended attributes (lost)");
+	if (wask(w, &ev)) {
+		wi->d.xattr_vpn = 0;
+		if (w->owner[vpn] == ino)
+			w->cls[vpn] = DG_PC_FREE;
+		wreport(w, &ev, store_inode(w, ino) == 0);
 	} else {
 		wreport(w, &ev, false);
 	}
@@ -436,6 +472,10 @@ static void load_itable(struct walk *w)
 			} else {
 				wreport(w, &ev, false);
 			}
+		} else if (wi->d.xattr_vpn && !w->classify_only &&
+			   dg_read(w->vol, wi->d.xattr_vpn, 1, w->page) ==
+				   -EIO) {
+			lose_xattrs(w, ino);
 		}
 	}
 }

@@ -53,6 +53,9 @@ enum dg_chk_kind {
 	DG_CHK_FILE_LOST,	   /* an entry names an inode lost with it */
 	DG_CHK_DIR_LOST,	   /* a directory page is unreadable */
 	DG_CHK_EXTENTS_LOST,	   /* an extent page is unreadable */
+	DG_CHK_DEV_STALE,	   /* a device behind the volume, used page
+				    * by page (DG_OPEN_SUSPECT) */
+	DG_CHK_XATTRS_LOST,	   /* an xattr page is unreadable */
 	DG_CHK_NR,
 };
 

@@ -60,6 +60,9 @@ struct dg_media_observer {
 struct dg_dev {
 	bool present;
 	bool rdonly;
+	bool suspect;		/* behind the volume (DG_OPEN_SUSPECT): its
+				 * superblocks are not rewritten until fsck
+				 * has checked every page of it */
 	bool coarse;		/* persist costs a syscall, not a flush per
 				 * line: one call over a span is cheapest */
 	unsigned idx;		/* device index, once known */

@@ -237,8 +237,11 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	int ret;
 
 	/* No allocator: the root may live only on the lost devices. */
+	/* Devices behind the volume beyond what parity covers are used
+	 * page by page (fsck.c takes them back after its page pass). */
 	ret = dg_vol_open(paths, n, DG_OPEN_DEGRADED | DG_OPEN_NORECOVER |
-				  DG_OPEN_FORMAT,
+				  DG_OPEN_FORMAT | DG_OPEN_SUSPECT |
+				  DG_OPEN_REPAIR,
 			  &vol, errbuf, errlen);
 	if (ret)
 		return ret;

@@ -114,7 +114,10 @@ void dg_write_supers(struct dg_vol *vol)
 		struct dg_dsuper s = vol->sb;
 		uint64_t backup = (s.dev_pages - 1) << DG_PAGE_SHIFT;
 
-		if (!d->present)
+		/* A suspect keeps its old superblock until fsck has checked
+		 * every page of it: a crash before that must find it
+		 * suspect again, not current. */
+		if (!d->present || d->suspect)
 			continue;
 		s.dev_index = i;
 		memcpy(s.dev_uuid, vol->dev_uuid[i], 16);

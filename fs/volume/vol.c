@@ -155,6 +155,98 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
 	return 0;
 }
 
+static bool behind(const struct cand *c, const struct dg_dsuper *ref)
+{
+	/* One behind an interrupted bump (OPENING) is current. */
+	return c->sb.generation < ref->generation &&
+	       !(c->sb.generation + 1 == ref->generation &&
+		 ref->state == DG_STATE_OPENING);
+}
+
+/* The paths of the devices behind ref, for a message. */
+static const char *stale_names(const struct cand *c, unsigned n,
+			       const struct dg_dsuper *ref, char *names,
+			       size_t size)
+{
+	size_t o = 0;
+
+	names[0] = 0;
+	for (unsigned i = 0; i < n && o < size; i++)
+		if (c[i].sb.magic == DG_SUPER_MAGIC &&
+		    !memcmp(c[i].sb.vol_uuid, ref->vol_uuid,
+					  16) && behind(&c[i], ref)) {
+			int k = snprintf(names + o, size - o, "%s'%s'",
+					 o ? ", " : "", c[i].path);
+
+			if (k < 0)
+				break;
+			o += (size_t)k;
+		}
+	return names;
+}
+
+/* Either superblock copy of a current device valid but behind: the
+ * device dropped that superblock write, so it loses writes too. */
+static bool copy_behind(const struct cand *c, const struct dg_dsuper *ref)
+{
+	for (unsigned k = 0; k < 2; k++) {
+		uint64_t off = k ? c->dev.size - DG_PAGE_SIZE : 0;
+		struct cand t = { 0 };
+
+		if (dg_dsuper_decode(dg_dev_ptr(&c->dev, off), &t.sb) == 0 &&
+		    !memcmp(t.sb.vol_uuid, ref->vol_uuid, 16) &&
+		    behind(&t, ref))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether the devices behind the volume's generation are to be used
+ * page by page (DG_OPEN_SUSPECT): only when leaving them out would
+ * leave more devices missing than parity covers, taking them in brings
+ * that back within parity, and no more than parity + 1 devices are
+ * known to lose writes (these, those left out, and current devices one
+ * of whose superblock copies is behind). Within parity a stale device
+ * is left out and rebuilt whole, as before.
+ *
+ * A stale device is one that lost writes, its superblock updates among
+ * them. It never hands back a checksum page newer than the truth, and
+ * checksum pages have parity + 2 copies on different devices: with at
+ * most parity + 1 devices losing writes, every checksum page keeps its
+ * newest copy on a device that did not, so the newest verified copy
+ * still decides every page of theirs (integrity.md, "superblock vs
+ * device"). With more, every copy of a checksum page may be old and
+ * old data would verify: refused, nothing written.
+ */
+static bool use_suspects(const struct cand *c, unsigned n,
+			 const struct dg_dsuper *ref, unsigned flags,
+			 unsigned *lagging)
+{
+	unsigned current = 0, stale = 0, torn = 0;
+
+	*lagging = 0;
+	if (!(flags & DG_OPEN_SUSPECT))
+		return false;
+	for (unsigned i = 0; i < n; i++) {
+		if (!c[i].opened || !c[i].valid ||
+		    memcmp(c[i].sb.vol_uuid, ref->vol_uuid, 16) ||
+		    !same_volume_geometry(&c[i].sb, ref) ||
+		    c[i].dev.size < ref->dev_pages * DG_PAGE_SIZE)
+			continue;
+		if (behind(&c[i], ref)) {
+			stale++;
+		} else {
+			current++;
+			torn += copy_behind(&c[i], ref);
+		}
+	}
+	*lagging = ref->dev_count - current + torn;
+	return ref->dev_count - current > ref->parity &&
+	       ref->dev_count - current - stale <= ref->parity &&
+	       *lagging <= ref->parity + 1u;
+}
+
 int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 		struct dg_vol **volp, char *errbuf, size_t errlen)
 {
@@ -170,8 +262,9 @@ int dg_vol_open_observed(const char *const *paths, unsigned n,
 	bool degraded = flags & DG_OPEN_DEGRADED;
 	struct cand c[DG_MAX_DEVS];
 	struct dg_vol *vol = NULL;
-	char ubuf[2][37], dummy[1];
-	unsigned missing = 0;
+	char ubuf[2][37], dummy[1], names[1024];
+	unsigned missing = 0, nsuspect = 0, lagging;
+	bool suspects;
 	int ret, ref;
 
 	if (!errbuf) {
@@ -202,6 +295,7 @@ int dg_vol_open_observed(const char *const *paths, unsigned n,
 	if (vol->sb.dev_count < n)
 		FAIL(-EINVAL, "%u devices given but the volume has %u", n,
 		     vol->sb.dev_count);
+	suspects = use_suspects(c, n, &vol->sb, flags, &lagging);
 
 	for (unsigned i = 0; i < n; i++) {
 		struct dg_dsuper *s = &c[i].sb;
@@ -228,6 +322,15 @@ int dg_vol_open_observed(const char *const *paths, unsigned n,
 			 * the new generation: this device is current. */
 			dg_log(DG_LOG_INFO, "'%s' missed an interrupted "
 			       "generation bump: current", c[i].path);
+		} else if (c[i].valid && s->generation < vol->sb.generation &&
+			   suspects) {
+			dg_log(DG_LOG_WARNING, "'%s' is stale (generation "
+			       "%llu < %llu): used page by page where it "
+			       "verifies", c[i].path,
+			       (unsigned long long)s->generation,
+			       (unsigned long long)vol->sb.generation);
+			c[i].dev.suspect = true;
+			nsuspect++;
 		} else if (c[i].valid && s->generation < vol->sb.generation) {
 			if (!degraded)
 				FAIL(-ESTALE, "'%s' is stale (generation %llu, "
@@ -275,6 +378,17 @@ int dg_vol_open_observed(const char *const *paths, unsigned n,
 			vol->missing_mask |= 1u << d;
 			missing++;
 		}
+	if (missing > vol->sb.parity && (flags & DG_OPEN_SUSPECT) &&
+	    lagging > vol->sb.parity + 1u)
+		FAIL(-ENXIO, "%u of %u devices missing or unusable (%s) and "
+		     "%u lost writes, more than the checksum copies can "
+		     "arbitrate (parity + 1 = %u): their pages cannot be told "
+		     "current from old, so they are not used; nothing was "
+		     "written. Put back a current copy of one of them, or "
+		     "restore the volume from a backup", missing,
+		     vol->sb.dev_count, stale_names(c, n, &vol->sb, names,
+						    sizeof(names)),
+		     lagging, vol->sb.parity + 1);
 	if (missing > vol->sb.parity)
 		FAIL(-ENXIO, "%u of %u devices missing or unusable; parity "
 		     "covers %u", missing, vol->sb.dev_count, vol->sb.parity);
@@ -283,8 +397,10 @@ int dg_vol_open_observed(const char *const *paths, unsigned n,
 		     "degraded to go on", missing, vol->sb.dev_count,
 		     vol->missing_mask);
 	vol->degraded = missing > 0;
-	/* Degraded volumes are read-only until fsck rebuilds the device. */
-	vol->read_only = rdonly || vol->degraded;
+	/* Degraded volumes are read-only until fsck rebuilds the device;
+	 * one with suspects until fsck has checked them. */
+	vol->read_only = rdonly || vol->degraded ||
+			 (nsuspect && !(flags & DG_OPEN_REPAIR));
 	if (vol->sb.ro_compat & ~DG_FEAT_RO_COMPAT_SUPPORTED) {
 		/* format.h: unknown ro_compat features allow reading only. */
 		dg_log(DG_LOG_WARNING, "unknown read-only compatible features "
@@ -341,6 +457,22 @@ fail:
 	return ret;
 }
 
+int dg_vol_accept_suspects(struct dg_vol *vol)
+{
+	int n = 0;
+
+	if (vol->read_only)
+		return -EROFS;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		if (vol->devs[d].present && vol->devs[d].suspect) {
+			vol->devs[d].suspect = false;
+			n++;
+		}
+	if (n)
+		dg_write_supers(vol);
+	return n;
+}
+
 int dg_vol_close(struct dg_vol *vol)
 {
 	if (!vol)
@@ -384,6 +516,9 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->read_only = vol->read_only || dg_latch_on(&vol->latch);
 	dg_latch_why(&vol->latch, info->failed, sizeof(info->failed));
 	info->missing_mask = vol->missing_mask;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		if (vol->devs[d].present && vol->devs[d].suspect)
+			info->suspect_mask |= 1u << d;
 	info->chunk_pages = vol->sb.chunk_pages;
 	info->dev_pages = vol->sb.dev_pages;
 	info->rows = vol->sb.rows;

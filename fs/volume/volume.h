@@ -64,6 +64,8 @@ struct dg_vol_info {
 	bool read_only;		/* opened so, or latched by a failure: */
 	char failed[160];	/* why it was latched read-only ("": not) */
 	uint32_t missing_mask;	/* bit d: device d missing/stale/unusable */
+	uint32_t suspect_mask;	/* bit d: device d stale but used page by
+				 * page (DG_OPEN_SUSPECT) */
 	uint32_t chunk_pages;
 	uint64_t dev_pages;
 	uint64_t rows;
@@ -90,6 +92,16 @@ int dg_vol_format(const char *const *devs, unsigned ndev,
 #define DG_OPEN_DEGRADED (1u << 2) /* allow missing devices parity covers */
 #define DG_OPEN_NOLOCK	 (1u << 4) /* read-only, even while mounted elsewhere */
 #define DG_OPEN_FORMAT	 (1u << 3) /* internal to dg_vol_format(): no root yet */
+/* Devices whose superblocks are behind the volume's generation (they
+ * lost writes, their superblock updates among them) are used page by
+ * page, when leaving them out would leave more devices missing than
+ * parity covers: a page of theirs counts only where it verifies against
+ * the newest checksum copy, as any page of any device (integrity.md).
+ * The volume is read-only and their superblocks stay as found, unless
+ * DG_OPEN_REPAIR is given too (fsck -y, which checks every page of
+ * theirs and then takes them back: dg_vol_accept_suspects()). */
+#define DG_OPEN_SUSPECT	 (1u << 5)
+#define DG_OPEN_REPAIR	 (1u << 6)
 
 /*
  * Open a volume from its device paths, in any order (the superblocks
@@ -114,6 +126,11 @@ int dg_vol_open(const char *const *devs, unsigned ndev, unsigned flags,
  * address-seeded checksum): one of its devices whose superblocks were
  * lost. */
 bool dg_vol_marks_on(struct dg_vol *vol, const char *path);
+/* After every page of the suspect devices (DG_OPEN_SUSPECT) was checked
+ * and repaired where it could be: they are devices like the others from
+ * now on, their superblocks rewritten. Returns how many were taken back,
+ * -EROFS on a read-only volume. */
+int dg_vol_accept_suspects(struct dg_vol *vol);
 /* Persist, mark clean (if writable) and release. NULL is fine. */
 int dg_vol_close(struct dg_vol *vol);
 void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info);

@@ -366,6 +366,148 @@ static void test_stale(void)
 	free(model);
 }
 
+/* Copy the superblock pages (the first and the last) of one image
+ * file to another: "lost every superblock write since then". */
+static void put_supers(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY);
+	uint8_t buf[PG];
+
+	if (in < 0 || out < 0)
+		abort();
+	for (unsigned k = 0; k < 2; k++) {
+		off_t off = k ? (off_t)(SIZE - PG) : 0;
+
+		if (pread(in, buf, PG, off) != PG ||
+		    pwrite(out, buf, PG, off) != PG)
+			abort();
+	}
+	close(in);
+	close(out);
+}
+
+/* Every sample page reads current or fails with EIO: never old. */
+static bool sample_never_old(struct dg_vol *vol, const uint8_t *model,
+			     unsigned *eio)
+{
+	uint8_t buf[PG];
+
+	*eio = 0;
+	for (unsigned i = 0; i < NV; i++) {
+		int r = dg_read(vol, sample_vpns[i], 1, buf);
+
+		if (r == -EIO)
+			(*eio)++;
+		else if (r || memcmp(buf, model + i * PG, PG))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * More devices with stale superblocks than parity covers: with
+ * DG_OPEN_SUSPECT they are used page by page (read-only; writable with
+ * DG_OPEN_REPAIR, then taken back). Whole old images read as EIO where
+ * their rows cannot be rebuilt, never as old data. More devices behind
+ * than parity + 1: refused, nothing written.
+ */
+static void test_suspects(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_vol_info info;
+	uint8_t *model = malloc(NV * PG);
+	char *old[NDEV];
+	unsigned eio;
+	char err[1024];
+
+	REQUIRE(model);
+	REQUIRE(make_sample(&tv, "suspect", 1, model));
+	for (unsigned d = 0; d < NDEV; d++) {
+		char tag[32];
+
+		snprintf(tag, sizeof(tag), "suspect-old%u", d);
+		old[d] = tfile_path(tag);
+		copy_file(tv.paths[d], old[d]);
+	}
+	/* Move on: new data everywhere. */
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	for (unsigned i = 0; i < NV; i++) {
+		struct dg_range r = { sample_vpns[i], 0, PG, model + i * PG };
+
+		memset(model + i * PG, 0xa0 + (int)i, PG);
+		CHECK_EQ(dg_apply(vol, &r, 1), 0);
+	}
+	dg_vol_close(vol);
+
+	/* Devices 1 and 2 lost only their superblock writes. */
+	put_supers(old[1], tv.paths[1]);
+	put_supers(old[2], tv.paths[2]);
+	CHECK_EQ(try_open(tv.paths, NDEV, 0, NULL), -ESTALE);
+	CHECK_EQ(try_open(tv.paths, NDEV, DG_OPEN_DEGRADED, NULL), -ENXIO);
+	CHECK_EQ(try_open(tv.paths, NDEV, DG_OPEN_DEGRADED | DG_OPEN_SUSPECT,
+			  &vol), 0);
+	if (vol) {
+		dg_vol_get_info(vol, &info);
+		CHECK(info.read_only && !info.degraded);
+		CHECK_EQ(info.suspect_mask, (1u << 1) | (1u << 2));
+		CHECK(sample_ok(vol, model));
+		CHECK_EQ(dg_vol_accept_suspects(vol), -EROFS);
+		dg_vol_close(vol);
+	}
+	/* Repairing: writable, superblocks untouched until taken back. */
+	CHECK_EQ(try_open(tv.paths, NDEV, DG_OPEN_SUSPECT | DG_OPEN_REPAIR,
+			  &vol), 0);
+	if (vol) {
+		dg_vol_get_info(vol, &info);
+		CHECK(!info.read_only);
+		CHECK(sample_ok(vol, model));
+		dg_vol_close(vol);
+	}
+	CHECK_EQ(try_open(tv.paths, NDEV, 0, NULL), -ESTALE);
+	CHECK_EQ(try_open(tv.paths, NDEV, DG_OPEN_SUSPECT | DG_OPEN_REPAIR,
+			  &vol), 0);
+	if (vol) {
+		CHECK_EQ(dg_vol_accept_suspects(vol), 2);
+		dg_vol_close(vol);
+	}
+	check_intact(&tv, model);
+
+	/* Devices 1 and 2 whole old images: EIO or current, never old. */
+	copy_file(old[1], tv.paths[1]);
+	copy_file(old[2], tv.paths[2]);
+	CHECK_EQ(try_open(tv.paths, NDEV, DG_OPEN_DEGRADED | DG_OPEN_SUSPECT,
+			  &vol), 0);
+	if (vol) {
+		CHECK(sample_never_old(vol, model, &eio));
+		CHECK(eio > 0);
+		dg_vol_close(vol);
+	}
+
+	/* Three of four behind under parity 1: refused, nothing written. */
+	copy_file(old[3], tv.paths[3]);
+	{
+		uint8_t before[PG], after[PG];
+		struct dg_vol *v2 = NULL;
+
+		tvol_peek(&tv, 1, 0, before, PG);
+		CHECK_EQ(dg_vol_open((const char *const *)tv.paths, NDEV,
+				     DG_OPEN_DEGRADED | DG_OPEN_SUSPECT |
+					     DG_OPEN_REPAIR,
+				     &v2, err, sizeof(err)), -ENXIO);
+		CHECK(strstr(err, "nothing was written") != NULL);
+		tvol_peek(&tv, 1, 0, after, PG);
+		CHECK(memcmp(before, after, PG) == 0);
+	}
+	tvol_cleanup(&tv);
+	for (unsigned d = 0; d < NDEV; d++) {
+		unlink(old[d]);
+		free(old[d]);
+	}
+	free(model);
+}
+
 /* A truncated device: -EFBIG; an empty one: -ENOSPC. */
 static void test_truncated(void)
 {
@@ -824,6 +966,7 @@ int main(int argc, char **argv)
 		{ "order", test_order },
 		{ "missing", test_missing },
 		{ "stale", test_stale },
+		{ "suspects", test_suspects },
 		{ "truncated", test_truncated },
 		{ "unknown_incompat", test_unknown_incompat },
 		{ "unknown_compat", test_unknown_compat },
