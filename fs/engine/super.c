@@ -32,8 +32,12 @@ static bool layout_ok(const struct dg_dsuper *s)
 	    s->parity >= s->dev_count || s->chunk_pages == 0 ||
 	    s->chunk_pages > (1u << 20) || s->dev_pages > (1ull << 40))
 		return false;
+	if ((s->incompat & DG_FEAT_INCOMPAT_META_ZONE) &&
+	    (s->ditto_pages == 0 ||
+	     s->ditto_pages % ((s->dev_count - s->parity) * s->chunk_pages)))
+		return false;
 	dg_geom_layout(&g, s->dev_pages, s->chunk_pages, s->dev_count,
-		       s->parity);
+		       s->parity, dg_sb_zone_chunks(s));
 	return g.rows && g.rows == s->rows && g.jrnl_start == s->jrnl_start &&
 	       g.jrnl_pages == s->jrnl_pages && g.jrnl_devs == s->jrnl_devs &&
 	       g.csum_start == s->csum_start &&
@@ -506,4 +510,8 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->generation = vol->sb.generation;
 	info->csum_pages = vol->sb.csum_pages;
 	info->jrnl_pages = vol->sb.jrnl_pages;
+	pthread_mutex_lock(&vol->alloc_lock);
+	info->zone_vpns = vol->zone_vpns;
+	info->zone_free = vol->zone_free;
+	pthread_mutex_unlock(&vol->alloc_lock);
 }

@@ -200,3 +200,19 @@ void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
 {
 	image_io(tv, dev, off, dst, len, false);
 }
+
+uint64_t tdata_vpn(struct dg_vol *vol)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(vol, &info);
+	return info.zone_vpns;
+}
+
+uint64_t tdata_row(struct dg_vol *vol)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(vol, &info);
+	return info.zone_vpns / (info.ndev - info.parity);
+}

@@ -90,4 +90,10 @@ void tvol_poke(struct tvol *tv, unsigned dev, uint64_t off, const void *src,
 void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
 	       size_t len);
 
+/* The first vpn, and the first row, past the metadata zone: pages of
+ * file data, which have no ditto copies (format.h). Cases about what
+ * parity alone does use these. */
+uint64_t tdata_vpn(struct dg_vol *vol);
+uint64_t tdata_row(struct dg_vol *vol);
+
 #endif /* DG_TEST_HARNESS_H */
