@@ -509,6 +509,12 @@ static int run(struct fsck_ctx *c)
 	if (ret < 0)
 		return fail(c, "filesystem check failed", strerror(-ret)) |
 		       report_exit_code(c);
+	{
+		uint64_t n;
+
+		c->meta_outside = dg_check_meta_outside(c->vol, &n) ? -1
+								    : (int64_t)n;
+	}
 	annotate(c);
 	return 0;
 }
@@ -583,7 +589,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct fsck_ctx c = { 0 };
+	struct fsck_ctx c = { .meta_outside = -1 };
 	int opt, modes = 0, code;
 
 	c.mode = MODE_N;

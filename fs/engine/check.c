@@ -1592,6 +1592,22 @@ int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner)
 	return 0;
 }
 
+int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages)
+{
+	uint8_t *cls;
+	uint64_t *owner;
+	int ret = dg_check_classify(vol, &cls, &owner);
+
+	if (ret)
+		return ret;
+	*pages = 0;
+	for (uint64_t v = vol->zone_vpns; v < vol->vpns; v++)
+		*pages += cls[v] != DG_PC_FREE && cls[v] != DG_PC_FILE;
+	free(cls);
+	free(owner);
+	return 0;
+}
+
 /* Reconnect inodes no directory names to /lost+found. */
 static void reconnect(struct walk *w)
 {

@@ -66,6 +66,9 @@ struct dg_vol_info {
 	uint64_t jrnl_pages;
 	uint64_t zone_vpns;	/* metadata zone: vpns [0, zone_vpns) */
 	uint64_t zone_free;	/* unallocated pages in the zone */
+	unsigned ditto_copies;	/* copies of each zone page beside it */
+	uint64_t meta_spill;	/* metadata pages put outside a full zone
+				   since the open (no copies) */
 };
 
 /* Format devs as one volume. Regular files are created or extended to

@@ -513,5 +513,7 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	pthread_mutex_lock(&vol->alloc_lock);
 	info->zone_vpns = vol->zone_vpns;
 	info->zone_free = vol->zone_free;
+	info->meta_spill = vol->meta_spill;
+	info->ditto_copies = vol->sb.ditto_copies;
 	pthread_mutex_unlock(&vol->alloc_lock);
 }
