@@ -33,7 +33,9 @@ static const char help_text[] =
 	"                          other devices beside parity: SIZE of the\n"
 	"                          usable space, rounded up to whole chunks of\n"
 	"                          rows (default 3%, at least 2M and one chunk;\n"
-	"                          at most half the volume)\n"
+	"                          at most half the volume); none: no zone,\n"
+	"                          only the root and the allocation bitmap have\n"
+	"                          copies (the layout daxguard used before)\n"
 	"  -L, --label L           volume label, at most 63 bytes\n"
 	"  -r, --redundancy full|none\n"
 	"                          none: no checksums and no parity (a baseline\n"
@@ -169,12 +171,18 @@ static void print_summary(const char *const *devs, unsigned n,
 	       in->chunk_pages * 4);
 	printf("  raw %s, usable %s\n", human_bytes(total, b1, sizeof(b1)),
 	       human_bytes(usable, b2, sizeof(b2)));
-	printf("  metadata zone %s (%.1f%% of usable), %u %s of each page\n",
-	       human_bytes(in->zone_vpns * DG_PAGE_SIZE, b1, sizeof(b1)),
-	       100.0 * (double)in->zone_vpns / (double)in->vpns,
-	       in->no_redundancy ? 0 : in->ditto_copies,
-	       in->no_redundancy || in->ditto_copies != 1 ? "copies"
-							 : "copy");
+	if (!in->zone_vpns)
+		printf("  no metadata zone: copies of the root and the "
+		       "allocation bitmap only\n");
+	else
+		printf("  metadata zone %s (%.1f%% of usable), %u %s of each "
+		       "page\n",
+		       human_bytes(in->zone_vpns * DG_PAGE_SIZE, b1,
+				   sizeof(b1)),
+		       100.0 * (double)in->zone_vpns / (double)in->vpns,
+		       in->no_redundancy ? 0 : in->ditto_copies,
+		       in->no_redundancy || in->ditto_copies != 1 ? "copies"
+								 : "copy");
 	if (in->no_redundancy)
 		printf("  overhead: no checksums, no parity\n");
 	else
@@ -231,7 +239,10 @@ int main(int argc, char **argv)
 			o.chunk_pages = (uint32_t)(v / DG_PAGE_SIZE);
 			break;
 		case 'm':
-			if (parse_size(optarg, &o.meta_size) || !o.meta_size)
+			if (!strcmp(optarg, "none"))
+				o.no_meta_zone = true;
+			else if (parse_size(optarg, &o.meta_size) ||
+				 !o.meta_size)
 				usage_error("bad metadata zone size '%s'",
 					    optarg);
 			break;

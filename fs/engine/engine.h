@@ -43,6 +43,8 @@ struct dg_format_opts {
 	const char *label;	 /* may be NULL */
 	uint64_t meta_size;	 /* bytes of the metadata zone, rounded up
 				    to whole chunks of rows; 0: default */
+	bool no_meta_zone;	 /* the layout without a zone (format.h):
+				    readable by daxguard before META_ZONE */
 };
 
 /* Summary returned by dg_format() and dg_vol_info(). */

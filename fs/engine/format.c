@@ -182,8 +182,9 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 
 	memset(sb, 0, sizeof(*sb));
 	/* The metadata zone: whole chunks of rows (format.h). */
-	zone = dg_geom_zone_chunks(dev_pages, cp, ndev, o->parity,
-				   o->meta_size);
+	zone = o->no_meta_zone ? 0
+			       : dg_geom_zone_chunks(dev_pages, cp, ndev,
+						     o->parity, o->meta_size);
 	dg_geom_layout(sb, dev_pages, cp, ndev, o->parity, zone);
 	if (sb->rows < 2ull * cp) {
 		dg_log(DG_LOG_ERR, "devices of %llu bytes are too small for "
@@ -191,7 +192,7 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 		       (unsigned long long)dev_bytes, cp);
 		return -ENOSPC;
 	}
-	if ((uint64_t)sb->ditto_pages * DG_PAGE_SIZE < o->meta_size) {
+	if (zone && (uint64_t)sb->ditto_pages * DG_PAGE_SIZE < o->meta_size) {
 		dg_log(DG_LOG_ERR, "a metadata zone of %llu bytes does not "
 		       "fit: at most %llu bytes (half the volume) on these "
 		       "devices", (unsigned long long)o->meta_size,
@@ -202,7 +203,7 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	sb->version = DG_FORMAT_VERSION;
 	sb->incompat = (o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY
 					 : DG_FEAT_INCOMPAT_SEALED_JOURNAL) |
-		       DG_FEAT_INCOMPAT_META_ZONE;
+		       (zone ? DG_FEAT_INCOMPAT_META_ZONE : 0);
 	new_uuid(sb->vol_uuid);
 	sb->generation = 1;
 	sb->state = DG_STATE_CLEAN;

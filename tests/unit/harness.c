@@ -127,6 +127,12 @@ void tvol_make_chunked(struct tvol *tv, const char *tag, unsigned ndev,
 	make(tv, tag, ndev, &o);
 }
 
+void tvol_make_opts(struct tvol *tv, const char *tag, unsigned ndev,
+		    const struct dg_format_opts *o)
+{
+	make(tv, tag, ndev, o);
+}
+
 struct dg_vol *tvol_open(struct tvol *tv, unsigned flags)
 {
 	struct dg_vol *vol = NULL;

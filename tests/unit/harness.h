@@ -73,6 +73,9 @@ void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
  * whole rows of one chunk. */
 void tvol_make_chunked(struct tvol *tv, const char *tag, unsigned ndev,
 		       unsigned parity, uint64_t size, uint32_t chunk_pages);
+/* Any format options (force is up to o). */
+void tvol_make_opts(struct tvol *tv, const char *tag, unsigned ndev,
+		    const struct dg_format_opts *o);
 struct dg_vol *tvol_open(struct tvol *tv, unsigned flags);
 void tvol_cleanup(struct tvol *tv);
 /* A scratch file path /dev/shm/dgtest-<pid>-<tag>.img (malloc'd),

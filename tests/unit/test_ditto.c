@@ -481,6 +481,44 @@ static void test_zone_full_spills(void)
 	tvol_cleanup(&tv);
 }
 
+/*
+ * A volume without a zone (mkfs --meta-size none; format 3 before the
+ * zone): only the root and the bitmap have copies, addressed by vpn,
+ * and the volume opens and works as before; metadata goes anywhere.
+ */
+static void test_no_zone_layout(void)
+{
+	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
+				    .force = true, .no_meta_zone = true };
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_fs *fs;
+	struct dg_vol_info in;
+	unsigned dev;
+	uint64_t page;
+
+	tvol_make_opts(&tv, "nozone", 4, &o);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK(!(vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE));
+	dg_vol_get_info(vol, &in);
+	CHECK_EQ(in.zone_vpns, 0);
+	CHECK_EQ(vol->sb.ditto_pages, vol->meta_vpns);
+	CHECK(dg_ditto_has(vol, 0) && dg_ditto_has(vol, 1));
+	CHECK(!dg_ditto_has(vol, vol->meta_vpns));
+	dg_ditto_loc(vol, 1, 1, &dev, &page);
+	CHECK_EQ(page, vol->sb.ditto_start + 1);
+	CHECK_EQ(dev, (dg_vpn_loc(vol, 1).dev + 1) % 4);
+	REQUIRE(dg_fs_open(vol, &fs) == 0);
+	REQUIRE(populate(fs));
+	REQUIRE(tree_ok(fs));
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+	CHECK(read_tree(&tv));
+	CHECK_EQ(fsck(&tv, false), 0);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -490,6 +528,7 @@ int main(int argc, char **argv)
 		{ "zone_faults_p1", test_zone_faults_p1 },
 		{ "zone_faults_p2", test_zone_faults_p2 },
 		{ "zone_full_spills", test_zone_full_spills },
+		{ "no_zone_layout", test_no_zone_layout },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
