@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
-#include "engine_i.h"
+#include "volume_i.h"
 #include "check.h"
 #include "csum.h"
 
