@@ -481,8 +481,7 @@ static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 		write_page_span(vol, p->dev, p->row, p->new, fresh ? 0 : p->lo,
 				fresh ? DG_PAGE_SIZE : p->hi, fs);
 		if (dg_ditto_has(vol, p->vpn))
-			dg_ditto_write(vol, p->vpn, p->new, fresh ? 0 : p->lo,
-				       fresh ? DG_PAGE_SIZE : p->hi, fs);
+			dg_ditto_write(vol, p->vpn, p->new, fs);
 		if (vol->page_hook)
 			vol->page_hook(vol->page_hook_arg, p->vpn, p->old,
 				       p->new);

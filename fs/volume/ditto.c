@@ -51,7 +51,7 @@ static struct dg_dev *copy_at(struct dg_vol *vol, uint64_t vpn, unsigned j,
 }
 
 void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
-		    uint32_t lo, uint32_t hi, struct dg_flushset *fs)
+		    struct dg_flushset *fs)
 {
 	for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
 		uint64_t off;
@@ -59,11 +59,24 @@ void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
 
 		if (!d)
 			continue;
-		/* Only the bytes that changed: a copy that was stale before
-		 * stays unequal to the page and is never trusted (the
-		 * checksum decides), and the scrub rewrites it whole. */
-		dg_dev_write(d, off + lo, (const uint8_t *)page + lo, hi - lo);
-		dg_flushset_add(fs, d->idx, off + lo, hi - lo);
+		/* The whole page, not the bytes that changed: a copy that
+		 * was stale or damaged before (missed by a check while its
+		 * page was free, say) is then right again after any update,
+		 * so fsck converges. */
+		dg_dev_write(d, off, page, DG_PAGE_SIZE);
+		dg_flushset_add(fs, d->idx, off, DG_PAGE_SIZE);
+	}
+}
+
+void dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page)
+{
+	for (unsigned j = 1; dg_ditto_has(vol, vpn) && j <= vol->sb.ditto_copies;
+	     j++) {
+		uint64_t off;
+		struct dg_dev *d = copy_at(vol, vpn, j, &off);
+
+		if (d)
+			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
 	}
 }
 
@@ -107,10 +120,9 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 		pthread_rwlock_t *lk;
 		uint64_t csum;
 
-		/* A free page is never read: its copies do not matter (the
-		 * root and the bitmap are always in use). */
-		if (vol->bitmap && !dg_vpn_allocated(vol, vpn))
-			continue;
+		/* Free pages too: the bitmap may be what fsck is about to
+		 * repair, and a page it then marks in use must not keep a
+		 * stale copy. Never-written pages are skipped below. */
 		lk = dg_row_lock(vol, l.row);
 		pthread_rwlock_wrlock(lk);
 		if (dg_page_read_locked(vol, l.dev, l.row, page, &csum) < 0 ||

@@ -315,7 +315,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 							t[i].row))) {
 			/* the replayed page, verified: its ditto copies */
 			dg_ditto_write(vol, dg_loc_vpn(vol, t[i].dev, t[i].row),
-				       dg_dev_ptr(d, off), 0, DG_PAGE_SIZE, fs);
+				       dg_dev_ptr(d, off), fs);
 		}
 		u[nu++] = (struct dg_csum_upd){ t[i].dev, t[i].row, t[i].csum };
 	}

@@ -73,6 +73,10 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 	lk = dg_row_lock(vol, l.row);
 	pthread_rwlock_wrlock(lk);
 	dg_repair_page(vol, l.dev, l.row, data);
+	/* Its copies too, or the next check finds them differing. A copy
+	 * trusted only when it matches the checksum, so the order against
+	 * the checksum below does not matter for a crash. */
+	dg_ditto_repair(vol, vpn, data);
 	for (unsigned p = 0; p < m; p++) {
 		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
 		if (p < k)

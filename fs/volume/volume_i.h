@@ -180,10 +180,11 @@ bool dg_ditto_has(const struct dg_vol *vol, uint64_t vpn);
 /* Device and device page of copy j (1..ditto_copies) of vpn. */
 void dg_ditto_loc(struct dg_vol *vol, uint64_t vpn, unsigned j,
 		  unsigned *dev, uint64_t *page);
-/* Write bytes [lo, hi) of page into every ditto copy of vpn, adding the
- * ranges to fs. */
+/* The same through the repair path (repair.c), for a page a repair
+ * replaced outside an update; nothing when vpn has no copies. */
+void dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page);
+/* Write page as every ditto copy of vpn, adding the ranges to fs. */
 void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
-		    uint32_t lo, uint32_t hi,
 		    struct dg_flushset *fs);
 /* The data page (dev, row) from a ditto copy that matches csum, its
  * verified checksum; -EIO when none does or it has no copies. */
