@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "devlist.h"
+#include "fscheck.h"
 #include "json.h"
 #include "util.h"
 #include "version.h"
@@ -184,17 +185,24 @@ static void dump_volume(struct dump *d)
 {
 	struct fields g = { 0 }, fr = { 0 };
 	struct dg_vol_info in;
-	int ret;
+	uint64_t outside = 0;
+	int ret, outside_ret = -1;
 
 	dg_vol_get_info(d->vol, &in);
 	dg_inspect_geometry(d->vol, collect, &g);
 	ret = dg_inspect_free(d->vol, collect, &fr);
+	/* Where a full zone put metadata: a walk of the structures. */
+	if (!ret)
+		outside_ret = dg_check_meta_outside(d->vol, &outside);
 	if (d->json) {
 		json_add_bytes(d->root, "label", in.label);
 		json_add_bool(d->root, "mounted", d->mounted);
 		json_object_object_add(d->root, "geometry", json_fields(&g));
 		json_object_object_add(d->root, "free_space",
 				       ret ? NULL : json_fields(&fr));
+		json_object_object_add(d->root, "meta_outside_zone",
+				       ret || outside_ret ? NULL
+				       : json_object_new_uint64(outside));
 	} else {
 		printf("daxguard volume %s, label '%s'%s\n",
 		       field(&g, "uuid")->str, in.label,
@@ -204,6 +212,9 @@ static void dump_volume(struct dump *d)
 		printf("free space:%s\n", ret ? " unknown (volume root "
 		       "unreadable)" : "");
 		print_fields(&fr, "  ");
+		if (!ret && !outside_ret)
+			printf("  meta_outside_zone: %" PRIu64 " (metadata "
+			       "pages without ditto copies)\n", outside);
 	}
 	free(g.f);
 	free(fr.f);

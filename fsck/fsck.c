@@ -474,6 +474,7 @@ static int run(struct fsck_ctx *c)
 	struct dg_vol_info info;
 	size_t first_super;
 	bool rootless = false;
+	uint64_t outside;
 	int ret;
 
 	ret = open_vol(c, DG_OPEN_RDONLY, err, sizeof(err));
@@ -656,6 +657,10 @@ static int run(struct fsck_ctx *c)
 			return fail(c, "cannot reopen to restart", err[0] ? err
 				    : strerror(-ret)) | report_exit_code(c);
 	}
+	if (dg_check_meta_outside(c->vol, &outside) == 0)
+		c->meta_outside = (int64_t)outside;
+	else
+		c->meta_outside = -1;
 	annotate(c);
 	return 0;
 }
@@ -730,7 +735,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct fsck_ctx c = { 0 };
+	struct fsck_ctx c = { .meta_outside = -1 };
 	int opt, modes = 0, code;
 
 	c.mode = MODE_N;

@@ -45,6 +45,9 @@ struct fsck_ctx {
 	size_t nf, capf;
 	struct dg_chk_stats stats;
 	double secs_redundancy;
+	/* metadata pages a full zone put among the data rows (no ditto
+	 * copies); -1: not known */
+	int64_t meta_outside;
 	const char *phase;
 	double t0, last_draw;
 	char uuid[37];

@@ -161,6 +161,9 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 			       json_object_new_uint64(c->stats.rows_checked));
 	json_object_object_add(r, "pages_checked",
 			       json_object_new_uint64(c->stats.pages_checked));
+	json_object_object_add(r, "meta_outside_zone",
+			       c->meta_outside < 0 ? NULL
+			       : json_object_new_int64(c->meta_outside));
 	json_object_object_add(r, "bytes_checked",
 			       json_object_new_uint64(c->stats.bytes_checked));
 	snprintf(secs, sizeof(secs), "%.3f", c->secs_redundancy);
@@ -232,6 +235,10 @@ void report_print(struct fsck_ctx *c, int exit_code)
 	if (c->unconverged)
 		printf("%s: the repairs of pass %u still changed the volume; "
 		       "run fsck.daxguard -y again\n", c->uuid, c->passes);
+	if (c->meta_outside > 0)
+		printf("%s: %lld metadata pages lie outside the metadata zone "
+		       "(it was full): they have no ditto copies\n", c->uuid,
+		       (long long)c->meta_outside);
 	if (!c->nf)
 		printf("%s: clean\n", c->uuid);
 	else

@@ -17,7 +17,8 @@
 
 static const char usage_line[] =
 	"usage: mkfs.daxguard [--parity N] [--size SIZE] [--chunk SIZE] "
-	"[--label L] [--redundancy full|none] [--force] [-q] DEV...\n";
+	"[--meta-size SIZE] [--label L] [--redundancy full|none] [--force] "
+	"[-q] DEV...\n";
 
 static const char help_text[] =
 	"Format 1 to 16 devices (regular files, block devices or device-DAX)\n"
@@ -28,6 +29,13 @@ static const char help_text[] =
 	"  -s, --size SIZE         create regular files, or extend them, to SIZE\n"
 	"  -c, --chunk SIZE        bytes of a file kept together on one device\n"
 	"                          (default 1M; a multiple of 4K, at most 4G)\n"
+	"  -m, --meta-size SIZE    the metadata zone, whose pages have copies on\n"
+	"                          other devices beside parity: SIZE of the\n"
+	"                          usable space, rounded up to whole chunks of\n"
+	"                          rows (default 3%, at least 2M and one chunk;\n"
+	"                          at most half the volume); none: no zone,\n"
+	"                          only the root and the allocation bitmap have\n"
+	"                          copies (the layout daxguard used before)\n"
 	"  -L, --label L           volume label, at most 63 bytes\n"
 	"  -r, --redundancy full|none\n"
 	"                          none: no checksums and no parity (a baseline\n"
@@ -163,6 +171,18 @@ static void print_summary(const char *const *devs, unsigned n,
 	       in->chunk_pages * 4);
 	printf("  raw %s, usable %s\n", human_bytes(total, b1, sizeof(b1)),
 	       human_bytes(usable, b2, sizeof(b2)));
+	if (!in->zone_vpns)
+		printf("  no metadata zone: copies of the root and the "
+		       "allocation bitmap only\n");
+	else
+		printf("  metadata zone %s (%.1f%% of usable), %u %s of each "
+		       "page\n",
+		       human_bytes(in->zone_vpns * DG_PAGE_SIZE, b1,
+				   sizeof(b1)),
+		       100.0 * (double)in->zone_vpns / (double)in->vpns,
+		       in->no_redundancy ? 0 : in->ditto_copies,
+		       in->no_redundancy || in->ditto_copies != 1 ? "copies"
+								 : "copy");
 	if (in->no_redundancy)
 		printf("  overhead: no checksums, no parity\n");
 	else
@@ -179,6 +199,7 @@ int main(int argc, char **argv)
 		{ "parity", required_argument, NULL, 'p' },
 		{ "size", required_argument, NULL, 's' },
 		{ "chunk", required_argument, NULL, 'c' },
+		{ "meta-size", required_argument, NULL, 'm' },
 		{ "label", required_argument, NULL, 'L' },
 		{ "redundancy", required_argument, NULL, 'r' },
 		{ "force", no_argument, NULL, 'f' },
@@ -195,7 +216,7 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	tool_init("mkfs.daxguard", usage_line, 1);
-	while ((c = getopt_long(argc, argv, "p:s:c:L:r:fqhV", longopts,
+	while ((c = getopt_long(argc, argv, "p:s:c:m:L:r:fqhV", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -216,6 +237,14 @@ int main(int argc, char **argv)
 				usage_error("bad chunk size '%s' (multiple of "
 					    "4K, at most 4G)", optarg);
 			o.chunk_pages = (uint32_t)(v / DG_PAGE_SIZE);
+			break;
+		case 'm':
+			if (!strcmp(optarg, "none"))
+				o.no_meta_zone = true;
+			else if (parse_size(optarg, &o.meta_size) ||
+				 !o.meta_size)
+				usage_error("bad metadata zone size '%s'",
+					    optarg);
 			break;
 		case 'L':
 			o.label = optarg;

@@ -246,6 +246,9 @@ static void status_json(struct dg_daemon *dd, struct out *o,
 	json_add_bytes(r, "failed", in->failed[0] ? in->failed : NULL);
 	json_add_u64(r, "capacity_bytes", in->vpns * DG_PAGE_SIZE);
 	json_add_u64(r, "free_bytes", in->free_vpns * DG_PAGE_SIZE);
+	json_add_u64(r, "meta_zone_bytes", in->zone_vpns * DG_PAGE_SIZE);
+	json_add_u64(r, "meta_zone_free_bytes", in->zone_free * DG_PAGE_SIZE);
+	json_add_u64(r, "meta_outside_zone_pages", in->meta_spill);
 	json_add_u64(r, "generation", in->generation);
 	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);
 	json_add_u64(fo, "repaired", f[DG_FAULT_REPAIRED]);
@@ -332,6 +335,12 @@ static void status(struct dg_daemon *dd, struct out *o, bool json,
 	     in.parity);
 	outf(o, "capacity %" PRIu64 " MiB, free %" PRIu64 " MiB\n",
 	     in.vpns * DG_PAGE_SIZE >> 20, in.free_vpns * DG_PAGE_SIZE >> 20);
+	outf(o, "metadata zone %" PRIu64 " MiB, free %" PRIu64 " MiB",
+	     in.zone_vpns * DG_PAGE_SIZE >> 20, in.zone_free * DG_PAGE_SIZE >> 20);
+	if (in.meta_spill)
+		outf(o, "; full: %" PRIu64 " metadata pages put outside it "
+		     "since the mount, without copies", in.meta_spill);
+	outf(o, "\n");
 	outf(o, "faults detected %" PRIu64 ", repaired %" PRIu64
 	     ", unrecoverable %" PRIu64 "\n", f[DG_FAULT_DETECTED],
 	     f[DG_FAULT_REPAIRED], f[DG_FAULT_UNRECOVERABLE]);

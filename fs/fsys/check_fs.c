@@ -367,7 +367,7 @@ static void lose_xattrs(struct walk *w, uint64_t ino)
 	uint64_t vpn = wi->d.xattr_vpn;
 	struct dg_chk_event ev;
 
-	ev_init(&ev, DG_CHK_XATTRS_LOST, "xattr");
+	dg_chk_event_init(&ev, DG_CHK_XATTRS_LOST, "xattr");
 	ev_vpn(w, &ev, vpn);
 	ev.ino = ino;
 	snprintf(ev.detail, sizeof(ev.detail), "inode %llu: extended "
@@ -941,6 +941,26 @@ int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner)
 	}
 	*cls = w.cls;
 	*owner = w.owner;
+	return 0;
+}
+
+int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages)
+{
+	struct dg_vol_info info;
+	uint8_t *cls;
+	uint64_t *owner;
+	int ret = dg_check_classify(vol, &cls, &owner);
+
+	if (ret)
+		return ret;
+	dg_vol_get_info(vol, &info);
+	*pages = 0;
+	/* Without a zone zone_vpns is 0 and every metadata page counts:
+	 * none has copies beyond the root and bitmap's. */
+	for (uint64_t v = info.zone_vpns; v < info.vpns; v++)
+		*pages += cls[v] != DG_PC_FREE && cls[v] != DG_PC_FILE;
+	free(cls);
+	free(owner);
 	return 0;
 }
 

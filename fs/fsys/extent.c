@@ -9,6 +9,7 @@
  * write is a few hundred bytes however many extents the file has.
  */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "fsys_i.h"
@@ -205,7 +206,8 @@ static int leaf_add(struct dg_txn *txn, struct dg_inode *ip, uint32_t at)
 	uint64_t vpn, got;
 	int ret;
 
-	ret = dg_alloc(txn, prev->vpn ? prev->vpn + 1 : 0, 1, &vpn, &got);
+	ret = dg_alloc_meta(txn, prev->vpn ? prev->vpn + 1 : 0, 1, &vpn,
+			    &got);
 	if (ret)
 		return ret;
 	lf = leaf_new(at, vpn);
@@ -436,6 +438,8 @@ int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	struct epos pp, np;
 	const struct dg_ext *prev, *next;
 	uint64_t hint = 0;
+	/* Directory and symlink pages are metadata: they go in the zone. */
+	bool meta = S_ISDIR(ip->d.mode) || S_ISLNK(ip->d.mode);
 	int ret = leaf0(ip);
 
 	if (ret)
@@ -450,7 +454,7 @@ int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	} else if (next) {
 		if (next->vpn > next->fpage - fpage)
 			hint = next->vpn - (next->fpage - fpage);
-	} else {
+	} else if (!meta) {
 		uint64_t span = dg_div_up(ip->d.size, DG_PAGE_SIZE);
 
 		if (span < fpage + len)
@@ -458,10 +462,10 @@ int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		hint = dg_alloc_home(fs->vol, span) + fpage;
 	}
 	while (len) {
-		uint64_t start, got;
+		uint64_t start, got, ask = len > (1u << 20) ? (1u << 20) : len;
 
-		ret = dg_alloc(txn, hint, len > (1u << 20) ? (1u << 20) : len,
-			       &start, &got);
+		ret = meta ? dg_alloc_meta(txn, hint, ask, &start, &got)
+			   : dg_alloc(txn, hint, ask, &start, &got);
 		if (ret)
 			break;
 		ret = ext_insert(txn, ip, fpage, start, (uint32_t)got);

@@ -169,7 +169,7 @@ static int add_chunk(struct dg_fs *fs, struct dg_txn *txn)
 
 	if (n == DG_MAX_ICHUNKS)
 		return -ENOSPC;
-	ret = dg_alloc_exact(txn, DG_ITABLE_CHUNK_PAGES, &start);
+	ret = dg_alloc_exact(txn, DG_ITABLE_CHUNK_PAGES, true, &start);
 	if (ret)
 		return ret;
 	got = DG_ITABLE_CHUNK_PAGES;

@@ -80,7 +80,7 @@ static int store(struct dg_txn *txn, struct dg_inode *ip, const uint8_t *buf)
 	if (!ip->d.xattr_vpn) {
 		uint64_t got;
 
-		ret = dg_alloc(txn, 0, 1, &ip->d.xattr_vpn, &got);
+		ret = dg_alloc_meta(txn, 0, 1, &ip->d.xattr_vpn, &got);
 		if (ret)
 			return ret;
 		ip->d.blocks++;

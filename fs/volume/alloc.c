@@ -40,6 +40,28 @@ static void bits_set(uint8_t *bm, uint64_t start, uint64_t n, bool on)
 	}
 }
 
+/* Free counts after n pages from start were taken (or given back). */
+static void account(struct dg_vol *vol, uint64_t start, uint64_t n,
+		    bool given_back)
+{
+	uint64_t z = 0;
+
+	if (start < vol->zone_vpns)
+		z = (vol->zone_vpns - start < n ? vol->zone_vpns - start : n);
+	if (given_back) {
+		vol->free_vpns += n;
+		vol->zone_free += z;
+	} else {
+		vol->free_vpns -= n;
+		vol->zone_free -= z;
+	}
+}
+
+static bool has_zone(const struct dg_vol *vol)
+{
+	return vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE;
+}
+
 int dg_alloc_load(struct dg_vol *vol)
 {
 	struct dg_droot *root = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
@@ -57,9 +79,20 @@ int dg_alloc_load(struct dg_vol *vol)
 		ret = DG_CORRUPT(vol, "volume root: bad magic or geometry");
 		goto out;
 	}
+	/* The zone is the superblock's ditto range; the root repeats it so
+	 * that the filesystem layer's view and the copies' never differ. */
+	if (root->zone_vpns != (has_zone(vol) ? vol->sb.ditto_pages : 0) ||
+	    (root->zone_vpns && (root->zone_vpns <= root->meta_vpns ||
+				 root->zone_vpns >= vol->vpns))) {
+		ret = DG_CORRUPT(vol, "volume root: metadata zone of %" PRIu64
+				 " pages, the superblock says %u",
+				 root->zone_vpns, vol->sb.ditto_pages);
+		goto out;
+	}
 	vol->bitmap_vpn = root->bitmap_vpn;
 	vol->bitmap_pages = root->bitmap_pages;
 	vol->meta_vpns = root->meta_vpns;
+	vol->zone_vpns = root->zone_vpns ? root->zone_vpns : root->meta_vpns;
 	vol->bitmap = aligned_alloc(DG_PAGE_SIZE,
 				    vol->bitmap_pages * DG_PAGE_SIZE);
 	if (!vol->bitmap) {
@@ -69,11 +102,15 @@ int dg_alloc_load(struct dg_vol *vol)
 	ret = dg_read(vol, vol->bitmap_vpn, vol->bitmap_pages, vol->bitmap);
 	if (ret)
 		goto out;
-	vol->free_vpns = 0;
+	vol->free_vpns = vol->zone_free = 0;
 	for (uint64_t i = 0; i < vol->vpns; i++)
-		if (!bit_get(vol->bitmap, i))
+		if (!bit_get(vol->bitmap, i)) {
 			vol->free_vpns++;
-	vol->alloc_cursor = vol->meta_vpns;
+			vol->zone_free += i < vol->zone_vpns;
+		}
+	vol->alloc_cursor = vol->zone_vpns;
+	vol->meta_cursor = vol->meta_vpns;
+	vol->meta_spill = 0;
 out:
 	free(root);
 	return ret;
@@ -97,7 +134,10 @@ int dg_alloc_format(struct dg_vol *vol)
 	root->bitmap_vpn = 1;
 	root->bitmap_pages = pages;
 	root->meta_vpns = 1 + pages;
-	if (root->meta_vpns > 8ull * DG_PAGE_SIZE || root->meta_vpns >= vol->vpns) {
+	root->zone_vpns = has_zone(vol) ? vol->sb.ditto_pages : 0;
+	if (root->meta_vpns > 8ull * DG_PAGE_SIZE ||
+	    root->meta_vpns >= vol->vpns ||
+	    (root->zone_vpns && root->zone_vpns <= root->meta_vpns)) {
 		free(page);
 		return -ENOSPC;
 	}
@@ -204,7 +244,7 @@ static void txn_reset(struct dg_txn *t, bool committed)
 			if (!t->op[i].is_free) {
 				bits_set(vol->bitmap, t->op[i].start,
 					 t->op[i].n, false);
-				vol->free_vpns += t->op[i].n;
+				account(vol, t->op[i].start, t->op[i].n, true);
 			}
 		pthread_mutex_unlock(&vol->alloc_lock);
 	}
@@ -300,18 +340,21 @@ static int add_op(struct dg_txn *t, uint64_t start, uint64_t n, bool is_free)
 	return 0;
 }
 
-/* First free vpn at or after from, wrapping once; vol->vpns if none. */
-static uint64_t find_free(struct dg_vol *vol, uint64_t from)
+/* First free vpn in [lo, hi) at or after from, wrapping once to lo; hi
+ * if none. */
+static uint64_t find_free(struct dg_vol *vol, uint64_t lo, uint64_t hi,
+			  uint64_t from)
 {
 	const uint64_t *w = (const uint64_t *)vol->bitmap;
-	uint64_t nw = dg_div_up(vol->vpns, 64);
 
+	if (from < lo || from >= hi)
+		from = lo;
 	for (int pass = 0; pass < 2; pass++) {
-		uint64_t i = pass ? vol->meta_vpns : from;
-		uint64_t end = pass ? from : vol->vpns;
+		uint64_t i = pass ? lo : from;
+		uint64_t end = pass ? from : hi;
 
 		while (i < end) {
-			if (i % 64 == 0 && i / 64 < nw && w[i / 64] == ~0ull) {
+			if (i % 64 == 0 && i + 64 <= end && w[i / 64] == ~0ull) {
 				i += 64;
 				continue;
 			}
@@ -320,47 +363,97 @@ static uint64_t find_free(struct dg_vol *vol, uint64_t from)
 			i++;
 		}
 	}
-	return vol->vpns;
+	return hi;
 }
 
+/* Take up to want free vpns from the first free one in [lo, hi) at or
+ * after from (wrapping); -ENOSPC if [lo, hi) has none. */
+static int take_run(struct dg_txn *t, uint64_t lo, uint64_t hi,
+		    uint64_t from, uint64_t want, uint64_t *start,
+		    uint64_t *got)
+{
+	struct dg_vol *vol = t->vol;
+	uint64_t s = find_free(vol, lo, hi, from), n = 0;
+	int ret;
+
+	if (s >= hi)
+		return -ENOSPC;
+	/* A run may cross chunks: extents are runs of vpns, and whoever
+	 * needs device addresses (libcommit maps) splits them per page. */
+	while (n < want && s + n < hi && !bit_get(vol->bitmap, s + n))
+		n++;
+	ret = add_op(t, s, n, false);
+	if (ret)
+		return ret;
+	bits_set(vol->bitmap, s, n, true);
+	account(vol, s, n, false);
+	*start = s;
+	*got = n;
+	return 0;
+}
+
+/*
+ * File data goes outside the metadata zone, so that a fault beyond
+ * parity in its rows never reaches metadata; only when that space is
+ * full does it go into the zone (an operation that has free space does
+ * not fail; the pages it takes there just get ditto copies too).
+ */
 int dg_alloc(struct dg_txn *t, uint64_t hint, uint64_t want, uint64_t *start,
 	     uint64_t *got)
 {
 	struct dg_vol *vol = t->vol;
-	uint64_t s, n = 0;
-	bool from_cursor = hint < vol->meta_vpns || hint >= vol->vpns;
+	uint64_t lo = vol->zone_vpns;
+	bool from_cursor = hint < lo || hint >= vol->vpns;
 	int ret;
 
 	if (want == 0)
 		return -EINVAL;
 	pthread_mutex_lock(&vol->alloc_lock);
-	if (!vol->free_vpns) {
-		ret = -ENOSPC;
-		goto out;
-	}
 	if (from_cursor)
 		hint = vol->alloc_cursor;
-	s = find_free(vol, hint);
-	if (s >= vol->vpns) {
-		ret = -ENOSPC;
-		goto out;
-	}
-	/* A run may cross chunks: extents are runs of vpns, and whoever
-	 * needs device addresses (libcommit maps) splits them per page. */
-	while (n < want && s + n < vol->vpns && !bit_get(vol->bitmap, s + n))
-		n++;
-	ret = add_op(t, s, n, false);
+	ret = take_run(t, lo, vol->vpns, hint, want, start, got);
+	if (ret == -ENOSPC)
+		ret = take_run(t, vol->meta_vpns, lo, vol->meta_cursor, want,
+			       start, got);
 	if (ret)
 		goto out;
-	bits_set(vol->bitmap, s, n, true);
-	vol->free_vpns -= n;
 	/* A hinted allocation within a file's home (dg_alloc_home) leaves
 	 * the cursor past that home; one beyond the cursor pushes it on. */
-	if (from_cursor || s >= vol->alloc_cursor)
-		vol->alloc_cursor = s + n < vol->vpns ? s + n : vol->meta_vpns;
-	*start = s;
-	*got = n;
+	if (*start >= lo && (from_cursor || *start >= vol->alloc_cursor))
+		vol->alloc_cursor = *start + *got < vol->vpns ? *start + *got
+							      : lo;
 out:
+	pthread_mutex_unlock(&vol->alloc_lock);
+	return ret;
+}
+
+/*
+ * Metadata goes into the zone, near hint when hint lies there. A full
+ * zone does not fail the operation: the page goes among the data rows,
+ * without ditto copies, and is counted (meta_spill; fsck and dumpfs
+ * count them on the media).
+ */
+int dg_alloc_meta(struct dg_txn *t, uint64_t hint, uint64_t want,
+		  uint64_t *start, uint64_t *got)
+{
+	struct dg_vol *vol = t->vol;
+	uint64_t lo = vol->meta_vpns, hi = vol->zone_vpns;
+	int ret;
+
+	if (want == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&vol->alloc_lock);
+	if (hint < lo || hint >= hi)
+		hint = vol->meta_cursor;
+	ret = take_run(t, lo, hi, hint, want, start, got);
+	if (!ret) {
+		vol->meta_cursor = *start + *got < hi ? *start + *got : lo;
+	} else if (ret == -ENOSPC) {
+		ret = take_run(t, hi, vol->vpns, vol->alloc_cursor, want,
+			       start, got);
+		if (!ret)
+			vol->meta_spill += *got;
+	}
 	pthread_mutex_unlock(&vol->alloc_lock);
 	return ret;
 }
@@ -375,38 +468,60 @@ uint64_t dg_alloc_home(struct dg_vol *vol, uint64_t pages)
 	if (pages < vol->vpns - home)
 		vol->alloc_cursor = home + pages;
 	else
-		vol->alloc_cursor = vol->meta_vpns;
+		vol->alloc_cursor = vol->zone_vpns;
 	pthread_mutex_unlock(&vol->alloc_lock);
 	return home;
 }
 
-/* A run of exactly want free vpns. It may span chunks (and devices):
- * its readers go through dg_read(), which takes any vpn range. */
-int dg_alloc_exact(struct dg_txn *t, uint64_t want, uint64_t *start)
+/* The first run of exactly want free vpns in [lo, hi). */
+static int take_exact(struct dg_txn *t, uint64_t lo, uint64_t hi,
+		      uint64_t want, uint64_t *start)
 {
 	struct dg_vol *vol = t->vol;
 	uint64_t run = 0, s = 0;
-	int ret = -ENOSPC;
 
-	if (want == 0)
-		return -EINVAL;
-	pthread_mutex_lock(&vol->alloc_lock);
-	for (uint64_t i = vol->meta_vpns; i < vol->vpns; i++) {
+	for (uint64_t i = lo; i < hi; i++) {
+		int ret;
+
 		if (bit_get(vol->bitmap, i)) {
 			run = 0;
 			continue;
 		}
 		if (run++ == 0)
 			s = i;
-		if (run == want) {
-			ret = add_op(t, s, want, false);
-			if (ret)
-				break;
-			bits_set(vol->bitmap, s, want, true);
-			vol->free_vpns -= want;
-			*start = s;
-			break;
-		}
+		if (run < want)
+			continue;
+		ret = add_op(t, s, want, false);
+		if (ret)
+			return ret;
+		bits_set(vol->bitmap, s, want, true);
+		account(vol, s, want, false);
+		*start = s;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+/* A run of exactly want free vpns. It may span chunks (and devices):
+ * its readers go through dg_read(), which takes any vpn range. Metadata
+ * runs come from the zone first, data runs from outside it first. */
+int dg_alloc_exact(struct dg_txn *t, uint64_t want, bool meta,
+		   uint64_t *start)
+{
+	struct dg_vol *vol = t->vol;
+	uint64_t z = vol->zone_vpns;
+	int ret;
+
+	if (want == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&vol->alloc_lock);
+	ret = meta ? take_exact(t, vol->meta_vpns, z, want, start)
+		   : take_exact(t, z, vol->vpns, want, start);
+	if (ret == -ENOSPC) {
+		ret = meta ? take_exact(t, z, vol->vpns, want, start)
+			   : take_exact(t, vol->meta_vpns, z, want, start);
+		if (!ret && meta)
+			vol->meta_spill += want;
 	}
 	pthread_mutex_unlock(&vol->alloc_lock);
 	return ret;
@@ -513,15 +628,22 @@ int dg_txn_commit(struct dg_txn *t)
 			bits_set(vol->bitmap, t->op[i].start, t->op[i].n,
 				 true);
 	if (!ret && freed) {
-		vol->free_vpns += freed;
+		for (unsigned i = 0; i < t->nop; i++)
+			if (t->op[i].is_free)
+				account(vol, t->op[i].start, t->op[i].n, true);
 		/* Reuse freed space before untouched space: on file-backed
 		 * devices (images on tmpfs) untouched pages cost no memory,
 		 * and a roving cursor would touch every page of the volume
 		 * before reusing any. */
 		for (unsigned i = 0; i < t->nop; i++)
 			if (t->op[i].is_free &&
+			    t->op[i].start >= vol->zone_vpns &&
 			    t->op[i].start < vol->alloc_cursor)
 				vol->alloc_cursor = t->op[i].start;
+			else if (t->op[i].is_free &&
+				 t->op[i].start < vol->zone_vpns &&
+				 t->op[i].start < vol->meta_cursor)
+				vol->meta_cursor = t->op[i].start;
 	}
 	if (t->nop)
 		pthread_mutex_unlock(&vol->alloc_lock);

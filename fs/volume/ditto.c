@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * ditto.c -- extra copies of the volume's own metadata (root, allocation
- * bitmap) on other devices, beside parity (format.h, docs/integrity.md).
+ * ditto.c -- extra copies of the metadata zone (the volume root, the
+ * allocation bitmap and the filesystem's metadata) on other devices,
+ * beside parity (format.h, docs/integrity.md).
  *
  * Parity survives `parity` faults in a row; two faults in the row of the
- * volume root used to lose the whole volume. A ditto copy is a plain copy
+ * volume root used to lose the whole volume, and two in the row of an
+ * inode table or directory page the files it described. A ditto copy is a plain copy
  * of the page, never trusted for itself: it is used only when it matches
  * the page's own checksum, read from the newest verified checksum copy,
  * so a copy that missed a write (stale) can never stand in for the page.
@@ -21,14 +23,30 @@ bool dg_ditto_has(const struct dg_vol *vol, uint64_t vpn)
 	return vol->redundancy && vpn < vol->sb.ditto_pages;
 }
 
+void dg_ditto_loc(struct dg_vol *vol, uint64_t vpn, unsigned j,
+		  unsigned *dev, uint64_t *page)
+{
+	struct dg_loc l = dg_vpn_loc(vol, vpn);
+
+	*dev = (l.dev + j) % vol->ndev;
+	/* With a zone, by row: K pages a row, each copy on another device,
+	 * so ditto_copies slots a row per device hold them all. */
+	if (vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE)
+		*page = vol->sb.ditto_start + l.row * vol->sb.ditto_copies +
+			(j - 1);
+	else
+		*page = vol->sb.ditto_start + vpn;
+}
+
 /* Device and byte offset of copy j (1..ditto_copies) of vpn. */
 struct dg_dev *dg_ditto_copy_at(struct dg_vol *vol, uint64_t vpn, unsigned j,
 				uint64_t *off)
 {
-	struct dg_loc l = dg_vpn_loc(vol, vpn);
-	unsigned dev = (l.dev + j) % vol->ndev;
+	unsigned dev;
+	uint64_t page;
 
-	*off = (vol->sb.ditto_start + vpn) << DG_PAGE_SHIFT;
+	dg_ditto_loc(vol, vpn, j, &dev, &page);
+	*off = page << DG_PAGE_SHIFT;
 	return vol->devs[dev].present ? &vol->devs[dev] : NULL;
 }
 
@@ -41,8 +59,24 @@ void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
 
 		if (!d)
 			continue;
+		/* The whole page, not the bytes that changed: a copy that
+		 * was stale or damaged before (missed by a check while its
+		 * page was free, say) is then right again after any update,
+		 * so fsck converges. */
 		dg_dev_write(d, off, page, DG_PAGE_SIZE);
 		dg_flushset_add(fs, d->idx, off, DG_PAGE_SIZE);
+	}
+}
+
+void dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page)
+{
+	for (unsigned j = 1; dg_ditto_has(vol, vpn) && j <= vol->sb.ditto_copies;
+	     j++) {
+		uint64_t off;
+		struct dg_dev *d = dg_ditto_copy_at(vol, vpn, j, &off);
+
+		if (d)
+			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
 	}
 }
 

@@ -177,20 +177,33 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 {
 	struct dg_dsuper *sb = &vol->sb;
 	uint32_t cp = o->chunk_pages ? o->chunk_pages : DG_DEFAULT_CHUNK_PAGES;
+	uint64_t dev_pages = dev_bytes / DG_PAGE_SIZE, zone;
 	int ret;
 
 	memset(sb, 0, sizeof(*sb));
-	dg_geom_layout(sb, dev_bytes / DG_PAGE_SIZE, cp, ndev, o->parity);
+	/* The metadata zone: whole chunks of rows (format.h). */
+	zone = o->no_meta_zone ? 0
+			       : dg_geom_zone_chunks(dev_pages, cp, ndev,
+						     o->parity, o->meta_size);
+	dg_geom_layout(sb, dev_pages, cp, ndev, o->parity, zone);
 	if (sb->rows < 2ull * cp) {
 		dg_log(DG_LOG_ERR, "devices of %llu bytes are too small for "
-		       "chunks of %u pages", (unsigned long long)dev_bytes,
-		       cp);
+		       "chunks of %u pages and a metadata zone",
+		       (unsigned long long)dev_bytes, cp);
+		return -ENOSPC;
+	}
+	if (zone && (uint64_t)sb->ditto_pages * DG_PAGE_SIZE < o->meta_size) {
+		dg_log(DG_LOG_ERR, "a metadata zone of %llu bytes does not "
+		       "fit: at most %llu bytes (half the volume) on these "
+		       "devices", (unsigned long long)o->meta_size,
+		       (unsigned long long)sb->ditto_pages * DG_PAGE_SIZE);
 		return -ENOSPC;
 	}
 	sb->magic = DG_SUPER_MAGIC;
 	sb->version = DG_FORMAT_VERSION;
-	sb->incompat = o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY
-				       : DG_FEAT_INCOMPAT_SEALED_JOURNAL;
+	sb->incompat = (o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY
+					 : DG_FEAT_INCOMPAT_SEALED_JOURNAL) |
+		       (zone ? DG_FEAT_INCOMPAT_META_ZONE : 0);
 	new_uuid(sb->vol_uuid);
 	sb->generation = 1;
 	sb->state = DG_STATE_CLEAN;

@@ -21,8 +21,8 @@
  *   [csum_start, +csum_copies * csum_pages)  checksum page copies: region
  *                           c holds copy c of the checksum pages of
  *                           device (dev + ndev - c) % ndev
- *   [ditto_start, +ditto_pages)  ditto copies of the volume's own
- *                           metadata (vpns [0, ditto_pages))
+ *   [ditto_start, ...)      ditto copies of the metadata zone
+ *                           (vpns [0, ditto_pages)); see "Metadata zone"
  *   [data_start, +rows)     data rows
  *   dev_pages - 1           struct dg_dsuper, backup copy
  *
@@ -83,13 +83,34 @@
  * each DG_JALIGN aligned and self-checksummed.
  *
  * Volume metadata in the vpn space: vpn 0 holds struct dg_droot; the
- * allocation bitmap (one bit per vpn, 1 = in use) follows it. Both have
- * ditto copies (ditto_copies = max(1, parity)) beside parity, so that a
- * fault beyond parity in their rows does not lose the volume: copy j
- * (1..ditto_copies) of vpn v < ditto_pages is page ditto_start + v of
- * device (dev(v) + j) % ndev, a plain copy of the page, trusted only
- * when it matches the page's own verified checksum (so a stale copy is
- * never used: it is rewritten from the page).
+ * allocation bitmap (one bit per vpn, 1 = in use) follows it.
+ *
+ * Metadata zone (DG_FEAT_INCOMPAT_META_ZONE, docs/integrity.md). vpns
+ * [0, ditto_pages) are the metadata zone: zone_chunks whole chunks of
+ * rows (ditto_pages = zone_chunks * K * chunk_pages), so rows
+ * [0, zone_chunks * chunk_pages) hold zone pages and nothing else. The
+ * root, the bitmap and every page the filesystem layer allocates for its
+ * metadata (inode table chunks, directory pages, extent pages, xattr
+ * pages, symlink pages) live in the zone; file data lives outside it
+ * while there is room there. Each zone page has ditto_copies =
+ * max(1, parity) plain copies beside parity, outside the rows: copy j
+ * (1..ditto_copies) of the page at (device d, row r) is page
+ * ditto_start + r * ditto_copies + (j - 1) of device (d + j) % ndev, so
+ * the ditto region of each device is zone_chunks * chunk_pages *
+ * ditto_copies pages. A copy is trusted only when it matches the page's
+ * own verified checksum (so a stale copy is never used: it is rewritten
+ * from the page). A fault beyond parity in data rows never touches
+ * metadata; one in a zone row is covered by the copies. When the zone is
+ * full, metadata is allocated among the data rows (without copies;
+ * fsck and dumpfs count such pages) rather than failing an operation.
+ *
+ * Volumes without META_ZONE (format 3 as first released) have a ditto
+ * region of ditto_pages pages covering the root and the bitmap only:
+ * copy j of vpn v < ditto_pages is page ditto_start + v of device
+ * (dev(v) + j) % ndev, and metadata is allocated anywhere. They still
+ * open and are written as they are; the flag is incompat because a
+ * reader that did not know it would look for the copies in the wrong
+ * place and allocate metadata among the data rows.
  */
 
 #define DG_PAGE_SHIFT	  12
@@ -116,8 +137,12 @@
 /* Journal ranges may be sealed (DG_JRANGE_SEALED): a reader that does not
  * know them would find such entries uncommitted and drop them. */
 #define DG_FEAT_INCOMPAT_SEALED_JOURNAL (1ull << 1)
+/* vpns [0, ditto_pages) are the metadata zone; ditto copies are
+ * addressed by row (see "Metadata zone" above). */
+#define DG_FEAT_INCOMPAT_META_ZONE (1ull << 2)
 #define DG_FEAT_INCOMPAT_SUPPORTED \
-	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL)
+	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL | \
+	 DG_FEAT_INCOMPAT_META_ZONE)
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -164,7 +189,8 @@ struct dg_dsuper {
 	char label[64];		  /* NUL padded */
 	uint64_t cmap_start;	  /* first page of the init map */
 	uint64_t ditto_start;	  /* first page of the ditto region */
-	uint32_t ditto_pages;	  /* vpns [0, ditto_pages) have ditto copies */
+	uint32_t ditto_pages;	  /* vpns [0, ditto_pages) have ditto copies:
+				     the metadata zone with META_ZONE */
 	uint32_t ditto_copies;	  /* copies besides the page itself */
 	uint8_t reserved[3816];	  /* zero; room for new fields */
 	uint64_t csum;		  /* XXH3-64 of the bytes before it */
@@ -268,14 +294,17 @@ struct dg_droot {
 	uint64_t bitmap_vpn;	/* first allocation bitmap page */
 	uint64_t bitmap_pages;	/* pages of allocation bitmap */
 	uint64_t meta_vpns;	/* vpns [0, meta_vpns) are reserved metadata */
-	uint8_t reserved[216];	/* zero */
+	uint64_t zone_vpns;	/* vpns [0, zone_vpns): metadata zone
+				   (= sb.ditto_pages); 0 without META_ZONE */
+	uint8_t reserved[208];	/* zero */
 	uint8_t fs[3840];	/* owned by the filesystem layer */
 };
 _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
 
 
 /*
- * FILESYSTEM LAYER (all of it in vpn pages, protected like file data).
+ * FILESYSTEM LAYER (all of it in vpn pages of the metadata zone while
+ * it has room, protected like file data and by ditto copies).
  *
  * dg_droot.fs holds struct dg_dfsroot: the inode table is a list of
  * chunks of DG_ITABLE_CHUNK_PAGES contiguous vpns, each page holding

@@ -116,13 +116,18 @@ void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
 
 /*
  * Lay out a device of dev_pages pages: supers at both ends, the journal,
- * checksum and replica regions, then as many whole chunks of rows as fit.
- * Leaves sb->rows == 0 if nothing fits.
+ * checksum and ditto regions, then as many whole chunks of rows as fit.
+ * zone_chunks 0 is the layout of a volume without a metadata zone
+ * (ditto copies of the root and bitmap only, addressed by vpn); else the
+ * zone is zone_chunks chunks of rows and the ditto region holds
+ * ditto_copies pages per zone row (format.h). Leaves sb->rows == 0 if
+ * nothing fits.
  */
 void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
-		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity)
+		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity,
+		    uint64_t zone_chunks)
 {
-	uint64_t jrnl = dev_pages / 64, avail, rows, cp, meta;
+	uint64_t jrnl = dev_pages / 64, avail, rows, cp, meta, ditto_region;
 	/* DESIGN §6 asks for parity + 1 copies on different devices. One
 	 * more, where there are devices for it: then even devices beyond
 	 * what parity covers that all lose the same checksum page write
@@ -161,12 +166,23 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	sb->jrnl_start = sb->cmap_start + 2ull * sb->cmap_pages;
 	sb->jrnl_pages = jrnl;
 	sb->rows = 0;
-	/* Room for the root and a bitmap of every page the volume could
-	 * have (an upper bound: rows are not known yet). */
-	sb->ditto_pages = (uint32_t)(1 + dg_div_up(dev_pages * ndev,
-						   8ull * DG_PAGE_SIZE));
 	sb->ditto_copies = parity > 1 ? parity : 1;
-	meta = 2 + 2ull * sb->cmap_pages + jrnl + sb->ditto_pages;
+	cp = chunk_pages;
+	if (zone_chunks) {
+		uint64_t zone = zone_chunks * (ndev - parity) * cp;
+
+		if (zone > UINT32_MAX)
+			return;
+		sb->ditto_pages = (uint32_t)zone;
+		ditto_region = zone_chunks * cp * sb->ditto_copies;
+	} else {
+		/* Room for the root and a bitmap of every page the volume
+		 * could have (an upper bound: rows are not known yet). */
+		sb->ditto_pages = (uint32_t)(1 + dg_div_up(dev_pages * ndev,
+							   8ull * DG_PAGE_SIZE));
+		ditto_region = sb->ditto_pages;
+	}
+	meta = 2 + 2ull * sb->cmap_pages + jrnl + ditto_region;
 	if (dev_pages < meta + copies)
 		return;
 	avail = dev_pages - meta;
@@ -174,13 +190,62 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	while (rows && rows + copies * dg_div_up(rows, DG_CSUMS_PER_PAGE) >
 			       avail)
 		rows--;
-	cp = chunk_pages;
 	rows -= rows % cp;
+	/* The zone leaves at least one chunk of rows to file data. */
+	if (zone_chunks && rows < (zone_chunks + 1) * cp)
+		rows = 0;
 	sb->rows = rows;
 	sb->csum_pages = dg_div_up(rows, DG_CSUMS_PER_PAGE);
 	sb->csum_start = sb->jrnl_start + jrnl;
 	sb->ditto_start = sb->csum_start + copies * sb->csum_pages;
-	sb->data_start = sb->ditto_start + sb->ditto_pages;
+	sb->data_start = sb->ditto_start + ditto_region;
+}
+
+uint64_t dg_geom_zone_chunks(uint64_t dev_pages, uint32_t chunk_pages,
+			     uint32_t ndev, uint32_t parity,
+			     uint64_t zone_bytes)
+{
+	struct dg_dsuper g = { 0 };
+	uint64_t per_chunk = (uint64_t)(ndev - parity) * chunk_pages;
+	uint64_t want, chunks, most;
+
+	/* The rows without a zone bound those with one from above. */
+	dg_geom_layout(&g, dev_pages, chunk_pages, ndev, parity, 0);
+	if (!g.rows || !per_chunk)
+		return 0;
+	if (zone_bytes)
+		want = dg_div_up(zone_bytes, DG_PAGE_SIZE);
+	else
+		want = g.rows * (ndev - parity) * DG_ZONE_DEFAULT_PCT / 100;
+	if (want < DG_ZONE_MIN_PAGES)
+		want = DG_ZONE_MIN_PAGES;
+	chunks = dg_div_up(want, per_chunk);
+	/* At most half the chunks: the zone is for metadata, not data. */
+	most = g.rows / chunk_pages / 2;
+	if (chunks > most)
+		chunks = most;
+	if (chunks > UINT32_MAX / per_chunk)
+		chunks = UINT32_MAX / per_chunk;
+	if (!chunks)
+		chunks = 1;
+	/* The ditto region takes rows too: shrink until the rest fits. */
+	for (;;) {
+		dg_geom_layout(&g, dev_pages, chunk_pages, ndev, parity,
+			       chunks);
+		if (g.rows || chunks == 1)
+			return chunks;
+		chunks--;
+	}
+}
+
+uint64_t dg_sb_zone_chunks(const struct dg_dsuper *sb)
+{
+	uint64_t per_chunk = (uint64_t)(sb->dev_count - sb->parity) *
+			     sb->chunk_pages;
+
+	if (!(sb->incompat & DG_FEAT_INCOMPAT_META_ZONE) || !per_chunk)
+		return 0;
+	return sb->ditto_pages / per_chunk;
 }
 
 unsigned dg_jrnl_ncopies(const struct dg_vol *vol)

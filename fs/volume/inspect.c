@@ -45,6 +45,7 @@ static const struct {
 } features[] = {
 	{ 2, DG_FEAT_INCOMPAT_NOREDUNDANCY, "noredundancy" },
 	{ 2, DG_FEAT_INCOMPAT_SEALED_JOURNAL, "sealed_journal" },
+	{ 2, DG_FEAT_INCOMPAT_META_ZONE, "meta_zone" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)
@@ -197,6 +198,17 @@ void dg_inspect_geometry(struct dg_vol *vol, dg_field_fn fn, void *arg)
 	put(fn, arg, "meta_vpns", DG_FIELD_UINT, vol->meta_vpns, NULL);
 	put(fn, arg, "bitmap_vpn", DG_FIELD_UINT, vol->bitmap_vpn, NULL);
 	put(fn, arg, "bitmap_pages", DG_FIELD_UINT, vol->bitmap_pages, NULL);
+	/* The metadata zone (format.h): its pages and their copies. */
+	put(fn, arg, "zone_vpns", DG_FIELD_UINT, vol->zone_vpns,
+	    vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE
+		    ? "metadata zone"
+		    : "no zone: ditto copies of root and bitmap only");
+	put(fn, arg, "zone_rows", DG_FIELD_UINT,
+	    vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE
+		    ? vol->zone_vpns / vol->k : 0, NULL);
+	put(fn, arg, "ditto_copies", DG_FIELD_UINT,
+	    vol->redundancy ? vol->sb.ditto_copies : 0,
+	    "copies of each zone page beside parity");
 	put(fn, arg, "generation", DG_FIELD_UINT, vol->sb.generation, NULL);
 	put(fn, arg, "degraded", DG_FIELD_UINT, vol->degraded,
 	    vol->degraded ? "yes" : "no");
@@ -205,6 +217,7 @@ void dg_inspect_geometry(struct dg_vol *vol, dg_field_fn fn, void *arg)
 int dg_inspect_free(struct dg_vol *vol, dg_field_fn fn, void *arg)
 {
 	uint64_t free_vpns = 0, extents = 0, largest = 0, run = 0;
+	uint64_t zone_free = 0;
 
 	if (!vol->bitmap)
 		return -ENODATA; /* opened without the volume root */
@@ -217,6 +230,7 @@ int dg_inspect_free(struct dg_vol *vol, dg_field_fn fn, void *arg)
 			continue;
 		}
 		free_vpns++;
+		zone_free += v < vol->zone_vpns;
 		if (run++ == 0)
 			extents++;
 		if (run > largest)
@@ -229,6 +243,10 @@ int dg_inspect_free(struct dg_vol *vol, dg_field_fn fn, void *arg)
 	    NULL);
 	put(fn, arg, "free_extents", DG_FIELD_UINT, extents, NULL);
 	put(fn, arg, "largest_free_extent", DG_FIELD_UINT, largest, NULL);
+	put(fn, arg, "zone_free_vpns", DG_FIELD_UINT, zone_free,
+	    "free pages in the metadata zone");
+	put(fn, arg, "zone_used_vpns", DG_FIELD_UINT,
+	    vol->zone_vpns - zone_free, NULL);
 	return 0;
 }
 

@@ -88,6 +88,21 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			continue;
 		}
 		lost[p] = !fetch_verified(vol, pd, row, cs[p], pages[p]);
+		/* A bad neighbour in the metadata zone comes back from its
+		 * ditto copy (proven by its own checksum), so that parity
+		 * still covers the page wanted. */
+		if (lost[p] && p < vol->k &&
+		    dg_ditto_read(vol, pd, row, cs[p], pages[p]) == 0) {
+			lost[p] = false;
+			if (!vol->devs[pd].present)
+				continue;
+			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row, "data",
+				      "found while rebuilding a neighbour");
+			if (!vol->read_only)
+				dg_repair_page(vol, pd, row, pages[p]);
+			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row, "data",
+				      "from a ditto copy");
+		}
 	}
 	if (dg_parity_rebuild(vol, pages, lost, DG_PAGE_SIZE) < 0)
 		goto out;

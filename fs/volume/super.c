@@ -30,8 +30,12 @@ static bool layout_ok(const struct dg_dsuper *s)
 	    s->parity >= s->dev_count || s->chunk_pages == 0 ||
 	    s->chunk_pages > (1u << 20) || s->dev_pages > (1ull << 40))
 		return false;
+	if ((s->incompat & DG_FEAT_INCOMPAT_META_ZONE) &&
+	    (s->ditto_pages == 0 ||
+	     s->ditto_pages % ((s->dev_count - s->parity) * s->chunk_pages)))
+		return false;
 	dg_geom_layout(&g, s->dev_pages, s->chunk_pages, s->dev_count,
-		       s->parity);
+		       s->parity, dg_sb_zone_chunks(s));
 	return g.rows && g.rows == s->rows && g.jrnl_start == s->jrnl_start &&
 	       g.jrnl_pages == s->jrnl_pages && g.jrnl_devs == s->jrnl_devs &&
 	       g.csum_start == s->csum_start &&

@@ -46,6 +46,9 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 		pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
 		uint64_t csum;
 
+		/* Free pages too: the bitmap may be what fsck is about to
+		 * repair, and a page it then marks in use must not keep a
+		 * stale copy. Never-written pages are skipped below. */
 		pthread_rwlock_wrlock(lk);
 		if (dg_page_read_locked(vol, l.dev, l.row, page, &csum) < 0 ||
 		    csum == DG_CSUM_NONE) {
@@ -153,6 +156,10 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 	lk = dg_row_lock(vol, l.row);
 	pthread_rwlock_wrlock(lk);
 	dg_repair_page(vol, l.dev, l.row, data);
+	/* Its copies too, or the next check finds them differing. A copy
+	 * trusted only when it matches the checksum, so the order against
+	 * the checksum below does not matter for a crash. */
+	dg_ditto_repair(vol, vpn, data);
 	for (unsigned p = 0; p < m; p++) {
 		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
 		if (p < k)

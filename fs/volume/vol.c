@@ -527,6 +527,14 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->generation = vol->sb.generation;
 	info->csum_pages = vol->sb.csum_pages;
 	info->jrnl_pages = vol->sb.jrnl_pages;
+	pthread_mutex_lock(&vol->alloc_lock);
+	/* zone_vpns == meta_vpns without a zone: report none */
+	info->zone_vpns = vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE
+				  ? vol->zone_vpns : 0;
+	info->zone_free = info->zone_vpns ? vol->zone_free : 0;
+	info->meta_spill = vol->meta_spill;
+	info->ditto_copies = vol->sb.ditto_copies;
+	pthread_mutex_unlock(&vol->alloc_lock);
 }
 
 void dg_vol_set_observer(struct dg_vol *vol,

@@ -50,6 +50,10 @@ struct dg_format_opts {
 	uint64_t size;		 /* bytes to create/extend files to; 0: as is */
 	bool force;		 /* overwrite an existing volume */
 	const char *label;	 /* may be NULL */
+	uint64_t meta_size;	 /* bytes of the metadata zone, rounded up
+				    to whole chunks of rows; 0: default */
+	bool no_meta_zone;	 /* the layout without a zone (format.h):
+				    readable by daxguard before META_ZONE */
 };
 
 /* Summary returned by dg_format() (fsys.h) and dg_vol_get_info(). */
@@ -74,6 +78,11 @@ struct dg_vol_info {
 	uint64_t generation;
 	uint64_t csum_pages;	/* per device, each of checksum and replica */
 	uint64_t jrnl_pages;
+	uint64_t zone_vpns;	/* metadata zone: vpns [0, zone_vpns) */
+	uint64_t zone_free;	/* unallocated pages in the zone */
+	unsigned ditto_copies;	/* copies of each zone page beside it */
+	uint64_t meta_spill;	/* metadata pages put outside a full zone
+				   since the open (no copies) */
 };
 
 /* Format devs as one volume: superblocks, checksum areas, journal, the
@@ -211,16 +220,23 @@ int dg_txn_write_ref(struct dg_txn *txn, uint64_t vpn, uint32_t off,
 		     const void *data, uint32_t len);
 /* Commit every buffered write with one dg_apply(); the txn is reset. */
 int dg_txn_commit(struct dg_txn *txn);
-/* Allocate up to want contiguous vpns near hint; *got >= 1 on success. */
+/* Allocate up to want contiguous vpns of file data near hint, outside
+ * the metadata zone while there is room there; *got >= 1 on success. */
 int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
 	     uint64_t *start, uint64_t *got);
+/* The same for metadata (inode table, directories, extent pages, xattr
+ * and symlink pages): in the metadata zone, whose pages have ditto
+ * copies; outside it only when the zone is full (counted). */
+int dg_alloc_meta(struct dg_txn *txn, uint64_t hint, uint64_t want,
+		  uint64_t *start, uint64_t *got);
 /* Where a new file of pages pages should start: the allocation cursor,
  * which then moves past that span, so a file filled out of order (a
  * sparse file written at random) finds its pages' places still free
  * and ends up contiguous. Only a hint for dg_alloc(). */
 uint64_t dg_alloc_home(struct dg_vol *vol, uint64_t pages);
-/* Exactly want contiguous vpns, or -ENOSPC. */
-int dg_alloc_exact(struct dg_txn *txn, uint64_t want, uint64_t *start);
+/* Exactly want contiguous vpns, or -ENOSPC; meta: from the zone first. */
+int dg_alloc_exact(struct dg_txn *txn, uint64_t want, bool meta,
+		   uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);
 uint64_t dg_free_vpns(struct dg_vol *vol);

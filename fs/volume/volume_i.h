@@ -80,8 +80,16 @@ struct dg_vol {
 	pthread_mutex_t alloc_lock;
 	uint8_t *bitmap;			/* protected by alloc_lock */
 	uint64_t bitmap_vpn, bitmap_pages, meta_vpns;
+	/* [meta_vpns, zone_vpns): the metadata zone's allocatable pages;
+	 * zone_vpns == meta_vpns without a zone (format.h) */
+	uint64_t zone_vpns;
 	uint64_t free_vpns;			/* protected by alloc_lock */
-	uint64_t alloc_cursor;			/* protected by alloc_lock */
+	uint64_t zone_free;			/* protected by alloc_lock */
+	uint64_t alloc_cursor;			/* data, by alloc_lock */
+	uint64_t meta_cursor;			/* zone, by alloc_lock */
+	/* Metadata pages allocated outside a full zone since the open (no
+	 * ditto copies); fsck counts those on the media. */
+	uint64_t meta_spill;			/* by alloc_lock */
 
 	dg_page_hook page_hook;
 	void *page_hook_arg;
@@ -124,8 +132,22 @@ unsigned dg_cpage_copy_dev(const struct dg_vol *vol, unsigned owner,
 			   unsigned copy);
 uint64_t dg_cpage_copy_page(const struct dg_vol *vol, uint64_t index,
 			    unsigned copy);
+/* zone_chunks 0: the layout without a metadata zone (format.h). */
 void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
-		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity);
+		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity,
+		    uint64_t zone_chunks);
+/* The metadata zone mkfs gives: zone_bytes rounded up to whole chunks of
+ * rows, or by default DG_ZONE_DEFAULT_PCT percent of the data pages; at
+ * least DG_ZONE_MIN_PAGES (the root, the bitmap, inode table chunks and
+ * directories of a small volume) and one chunk, at most half the
+ * chunks. */
+#define DG_ZONE_DEFAULT_PCT 3u
+#define DG_ZONE_MIN_PAGES   512u
+uint64_t dg_geom_zone_chunks(uint64_t dev_pages, uint32_t chunk_pages,
+			     uint32_t ndev, uint32_t parity,
+			     uint64_t zone_bytes);
+/* Chunks of rows in the metadata zone; 0 without META_ZONE. */
+uint64_t dg_sb_zone_chunks(const struct dg_dsuper *sb);
 
 /* ---- csum.c ---------------------------------------------------------- */
 uint64_t dg_seed_from_uuid(const uint8_t uuid[16]);
@@ -176,8 +198,15 @@ void dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
 		    const void *img);
 
 /* ---- ditto.c ---------------------------------------------------------- */
-/* vpn has ditto copies (the volume root and allocation bitmap). */
+/* vpn has ditto copies (it lies in the metadata zone; without a zone,
+ * it is the volume root or allocation bitmap). */
 bool dg_ditto_has(const struct dg_vol *vol, uint64_t vpn);
+/* Device and device page of copy j (1..ditto_copies) of vpn. */
+void dg_ditto_loc(struct dg_vol *vol, uint64_t vpn, unsigned j,
+		  unsigned *dev, uint64_t *page);
+/* The same through the repair path (repair.c), for a page a repair
+ * replaced outside an update; nothing when vpn has no copies. */
+void dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page);
 /* Write page as every ditto copy of vpn, adding the ranges to fs. */
 void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
 		    struct dg_flushset *fs);

@@ -33,6 +33,28 @@ def golden(tmp_path_factory):
     v.cleanup()
 
 
+@pytest.fixture(scope="module")
+def golden_nozone(tmp_path_factory):
+    """The same without a metadata zone (mkfs --meta-size none): metadata
+    pages have no ditto copies, so two faults in a row lose them, as they
+    still can where a full zone put metadata among the data rows. The
+    tests of what fsck does with lost metadata use it; on a volume with a
+    zone the same faults lose nothing (test_meta_zone.py)."""
+    from conftest import Volume
+    tmp = tmp_path_factory.mktemp("golden-nozone")
+    v = Volume(tmp, ndev=4, size="32M",
+               tag=f"fsck-golden-nozone-{os.getpid()}")
+    v.mkfs("--meta-size", "none")
+    v.mount()
+    try:
+        make_tree(v.mnt, seed=7)
+        want = manifest(v.mnt)
+    finally:
+        v.umount()
+    yield v, want
+    v.cleanup()
+
+
 def copy_of(g, volume_factory):
     """A new volume whose images are sparse copies of g's."""
     v = volume_factory(ndev=4, size="32M")
@@ -171,9 +193,10 @@ def test_lost_inode_page_costs_only_its_files(volume_factory):
     page's inodes are lost. fsck -y names the files that went with them,
     exits 4, and leaves a volume that mounts with every other file
     intact (before, the whole volume stopped mounting). The page holding
-    the root is not given up."""
+    the root is not given up. Without a metadata zone: with one, the
+    page's ditto copy brings it back (test_meta_zone.py)."""
     g = volume_factory(ndev=4, size="32M")
-    g.mkfs()
+    g.mkfs("--meta-size", "none")
     g.mount()
     try:
         make_tree(g.mnt, seed=7)
@@ -275,15 +298,15 @@ def damaged_files(rep_inj):
             if c.get("file") and c["structure"] == "data"}
 
 
-def test_lost_directory_page_moves_its_files_to_lost_found(golden,
+def test_lost_directory_page_moves_its_files_to_lost_found(golden_nozone,
                                                             volume_factory):
     """More faults in a directory page's row than parity covers: the
     names on that page are lost, not the files. fsck -y writes an empty
     page in its place and reconnects the files to /lost+found with their
     contents; everything else keeps its name (before, the volume did not
     mount at all)."""
-    _, want = golden
-    v, rep_inj, chk = double_fault(golden, volume_factory, "directory",
+    _, want = golden_nozone
+    v, rep_inj, chk = double_fault(golden_nozone, volume_factory, "directory",
                               "PR_3_DIR_LOST")
     repair_losing(v, "PR_3_DIR_LOST")
     v.mount()
@@ -302,13 +325,13 @@ def test_lost_directory_page_moves_its_files_to_lost_found(golden,
         assert want[n] in found, (n, sorted(found))
 
 
-def test_lost_extent_page_shortens_only_its_file(golden, volume_factory):
+def test_lost_extent_page_shortens_only_its_file(golden_nozone, volume_factory):
     """More faults in an extent page's row than parity covers: the file
     ends where its readable extents end, its size with them (a short
     file, not zeros), fsck exits 4 naming it, and the volume mounts with
     every other file intact."""
-    _, want = golden
-    v, rep_inj, chk = double_fault(golden, volume_factory, "extent",
+    _, want = golden_nozone
+    v, rep_inj, chk = double_fault(golden_nozone, volume_factory, "extent",
                               "PR_3_EXTENTS_LOST")
     rep = repair_losing(v, "PR_3_EXTENTS_LOST")
     lost = [f for f in rep["findings"] if f["code"] == "PR_3_EXTENTS_LOST"]
@@ -328,14 +351,14 @@ def test_lost_extent_page_shortens_only_its_file(golden, volume_factory):
     assert set(diff_manifest(want, got)) <= hurt, diff_manifest(want, got)
 
 
-def test_lost_root_inode_page_gets_a_new_root(golden, volume_factory):
+def test_lost_root_inode_page_gets_a_new_root(golden_nozone, volume_factory):
     """The inode table page holding the root is given up too: fsck -y
     clears it and makes an empty root; every file whose inode was not on
     that page reappears in /lost+found with its contents (before, the
     volume never mounted again)."""
-    _, want = golden
+    _, want = golden_nozone
     inos = {}
-    v, rep_inj, chk = double_fault(golden, volume_factory, "inode",
+    v, rep_inj, chk = double_fault(golden_nozone, volume_factory, "inode",
                               "PR_3_FS_ROOT", inos)
     rep = repair_losing(v, "PR_3_INODES_LOST")
     lost_page = [f for f in rep["findings"]
@@ -368,14 +391,14 @@ def expect_eio(fn, *args):
     assert e.value.errno == errno.EIO, e.value
 
 
-def test_lost_extent_page_mounts_with_eio_for_its_file(golden,
+def test_lost_extent_page_mounts_with_eio_for_its_file(golden_nozone,
                                                        volume_factory):
     """Before fsck: the volume mounts; the file whose extent page is lost
     gives EIO for its data, truncation, mapping and removal (its lost
     pages cannot be freed), keeps its attributes, and every other file
     reads back intact."""
-    _, want = golden
-    v, rep_inj, chk = double_fault(golden, volume_factory, "extent",
+    _, want = golden_nozone
+    v, rep_inj, chk = double_fault(golden_nozone, volume_factory, "extent",
                               "PR_3_EXTENTS_LOST")
     name = only_file(chk, "PR_3_EXTENTS_LOST").lstrip("/")
     v.expect_log(r"fault|extent page is unreadable")
@@ -407,21 +430,21 @@ def test_lost_extent_page_mounts_with_eio_for_its_file(golden,
         v.umount()
 
 
-def test_lost_extent_page_of_a_file_mapped_at_a_crash(golden,
+def test_lost_extent_page_of_a_file_mapped_at_a_crash(golden_nozone,
                                                      volume_factory):
     """A file whose libcommit map was open when the daemon died, and
     whose extent page is then lost: the next mount still clears the map
     record (the record lives in the inode, not in the lost page), serves
     the file as EIO and the rest intact, and fsck -y gives the page up."""
-    _, want = golden
+    _, want = golden_nozone
     child = BUILD / "tests" / "e2e" / "commit_child"
     if not child.exists():
         pytest.skip("commit_child not built")
-    v0, rep0, chk = double_fault(golden, volume_factory, "extent",
+    v0, rep0, chk = double_fault(golden_nozone, volume_factory, "extent",
                                  "PR_3_EXTENTS_LOST")
     name = only_file(chk, "PR_3_EXTENTS_LOST").lstrip("/")
     v0.cleanup()
-    v = copy_of(golden[0], volume_factory)
+    v = copy_of(golden_nozone[0], volume_factory)
     v.mount()
     holder = subprocess.Popen([str(child), str(v.mnt / name)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -460,13 +483,13 @@ def test_lost_extent_page_of_a_file_mapped_at_a_crash(golden,
 
 
 def test_lost_directory_page_mounts_read_only_for_that_directory(
-        golden, volume_factory):
+        golden_nozone, volume_factory):
     """Before fsck: the volume mounts; in the directory whose page is
     lost, a name it cannot find gives EIO instead of ENOENT, listing ends
     in EIO instead of looking complete, and creating or removing names
     gives EIO; the rest of the volume works."""
-    _, want = golden
-    v, rep_inj, chk = double_fault(golden, volume_factory, "directory",
+    _, want = golden_nozone
+    v, rep_inj, chk = double_fault(golden_nozone, volume_factory, "directory",
                               "PR_3_DIR_LOST")
     d = only_file(chk, "PR_3_DIR_LOST")
     v.expect_log(r"fault|is unreadable")
@@ -490,15 +513,15 @@ def test_lost_directory_page_mounts_read_only_for_that_directory(
         v.umount()
 
 
-def test_lost_inode_page_mounts_with_eio_for_its_files(golden,
+def test_lost_inode_page_mounts_with_eio_for_its_files(golden_nozone,
                                                       volume_factory):
     """Before fsck: an inode table page no copy of which verifies (not
     the root's) no longer stops the mount. Names of its inodes give EIO,
     the directories holding them list to an EIO and take no changes, new
     files never reuse the lost slots, everything else reads intact."""
-    _, want = golden
+    _, want = golden_nozone
     inos = {}
-    v, rep_inj, chk = double_fault(golden, volume_factory, "inode",
+    v, rep_inj, chk = double_fault(golden_nozone, volume_factory, "inode",
                               "PR_3_INODES_LOST", inos, avoid={"PR_3_FS_ROOT"})
     f = next(f for f in chk["findings"] if f["code"] == "PR_3_INODES_LOST")
     first, last = map(int, re.search(r"inodes (\d+)-(\d+)",

@@ -127,6 +127,12 @@ void tvol_make_chunked(struct tvol *tv, const char *tag, unsigned ndev,
 	make(tv, tag, ndev, &o);
 }
 
+void tvol_make_opts(struct tvol *tv, const char *tag, unsigned ndev,
+		    const struct dg_format_opts *o)
+{
+	make(tv, tag, ndev, o);
+}
+
 struct dg_vol *tvol_open(struct tvol *tv, unsigned flags)
 {
 	struct dg_vol *vol = NULL;
@@ -199,4 +205,20 @@ void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
 	       size_t len)
 {
 	image_io(tv, dev, off, dst, len, false);
+}
+
+uint64_t tdata_vpn(struct dg_vol *vol)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(vol, &info);
+	return info.zone_vpns;
+}
+
+uint64_t tdata_row(struct dg_vol *vol)
+{
+	struct dg_vol_info info;
+
+	dg_vol_get_info(vol, &info);
+	return info.zone_vpns / (info.ndev - info.parity);
 }

@@ -73,6 +73,9 @@ void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
  * whole rows of one chunk. */
 void tvol_make_chunked(struct tvol *tv, const char *tag, unsigned ndev,
 		       unsigned parity, uint64_t size, uint32_t chunk_pages);
+/* Any format options (force is up to o). */
+void tvol_make_opts(struct tvol *tv, const char *tag, unsigned ndev,
+		    const struct dg_format_opts *o);
 struct dg_vol *tvol_open(struct tvol *tv, unsigned flags);
 void tvol_cleanup(struct tvol *tv);
 /* A scratch file path /dev/shm/dgtest-<pid>-<tag>.img (malloc'd),
@@ -89,5 +92,11 @@ void tvol_poke(struct tvol *tv, unsigned dev, uint64_t off, const void *src,
 	       size_t len);
 void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
 	       size_t len);
+
+/* The first vpn, and the first row, past the metadata zone: pages of
+ * file data, which have no ditto copies (format.h). Cases about what
+ * parity alone does use these. */
+uint64_t tdata_vpn(struct dg_vol *vol);
+uint64_t tdata_row(struct dg_vol *vol);
 
 #endif /* DG_TEST_HARNESS_H */

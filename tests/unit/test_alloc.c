@@ -480,6 +480,98 @@ static void test_reuse_and_home(void)
 	tvol_cleanup(&tv);
 }
 
+/*
+ * The metadata zone (format.h): whole chunks of rows at the start of
+ * the vpns. Metadata goes there, file data outside, hinted or not;
+ * a full zone sends metadata among the data rows (counted) instead of
+ * failing, and a page freed in the zone is reused for metadata.
+ */
+static void test_zone_classes(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct dg_vol_info in;
+	struct amodel m;
+	uint64_t z, s, got, spilled = 0, last = 0;
+
+	tvol_make(&tv, "azone", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	dg_vol_get_info(vol, &in);
+	z = in.zone_vpns;
+	CHECK(z > m.meta);
+	CHECK_EQ(z % ((in.ndev - in.parity) * m.cp), 0);
+	/* what dg_format() put there (the root directory) is in the zone */
+	for (uint64_t v = m.meta; v < in.vpns; v++)
+		if (m.map[v])
+			CHECK(v < z);
+	s = 0;
+	for (uint64_t v = 0; v < z; v++)
+		s += !m.map[v];
+	CHECK_EQ(in.zone_free, s);
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+
+	REQUIRE(alloc_checked(t, vol, &m, 0, 10, &s, &got) == 0);
+	CHECK(s >= z);				/* data: outside */
+	REQUIRE(alloc_checked(t, vol, &m, m.meta + 5, 3, &s, &got) == 0);
+	CHECK(s >= z);				/* even hinted inside */
+	REQUIRE(dg_alloc_meta(t, 0, 1, &s, &got) == 0);
+	model_set(&m, s, got, true);
+	CHECK(s >= m.meta && s < z);		/* metadata: inside */
+	REQUIRE(dg_alloc_meta(t, z + 100, 2, &s, &got) == 0);
+	model_set(&m, s, got, true);
+	CHECK(s >= m.meta && s + got <= z);	/* even hinted outside */
+	REQUIRE(dg_alloc_exact(t, 64, true, &s) == 0);
+	model_set(&m, s, 64, true);
+	CHECK(s >= m.meta && s + 64 <= z);
+	REQUIRE(dg_alloc_exact(t, 64, false, &s) == 0);
+	model_set(&m, s, 64, true);
+	CHECK(s >= z);
+	REQUIRE(dg_txn_commit(t) == 0);
+	CHECK(model_matches(&m, vol));
+
+	/* Fill the zone with metadata: then it goes outside, counted. */
+	while (!spilled) {
+		REQUIRE(dg_alloc_meta(t, 0, 100, &s, &got) == 0);
+		model_set(&m, s, got, true);
+		if (s >= z)
+			spilled = got;
+		else
+			CHECK(s + got <= z);	/* a run never crosses out */
+		if (s < z)
+			last = s;
+	}
+	dg_vol_get_info(vol, &in);
+	CHECK_EQ(in.zone_free, 0);
+	CHECK_EQ(vol->meta_spill, spilled);
+	REQUIRE(dg_txn_commit(t) == 0);
+	/* A zone page freed is metadata's again. */
+	REQUIRE(dg_free(t, last, 1) == 0);
+	model_set(&m, last, 1, false);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_vol_get_info(vol, &in);
+	CHECK_EQ(in.zone_free, 1);
+	REQUIRE(dg_alloc_meta(t, 0, 5, &s, &got) == 0);
+	model_set(&m, s, got, true);
+	CHECK_EQ(s, last);
+	CHECK_EQ(got, 1);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	CHECK(model_matches(&m, vol));
+
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	dg_vol_get_info(vol, &in);
+	CHECK_EQ(in.zone_free, 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+}
+
 static void test_double_free_pending(void)
 {
 	struct tvol tv;
@@ -528,6 +620,7 @@ int main(int argc, char **argv)
 		{ "bad_args", test_bad_args },
 		{ "double_free_pending", test_double_free_pending },
 		{ "reuse_and_home", test_reuse_and_home },
+		{ "zone_classes", test_zone_classes },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);

@@ -221,7 +221,7 @@ static void misdirected(unsigned ndev, unsigned parity, uint64_t va,
 {
 	struct tvol tv;
 	struct dg_vol *vol;
-	uint64_t vpns[2] = { va, vb }, seed = va * 1000 + vb + parity;
+	uint64_t vpns[2], seed = va * 1000 + vb + parity;
 	uint64_t base[DG_FAULT_NR], got[DG_FAULT_NR];
 	uint8_t *model = aligned_alloc(PG, 4 * PG), *buf = model + 2 * PG;
 	uint8_t *img = model + 3 * PG;
@@ -232,6 +232,11 @@ static void misdirected(unsigned ndev, unsigned parity, uint64_t va,
 	tvol_make(&tv, "misdir", ndev, parity, 16ull << 20, false);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
+	/* file data: zone pages would come back from their ditto copies */
+	va += tdata_vpn(vol);
+	vb += tdata_vpn(vol);
+	vpns[0] = va;
+	vpns[1] = vb;
 	REQUIRE(write_pages(vol, vpns, 2, model, &seed));
 	la = dg_vpn_loc(vol, va);
 	lb = dg_vpn_loc(vol, vb);

@@ -139,7 +139,8 @@ static void test_double_fault_p1(void)
 	struct dg_vol *vol;
 	uint64_t seed = 2, base[DG_FAULT_NR], got[DG_FAULT_NR];
 	uint8_t *model = malloc(8 * PG), *buf = malloc(8 * PG);
-	struct dg_range r = { 403, 0, 8, NULL };
+	struct dg_range r = { 0, 0, 8, NULL };
+	uint64_t z;
 	struct dg_loc l;
 	unsigned pdev;
 
@@ -148,8 +149,11 @@ static void test_double_fault_p1(void)
 	tvol_make(&tv, "rddbl", 4, 1, 16ull << 20, false);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
-	REQUIRE(fill(vol, 400, 8, model, &seed));
-	l = dg_vpn_loc(vol, 403);
+	/* file data: the zone's pages would come back from ditto copies */
+	z = tdata_vpn(vol);
+	r.vpn = z + 403;
+	REQUIRE(fill(vol, z + 400, 8, model, &seed));
+	l = dg_vpn_loc(vol, z + 403);
 	pdev = dg_row_parity_dev(vol, l.row, 0);
 	REQUIRE(pdev != l.dev);
 	corrupt(&tv, l.dev, row_off(vol, l.row));
@@ -157,7 +161,7 @@ static void test_double_fault_p1(void)
 
 	dg_vol_fault_counts(vol, base);
 	memset(buf, 0xa5, 8 * PG);
-	CHECK_EQ(dg_read(vol, 400, 8, buf), -EIO);
+	CHECK_EQ(dg_read(vol, z + 400, 8, buf), -EIO);
 	fault_delta(vol, base, got);
 	CHECK(got[DG_FAULT_DETECTED] >= 1);
 	CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 1);
@@ -168,19 +172,19 @@ static void test_double_fault_p1(void)
 
 	/* The single page, and the byte interface. */
 	memset(buf, 0x5a, PG);
-	CHECK_EQ(dg_read(vol, 403, 1, buf), -EIO);
+	CHECK_EQ(dg_read(vol, z + 403, 1, buf), -EIO);
 	CHECK(untouched_or_zero(buf, 0x5a));
 	memset(buf, 0x5a, PG);
-	CHECK_EQ(dg_read_bytes(vol, 403, 0, 64, buf), -EIO);
+	CHECK_EQ(dg_read_bytes(vol, z + 403, 0, 64, buf), -EIO);
 	CHECK(untouched_or_zero(buf, 0x5a));
 
 	/* An update of the page cannot fold unverifiable bytes into parity. */
 	CHECK_EQ(dg_apply(vol, &r, 1), -EIO);
 
 	/* The other pages are fine. */
-	CHECK_EQ(dg_read(vol, 400, 3, buf), 0);
+	CHECK_EQ(dg_read(vol, z + 400, 3, buf), 0);
 	CHECK(memcmp(buf, model, 3 * PG) == 0);
-	CHECK_EQ(dg_read(vol, 404, 4, buf), 0);
+	CHECK_EQ(dg_read(vol, z + 404, 4, buf), 0);
 	CHECK(memcmp(buf, model + 4 * PG, 4 * PG) == 0);
 	dg_vol_close(vol);
 	tvol_cleanup(&tv);
@@ -208,7 +212,7 @@ static void test_replace_page(void)
 	tvol_make(&tv, "rdrepl", 4, 1, 16ull << 20, false);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
-	row = dg_vpn_loc(vol, 403).row;
+	row = dg_vpn_loc(vol, tdata_vpn(vol) + 403).row;
 	trand_fill(&seed, model, 3 * PG);
 	for (unsigned r = 0; r < 3; r++) {
 		struct dg_range w;
@@ -256,7 +260,7 @@ static void test_faults_p2(void)
 	struct tvol tv;
 	struct dg_vol *vol;
 	uint64_t seed = 3, base[DG_FAULT_NR], got[DG_FAULT_NR];
-	const uint64_t row = 50;
+	uint64_t row;
 	uint64_t vpn[5];
 	uint8_t *model = malloc(5 * PG), *buf = malloc(PG);
 	unsigned ndata = 0, dev[5];
@@ -265,6 +269,7 @@ static void test_faults_p2(void)
 	tvol_make(&tv, "rdp2", 5, 2, 16ull << 20, false);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
+	row = tdata_row(vol) + 50;
 	/* The k = 3 data pages of the row, then its two parity devices. */
 	for (unsigned d = 0; d < 5; d++)
 		if (!is_parity_dev(vol, 2, row, d)) {
@@ -525,7 +530,7 @@ static void test_degraded_plus_fault(void)
 	struct dg_vol *vol;
 	uint64_t seed = 7;
 	uint8_t *model = malloc(3 * PG), *buf = malloc(PG);
-	const uint64_t row = 30;
+	uint64_t row;
 	uint64_t vpn[3];
 	unsigned dev[3], nd = 0;
 	char *away = tfile_path("rddeg2-away");
@@ -534,6 +539,7 @@ static void test_degraded_plus_fault(void)
 	tvol_make(&tv, "rddeg2", 4, 1, 16ull << 20, false);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
+	row = tdata_row(vol) + 30;
 	for (unsigned d = 0; d < 4; d++)
 		if (!is_parity_dev(vol, 1, row, d)) {
 			dev[nd] = d;

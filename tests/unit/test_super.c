@@ -933,7 +933,7 @@ static void test_super_known_answer(void)
 	s->dev_count = 4;
 	s->parity = 1;
 	s->chunk_pages = 256;
-	dg_geom_layout(s, 4096, 256, 4, 1);
+	dg_geom_layout(s, 4096, 256, 4, 1, 0);
 	s->generation = 7;
 	s->state = DG_STATE_CLEAN;
 	s->ctime = 1700000000;
