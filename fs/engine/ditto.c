@@ -105,13 +105,13 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 				continue;
 			(*stale)++;
 			dg_fault_note(vol, DG_FAULT_DETECTED, d->idx,
-				      off >> DG_PAGE_SHIFT, "ditto",
+				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
 				      "copy differs from the page");
 			if (!repair || vol->read_only)
 				continue;
 			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
 			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
-				      off >> DG_PAGE_SHIFT, "ditto",
+				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
 				      "rewritten from the page");
 		}
 		pthread_rwlock_unlock(lk);

@@ -82,6 +82,8 @@ struct dg_vol {
 	void *page_hook_arg;
 
 	_Atomic uint64_t faults[DG_FAULT_NR];
+	_Atomic uint64_t dev_faults[DG_MAX_DEVS][DG_FAULT_NR];
+	_Atomic uint64_t dev_read_errors[DG_MAX_DEVS];
 	pthread_mutex_t fault_lock;
 	struct dg_fault_event fault_ring[DG_FAULT_RING]; /* by fault_lock */
 	uint64_t fault_seq;				 /* by fault_lock */
@@ -183,6 +185,10 @@ int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
 		      const bool *lost, size_t len);
 
 /* ---- apply.c --------------------------------------------------------- */
+/* dg_apply() for a caller that already holds the lock of every row the
+ * ranges touch, for writing: a check and the update it decides on then
+ * see the same row (reclaim.c). */
+int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n);
 /* Persist every range of fs (each device region once) and empty it. */
 void dg_flushset_persist(struct dg_vol *vol, struct dg_flushset *fs);
 
@@ -209,7 +215,9 @@ int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 /* Row-lock helpers. */
 pthread_rwlock_t *dg_row_lock(struct dg_vol *vol, uint64_t row);
 void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
-		   uint64_t row, const char *what, const char *action);
+		   uint64_t row, enum dg_fault_what what, const char *action);
+/* Count this thread's faults in rep too (NULL: stop). In read.c. */
+void dg_fault_attribute(struct dg_scrub_report *rep);
 
 /* ---- journal.c ------------------------------------------------------- */
 int dg_journal_open(struct dg_vol *vol, bool recover);

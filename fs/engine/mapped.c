@@ -491,7 +491,7 @@ static int check_old_lines(struct dg_fmap *m, const struct dg_fmap_run *r,
 		pthread_rwlock_unlock(lk);
 		if (bad < 0)
 			continue;
-		dg_fault_note(vol, DG_FAULT_DETECTED, l.dev, l.row, "data",
+		dg_fault_note(vol, DG_FAULT_DETECTED, l.dev, l.row, DG_WHAT_DATA,
 			      "line checksum mismatch before libcommit commit");
 		ret = repair_page(m, p);
 		if (ret)
@@ -618,7 +618,7 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		if (here) {
 			m->bad[p] = 1;
 			dg_fault_note(vol, DG_FAULT_DETECTED, l.dev, l.row,
-				      "data", "line checksum mismatch "
+				      DG_WHAT_DATA, "line checksum mismatch "
 				      "(libcommit verify)");
 		}
 	}

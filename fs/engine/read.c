@@ -12,13 +12,44 @@ static const char *const fault_names[DG_FAULT_NR] = {
 	[DG_FAULT_UNRECOVERABLE] = "unrecoverable",
 };
 
+static const char *const what_names[DG_WHAT_NR] = {
+	[DG_WHAT_DATA] = "data",	   [DG_WHAT_PARITY] = "parity",
+	[DG_WHAT_CSUM_PAGE] = "csum-page", [DG_WHAT_CSUM_COPY] = "csum-copy",
+	[DG_WHAT_CMAP] = "cmap",	   [DG_WHAT_DITTO] = "ditto",
+};
+
+const char *dg_fault_name(enum dg_fault kind)
+{
+	return (unsigned)kind < DG_FAULT_NR ? fault_names[kind] : "?";
+}
+
+const char *dg_fault_what_name(enum dg_fault_what what)
+{
+	return (unsigned)what < DG_WHAT_NR ? what_names[what] : "?";
+}
+
+/* The scrub of this thread, if one is running: its faults are counted
+ * in its report, a concurrent reader's are not (dg_vol_scrub_rows). */
+static _Thread_local struct dg_scrub_report *scrub_rep;
+
+void dg_fault_attribute(struct dg_scrub_report *rep)
+{
+	scrub_rep = rep;
+}
+
 /* STYLE §5: every fault is logged and counted exactly once per kind. */
 void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
-		   uint64_t row, const char *what, const char *action)
+		   uint64_t row, enum dg_fault_what what, const char *action)
 {
 	struct dg_fault_event *ev;
 
 	atomic_fetch_add(&vol->faults[kind], 1);
+	if (dev < DG_MAX_DEVS)
+		atomic_fetch_add(&vol->dev_faults[dev][kind], 1);
+	if (scrub_rep)
+		*(kind == DG_FAULT_DETECTED   ? &scrub_rep->detected
+		  : kind == DG_FAULT_REPAIRED ? &scrub_rep->repaired
+					      : &scrub_rep->unrecoverable) += 1;
 	pthread_mutex_lock(&vol->fault_lock);
 	ev = &vol->fault_ring[vol->fault_seq % DG_FAULT_RING];
 	memset(ev, 0, sizeof(*ev));
@@ -26,18 +57,31 @@ void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 	ev->kind = kind;
 	ev->dev = dev;
 	ev->row = row;
-	snprintf(ev->what, sizeof(ev->what), "%s", what);
+	ev->what = what;
 	snprintf(ev->action, sizeof(ev->action), "%s", action);
 	pthread_mutex_unlock(&vol->fault_lock);
 	dg_log(kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR : DG_LOG_WARNING,
 	       "fault %s dev=%u row=%" PRIu64 " what=%s action=%s",
-	       fault_names[kind], dev, row, what, action);
+	       fault_names[kind], dev, row, dg_fault_what_name(what), action);
 }
 
 void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR])
 {
 	for (int i = 0; i < DG_FAULT_NR; i++)
 		counts[i] = atomic_load(&vol->faults[i]);
+}
+
+void dg_vol_dev_counts(struct dg_vol *vol, unsigned dev,
+		       struct dg_dev_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (dev >= vol->ndev)
+		return;
+	c->read_errors = atomic_load(&vol->dev_read_errors[dev]);
+	c->csum_errors = atomic_load(&vol->dev_faults[dev][DG_FAULT_DETECTED]);
+	c->repaired = atomic_load(&vol->dev_faults[dev][DG_FAULT_REPAIRED]);
+	c->unrecoverable =
+		atomic_load(&vol->dev_faults[dev][DG_FAULT_UNRECOVERABLE]);
 }
 
 unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
@@ -161,13 +205,13 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			memcpy(buf, pages[p], DG_PAGE_SIZE);
 		if (p != want)
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row,
-				      p < vol->k ? "data" : "parity",
+				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				      "found while rebuilding a neighbour");
 		if (d->present && !vol->read_only && cs[p] != DG_CSUM_NONE)
 			dg_repair_page(vol, pd, row, pages[p]);
 		if (p != want)
 			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row,
-				      p < vol->k ? "data" : "parity",
+				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				      "rebuilt from parity");
 	}
 	ret = 0;
@@ -180,6 +224,7 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		     unsigned dev, uint64_t row, void *buf, uint64_t *csum_out)
 {
 	struct dg_dev *d = &vol->devs[dev];
+	enum dg_fault_what what;
 	uint64_t csum;
 	int ret;
 
@@ -195,12 +240,13 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	if (fetch_verified(vol, dev, row, csum, buf))
 		return 0;
 	if (!d->present) { /* degraded: the page lives only in parity */
+		atomic_fetch_add(&vol->dev_read_errors[dev], 1);
 		ret = rebuild_from_row(vol, dev, row, csum, buf);
 		if (ret == -EIO && dg_ditto_read(vol, dev, row, csum, buf) == 0)
 			return 0;
 		if (ret == -EIO)
 			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row,
-				      "data", "EIO: device missing");
+				      DG_WHAT_DATA, "EIO: device missing");
 		return ret;
 	}
 
@@ -208,13 +254,14 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	 * a page that matches only an older copy is stale: it is rebuilt
 	 * from parity like any other bad page, never "proven" by the copy
 	 * it happens to agree with (DESIGN §6). */
-	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row,
-		      dg_row_dev_is_parity(vol, row, dev) ? "parity" : "data",
+	what = dg_row_dev_is_parity(vol, row, dev) ? DG_WHAT_PARITY
+						   : DG_WHAT_DATA;
+	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
 		      "checksum mismatch");
 	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
 		if (!vol->read_only)
 			dg_repair_page(vol, dev, row, buf);
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, what,
 			      "rebuilt from parity");
 		return 0;
 	}
@@ -222,11 +269,11 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	if (dg_ditto_read(vol, dev, row, csum, buf) == 0) {
 		if (!vol->read_only)
 			dg_repair_page(vol, dev, row, buf);
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, what,
 			      "from a ditto copy");
 		return 0;
 	}
-	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, "data", "EIO");
+	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, what, "EIO");
 	return -EIO;
 }
 

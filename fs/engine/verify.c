@@ -124,19 +124,18 @@ static void check_parity(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 	rep->parity_fixed++;
 }
 
-int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
-		 dg_progress_fn progress, void *arg)
+int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
+		      uint64_t end, struct dg_scrub_report *rep)
 {
 	struct dg_csum_cursor cur[DG_MAX_DEVS];
-	uint64_t before[DG_FAULT_NR], after[DG_FAULT_NR];
 	uint64_t cs[DG_MAX_DEVS];
 	bool known[DG_MAX_DEVS];
 	uint8_t *mem;
-	int ret = 0;
 
-	memset(rep, 0, sizeof(*rep));
 	if (!vol->redundancy)
 		return 0;
+	if (end > vol->sb.rows)
+		end = vol->sb.rows;
 	mem = aligned_alloc(DG_PAGE_SIZE,
 			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
 	if (!mem)
@@ -146,12 +145,12 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		dg_csum_cursor_init(&cur[d]);
 		cur[d].uncached = true;
 	}
-	dg_vol_fault_counts(vol, before);
-	for (uint64_t row = 0; row < vol->sb.rows && !ret; row++) {
+	dg_fault_attribute(rep);
+	for (uint64_t row = first; row < end; row++) {
 		pthread_rwlock_t *lk = dg_row_lock(vol, row);
 
-		if (progress && row % 4096 == 0)
-			progress(arg, row, vol->sb.rows);
+		/* One row's lock at a time, only while that row is checked:
+		 * reads and updates of every other row go on. */
 		pthread_rwlock_wrlock(lk);
 		for (unsigned d = 0; d < vol->ndev; d++)
 			cur[d].owner = -1;
@@ -169,20 +168,45 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		}
 		pthread_rwlock_unlock(lk);
 	}
-	if (!ret) {
-		uint64_t stale;
-
-		ret = dg_ditto_check(vol, repair, &stale);
-	}
-	if (progress)
-		progress(arg, vol->sb.rows, vol->sb.rows);
-	dg_vol_fault_counts(vol, after);
-	rep->detected = after[DG_FAULT_DETECTED] - before[DG_FAULT_DETECTED];
-	rep->repaired = after[DG_FAULT_REPAIRED] - before[DG_FAULT_REPAIRED];
-	rep->unrecoverable = after[DG_FAULT_UNRECOVERABLE] -
-			     before[DG_FAULT_UNRECOVERABLE];
+	dg_fault_attribute(NULL);
 	for (unsigned d = 0; d < vol->ndev; d++)
 		dg_csum_cursor_fini(&cur[d]);
 	free(mem);
+	return 0;
+}
+
+int dg_vol_scrub_ditto(struct dg_vol *vol, bool repair,
+		       struct dg_scrub_report *rep)
+{
+	uint64_t stale;
+	int ret;
+
+	if (!vol->redundancy)
+		return 0;
+	dg_fault_attribute(rep);
+	ret = dg_ditto_check(vol, repair, &stale);
+	dg_fault_attribute(NULL);
+	return ret;
+}
+
+int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
+		 dg_progress_fn progress, void *arg)
+{
+	/* Progress every 4096 rows, as before the scrub went row ranges. */
+	const uint64_t step = 4096;
+	int ret = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!vol->redundancy)
+		return 0;
+	for (uint64_t row = 0; row < vol->sb.rows && !ret; row += step) {
+		if (progress)
+			progress(arg, row, vol->sb.rows);
+		ret = dg_vol_scrub_rows(vol, repair, row, row + step, rep);
+	}
+	if (!ret)
+		ret = dg_vol_scrub_ditto(vol, repair, rep);
+	if (progress)
+		progress(arg, vol->sb.rows, vol->sb.rows);
 	return ret;
 }
