@@ -92,8 +92,9 @@ static int not_a_mount(const char *mnt, int err)
 }
 
 /* Send one request line and return the whole reply (caller frees), or
- * NULL after saying why. */
-static char *request(const char *mnt, const char *req)
+ * NULL after saying why. An empty reply is one only for events (none
+ * new); every other request has an answer. */
+static char *request_any(const char *mnt, const char *req, bool empty_ok)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char *reply = NULL;
@@ -141,13 +142,18 @@ static char *request(const char *mnt, const char *req)
 	}
 	close(fd);
 	reply[len] = 0;
-	if (!len) {
+	if (!len && !empty_ok) {
 		fprintf(stderr, "daxguard-ctl: the daemon closed the "
 			"connection without a reply\n");
 		free(reply);
 		return NULL;
 	}
 	return reply;
+}
+
+static char *request(const char *mnt, const char *req)
+{
+	return request_any(mnt, req, false);
 }
 
 static bool is_error(const char *reply)
@@ -278,7 +284,7 @@ static int events(const char *mnt, bool json, bool follow)
 
 		snprintf(req, sizeof(req), "events since=%llu%s\n",
 			 (unsigned long long)seq, json ? " json" : "");
-		reply = request(mnt, req);
+		reply = request_any(mnt, req, true);
 		if (!reply)
 			return EXIT_FAIL;
 		if (is_error(reply))

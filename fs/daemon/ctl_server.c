@@ -163,6 +163,9 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 	struct dg_fault_event ev[32];
 	unsigned n;
 
+	/* The control and the scrub thread both turn faults into events,
+	 * each one once. */
+	pthread_mutex_lock(&dd->faults_lock);
 	while ((n = dg_vol_fault_events(dd->vol, dd->fault_seq, ev, 32))) {
 		for (unsigned i = 0; i < n; i++) {
 			struct dg_event e;
@@ -203,6 +206,7 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 			dd->fault_seq = ev[i].seq;
 		}
 	}
+	pthread_mutex_unlock(&dd->faults_lock);
 }
 
 /* A file with something lost: data pages, or its metadata. */
@@ -739,6 +743,7 @@ int dg_ctl_start(struct dg_daemon *dd)
 
 	pthread_mutex_init(&dd->dmg_lock, NULL);
 	pthread_mutex_init(&dd->events.lock, NULL);
+	pthread_mutex_init(&dd->faults_lock, NULL);
 	dg_vol_get_info(dd->vol, &in);
 	slots_init(dd, &in);
 	dg_uuid_format(in.uuid, uuid);
@@ -790,4 +795,5 @@ void dg_ctl_stop(struct dg_daemon *dd)
 	}
 	pthread_mutex_destroy(&dd->dmg_lock);
 	pthread_mutex_destroy(&dd->events.lock);
+	pthread_mutex_destroy(&dd->faults_lock);
 }

@@ -114,7 +114,8 @@ struct dg_daemon {
 	int sock_fd;
 	pthread_t ctl_thread;
 	volatile int stop;
-	uint64_t fault_seq;	/* last fault event logged */
+	uint64_t fault_seq;	/* last fault event logged, by faults_lock */
+	pthread_mutex_t faults_lock;
 	/* Data pages found unrecoverable, with the file page they held
 	 * then; dropped once the page is no longer that file's (deleted,
 	 * truncated) or at "clear". Counters as of the last "clear". All

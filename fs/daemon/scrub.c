@@ -80,14 +80,20 @@ static void save(struct dg_daemon *dd)
 
 /* Unrecoverable pages the engine reported since the last look: a data
  * page a file holds is lost data (status names the file); a free one
- * is reset at once, so it is not reported again (issue 16). */
+ * is reset at once, so it is not reported again (issue 16). The reset
+ * rewrites the row whole, parity included, so a parity page of a row
+ * reset counts as repaired too: data pages first, then the rest. */
 static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
 			   uint64_t *other, uint64_t *reset)
 {
 	struct dg_scrub *s = &dd->scrub;
-	struct dg_fault_event ev[32];
-	unsigned n;
+	struct dg_fault_event ev[32], rest[64];
+	uint64_t rows_reset[64];
+	unsigned n, nrest = 0, nreset = 0;
 
+	/* The faults are events before the scrub's own next one is, so
+	 * the ring keeps them in the order they happened. */
+	dg_ctl_log_faults(dd);
 	while ((n = dg_vol_fault_events(dd->vol, s->fault_seq, ev, 32))) {
 		for (unsigned i = 0; i < n; i++) {
 			s->fault_seq = ev[i].seq;
@@ -99,11 +105,27 @@ static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
 				break;
 			case 0:
 				++*reset;
+				if (nreset < 64)
+					rows_reset[nreset++] = ev[i].row;
 				break;
 			default:
-				++*other;
+				if (nrest < 64)
+					rest[nrest++] = ev[i];
+				else
+					++*other;
 			}
 		}
+	}
+	for (unsigned i = 0; i < nrest; i++) {
+		bool fixed = false;
+
+		for (unsigned j = 0; j < nreset && !fixed; j++)
+			fixed = rest[i].what == DG_WHAT_PARITY &&
+				rest[i].row == rows_reset[j];
+		if (fixed)
+			++*reset;
+		else
+			++*other;
 	}
 }
 
