@@ -12,7 +12,9 @@
 #include "media.h"
 
 /* Lock classes, in the order they are taken (DESIGN §5):
- *   row locks (sorted by index)  ->  journal lock  ->  cmap init lock
+ *   alloc_lock (a commit that changes the bitmap, the reset of a lost
+ *   free page)  ->  row locks (sorted by index)  ->  journal lock  ->
+ *   cmap init lock
  *   ->  csum page locks  ->  cmap lock
  * Row locks serialise everything that touches one row: a page's
  * read-modify-write, its parity delta, and reconstruction from the row,
