@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "fs.h"
+#include "fsys.h"
 
 /* ---- events (events.c) ------------------------------------------------ */
 

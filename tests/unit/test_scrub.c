@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "engine_i.h"
+#include "volume_i.h"
 
 #define PG DG_PAGE_SIZE
 

@@ -84,6 +84,13 @@ void dg_vol_dev_counts(struct dg_vol *vol, unsigned dev,
 		atomic_load(&vol->dev_faults[dev][DG_FAULT_UNRECOVERABLE]);
 }
 
+const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev)
+{
+	if (dev >= vol->ndev || !vol->devs[dev].present)
+		return NULL;
+	return vol->devs[dev].path;
+}
+
 unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
 			     struct dg_fault_event *out, unsigned max)
 {

@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "engine_i.h"
+#include "volume_i.h"
 
 #define REC_OFF offsetof(struct dg_droot, scrub)
 

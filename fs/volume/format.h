@@ -263,7 +263,7 @@ _Static_assert(sizeof(struct dg_djrange) == 24, "djrange size");
  * filesystem layer keeps its own fields in fs[].
  */
 /*
- * The background scrub's position (engine.h, struct dg_scrub_rec), in
+ * The background scrub's position (volume.h, struct dg_scrub_rec), in
  * bytes that were reserved and zero: all zero (no magic) reads as "no
  * scrub recorded", so volumes made before it need no new version and
  * older binaries ignore it. In the root because the scrub is the

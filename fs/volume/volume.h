@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* engine.h -- the daxguard volume engine: what its clients call */
+/* volume.h -- the daxguard volume layer: what its clients call */
 #ifndef DG_ENGINE_H
 #define DG_ENGINE_H
 
@@ -227,7 +227,7 @@ struct dg_dev_counts {
 };
 void dg_vol_dev_counts(struct dg_vol *vol, unsigned dev,
 		       struct dg_dev_counts *c);
-/* Path of a device of the volume (NULL when missing). In check.c. */
+/* Path of a device of the volume (NULL when missing). */
 const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev);
 
 /* The most recent fault events (a ring of DG_FAULT_RING), so a daemon
@@ -304,7 +304,7 @@ int dg_vol_scrub_save(struct dg_vol *vol, const struct dg_scrub_rec *rec);
 /*
  * Give a data page that failed beyond parity fresh contents (zeros) once
  * no file holds it, on a mounted volume, without stopping its readers
- * or writers (reclaim.c says why that is safe). 0 done; -EBUSY the page
+ * or writers (lost_page.c says why that is safe). 0 done; -EBUSY the page
  * is in use; -EIO another page in use in its row cannot be read;
  * -EROFS read-only or degraded; -EINVAL not a data page.
  */

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "csum.h"
-#include "fs_i.h"
+#include "fsys_i.h"
 #include "super.h"
 
 static void ev_init(struct dg_chk_event *ev, enum dg_chk_kind kind,
@@ -28,13 +28,6 @@ static void emit(dg_chk_fn fn, void *arg, struct dg_chk_event *ev)
 {
 	if (fn)
 		fn(arg, ev);
-}
-
-const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev)
-{
-	if (dev >= vol->ndev || !vol->devs[dev].present)
-		return NULL;
-	return vol->devs[dev].path;
 }
 
 uint64_t dg_super_page(struct dg_vol *vol, unsigned copy)
