@@ -161,7 +161,9 @@ static bool is_error(const char *reply)
 	return !strncmp(reply, "error", 5) || !strncmp(reply, "{\"error\"", 8);
 }
 
-/* Print the reply; 0, or EXIT_FAIL when it is an error. */
+/* Print the reply, a refusal too, on standard output (a script reading
+ * --json gets {"error": ...} where it reads the answer); 0, or
+ * EXIT_FAIL when it is an error. */
 static int print_reply(char *reply)
 {
 	int ret;
@@ -169,7 +171,7 @@ static int print_reply(char *reply)
 	if (!reply)
 		return EXIT_FAIL;
 	ret = is_error(reply) ? EXIT_FAIL : 0;
-	fputs(reply, ret ? stderr : stdout);
+	fputs(reply, stdout);
 	free(reply);
 	return ret;
 }
@@ -404,11 +406,10 @@ int main(int argc, char **argv)
 
 		if (!strcmp(sub, "start") && rate)
 			snprintf(req, sizeof(req), "scrub start rate=%llu%s\n",
-				 (unsigned long long)rate,
-				 json && !wait ? " json" : "");
+				 (unsigned long long)rate, json ? " json" : "");
 		else
 			snprintf(req, sizeof(req), "scrub %s%s\n", sub,
-				 json && !wait ? " json" : "");
+				 json ? " json" : "");
 		reply = request(mnt, req);
 		if (!wait || !reply || is_error(reply))
 			return print_reply(reply);

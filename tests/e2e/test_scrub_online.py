@@ -87,15 +87,15 @@ def test_two_scrubs_are_refused(filled):
     start_slow(v)
     p = ctl(v, "scrub", "start")
     assert p.returncode == 1, p
-    assert p.stderr == ("error: a scrub is running: 'scrub status' shows "
-                        "it, 'scrub cancel' stops it\n"), p.stderr
+    assert p.stdout == ("error: a scrub is running: 'scrub status' shows "
+                        "it, 'scrub cancel' stops it\n"), p.stdout
     p = ctl(v, "scrub")          # the synchronous form too
-    assert p.returncode == 1 and "a scrub is running" in p.stderr, p
+    assert p.returncode == 1 and "a scrub is running" in p.stdout, p
     p = ctl(v, "scrub", "start", "--json")
-    assert p.returncode == 1 and json.loads(p.stderr)["error"], p
+    assert p.returncode == 1 and json.loads(p.stdout)["error"], p
     assert ctl(v, "scrub", "pause").returncode == 0
     p = ctl(v, "scrub", "start")
-    assert p.returncode == 1 and "a scrub is paused" in p.stderr, p
+    assert p.returncode == 1 and "a scrub is paused" in p.stdout, p
 
 
 def test_cancel_stops_the_work(filled):
@@ -113,9 +113,9 @@ def test_cancel_stops_the_work(filled):
     assert (b["next_row"], b["rows_checked"]) == \
         (a["next_row"], a["rows_checked"]), (a, b)
     p = ctl(v, "scrub", "resume")
-    assert p.returncode == 1 and "no scrub to resume" in p.stderr, p
+    assert p.returncode == 1 and "no scrub to resume" in p.stdout, p
     p = ctl(v, "scrub", "cancel")
-    assert p.returncode == 1 and "no scrub is running" in p.stderr, p
+    assert p.returncode == 1 and "no scrub is running" in p.stdout, p
     types = [json.loads(x)["type"] for x in
              ctl(v, "events", "--json").stdout.splitlines()]
     assert types[-2:] == ["scrub-started", "scrub-cancelled"], types
