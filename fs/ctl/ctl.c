@@ -1,20 +1,31 @@
 // SPDX-License-Identifier: MIT
-/* ctl.c -- daxguard-ctl: ask a mounted volume's daemon for status or a scrub */
+/* ctl.c -- daxguard-ctl: ask a mounted volume's daemon for status, a
+ * scrub or its events */
 #include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <json.h>
 
 #include "version.h"
 
 static const char usage[] =
 	"usage: daxguard-ctl MOUNTPOINT status [-v] [--json]\n"
-	"       daxguard-ctl MOUNTPOINT scrub [--json]\n"
+	"       daxguard-ctl MOUNTPOINT scrub [start] [-w] [--rate MB/s] "
+	"[--json]\n"
+	"       daxguard-ctl MOUNTPOINT scrub status|pause|cancel [--json]\n"
+	"       daxguard-ctl MOUNTPOINT scrub resume [-w] [--json]\n"
+	"       daxguard-ctl MOUNTPOINT events [--follow] [--json]\n"
 	"       daxguard-ctl MOUNTPOINT clear\n";
 
 static const char help_text[] =
@@ -22,24 +33,51 @@ static const char help_text[] =
 	"directory in it) what it has seen, or to act.\n"
 	"\n"
 	"commands:\n"
-	"  status          health, devices, capacity and fault counters\n"
-	"  scrub           verify every written page and all parity now,\n"
-	"                  repairing what fails (root or the mount's owner)\n"
+	"  status          health, devices with their counters, capacity\n"
+	"  scrub start     verify every written page and all parity in the\n"
+	"                  background, repairing what fails; returns at once\n"
+	"                  (root or the mount's owner)\n"
+	"  scrub           the same, waiting for the end (scrub start -w)\n"
+	"  scrub status    where the scrub is: progress, rate, ETA, findings\n"
+	"  scrub pause     stop it, keeping its position (kept across an\n"
+	"                  unmount or a crash)\n"
+	"  scrub resume    go on from the position\n"
+	"  scrub cancel    stop it for good\n"
+	"  events          faults found, repaired or not, scrubs, devices\n"
+	"                  missing, oldest first, from the daemon's ring\n"
 	"  clear           reset the fault counters (root or the mount's owner)\n"
 	"options:\n"
-	"  -v, --verbose   status: every device and its counters\n"
-	"  --json          print the reply as one JSON object\n"
+	"  -v, --verbose   status: the damaged files too\n"
+	"  -w, --wait      scrub start/resume: wait until it ends, then print\n"
+	"                  its status (an interrupt cancels it)\n"
+	"  --rate MB/s     scrub start: verify at most this many megabytes\n"
+	"                  (10^6 bytes) a second\n"
+	"  -f, --follow    events: keep printing new ones until interrupted\n"
+	"  --json          print the reply as JSON (events: one object a line)\n"
 	"  -h, --help      show this help and exit\n"
 	"  -V, --version   show the version and exit\n"
 	"\n"
-	"Exit status: 0 done, 1 the daemon cannot be reached or refused, 2 bad\n"
-	"usage, 3 a scrub found damage it could not repair.\n";
+	"Exit status: 0 done (a scrub: clean or all repaired), 1 the daemon\n"
+	"cannot be reached or refused, 2 bad usage, 3 a scrub found damage it\n"
+	"could not repair.\n";
 
 /* Exit codes: as btrfs scrub, 3 when a scrub found what it could not
  * repair. */
 #define EXIT_FAIL	   1
 #define EXIT_USAGE	   2
 #define EXIT_UNRECOVERABLE 3
+
+/* How often -w and --follow ask again: each answer is immediate, the
+ * daemon keeps no connection open for a waiting client. */
+#define POLL_MS 200
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
 
 static int not_a_mount(const char *mnt, int err)
 {
@@ -53,31 +91,23 @@ static int not_a_mount(const char *mnt, int err)
 	return EXIT_FAIL;
 }
 
-/* The number after key in a reply ("unrecoverable 2" or
- * "\"unrecoverable\":2"); 0 when absent. */
-static unsigned long long reply_count(const char *reply, const char *key)
-{
-	const char *p = strstr(reply, key);
-
-	if (!p)
-		return 0;
-	p += strlen(key);
-	p += strspn(p, "\": ");
-	return strtoull(p, NULL, 10);
-}
-
-static int cmd_request(const char *mnt, const char *req, bool is_scrub)
+/* Send one request line and return the whole reply (caller frees), or
+ * NULL after saying why. An empty reply is one only for events (none
+ * new); every other request has an answer. */
+static char *request_any(const char *mnt, const char *req, bool empty_ok)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char *reply = NULL;
 	size_t len = 0, cap = 0;
 	ssize_t n;
-	int fd, ret = 0;
+	int fd;
 
 	n = getxattr(mnt, "user.daxguard.socket", sa.sun_path,
 		     sizeof(sa.sun_path) - 1);
-	if (n < 0)
-		return not_a_mount(mnt, errno);
+	if (n < 0) {
+		not_a_mount(mnt, errno);
+		return NULL;
+	}
 	sa.sun_path[n] = 0;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -85,12 +115,12 @@ static int cmd_request(const char *mnt, const char *req, bool is_scrub)
 			"'%s': %s\n", sa.sun_path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return EXIT_FAIL;
+		return NULL;
 	}
 	if (write(fd, req, strlen(req)) < 0) {
 		fprintf(stderr, "daxguard-ctl: send: %s\n", strerror(errno));
 		close(fd);
-		return EXIT_FAIL;
+		return NULL;
 	}
 	shutdown(fd, SHUT_WR);
 	for (;;) {
@@ -99,8 +129,9 @@ static int cmd_request(const char *mnt, const char *req, bool is_scrub)
 
 			if (!r) {
 				fprintf(stderr, "daxguard-ctl: out of memory\n");
-				ret = EXIT_FAIL;
-				break;
+				free(reply);
+				close(fd);
+				return NULL;
 			}
 			reply = r;
 		}
@@ -110,26 +141,195 @@ static int cmd_request(const char *mnt, const char *req, bool is_scrub)
 		len += (size_t)n;
 	}
 	close(fd);
+	reply[len] = 0;
+	if (!len && !empty_ok) {
+		fprintf(stderr, "daxguard-ctl: the daemon closed the "
+			"connection without a reply\n");
+		free(reply);
+		return NULL;
+	}
+	return reply;
+}
+
+static char *request(const char *mnt, const char *req)
+{
+	return request_any(mnt, req, false);
+}
+
+static bool is_error(const char *reply)
+{
+	return !strncmp(reply, "error", 5) || !strncmp(reply, "{\"error\"", 8);
+}
+
+/* Print the reply, a refusal too, on standard output (a script reading
+ * --json gets {"error": ...} where it reads the answer); 0, or
+ * EXIT_FAIL when it is an error. */
+static int print_reply(char *reply)
+{
+	int ret;
+
 	if (!reply)
 		return EXIT_FAIL;
-	reply[len] = 0;
-	fwrite(reply, 1, len, stdout);
-	if (!ret && (!len || !strncmp(reply, "error", 5) ||
-		     !strncmp(reply, "{\"error\"", 8)))
-		ret = EXIT_FAIL;
-	else if (!ret && is_scrub && reply_count(reply, "unrecoverable"))
-		ret = EXIT_UNRECOVERABLE;
+	ret = is_error(reply) ? EXIT_FAIL : 0;
+	fputs(reply, stdout);
 	free(reply);
 	return ret;
 }
 
-int main(int argc, char **argv)
+static uint64_t jget_u64(struct json_object *o, const char *key)
 {
-	bool json = false, verbose = false;
-	const char *cmd;
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v)
+		       ? (uint64_t)json_object_get_int64(v) : 0;
+}
+
+static const char *jget_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v)
+						    : "";
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * scrub start -w / resume -w (btrfs scrub start -B): ask for the
+ * status until the scrub is no longer running, then print it as the
+ * user asked. An interrupt cancels the scrub, as btrfs does, so that a
+ * ^C'd scrub does not go on behind the user's back.
+ */
+static int scrub_wait(const char *mnt, bool json)
+{
+	struct json_object *st = NULL;
+	char *reply;
+	int ret;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (;;) {
+		reply = request(mnt, "scrub status json\n");
+		if (!reply)
+			return EXIT_FAIL;
+		st = json_tokener_parse(reply);
+		free(reply);
+		if (!st) {
+			fprintf(stderr, "daxguard-ctl: a scrub status that is "
+				"not JSON\n");
+			return EXIT_FAIL;
+		}
+		if (strcmp(jget_str(st, "state"), "running"))
+			break;
+		json_object_put(st);
+		if (interrupted) {
+			print_reply(request(mnt, "scrub cancel\n"));
+			interrupted = 0;
+			continue;	/* print where it stopped */
+		}
+		sleep_ms(POLL_MS);
+	}
+	ret = 0;
+	if (!strcmp(jget_str(st, "state"), "cancelled") ||
+	    !strcmp(jget_str(st, "state"), "paused")) {
+		fprintf(stderr, "daxguard-ctl: the scrub was %s before it "
+			"ended\n", jget_str(st, "state"));
+		ret = EXIT_FAIL;
+	}
+	/* Pages a file held, or parity and checksum pages, that nothing
+	 * could rebuild: damage it could not repair. Free pages it reset
+	 * are repaired. */
+	if (jget_u64(st, "unrecoverable_in_use") ||
+	    jget_u64(st, "unrecoverable_not_reset"))
+		ret = EXIT_UNRECOVERABLE;
+	json_object_put(st);
+	reply = request(mnt, json ? "scrub status json\n" : "scrub status\n");
+	if (!reply)
+		return EXIT_FAIL;
+	fputs(reply, stdout);
+	free(reply);
+	return ret;
+}
+
+/* The last event number in a reply: "#N" in text, "seq" in JSON. */
+static uint64_t last_seq(const char *reply, bool json, uint64_t seq)
+{
+	const char *p = reply;
+
+	while ((p = strstr(p, json ? "\"seq\":" : " #"))) {
+		char *end;
+		unsigned long long v;
+
+		p += json ? 6 : 2;
+		v = strtoull(p, &end, 10);
+		if (end != p && v > seq)
+			seq = v;
+	}
+	return seq;
+}
+
+static int events(const char *mnt, bool json, bool follow)
+{
+	uint64_t seq = 0;
 	char req[64];
 
-	for (int i = 1; i < argc; i++) {
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, on_signal);
+	do {
+		char *reply;
+
+		snprintf(req, sizeof(req), "events since=%llu%s\n",
+			 (unsigned long long)seq, json ? " json" : "");
+		reply = request_any(mnt, req, true);
+		if (!reply)
+			return EXIT_FAIL;
+		if (is_error(reply))
+			return print_reply(reply);
+		fputs(reply, stdout);
+		fflush(stdout);
+		seq = last_seq(reply, json, seq);
+		free(reply);
+		if (follow && !interrupted)
+			sleep_ms(POLL_MS);
+	} while (follow && !interrupted);
+	return 0;
+}
+
+/* MB/s (10^6 bytes), as given, to bytes a second; 0 on a bad value. */
+static uint64_t parse_rate(const char *s)
+{
+	char *end;
+	double mb;
+
+	errno = 0;
+	mb = strtod(s, &end);
+	if (errno || end == s || *end || !(mb > 0) || !isfinite(mb) ||
+	    mb > 1e9)
+		return 0;
+	return (uint64_t)(mb * 1e6) ? (uint64_t)(mb * 1e6) : 1;
+}
+
+static int bad_option(const char *opt)
+{
+	fprintf(stderr, "daxguard-ctl: unknown option '%s'\n%s", opt, usage);
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	bool json = false, verbose = false, wait = false, follow = false;
+	uint64_t rate = 0;
+	const char *cmd, *mnt, *sub = NULL;
+	char req[128];
+	int i;
+
+	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage, stdout);
 			fputs(help_text, stdout);
@@ -144,27 +344,79 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	}
+	mnt = argv[1];
 	cmd = argv[2];
 	if (strcmp(cmd, "status") && strcmp(cmd, "scrub") &&
-	    strcmp(cmd, "clear")) {
+	    strcmp(cmd, "clear") && strcmp(cmd, "events")) {
 		fprintf(stderr, "daxguard-ctl: unknown command '%s'\n%s", cmd,
 			usage);
 		return EXIT_USAGE;
 	}
-	for (int i = 3; i < argc; i++) {
-		if (!strcmp(argv[i], "--json") && strcmp(cmd, "clear")) {
-			json = true;
-		} else if ((!strcmp(argv[i], "-v") ||
-			    !strcmp(argv[i], "--verbose")) &&
-			   !strcmp(cmd, "status")) {
-			verbose = true;
-		} else {
-			fprintf(stderr, "daxguard-ctl: unknown option '%s'\n%s",
-				argv[i], usage);
+	i = 3;
+	if (!strcmp(cmd, "scrub")) {
+		/* A bare "scrub" is the synchronous scrub it always was. */
+		if (i < argc && argv[i][0] != '-')
+			sub = argv[i++];
+		else
+			wait = true;
+		if (!sub)
+			sub = "start";
+		if (strcmp(sub, "start") && strcmp(sub, "status") &&
+		    strcmp(sub, "pause") && strcmp(sub, "resume") &&
+		    strcmp(sub, "cancel")) {
+			fprintf(stderr, "daxguard-ctl: unknown scrub command "
+				"'%s'\n%s", sub, usage);
 			return EXIT_USAGE;
 		}
 	}
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		bool can_wait = sub && (!strcmp(sub, "start") ||
+					!strcmp(sub, "resume"));
+
+		if (!strcmp(a, "--json") && strcmp(cmd, "clear")) {
+			json = true;
+		} else if ((!strcmp(a, "-v") || !strcmp(a, "--verbose")) &&
+			   !strcmp(cmd, "status")) {
+			verbose = true;
+		} else if ((!strcmp(a, "-w") || !strcmp(a, "--wait")) &&
+			   can_wait) {
+			wait = true;
+		} else if ((!strcmp(a, "-f") || !strcmp(a, "--follow")) &&
+			   !strcmp(cmd, "events")) {
+			follow = true;
+		} else if (!strcmp(a, "--rate") && sub &&
+			   !strcmp(sub, "start")) {
+			if (++i == argc || !(rate = parse_rate(argv[i]))) {
+				fprintf(stderr, "daxguard-ctl: --rate takes "
+					"megabytes a second, a number above "
+					"0%s%s%s\n", i < argc ? " (not '" : "",
+					i < argc ? argv[i] : "",
+					i < argc ? "')" : "");
+				return EXIT_USAGE;
+			}
+		} else {
+			return bad_option(a);
+		}
+	}
+	if (!strcmp(cmd, "events"))
+		return events(mnt, json, follow);
+	if (sub) {
+		char *reply;
+
+		if (!strcmp(sub, "start") && rate)
+			snprintf(req, sizeof(req), "scrub start rate=%llu%s\n",
+				 (unsigned long long)rate, json ? " json" : "");
+		else
+			snprintf(req, sizeof(req), "scrub %s%s\n", sub,
+				 json ? " json" : "");
+		reply = request(mnt, req);
+		if (!wait || !reply || is_error(reply))
+			return print_reply(reply);
+		free(reply);
+		return scrub_wait(mnt, json);
+	}
 	snprintf(req, sizeof(req), "%s%s%s\n", cmd, json ? " json" : "",
 		 verbose ? " verbose" : "");
-	return cmd_request(argv[1], req, !strcmp(cmd, "scrub"));
+	return print_reply(request(mnt, req));
 }

@@ -15,16 +15,12 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "devlist.h"
 #include "json.h"
-
-/* A growing reply buffer. */
-struct out {
-	char *buf;
-	size_t len, cap;
-};
+#include "probe.h"
 
 __attribute__((format(printf, 2, 3)))
-static void outf(struct out *o, const char *fmt, ...)
+void dg_outf(struct dg_out *o, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -53,45 +49,57 @@ static void outf(struct out *o, const char *fmt, ...)
 	}
 }
 
-static const char *fault_kind(enum dg_fault k)
+/* A data page of a row (not parity, not a checksum page): its vpn. */
+static bool fault_vpn(struct dg_daemon *dd, const struct dg_fault_event *ev,
+		      uint64_t *vpn)
 {
-	return k == DG_FAULT_DETECTED	? "detected"
-	       : k == DG_FAULT_REPAIRED ? "repaired"
-					: "unrecoverable";
+	if (ev->what != DG_WHAT_DATA || ev->row >= dg_vol_rows(dd->vol) ||
+	    dg_vol_row_is_parity(dd->vol, ev->row, ev->dev))
+		return false;
+	*vpn = dg_loc_vpn(dd->vol, ev->dev, ev->row);
+	return true;
 }
 
-/* The file a fault event hit, when it hit file data. */
-static void event_path(struct dg_daemon *dd, const struct dg_fault_event *ev,
-		       char *path, size_t len, uint64_t *offset)
+/* The file and offset a data page holds, when a file holds it. */
+static void vpn_path(struct dg_daemon *dd, uint64_t vpn, char *path,
+		     size_t len, int64_t *offset)
 {
 	uint64_t ino, fpage;
 
-	snprintf(path, len, "-");
-	*offset = 0;
-	if (strcmp(ev->what, "data") || ev->row >= dg_vol_rows(dd->vol) ||
-	    dg_vol_row_is_parity(dd->vol, ev->row, ev->dev))
-		return;
-	if (dg_fs_owner(dd->fs, dg_loc_vpn(dd->vol, ev->dev, ev->row), &ino,
-			&fpage) == 0) {
+	if (dg_fs_owner(dd->fs, vpn, &ino, &fpage) == 0) {
 		dg_fs_path(dd->fs, ino, path, len);
-		*offset = fpage * DG_PAGE_SIZE;
+		*offset = (int64_t)(fpage * DG_PAGE_SIZE);
 	}
 }
 
-/* Remember a data page that could not be recovered, and whose page of
+/* Remember a data page that could not be recovered, and which page of
  * which file it was, so status can name the file for as long as the
- * page is still that file's. */
-static void note_lost(struct dg_daemon *dd, const struct dg_fault_event *ev)
+ * page is still that file's. A page no file holds is reset instead. */
+int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
+		     bool reset)
 {
 	struct dg_lost_page lp;
+	struct dg_event e;
+	int ret;
 
-	if (ev->kind != DG_FAULT_UNRECOVERABLE || strcmp(ev->what, "data") ||
-	    ev->row >= dg_vol_rows(dd->vol) ||
-	    dg_vol_row_is_parity(dd->vol, ev->row, ev->dev))
-		return;
-	lp.vpn = dg_loc_vpn(dd->vol, ev->dev, ev->row);
-	if (dg_fs_owner(dd->fs, lp.vpn, &lp.ino, &lp.fpage))
-		return; /* a free page: no file lost anything */
+	if (ev->kind != DG_FAULT_UNRECOVERABLE || !fault_vpn(dd, ev, &lp.vpn))
+		return -1;
+	if (dg_fs_owner(dd->fs, lp.vpn, &lp.ino, &lp.fpage)) {
+		/* A free page: no file lost anything. */
+		if (!reset)
+			return -1;
+		ret = dg_vol_reset_lost_page(dd->vol, lp.vpn);
+		if (ret)
+			return -1;
+		dg_event_init(&e, DG_EV_PAGE_RESET);
+		e.dev = (int)ev->dev;
+		e.page = (int64_t)dg_row_page(dd->vol, ev->row);
+		e.vpn = (int64_t)lp.vpn;
+		snprintf(e.detail, sizeof(e.detail), "unreadable, and no "
+			 "file holds it: rewritten as zeros with its row");
+		dg_event_post(&dd->events, &e);
+		return 0;
+	}
 	pthread_mutex_lock(&dd->dmg_lock);
 	for (unsigned i = 0; i < dd->nlost; i++)
 		if (dd->lost[i].vpn == lp.vpn) {
@@ -110,23 +118,44 @@ static void note_lost(struct dg_daemon *dd, const struct dg_fault_event *ev)
 	dd->lost[dd->nlost++] = lp;
 out:
 	pthread_mutex_unlock(&dd->dmg_lock);
+	return 1;
 }
 
 /* Drop lost pages that are no longer the file page they were: the file
- * was deleted or truncated, so what the error named is gone. */
+ * was deleted or truncated, so what the error named is gone. A page
+ * that is now free is reset, so no scrub reports it again. */
 static void prune_lost(struct dg_daemon *dd)
 {
+	uint64_t freed[64];
+	unsigned nfreed = 0;
+
 	pthread_mutex_lock(&dd->dmg_lock);
 	for (unsigned i = 0; i < dd->nlost;) {
 		uint64_t ino, fpage;
+		int r = dg_fs_owner(dd->fs, dd->lost[i].vpn, &ino, &fpage);
 
-		if (dg_fs_owner(dd->fs, dd->lost[i].vpn, &ino, &fpage) == 0 &&
-		    ino == dd->lost[i].ino && fpage == dd->lost[i].fpage)
+		if (r == 0 && ino == dd->lost[i].ino &&
+		    fpage == dd->lost[i].fpage) {
 			i++;
-		else
-			dd->lost[i] = dd->lost[--dd->nlost];
+			continue;
+		}
+		if (r && nfreed < 64)
+			freed[nfreed++] = dd->lost[i].vpn;
+		dd->lost[i] = dd->lost[--dd->nlost];
 	}
 	pthread_mutex_unlock(&dd->dmg_lock);
+	/* Outside dmg_lock: the reset takes the allocator's and a row's. */
+	for (unsigned i = 0; i < nfreed; i++) {
+		struct dg_event e;
+
+		if (dg_vol_reset_lost_page(dd->vol, freed[i]))
+			continue;
+		dg_event_init(&e, DG_EV_PAGE_RESET);
+		e.vpn = (int64_t)freed[i];
+		snprintf(e.detail, sizeof(e.detail), "its file gave it up: "
+			 "rewritten as zeros with its row");
+		dg_event_post(&dd->events, &e);
+	}
 }
 
 void dg_ctl_log_faults(struct dg_daemon *dd)
@@ -134,22 +163,50 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 	struct dg_fault_event ev[32];
 	unsigned n;
 
+	/* The control and the scrub thread both turn faults into events,
+	 * each one once. */
+	pthread_mutex_lock(&dd->faults_lock);
 	while ((n = dg_vol_fault_events(dd->vol, dd->fault_seq, ev, 32))) {
 		for (unsigned i = 0; i < n; i++) {
-			char path[1024];
-			uint64_t off;
+			struct dg_event e;
+			uint64_t vpn;
 
-			event_path(dd, &ev[i], path, sizeof(path), &off);
-			note_lost(dd, &ev[i]);
-			dg_log(ev[i].kind == DG_FAULT_UNRECOVERABLE
-				       ? DG_LOG_ERR : DG_LOG_WARNING,
-			       "event fault=%s dev=%u row=%" PRIu64 " what=%s "
-			       "path=%s offset=%" PRIu64 " action=%s",
-			       fault_kind(ev[i].kind), ev[i].dev, ev[i].row,
-			       ev[i].what, path, off, ev[i].action);
+			dg_event_init(&e, DG_EV_FAULT_DETECTED +
+					  (enum dg_ev_type)ev[i].kind);
+			e.dev = (int)ev[i].dev;
+			e.what = ev[i].what;
+			switch (ev[i].what) {
+			case DG_WHAT_DATA:
+			case DG_WHAT_PARITY:
+				if (ev[i].row < dg_vol_rows(dd->vol))
+					e.page = (int64_t)dg_row_page(dd->vol,
+								      ev[i].row);
+				break;
+			case DG_WHAT_CSUM_PAGE:
+				break;	/* row is the index, in detail */
+			default:
+				e.page = (int64_t)ev[i].row;
+			}
+			if (fault_vpn(dd, &ev[i], &vpn)) {
+				e.vpn = (int64_t)vpn;
+				vpn_path(dd, vpn, e.path, sizeof(e.path),
+					 &e.offset);
+			}
+			if (ev[i].what == DG_WHAT_CSUM_PAGE)
+				snprintf(e.detail, sizeof(e.detail),
+					 "checksum page index %" PRIu64 ": %s",
+					 ev[i].row, ev[i].action);
+			else
+				snprintf(e.detail, sizeof(e.detail), "%s",
+					 ev[i].action);
+			dg_event_post(&dd->events, &e);
+			/* A read that failed: status names the file. Free
+			 * pages are the scrub's to reset (scrub.c). */
+			dg_ctl_lost_page(dd, &ev[i], false);
 			dd->fault_seq = ev[i].seq;
 		}
 	}
+	pthread_mutex_unlock(&dd->faults_lock);
 }
 
 /* A file with something lost: data pages, or its metadata. */
@@ -214,9 +271,69 @@ static unsigned damaged_files(struct dg_daemon *dd, struct damaged **out)
 	return m;
 }
 
+/* Device d's counters since the last "clear". */
+static void dev_counts(struct dg_daemon *dd, unsigned d,
+		       struct dg_dev_counts *c)
+{
+	const struct dg_dev_counts *b = &dd->dev_base[d];
+
+	dg_vol_dev_counts(dd->vol, d, c);
+	pthread_mutex_lock(&dd->dmg_lock);
+	c->read_errors -= b->read_errors;
+	c->csum_errors -= b->csum_errors;
+	c->repaired -= b->repaired;
+	c->unrecoverable -= b->unrecoverable;
+	pthread_mutex_unlock(&dd->dmg_lock);
+}
+
+static const char *slot_path(struct dg_daemon *dd, unsigned d)
+{
+	return dd->slot_path[d] ? dd->slot_path[d] : "-";
+}
+
+static struct json_object *device_table_json(struct dg_daemon *dd,
+					     const struct dg_vol_info *in)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (unsigned d = 0; d < in->ndev; d++) {
+		struct json_object *x = json_object_new_object();
+		struct dg_dev_counts c;
+
+		dev_counts(dd, d, &c);
+		json_add_u64(x, "index", d);
+		json_add_bytes(x, "path", slot_path(dd, d));
+		json_add_str(x, "state", dd->slot_state[d]);
+		json_add_u64(x, "read_errors", c.read_errors);
+		json_add_u64(x, "checksum_errors", c.csum_errors);
+		json_add_u64(x, "repaired", c.repaired);
+		json_add_u64(x, "unrecoverable", c.unrecoverable);
+		json_object_array_add(a, x);
+	}
+	return a;
+}
+
+/* zpool status's config table: one line a device, its state and its
+ * counters. */
+static void device_table(struct dg_daemon *dd, struct dg_out *o,
+			 const struct dg_vol_info *in)
+{
+	dg_outf(o, "%5s  %-9s %8s %8s %8s %8s  %s\n", "INDEX", "STATE",
+		"READ", "CKSUM", "REPAIRED", "UNRECOV", "PATH");
+	for (unsigned d = 0; d < in->ndev; d++) {
+		struct dg_dev_counts c;
+
+		dev_counts(dd, d, &c);
+		dg_outf(o, "%5u  %-9s %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+			" %8" PRIu64 "  %s\n", d, dd->slot_state[d],
+			c.read_errors, c.csum_errors, c.repaired,
+			c.unrecoverable, slot_path(dd, d));
+	}
+}
+
 /* DESIGN §4: status --json, one line, through json-c (tools/json.h says
  * how a path or label that is not UTF-8 is written). */
-static void status_json(struct dg_daemon *dd, struct out *o,
+static void status_json(struct dg_daemon *dd, struct dg_out *o,
 			const struct dg_vol_info *in,
 			const struct dg_fs_damage *dmg, const uint64_t *f,
 			const struct damaged *d, unsigned nd,
@@ -259,6 +376,7 @@ static void status_json(struct dg_daemon *dd, struct out *o,
 	json_add_bool(r, "data_lost", nlost_files > 0);
 	json_add_bool(r, "needs_fsck", needs_fsck);
 	json_add_bytes(r, "device_paths", dd->devs);
+	json_object_object_add(r, "device_table", device_table_json(dd, in));
 	for (unsigned i = 0; i < nd; i++) {
 		struct json_object *x = json_object_new_object();
 
@@ -274,7 +392,7 @@ static void status_json(struct dg_daemon *dd, struct out *o,
 		json_object_array_add(files, x);
 	}
 	json_object_object_add(r, "damaged_files", files);
-	outf(o, "%s\n", json_line(r));
+	dg_outf(o, "%s\n", json_line(r));
 	json_object_put(r);
 }
 
@@ -285,7 +403,7 @@ static void status_json(struct dg_daemon *dd, struct out *o,
  * stay reported until the file no longer holds them), "DEGRADED" (a
  * device missing), else "ok" (zpool status, btrfs device stats).
  */
-static void status(struct dg_daemon *dd, struct out *o, bool json,
+static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		   bool verbose)
 {
 	struct dg_vol_info in;
@@ -327,46 +445,47 @@ static void status(struct dg_daemon *dd, struct out *o, bool json,
 		free(d);
 		return;
 	}
-	outf(o, "volume %s%s%s\n", uuid, in.label[0] ? " label " : "", in.label);
-	outf(o, "mountpoint %s\ndevices %s\n", dd->mountpoint, dd->devs);
-	outf(o, "health %s (%u of %u devices present)%s\n", health,
+	dg_outf(o, "volume %s%s%s\n", uuid, in.label[0] ? " label " : "", in.label);
+	dg_outf(o, "mountpoint %s\ndevices %s\n", dd->mountpoint, dd->devs);
+	dg_outf(o, "health %s (%u of %u devices present)%s\n", health,
 	     in.present, in.ndev, in.read_only ? ", read-only" : "");
-	outf(o, "redundancy %s, parity %u\n", in.no_redundancy ? "none" : "full",
+	dg_outf(o, "redundancy %s, parity %u\n", in.no_redundancy ? "none" : "full",
 	     in.parity);
-	outf(o, "capacity %" PRIu64 " MiB, free %" PRIu64 " MiB\n",
+	dg_outf(o, "capacity %" PRIu64 " MiB, free %" PRIu64 " MiB\n",
 	     in.vpns * DG_PAGE_SIZE >> 20, in.free_vpns * DG_PAGE_SIZE >> 20);
-	outf(o, "metadata zone %" PRIu64 " MiB, free %" PRIu64 " MiB",
+	dg_outf(o, "metadata zone %" PRIu64 " MiB, free %" PRIu64 " MiB",
 	     in.zone_vpns * DG_PAGE_SIZE >> 20, in.zone_free * DG_PAGE_SIZE >> 20);
 	if (in.meta_spill)
-		outf(o, "; full: %" PRIu64 " metadata pages put outside it "
+		dg_outf(o, "; full: %" PRIu64 " metadata pages put outside it "
 		     "since the mount, without copies", in.meta_spill);
-	outf(o, "\n");
-	outf(o, "faults detected %" PRIu64 ", repaired %" PRIu64
+	dg_outf(o, "\n");
+	dg_outf(o, "faults detected %" PRIu64 ", repaired %" PRIu64
 	     ", unrecoverable %" PRIu64 "\n", f[DG_FAULT_DETECTED],
 	     f[DG_FAULT_REPAIRED], f[DG_FAULT_UNRECOVERABLE]);
+	device_table(dd, o, &in);
 	if (needs_fsck)
-		outf(o, "metadata lost: %" PRIu64 " files or directories "
+		dg_outf(o, "metadata lost: %" PRIu64 " files or directories "
 		     "damaged, %" PRIu64 " inode table pages: unmount and run "
 		     "fsck.daxguard -y\n", dmg.inodes, dmg.inode_pages);
 	if (nlost_files)
-		outf(o, "data lost: %u %s pages that cannot be read: "
+		dg_outf(o, "data lost: %u %s pages that cannot be read: "
 		     "restore or delete %s%s\n", nlost_files,
 		     nlost_files == 1 ? "file has" : "files have",
 		     nlost_files == 1 ? "it" : "them",
 		     verbose ? "" : " (status -v lists them)");
 	if (verbose && nd) {
-		outf(o, "damaged files:\n");
+		dg_outf(o, "damaged files:\n");
 		for (unsigned i = 0; i < nd; i++) {
 			dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
-			outf(o, "  %s:", path);
+			dg_outf(o, "  %s:", path);
 			if (d[i].pages)
-				outf(o, " %" PRIu64 " %s lost, the first at "
+				dg_outf(o, " %" PRIu64 " %s lost, the first at "
 				     "offset %" PRIu64, d[i].pages,
 				     d[i].pages == 1 ? "page" : "pages",
 				     d[i].first_off);
 			if (d[i].metadata)
-				outf(o, "%s metadata lost", d[i].pages ? ";" : "");
-			outf(o, "\n");
+				dg_outf(o, "%s metadata lost", d[i].pages ? ";" : "");
+			dg_outf(o, "\n");
 		}
 	}
 	free(d);
@@ -374,109 +493,124 @@ static void status(struct dg_daemon *dd, struct out *o, bool json,
 
 /* zpool clear: counters start again from zero, and lost pages are
  * forgotten until a read or a scrub finds them again. */
-static void clear(struct dg_daemon *dd, struct out *o)
+static void clear(struct dg_daemon *dd, struct dg_out *o)
 {
+	struct dg_event e;
+	struct dg_vol_info in;
+
+	dg_vol_get_info(dd->vol, &in);
 	pthread_mutex_lock(&dd->dmg_lock);
 	dg_vol_fault_counts(dd->vol, dd->fault_base);
+	for (unsigned d = 0; d < in.ndev; d++)
+		dg_vol_dev_counts(dd->vol, d, &dd->dev_base[d]);
 	dd->nlost = 0;
 	pthread_mutex_unlock(&dd->dmg_lock);
-	outf(o, "cleared\n");
+	dg_event_init(&e, DG_EV_COUNTERS_CLEARED);
+	dg_event_post(&dd->events, &e);
+	dg_outf(o, "cleared\n");
 }
 
-/* Of the unrecoverable events after seq: how many hit data pages in use
- * (data lost) and how many only free pages, parity or checksums (no data
- * lost, but no redundancy for their rows until fsck resets them). Only
- * the last DG_FAULT_RING events are kept: a scrub that finds more counts
- * the rest as in use. */
-static void classify_lost(struct dg_daemon *dd, uint64_t seq,
-			  uint64_t total, uint64_t *in_use, uint64_t *other)
+static void event_json(struct dg_out *o, const struct dg_event *ev)
 {
-	struct dg_fault_event ev[32];
+	struct json_object *r = json_object_new_object();
+	char t[40];
+	struct tm tm;
+
+	gmtime_r(&ev->time.tv_sec, &tm);
+	strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(t + strlen(t), sizeof(t) - strlen(t), ".%03ldZ",
+		 ev->time.tv_nsec / 1000000);
+	json_add_u64(r, "seq", ev->seq);
+	json_add_str(r, "time", t);
+	json_add_str(r, "type", dg_ev_type_name(ev->type));
+	if (ev->dev >= 0)
+		json_add_u64(r, "device", (uint64_t)ev->dev);
+	if (ev->page >= 0)
+		json_add_u64(r, "page", (uint64_t)ev->page);
+	if (ev->type <= DG_EV_FAULT_UNRECOVERABLE)
+		json_add_str(r, "what", dg_fault_what_name(ev->what));
+	if (ev->vpn >= 0)
+		json_add_u64(r, "vpn", (uint64_t)ev->vpn);
+	if (ev->path[0])
+		json_add_bytes(r, "path", ev->path);
+	if (ev->offset >= 0)
+		json_add_u64(r, "offset", (uint64_t)ev->offset);
+	if (ev->detail[0])
+		json_add_bytes(r, "detail", ev->detail);
+	dg_outf(o, "%s\n", json_line(r));
+	json_object_put(r);
+}
+
+/* zpool events: one line an event, oldest first, "#SEQ" so a follower
+ * asks for what came after the last it printed. */
+static void event_text(struct dg_out *o, const struct dg_event *ev)
+{
+	char t[40];
+	struct tm tm;
+
+	localtime_r(&ev->time.tv_sec, &tm);
+	strftime(t, sizeof(t), "%Y-%m-%d %H:%M:%S", &tm);
+	dg_outf(o, "%s.%03ld #%" PRIu64 " %s", t, ev->time.tv_nsec / 1000000,
+		ev->seq, dg_ev_type_name(ev->type));
+	if (ev->dev >= 0)
+		dg_outf(o, " device %d", ev->dev);
+	if (ev->page >= 0)
+		dg_outf(o, " page %" PRId64, ev->page);
+	if (ev->type <= DG_EV_FAULT_UNRECOVERABLE)
+		dg_outf(o, " (%s)", dg_fault_what_name(ev->what));
+	if (ev->path[0])
+		dg_outf(o, " %s", ev->path);
+	if (ev->offset >= 0)
+		dg_outf(o, " offset %" PRId64, ev->offset);
+	if (ev->detail[0])
+		dg_outf(o, ": %s", ev->detail);
+	dg_outf(o, "\n");
+}
+
+static void events(struct dg_daemon *dd, const char *req, bool json,
+		   struct dg_out *o)
+{
+	const char *p = strstr(req, " since=");
+	uint64_t since = p ? strtoull(p + 7, NULL, 10) : 0, dropped;
+	struct dg_event *ev = malloc(64 * sizeof(*ev));
 	unsigned n;
+	bool first = true;
 
-	*in_use = *other = 0;
-	while ((n = dg_vol_fault_events(dd->vol, seq, ev, 32))) {
-		for (unsigned i = 0; i < n; i++) {
-			seq = ev[i].seq;
-			if (ev[i].kind != DG_FAULT_UNRECOVERABLE)
-				continue;
-			if (!strcmp(ev[i].what, "data") &&
-			    ev[i].row < dg_vol_rows(dd->vol) &&
-			    !dg_vol_row_is_parity(dd->vol, ev[i].row,
-						  ev[i].dev) &&
-			    dg_vpn_allocated(dd->vol,
-					     dg_loc_vpn(dd->vol, ev[i].dev,
-							ev[i].row)))
-				++*in_use;
+	if (!ev)
+		return;
+	while ((n = dg_events_since(&dd->events, since, ev, 64, &dropped))) {
+		if (first && dropped) {
+			if (json)
+				dg_outf(o, "{\"dropped\":%" PRIu64 "}\n",
+					dropped);
 			else
-				++*other;
+				dg_outf(o, "(%" PRIu64 " older events dropped "
+					"from the ring)\n", dropped);
+		}
+		first = false;
+		for (unsigned i = 0; i < n; i++) {
+			if (json)
+				event_json(o, &ev[i]);
+			else
+				event_text(o, &ev[i]);
+			since = ev[i].seq;
 		}
 	}
-	if (*in_use + *other < total)
-		*in_use = total - *other;
-	else if (*in_use + *other > total)
-		*other = total > *in_use ? total - *in_use : 0;
+	free(ev);
 }
 
-static void scrub(struct dg_daemon *dd, struct out *o, bool json)
-{
-	struct dg_scrub_report r;
-	uint64_t seq, in_use, other;
-	int ret;
-
-	dg_ctl_log_faults(dd);
-	seq = dd->fault_seq;
-	ret = dg_vol_scrub(dd->vol, true, &r, NULL, NULL);
-	if (!ret)
-		classify_lost(dd, seq, r.unrecoverable, &in_use, &other);
-	dg_ctl_log_faults(dd);
-	if (json) {
-		struct json_object *js = json_object_new_object();
-
-		if (ret) {
-			json_add_str(js, "error", strerror(-ret));
-		} else {
-			json_add_u64(js, "rows_checked", r.rows_checked);
-			json_add_u64(js, "detected", r.detected);
-			json_add_u64(js, "repaired", r.repaired);
-			json_add_u64(js, "unrecoverable", r.unrecoverable);
-			json_add_u64(js, "parity_mismatch", r.parity_mismatch);
-			json_add_u64(js, "parity_fixed", r.parity_fixed);
-			json_add_u64(js, "unrecoverable_in_use", in_use);
-			json_add_u64(js, "unrecoverable_free", other);
-		}
-		outf(o, "%s\n", json_line(js));
-		json_object_put(js);
-		return;
-	}
-	if (ret) {
-		outf(o, "error: %s\n", strerror(-ret));
-		return;
-	}
-	outf(o, "rows checked %" PRIu64 ", detected %" PRIu64 ", repaired %"
-	     PRIu64 ", unrecoverable %" PRIu64 ", parity mismatches %" PRIu64
-	     " (fixed %" PRIu64 ")\n", r.rows_checked, r.detected, r.repaired,
-	     r.unrecoverable, r.parity_mismatch, r.parity_fixed);
-	if (in_use)
-		outf(o, "data lost: %" PRIu64 " %s in use cannot be read: "
-		     "'daxguard-ctl %s status -v' names the files\n", in_use,
-		     in_use == 1 ? "page" : "pages", dd->mountpoint);
-	if (other)
-		outf(o, "redundancy lost: %" PRIu64 " free, parity or checksum "
-		     "%s cannot be read (no file data in them): unmount and "
-		     "run fsck.daxguard -y to reset them\n", other,
-		     other == 1 ? "page" : "pages");
-}
-
-/* One request line, one reply, close. Status is open to anyone who can
- * reach the socket; scrub writes and is for root or the mount's owner. */
+/* One request line, one reply, close: every request is answered at once
+ * (the scrub runs in its own thread, a follower of events polls), so one
+ * thread serves them all. Status, events and scrub status are open to
+ * anyone who can reach the socket; what writes or stops work is for
+ * root or the mount's owner. */
 static void serve(struct dg_daemon *dd, int fd)
 {
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	struct pollfd p = { fd, POLLIN, 0 };
-	struct out o = { 0 };
-	char req[128];
+	struct dg_out o = { 0 };
+	char req[256];
 	ssize_t n = 0;
 	bool json;
 
@@ -489,19 +623,26 @@ static void serve(struct dg_daemon *dd, int fd)
 	req[n] = 0;
 	req[strcspn(req, "\r\n")] = 0;
 	json = strstr(req, " json") != NULL;
+	/* A read that just failed counts, and a file just deleted no
+	 * longer has lost pages. */
+	dg_ctl_log_faults(dd);
+	prune_lost(dd);
 	if (!strncmp(req, "status", 6)) {
-		dg_ctl_log_faults(dd); /* a read that just failed counts */
 		status(dd, &o, json, strstr(req, " verbose") != NULL);
-	} else if (!strncmp(req, "scrub", 5) || !strncmp(req, "clear", 5)) {
+	} else if (!strncmp(req, "events", 6)) {
+		events(dd, req, json, &o);
+	} else if (!strncmp(req, "scrub status", 12)) {
+		dg_scrub_cmd(dd, req + 6, json, &o);
+	} else if (!strncmp(req, "scrub ", 6) || !strncmp(req, "clear", 5)) {
 		if (cred.uid != 0 && cred.uid != getuid())
-			outf(&o, json ? "{\"error\":\"permission denied\"}\n"
+			dg_outf(&o, json ? "{\"error\":\"permission denied\"}\n"
 				      : "error: permission denied\n");
 		else if (req[1] == 'c')
-			scrub(dd, &o, json);
+			dg_scrub_cmd(dd, req + 6, json, &o);
 		else
 			clear(dd, &o);
 	} else {
-		outf(&o, json ? "{\"error\":\"unknown request\"}\n"
+		dg_outf(&o, json ? "{\"error\":\"unknown request\"}\n"
 			      : "error: unknown request\n");
 	}
 	if (o.buf && write(fd, o.buf, o.len) < 0)
@@ -517,6 +658,7 @@ static void *ctl_main(void *arg)
 		struct pollfd p = { dd->sock_fd, POLLIN, 0 };
 
 		dg_ctl_log_faults(dd);
+		prune_lost(dd);
 		if (poll(&p, 1, 200) == 1) {
 			int fd = accept4(dd->sock_fd, NULL, NULL, SOCK_CLOEXEC);
 
@@ -560,6 +702,53 @@ static void remove_dead_sockets(const char *dir)
 	closedir(d);
 }
 
+/*
+ * Each device index's path and state, as status shows them: a present
+ * device by the path it was opened by; a slot left out by the path
+ * given for it when that path carries this volume's superblock for the
+ * slot (stale), else none (missing). Each slot left out is an event.
+ */
+static void slots_init(struct dg_daemon *dd, const struct dg_vol_info *in)
+{
+	char *given[DG_MAX_DEVS];
+	int ng = devlist_split(dd->devs, given, DG_MAX_DEVS);
+
+	for (unsigned d = 0; d < in->ndev; d++) {
+		const char *p = dg_vol_dev_path(dd->vol, d);
+		struct dg_event e;
+
+		dd->slot_state[d] = "online";
+		if (p) {
+			dd->slot_path[d] = strdup(p);
+			continue;
+		}
+		dd->slot_state[d] = "missing";
+		for (int i = 0; i < ng; i++) {
+			struct dg_probe pr;
+			char err[256];
+
+			if (dg_dev_probe(given[i], &pr, err, sizeof(err)) ||
+			    pr.kind != DG_PROBE_DAXGUARD ||
+			    memcmp(pr.uuid, in->uuid, 16) || pr.dev_index != d)
+				continue;
+			dd->slot_state[d] = "stale";
+			dd->slot_path[d] = strdup(given[i]);
+		}
+		dg_event_init(&e, dd->slot_state[d][0] == 's'
+					  ? DG_EV_DEVICE_STALE
+					  : DG_EV_DEVICE_MISSING);
+		e.dev = (int)d;
+		if (dd->slot_path[d])
+			snprintf(e.path, sizeof(e.path), "%s",
+				 dd->slot_path[d]);
+		snprintf(e.detail, sizeof(e.detail), "left out at mount: its "
+			 "pages are read from parity");
+		dg_event_post(&dd->events, &e);
+	}
+	if (ng > 0)
+		devlist_free(given, (unsigned)ng);
+}
+
 int dg_ctl_start(struct dg_daemon *dd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -568,7 +757,10 @@ int dg_ctl_start(struct dg_daemon *dd)
 	const char *dir = "/run/daxguard";
 
 	pthread_mutex_init(&dd->dmg_lock, NULL);
+	pthread_mutex_init(&dd->events.lock, NULL);
+	pthread_mutex_init(&dd->faults_lock, NULL);
 	dg_vol_get_info(dd->vol, &in);
+	slots_init(dd, &in);
 	dg_uuid_format(in.uuid, uuid);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		dir = "/tmp";
@@ -587,6 +779,8 @@ int dg_ctl_start(struct dg_daemon *dd)
 		goto fail;
 	if (pthread_create(&dd->ctl_thread, NULL, ctl_main, dd))
 		goto fail;
+	/* A scrub running at the last unmount or crash goes on. */
+	dg_scrub_init(dd);
 	return 0;
 fail:
 	dg_log(DG_LOG_ERR, "control socket '%s': %s", dd->sock_path,
@@ -603,9 +797,18 @@ void dg_ctl_stop(struct dg_daemon *dd)
 		return;
 	dd->stop = 1;
 	pthread_join(dd->ctl_thread, NULL);
+	/* No command can start it again now; it uses dmg_lock. */
+	dg_scrub_stop(dd);
+	dg_ctl_log_faults(dd);
 	close(dd->sock_fd);
 	unlink(dd->sock_path);
 	free(dd->lost);
 	dd->lost = NULL;
+	for (unsigned d = 0; d < DG_MAX_DEVS; d++) {
+		free(dd->slot_path[d]);
+		dd->slot_path[d] = NULL;
+	}
 	pthread_mutex_destroy(&dd->dmg_lock);
+	pthread_mutex_destroy(&dd->events.lock);
+	pthread_mutex_destroy(&dd->faults_lock);
 }

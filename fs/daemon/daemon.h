@@ -6,8 +6,99 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "fsys.h"
+
+/* ---- events (events.c) ------------------------------------------------ */
+
+enum dg_ev_type {
+	DG_EV_FAULT_DETECTED,	/* from the engine's fault events */
+	DG_EV_FAULT_REPAIRED,
+	DG_EV_FAULT_UNRECOVERABLE,
+	DG_EV_PAGE_RESET,	/* a free page that failed given zeros */
+	DG_EV_SCRUB_STARTED,
+	DG_EV_SCRUB_PAUSED,
+	DG_EV_SCRUB_RESUMED,
+	DG_EV_SCRUB_CANCELLED,
+	DG_EV_SCRUB_FINISHED,
+	DG_EV_DEVICE_MISSING,	/* at mount: a slot with no device */
+	DG_EV_DEVICE_STALE,	/* at mount: a device left out as stale */
+	DG_EV_COUNTERS_CLEARED,
+	DG_EV_NR,
+};
+
+/* One event: a struct, not a line, so that --json and the text form
+ * say the same thing. -1 in an int field: not applicable. */
+struct dg_event {
+	uint64_t seq;		/* 1, 2, ...: set by dg_event_post() */
+	struct timespec time;	/* CLOCK_REALTIME: set by dg_event_post() */
+	enum dg_ev_type type;
+	int dev;		/* device index */
+	int64_t page;		/* device page */
+	int64_t vpn;		/* volume page, for data */
+	int64_t offset;		/* byte offset in path */
+	enum dg_fault_what what; /* fault events only */
+	char path[512];		/* file, or device for device events */
+	char detail[160];
+};
+
+#define DG_EVENT_RING 1024u
+struct dg_events {
+	pthread_mutex_t lock;
+	struct dg_event ring[DG_EVENT_RING];
+	uint64_t seq;		/* last posted */
+};
+
+const char *dg_ev_type_name(enum dg_ev_type t);
+/* Stamp ev, keep it in the ring, and log it (syslog, -o log=PATH or
+ * stderr, as main.c routes dg_log()). */
+void dg_event_post(struct dg_events *e, struct dg_event *ev);
+/* An event with no location yet (dev, page, vpn, offset -1). */
+void dg_event_init(struct dg_event *ev, enum dg_ev_type type);
+/* Events after since, oldest first, up to max; *dropped gets how many
+ * after since were already overwritten. */
+unsigned dg_events_since(struct dg_events *e, uint64_t since,
+			 struct dg_event *out, unsigned max, uint64_t *dropped);
+
+/* ---- background scrub (scrub.c) --------------------------------------- */
+
+struct dg_daemon;
+struct dg_scrub {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* a request, or the thread ended */
+	pthread_t thread;
+	bool thread_live;	/* joined when it ends or at stop */
+	bool running;		/* the thread is scrubbing */
+	enum { DG_SCRUB_GO, DG_SCRUB_PAUSE, DG_SCRUB_CANCEL,
+	       DG_SCRUB_STOP } req;
+	struct dg_scrub_rec rec;	/* by lock; saved in the root */
+	uint64_t run_since_ms;	/* monotonic ms when this run began */
+	uint64_t run_ms0;	/* rec.run_ms when this run began */
+	uint64_t verified0;	/* bytes verified when this run began */
+	uint64_t lost_in_use;	/* unrecoverable pages a file holds */
+	uint64_t lost_other;	/* parity, checksum, or free not reset */
+	uint64_t pages_reset;	/* free pages given zeros */
+	uint64_t fault_seq;	/* engine fault events looked at */
+	int save_err;		/* last dg_vol_scrub_save() error */
+};
+
+int dg_scrub_init(struct dg_daemon *dd);
+/* The ctl commands: text or JSON reply into buf (see ctl_server.c). */
+struct dg_out;
+void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
+		  struct dg_out *o);
+/* Stop the thread (unmount), keeping the record as it is: a scrub
+ * running now resumes at the next mount. */
+void dg_scrub_stop(struct dg_daemon *dd);
+
+/* ---- a growing reply buffer (ctl_server.c) ----------------------------- */
+struct dg_out {
+	char *buf;
+	size_t len, cap;
+};
+void dg_outf(struct dg_out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 struct dg_daemon {
 	struct dg_vol *vol;
@@ -23,7 +114,8 @@ struct dg_daemon {
 	int sock_fd;
 	pthread_t ctl_thread;
 	volatile int stop;
-	uint64_t fault_seq;	/* last fault event logged */
+	uint64_t fault_seq;	/* last fault event logged, by faults_lock */
+	pthread_mutex_t faults_lock;
 	/* Data pages found unrecoverable, with the file page they held
 	 * then; dropped once the page is no longer that file's (deleted,
 	 * truncated) or at "clear". Counters as of the last "clear". All
@@ -34,6 +126,13 @@ struct dg_daemon {
 	} *lost;
 	unsigned nlost, caplost;
 	uint64_t fault_base[DG_FAULT_NR];
+	struct dg_dev_counts dev_base[DG_MAX_DEVS];
+	/* Per device index, at mount: its path (or what was given for a
+	 * slot left out) and state. */
+	char *slot_path[DG_MAX_DEVS];
+	const char *slot_state[DG_MAX_DEVS];	/* online, missing, stale */
+	struct dg_events events;
+	struct dg_scrub scrub;
 	/* libcommit server, commit_server.c */
 	char commit_path[108];
 	int commit_fd;
@@ -44,9 +143,15 @@ extern const struct fuse_lowlevel_ops dg_ll_ops;
 
 int dg_ctl_start(struct dg_daemon *dd);
 void dg_ctl_stop(struct dg_daemon *dd);
-/* Log fault events the engine recorded since the last call, with the
- * file each page belongs to. */
+/* Turn fault events the engine recorded since the last call into
+ * events, with the file each page belongs to. */
 void dg_ctl_log_faults(struct dg_daemon *dd);
+/* A data page found unrecoverable: remember which file page it was (for
+ * status), or, when no file holds it and reset is set, reset it
+ * (dg_vol_reset_lost_page). Returns 1 in use, 0 reset, -1 neither
+ * (parity, checksum, free and not reset, read-only). */
+int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
+		     bool reset);
 
 /* The libcommit socket (path in xattr "user.daxguard.commit"). Stop
  * waits until every client's map is released. */

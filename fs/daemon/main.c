@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -27,6 +28,10 @@ static const char usage[] =
 	"daxguard options (-o):\n"
 	"    degraded          mount (read-only) with devices missing that\n"
 	"                      parity covers; without it such a mount is refused\n"
+	"    log=PATH          append the daemon's messages and events to PATH\n"
+	"                      (default: syslog when /dev/log exists, else\n"
+	"                      stderr in the foreground, else a file named at\n"
+	"                      mount in /run/daxguard)\n"
 	"    timeout=SECONDS   entry and attribute cache timeout (1.0)\n"
 	"    writeback         kernel writeback cache: faster small writes, but\n"
 	"                      a write() is durable only at fsync (default off:\n"
@@ -34,6 +39,7 @@ static const char usage[] =
 
 struct dg_opts {
 	char *devs;
+	char *log;
 	double timeout;
 	int writeback;
 	int degraded;
@@ -44,6 +50,7 @@ struct dg_opts {
 #define DG_OPT(t, p) { t, offsetof(struct dg_opts, p), 1 }
 static const struct fuse_opt dg_fuse_opts[] = {
 	{ "timeout=%lf", offsetof(struct dg_opts, timeout), 0 },
+	{ "log=%s", offsetof(struct dg_opts, log), 0 },
 	DG_OPT("writeback", writeback),
 	DG_OPT("degraded", degraded),
 	DG_OPT("-h", show_help),
@@ -68,20 +75,76 @@ static int opt_proc(void *data, const char *arg, int key,
 	return 1;
 }
 
-static int log_to_syslog;
+/* Where messages go once the mount is up (before that: stderr, to the
+ * one who mounted). Events are messages too (events.c), so whichever is
+ * chosen, nothing is lost for want of a syslog daemon. */
+static enum { TO_STDERR, TO_SYSLOG, TO_FILE } log_to;
+static FILE *log_file;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_quiet;	/* a second look at the devices: said already */
 
 static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 {
+	static const char *const names[] = {
+		[DG_LOG_ERR] = "error",	    [DG_LOG_WARNING] = "warning",
+		[DG_LOG_NOTICE] = "notice", [DG_LOG_INFO] = "info",
+		[DG_LOG_DEBUG] = "debug",
+	};
+
 	if (log_quiet)
 		return;
-	if (log_to_syslog) {
+	if (log_to == TO_SYSLOG) {
 		vsyslog((int)level, fmt, ap);
+	} else if (log_to == TO_FILE) {
+		struct timespec ts;
+		struct tm tm;
+		char t[32];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		localtime_r(&ts.tv_sec, &tm);
+		strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
+		/* One line per message even from many threads. */
+		pthread_mutex_lock(&log_lock);
+		fprintf(log_file, "%s.%03ld daxguard[%d]: %s: ", t,
+			ts.tv_nsec / 1000000, (int)getpid(), names[level]);
+		vfprintf(log_file, fmt, ap);
+		fputc('\n', log_file);
+		fflush(log_file);
+		pthread_mutex_unlock(&log_lock);
 	} else {
 		fprintf(stderr, "daxguard: ");
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
 	}
+}
+
+/* A daemon in the background has no stderr: a syslog if there is one,
+ * else a file in the socket directory, named now while the one who
+ * mounted still reads stderr. */
+static int default_log_path(struct dg_daemon *dd, char *buf, size_t len)
+{
+	struct dg_vol_info in;
+	char u[37];
+	const char *dir = "/run/daxguard";
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		dir = "/tmp";
+	dg_vol_get_info(dd->vol, &in);
+	dg_uuid_format(in.uuid, u);
+	return snprintf(buf, len, "%s/%s.log", dir, u) >= (int)len ? -1 : 0;
+}
+
+/* -o log=PATH is opened before the mount, so a path that cannot be
+ * written is refused with the devices untouched. */
+static int open_log(const char *path)
+{
+	log_file = fopen(path, "ae");
+	if (!log_file) {
+		fprintf(stderr, "daxguard: cannot open log file '%s': %s\n",
+			path, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* ENOTCONN: a mount whose daemon died is still there, and only its
@@ -453,6 +516,8 @@ int main(int argc, char *argv[])
 	}
 	if (check_mountpoint(fo.mountpoint) || !realpath(fo.mountpoint, mnt))
 		goto out_args;
+	if (o.log && open_log(o.log))
+		goto out_args;
 	dd.devs = o.devs;
 	o.devs = NULL;
 	dd.mountpoint = mnt;
@@ -492,10 +557,21 @@ int main(int argc, char *argv[])
 		goto out_signals;
 	mounted = true;
 	dg_log(DG_LOG_NOTICE, "mounted devices=%s mountpoint=%s", dd.devs, mnt);
+	if (!o.log && !fo.foreground && access("/dev/log", W_OK) != 0) {
+		char path[512];
+
+		if (default_log_path(&dd, path, sizeof(path)) == 0 &&
+		    open_log(path) == 0)
+			fprintf(stderr, "daxguard: no syslog (/dev/log): "
+				"messages and events go to '%s' (-o log=PATH "
+				"chooses)\n", path);
+	}
 	if (fuse_daemonize(fo.foreground) != 0)
 		goto out_unmount;
-	if (!fo.foreground) {
-		log_to_syslog = 1;
+	if (log_file) {
+		log_to = TO_FILE;
+	} else if (!fo.foreground) {
+		log_to = TO_SYSLOG;
 		openlog("daxguard", LOG_PID, LOG_DAEMON);
 	}
 	/* Threads only after daemonize: fork keeps just the caller. */
@@ -527,6 +603,11 @@ out_vol:
 	if (dg_vol_close(dd.vol) == 0 && mounted)
 		dg_log(DG_LOG_NOTICE, "unmounted cleanly devices=%s", dd.devs);
 out_args:
+	if (log_file) {
+		log_to = TO_STDERR;
+		fclose(log_file);
+	}
+	free(o.log);
 	free(fo.mountpoint);
 	free(o.devs);
 	free(dd.devs);

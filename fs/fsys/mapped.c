@@ -473,7 +473,7 @@ static int check_old_lines(struct dg_fmap *m, const struct dg_fmap_run *r,
 		dg_vpn_release(vol, m->vpn[p]);
 		if (bad < 0)
 			continue;
-		dg_vpn_fault(vol, m->vpn[p], DG_FAULT_DETECTED, "data",
+		dg_vpn_fault(vol, m->vpn[p], DG_FAULT_DETECTED, DG_WHAT_DATA,
 			     "line checksum mismatch before libcommit commit");
 		ret = repair_page(m, p);
 		if (ret)
@@ -597,7 +597,7 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		dg_vpn_release(vol, m->vpn[p]);
 		if (here) {
 			m->bad[p] = 1;
-			dg_vpn_fault(vol, m->vpn[p], DG_FAULT_DETECTED, "data",
+			dg_vpn_fault(vol, m->vpn[p], DG_FAULT_DETECTED, DG_WHAT_DATA,
 				     "line checksum mismatch (libcommit verify)");
 		}
 	}

@@ -61,3 +61,4 @@ out:
 	free(buf);
 	return ret;
 }
+

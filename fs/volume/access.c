@@ -50,7 +50,7 @@ void dg_vpn_release(struct dg_vol *vol, uint64_t vpn)
 }
 
 void dg_vpn_fault(struct dg_vol *vol, uint64_t vpn, enum dg_fault kind,
-		  const char *what, const char *action)
+		  enum dg_fault_what what, const char *action)
 {
 	struct dg_loc l = dg_vpn_loc(vol, vpn);
 

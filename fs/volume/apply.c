@@ -494,7 +494,10 @@ static unsigned lock_rows(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	return nl;
 }
 
-int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
+/* held: the caller holds the locks of every row r touches, for writing
+ * (dg_apply_locked()). */
+static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
+		 bool held)
 {
 	uint64_t *vpns = NULL, seq;
 	struct apage *pg = NULL;
@@ -553,7 +556,8 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	 * walks the checksum pages of one device in row order. */
 	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
 		dg_csum_cursor_init(&cur[j]);
-	nl = lock_rows(vol, pg, npg, locks);
+	if (!held)
+		nl = lock_rows(vol, pg, npg, locks);
 	ret = prepare_pages(vol, r, n, pg, npg, &cur[DG_MAX_PARITY]);
 	if (!ret && vol->redundancy && vol->parity)
 		ret = prepare_parity(vol, pg, npg, rows, &nrows,
@@ -599,4 +603,14 @@ out:
 	free(pg);
 	free(vpns);
 	return ret;
+}
+
+int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
+{
+	return apply(vol, r, n, false);
+}
+
+int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n)
+{
+	return apply(vol, r, n, true);
 }

@@ -131,8 +131,6 @@ uint64_t dg_super_page(struct dg_vol *vol, unsigned copy);
  * it holds the newest header. */
 void dg_jhead_loc(struct dg_vol *vol, unsigned c, unsigned s, unsigned *dev,
 		  uint64_t *page, bool *newest);
-/* Path of a device of the volume (NULL when missing). */
-const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev);
 
 /* Give up the data page at vpn, no copy of which verifies: write data in
  * its place and recompute the row's parity from the pages as they are.

@@ -93,20 +93,20 @@ static void rflush(struct rctx *c)
 }
 
 static void fill_loc(struct rctx *c, struct dg_chk_event *ev, unsigned dev,
-		     uint64_t row, const char *what)
+		     uint64_t row, enum dg_fault_what what)
 {
 	struct dg_vol *vol = c->vol;
 
 	ev->dev = (int)dev;
-	if (!strcmp(what, "csum-page")) {
+	if (what == DG_WHAT_CSUM_PAGE) {
 		/* row is the checksum page index, dev its owner */
 		ev->page = (int64_t)dg_cpage_copy_page(vol, row, 0);
 		ev->structure = "checksum";
-	} else if (!strcmp(what, "csum-copy") || !strcmp(what, "cmap")) {
+	} else if (what == DG_WHAT_CSUM_COPY || what == DG_WHAT_CMAP) {
 		/* row is the device page of the copy */
 		ev->page = (int64_t)row;
 		ev->structure = "checksum";
-	} else if (!strcmp(what, "ditto")) {
+	} else if (what == DG_WHAT_DITTO) {
 		/* row is the device page of the ditto copy */
 		ev->page = (int64_t)row;
 		ev->structure = "ditto copy";
@@ -129,10 +129,11 @@ static void rdrain(struct rctx *c)
 	while ((n = dg_vol_fault_events(c->vol, c->since, evs, 64)) > 0) {
 		for (unsigned i = 0; i < n; i++) {
 			struct dg_fault_event *f = &evs[i];
-			bool csum = !strncmp(f->what, "csum", 4) ||
-				    !strcmp(f->what, "cmap");
+			bool csum = f->what == DG_WHAT_CSUM_PAGE ||
+				    f->what == DG_WHAT_CSUM_COPY ||
+				    f->what == DG_WHAT_CMAP;
 			/* located by device page, not by data row */
-			bool byloc = csum || !strcmp(f->what, "ditto");
+			bool byloc = csum || f->what == DG_WHAT_DITTO;
 			struct dg_chk_event *ev = NULL;
 			int j;
 

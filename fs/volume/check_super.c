@@ -8,13 +8,6 @@
 #include "csum.h"
 #include "super.h"
 
-const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev)
-{
-	if (dev >= vol->ndev || !vol->devs[dev].present)
-		return NULL;
-	return vol->devs[dev].path;
-}
-
 uint64_t dg_super_page(struct dg_vol *vol, unsigned copy)
 {
 	return copy ? vol->sb.dev_pages - 1 : 0;

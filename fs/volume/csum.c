@@ -151,13 +151,13 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 	unsigned dev = dg_cpage_copy_dev(vol, owner, c);
 
 	if (!quiet)
-		dg_fault_note(vol, DG_FAULT_DETECTED, dev, page, "csum-copy",
+		dg_fault_note(vol, DG_FAULT_DETECTED, dev, page, DG_WHAT_CSUM_COPY,
 			      why);
 	if (vol->read_only)
 		return;
 	dg_repair_write(vol, dev, page << DG_PAGE_SHIFT, img, DG_PAGE_SIZE);
 	if (!quiet)
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, page, "csum-copy",
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, page, DG_WHAT_CSUM_COPY,
 			      "rewritten from the newest copy");
 }
 
@@ -203,9 +203,9 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 		v->result = -EIO;
 		if (!quiet) {
 			dg_fault_note(vol, DG_FAULT_DETECTED, owner, index,
-				      "csum-page", "no copy verifies");
+				      DG_WHAT_CSUM_PAGE, "no copy verifies");
 			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, owner,
-				      index, "csum-page", "EIO");
+				      index, DG_WHAT_CSUM_PAGE, "EIO");
 		}
 		return -EIO;
 	}
@@ -339,7 +339,7 @@ int dg_cmap_load(struct dg_vol *vol)
 				   "%" PRIu64 " verifies: its checksum pages "
 				   "must verify to be read", p);
 			dg_fault_note(vol, DG_FAULT_DETECTED, 0,
-				      vol->sb.cmap_start + p, "cmap",
+				      vol->sb.cmap_start + p, DG_WHAT_CMAP,
 				      "no copy verifies");
 			continue;
 		}
@@ -357,7 +357,7 @@ int dg_cmap_load(struct dg_vol *vol)
 			if (!differs[d] || !vol->devs[d].present)
 				continue;
 			dg_fault_note(vol, DG_FAULT_DETECTED, d,
-				      vol->sb.cmap_start + p, "cmap",
+				      vol->sb.cmap_start + p, DG_WHAT_CMAP,
 				      seen[d] ? "copy is stale" : "copy fails "
 								  "its seal");
 			fix = true;
@@ -368,7 +368,7 @@ int dg_cmap_load(struct dg_vol *vol)
 				if (differs[d] && vol->devs[d].present)
 					dg_fault_note(vol, DG_FAULT_REPAIRED, d,
 						      vol->sb.cmap_start + p,
-						      "cmap", "rewritten from "
+						      DG_WHAT_CMAP, "rewritten from "
 							      "the union");
 		}
 	}

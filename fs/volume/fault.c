@@ -11,13 +11,44 @@ static const char *const fault_names[DG_FAULT_NR] = {
 	[DG_FAULT_UNRECOVERABLE] = "unrecoverable",
 };
 
+static const char *const what_names[DG_WHAT_NR] = {
+	[DG_WHAT_DATA] = "data",	   [DG_WHAT_PARITY] = "parity",
+	[DG_WHAT_CSUM_PAGE] = "csum-page", [DG_WHAT_CSUM_COPY] = "csum-copy",
+	[DG_WHAT_CMAP] = "cmap",	   [DG_WHAT_DITTO] = "ditto",
+};
+
+const char *dg_fault_name(enum dg_fault kind)
+{
+	return (unsigned)kind < DG_FAULT_NR ? fault_names[kind] : "?";
+}
+
+const char *dg_fault_what_name(enum dg_fault_what what)
+{
+	return (unsigned)what < DG_WHAT_NR ? what_names[what] : "?";
+}
+
+/* The scrub of this thread, if one is running: its faults are counted
+ * in its report, a concurrent reader's are not (dg_vol_scrub_rows). */
+static _Thread_local struct dg_scrub_report *scrub_rep;
+
+void dg_fault_attribute(struct dg_scrub_report *rep)
+{
+	scrub_rep = rep;
+}
+
 /* STYLE §5: every fault is logged and counted exactly once per kind. */
 void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
-		   uint64_t row, const char *what, const char *action)
+		   uint64_t row, enum dg_fault_what what, const char *action)
 {
 	struct dg_fault_event *ev;
 
 	atomic_fetch_add(&vol->faults[kind], 1);
+	if (dev < DG_MAX_DEVS)
+		atomic_fetch_add(&vol->dev_faults[dev][kind], 1);
+	if (scrub_rep)
+		*(kind == DG_FAULT_DETECTED   ? &scrub_rep->detected
+		  : kind == DG_FAULT_REPAIRED ? &scrub_rep->repaired
+					      : &scrub_rep->unrecoverable) += 1;
 	pthread_mutex_lock(&vol->fault_lock);
 	ev = &vol->fault_ring[vol->fault_seq % DG_FAULT_RING];
 	memset(ev, 0, sizeof(*ev));
@@ -25,19 +56,40 @@ void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 	ev->kind = kind;
 	ev->dev = dev;
 	ev->row = row;
-	snprintf(ev->what, sizeof(ev->what), "%s", what);
+	ev->what = what;
 	snprintf(ev->action, sizeof(ev->action), "%s", action);
 	pthread_mutex_unlock(&vol->fault_lock);
 	dg_vol_log(vol, kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR
 						       : DG_LOG_WARNING,
 		   "fault %s dev=%u row=%" PRIu64 " what=%s action=%s",
-		   fault_names[kind], dev, row, what, action);
+		   fault_names[kind], dev, row, dg_fault_what_name(what),
+		   action);
 }
 
 void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR])
 {
 	for (int i = 0; i < DG_FAULT_NR; i++)
 		counts[i] = atomic_load(&vol->faults[i]);
+}
+
+void dg_vol_dev_counts(struct dg_vol *vol, unsigned dev,
+		       struct dg_dev_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (dev >= vol->ndev)
+		return;
+	c->read_errors = atomic_load(&vol->dev_read_errors[dev]);
+	c->csum_errors = atomic_load(&vol->dev_faults[dev][DG_FAULT_DETECTED]);
+	c->repaired = atomic_load(&vol->dev_faults[dev][DG_FAULT_REPAIRED]);
+	c->unrecoverable =
+		atomic_load(&vol->dev_faults[dev][DG_FAULT_UNRECOVERABLE]);
+}
+
+const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev)
+{
+	if (dev >= vol->ndev || !vol->devs[dev].present)
+		return NULL;
+	return vol->devs[dev].path;
 }
 
 unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,

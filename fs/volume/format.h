@@ -288,6 +288,27 @@ _Static_assert(sizeof(struct dg_djrange) == 24, "djrange size");
  * Volume root, vpn 0. Written by mkfs through the update path; the
  * filesystem layer keeps its own fields in fs[].
  */
+/*
+ * The background scrub's position (volume.h, struct dg_scrub_rec), in
+ * bytes that were reserved and zero: all zero (no magic) reads as "no
+ * scrub recorded", so volumes made before it need no new version and
+ * older binaries ignore it. In the root because the scrub is the
+ * volume's, and the root has ditto copies and is written through the
+ * update path like any other page.
+ */
+#define DG_SCRUB_MAGIC 0x4255524353475844ull /* "DXGSCRUB" */
+struct dg_dscrub {
+	uint64_t magic;		/* DG_SCRUB_MAGIC, or 0: none */
+	uint64_t state;		/* enum dg_scrub_state */
+	uint64_t next_row;
+	uint64_t started, ended; /* seconds since the epoch */
+	uint64_t run_ms;
+	uint64_t rate;		/* bytes per second; 0 unlimited */
+	uint64_t rows_checked, detected, repaired, unrecoverable;
+	uint64_t parity_mismatch, parity_fixed;
+};
+_Static_assert(sizeof(struct dg_dscrub) == 104, "dscrub size");
+
 struct dg_droot {
 	uint64_t magic;		/* DG_ROOT_MAGIC */
 	uint64_t vpns;		/* data pages in the volume */
@@ -296,7 +317,8 @@ struct dg_droot {
 	uint64_t meta_vpns;	/* vpns [0, meta_vpns) are reserved metadata */
 	uint64_t zone_vpns;	/* vpns [0, zone_vpns): metadata zone
 				   (= sb.ditto_pages); 0 without META_ZONE */
-	uint8_t reserved[208];	/* zero */
+	struct dg_dscrub scrub;	/* where the last background scrub stands */
+	uint8_t reserved[104];	/* zero */
 	uint8_t fs[3840];	/* owned by the filesystem layer */
 };
 _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");

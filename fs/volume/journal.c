@@ -306,9 +306,9 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 		    dg_csum_page(vol, t[i].dev, t[i].row, dg_dev_ptr(d, off)) !=
 			    t[i].csum) {
 			dg_fault_note(vol, DG_FAULT_DETECTED, t[i].dev, t[i].row,
-				      "data", "replayed page differs from journal");
+				      DG_WHAT_DATA, "replayed page differs from journal");
 			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, t[i].dev,
-				      t[i].row, "data", "none");
+				      t[i].row, DG_WHAT_DATA, "none");
 		} else if (d->present && !dg_row_dev_is_parity(vol, t[i].row,
 							       t[i].dev) &&
 			   dg_ditto_has(vol, dg_loc_vpn(vol, t[i].dev,

@@ -96,11 +96,11 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			lost[p] = false;
 			if (!vol->devs[pd].present)
 				continue;
-			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row, "data",
+			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row, DG_WHAT_DATA,
 				      "found while rebuilding a neighbour");
 			if (!vol->read_only)
 				dg_repair_page(vol, pd, row, pages[p]);
-			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row, "data",
+			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row, DG_WHAT_DATA,
 				      "from a ditto copy");
 		}
 	}
@@ -123,13 +123,13 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			memcpy(buf, pages[p], DG_PAGE_SIZE);
 		if (p != want)
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row,
-				      p < vol->k ? "data" : "parity",
+				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				      "found while rebuilding a neighbour");
 		if (d->present && !vol->read_only && cs[p] != DG_CSUM_NONE)
 			dg_repair_page(vol, pd, row, pages[p]);
 		if (p != want)
 			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row,
-				      p < vol->k ? "data" : "parity",
+				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				      "rebuilt from parity");
 	}
 	ret = 0;
@@ -142,6 +142,7 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		     unsigned dev, uint64_t row, void *buf, uint64_t *csum_out)
 {
 	struct dg_dev *d = &vol->devs[dev];
+	enum dg_fault_what what;
 	uint64_t csum;
 	int ret;
 
@@ -157,12 +158,13 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	if (fetch_verified(vol, dev, row, csum, buf))
 		return 0;
 	if (!d->present) { /* degraded: the page lives only in parity */
+		atomic_fetch_add(&vol->dev_read_errors[dev], 1);
 		ret = rebuild_from_row(vol, dev, row, csum, buf);
 		if (ret == -EIO && dg_ditto_read(vol, dev, row, csum, buf) == 0)
 			return 0;
 		if (ret == -EIO)
 			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row,
-				      "data", "EIO: device missing");
+				      DG_WHAT_DATA, "EIO: device missing");
 		return ret;
 	}
 
@@ -170,13 +172,14 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	 * a page that matches only an older copy is stale: it is rebuilt
 	 * from parity like any other bad page, never "proven" by the copy
 	 * it happens to agree with (DESIGN §6). */
-	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row,
-		      dg_row_dev_is_parity(vol, row, dev) ? "parity" : "data",
+	what = dg_row_dev_is_parity(vol, row, dev) ? DG_WHAT_PARITY
+						   : DG_WHAT_DATA;
+	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
 		      "checksum mismatch");
 	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
 		if (!vol->read_only)
 			dg_repair_page(vol, dev, row, buf);
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, what,
 			      "rebuilt from parity");
 		return 0;
 	}
@@ -184,11 +187,11 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	if (dg_ditto_read(vol, dev, row, csum, buf) == 0) {
 		if (!vol->read_only)
 			dg_repair_page(vol, dev, row, buf);
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, "data",
+		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, what,
 			      "from a ditto copy");
 		return 0;
 	}
-	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, "data", "EIO");
+	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, what, "EIO");
 	return -EIO;
 }
 

@@ -68,13 +68,13 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 				continue;
 			(*stale)++;
 			dg_fault_note(vol, DG_FAULT_DETECTED, d->idx,
-				      off >> DG_PAGE_SHIFT, "ditto",
+				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
 				      "copy differs from the page");
 			if (!repair || vol->read_only)
 				continue;
 			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
 			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
-				      off >> DG_PAGE_SHIFT, "ditto",
+				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
 				      "rewritten from the page");
 		}
 		pthread_rwlock_unlock(lk);
@@ -212,8 +212,9 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 	struct dg_csum_cursor cur[DG_MAX_DEVS];
 	uint64_t before[DG_FAULT_NR], after[DG_FAULT_NR];
 	uint64_t cs[DG_MAX_DEVS], stale;
+	uint64_t end = p->end && p->end < vol->sb.rows ? p->end : vol->sb.rows;
 	uint8_t *mem;
-	int ret;
+	int ret = 0;
 
 	mem = aligned_alloc(DG_PAGE_SIZE,
 			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
@@ -224,11 +225,13 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 		dg_csum_cursor_init(&cur[d]);
 		cur[d].uncached = true;
 	}
-	for (uint64_t row = 0; row < vol->sb.rows; row++) {
+	for (uint64_t row = p->first; row < end; row++) {
 		pthread_rwlock_t *lk = dg_row_lock(vol, row);
 
 		if (p->progress && row % 1024 == 0)
 			p->progress(p->parg, row, vol->sb.rows);
+		/* One row's lock at a time, only while that row is checked:
+		 * reads and updates of every other row go on. */
 		pthread_rwlock_wrlock(lk);
 		/* Online, updates change checksum pages between rows: look
 		 * them up again. Offline (fsck, the only writer), a page
@@ -248,11 +251,13 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 		if (p->after)
 			p->after(p->arg);
 	}
-	ret = dg_ditto_check(vol, p->repair && !vol->read_only, &stale);
-	if (p->after)
-		p->after(p->arg);
-	if (p->progress)
-		p->progress(p->parg, vol->sb.rows, vol->sb.rows);
+	if (!p->rows_only) {
+		ret = dg_ditto_check(vol, p->repair && !vol->read_only, &stale);
+		if (p->after)
+			p->after(p->arg);
+		if (p->progress)
+			p->progress(p->parg, vol->sb.rows, vol->sb.rows);
+	}
 	for (unsigned d = 0; d < vol->ndev; d++)
 		dg_csum_cursor_fini(&cur[d]);
 	free(mem);
@@ -261,7 +266,6 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 
 struct scrub {
 	struct dg_vol *vol;
-	bool repair;
 	struct dg_scrub_report *rep;
 };
 
@@ -281,26 +285,58 @@ static void scrub_row(void *arg, uint64_t row, const uint64_t *cs, bool ok,
 		   fixed ? " action=recomputed" : "");
 }
 
+/* The scrub's pass over p's rows, its faults counted in rep: the ones
+ * this thread met, never a concurrent reader's (dg_fault_attribute()). */
+static int scrub_pass(struct dg_vol *vol, struct dg_row_pass *p,
+		      struct dg_scrub_report *rep)
+{
+	struct scrub s = { vol, rep };
+	int ret;
+
+	if (!vol->redundancy)
+		return 0;
+	p->row = scrub_row;
+	p->arg = &s;
+	dg_fault_attribute(rep);
+	ret = dg_vol_pass_rows(vol, p);
+	dg_fault_attribute(NULL);
+	return ret;
+}
+
 int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		 dg_progress_fn progress, void *arg)
 {
-	struct scrub s = { vol, repair, rep };
 	struct dg_row_pass p = {
 		.repair = repair, .progress = progress, .parg = arg,
-		.row = scrub_row, .arg = &s,
 	};
-	uint64_t before[DG_FAULT_NR], after[DG_FAULT_NR];
-	int ret;
 
 	memset(rep, 0, sizeof(*rep));
+	return scrub_pass(vol, &p, rep);
+}
+
+int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
+		      uint64_t end, struct dg_scrub_report *rep)
+{
+	struct dg_row_pass p = {
+		.repair = repair, .first = first, .end = end,
+		.rows_only = true,
+	};
+
+	if (first >= end)
+		return 0;
+	return scrub_pass(vol, &p, rep);
+}
+
+int dg_vol_scrub_ditto(struct dg_vol *vol, bool repair,
+		       struct dg_scrub_report *rep)
+{
+	uint64_t stale;
+	int ret;
+
 	if (!vol->redundancy)
 		return 0;
-	dg_vol_fault_counts(vol, before);
-	ret = dg_vol_pass_rows(vol, &p);
-	dg_vol_fault_counts(vol, after);
-	rep->detected = after[DG_FAULT_DETECTED] - before[DG_FAULT_DETECTED];
-	rep->repaired = after[DG_FAULT_REPAIRED] - before[DG_FAULT_REPAIRED];
-	rep->unrecoverable = after[DG_FAULT_UNRECOVERABLE] -
-			     before[DG_FAULT_UNRECOVERABLE];
+	dg_fault_attribute(rep);
+	ret = dg_ditto_check(vol, repair && !vol->read_only, &stale);
+	dg_fault_attribute(NULL);
 	return ret;
 }

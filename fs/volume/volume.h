@@ -259,7 +259,35 @@ enum dg_fault {
 	DG_FAULT_UNRECOVERABLE, /* ... and could not be */
 	DG_FAULT_NR,
 };
+/* "detected", "repaired", "unrecoverable". */
+const char *dg_fault_name(enum dg_fault kind);
+/* What a fault hit. Where `row` of an event points depends on it: a data
+ * row (DATA, PARITY), a checksum page index with dev its owner
+ * (CSUM_PAGE), or a device page (CSUM_COPY, CMAP, DITTO). */
+enum dg_fault_what {
+	DG_WHAT_DATA,		/* a data page of a row */
+	DG_WHAT_PARITY,		/* a parity page of a row */
+	DG_WHAT_CSUM_PAGE,	/* a checksum page: no copy verifies */
+	DG_WHAT_CSUM_COPY,	/* one copy of a checksum page */
+	DG_WHAT_CMAP,		/* a copy of the checksum-page init map */
+	DG_WHAT_DITTO,		/* a ditto copy of a metadata zone page */
+	DG_WHAT_NR,
+};
+/* "data", "parity", "csum-page", "csum-copy", "cmap", "ditto". */
+const char *dg_fault_what_name(enum dg_fault_what what);
 void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR]);
+/* Counters of one device, as zpool status shows them: pages it could
+ * not serve (read_errors: it is missing, so each page read from it came
+ * from the rest of its row or failed), pages of it that failed their
+ * checksum (csum_errors; a checksum page that no copy verifies counts
+ * on its owner), and of those, repaired and unrecoverable. */
+struct dg_dev_counts {
+	uint64_t read_errors, csum_errors, repaired, unrecoverable;
+};
+void dg_vol_dev_counts(struct dg_vol *vol, unsigned dev,
+		       struct dg_dev_counts *c);
+/* Path of a device of the volume (NULL when missing). */
+const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev);
 
 /* The most recent fault events (a ring of DG_FAULT_RING), so a daemon
  * can report each one with the file it hit, outside the engine's locks. */
@@ -268,8 +296,8 @@ struct dg_fault_event {
 	uint64_t seq;		/* 1, 2, ... */
 	enum dg_fault kind;
 	unsigned dev;
-	uint64_t row;		/* data row, or checksum page index */
-	char what[16];		/* data, parity, csum-page, csum-replica */
+	uint64_t row;		/* data row, or as enum dg_fault_what says */
+	enum dg_fault_what what;
 	char action[48];
 };
 /* Copy events newer than since, oldest first; returns how many. */
@@ -288,11 +316,58 @@ typedef void (*dg_progress_fn)(void *arg, uint64_t done, uint64_t total);
 /*
  * Check every written row: each page against its checksum (repairing
  * from parity through the read path when writable) and the parity
- * against the verified data (recomputed when repair is set). Never
- * writes on a read-only volume.
+ * against the verified data (recomputed when repair is set), then the
+ * ditto copies. Never writes on a read-only volume.
  */
 int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 		 dg_progress_fn progress, void *arg);
+/*
+ * The same, of rows [first, end) only, adding to *rep (zero it first):
+ * a background scrub goes a few rows at a time, taking each row's lock
+ * only while it checks that row, so reads and writes go on beside it.
+ * The faults counted are the ones this thread met, not a concurrent
+ * reader's. dg_vol_scrub_ditto() is the ditto pass that ends a scrub.
+ */
+int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
+		      uint64_t end, struct dg_scrub_report *rep);
+int dg_vol_scrub_ditto(struct dg_vol *vol, bool repair,
+		       struct dg_scrub_report *rep);
+
+/*
+ * Where a background scrub stands, kept in the volume root (struct
+ * dg_dscrub, format.h) so a scrub paused, unmounted or cut short by a
+ * crash resumes where it was. Saved through the update path.
+ */
+enum dg_scrub_state {
+	DG_SCRUB_NONE,		/* never ran, or the record was lost */
+	DG_SCRUB_RUNNING,	/* at a crash or unmount: resume it */
+	DG_SCRUB_PAUSED,
+	DG_SCRUB_CANCELLED,
+	DG_SCRUB_FINISHED,
+};
+struct dg_scrub_rec {
+	enum dg_scrub_state state;
+	uint64_t next_row;	/* first row not yet checked */
+	uint64_t started;	/* seconds since the epoch */
+	uint64_t ended;		/* finished or cancelled at; 0 otherwise */
+	uint64_t run_ms;	/* time spent running, pauses excluded */
+	uint64_t rate;		/* bytes per second asked for; 0 unlimited */
+	struct dg_scrub_report rep;
+};
+/* 0 and the record (state NONE when none was ever saved); -EIO when the
+ * root cannot be read. */
+int dg_vol_scrub_load(struct dg_vol *vol, struct dg_scrub_rec *rec);
+/* Through dg_apply(): -EROFS on a read-only volume. */
+int dg_vol_scrub_save(struct dg_vol *vol, const struct dg_scrub_rec *rec);
+
+/*
+ * Give a data page that failed beyond parity fresh contents (zeros) once
+ * no file holds it, on a mounted volume, without stopping its readers
+ * or writers (lost_page.c says why that is safe). 0 done; -EBUSY the page
+ * is in use; -EIO another page in use in its row cannot be read;
+ * -EROFS read-only or degraded; -EINVAL not a data page.
+ */
+int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn);
 
 /* ---- for the layers above (access.c) -------------------------------- */
 
@@ -316,7 +391,7 @@ void dg_vpn_hold(struct dg_vol *vol, uint64_t vpn);
 void dg_vpn_release(struct dg_vol *vol, uint64_t vpn);
 /* Count, keep and log a fault a layer above found at vpn. */
 void dg_vpn_fault(struct dg_vol *vol, uint64_t vpn, enum dg_fault kind,
-		  const char *what, const char *action);
+		  enum dg_fault_what what, const char *action);
 /* A new read-only descriptor of device dev (O_CLOEXEC), or -errno. */
 int dg_vol_dev_open_ro(struct dg_vol *vol, unsigned dev);
 

@@ -12,7 +12,9 @@
 #include "media.h"
 
 /* Lock classes, in the order they are taken (DESIGN §5):
- *   row locks (sorted by index)  ->  journal lock  ->  cmap init lock
+ *   alloc_lock (a commit that changes the bitmap, the reset of a lost
+ *   free page)  ->  row locks (sorted by index)  ->  journal lock  ->
+ *   cmap init lock
  *   ->  csum page locks  ->  cmap lock
  * Row locks serialise everything that touches one row: a page's
  * read-modify-write, its parity delta, and reconstruction from the row,
@@ -95,6 +97,8 @@ struct dg_vol {
 	void *page_hook_arg;
 
 	_Atomic uint64_t faults[DG_FAULT_NR];
+	_Atomic uint64_t dev_faults[DG_MAX_DEVS][DG_FAULT_NR];
+	_Atomic uint64_t dev_read_errors[DG_MAX_DEVS];
 	pthread_mutex_t fault_lock;
 	struct dg_fault_event fault_ring[DG_FAULT_RING]; /* by fault_lock */
 	uint64_t fault_seq;				 /* by fault_lock */
@@ -236,6 +240,12 @@ void dg_parity_compute(const struct dg_vol *vol, uint8_t **data,
 int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
 		      const bool *lost, size_t len);
 
+/* ---- apply.c --------------------------------------------------------- */
+/* dg_apply() for a caller that already holds the lock of every row the
+ * ranges touch, for writing: a check and the update it decides on then
+ * see the same row (reclaim.c). */
+int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n);
+
 /* ---- read.c ---------------------------------------------------------- */
 /* Read row's pages, verified (repaired where parity allows), into the
  * first k + parity page slots of mem and compute its parity into the
@@ -267,6 +277,8 @@ struct dg_row_pass {
 		    unsigned stale, bool fixed);
 	void (*after)(void *arg);
 	void *arg;
+	uint64_t first, end;	/* rows [first, end); end 0: to the last */
+	bool rows_only;		/* no ditto pass after the rows */
 };
 int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p);
 /* The parity pages of row, computed from its verified data, then their
@@ -283,7 +295,9 @@ int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 /* ---- fault.c --------------------------------------------------------- */
 /* Count a fault, keep it in the event ring and log it. */
 void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
-		   uint64_t row, const char *what, const char *action);
+		   uint64_t row, enum dg_fault_what what, const char *action);
+/* Count this thread's faults in rep too (NULL: stop). */
+void dg_fault_attribute(struct dg_scrub_report *rep);
 
 /* ---- journal.c ------------------------------------------------------- */
 int dg_journal_open(struct dg_vol *vol, bool recover);

@@ -109,7 +109,30 @@ def test_clear_resets_counters(lost):
     assert v.status()["damaged_files"][0]["path"] == "/big"
 
 
+def events(v):
+    p = ctl(v, "events", "--json")
+    assert p.returncode == 0, p
+    return [json.loads(x) for x in p.stdout.splitlines()]
+
+
+def assert_gone_for_good(v):
+    """No scrub, and no fsck after the unmount, finds anything left."""
+    p = ctl(v, "scrub", "--json")
+    r = json.loads(p.stdout)
+    assert p.returncode == 0 and r["detected"] == 0 and \
+        r["unrecoverable"] == 0, p.stdout
+    v.umount()
+    rc, rep, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 0 and rep["findings"] == [], p.stdout + p.stderr
+    v.mount()
+    assert (v.mnt / "small").read_bytes() == b"small file\n"
+    assert v.status()["health"] == "ok"
+
+
 def test_errors_go_away_with_the_deleted_file(lost):
+    """Issue 16's leftover: once the file is deleted, its unreadable page
+    is given fresh contents while the volume stays mounted, not after an
+    offline fsck -y."""
     v, _ = lost
     assert ctl(v, "scrub").returncode == 3
     assert v.status()["health"] == "data_lost"
@@ -120,28 +143,32 @@ def test_errors_go_away_with_the_deleted_file(lost):
     p = ctl(v, "status")
     assert "\nhealth ok (4 of 4 devices present)\n" in p.stdout
     assert "data lost" not in p.stdout
-    # The freed page is still unreadable: scrub says it holds no data.
+    reset = [e for e in events(v) if e["type"] == "free-page-reset"]
+    assert reset and reset[0]["detail"] == ("its file gave it up: "
+                                            "rewritten as zeros with its "
+                                            "row"), reset
+    assert_gone_for_good(v)
+
+
+def test_scrub_resets_a_free_page_no_one_read(lost):
+    """The file is deleted before anything read the bad page: the scrub
+    meets it free, resets it (exit 0: nothing is lost) and says so."""
+    v, _ = lost
+    os.unlink(v.mnt / "big")
     p = ctl(v, "scrub", "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
     r = json.loads(p.stdout)
-    assert r["unrecoverable_in_use"] == 0 and r["unrecoverable_free"] >= 1
-    p = ctl(v, "scrub")
-    assert "data lost" not in p.stdout
-    assert "redundancy lost: " in p.stdout and \
-        "run fsck.daxguard -y to reset them\n" in p.stdout
-    v.umount()
-    # fsck -y resets it (exit 1), and then it is gone for good.
-    rc, rep, p = fsck(v.devs, "-y", json_out=True)
-    assert rc == 1, p.stdout + p.stderr
-    actions = {f["action"] for f in rep["findings"]}
-    assert "free page reset" in actions, rep
-    assert all(f["fixed"] for f in rep["findings"]), rep
-    rc, _, p = fsck(v.devs, "-y")
-    assert rc == 0, p.stdout
-    v.mount()
-    p = ctl(v, "scrub")
-    assert p.returncode == 0 and ", unrecoverable 0," in p.stdout, p.stdout
-    assert (v.mnt / "small").read_bytes() == b"small file\n"
-    assert v.status()["health"] == "ok"
+    assert r["unrecoverable"] >= 1 and r["unrecoverable_in_use"] == 0, r
+    assert r["free_pages_reset"] >= 1 and \
+        r["unrecoverable_not_reset"] == 0, r
+    ev = events(v)
+    reset = [e for e in ev if e["type"] == "free-page-reset"]
+    assert reset and reset[0]["detail"].startswith("unreadable, and no "
+                                                   "file holds it"), ev
+    lost_ev = [e for e in ev if e["type"] == "fault-unrecoverable" and
+               e["what"] == "data"]
+    assert {e["vpn"] for e in reset} <= {e["vpn"] for e in lost_ev}, ev
+    assert_gone_for_good(v)
 
 
 def test_fsck_never_zeroes_a_page_a_file_still_uses(volume_factory):

@@ -52,17 +52,17 @@ static void each_volume_its_own_sink(void)
 	dg_vol_set_log(a, sink_a, DG_LOG_DEBUG);
 	dg_vol_set_log(b, sink_b, DG_LOG_ERR);
 
-	dg_vpn_fault(a, 5, DG_FAULT_DETECTED, "data", "test");
+	dg_vpn_fault(a, 5, DG_FAULT_DETECTED, DG_WHAT_DATA, "test");
 	CHECK_EQ(sinks[0].n, 1);
 	CHECK(strstr(sinks[0].last, "action=test") != NULL);
 	CHECK_EQ(sinks[1].n + sinks[2].n, 0);
 	/* b takes errors only: a warning is dropped, an error is not */
-	dg_vpn_fault(b, 5, DG_FAULT_DETECTED, "data", "test");
+	dg_vpn_fault(b, 5, DG_FAULT_DETECTED, DG_WHAT_DATA, "test");
 	CHECK_EQ(sinks[1].n, 0);
-	dg_vpn_fault(b, 5, DG_FAULT_UNRECOVERABLE, "data", "test");
+	dg_vpn_fault(b, 5, DG_FAULT_UNRECOVERABLE, DG_WHAT_DATA, "test");
 	CHECK_EQ(sinks[1].n, 1);
 	/* c has none of its own; nor has code outside any volume */
-	dg_vpn_fault(c, 5, DG_FAULT_UNRECOVERABLE, "data", "test");
+	dg_vpn_fault(c, 5, DG_FAULT_UNRECOVERABLE, DG_WHAT_DATA, "test");
 	dg_log(DG_LOG_ERR, "outside");
 	CHECK_EQ(sinks[2].n, 2);
 	CHECK_EQ(sinks[0].n, 1);

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/* events.c -- the daemon's ring of events: faults, scrubs, devices */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon.h"
+
+static const char *const type_names[DG_EV_NR] = {
+	[DG_EV_FAULT_DETECTED] = "fault-detected",
+	[DG_EV_FAULT_REPAIRED] = "fault-repaired",
+	[DG_EV_FAULT_UNRECOVERABLE] = "fault-unrecoverable",
+	[DG_EV_PAGE_RESET] = "free-page-reset",
+	[DG_EV_SCRUB_STARTED] = "scrub-started",
+	[DG_EV_SCRUB_PAUSED] = "scrub-paused",
+	[DG_EV_SCRUB_RESUMED] = "scrub-resumed",
+	[DG_EV_SCRUB_CANCELLED] = "scrub-cancelled",
+	[DG_EV_SCRUB_FINISHED] = "scrub-finished",
+	[DG_EV_DEVICE_MISSING] = "device-missing",
+	[DG_EV_DEVICE_STALE] = "device-stale",
+	[DG_EV_COUNTERS_CLEARED] = "counters-cleared",
+};
+
+const char *dg_ev_type_name(enum dg_ev_type t)
+{
+	return (unsigned)t < DG_EV_NR ? type_names[t] : "?";
+}
+
+void dg_event_init(struct dg_event *ev, enum dg_ev_type type)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+	ev->dev = -1;
+	ev->page = ev->vpn = ev->offset = -1;
+}
+
+/* Unrecoverable faults and lost devices are errors, faults found or
+ * repaired warnings (a device is failing), the rest notices. */
+static enum dg_log_level level_of(enum dg_ev_type t)
+{
+	switch (t) {
+	case DG_EV_FAULT_UNRECOVERABLE:
+	case DG_EV_DEVICE_MISSING:
+	case DG_EV_DEVICE_STALE:
+		return DG_LOG_ERR;
+	case DG_EV_FAULT_DETECTED:
+	case DG_EV_FAULT_REPAIRED:
+		return DG_LOG_WARNING;
+	default:
+		return DG_LOG_NOTICE;
+	}
+}
+
+void dg_event_post(struct dg_events *e, struct dg_event *ev)
+{
+	char loc[160] = "";
+	size_t n = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ev->time);
+	pthread_mutex_lock(&e->lock);
+	ev->seq = ++e->seq;
+	e->ring[(ev->seq - 1) % DG_EVENT_RING] = *ev;
+	pthread_mutex_unlock(&e->lock);
+	/* key=value, as the daemon's other log lines, so one grep finds
+	 * an event in syslog, the log file or the ring. */
+	if (ev->dev >= 0)
+		n += (size_t)snprintf(loc + n, sizeof(loc) - n, " dev=%d",
+				      ev->dev);
+	if (ev->page >= 0 && n < sizeof(loc))
+		n += (size_t)snprintf(loc + n, sizeof(loc) - n,
+				      " page=%" PRId64, ev->page);
+	if (ev->type <= DG_EV_FAULT_UNRECOVERABLE && n < sizeof(loc))
+		n += (size_t)snprintf(loc + n, sizeof(loc) - n, " what=%s",
+				      dg_fault_what_name(ev->what));
+	if (ev->vpn >= 0 && n < sizeof(loc))
+		n += (size_t)snprintf(loc + n, sizeof(loc) - n,
+				      " vpn=%" PRId64, ev->vpn);
+	if (ev->offset >= 0 && n < sizeof(loc))
+		snprintf(loc + n, sizeof(loc) - n, " offset=%" PRId64,
+			 ev->offset);
+	dg_log(level_of(ev->type), "event %s seq=%" PRIu64 "%s%s%s%s%s",
+	       dg_ev_type_name(ev->type), ev->seq, loc,
+	       ev->path[0] ? " path=" : "", ev->path,
+	       ev->detail[0] ? ": " : "", ev->detail);
+}
+
+unsigned dg_events_since(struct dg_events *e, uint64_t since,
+			 struct dg_event *out, unsigned max, uint64_t *dropped)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&e->lock);
+	*dropped = 0;
+	if (e->seq > since + DG_EVENT_RING) {
+		*dropped = e->seq - DG_EVENT_RING - since;
+		since = e->seq - DG_EVENT_RING;
+	}
+	for (uint64_t s = since + 1; s <= e->seq && n < max; s++)
+		out[n++] = e->ring[(s - 1) % DG_EVENT_RING];
+	pthread_mutex_unlock(&e->lock);
+	return n;
+}

@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: MIT
+/* scrub.c -- the background scrub: a thread, its commands, its record */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "json.h"
+
+/* Rows checked between looks at the commands and the rate: a row locks
+ * one of the row locks for a few microseconds, a batch is well under a
+ * millisecond, so pause and cancel answer at once. */
+#define BATCH_ROWS 8
+/* How often the position is saved while running: a crash repeats at
+ * most this much of the scrub. */
+#define SAVE_MS 2000
+
+static const char *const state_names[] = {
+	[DG_SCRUB_NONE] = "none",	    [DG_SCRUB_RUNNING] = "running",
+	[DG_SCRUB_PAUSED] = "paused",	    [DG_SCRUB_CANCELLED] = "cancelled",
+	[DG_SCRUB_FINISHED] = "finished",
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Bytes of one row on all devices: what checking a written row reads. */
+static uint64_t row_bytes(struct dg_daemon *dd)
+{
+	struct dg_vol_info in;
+
+	dg_vol_get_info(dd->vol, &in);
+	return (uint64_t)in.ndev * DG_PAGE_SIZE;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void post(struct dg_daemon *dd, enum dg_ev_type t, const char *fmt,
+		 ...)
+{
+	struct dg_event ev;
+	va_list ap;
+
+	dg_event_init(&ev, t);
+	va_start(ap, fmt);
+	vsnprintf(ev.detail, sizeof(ev.detail), fmt, ap);
+	va_end(ap);
+	dg_event_post(&dd->events, &ev);
+}
+
+/* Save the record; s->lock held. A read-only mount keeps it in memory
+ * only (nothing may be written), and says so in status. */
+static void save(struct dg_daemon *dd)
+{
+	struct dg_scrub *s = &dd->scrub;
+	struct dg_scrub_rec rec = s->rec;
+	struct dg_vol_info in;
+
+	dg_vol_get_info(dd->vol, &in);
+	if (in.read_only) {
+		s->save_err = -EROFS;
+		return;
+	}
+	if (rec.state == DG_SCRUB_RUNNING)
+		rec.run_ms = s->run_ms0 + (now_ms() - s->run_since_ms);
+	/* The update path takes row locks, never the scrub's lock: safe
+	 * to call with it held. */
+	s->save_err = dg_vol_scrub_save(dd->vol, &rec);
+	if (s->save_err)
+		dg_log(DG_LOG_WARNING, "scrub: cannot save its position: %s",
+		       strerror(-s->save_err));
+}
+
+/* Unrecoverable pages the engine reported since the last look: a data
+ * page a file holds is lost data (status names the file); a free one
+ * is reset at once, so it is not reported again (issue 16). The reset
+ * rewrites the row whole, parity included, so a parity page of a row
+ * reset counts as repaired too: data pages first, then the rest. */
+static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
+			   uint64_t *other, uint64_t *reset)
+{
+	struct dg_scrub *s = &dd->scrub;
+	struct dg_fault_event ev[32], rest[64];
+	uint64_t rows_reset[64];
+	unsigned n, nrest = 0, nreset = 0;
+
+	/* The faults are events before the scrub's own next one is, so
+	 * the ring keeps them in the order they happened. */
+	dg_ctl_log_faults(dd);
+	while ((n = dg_vol_fault_events(dd->vol, s->fault_seq, ev, 32))) {
+		for (unsigned i = 0; i < n; i++) {
+			s->fault_seq = ev[i].seq;
+			if (ev[i].kind != DG_FAULT_UNRECOVERABLE)
+				continue;
+			switch (dg_ctl_lost_page(dd, &ev[i], true)) {
+			case 1:
+				++*in_use;
+				break;
+			case 0:
+				++*reset;
+				if (nreset < 64)
+					rows_reset[nreset++] = ev[i].row;
+				break;
+			default:
+				if (nrest < 64)
+					rest[nrest++] = ev[i];
+				else
+					++*other;
+			}
+		}
+	}
+	for (unsigned i = 0; i < nrest; i++) {
+		bool fixed = false;
+
+		for (unsigned j = 0; j < nreset && !fixed; j++)
+			fixed = rest[i].what == DG_WHAT_PARITY &&
+				rest[i].row == rows_reset[j];
+		if (fixed)
+			++*reset;
+		else
+			++*other;
+	}
+}
+
+/* Sleep until the bytes verified in this run are within the rate, or a
+ * command comes; s->lock held. */
+static void hold_rate(struct dg_scrub *s, uint64_t verified)
+{
+	uint64_t due_ms, t;
+	struct timespec until;
+
+	if (!s->rec.rate)
+		return;
+	due_ms = (verified - s->verified0) * 1000 / s->rec.rate;
+	t = now_ms() - s->run_since_ms;
+	if (due_ms <= t)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)((due_ms - t) / 1000);
+	until.tv_nsec += (long)((due_ms - t) % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	while (s->req == DG_SCRUB_GO &&
+	       pthread_cond_timedwait(&s->cond, &s->lock, &until) == 0)
+		;
+}
+
+static void *scrub_main(void *arg)
+{
+	struct dg_daemon *dd = arg;
+	struct dg_scrub *s = &dd->scrub;
+	struct dg_vol_info in;
+	uint64_t rows, rb = row_bytes(dd), last_save = now_ms();
+	bool repair;
+	int ret = 0;
+
+	dg_vol_get_info(dd->vol, &in);
+	rows = in.rows;
+	repair = !in.read_only;
+	pthread_mutex_lock(&s->lock);
+	while (s->req == DG_SCRUB_GO && s->rec.next_row < rows) {
+		uint64_t first = s->rec.next_row;
+		uint64_t end = first + BATCH_ROWS < rows ? first + BATCH_ROWS
+							 : rows;
+		struct dg_scrub_report r = { 0 };
+		uint64_t in_use = 0, other = 0, reset = 0;
+
+		/* The rows unlocked: status, pause and cancel answer while
+		 * the batch runs; each row's lock is the engine's. */
+		pthread_mutex_unlock(&s->lock);
+		ret = dg_vol_scrub_rows(dd->vol, repair, first, end, &r);
+		look_at_faults(dd, &in_use, &other, &reset);
+		/* The engine keeps its last DG_FAULT_RING events: past that,
+		 * unrecoverable pages this batch met and nobody classified
+		 * count as not repaired, so -w never exits 0 on them. */
+		if (r.unrecoverable > in_use + other + reset)
+			other += r.unrecoverable - (in_use + other + reset);
+		pthread_mutex_lock(&s->lock);
+		if (ret)
+			break;
+		s->rec.next_row = end;
+		s->rec.rep.rows_checked += r.rows_checked;
+		s->rec.rep.detected += r.detected;
+		s->rec.rep.repaired += r.repaired;
+		s->rec.rep.unrecoverable += r.unrecoverable;
+		s->rec.rep.parity_mismatch += r.parity_mismatch;
+		s->rec.rep.parity_fixed += r.parity_fixed;
+		s->lost_in_use += in_use;
+		s->lost_other += other;
+		s->pages_reset += reset;
+		if (now_ms() - last_save >= SAVE_MS) {
+			save(dd);
+			last_save = now_ms();
+		}
+		hold_rate(s, s->rec.rep.rows_checked * rb);
+	}
+	if (!ret && s->req == DG_SCRUB_GO) {
+		struct dg_scrub_report r = { 0 };
+		uint64_t in_use = 0, other = 0, reset = 0;
+
+		pthread_mutex_unlock(&s->lock);
+		ret = dg_vol_scrub_ditto(dd->vol, repair, &r);
+		look_at_faults(dd, &in_use, &other, &reset);
+		pthread_mutex_lock(&s->lock);
+		s->rec.rep.detected += r.detected;
+		s->rec.rep.repaired += r.repaired;
+		s->rec.rep.unrecoverable += r.unrecoverable;
+		s->lost_in_use += in_use;
+		s->lost_other += other;
+		s->pages_reset += reset;
+	}
+	s->rec.run_ms = s->run_ms0 + (now_ms() - s->run_since_ms);
+	if (ret) {
+		dg_log(DG_LOG_ERR, "scrub stopped at row %" PRIu64 ": %s",
+		       s->rec.next_row, strerror(-ret));
+		s->rec.state = DG_SCRUB_PAUSED;
+		post(dd, DG_EV_SCRUB_PAUSED, "stopped by an error at row %"
+		     PRIu64 ": %s", s->rec.next_row, strerror(-ret));
+	} else if (s->req == DG_SCRUB_GO) {
+		s->rec.state = DG_SCRUB_FINISHED;
+		s->rec.ended = (uint64_t)time(NULL);
+		post(dd, DG_EV_SCRUB_FINISHED, "rows checked %" PRIu64
+		     ", detected %" PRIu64 ", repaired %" PRIu64
+		     ", unrecoverable %" PRIu64 ", free pages reset %" PRIu64,
+		     s->rec.rep.rows_checked, s->rec.rep.detected,
+		     s->rec.rep.repaired, s->rec.rep.unrecoverable,
+		     s->pages_reset);
+	} else if (s->req == DG_SCRUB_PAUSE) {
+		s->rec.state = DG_SCRUB_PAUSED;
+		post(dd, DG_EV_SCRUB_PAUSED, "at row %" PRIu64 " of %" PRIu64,
+		     s->rec.next_row, rows);
+	} else if (s->req == DG_SCRUB_CANCEL) {
+		s->rec.state = DG_SCRUB_CANCELLED;
+		s->rec.ended = (uint64_t)time(NULL);
+		post(dd, DG_EV_SCRUB_CANCELLED, "at row %" PRIu64 " of %"
+		     PRIu64, s->rec.next_row, rows);
+	}
+	/* DG_SCRUB_STOP (unmount): the state stays "running", so the
+	 * next mount resumes it. */
+	save(dd);
+	s->running = false;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Start the thread on s->rec as it stands; s->lock held. */
+static int launch(struct dg_daemon *dd)
+{
+	struct dg_scrub *s = &dd->scrub;
+
+	if (s->thread_live) {
+		/* A thread that ended (pause, cancel, finish): reap it. */
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+		pthread_mutex_lock(&s->lock);
+		s->thread_live = false;
+	}
+	s->req = DG_SCRUB_GO;
+	s->rec.state = DG_SCRUB_RUNNING;
+	s->run_since_ms = now_ms();
+	s->run_ms0 = s->rec.run_ms;
+	s->verified0 = s->rec.rep.rows_checked * row_bytes(dd);
+	s->running = true;
+	save(dd);
+	if (pthread_create(&s->thread, NULL, scrub_main, dd)) {
+		s->running = false;
+		s->rec.state = DG_SCRUB_PAUSED;
+		return -EAGAIN;
+	}
+	s->thread_live = true;
+	return 0;
+}
+
+int dg_scrub_init(struct dg_daemon *dd)
+{
+	struct dg_scrub *s = &dd->scrub;
+	int ret;
+
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	ret = dg_vol_scrub_load(dd->vol, &s->rec);
+	if (ret) {
+		dg_log(DG_LOG_WARNING, "scrub: cannot read its record: %s",
+		       strerror(-ret));
+		memset(&s->rec, 0, sizeof(s->rec));
+	}
+	/* The engine's fault events before now are the mount's, not ours. */
+	{
+		struct dg_fault_event ev;
+
+		while (dg_vol_fault_events(dd->vol, s->fault_seq, &ev, 1))
+			s->fault_seq = ev.seq;
+	}
+	if (s->rec.state != DG_SCRUB_RUNNING)
+		return 0;
+	/* Running at an unmount or a crash: go on from where it was, as
+	 * zpool does after an import. */
+	pthread_mutex_lock(&s->lock);
+	ret = launch(dd);
+	pthread_mutex_unlock(&s->lock);
+	if (!ret)
+		post(dd, DG_EV_SCRUB_RESUMED, "after remount, at row %" PRIu64,
+		     s->rec.next_row);
+	return ret;
+}
+
+void dg_scrub_stop(struct dg_daemon *dd)
+{
+	struct dg_scrub *s = &dd->scrub;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->running)
+		s->req = DG_SCRUB_STOP;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	if (s->thread_live)
+		pthread_join(s->thread, NULL);
+	s->thread_live = false;
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+}
+
+/* ---- status ----------------------------------------------------------- */
+
+struct progress {
+	uint64_t rows, row_bytes;
+	uint64_t scanned, total, verified; /* bytes */
+	uint64_t run_ms;
+	double rate;		/* verified bytes per second */
+	int64_t eta_s;		/* -1: unknown */
+};
+
+static void progress_of(struct dg_daemon *dd, struct progress *p)
+{
+	struct dg_scrub *s = &dd->scrub;
+	struct dg_vol_info in;
+
+	dg_vol_get_info(dd->vol, &in);
+	p->rows = in.rows;
+	p->row_bytes = (uint64_t)in.ndev * DG_PAGE_SIZE;
+	p->total = p->rows * p->row_bytes;
+	p->scanned = s->rec.next_row * p->row_bytes;
+	p->verified = s->rec.rep.rows_checked * p->row_bytes;
+	p->run_ms = s->running ? s->run_ms0 + (now_ms() - s->run_since_ms)
+			       : s->rec.run_ms;
+	p->rate = p->run_ms ? (double)p->verified * 1000.0 / (double)p->run_ms
+			    : 0;
+	p->eta_s = -1;
+	if (s->rec.state == DG_SCRUB_FINISHED)
+		p->eta_s = 0;
+	else if (p->run_ms && s->rec.next_row &&
+		 (s->rec.state == DG_SCRUB_RUNNING ||
+		  s->rec.state == DG_SCRUB_PAUSED))
+		p->eta_s = (int64_t)((double)(p->rows - s->rec.next_row) *
+				     (double)p->run_ms /
+				     (double)s->rec.next_row / 1000.0);
+}
+
+static void human(char *buf, size_t len, double bytes)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	unsigned u = 0;
+
+	while (bytes >= 1024 && u < 4) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, unit[u]);
+}
+
+static void status_json(struct dg_daemon *dd, struct dg_out *o)
+{
+	struct dg_scrub *s = &dd->scrub;
+	struct json_object *r = json_object_new_object();
+	struct progress p;
+
+	progress_of(dd, &p);
+	json_add_str(r, "state", state_names[s->rec.state]);
+	json_add_u64(r, "started", s->rec.started);
+	json_add_u64(r, "ended", s->rec.ended);
+	json_add_u64(r, "next_row", s->rec.next_row);
+	json_add_u64(r, "rows", p.rows);
+	json_add_u64(r, "bytes_scanned", p.scanned);
+	json_add_u64(r, "bytes_total", p.total);
+	json_add_u64(r, "bytes_verified", p.verified);
+	json_add_u64(r, "run_ms", p.run_ms);
+	json_add_u64(r, "rate_bytes_per_s", (uint64_t)p.rate);
+	json_add_u64(r, "rate_limit_bytes_per_s", s->rec.rate);
+	json_object_object_add(r, "eta_s", json_object_new_int64(p.eta_s));
+	json_add_u64(r, "rows_checked", s->rec.rep.rows_checked);
+	json_add_u64(r, "detected", s->rec.rep.detected);
+	json_add_u64(r, "repaired", s->rec.rep.repaired);
+	json_add_u64(r, "unrecoverable", s->rec.rep.unrecoverable);
+	json_add_u64(r, "parity_mismatch", s->rec.rep.parity_mismatch);
+	json_add_u64(r, "parity_fixed", s->rec.rep.parity_fixed);
+	json_add_u64(r, "unrecoverable_in_use", s->lost_in_use);
+	json_add_u64(r, "unrecoverable_free", s->pages_reset + s->lost_other);
+	json_add_u64(r, "free_pages_reset", s->pages_reset);
+	json_add_u64(r, "unrecoverable_not_reset", s->lost_other);
+	json_add_bool(r, "position_saved", s->save_err == 0);
+	dg_outf(o, "%s\n", json_line(r));
+	json_object_put(r);
+}
+
+static void status_text(struct dg_daemon *dd, struct dg_out *o)
+{
+	struct dg_scrub *s = &dd->scrub;
+	struct progress p;
+	char a[32], b[32], c[32];
+
+	progress_of(dd, &p);
+	if (s->rec.state == DG_SCRUB_NONE) {
+		dg_outf(o, "scrub none: no scrub has run on this volume\n");
+		return;
+	}
+	dg_outf(o, "scrub %s, %.1f%% done (row %" PRIu64 " of %" PRIu64 ")\n",
+		state_names[s->rec.state],
+		p.rows ? 100.0 * (double)s->rec.next_row / (double)p.rows : 100,
+		s->rec.next_row, p.rows);
+	human(a, sizeof(a), (double)p.scanned);
+	human(b, sizeof(b), (double)p.total);
+	human(c, sizeof(c), (double)p.verified);
+	dg_outf(o, "scanned %s of %s, verified %s in %.1f s\n", a, b, c,
+		(double)p.run_ms / 1000.0);
+	human(a, sizeof(a), p.rate);
+	dg_outf(o, "rate %s/s", a);
+	if (s->rec.rate) {
+		human(b, sizeof(b), (double)s->rec.rate);
+		dg_outf(o, " (limit %s/s)", b);
+	}
+	if (p.eta_s > 0 && s->rec.state != DG_SCRUB_FINISHED)
+		dg_outf(o, ", ETA %" PRId64 ":%02" PRId64 ":%02" PRId64,
+			p.eta_s / 3600, p.eta_s / 60 % 60, p.eta_s % 60);
+	dg_outf(o, "\n");
+	/* The line the synchronous scrub printed, kept for scripts. */
+	dg_outf(o, "rows checked %" PRIu64 ", detected %" PRIu64 ", repaired %"
+		PRIu64 ", unrecoverable %" PRIu64 ", parity mismatches %" PRIu64
+		" (fixed %" PRIu64 ")\n", s->rec.rep.rows_checked,
+		s->rec.rep.detected, s->rec.rep.repaired,
+		s->rec.rep.unrecoverable, s->rec.rep.parity_mismatch,
+		s->rec.rep.parity_fixed);
+	if (s->lost_in_use)
+		dg_outf(o, "data lost: %" PRIu64 " %s in use cannot be read: "
+			"'daxguard-ctl %s status -v' names the files\n",
+			s->lost_in_use, s->lost_in_use == 1 ? "page" : "pages",
+			dd->mountpoint);
+	if (s->pages_reset)
+		dg_outf(o, "free pages reset: %" PRIu64 " unreadable %s no "
+			"file held given fresh contents\n", s->pages_reset,
+			s->pages_reset == 1 ? "page" : "pages");
+	if (s->lost_other)
+		dg_outf(o, "redundancy lost: %" PRIu64 " parity or checksum "
+			"%s cannot be read (no file data in them): unmount "
+			"and run fsck.daxguard -y to reset them\n",
+			s->lost_other, s->lost_other == 1 ? "page" : "pages");
+	if (s->save_err)
+		dg_outf(o, "position not saved (%s): a remount starts over\n",
+			strerror(-s->save_err));
+}
+
+/* ---- commands --------------------------------------------------------- */
+
+static void reply(struct dg_out *o, bool json, bool err, const char *msg)
+{
+	if (json) {
+		struct json_object *r = json_object_new_object();
+
+		json_add_str(r, err ? "error" : "result", msg);
+		dg_outf(o, "%s\n", json_line(r));
+		json_object_put(r);
+	} else {
+		dg_outf(o, "%s%s\n", err ? "error: " : "", msg);
+	}
+}
+
+/* args: "start [rate=BYTES]", "status", "pause", "resume", "cancel". */
+void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
+		  struct dg_out *o)
+{
+	struct dg_scrub *s = &dd->scrub;
+	char msg[160];
+
+	pthread_mutex_lock(&s->lock);
+	if (!strncmp(args, "status", 6)) {
+		if (json)
+			status_json(dd, o);
+		else
+			status_text(dd, o);
+	} else if (!strncmp(args, "start", 5)) {
+		const char *r = strstr(args, " rate=");
+
+		if (s->running) {
+			reply(o, json, true, "a scrub is running: 'scrub "
+			      "status' shows it, 'scrub cancel' stops it");
+		} else if (s->rec.state == DG_SCRUB_PAUSED) {
+			reply(o, json, true, "a scrub is paused: 'scrub "
+			      "resume' goes on with it, 'scrub cancel' then "
+			      "'scrub start' begins a new one");
+		} else {
+			memset(&s->rec, 0, sizeof(s->rec));
+			s->rec.started = (uint64_t)time(NULL);
+			s->rec.rate = r ? strtoull(r + 6, NULL, 10) : 0;
+			s->lost_in_use = s->lost_other = s->pages_reset = 0;
+			if (launch(dd)) {
+				reply(o, json, true, "cannot start the scrub "
+				      "thread");
+			} else {
+				post(dd, DG_EV_SCRUB_STARTED, "rate limit %"
+				     PRIu64 " bytes/s (0: none)", s->rec.rate);
+				reply(o, json, false, "scrub started");
+			}
+		}
+	} else if (!strncmp(args, "pause", 5) || !strncmp(args, "cancel", 6)) {
+		bool cancel = args[0] == 'c';
+
+		if (s->running) {
+			s->req = cancel ? DG_SCRUB_CANCEL : DG_SCRUB_PAUSE;
+			pthread_cond_broadcast(&s->cond);
+			/* Answer once it has stopped: a scrub said paused
+			 * or cancelled does no more work. */
+			while (s->running)
+				pthread_cond_wait(&s->cond, &s->lock);
+			reply(o, json, false, cancel ? "scrub cancelled"
+						     : "scrub paused");
+		} else if (cancel && s->rec.state == DG_SCRUB_PAUSED) {
+			s->rec.state = DG_SCRUB_CANCELLED;
+			s->rec.ended = (uint64_t)time(NULL);
+			save(dd);
+			post(dd, DG_EV_SCRUB_CANCELLED, "while paused, at row %"
+			     PRIu64, s->rec.next_row);
+			reply(o, json, false, "scrub cancelled");
+		} else {
+			snprintf(msg, sizeof(msg), "no scrub is running (the "
+				 "last one is %s)", state_names[s->rec.state]);
+			reply(o, json, true, msg);
+		}
+	} else if (!strncmp(args, "resume", 6)) {
+		if (s->running) {
+			reply(o, json, true, "the scrub is running already");
+		} else if (s->rec.state != DG_SCRUB_PAUSED) {
+			snprintf(msg, sizeof(msg), "no scrub to resume (the "
+				 "last one is %s): 'scrub start' begins one",
+				 state_names[s->rec.state]);
+			reply(o, json, true, msg);
+		} else if (launch(dd)) {
+			reply(o, json, true, "cannot start the scrub thread");
+		} else {
+			post(dd, DG_EV_SCRUB_RESUMED, "at row %" PRIu64,
+			     s->rec.next_row);
+			reply(o, json, false, "scrub resumed");
+		}
+	} else {
+		reply(o, json, true, "unknown scrub command");
+	}
+	pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+/* lost_page.c -- give a lost data page no one holds fresh contents, live */
+#include <stdlib.h>
+#include <string.h>
+
+#include "volume_i.h"
+
+/*
+ * What fsck does offline (fs/fsys/reclaim.c), for a mounted volume and
+ * one page: the daemon calls it for a data page it saw fail beyond
+ * parity once no file holds it (the file was deleted or truncated, or
+ * the scrub met it free), so the error goes away without waiting for an
+ * offline fsck. In the volume layer because everything it decides on is
+ * the volume's: the allocation bitmap, the row locks, the update path.
+ *
+ * The race is with an allocation: a page zeroed here must not be one a
+ * writer has just been given. Everything is decided and written under
+ * alloc_lock and then the row's lock, in that order (dg_txn_commit()
+ * applies under alloc_lock too, so the order is the same):
+ *  - dg_alloc() marks pages in use under alloc_lock before any update
+ *    writes them, so a page seen free here has no writer yet, and one
+ *    allocated after this returns gets its write after the zeros;
+ *  - a free clears the bits in dg_txn_commit() under alloc_lock, in the
+ *    same critical section as the update that stops using the page, so
+ *    a page seen free here is one no committed structure points at;
+ *  - libcommit's commits and file writes change pages only through
+ *    dg_apply(), which takes the row lock: the pages in use that this
+ *    rewrites as they read cannot change between the read and the
+ *    write. No filesystem lock is needed for any of it.
+ * Returns 0 (the row rewritten), -EBUSY when vpn is in use, -EIO when a
+ * page in use in its row cannot be read (lost data: not this repair's
+ * to hide), -EROFS read-only or degraded, -EINVAL out of range.
+ */
+int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
+{
+	struct dg_range r[DG_MAX_DEVS];
+	struct dg_loc l;
+	pthread_rwlock_t *lk;
+	uint8_t *buf;
+	unsigned n = 0;
+	int ret = 0;
+
+	if (vpn < vol->meta_vpns || vpn >= vol->vpns)
+		return -EINVAL;
+	if (vol->read_only || vol->degraded || !vol->redundancy)
+		return -EROFS;
+	buf = aligned_alloc(DG_PAGE_SIZE, (size_t)vol->ndev * DG_PAGE_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	l = dg_vpn_loc(vol, vpn);
+	lk = dg_row_lock(vol, l.row);
+	pthread_mutex_lock(&vol->alloc_lock);
+	pthread_rwlock_wrlock(lk);
+	for (unsigned dev = 0; dev < vol->ndev && !ret; dev++) {
+		uint8_t *pg = buf + (size_t)n * DG_PAGE_SIZE;
+		uint64_t v, cs;
+
+		if (dg_vol_row_is_parity(vol, l.row, dev))
+			continue;
+		v = dg_loc_vpn(vol, dev, l.row);
+		if (v < vol->meta_vpns ||
+		    (vol->bitmap[v / 8] & (1u << (v % 8)))) {
+			if (v == vpn)
+				ret = -EBUSY;
+			else if (dg_page_read_locked(vol, dev, l.row, pg, &cs))
+				ret = -EIO;
+		} else {
+			memset(pg, 0, DG_PAGE_SIZE);
+		}
+		r[n++] = (struct dg_range){ v, 0, DG_PAGE_SIZE, pg };
+	}
+	/* Whole row: parity from the new pages alone, nothing unreadable
+	 * is read (apply.c). */
+	if (!ret)
+		ret = dg_apply_locked(vol, r, n);
+	pthread_rwlock_unlock(lk);
+	pthread_mutex_unlock(&vol->alloc_lock);
+	free(buf);
+	if (!ret)
+		dg_vol_log(vol, DG_LOG_NOTICE, "free page vpn=%" PRIu64 " dev=%u row=%"
+		       PRIu64 " reset: no file held it", vpn, l.dev, l.row);
+	return ret;
+}

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: MIT
+/* test_scrub.c -- the scrub by row ranges, its saved position, the
+ * names of fault kinds, and the live reset of a lost free page */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "volume_i.h"
+
+#define PG DG_PAGE_SIZE
+
+/* The names every reader of fault events prints and parses. */
+static void test_fault_names(void)
+{
+	static const char *const what[] = { "data", "parity", "csum-page",
+					    "csum-copy", "cmap", "ditto" };
+
+	for (unsigned i = 0; i < DG_WHAT_NR; i++)
+		CHECK(!strcmp(dg_fault_what_name((enum dg_fault_what)i),
+			      what[i]));
+	CHECK(!strcmp(dg_fault_what_name(DG_WHAT_NR), "?"));
+	CHECK(!strcmp(dg_fault_name(DG_FAULT_DETECTED), "detected"));
+	CHECK(!strcmp(dg_fault_name(DG_FAULT_REPAIRED), "repaired"));
+	CHECK(!strcmp(dg_fault_name(DG_FAULT_UNRECOVERABLE), "unrecoverable"));
+}
+
+/* n fresh data pages written with random bytes; returns the first. */
+static uint64_t write_pages(struct dg_vol *vol, uint64_t n, uint64_t *seed)
+{
+	struct dg_txn *t = dg_txn_new(vol);
+	uint8_t *buf = malloc(PG);
+	uint64_t start = 0;
+
+	if (!t || !buf || dg_alloc_exact(t, n, false, &start)) {
+		free(buf);
+		dg_txn_free(t);
+		return 0;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		trand_fill(seed, buf, PG);
+		if (dg_txn_write(t, start + i, 0, buf, PG))
+			start = 0;
+	}
+	if (start && dg_txn_commit(t))
+		start = 0;
+	dg_txn_free(t);
+	free(buf);
+	return start;
+}
+
+static int free_pages(struct dg_vol *vol, uint64_t start, uint64_t n)
+{
+	struct dg_txn *t = dg_txn_new(vol);
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	ret = dg_free(t, start, n);
+	if (!ret)
+		ret = dg_txn_commit(t);
+	dg_txn_free(t);
+	return ret;
+}
+
+static void poke_junk(struct tvol *tv, unsigned dev, uint64_t page,
+		      uint64_t *seed)
+{
+	uint8_t junk[PG];
+
+	trand_fill(seed, junk, PG);
+	tvol_poke(tv, dev, page * PG, junk, PG);
+}
+
+/* The scrub a few rows at a time finds what the whole scrub finds, and
+ * counts only its own thread's faults. */
+static void test_rows_in_pieces(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_scrub_report r = { 0 }, whole;
+	uint64_t seed = 11, start, rows;
+	struct dg_loc l;
+
+	tvol_make(&tv, "scrubrows", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	start = write_pages(vol, 64, &seed);
+	REQUIRE(start);
+	l = dg_vpn_loc(vol, start + 40);
+	poke_junk(&tv, l.dev, dg_row_page(vol, l.row), &seed);
+	rows = dg_vol_rows(vol);
+	for (uint64_t row = 0; row < rows; row += 7)
+		REQUIRE(dg_vol_scrub_rows(vol, true, row, row + 7, &r) == 0);
+	REQUIRE(dg_vol_scrub_ditto(vol, true, &r) == 0);
+	CHECK_EQ(r.detected, 1);
+	CHECK_EQ(r.repaired, 1);
+	CHECK_EQ(r.unrecoverable, 0);
+	REQUIRE(dg_vol_scrub(vol, false, &whole, NULL, NULL) == 0);
+	CHECK_EQ(whole.rows_checked, r.rows_checked);
+	CHECK_EQ(whole.detected, 0);
+	/* A range past the end is cut to it; an empty one does nothing. */
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(dg_vol_scrub_rows(vol, true, rows, rows + 100, &r), 0);
+	CHECK_EQ(r.rows_checked, 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* The position is kept in the root across a close and an open, and a
+ * read-only open can read it but not write it. */
+static void test_record_round_trip(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_scrub_rec rec, got;
+
+	tvol_make(&tv, "scrubrec", 3, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_vol_scrub_load(vol, &got) == 0);
+	CHECK_EQ(got.state, DG_SCRUB_NONE);	/* mkfs left zeros */
+	memset(&rec, 0, sizeof(rec));
+	rec.state = DG_SCRUB_PAUSED;
+	rec.next_row = 77;
+	rec.started = 1700000000;
+	rec.run_ms = 1234;
+	rec.rate = 5000000;
+	rec.rep = (struct dg_scrub_report){ 70, 3, 2, 1, 4, 4 };
+	REQUIRE(dg_vol_scrub_save(vol, &rec) == 0);
+	dg_vol_close(vol);
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	REQUIRE(dg_vol_scrub_load(vol, &got) == 0);
+	CHECK(memcmp(&rec, &got, sizeof(rec)) == 0);
+	CHECK_EQ(dg_vol_scrub_save(vol, &rec), -EROFS);
+	dg_vol_close(vol);
+	/* A position past the end (a record from elsewhere) is no scrub. */
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	rec.next_row = dg_vol_rows(vol) + 1;
+	REQUIRE(dg_vol_scrub_save(vol, &rec) == 0);
+	REQUIRE(dg_vol_scrub_load(vol, &got) == 0);
+	CHECK_EQ(got.state, DG_SCRUB_NONE);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* A page written, freed, then lost with the parity of its row (beyond
+ * parity 1): the vpn, its row's parity device killed. */
+static uint64_t lose_free_page(struct tvol *tv, struct dg_vol *vol,
+			       uint64_t *seed, uint64_t *start_out)
+{
+	uint64_t start = write_pages(vol, 32, seed), vpn;
+	struct dg_loc l;
+
+	if (!start || free_pages(vol, start, 32))
+		return 0;
+	vpn = start + 5;
+	l = dg_vpn_loc(vol, vpn);
+	poke_junk(tv, l.dev, dg_row_page(vol, l.row), seed);
+	poke_junk(tv, dg_row_parity_dev(vol, l.row, 0),
+		  dg_row_page(vol, l.row), seed);
+	*start_out = start;
+	return vpn;
+}
+
+static void test_reset_lost_page(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_scrub_report r;
+	uint64_t seed = 21, vpn, start, used;
+	uint8_t *buf = aligned_alloc(PG, 2 * PG), *zero = buf + PG;
+
+	REQUIRE(buf);
+	memset(zero, 0, PG);
+	tvol_make(&tv, "scrubreset", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	vpn = lose_free_page(&tv, vol, &seed, &start);
+	REQUIRE(vpn);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), -EIO);
+	REQUIRE(dg_vol_scrub(vol, true, &r, NULL, NULL) == 0);
+	CHECK(r.unrecoverable >= 1);
+	CHECK_EQ(dg_vol_reset_lost_page(vol, vpn), 0);
+	REQUIRE(dg_read(vol, vpn, 1, buf) == 0);
+	CHECK(memcmp(buf, zero, PG) == 0);
+	REQUIRE(dg_vol_scrub(vol, false, &r, NULL, NULL) == 0);
+	CHECK_EQ(r.detected, 0);
+	CHECK_EQ(r.unrecoverable, 0);
+	CHECK_EQ(r.parity_mismatch, 0);
+	/* Never a page in use, never metadata, never out of range. */
+	used = write_pages(vol, 1, &seed);
+	REQUIRE(used);
+	CHECK_EQ(dg_vol_reset_lost_page(vol, used), -EBUSY);
+	REQUIRE(dg_read(vol, used, 1, buf) == 0);
+	CHECK(memcmp(buf, zero, PG) != 0);
+	CHECK_EQ(dg_vol_reset_lost_page(vol, 0), -EINVAL);
+	CHECK_EQ(dg_vol_reset_lost_page(vol, vol->vpns), -EINVAL);
+	dg_vol_close(vol);
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	CHECK_EQ(dg_vol_reset_lost_page(vol, vpn), -EROFS);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(buf);
+}
+
+/* A page in use in the row that cannot be read: the reset refuses
+ * (-EIO) rather than write the row without it. */
+static void test_reset_keeps_a_lost_neighbour(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t seed = 31, start, vpn = 0, other = 0;
+	struct dg_loc l;
+
+	tvol_make(&tv, "scrubnb", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	start = write_pages(vol, 8, &seed);
+	REQUIRE(start);
+	/* Another data page of the row of a page that is then freed: taken
+	 * and written, so it is in use; then both are killed. */
+	vpn = start + 3;
+	l = dg_vpn_loc(vol, vpn);
+	for (unsigned d = 0; d < vol->ndev && !other; d++) {
+		struct dg_txn *t;
+		uint64_t v = dg_loc_vpn(vol, d, l.row), s, n;
+		uint8_t page[PG];
+
+		if (d == l.dev || dg_vol_row_is_parity(vol, l.row, d) ||
+		    dg_vpn_allocated(vol, v))
+			continue;
+		t = dg_txn_new(vol);
+		REQUIRE(t);
+		REQUIRE(dg_alloc(t, v, 1, &s, &n) == 0);
+		trand_fill(&seed, page, PG);
+		REQUIRE(dg_txn_write(t, s, 0, page, PG) == 0);
+		REQUIRE(dg_txn_commit(t) == 0);
+		dg_txn_free(t);
+		if (s == v)
+			other = v;
+	}
+	REQUIRE(free_pages(vol, vpn, 1) == 0);
+	l = dg_vpn_loc(vol, vpn);
+	poke_junk(&tv, l.dev, dg_row_page(vol, l.row), &seed);
+	l = dg_vpn_loc(vol, other);
+	poke_junk(&tv, l.dev, dg_row_page(vol, l.row), &seed);
+	CHECK_EQ(dg_vol_reset_lost_page(vol, vpn), -EIO);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/*
+ * The race the reset must win without any filesystem lock (libcommit's
+ * commits take none): a writer keeps taking the lost page, filling it
+ * and giving it back, while another thread resets it. Whatever the
+ * interleaving, every page the writer wrote reads back as written.
+ */
+struct race {
+	struct dg_vol *vol;
+	uint64_t vpn;
+	atomic_int stop;
+	unsigned got_it, eio;
+	atomic_uint mismatches, resets;
+};
+
+static void *resetter(void *arg)
+{
+	struct race *rc = arg;
+
+	while (!rc->stop) {
+		int ret = dg_vol_reset_lost_page(rc->vol, rc->vpn);
+
+		if (ret == 0)
+			rc->resets++;
+		else if (ret != -EBUSY)
+			rc->mismatches++;	/* nothing else is expected */
+	}
+	return NULL;
+}
+
+static void test_reset_races_allocation(void)
+{
+	struct tvol tv;
+	struct race rc = { 0 };
+	pthread_t th;
+	uint64_t seed = 41, start;
+	uint8_t *want = aligned_alloc(PG, 2 * PG), *got = want + PG;
+
+	REQUIRE(want);
+	tvol_make(&tv, "scrubrace", 4, 1, 16ull << 20, false);
+	rc.vol = tvol_open(&tv, 0);
+	REQUIRE(rc.vol);
+	rc.vpn = lose_free_page(&tv, rc.vol, &seed, &start);
+	REQUIRE(rc.vpn);
+	REQUIRE(pthread_create(&th, NULL, resetter, &rc) == 0);
+	for (unsigned i = 0; i < 400; i++) {
+		struct dg_txn *t = dg_txn_new(rc.vol);
+		uint64_t s, n;
+
+		REQUIRE(t);
+		REQUIRE(dg_alloc(t, rc.vpn, 1, &s, &n) == 0);
+		trand_fill(&seed, want, PG);
+		/* A whole page: the old, lost contents are never read. */
+		REQUIRE(dg_txn_write(t, s, 0, want, PG) == 0);
+		if (dg_txn_commit(t) == -EIO) {
+			/* A write into a row with a page lost beyond
+			 * parity reads that page for the parity delta:
+			 * until the reset, the lost page cannot be
+			 * written. Only it may fail so. */
+			CHECK_EQ(s, rc.vpn);
+			rc.eio++;
+			/* Let the resetter in: this loop would otherwise
+			 * take alloc_lock back before it can. */
+			usleep(200);
+			dg_txn_free(t);
+			continue;
+		}
+		dg_txn_free(t);
+		rc.got_it += s == rc.vpn;
+		REQUIRE(dg_read(rc.vol, s, 1, got) == 0);
+		if (memcmp(want, got, PG))
+			rc.mismatches++;
+		REQUIRE(free_pages(rc.vol, s, 1) == 0);
+	}
+	rc.stop = 1;
+	pthread_join(th, NULL);
+	CHECK_EQ(rc.mismatches, 0);
+	CHECK(rc.got_it > 0);	/* the writer did take the lost page */
+	CHECK(rc.resets > 0);	/* and the resetter did get in between */
+	dg_vol_close(rc.vol);
+	tvol_cleanup(&tv);
+	free(want);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "fault_names", test_fault_names },
+		{ "rows_in_pieces", test_rows_in_pieces },
+		{ "record_round_trip", test_record_round_trip },
+		{ "reset_lost_page", test_reset_lost_page },
+		{ "reset_keeps_a_lost_neighbour",
+		  test_reset_keeps_a_lost_neighbour },
+		{ "reset_races_allocation", test_reset_races_allocation },
+		{ NULL, NULL },
+	};
+
+	return test_main(argc, argv, cases);
+}
