@@ -238,6 +238,21 @@ static uint64_t cmap_seal(const struct dg_vol *vol, uint64_t p,
 				    vol->seed ^ ((p + 1) * K_CMAP));
 }
 
+int dg_cmap_page_check(const struct dg_vol *vol, uint64_t p, const void *page)
+{
+	const struct dg_dcmap *m = page;
+
+	/* An all-zero page does not verify: its seal would be 0. */
+	return m->seal != 0 && m->seal == cmap_seal(vol, p, m) ? 1 : -EUCLEAN;
+}
+
+void dg_cmap_page_seal(const struct dg_vol *vol, uint64_t p, void *page)
+{
+	struct dg_dcmap *m = page;
+
+	m->seal = cmap_seal(vol, p, m);
+}
+
 static uint64_t cmap_off(const struct dg_vol *vol, uint64_t p, unsigned slot)
 {
 	return (vol->sb.cmap_start + slot * vol->sb.cmap_pages + p)
@@ -257,7 +272,7 @@ static void cmap_write(struct dg_vol *vol, uint64_t p, bool all,
 	memcpy(m->bits, vol->cmap + p * sizeof(m->bits), sizeof(m->bits));
 	pthread_mutex_unlock(&vol->cmap_lock);
 	m->gen = dg_gen_next(vol);
-	m->seal = cmap_seal(vol, p, m);
+	dg_cmap_page_seal(vol, p, m);
 	for (unsigned slot = 0; slot < 2; slot++)
 		for (unsigned d = 0; d < vol->ndev; d++) {
 			uint64_t off = cmap_off(vol, p, slot);
@@ -305,8 +320,7 @@ int dg_cmap_load(struct dg_vol *vol)
 				memcpy(m, dg_dev_ptr(&vol->devs[d],
 						     cmap_off(vol, p, slot)),
 				       DG_PAGE_SIZE);
-				if (m->seal == 0 ||
-				    m->seal != cmap_seal(vol, p, m)) {
+				if (dg_cmap_page_check(vol, p, m) != 1) {
 					differs[d] = 1;
 					continue;
 				}
@@ -386,7 +400,7 @@ bool dg_vol_marks_on(struct dg_vol *vol, const char *path)
 
 		if (pread(fd, pg, DG_PAGE_SIZE, (off_t)cmap_off(vol, 0, slot)) ==
 			    DG_PAGE_SIZE &&
-		    m->seal && m->seal == cmap_seal(vol, 0, m))
+		    dg_cmap_page_check(vol, 0, m) == 1)
 			ours = true;
 	}
 	/* Any checksum page copy: sealed with the volume's seed, its

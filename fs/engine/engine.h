@@ -41,6 +41,10 @@ struct dg_format_opts {
 	uint64_t size;		 /* bytes to create/extend files to; 0: as is */
 	bool force;		 /* overwrite an existing volume */
 	const char *label;	 /* may be NULL */
+	/* The volume's uuid (and so its checksum seed); NULL: a random one.
+	 * Two volumes made with one uuid seal their pages alike: the fuzz
+	 * harnesses' seed pages verify in a volume made afresh. */
+	const uint8_t *uuid;
 };
 
 /* Summary returned by dg_format() and dg_vol_info(). */
