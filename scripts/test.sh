@@ -1,6 +1,6 @@
 #!/bin/sh
 # test.sh -- install, build and run the whole test suite, then the unit
-# and fuzz tests, the mkfs/posix end-to-end tests, the tool-safety,
+# and fuzz tests, the libFuzzer harnesses (scripts/fuzz.sh), the mkfs/posix end-to-end tests, the tool-safety,
 # health, mount-safety and toolbox tests, the lost-metadata
 # fsck and mount tests and the libcommit tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer. (Not the preload
@@ -19,6 +19,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-san --suite unit --suite fuzz --print-errorlogs \
 	--num-processes 2
+# Every libFuzzer harness for a short fixed time over its seed corpus
+# (bench/fuzz_long.sh runs them longer).
+scripts/fuzz.sh 5
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py \
 	tests/e2e/test_tool_safety.py tests/e2e/test_health.py \
