@@ -26,6 +26,10 @@ int dg_xattr_page_check(const uint8_t *buf)
 		if (off + sizeof(*x) > h->used || x->namelen == 0 ||
 		    off + rec_size(x->namelen, x->vallen) > h->used)
 			return -EUCLEAN;
+		/* listxattr hands names out NUL-terminated: one with a NUL
+		 * inside would list as names that do not exist. */
+		if (memchr(x + 1, 0, x->namelen))
+			return -EUCLEAN;
 		off += rec_size(x->namelen, x->vallen);
 	}
 	return off == h->used ? 0 : -EUCLEAN;
