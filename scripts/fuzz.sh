@@ -38,8 +38,12 @@ for h in $harnesses; do
 	targets="$targets tests/fuzz/fz_$h"
 done
 # Only the harnesses: the daemon and tools need no fuzzer build.
-ninja -C build-fuzz $targets >/dev/null
 mkdir -p build-fuzz/artifacts build-fuzz/logs
+if ! ninja -C build-fuzz $targets >build-fuzz/logs/build.log 2>&1; then
+	tail -n 40 build-fuzz/logs/build.log >&2
+	echo "fuzz.sh: the harnesses do not build" >&2
+	exit 2
+fi
 fail=0
 for h in $harnesses; do
 	mkdir -p build-fuzz/corpus/$h
