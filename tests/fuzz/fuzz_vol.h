@@ -36,6 +36,21 @@ struct dg_vol *dg_fuzz_vol_make(const char *tag, char paths[][64]);
 /* The harnesses' shared volume, made on first use, engine logging off. */
 struct dg_vol *dg_fuzz_vol(void);
 
+/* The filesystem the seed corpus is cut from, made through the engine's
+ * filesystem calls (the ones the daemon serves): names, a directory of
+ * several pages with deleted records, xattrs, a symlink, a fragmented
+ * file whose extent map needs a chain of extent pages. ino gets the
+ * root, the large directory, the fragmented file and the file with
+ * xattrs. Deterministic: the same calls give the same vpns. */
+int dg_fuzz_fill(struct dg_vol *vol, uint64_t ino[4]);
+/* The inode record of ino as the media holds it, and its vpn. */
+int dg_fuzz_dinode(struct dg_vol *vol, uint64_t ino, struct dg_dinode *d,
+		   uint64_t *vpn);
+/* Up to max pages of a file mapped by its inline extents, read into out;
+ * how many. */
+size_t dg_fuzz_file_pages(struct dg_vol *vol, const struct dg_dinode *d,
+			  uint8_t *out, size_t max);
+
 /* A finding that is not a crash: the decoder accepted what it promises
  * to refuse, or the reverse. Aborts, so both drivers report it. */
 #define FUZZ_ASSERT(c)                                                     \

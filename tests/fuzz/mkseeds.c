@@ -56,81 +56,6 @@ static void must(int ret, const char *what)
 	}
 }
 
-/* The filesystem the seeds come from: names, a directory of several
- * pages with deleted records, xattrs, a symlink, a fragmented file
- * whose extent map needs a chain of extent pages. */
-static void fill(struct dg_vol *vol, uint64_t ino[4])
-{
-	static uint8_t buf[DG_PAGE_SIZE];
-	struct dg_fs *fs;
-	struct dg_attr a, d, f, many;
-	char name[64];
-
-	must(dg_fs_open(vol, &fs), "open the filesystem");
-	must(dg_fs_mknod(fs, 1, "notes.txt", 0100644, 0, 1000, 1000, &a),
-	     "mknod");
-	must(dg_fs_write(fs, a.ino, 0, "hello, daxguard\n", 16), "write");
-	must(dg_fs_setxattr(fs, a.ino, "user.mime", "text/plain", 10, 0),
-	     "setxattr");
-	must(dg_fs_setxattr(fs, a.ino, "user.empty", "", 0, 0), "setxattr");
-	must(dg_fs_setxattr(fs, a.ino, "trusted.long-name-of-an-attribute",
-			    buf, 300, 0), "setxattr");
-	must(dg_fs_mknod(fs, 1, "docs", 040755, 0, 0, 0, &d), "mkdir");
-	must(dg_fs_symlink(fs, d.ino, "link", "../notes.txt", 0, 0, &a),
-	     "symlink");
-	must(dg_fs_mknod(fs, 1, "many", 040700, 0, 0, 0, &many), "mkdir");
-	for (int i = 0; i < 300; i++) {
-		snprintf(name, sizeof(name), "entry-%d%s", i,
-			 i % 7 ? "" : "-with-a-longer-name-for-reclen");
-		must(dg_fs_mknod(fs, many.ino, name, 0100600, 0, 0, 0, &a),
-		     "mknod");
-	}
-	for (int i = 0; i < 300; i += 5) {
-		snprintf(name, sizeof(name), "entry-%d%s", i,
-			 i % 7 ? "" : "-with-a-longer-name-for-reclen");
-		must(dg_fs_unlink(fs, many.ino, name), "unlink");
-	}
-	must(dg_fs_mknod(fs, 1, "frag", 0100644, 0, 0, 0, &f), "mknod");
-	for (uint64_t p = 0; p < 800; p += 2) {
-		memset(buf, (int)p, sizeof(buf));
-		if (dg_fs_write(fs, f.ino, p * DG_PAGE_SIZE, buf,
-				DG_PAGE_SIZE) != DG_PAGE_SIZE)
-			must(-EIO, "write frag");
-	}
-	ino[0] = 1;
-	ino[1] = many.ino;
-	ino[2] = f.ino;
-	must(dg_fs_lookup(fs, 1, "notes.txt", &a), "lookup");
-	ino[3] = a.ino;
-	dg_fs_close(fs);
-}
-
-static void dinode(struct dg_vol *vol, uint64_t ino, struct dg_dinode *d)
-{
-	static uint8_t root[DG_PAGE_SIZE], pg[DG_PAGE_SIZE];
-	const struct dg_dfsroot *fr = (const void *)((struct dg_droot *)root)->fs;
-	uint64_t slot = ino % DG_INODES_PER_CHUNK;
-
-	must(dg_read(vol, 0, 1, root), "read the root");
-	must(dg_read(vol, fr->chunks[ino / DG_INODES_PER_CHUNK] +
-			      slot / DG_INODES_PER_PAGE, 1, pg),
-	     "read the inode table");
-	memcpy(d, pg + slot % DG_INODES_PER_PAGE * DG_INODE_SIZE, sizeof(*d));
-}
-
-/* The file pages [0, max) of a file mapped by its inline extents. */
-static size_t file_pages(struct dg_vol *vol, const struct dg_dinode *d,
-			 uint8_t *out, size_t max)
-{
-	size_t n = 0;
-
-	for (unsigned i = 0; i < DG_INLINE_EXTENTS && d->inl[i].len; i++)
-		for (uint32_t k = 0; k < d->inl[i].len && n < max; k++, n++)
-			must(dg_read(vol, d->inl[i].vpn + k, 1,
-				     out + n * DG_PAGE_SIZE), "read");
-	return n;
-}
-
 static void journal(struct dg_vol *vol)
 {
 	const struct dg_journal *j = &vol->jrnl;
@@ -172,6 +97,33 @@ static void journal(struct dg_vol *vol)
 	free(area);
 	if (!saved)
 		must(-ENOENT, "no committed journal entry to cut");
+}
+
+/* fz_fsopen: each metadata page it targets, as it is (fz_fsopen.c's
+ * order: inode table pages of the root and of the fragmented file, the
+ * root directory, the large directory's second page, the first extent
+ * page, the xattr page, the volume root). */
+static void fsopen(struct dg_vol *vol, const uint64_t ino[4])
+{
+	static uint8_t pg[DG_PAGE_SIZE];
+	struct dg_dinode d;
+	uint64_t vpn[7];
+	char name[32];
+
+	must(dg_fuzz_dinode(vol, ino[0], &d, &vpn[0]), "read an inode");
+	vpn[2] = d.inl[0].vpn;
+	must(dg_fuzz_dinode(vol, ino[1], &d, NULL), "read an inode");
+	vpn[3] = d.inl[0].vpn + (d.inl[0].len > 1);
+	must(dg_fuzz_dinode(vol, ino[2], &d, &vpn[1]), "read an inode");
+	vpn[4] = d.emap_vpn;
+	must(dg_fuzz_dinode(vol, ino[3], &d, NULL), "read an inode");
+	vpn[5] = d.xattr_vpn;
+	vpn[6] = 0;
+	for (uint8_t t = 0; t < 7; t++) {
+		must(dg_read(vol, vpn[t], 1, pg), "read a metadata page");
+		snprintf(name, sizeof(name), "target%u", t);
+		save("fsopen", name, &t, 1, pg, sizeof(pg));
+	}
 }
 
 static void proto(void)
@@ -216,7 +168,7 @@ int main(int argc, char **argv)
 	out_dir = argv[1];
 	mkdir(out_dir, 0755);
 	vol = dg_fuzz_vol_make("mkseeds", paths);
-	fill(vol, ino);
+	must(dg_fuzz_fill(vol, ino), "fill the volume");
 
 	media(0, 0, pg, DG_PAGE_SIZE);
 	save("super", "primary-dev0", pg, DG_PAGE_SIZE, NULL, 0);
@@ -224,27 +176,27 @@ int main(int argc, char **argv)
 	save("super", "backup-dev1", pg, DG_PAGE_SIZE, NULL, 0);
 	journal(vol);
 	for (unsigned i = 0; i < 4; i++) {
-		dinode(vol, ino[i], &d);
+		must(dg_fuzz_dinode(vol, ino[i], &d, NULL), "read an inode");
 		snprintf(name, sizeof(name), "ino%llu", (unsigned long long)ino[i]);
 		save("inode", name, &d, sizeof(d), NULL, 0);
 	}
 	/* The fragmented file: its inode and extent chain. */
-	dinode(vol, ino[2], &d);
+	must(dg_fuzz_dinode(vol, ino[2], &d, NULL), "read an inode");
 	n = 0;
 	for (uint64_t v2 = d.emap_vpn; v2 && n < 3; n++) {
 		must(dg_read(vol, v2, 1, pg + n * DG_PAGE_SIZE), "read emap");
 		v2 = ((struct dg_demap *)(pg + n * DG_PAGE_SIZE))->next_vpn;
 	}
 	save("emap", "frag", &d, sizeof(d), pg, n * DG_PAGE_SIZE);
-	dinode(vol, ino[3], &d);
+	must(dg_fuzz_dinode(vol, ino[3], &d, NULL), "read an inode");
 	save("emap", "inline", &d, sizeof(d), NULL, 0);
 	/* Directories: the root (one page), "many" (several). */
 	for (unsigned i = 0; i < 2; i++) {
-		dinode(vol, ino[i], &d);
-		n = file_pages(vol, &d, pg, 4);
+		must(dg_fuzz_dinode(vol, ino[i], &d, NULL), "read an inode");
+		n = dg_fuzz_file_pages(vol, &d, pg, 4);
 		save("dir", i ? "many" : "root", pg, n * DG_PAGE_SIZE, NULL, 0);
 	}
-	dinode(vol, ino[3], &d);
+	must(dg_fuzz_dinode(vol, ino[3], &d, NULL), "read an inode");
 	must(dg_read(vol, d.xattr_vpn, 1, pg), "read the xattr page");
 	save("xattr", "notes", pg, DG_PAGE_SIZE, NULL, 0);
 	/* Checksum page 0 of device 0 as each copy holds it. */
@@ -255,6 +207,7 @@ int main(int argc, char **argv)
 	save("cpage", "index0", pg, vol->sb.csum_copies * DG_PAGE_SIZE, NULL, 0);
 	media(0, vol->sb.cmap_start, pg, DG_PAGE_SIZE);
 	save("cmap", "slot0", pg, DG_PAGE_SIZE, NULL, 0);
+	fsopen(vol, ino);
 	proto();
 	dg_vol_close(vol);
 	for (unsigned i = 0; i < DG_FUZZ_NDEV; i++)
