@@ -157,7 +157,7 @@ static void test_parser_refuses(void)
 		r->reclen = cases[i].reclen;
 		r->namelen = cases[i].namelen;
 		r->type = 8;
-		memcpy(r + 1, cases[i].name, 3);
+		memcpy(r + 1, cases[i].name, cases[i].namelen);
 		REQUIRE(dg_dir_new(&dir) == 0);
 		CHECK_EQ(dg_dir_parse_page(NULL, dir, 1, 0, pg), cases[i].want);
 		if (cases[i].want == 0) {

@@ -11,7 +11,7 @@
 static ssize_t fread_at(struct tfs *t, uint64_t ino, uint64_t off,
 			size_t size, void *out)
 {
-	uint8_t *pages = aligned_alloc(PG, size + 2 * PG);
+	uint8_t *pages = aligned_alloc(PG, (size + 3 * PG - 1) / PG * PG);
 	const void *data;
 	ssize_t n = pages ? dg_fs_read(t->fs, ino, off, size, pages, &data)
 			  : -ENOMEM;
