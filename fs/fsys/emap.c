@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 int dg_demap_check(const struct dg_demap *pg, uint32_t left)
 {
