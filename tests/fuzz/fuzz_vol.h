@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 /*
  * Every harness is one LLVMFuzzerTestOneInput(). Built with clang

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "engine_i.h"
+#include "volume_i.h"
 #include "harness.h"
 
 #define PG DG_PAGE_SIZE

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 #include "tfs.h"
 
 static void test_attributes_persist(void)

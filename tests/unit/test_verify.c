@@ -4,7 +4,7 @@
  * data, a read-only volume never written */
 #include <stdio.h>
 
-#include "engine_i.h"
+#include "volume_i.h"
 #include "harness.h"
 
 #define PG DG_PAGE_SIZE

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <sys/xattr.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 #include "tfs.h"
 
 static void test_set_get_list_remove(void)

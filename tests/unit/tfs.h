@@ -4,7 +4,7 @@
 #ifndef DG_TEST_TFS_H
 #define DG_TEST_TFS_H
 
-#include "fs.h"
+#include "fsys.h"
 #include "harness.h"
 
 struct tfs {
