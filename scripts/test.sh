@@ -21,7 +21,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	--num-processes 2
 # Every libFuzzer harness for a short fixed time over its seed corpus
 # (bench/fuzz_long.sh runs them longer).
-scripts/fuzz.sh 5
+scripts/fuzz.sh 4
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py \
 	tests/e2e/test_tool_safety.py tests/e2e/test_health.py \
