@@ -1,6 +1,7 @@
 #!/bin/sh
-# test.sh -- install, build and run the whole test suite, then the unit
-# and fuzz tests, the libFuzzer harnesses (scripts/fuzz.sh), the mkfs/posix end-to-end tests, the tool-safety,
+# test.sh -- install, build and run the whole test suite, then every
+# libFuzzer harness for a few seconds (scripts/fuzz.sh), then the unit
+# and fuzz tests, the mkfs/posix end-to-end tests, the tool-safety,
 # health, mount-safety and toolbox tests, the lost-metadata
 # fsck and mount tests and the libcommit tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer. (Not the preload
