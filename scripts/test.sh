@@ -1,10 +1,10 @@
 #!/bin/sh
-# test.sh -- install, build and run the whole test suite, then every
-# libFuzzer harness for a few seconds (scripts/fuzz.sh), then the unit
-# and fuzz tests, the mkfs/posix end-to-end tests, the tool-safety,
+# test.sh -- install, build and run the whole test suite, then the unit
+# and fuzz tests under AddressSanitizer and UndefinedBehaviorSanitizer,
+# every libFuzzer harness for a few seconds (scripts/fuzz.sh), and again
+# sanitized the mkfs/posix end-to-end tests, the tool-safety,
 # health, mount-safety and toolbox tests, the lost-metadata
-# fsck and mount tests and the libcommit tests again under
-# AddressSanitizer and UndefinedBehaviorSanitizer. (Not the preload
+# fsck and mount tests and the libcommit tests. (Not the preload
 # shim's: it would put the sanitized library into unsanitized programs;
 # nor those that preload or dlopen a library into an unsanitized program:
 # the sanitizer's runtime must come first; nor the guard page test: the
