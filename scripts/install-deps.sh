@@ -12,4 +12,4 @@ apt-get install -y -qq --no-install-recommends \
 	fuse3 libfuse3-dev libpmem2-dev libxxhash-dev libisal-dev libblkid-dev \
 	e2fsprogs libjson-c-dev scdoc \
 	python3 python3-pytest python3-matplotlib \
-	fio dbench postmark >/dev/null
+	fio dbench postmark clang libclang-rt-14-dev >/dev/null

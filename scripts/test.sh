@@ -1,9 +1,10 @@
 #!/bin/sh
 # test.sh -- install, build and run the whole test suite, then the unit
-# and fuzz tests, the mkfs/posix end-to-end tests, the tool-safety,
+# and fuzz tests under AddressSanitizer and UndefinedBehaviorSanitizer,
+# every libFuzzer harness for a few seconds (scripts/fuzz.sh), and again
+# sanitized the mkfs/posix end-to-end tests, the tool-safety,
 # health, mount-safety and toolbox tests, the lost-metadata
-# fsck and mount tests and the libcommit tests again under
-# AddressSanitizer and UndefinedBehaviorSanitizer. (Not the preload
+# fsck and mount tests and the libcommit tests. (Not the preload
 # shim's: it would put the sanitized library into unsanitized programs;
 # nor those that preload or dlopen a library into an unsanitized program:
 # the sanitizer's runtime must come first; nor the guard page test: the
@@ -19,6 +20,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-san --suite unit --suite fuzz --print-errorlogs \
 	--num-processes 2
+# Every libFuzzer harness for a short fixed time over its seed corpus
+# (bench/fuzz_long.sh runs them longer).
+scripts/fuzz.sh 4
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_mkfs.py tests/e2e/test_posix.py \
 	tests/e2e/test_tool_safety.py tests/e2e/test_health.py \

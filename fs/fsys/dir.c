@@ -168,8 +168,25 @@ bool dg_dir_empty(const struct dg_dir *dir)
 	return dir->nlive == 0;
 }
 
-static int parse_page(struct dg_fs *fs, struct dg_inode *dp, uint64_t page,
-		      const uint8_t *p)
+int dg_dir_new(struct dg_dir **dirp)
+{
+	struct dg_dir *dir = calloc(1, sizeof(*dir));
+	int ret;
+
+	if (!dir)
+		return -ENOMEM;
+	dir->tail_off = DG_PAGE_SIZE; /* no page yet */
+	ret = hash_rebuild(dir, 16);
+	if (ret) {
+		free(dir);
+		return ret;
+	}
+	*dirp = dir;
+	return 0;
+}
+
+int dg_dir_parse_page(struct dg_vol *vol, struct dg_dir *dir, uint64_t ino,
+		      uint64_t page, const uint8_t *p)
 {
 	uint32_t off = 0;
 
@@ -183,28 +200,28 @@ static int parse_page(struct dg_fs *fs, struct dg_inode *dp, uint64_t page,
 		    r->reclen > DG_PAGE_SIZE - off || r->namelen == 0 ||
 		    memchr(name, '/', r->namelen) ||
 		    memchr(name, 0, r->namelen))
-			return DG_CORRUPT(fs->vol, "directory %" PRIu64
+			return DG_CORRUPT(vol, "directory %" PRIu64
 					  " page %" PRIu64 " offset %u: bad "
-					  "record", dp->ino, page, off);
+					  "record", ino, page, off);
 		if (r->ino) {
-			int ret = dir_index(dp->dir, name, r->namelen, r->ino,
+			int ret = dir_index(dir, name, r->namelen, r->ino,
 					    r->type, page, off, r->reclen);
 			if (ret)
 				return ret;
 		} else {
 			/* Kept in core as a reusable slot. */
-			int ret = dir_index(dp->dir, "", 0, 0, 0, page, off,
+			int ret = dir_index(dir, "", 0, 0, 0, page, off,
 					    r->reclen);
 			if (ret)
 				return ret;
-			ret = note_dead(dp->dir, dp->dir->nents - 1);
+			ret = note_dead(dir, dir->nents - 1);
 			if (ret)
 				return ret;
 		}
 		off += r->reclen;
 	}
-	dp->dir->tail_page = page;
-	dp->dir->tail_off = off;
+	dir->tail_page = page;
+	dir->tail_off = off;
 	return 0;
 }
 
@@ -214,14 +231,10 @@ int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp)
 	uint8_t *p;
 	int ret = 0;
 
-	dp->dir = calloc(1, sizeof(*dp->dir));
 	p = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	if (!dp->dir || !p) {
-		free(p);
+	if (!p)
 		return -ENOMEM;
-	}
-	dp->dir->tail_off = DG_PAGE_SIZE; /* no page yet */
-	ret = hash_rebuild(dp->dir, 16);
+	ret = dg_dir_new(&dp->dir);
 	for (uint64_t pg = 0; !ret && pg < npages; pg++) {
 		uint64_t vpn, run;
 
@@ -246,7 +259,7 @@ int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp)
 			continue;
 		}
 		if (!ret)
-			ret = parse_page(fs, dp, pg, p);
+			ret = dg_dir_parse_page(fs->vol, dp->dir, dp->ino, pg, p);
 	}
 	free(p);
 	return ret;

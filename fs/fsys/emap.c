@@ -10,6 +10,13 @@
 
 #include "fsys_i.h"
 
+int dg_demap_check(const struct dg_demap *pg, uint32_t left)
+{
+	if (pg->count < 1 || pg->count > DG_EMAP_PER_PAGE || pg->count > left)
+		return -EUCLEAN;
+	return 0;
+}
+
 static int fail(struct dg_emap_reader *r, const char *why)
 {
 	r->why = why;
@@ -54,8 +61,7 @@ static int next_page(struct dg_emap_reader *r)
 		r->err = ret;
 		return ret;
 	}
-	if (r->pg->count < 1 || r->pg->count > DG_EMAP_PER_PAGE ||
-	    r->pg->count > left)
+	if (dg_demap_check(r->pg, left))
 		return fail(r, "extent page count out of range");
 	r->count = r->pg->count;
 	r->next_vpn = r->pg->next_vpn;

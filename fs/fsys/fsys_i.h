@@ -150,6 +150,10 @@ void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip);
 int dg_inode_drop_last(struct dg_fs *fs, struct dg_txn *txn,
 		       struct dg_inode *ip);
 void dg_inode_attr(const struct dg_inode *ip, struct dg_attr *attr);
+/* An inode record read from the media is one the filesystem can hold
+ * (0 or -EUCLEAN); its extents are checked by the extent walk. */
+int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
+		    const struct dg_dinode *d);
 void dg_inode_touch(struct dg_inode *ip, bool mtime, bool ctime);
 int64_t dg_now_ns(void);
 /* Persist times left dirty by overwrites (fsync, release, unmount). */
@@ -208,9 +212,17 @@ struct dg_emap_reader {
 void dg_emap_begin(struct dg_emap_reader *r, struct dg_vol *vol,
 		   const struct dg_dinode *d, struct dg_demap *pg);
 int dg_emap_next(struct dg_emap_reader *r, const struct dg_dextent **e);
+/* A chain page read from the media holds 1..left extents (0 or -EUCLEAN). */
+int dg_demap_check(const struct dg_demap *pg, uint32_t left);
 
 /* ---- dir.c ------------------------------------------------------------ */
 int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp);
+/* The parts of dg_dir_load(), pure over bytes (and fuzzed so): an empty
+ * in-core directory, and one dirent page (file page page of directory
+ * ino) checked and indexed into it; -EUCLEAN for a bad record. */
+int dg_dir_new(struct dg_dir **dirp);
+int dg_dir_parse_page(struct dg_vol *vol, struct dg_dir *dir, uint64_t ino,
+		      uint64_t page, const uint8_t *p);
 void dg_dir_free(struct dg_dir *dir);
 struct dg_dent *dg_dir_find(struct dg_dir *dir, const char *name);
 int dg_dir_add(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
@@ -240,5 +252,14 @@ void dg_fmap_recover(struct dg_fs *fs);
  * an unprivileged caller; *changed: the caller stores the inode. */
 int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
 		       struct dg_inode *ip, bool *changed);
+/* An xattr page read from the media: header and records fit
+ * (0 or -EUCLEAN); and, on a checked page, the value of name (its length;
+ * -ENODATA, -ERANGE) and the NUL-separated list of names (its length;
+ * -ERANGE), size 0 asking only for the length. */
+int dg_xattr_page_check(const uint8_t *buf);
+int dg_xattr_page_get(const uint8_t *buf, const char *name, void *out,
+		      size_t size);
+int dg_xattr_page_list(const uint8_t *buf, char *out, size_t size);
+int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
 
 #endif /* DG_FS_I_H */

@@ -11,17 +11,17 @@ struct dg_vol *dg_fs_vol(struct dg_fs *fs)
 	return fs->vol;
 }
 
-static int check_dinode(struct dg_fs *fs, uint64_t ino,
-			const struct dg_dinode *d)
+int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
+		    const struct dg_dinode *d)
 {
 	uint32_t t = d->mode & S_IFMT;
 
 	if (t != S_IFREG && t != S_IFDIR && t != S_IFLNK && t != S_IFIFO &&
 	    t != S_IFSOCK && t != S_IFCHR && t != S_IFBLK)
-		return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": bad mode %#o",
+		return DG_CORRUPT(vol, "inode %" PRIu64 ": bad mode %#o",
 				  ino, d->mode);
 	if (d->nextents > (1u << 26))
-		return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": %u extents",
+		return DG_CORRUPT(vol, "inode %" PRIu64 ": %u extents",
 				  ino, d->nextents);
 	return 0;
 }
@@ -83,7 +83,7 @@ static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 
 		if (!d->mode || ino == 0)
 			continue;
-		ret = check_dinode(fs, ino, d);
+		ret = dg_dinode_check(fs->vol, ino, d);
 		if (ret)
 			return ret;
 		ip = dg_inode_alloc_core(ino);

@@ -13,11 +13,32 @@ static uint32_t rec_size(size_t namelen, size_t vallen)
 			  ~3u);
 }
 
+int dg_xattr_page_check(const uint8_t *buf)
+{
+	const struct dg_dxattr_hdr *h = (const void *)buf;
+	uint32_t off = sizeof(*h);
+
+	if (h->used < sizeof(*h) || h->used > DG_PAGE_SIZE)
+		return -EUCLEAN;
+	for (uint32_t i = 0; i < h->count; i++) {
+		const struct dg_dxattr *x = (const void *)(buf + off);
+
+		if (off + sizeof(*x) > h->used || x->namelen == 0 ||
+		    off + rec_size(x->namelen, x->vallen) > h->used)
+			return -EUCLEAN;
+		/* listxattr hands names out NUL-terminated: one with a NUL
+		 * inside would list as names that do not exist. */
+		if (memchr(x + 1, 0, x->namelen))
+			return -EUCLEAN;
+		off += rec_size(x->namelen, x->vallen);
+	}
+	return off == h->used ? 0 : -EUCLEAN;
+}
+
 /* Load the inode's xattr page (or an empty one) into buf, checked. */
 static int load(struct dg_fs *fs, struct dg_inode *ip, uint8_t *buf)
 {
 	struct dg_dxattr_hdr *h = (void *)buf;
-	uint32_t off = sizeof(*h);
 	int ret;
 
 	if (!ip->d.xattr_vpn) {
@@ -28,21 +49,10 @@ static int load(struct dg_fs *fs, struct dg_inode *ip, uint8_t *buf)
 	ret = dg_read(fs->vol, ip->d.xattr_vpn, 1, buf);
 	if (ret)
 		return ret;
-	if (h->used < sizeof(*h) || h->used > DG_PAGE_SIZE)
-		goto bad;
-	for (uint32_t i = 0; i < h->count; i++) {
-		const struct dg_dxattr *x = (const void *)(buf + off);
-
-		if (off + sizeof(*x) > h->used || x->namelen == 0 ||
-		    off + rec_size(x->namelen, x->vallen) > h->used)
-			goto bad;
-		off += rec_size(x->namelen, x->vallen);
-	}
-	if (off != h->used)
-		goto bad;
+	if (dg_xattr_page_check(buf))
+		return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": xattr page",
+				  ip->ino);
 	return 0;
-bad:
-	return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": xattr page", ip->ino);
 }
 
 /* Offset of the record called name, or 0. */
@@ -180,25 +190,31 @@ static int do_set(uint8_t *buf, void *a)
 	return 0;
 }
 
-static int do_get(uint8_t *buf, void *a)
+int dg_xattr_page_get(const uint8_t *buf, const char *name, void *out,
+		      size_t size)
 {
-	struct xarg *x = a;
-	uint32_t off = find(buf, x->name);
+	uint32_t off = find(buf, name);
 	const struct dg_dxattr *r = (const void *)(buf + off);
 
 	if (!off)
 		return -ENODATA;
-	if (x->size == 0)
+	if (size == 0)
 		return r->vallen;
-	if (x->size < r->vallen)
+	if (size < r->vallen)
 		return -ERANGE;
-	memcpy(x->out, (const uint8_t *)(r + 1) + r->namelen, r->vallen);
+	memcpy(out, (const uint8_t *)(r + 1) + r->namelen, r->vallen);
 	return r->vallen;
 }
 
-static int do_list(uint8_t *buf, void *a)
+static int do_get(uint8_t *buf, void *a)
 {
 	struct xarg *x = a;
+
+	return dg_xattr_page_get(buf, x->name, x->out, x->size);
+}
+
+int dg_xattr_page_list(const uint8_t *buf, char *out, size_t size)
+{
 	const struct dg_dxattr_hdr *h = (const void *)buf;
 	uint32_t off = sizeof(*h);
 	size_t total = 0;
@@ -206,16 +222,23 @@ static int do_list(uint8_t *buf, void *a)
 	for (uint32_t i = 0; i < h->count; i++) {
 		const struct dg_dxattr *r = (const void *)(buf + off);
 
-		if (x->size) {
-			if (total + r->namelen + 1 > x->size)
+		if (size) {
+			if (total + r->namelen + 1 > size)
 				return -ERANGE;
-			memcpy((char *)x->out + total, r + 1, r->namelen);
-			((char *)x->out)[total + r->namelen] = 0;
+			memcpy(out + total, r + 1, r->namelen);
+			out[total + r->namelen] = 0;
 		}
 		total += r->namelen + 1u;
 		off += rec_size(r->namelen, r->vallen);
 	}
 	return (int)total;
+}
+
+static int do_list(uint8_t *buf, void *a)
+{
+	struct xarg *x = a;
+
+	return dg_xattr_page_list(buf, x->out, x->size);
 }
 
 static int do_remove(uint8_t *buf, void *a)

@@ -238,6 +238,21 @@ static uint64_t cmap_seal(const struct dg_vol *vol, uint64_t p,
 				    vol->seed ^ ((p + 1) * K_CMAP));
 }
 
+int dg_cmap_page_check(const struct dg_vol *vol, uint64_t p, const void *page)
+{
+	const struct dg_dcmap *m = page;
+
+	/* An all-zero page does not verify: its seal would be 0. */
+	return m->seal != 0 && m->seal == cmap_seal(vol, p, m) ? 1 : -EUCLEAN;
+}
+
+void dg_cmap_page_seal(const struct dg_vol *vol, uint64_t p, void *page)
+{
+	struct dg_dcmap *m = page;
+
+	m->seal = cmap_seal(vol, p, m);
+}
+
 static uint64_t cmap_off(const struct dg_vol *vol, uint64_t p, unsigned slot)
 {
 	return (vol->sb.cmap_start + slot * vol->sb.cmap_pages + p)
@@ -247,14 +262,6 @@ static uint64_t cmap_off(const struct dg_vol *vol, uint64_t p, unsigned slot)
 uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot)
 {
 	return cmap_off(vol, 0, slot);
-}
-
-bool dg_cmap_page_sealed(const struct dg_vol *vol, uint64_t p,
-			 const void *page)
-{
-	const struct dg_dcmap *m = page;
-
-	return m->seal && m->seal == cmap_seal(vol, p, m);
 }
 
 /* Write map page p to both slots of every present device (all) or of
@@ -270,7 +277,7 @@ static void cmap_write(struct dg_vol *vol, uint64_t p, bool all,
 	memcpy(m->bits, vol->cmap + p * sizeof(m->bits), sizeof(m->bits));
 	pthread_mutex_unlock(&vol->cmap_lock);
 	m->gen = dg_gen_next(vol);
-	m->seal = cmap_seal(vol, p, m);
+	dg_cmap_page_seal(vol, p, m);
 	for (unsigned slot = 0; slot < 2; slot++)
 		for (unsigned d = 0; d < vol->ndev; d++) {
 			uint64_t off = cmap_off(vol, p, slot);
@@ -318,8 +325,7 @@ int dg_cmap_load(struct dg_vol *vol)
 				memcpy(m, dg_dev_ptr(&vol->devs[d],
 						     cmap_off(vol, p, slot)),
 				       DG_PAGE_SIZE);
-				if (m->seal == 0 ||
-				    m->seal != cmap_seal(vol, p, m)) {
+				if (dg_cmap_page_check(vol, p, m) != 1) {
 					differs[d] = 1;
 					continue;
 				}

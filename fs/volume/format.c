@@ -204,7 +204,10 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	sb->incompat = (o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY
 					 : DG_FEAT_INCOMPAT_SEALED_JOURNAL) |
 		       (zone ? DG_FEAT_INCOMPAT_META_ZONE : 0);
-	new_uuid(sb->vol_uuid);
+	if (o->uuid)
+		memcpy(sb->vol_uuid, o->uuid, 16);
+	else
+		new_uuid(sb->vol_uuid);
 	sb->generation = 1;
 	sb->state = DG_STATE_CLEAN;
 	sb->ctime = sb->mtime = (uint64_t)time(NULL);

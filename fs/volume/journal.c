@@ -79,6 +79,66 @@ uint64_t dg_jhead_csum(const struct dg_vol *vol, const struct dg_djhead *h)
 				    vol->seed);
 }
 
+void dg_jhead_seal(const struct dg_vol *vol, struct dg_djhead *h)
+{
+	h->csum = dg_jhead_csum(vol, h);
+}
+
+int dg_jhead_decode(const struct dg_vol *vol, const void *slot,
+		    uint64_t log_bytes, struct dg_djhead *out)
+{
+	struct dg_djhead h;
+
+	memcpy(&h, slot, sizeof(h));
+	if (h.magic != DG_JHEAD_MAGIC ||
+	    memcmp(h.vol_uuid, vol->sb.vol_uuid, 16))
+		return -EUCLEAN;
+	if (h.csum != dg_jhead_csum(vol, &h))
+		return -EBADMSG;
+	if (h.tail_off >= log_bytes || h.tail_off % DG_JALIGN)
+		return -EUCLEAN;
+	*out = h;
+	return 0;
+}
+
+/* The header fields and descriptors fit in avail bytes and the ranges
+ * in the entry: what must hold before anything is hashed. */
+static bool entry_fits(const struct dg_djentry *e, uint64_t avail)
+{
+	return e->magic == DG_JENTRY_MAGIC && e->len >= sizeof(*e) &&
+	       e->len % DG_JALIGN == 0 && e->len <= avail &&
+	       (uint64_t)e->nranges * sizeof(struct dg_djrange) <=
+		       e->len - sizeof(*e) &&
+	       ranges_fit(e);
+}
+
+int dg_jentry_decode(const struct dg_vol *vol, const void *p, uint64_t avail)
+{
+	const struct dg_djentry *e = p;
+
+	if (avail < sizeof(*e) || !entry_fits(e, avail))
+		return -EUCLEAN;
+	if (entry_csum(vol, e, NULL) != e->csum || !seals_hold(vol, e))
+		return -EBADMSG;
+	return 0;
+}
+
+uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e)
+{
+	return entry_csum(vol, e, NULL);
+}
+
+int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
+{
+	/* Committed, yet naming no page of this volume, or sealed where
+	 * nothing seals: corruption, never a silent skip. */
+	if (r->dev >= vol->ndev || r->row >= vol->sb.rows || r->len == 0 ||
+	    r->off + r->len > DG_PAGE_SIZE || (r->flags & ~DG_JRANGE_SEALED) ||
+	    ((r->flags & DG_JRANGE_SEALED) && !vol->sealed_journal))
+		return -EUCLEAN;
+	return 0;
+}
+
 bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
 		      uint64_t bytes)
 {
@@ -93,10 +153,7 @@ bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
 					      <= bytes; off += DG_JALIGN) {
 		const struct dg_djentry *e = (const void *)(area + off);
 
-		if (e->magic != DG_JENTRY_MAGIC || e->len < sizeof(*e) ||
-		    e->len % DG_JALIGN || e->len > bytes - off ||
-		    (uint64_t)e->nranges * sizeof(struct dg_djrange) >
-			    e->len - sizeof(*e) || !ranges_fit(e))
+		if (!entry_fits(e, bytes - off))
 			continue;
 		if (entry_csum(vol, e, NULL) == e->csum)
 			return true;
@@ -125,7 +182,7 @@ static void write_head(struct dg_vol *vol)
 	h.hseq = ++j->hseq;
 	h.tail_off = j->tail_off;
 	h.tail_seq = j->tail_seq;
-	h.csum = dg_jhead_csum(vol, &h);
+	dg_jhead_seal(vol, &h);
 	j->disk_tail_off = j->tail_off;
 	j->disk_tail_seq = j->tail_seq;
 	for (unsigned c = 0; c < j->ncopies; c++) {
@@ -153,13 +210,9 @@ static bool read_head(struct dg_vol *vol, struct dg_djhead *best)
 		for (unsigned s = 0; d && s < 2; s++) {
 			struct dg_djhead h;
 
-			memcpy(&h, dg_dev_ptr(d, area + s * DG_PAGE_SIZE),
-			       sizeof(h));
-			if (h.magic != DG_JHEAD_MAGIC ||
-			    memcmp(h.vol_uuid, vol->sb.vol_uuid, 16) ||
-			    h.csum != dg_jhead_csum(vol, &h) ||
-			    h.tail_off >= j->log_bytes ||
-			    h.tail_off % DG_JALIGN)
+			if (dg_jhead_decode(vol, dg_dev_ptr(d, area + s *
+							    DG_PAGE_SIZE),
+					    j->log_bytes, &h))
 				continue;
 			if (!found || h.hseq > best->hseq)
 				*best = h;
@@ -182,14 +235,7 @@ static const struct dg_djentry *entry_at(struct dg_vol *vol, unsigned c,
 	if (!d || off + sizeof(*e) > j->log_bytes)
 		return NULL;
 	e = (const void *)dg_dev_ptr(d, area + j->log_off + off);
-	if (e->magic != DG_JENTRY_MAGIC || e->seq != seq ||
-	    e->len < sizeof(*e) || e->len % DG_JALIGN ||
-	    e->len > j->log_bytes - off)
-		return NULL;
-	if ((uint64_t)e->nranges * sizeof(struct dg_djrange) >
-	    e->len - sizeof(*e) || !ranges_fit(e))
-		return NULL;
-	if (entry_csum(vol, e, NULL) != e->csum || !seals_hold(vol, e))
+	if (e->seq != seq || dg_jentry_decode(vol, e, j->log_bytes - off))
 		return NULL;
 	return e;
 }
@@ -235,12 +281,7 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		struct dg_dev *d;
 		uint64_t off;
 
-		/* Committed, yet naming no page of this volume, or sealed
-		 * where nothing seals: corruption, never a silent skip. */
-		if (r[i].dev >= vol->ndev || r[i].row >= vol->sb.rows ||
-		    r[i].len == 0 || r[i].off + r[i].len > DG_PAGE_SIZE ||
-		    (r[i].flags & ~DG_JRANGE_SEALED) ||
-		    ((r[i].flags & DG_JRANGE_SEALED) && !vol->sealed_journal))
+		if (dg_jrange_check(vol, &r[i]))
 			return DG_CORRUPT(vol, "journal entry %" PRIu64
 					  " range %u is invalid", e->seq, i);
 		d = &vol->devs[r[i].dev];

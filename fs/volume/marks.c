@@ -19,7 +19,7 @@ bool dg_vol_marks_on(struct dg_vol *vol, const char *path)
 	for (unsigned slot = 0; slot < 2 && !ours; slot++) {
 		if (pread(fd, pg, DG_PAGE_SIZE,
 			  (off_t)dg_cmap_slot_off(vol, slot)) == DG_PAGE_SIZE &&
-		    dg_cmap_page_sealed(vol, 0, pg))
+		    dg_cmap_page_check(vol, 0, pg) == 1)
 			ours = true;
 	}
 	/* Any checksum page copy: sealed with the volume's seed, its

@@ -54,6 +54,10 @@ struct dg_format_opts {
 				    to whole chunks of rows; 0: default */
 	bool no_meta_zone;	 /* the layout without a zone (format.h):
 				    readable by daxguard before META_ZONE */
+	/* The volume's uuid (and so its checksum seed); NULL: a random one.
+	 * Two volumes made with one uuid seal their pages alike: the fuzz
+	 * harnesses' seed pages verify in a volume made afresh. */
+	const uint8_t *uuid;
 };
 
 /* Summary returned by dg_format() (fsys.h) and dg_vol_get_info(). */

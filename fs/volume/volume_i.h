@@ -187,11 +187,11 @@ void dg_cmap_free(struct dg_vol *vol);
 /* Write the whole map to the devices in the mask (a rebuilt device). */
 void dg_cmap_store(struct dg_vol *vol, uint32_t devs);
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
-/* Byte offset of slot (0, 1) of the map's first page on a device, and
- * whether page p of the map verifies with this volume's seal. */
+/* Byte offset of slot (0, 1) of the map's first page on a device. */
 uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot);
-bool dg_cmap_page_sealed(const struct dg_vol *vol, uint64_t p,
-			 const void *page);
+/* A copy of init map page p: 1 its seal holds, -EUCLEAN otherwise. */
+int dg_cmap_page_check(const struct dg_vol *vol, uint64_t p, const void *page);
+void dg_cmap_page_seal(const struct dg_vol *vol, uint64_t p, void *page);
 
 /* ---- repair.c: the one repair path (its crash argument is there) ---- */
 /* Write len bytes at off of dev, durably: bytes proven elsewhere. */
@@ -318,6 +318,20 @@ bool dg_journal_dirty(struct dg_vol *vol);
  * from a device) that verifies with this volume's seed. */
 bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
 		      uint64_t bytes);
+/* The decoders recovery uses, pure over bytes (and fuzzed so):
+ * a header slot that belongs to this volume and points inside a log of
+ * log_bytes (0; -EBADMSG: checksum; -EUCLEAN otherwise); an entry
+ * within avail bytes that is committed (0; -EBADMSG: checksum or a seal
+ * fails; -EUCLEAN: its structure does not fit); a range of a committed
+ * entry that names a page of this volume (0 or -EUCLEAN). */
+int dg_jhead_decode(const struct dg_vol *vol, const void *slot,
+		    uint64_t log_bytes, struct dg_djhead *out);
+void dg_jhead_seal(const struct dg_vol *vol, struct dg_djhead *h);
+int dg_jentry_decode(const struct dg_vol *vol, const void *p, uint64_t avail);
+/* The checksum a committed entry carries; only for an entry whose
+ * structure fits (dg_jentry_decode() says -EBADMSG, not -EUCLEAN). */
+uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e);
+int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r);
 /* Write a fresh, empty journal header to every copy (mkfs). */
 void dg_journal_format(struct dg_vol *vol);
 /* The checksum that seals a journal header (fsck checks and writes

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+/* fz_jentry.c -- a journal entry through the decoder recovery uses
+ * (dg_jentry_decode, then dg_jrange_check on every range as replay
+ * does), as the bytes come and with its checksum made to match; and the
+ * same bytes in a journal area scanned by dg_journal_marks() */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_vol.h"
+
+#define MAX_ENTRY (64u << 10)
+
+static void replay_checks(struct dg_vol *vol, const struct dg_djentry *e,
+			  size_t avail)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+	const uint8_t *bytes = (const uint8_t *)(r + e->nranges);
+
+	/* What a committed entry promises replay: every range's bytes lie
+	 * inside the entry. */
+	FUZZ_ASSERT(e->len <= avail);
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		if (dg_jrange_check(vol, &r[i]) == 0)
+			FUZZ_ASSERT(r[i].off + r[i].len <= DG_PAGE_SIZE);
+		bytes += (r[i].len + 7u) & ~7u;
+	}
+	FUZZ_ASSERT(bytes <= (const uint8_t *)e + e->len);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct dg_vol *vol = dg_fuzz_vol();
+	/* Two header slots, then the log, as on the media. */
+	uint8_t *area;
+	struct dg_djentry *e;
+	int ret;
+
+	if (size > MAX_ENTRY)
+		size = MAX_ENTRY;
+	area = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE + MAX_ENTRY);
+	if (!area)
+		return 0;
+	memset(area, 0, 2 * DG_PAGE_SIZE);
+	memcpy(area + 2 * DG_PAGE_SIZE, data, size);
+	e = (void *)(area + 2 * DG_PAGE_SIZE);
+	dg_journal_marks(vol, area, 2 * DG_PAGE_SIZE + size);
+	ret = dg_jentry_decode(vol, e, size);
+	if (ret == 0)
+		replay_checks(vol, e, size);
+	if (ret == -EBADMSG) {
+		e->csum = dg_jentry_csum(vol, e);
+		ret = dg_jentry_decode(vol, e, size);
+		FUZZ_ASSERT(ret != -EUCLEAN); /* only the checksum changed */
+		if (ret == 0) {
+			replay_checks(vol, e, size);
+			FUZZ_ASSERT(dg_journal_marks(vol, area,
+						     2 * DG_PAGE_SIZE + size));
+		}
+	}
+	free(area);
+	return 0;
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+/* test_dir.c -- directory pages: records that span pages, deleted slots
+ * reused, the page parser's checks, listing cookies */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "fsys_i.h"
+#include "tfs.h"
+
+struct listing {
+	unsigned n;
+	uint64_t last_cookie;
+	bool seen[600];
+};
+
+static int fill(void *arg, const char *name, const struct dg_attr *attr,
+		uint64_t next)
+{
+	struct listing *l = arg;
+	unsigned i;
+
+	(void)attr;
+	l->n++;
+	l->last_cookie = next;
+	if (sscanf(name, "name-%u", &i) == 1 && i < 600)
+		l->seen[i] = true;
+	return 0;
+}
+
+/* Stops after the first entry past "." and "..": a full reply buffer. */
+static int fill_three(void *arg, const char *name, const struct dg_attr *attr,
+		      uint64_t next)
+{
+	struct listing *l = arg;
+
+	if (l->n == 3)
+		return 1; /* refused: not handed out */
+	return fill(arg, name, attr, next);
+}
+
+/* Enough names for several pages; a third removed; the directory read
+ * back from the media lists exactly the rest. */
+static void test_many_pages(void)
+{
+	struct tfs t;
+	struct listing l = { 0 };
+	struct dg_attr a;
+	char name[64];
+	uint64_t d;
+
+	REQUIRE(tfs_make(&t, "dirmany"));
+	d = tfs_dir(&t, 1, "d");
+	REQUIRE(d);
+	for (unsigned i = 0; i < 600; i++) {
+		snprintf(name, sizeof(name), "name-%u%s", i,
+			 i % 5 ? "" : "-and-some-more-bytes-to-vary-reclen");
+		REQUIRE(tfs_file(&t, d, name));
+	}
+	for (unsigned i = 0; i < 600; i += 3) {
+		snprintf(name, sizeof(name), "name-%u%s", i,
+			 i % 5 ? "" : "-and-some-more-bytes-to-vary-reclen");
+		REQUIRE(dg_fs_unlink(t.fs, d, name) == 0);
+	}
+	REQUIRE(dg_fs_getattr(t.fs, d, &a) == 0);
+	CHECK(a.size > 2 * DG_PAGE_SIZE);
+	REQUIRE(tfs_remount(&t));
+	REQUIRE(dg_fs_readdir(t.fs, d, 0, false, fill, &l) == 0);
+	CHECK_EQ(l.n, 2 + 400);
+	for (unsigned i = 0; i < 600; i++)
+		CHECK(l.seen[i] == (i % 3 != 0));
+	tfs_done(&t);
+}
+
+/* A deleted record's slot takes a new name of no greater length: the
+ * directory does not grow. */
+static void test_slot_reuse(void)
+{
+	struct tfs t;
+	struct dg_attr a0, a1;
+	char name[32];
+	uint64_t d;
+
+	REQUIRE(tfs_make(&t, "dirreuse"));
+	d = tfs_dir(&t, 1, "d");
+	REQUIRE(d);
+	for (unsigned i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "n%03u", i);
+		REQUIRE(tfs_file(&t, d, name));
+	}
+	REQUIRE(dg_fs_getattr(t.fs, d, &a0) == 0);
+	for (unsigned i = 0; i < 200; i += 2) {
+		snprintf(name, sizeof(name), "n%03u", i);
+		REQUIRE(dg_fs_unlink(t.fs, d, name) == 0);
+	}
+	for (unsigned i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "m%03u", i);
+		REQUIRE(tfs_file(&t, d, name));
+	}
+	REQUIRE(dg_fs_getattr(t.fs, d, &a1) == 0);
+	CHECK_EQ(a1.size, a0.size);
+	REQUIRE(tfs_remount(&t));
+	CHECK(tfs_lookup(&t, d, "m099") > 0);
+	CHECK(tfs_lookup(&t, d, "n001") > 0);
+	CHECK_EQ(tfs_lookup(&t, d, "n000"), -ENOENT);
+	tfs_done(&t);
+}
+
+/* Cookies resume a listing where a full buffer stopped it. */
+static void test_cookies(void)
+{
+	struct tfs t;
+	struct listing l = { 0 }, rest = { 0 };
+	char name[32];
+	uint64_t d;
+
+	REQUIRE(tfs_make(&t, "dircookie"));
+	d = tfs_dir(&t, 1, "d");
+	for (unsigned i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "name-%u", i);
+		REQUIRE(tfs_file(&t, d, name));
+	}
+	REQUIRE(dg_fs_readdir(t.fs, d, 0, false, fill_three, &l) == 0);
+	/* The fourth call was refused: the cookie of the third (".",
+	 * "..", one name) resumes with the other nine, none twice. */
+	CHECK_EQ(l.last_cookie, 3);
+	REQUIRE(dg_fs_readdir(t.fs, d, 3, false, fill, &rest) == 0);
+	CHECK_EQ(rest.n, 9);
+	for (unsigned i = 0; i < 10; i++)
+		CHECK(rest.seen[i] != l.seen[i]);
+	tfs_done(&t);
+}
+
+/* The parser the mount uses refuses every malformed record. */
+static void test_parser_refuses(void)
+{
+	static uint8_t pg[DG_PAGE_SIZE] __attribute__((aligned(4096)));
+	struct dg_ddirent *r = (void *)pg;
+	struct dg_dir *dir;
+	struct {
+		uint16_t reclen;
+		uint8_t namelen;
+		const char *name;
+		int want;
+	} cases[] = {
+		{ 24, 3, "abc", 0 },
+		{ 20, 3, "abc", -EUCLEAN },	/* reclen not a multiple of 8 */
+		{ 16, 3, "abc", -EUCLEAN },	/* shorter than its name */
+		{ 24, 0, "", -EUCLEAN },	/* no name */
+		{ 24, 3, "a/c", -EUCLEAN },	/* a slash */
+		{ 24, 3, "a\0c", -EUCLEAN },	/* a NUL */
+		{ 8192, 3, "abc", -EUCLEAN },	/* past the page */
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(pg, 0, sizeof(pg));
+		r->ino = 5;
+		r->reclen = cases[i].reclen;
+		r->namelen = cases[i].namelen;
+		r->type = 8;
+		memcpy(r + 1, cases[i].name, cases[i].namelen);
+		REQUIRE(dg_dir_new(&dir) == 0);
+		CHECK_EQ(dg_dir_parse_page(NULL, dir, 1, 0, pg), cases[i].want);
+		if (cases[i].want == 0) {
+			struct dg_dent *de = dg_dir_find(dir, "abc");
+
+			CHECK(de && de->ino == 5);
+			CHECK_EQ(dir->tail_off, 24);
+		}
+		dg_dir_free(dir);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "many_pages", test_many_pages },
+		{ "slot_reuse", test_slot_reuse },
+		{ "cookies", test_cookies },
+		{ "parser_refuses", test_parser_refuses },
+		{ NULL, NULL },
+	};
+
+	return test_main(argc, argv, cases);
+}

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+/* test_xattr.c -- extended attributes: set, get, list, remove, the
+ * create/replace flags, sizes, the page filling up, the page check */
+#include <stdio.h>
+#include <sys/xattr.h>
+
+#include "fsys_i.h"
+#include "tfs.h"
+
+static void test_set_get_list_remove(void)
+{
+	struct tfs t;
+	char buf[256];
+	uint64_t f;
+
+	REQUIRE(tfs_make(&t, "xattrbasic"));
+	f = tfs_file(&t, 1, "f");
+	REQUIRE(f);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.a", buf, sizeof(buf)), -ENODATA);
+	CHECK_EQ(dg_fs_listxattr(t.fs, f, buf, sizeof(buf)), 0);
+	REQUIRE(dg_fs_setxattr(t.fs, f, "user.a", "alpha", 5, 0) == 0);
+	REQUIRE(dg_fs_setxattr(t.fs, f, "user.empty", "", 0, 0) == 0);
+	REQUIRE(dg_fs_setxattr(t.fs, f, "trusted.b", "beta!", 5, 0) == 0);
+	/* Replace with a longer value: the records after it move. */
+	REQUIRE(dg_fs_setxattr(t.fs, f, "user.a", "alphabet", 8, 0) == 0);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.a", NULL, 0), 8);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.a", buf, 4), -ERANGE);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.a", buf, sizeof(buf)), 8);
+	CHECK(memcmp(buf, "alphabet", 8) == 0);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.empty", buf, sizeof(buf)), 0);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "trusted.b", buf, sizeof(buf)), 5);
+	CHECK(memcmp(buf, "beta!", 5) == 0);
+	{
+		const char want[] = "trusted.b\0user.a\0user.empty";
+		int n = dg_fs_listxattr(t.fs, f, buf, sizeof(buf));
+		unsigned found = 0;
+
+		CHECK_EQ(n, sizeof(want));
+		CHECK_EQ(dg_fs_listxattr(t.fs, f, NULL, 0), n);
+		CHECK_EQ(dg_fs_listxattr(t.fs, f, buf, 5), -ERANGE);
+		for (int off = 0; n > 0 && off < n; off += (int)strlen(buf + off) + 1)
+			found += !strcmp(buf + off, "user.a") +
+				 !strcmp(buf + off, "user.empty") +
+				 !strcmp(buf + off, "trusted.b");
+		CHECK_EQ(found, 3);
+	}
+	REQUIRE(dg_fs_removexattr(t.fs, f, "user.a") == 0);
+	CHECK_EQ(dg_fs_removexattr(t.fs, f, "user.a"), -ENODATA);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.a", buf, sizeof(buf)), -ENODATA);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "trusted.b", buf, sizeof(buf)), 5);
+	tfs_done(&t);
+}
+
+static void test_flags(void)
+{
+	struct tfs t;
+	char buf[16];
+	uint64_t f;
+
+	REQUIRE(tfs_make(&t, "xattrflags"));
+	f = tfs_file(&t, 1, "f");
+	REQUIRE(f);
+	CHECK_EQ(dg_fs_setxattr(t.fs, f, "user.x", "1", 1, XATTR_REPLACE),
+		 -ENODATA);
+	REQUIRE(dg_fs_setxattr(t.fs, f, "user.x", "1", 1, XATTR_CREATE) == 0);
+	CHECK_EQ(dg_fs_setxattr(t.fs, f, "user.x", "2", 1, XATTR_CREATE),
+		 -EEXIST);
+	REQUIRE(dg_fs_setxattr(t.fs, f, "user.x", "3", 1, XATTR_REPLACE) == 0);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.x", buf, sizeof(buf)), 1);
+	CHECK_EQ(buf[0], '3');
+	tfs_done(&t);
+}
+
+/* One page holds them all: past it, ENOSPC, and nothing is lost; once
+ * all are removed the page is freed. */
+static void test_page_full(void)
+{
+	struct tfs t;
+	static char val[1000];
+	char name[32], buf[1000];
+	uint64_t f, free0;
+	unsigned n = 0;
+	int ret = 0;
+
+	REQUIRE(tfs_make(&t, "xattrfull"));
+	f = tfs_file(&t, 1, "f");
+	REQUIRE(f);
+	free0 = dg_free_vpns(t.vol);
+	memset(val, 'v', sizeof(val));
+	while (n < 10 && ret == 0) {
+		snprintf(name, sizeof(name), "user.n%u", n);
+		ret = dg_fs_setxattr(t.fs, f, name, val, sizeof(val), 0);
+		n += ret == 0;
+	}
+	CHECK_EQ(ret, -ENOSPC);
+	CHECK(n >= 3 && n < 5);
+	CHECK_EQ(dg_free_vpns(t.vol), free0 - 1);
+	REQUIRE(tfs_remount(&t));
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "user.n%u", i);
+		CHECK_EQ(dg_fs_getxattr(t.fs, f, name, buf, sizeof(buf)),
+			 sizeof(val));
+		REQUIRE(dg_fs_removexattr(t.fs, f, name) == 0);
+	}
+	CHECK_EQ(dg_free_vpns(t.vol), free0);
+	tfs_done(&t);
+}
+
+/* The page check getxattr applies to what it reads. */
+static void test_page_check(void)
+{
+	static uint8_t pg[DG_PAGE_SIZE];
+	struct dg_dxattr_hdr *h = (void *)pg;
+	struct dg_dxattr *x = (void *)(h + 1);
+
+	memset(pg, 0, sizeof(pg));
+	h->count = 1;
+	x->namelen = 6;
+	x->vallen = 2;
+	memcpy(x + 1, "user.aOK", 8);
+	h->used = sizeof(*h) + 12;
+	CHECK_EQ(dg_xattr_page_check(pg), 0);
+	CHECK_EQ(dg_xattr_page_get(pg, "user.a", NULL, 0), 2);
+	h->used = sizeof(*h) + 16; /* a record short of the bytes used */
+	CHECK_EQ(dg_xattr_page_check(pg), -EUCLEAN);
+	h->used = sizeof(*h) + 12;
+	x->vallen = 100; /* past the bytes used */
+	CHECK_EQ(dg_xattr_page_check(pg), -EUCLEAN);
+	x->vallen = 2;
+	((char *)(x + 1))[2] = 0; /* a NUL inside the name */
+	CHECK_EQ(dg_xattr_page_check(pg), -EUCLEAN);
+	((char *)(x + 1))[2] = 'e';
+	h->used = DG_PAGE_SIZE + 8;
+	CHECK_EQ(dg_xattr_page_check(pg), -EUCLEAN);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "set_get_list_remove", test_set_get_list_remove },
+		{ "flags", test_flags },
+		{ "page_full", test_page_full },
+		{ "page_check", test_page_check },
+		{ NULL, NULL },
+	};
+
+	return test_main(argc, argv, cases);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* tfs.h -- the filesystem-layer unit tests' shared steps: a formatted
+ * volume on /dev/shm with its filesystem open, and a remount of it */
+#ifndef DG_TEST_TFS_H
+#define DG_TEST_TFS_H
+
+#include "fsys.h"
+#include "harness.h"
+
+struct tfs {
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_fs *fs;
+};
+
+/* 3 devices with parity 1, 16 MiB each; REQUIREs in the caller. */
+static inline bool tfs_make(struct tfs *t, const char *tag)
+{
+	tvol_make(&t->tv, tag, 3, 1, 16ull << 20, false);
+	t->vol = tvol_open(&t->tv, 0);
+	return t->vol && dg_fs_open(t->vol, &t->fs) == 0;
+}
+
+/* Close and open again: what follows reads only what the media holds. */
+static inline bool tfs_remount(struct tfs *t)
+{
+	dg_fs_close(t->fs);
+	dg_vol_close(t->vol);
+	t->fs = NULL;
+	t->vol = tvol_open(&t->tv, 0);
+	return t->vol && dg_fs_open(t->vol, &t->fs) == 0;
+}
+
+static inline void tfs_done(struct tfs *t)
+{
+	if (t->fs)
+		dg_fs_close(t->fs);
+	if (t->vol)
+		dg_vol_close(t->vol);
+	tvol_cleanup(&t->tv);
+}
+
+/* Create a regular file (mode 0644) under parent; its inode or 0. */
+static inline uint64_t tfs_file(struct tfs *t, uint64_t parent,
+				const char *name)
+{
+	struct dg_attr a;
+
+	return dg_fs_mknod(t->fs, parent, name, 0100644, 0, 0, 0, &a) ? 0
+								       : a.ino;
+}
+
+static inline uint64_t tfs_dir(struct tfs *t, uint64_t parent,
+			       const char *name)
+{
+	struct dg_attr a;
+
+	return dg_fs_mknod(t->fs, parent, name, 040755, 0, 0, 0, &a) ? 0
+								      : a.ino;
+}
+
+/* -errno, or the inode parent/name names. */
+static inline int64_t tfs_lookup(struct tfs *t, uint64_t parent,
+				 const char *name)
+{
+	struct dg_attr a;
+	int ret = dg_fs_lookup(t->fs, parent, name, &a);
+
+	if (ret)
+		return ret;
+	dg_fs_forget(t->fs, a.ino, 1);
+	return (int64_t)a.ino;
+}
+
+#endif /* DG_TEST_TFS_H */
