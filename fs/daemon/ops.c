@@ -22,6 +22,29 @@ static void reply_err(fuse_req_t req, int ret)
 	fuse_reply_err(req, ret == -EUCLEAN ? EIO : -ret);
 }
 
+/* dg_cred.in_group: the caller's supplementary groups, from /proc. */
+static bool req_in_group(const struct dg_cred *cr, uint32_t gid)
+{
+	gid_t list[256];
+	int n = fuse_req_getgroups(cr->ctx, 256, list);
+
+	for (int i = 0; i < n && i < 256; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+/* Who sends req. uid 0 stands for CAP_FSETID: the protocol does not
+ * carry capabilities. */
+static struct dg_cred req_cred(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	return (struct dg_cred){ .uid = ctx->uid, .gid = ctx->gid,
+				 .fsetid = ctx->uid == 0,
+				 .in_group = req_in_group, .ctx = req };
+}
+
 static void to_stat(const struct dg_attr *a, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -139,11 +162,15 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	struct dg_attr a;
 
 	(void)fi;
-	/* KILLPRIV: a chown, or a truncate by an unprivileged caller, drops
-	 * setuid/setgid/capabilities here, as the kernel would have. */
-	if ((to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) ||
-	    ((to_set & FUSE_SET_ATTR_SIZE) && fuse_req_ctx(req)->uid != 0)) {
-		int ret = dg_fs_kill_priv(dd_of(req)->fs, ino);
+	/* KILLPRIV: a chown or a truncate drops setuid/setgid/capabilities
+	 * here, as the kernel would have (setid.c has the rules). */
+	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE)) {
+		struct dg_cred cr = req_cred(req);
+		int ret = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr,
+					  (to_set & (FUSE_SET_ATTR_UID |
+						     FUSE_SET_ATTR_GID))
+						  ? DG_KILL_CHOWN
+						  : DG_KILL_WRITE);
 
 		if (ret) {
 			reply_err(req, ret);
@@ -246,9 +273,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int ret = dg_fs_open_ino(dd_of(req)->fs, ino,
-				 (fi->flags & O_TRUNC) != 0);
+	struct dg_cred cr = req_cred(req);
+	int ret = 0;
 
+	/* An O_TRUNC open truncates here (atomic_o_trunc): the same
+	 * privilege drop as truncate(2). */
+	if (fi->flags & O_TRUNC)
+		ret = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr, DG_KILL_WRITE);
+	if (!ret)
+		ret = dg_fs_open_ino(dd_of(req)->fs, ino,
+				     (fi->flags & O_TRUNC) != 0);
 	if (ret) {
 		reply_err(req, ret);
 		return;
@@ -355,10 +389,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	ssize_t n = 0;
+	struct dg_cred cr = req_cred(req);
 
 	(void)fi;
-	if (fuse_req_ctx(req)->uid != 0)
-		n = dg_fs_kill_priv(dd_of(req)->fs, ino);
+	n = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr, DG_KILL_WRITE);
 	if (n == 0)
 		n = dg_fs_write(dd_of(req)->fs, ino, (uint64_t)off, buf, size);
 	if (n < 0)

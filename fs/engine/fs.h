@@ -135,9 +135,34 @@ int dg_fs_getxattr(struct dg_fs *fs, uint64_t ino, const char *name,
 int dg_fs_listxattr(struct dg_fs *fs, uint64_t ino, char *list, size_t size);
 int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name);
 
-/* Before a write by an unprivileged caller: clear setuid/setgid and
- * file capabilities, as the kernel would without HANDLE_KILLPRIV. */
-int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino);
+/*
+ * Who asks, for the rules that depend on it (setid.c). fsetid: the
+ * caller may keep set-ID bits (CAP_FSETID). in_group() says whether gid
+ * is one of the caller's supplementary groups; it is asked only when the
+ * answer matters (the daemon reads /proc for it). NULL for a cred means
+ * a privileged caller (fsck, tools).
+ */
+struct dg_cred {
+	uint32_t uid, gid;
+	bool fsetid;
+	bool (*in_group)(const struct dg_cred *cr, uint32_t gid);
+	void *ctx;
+};
+
+enum dg_kill {
+	DG_KILL_WRITE,	/* a write or truncate */
+	DG_KILL_CHOWN,	/* a change of owner or group */
+};
+
+/* The mode a write/truncate or a chown leaves (setid.c gives the rules). */
+uint32_t dg_setid_kill(uint32_t mode, uint32_t gid, const struct dg_cred *cr,
+		       enum dg_kill why);
+/* The mode a chmod by cr stores, given the file's group. */
+uint32_t dg_setid_chmod(uint32_t mode, uint32_t gid, const struct dg_cred *cr);
+/* Clear set-ID bits and file capabilities before a write, truncate or
+ * chown, as the kernel would without HANDLE_KILLPRIV. */
+int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
+		    enum dg_kill why);
 
 /* Path of ino for log messages ("?" parts when unknown); buf gets at
  * most len bytes, NUL terminated. */

@@ -217,4 +217,9 @@ void dg_fmap_recover(struct dg_fs *fs);
 /* ---- xattr.c ----------------------------------------------------------- */
 int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
 
+/* inode_init_owner(): a new inode in a set-group-ID directory dir takes
+ * its group, and a new directory its S_ISGID too (setid.c). */
+void dg_setid_init_owner(const struct dg_dinode *dir, uint32_t *mode,
+			 uint32_t *gid);
+
 #endif /* DG_FS_I_H */

@@ -203,6 +203,7 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 		goto out;
 	dsaved = dp->d;
 	nchunks = fs->root.nchunks;
+	dg_setid_init_owner(&dp->d, &mode, &gid);
 	ret = dg_inode_new(fs, txn, mode, uid, gid, &ip);
 	if (ret) {
 		fs->root.nchunks = nchunks; /* a new chunk was not committed */

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * setid.c -- the set-user-ID and set-group-ID rules of the Linux VFS.
+ *
+ * With FUSE_HANDLE_KILLPRIV_V2 the kernel leaves the clearing of set-ID
+ * bits to the filesystem, and a FUSE filesystem always decides the owner
+ * and mode of a new inode. These follow the kernel (fs/attr.c, fs/inode.c
+ * as of Linux 6.x) rule for rule, so that programs see what they see on
+ * ext4:
+ *
+ *   inode_init_owner()          a new inode in a set-group-ID directory
+ *                               takes the directory's group; a new
+ *                               directory also takes S_ISGID. (The VFS
+ *                               has already applied mode_strip_sgid() to
+ *                               the mode it passes down.)
+ *   setattr_should_drop_sgid()  S_ISGID goes when the group may execute,
+ *                               or when the caller is neither in the
+ *                               file's group nor privileged.
+ *   setattr_should_drop_suidgid()  before a write or truncate by a caller
+ *                               without CAP_FSETID: S_ISUID always, and
+ *                               S_ISGID as above; regular files only.
+ *   chown_common()              every chown of a non-directory drops
+ *                               S_ISUID (whoever asks) and S_ISGID as
+ *                               above, and the file capabilities.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs_i.h"
+
+static bool in_group_or_capable(const struct dg_cred *cr, uint32_t gid)
+{
+	if (!cr || cr->fsetid || cr->gid == gid)
+		return true;
+	return cr->in_group && cr->in_group(cr, gid);
+}
+
+/* setattr_should_drop_sgid() */
+static bool drop_sgid(uint32_t mode, uint32_t gid, const struct dg_cred *cr)
+{
+	if (!(mode & S_ISGID))
+		return false;
+	if (mode & S_IXGRP)
+		return true;
+	return !in_group_or_capable(cr, gid);
+}
+
+uint32_t dg_setid_kill(uint32_t mode, uint32_t gid, const struct dg_cred *cr,
+		       enum dg_kill why)
+{
+	uint32_t kill = 0;
+
+	if (why == DG_KILL_CHOWN) {
+		if (S_ISDIR(mode))
+			return mode;
+		kill = S_ISUID;
+		if (drop_sgid(mode, gid, cr))
+			kill |= S_ISGID;
+		return mode & ~kill;
+	}
+	/* A write or truncate: setattr_should_drop_suidgid(). */
+	if (!S_ISREG(mode) || (cr && cr->fsetid))
+		return mode;
+	if (mode & S_ISUID)
+		kill = S_ISUID;
+	if (drop_sgid(mode, gid, cr))
+		kill |= S_ISGID;
+	return mode & ~kill;
+}
+
+void dg_setid_init_owner(const struct dg_dinode *dir, uint32_t *mode,
+			 uint32_t *gid)
+{
+	if (!(dir->mode & S_ISGID))
+		return;
+	*gid = dir->gid;
+	if (S_ISDIR(*mode))
+		*mode |= S_ISGID;
+}
+
+uint32_t dg_setid_chmod(uint32_t mode, uint32_t gid, const struct dg_cred *cr)
+{
+	/* setattr_prepare(): "Also check the setgid bit!" */
+	if ((mode & S_ISGID) && !in_group_or_capable(cr, gid))
+		mode &= ~(uint32_t)S_ISGID;
+	return mode;
+}
+
+/*
+ * Before a write, truncate or chown: the new mode and the file
+ * capabilities, as the kernel's file_remove_privs() and chown would
+ * leave them. Cheap when there is nothing to do. The capability goes
+ * whoever writes (cap_inode_need_killpriv() does not ask who).
+ */
+int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
+		    enum dg_kill why)
+{
+	struct dg_inode *ip;
+	uint32_t mode = 0, newmode = 0, gid = 0;
+	bool maybe_caps;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	ip = dg_inode_get(fs, ino);
+	if (ip) {
+		mode = ip->d.mode;
+		gid = ip->d.gid;
+		maybe_caps = ip->d.xattr_vpn && !S_ISDIR(mode) &&
+			     (S_ISREG(mode) || why == DG_KILL_CHOWN);
+	}
+	pthread_rwlock_unlock(&fs->lock);
+	if (!ip)
+		return -ENOENT;
+	if (mode & (S_ISUID | S_ISGID))
+		newmode = dg_setid_kill(mode, gid, cr, why);
+	if (maybe_caps) {
+		int ret = dg_fs_getxattr(fs, ino, "security.capability",
+					 NULL, 0);
+
+		if (ret >= 0)
+			ret = dg_fs_removexattr(fs, ino, "security.capability");
+		if (ret < 0 && ret != -ENODATA)
+			return ret;
+	}
+	if ((mode & (S_ISUID | S_ISGID)) && newmode != mode) {
+		struct dg_setattr sa = { .valid = DG_SET_MODE, .mode = newmode };
+		struct dg_attr a;
+
+		return dg_fs_setattr(fs, ino, &sa, &a);
+	}
+	return 0;
+}
