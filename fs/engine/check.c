@@ -1089,21 +1089,30 @@ static void load_itable(struct walk *w)
 		if (!wi->used)
 			continue;
 		load_extents(w, ino);
+		uint32_t xn = dg_xattr_run_pages(&wi->d);
+
+		if (xn && (xn == 1 ? wi->d.xattr_pages != 0
+				   : xn > DG_XATTR_MAX_PAGES ||
+				     !(w->vol->sb.incompat &
+				       DG_FEAT_INCOMPAT_XATTR_RUN))) {
+			xn = 0;	/* reported below as out of range */
+		}
 		if (wi->d.xattr_vpn &&
-		    (wi->d.xattr_vpn >= w->vpns ||
-		     !mark(w, wi->d.xattr_vpn, 1, DG_PC_XATTR, ino))) {
+		    (!xn || wi->d.xattr_vpn + xn > w->vpns ||
+		     !mark(w, wi->d.xattr_vpn, xn, DG_PC_XATTR, ino))) {
 			struct dg_chk_event ev;
 
 			ev_init(&ev, DG_CHK_EXTENT_BAD, "inode");
 			ev_ino(w, &ev, ino);
 			snprintf(ev.detail, sizeof(ev.detail),
-				 "inode %llu: xattr page %llu out of range or "
-				 "used twice", (unsigned long long)ino,
+				 "inode %llu: xattr pages at %llu out of range "
+				 "or used twice", (unsigned long long)ino,
 				 (unsigned long long)wi->d.xattr_vpn);
 			snprintf(ev.action, sizeof(ev.action),
 				 "drop the extended attributes");
 			if (wask(w, &ev)) {
 				wi->d.xattr_vpn = 0;
+				wi->d.xattr_pages = 0;
 				wreport(w, &ev, store_inode(w, ino) == 0);
 			} else {
 				wreport(w, &ev, false);
@@ -1393,7 +1402,7 @@ static void check_counts(struct walk *w)
 		struct wino *wi = &w->in[ino];
 		struct dg_chk_event ev;
 		uint32_t want;
-		uint64_t blocks = wi->nemap + (wi->d.xattr_vpn ? 1 : 0);
+		uint64_t blocks = wi->nemap + dg_xattr_run_pages(&wi->d);
 
 		if (!wi->used)
 			continue;

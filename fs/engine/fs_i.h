@@ -216,6 +216,8 @@ void dg_fmap_recover(struct dg_fs *fs);
 
 /* ---- xattr.c ----------------------------------------------------------- */
 int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
+/* Pages of the inode's xattr run (0: none). */
+uint32_t dg_xattr_run_pages(const struct dg_dinode *d);
 
 /* inode_init_owner(): a new inode in a set-group-ID directory dir takes
  * its group, and a new directory its S_ISGID too (setid.c). */

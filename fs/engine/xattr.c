@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* xattr.c -- extended attributes: one page of records per inode */
+/* xattr.c -- extended attributes: a run of record pages per inode */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,22 +13,42 @@ static uint32_t rec_size(size_t namelen, size_t vallen)
 			  ~3u);
 }
 
-/* Load the inode's xattr page (or an empty one) into buf, checked. */
+/* Bytes the inode's attributes may take on this volume. */
+static uint32_t cap_bytes(const struct dg_fs *fs)
+{
+	return (fs->vol->sb.incompat & DG_FEAT_INCOMPAT_XATTR_RUN)
+		       ? DG_XATTR_MAX_PAGES * DG_PAGE_SIZE
+		       : DG_PAGE_SIZE;
+}
+
+uint32_t dg_xattr_run_pages(const struct dg_dinode *d)
+{
+	return !d->xattr_vpn ? 0 : d->xattr_pages ? d->xattr_pages : 1;
+}
+
+/* Load the inode's xattr run (or an empty area) into buf, which holds
+ * DG_XATTR_MAX_PAGES pages, checked. */
 static int load(struct dg_fs *fs, struct dg_inode *ip, uint8_t *buf)
 {
 	struct dg_dxattr_hdr *h = (void *)buf;
-	uint32_t off = sizeof(*h);
+	uint32_t off = sizeof(*h), n = dg_xattr_run_pages(&ip->d);
 	int ret;
 
-	if (!ip->d.xattr_vpn) {
-		memset(buf, 0, DG_PAGE_SIZE);
+	/* Bytes past used are zero on the media and in core: a record
+	 * that grows into a new page leaves zeros after it. */
+	memset(buf, 0, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
+	if (!n) {
 		h->used = sizeof(*h);
 		return 0;
 	}
-	ret = dg_read(fs->vol, ip->d.xattr_vpn, 1, buf);
+	if (n > cap_bytes(fs) / DG_PAGE_SIZE)
+		goto bad;
+	ret = dg_read(fs->vol, ip->d.xattr_vpn, n, buf);
 	if (ret)
 		return ret;
-	if (h->used < sizeof(*h) || h->used > DG_PAGE_SIZE)
+	/* The run is the fewest pages that hold the records. */
+	if (h->used < sizeof(*h) || h->used > n * DG_PAGE_SIZE ||
+	    (h->used + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE != n)
 		goto bad;
 	for (uint32_t i = 0; i < h->count; i++) {
 		const struct dg_dxattr *x = (const void *)(buf + off);
@@ -42,7 +62,7 @@ static int load(struct dg_fs *fs, struct dg_inode *ip, uint8_t *buf)
 		goto bad;
 	return 0;
 bad:
-	return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": xattr page", ip->ino);
+	return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": xattr pages", ip->ino);
 }
 
 /* Offset of the record called name, or 0. */
@@ -62,37 +82,73 @@ static uint32_t find(const uint8_t *buf, const char *name)
 	return 0;
 }
 
-static int store(struct dg_txn *txn, struct dg_inode *ip, const uint8_t *buf)
+/*
+ * Store buf (the area as changed; old: as loaded) in txn. The run keeps
+ * its place while it keeps its length or shrinks (the tail is freed);
+ * a run that must grow moves to a new run of the length it needs, the
+ * old one freed in the same transaction. In place, only the pages that
+ * changed are written.
+ */
+static int store(struct dg_txn *txn, struct dg_inode *ip, const uint8_t *buf,
+		 const uint8_t *old)
 {
 	const struct dg_dxattr_hdr *h = (const void *)buf;
+	uint32_t have = dg_xattr_run_pages(&ip->d);
+	uint32_t need = h->count ? (h->used + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE
+				 : 0;
+	bool moved = false;
 	int ret;
 
-	if (h->count == 0) {
-		if (ip->d.xattr_vpn) {
-			ret = dg_free(txn, ip->d.xattr_vpn, 1);
-			if (ret)
-				return ret;
-			ip->d.xattr_vpn = 0;
-			ip->d.blocks--;
-		}
-		return 0;
-	}
-	if (!ip->d.xattr_vpn) {
-		uint64_t got;
-
-		ret = dg_alloc(txn, 0, 1, &ip->d.xattr_vpn, &got);
+	if (need < have) {
+		ret = dg_free(txn, ip->d.xattr_vpn + need, have - need);
 		if (ret)
 			return ret;
-		ip->d.blocks++;
+		ip->d.blocks -= have - need;
+		if (!need)
+			ip->d.xattr_vpn = 0;
+	} else if (need > have) {
+		uint64_t start;
+
+		ret = dg_alloc_exact(txn, need, &start);
+		if (ret)
+			return ret;
+		if (have) {
+			ret = dg_free(txn, ip->d.xattr_vpn, have);
+			if (ret)
+				return ret;
+		}
+		ip->d.blocks += need - have;
+		ip->d.xattr_vpn = start;
+		moved = true;
 	}
-	return dg_txn_write(txn, ip->d.xattr_vpn, 0, buf, DG_PAGE_SIZE);
+	ip->d.xattr_pages = need > 1 ? need : 0;
+	for (uint32_t p = 0; p < need; p++) {
+		const uint8_t *pg = buf + (size_t)p * DG_PAGE_SIZE;
+
+		if (!moved && !memcmp(pg, old + (size_t)p * DG_PAGE_SIZE,
+				      DG_PAGE_SIZE))
+			continue;
+		ret = dg_txn_write(txn, ip->d.xattr_vpn + p, 0, pg,
+				   DG_PAGE_SIZE);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
-/* Common frame: look up ino, load its page, run op, commit if dirty. */
-static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
-		       int (*op)(uint8_t *buf, void *arg), void *arg)
+static uint8_t *area_new(void)
 {
-	uint8_t *buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	return aligned_alloc(DG_PAGE_SIZE, 2 * DG_XATTR_MAX_PAGES *
+						   DG_PAGE_SIZE);
+}
+
+/* Common frame: look up ino, load its attributes, run op, commit if
+ * dirty. */
+static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
+		       int (*op)(uint8_t *buf, uint32_t cap, void *arg),
+		       void *arg)
+{
+	uint8_t *buf = area_new(), *old;
 	struct dg_txn *txn = NULL;
 	struct dg_inode *ip;
 	struct dg_dinode saved;
@@ -100,6 +156,7 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 
 	if (!buf)
 		return -ENOMEM;
+	old = buf + DG_XATTR_MAX_PAGES * DG_PAGE_SIZE;
 	if (write)
 		pthread_rwlock_wrlock(&fs->lock);
 	else
@@ -110,7 +167,9 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 		ret = load(fs, ip, buf);
 	if (ret)
 		goto out;
-	ret = op(buf, arg);
+	if (write)
+		memcpy(old, buf, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
+	ret = op(buf, cap_bytes(fs), arg);
 	if (ret < 0 || !write)
 		goto out;
 	txn = dg_txn_new(fs->vol);
@@ -119,7 +178,7 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 		goto out;
 	}
 	saved = ip->d;
-	r = store(txn, ip, buf);
+	r = store(txn, ip, buf, old);
 	if (!r) {
 		dg_inode_touch(ip, false, true);
 		r = dg_inode_store(fs, txn, ip);
@@ -145,7 +204,7 @@ struct xarg {
 	int flags;
 };
 
-static int do_set(uint8_t *buf, void *a)
+static int do_set(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
 	struct dg_dxattr_hdr *h = (void *)buf;
@@ -161,13 +220,13 @@ static int do_set(uint8_t *buf, void *a)
 		r = (void *)(buf + off);
 		uint32_t old = rec_size(r->namelen, r->vallen);
 
-		if (h->used - old + need > DG_PAGE_SIZE)
+		if (h->used - old + need > cap)
 			return -ENOSPC;
 		memmove(buf + off, buf + off + old, h->used - off - old);
 		h->used -= old;
 		h->count--;
 	}
-	if (h->used + need > DG_PAGE_SIZE)
+	if (h->used + need > cap)
 		return -ENOSPC;
 	r = (void *)(buf + h->used);
 	memset(r, 0, need);
@@ -180,12 +239,13 @@ static int do_set(uint8_t *buf, void *a)
 	return 0;
 }
 
-static int do_get(uint8_t *buf, void *a)
+static int do_get(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
 	uint32_t off = find(buf, x->name);
 	const struct dg_dxattr *r = (const void *)(buf + off);
 
+	(void)cap;
 	if (!off)
 		return -ENODATA;
 	if (x->size == 0)
@@ -196,13 +256,14 @@ static int do_get(uint8_t *buf, void *a)
 	return r->vallen;
 }
 
-static int do_list(uint8_t *buf, void *a)
+static int do_list(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
 	const struct dg_dxattr_hdr *h = (const void *)buf;
 	uint32_t off = sizeof(*h);
 	size_t total = 0;
 
+	(void)cap;
 	for (uint32_t i = 0; i < h->count; i++) {
 		const struct dg_dxattr *r = (const void *)(buf + off);
 
@@ -218,13 +279,14 @@ static int do_list(uint8_t *buf, void *a)
 	return (int)total;
 }
 
-static int do_remove(uint8_t *buf, void *a)
+static int do_remove(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
 	struct dg_dxattr_hdr *h = (void *)buf;
 	uint32_t off = find(buf, x->name), old;
 	const struct dg_dxattr *r = (const void *)(buf + off);
 
+	(void)cap;
 	if (!off)
 		return -ENODATA;
 	old = rec_size(r->namelen, r->vallen);
@@ -241,8 +303,8 @@ static int check(const char *name, size_t size)
 
 	if (n == 0 || n > DG_NAME_MAX)
 		return -ERANGE;
-	if (size > DG_PAGE_SIZE - sizeof(struct dg_dxattr_hdr) -
-			   sizeof(struct dg_dxattr) - n)
+	/* The record's own limit; whether it fits is do_set()'s question. */
+	if (size > UINT16_MAX)
 		return -E2BIG;
 	return 0;
 }
@@ -282,9 +344,11 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name)
 
 int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
 {
+	uint32_t n = dg_xattr_run_pages(&ip->d);
+
 	(void)fs;
-	if (!ip->d.xattr_vpn)
+	if (!n)
 		return 0;
-	ip->d.blocks--;
-	return dg_free(txn, ip->d.xattr_vpn, 1);
+	ip->d.blocks -= n;
+	return dg_free(txn, ip->d.xattr_vpn, n);
 }

@@ -1045,6 +1045,9 @@ def test_xattr_basic(mnt):
 
 
 def test_xattr_sizes(mnt):
+    """The limit is in bytes, as ext4's: a run of up to 16 pages (64 KiB)
+    per inode, each attribute's record taking 4 bytes, its name and its
+    value, padded to 4."""
     p = mnt / "f"
     p.write_bytes(b"")
     blocks = os.stat(p).st_blocks
@@ -1052,34 +1055,41 @@ def test_xattr_sizes(mnt):
     os.setxattr(p, "user.big", v)
     assert os.getxattr(p, "user.big") == v
     assert os.stat(p).st_blocks == blocks + PAGE // 512
-    # The largest value for this name fills the page exactly: 4096 less
-    # the 8-byte page header, the 4-byte record header and the name.
-    vmax = PAGE - 8 - 4 - len("user.big")
+    # Past one page the run grows (and moves) to the pages it needs.
+    v = os.urandom(5000)
+    os.setxattr(p, "user.big", v)
+    assert os.getxattr(p, "user.big") == v
+    assert os.stat(p).st_blocks == blocks + 2 * PAGE // 512
+    # The largest value for this name fills the run exactly: 64 KiB less
+    # the 8-byte header, the 4-byte record header and the name.
+    vmax = 16 * PAGE - 8 - 4 - len("user.big")
     big = os.urandom(vmax)
     os.setxattr(p, "user.big", big)
     assert os.getxattr(p, "user.big") == big
-    err(errno.E2BIG, os.setxattr, p, "user.big", os.urandom(vmax + 1))
-    err(errno.E2BIG, os.setxattr, p, "user.other", os.urandom(5000))
+    assert os.stat(p).st_blocks == blocks + 16 * PAGE // 512
+    err(errno.ENOSPC, os.setxattr, p, "user.big", os.urandom(vmax + 1))
     assert os.getxattr(p, "user.big") == big
-    # The page is full: another attribute does not fit.
+    # The run is full: another attribute does not fit.
     err(errno.ENOSPC, os.setxattr, p, "user.x", b"1")
     os.setxattr(p, "user.big", b"small")
+    assert os.stat(p).st_blocks == blocks + PAGE // 512
     os.setxattr(p, "user.x", b"1")
-    # Many attributes until the page is full, then ENOSPC, nothing lost.
+    # Many attributes until the run is full, then ENOSPC, nothing lost:
+    # (65536 - 8 - 20 - 16) // (4 + 13 + 90 + 1 padding) = 606.
     vals = {}
     with pytest.raises(OSError) as ei:
         for i in range(1000):
-            n = f"user.attr{i:03d}"
+            n = f"user.attr{i:04d}"
             val = os.urandom(90)
             os.setxattr(p, n, val)
             vals[n] = val
     assert ei.value.errno == errno.ENOSPC
-    assert 30 < len(vals) < 40
+    assert len(vals) == 606
     for n, val in vals.items():
         assert os.getxattr(p, n) == val
     assert sorted(os.listxattr(p)) == sorted(list(vals) + ["user.big",
                                                            "user.x"])
-    # Removing all attributes gives the page back.
+    # Removing all attributes gives the pages back.
     for n in os.listxattr(p):
         os.removexattr(p, n)
     assert os.stat(p).st_blocks == blocks
@@ -1144,3 +1154,38 @@ def test_unusual_names(mnt):
     (mnt / "Case").write_bytes(b"1")
     (mnt / "case").write_bytes(b"2")
     assert (mnt / "Case").read_bytes() == b"1"
+
+
+def test_thousands_of_small_xattrs(vol, mnt):
+    """Programs expect at least 1,000 small attributes per file; they
+    survive a remount and leave fsck nothing to do."""
+    from conftest import FSCK
+    p = mnt / "f"
+    p.write_bytes(b"data")
+    d = mnt / "d"
+    d.mkdir()
+    want = {f"user.k{i:05d}": f"v{i}".encode() for i in range(2000)}
+    for n, val in want.items():
+        os.setxattr(p, n, val)
+    os.setxattr(d, "user.one", b"1")
+    # Some go again, changed, from the middle of the run.
+    for i in range(500, 1500, 7):
+        n = f"user.k{i:05d}"
+        os.removexattr(p, n)
+        del want[n]
+    for i in range(0, 2000, 13):
+        n = f"user.k{i:05d}"
+        if n in want:
+            want[n] = b"changed" * 3
+            os.setxattr(p, n, want[n], os.XATTR_REPLACE)
+    assert sorted(os.listxattr(p)) == sorted(want)
+    vol.umount()
+    r = subprocess.run([str(FSCK), "-n", *map(str, vol.devs)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    vol.mount("timeout=0")
+    assert sorted(os.listxattr(p)) == sorted(want)
+    for n, val in want.items():
+        assert os.getxattr(p, n) == val
+    assert os.getxattr(d, "user.one") == b"1"
+    assert p.read_bytes() == b"data"
