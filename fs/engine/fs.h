@@ -100,7 +100,8 @@ ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
 		   void *pages, const void **data);
 ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		    const void *buf, size_t size);
-/* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE. */
+/* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE,
+ * FALLOC_FL_ZERO_RANGE (|KEEP_SIZE). */
 int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 		    uint64_t len);
 
