@@ -110,6 +110,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV_V2)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
 #endif
+	/*
+	 * No asynchronous direct I/O: with it, an io_submit() O_DIRECT write
+	 * completes to the application without the page cache of the range
+	 * being invalidated after it (the kernel skips that for async
+	 * writes), so a buffered read that raced the write keeps serving
+	 * the old bytes (tests/e2e/test_stale_reads.py). Without it the
+	 * kernel writes synchronously and invalidates after the write, as
+	 * on any other filesystem; buffered I/O is not affected.
+	 */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	/* Fewer, larger requests: one journal entry carries up to 1 MiB. */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
