@@ -99,6 +99,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (dd->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	/* File handles (name_to_handle_at, NFS): node ids are inode
+	 * numbers with the slot's generation, and lookups of "." and ".."
+	 * by node id are answered (dg_fs_lookup). */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* We clear setuid/setgid/capabilities on write ourselves. Only V2

@@ -59,12 +59,20 @@ int dg_fs_lookup(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (strlen(name) > DG_NAME_MAX)
 		return -ENAMETOOLONG;
 	pthread_rwlock_rdlock(&fs->lock);
+	/* "." of any node id: how the kernel turns a file handle (node id
+	 * and generation, FUSE export support) back into an inode it has
+	 * forgotten. The caller checks the generation. */
+	if (!strcmp(name, ".")) {
+		ip = dg_inode_get(fs, parent);
+		ret = ip ? 0 : -ESTALE;
+		if (ip)
+			goto found;
+		goto out;
+	}
 	ret = get_dir(fs, parent, &dp);
 	if (ret)
 		goto out;
-	if (!strcmp(name, "."))
-		ip = dp;
-	else if (!strcmp(name, ".."))
+	if (!strcmp(name, ".."))
 		ip = dg_inode_get(fs, dp->d.parent);
 	else if ((de = dg_dir_find(dp->dir, name)))
 		ip = dg_inode_get(fs, de->ino);
@@ -73,6 +81,7 @@ int dg_fs_lookup(struct dg_fs *fs, uint64_t parent, const char *name,
 		ret = dp->damaged ? -EIO : -ENOENT;
 		goto out;
 	}
+found:
 	__atomic_add_fetch(&ip->nlookup, 1, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&ip->lock);
 	dg_inode_attr(ip, attr);
