@@ -17,6 +17,7 @@ struct dg_daemon {
 	char *mountpoint;	/* absolute */
 	double timeout;		/* entry and attribute cache, seconds */
 	int writeback;		/* kernel writeback cache */
+	bool acl;		/* POSIX ACLs negotiated (ops.c op_init) */
 	int debug;
 	/* control socket, ctl_server.c */
 	char sock_path[108];

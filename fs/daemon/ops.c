@@ -42,6 +42,8 @@ static struct dg_cred req_cred(fuse_req_t req)
 
 	return (struct dg_cred){ .uid = ctx->uid, .gid = ctx->gid,
 				 .fsetid = ctx->uid == 0,
+				 .umask = dd_of(req)->acl ? (int32_t)ctx->umask
+							  : -1,
 				 .in_group = req_in_group, .ctx = req };
 }
 
@@ -99,6 +101,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (dd->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	/* POSIX ACLs: the kernel enforces them and leaves to us keeping
+	 * them one truth with the mode and inheriting default ACLs (acl.c),
+	 * for which the umask must reach us unapplied (DONT_MASK). */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK)) {
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		dd->acl = true;
+	}
 	/* File handles (name_to_handle_at, NFS): node ids are inode
 	 * numbers with the slot's generation, and lookups of "." and ".."
 	 * by node id are answered (dg_fs_lookup). */
@@ -229,10 +239,10 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dg_cred cr = req_cred(req);
 	struct dg_attr a;
-	int ret = dg_fs_mknod(dd_of(req)->fs, parent, name, mode, rdev,
-			      ctx->uid, ctx->gid, &a);
+	int ret = dg_fs_create(dd_of(req)->fs, parent, name, mode, rdev, &cr,
+			       &a);
 
 	reply_entry(req, ret, &a);
 }
@@ -311,12 +321,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dg_cred cr = req_cred(req);
 	struct dg_daemon *dd = dd_of(req);
 	struct fuse_entry_param e = { 0 };
 	struct dg_attr a;
-	int ret = dg_fs_mknod(dd->fs, parent, name, S_IFREG | (mode & 07777),
-			      0, ctx->uid, ctx->gid, &a);
+	int ret = dg_fs_create(dd->fs, parent, name, S_IFREG | (mode & 07777),
+			       0, &cr, &a);
 
 	if (!ret)
 		ret = dg_fs_open_ino(dd->fs, a.ino, false);
@@ -547,6 +557,14 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	if (!strcmp(name, DG_XATTR_SOCKET) || !strcmp(name, DG_XATTR_COMMIT)) {
 		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (dd_of(req)->acl && (!strcmp(name, "system.posix_acl_access") ||
+				!strcmp(name, "system.posix_acl_default"))) {
+		struct dg_cred cr = req_cred(req);
+
+		fuse_reply_err(req, -dg_fs_set_acl(dd_of(req)->fs, ino, name,
+						   value, size, &cr));
 		return;
 	}
 	fuse_reply_err(req, -dg_fs_setxattr(dd_of(req)->fs, ino, name, value,

@@ -146,6 +146,7 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name);
 struct dg_cred {
 	uint32_t uid, gid;
 	bool fsetid;
+	int32_t umask;	/* to apply at create (FUSE_CAP_DONT_MASK); -1: done */
 	bool (*in_group)(const struct dg_cred *cr, uint32_t gid);
 	void *ctx;
 };
@@ -160,6 +161,16 @@ uint32_t dg_setid_kill(uint32_t mode, uint32_t gid, const struct dg_cred *cr,
 		       enum dg_kill why);
 /* The mode a chmod by cr stores, given the file's group. */
 uint32_t dg_setid_chmod(uint32_t mode, uint32_t gid, const struct dg_cred *cr);
+/* A new inode of any type but a symlink, as the caller cr asks for it:
+ * the owner rules of setid.c, the directory's default ACL or the umask
+ * (acl.c). */
+int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
+		 uint32_t mode, uint64_t rdev, const struct dg_cred *cr,
+		 struct dg_attr *attr);
+/* setxattr of system.posix_acl_access or _default: kept one truth with
+ * the mode (acl.c). */
+int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
+		  const void *value, size_t size, const struct dg_cred *cr);
 /* Clear set-ID bits and file capabilities before a write, truncate or
  * chown, as the kernel would without HANDLE_KILLPRIV. */
 int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,

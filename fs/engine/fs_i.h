@@ -216,8 +216,45 @@ void dg_fmap_recover(struct dg_fs *fs);
 
 /* ---- xattr.c ----------------------------------------------------------- */
 int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
+/* For callers that hold fs->lock and change the inode in their own
+ * transaction (ACLs with the mode): get one attribute; set some (value
+ * NULL: remove it, if there), all in one load and store of the run.
+ * The caller stores the inode. */
+int dg_xattr_get_locked(struct dg_fs *fs, struct dg_inode *ip,
+			const char *name, void *value, size_t size);
+struct dg_xset {
+	const char *name;
+	const void *value;	/* NULL: remove */
+	size_t size;
+};
+int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
+		     struct dg_inode *ip, const struct dg_xset *sets,
+		     unsigned n);
 /* Pages of the inode's xattr run (0: none). */
 uint32_t dg_xattr_run_pages(const struct dg_dinode *d);
+
+/* ---- acl.c: POSIX ACLs in xattr form, in 4-byte aligned buffers ---- */
+#define DG_ACL_ACCESS  "system.posix_acl_access"
+#define DG_ACL_DEFAULT "system.posix_acl_default"
+#define DG_ACL_MAX     (4 + 8 * 1024) /* bytes; 1,024 entries */
+int dg_acl_check(const void *v, size_t size);
+int dg_acl_equiv_mode(const void *v, size_t size, uint32_t *mode);
+void dg_acl_chmod(void *v, size_t size, uint32_t mode);
+int dg_acl_create_masq(void *v, size_t size, uint32_t *mode);
+/* After a chmod: the access ACL, if any, takes the new bits (in txn). */
+int dg_acl_chmod_inode(struct dg_fs *fs, struct dg_txn *txn,
+		       struct dg_inode *ip);
+/* What a new inode in dp gets (posix_acl_create()): *mode limited by
+ * dp's default ACL, or by umask (>= 0) when dp has none. */
+struct dg_acl_new {
+	void *access, *dflt;
+	size_t access_len, dflt_len;
+};
+int dg_acl_prepare(struct dg_fs *fs, struct dg_inode *dp, uint32_t *mode,
+		   int32_t umask, struct dg_acl_new *an);
+int dg_acl_apply(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		 const struct dg_acl_new *an);
+void dg_acl_new_free(struct dg_acl_new *an);
 
 /* inode_init_owner(): a new inode in a set-group-ID directory dir takes
  * its group, and a new directory its S_ISGID too (setid.c). */

@@ -149,8 +149,11 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 	if (ret)
 		goto out;
 	saved = ip->d;
-	if (sa->valid & DG_SET_MODE)
+	if (sa->valid & DG_SET_MODE) {
 		ip->d.mode = (ip->d.mode & S_IFMT) | (sa->mode & 07777);
+		/* Mode and access ACL stay one truth (acl.c). */
+		ret = dg_acl_chmod_inode(fs, txn, ip);
+	}
 	if (sa->valid & DG_SET_UID)
 		ip->d.uid = sa->uid;
 	if (sa->valid & DG_SET_GID)
@@ -163,7 +166,7 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 		ip->d.mtime_ns = ts_ns(sa->mtime);
 	if (sa->valid & DG_SET_MTIME_NOW)
 		ip->d.mtime_ns = now;
-	if (sa->valid & DG_SET_SIZE) {
+	if (!ret && (sa->valid & DG_SET_SIZE)) {
 		ret = dg_file_truncate(fs, txn, ip, sa->size);
 		if (!(sa->valid & (DG_SET_MTIME | DG_SET_MTIME_NOW)))
 			ip->d.mtime_ns = now;
@@ -188,11 +191,13 @@ out:
 /* Create an inode named name in parent: the one path for every type. */
 static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 		  uint32_t mode, uint64_t rdev, const char *target,
-		  uint32_t uid, uint32_t gid, struct dg_attr *attr)
+		  uint32_t uid, uint32_t gid, int32_t umask,
+		  struct dg_attr *attr)
 {
 	struct dg_inode *dp, *ip = NULL;
 	struct dg_dinode dsaved;
 	struct dg_txn *txn = NULL;
+	struct dg_acl_new an = { 0 };
 	uint32_t nchunks = 0;
 	int ret = check_name(name);
 
@@ -213,6 +218,9 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 	dsaved = dp->d;
 	nchunks = fs->root.nchunks;
 	dg_setid_init_owner(&dp->d, &mode, &gid);
+	ret = dg_acl_prepare(fs, dp, &mode, umask, &an);
+	if (ret)
+		goto out;
 	ret = dg_inode_new(fs, txn, mode, uid, gid, &ip);
 	if (ret) {
 		fs->root.nchunks = nchunks; /* a new chunk was not committed */
@@ -233,6 +241,8 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 		ret = dg_file_write_txn(fs, txn, ip, 0, target, strlen(target));
 		ip->d.size = strlen(target);
 	}
+	if (!ret)
+		ret = dg_acl_apply(fs, txn, ip, &an);
 	if (!ret)
 		ret = dg_inode_store(fs, txn, ip);
 	if (!ret)
@@ -257,6 +267,7 @@ undo:
 	dg_inode_discard(fs, ip);
 	fs->root.nchunks = nchunks;
 out:
+	dg_acl_new_free(&an);
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
@@ -271,7 +282,20 @@ int dg_fs_mknod(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (t != S_IFREG && t != S_IFDIR && t != S_IFIFO && t != S_IFSOCK &&
 	    t != S_IFCHR && t != S_IFBLK)
 		return -EINVAL;
-	return create(fs, parent, name, mode, rdev, NULL, uid, gid, attr);
+	return create(fs, parent, name, mode, rdev, NULL, uid, gid, -1, attr);
+}
+
+int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
+		 uint32_t mode, uint64_t rdev, const struct dg_cred *cr,
+		 struct dg_attr *attr)
+{
+	uint32_t t = mode & S_IFMT;
+
+	if (t != S_IFREG && t != S_IFDIR && t != S_IFIFO && t != S_IFSOCK &&
+	    t != S_IFCHR && t != S_IFBLK)
+		return -EINVAL;
+	return create(fs, parent, name, mode, rdev, NULL, cr->uid, cr->gid,
+		      cr->umask, attr);
 }
 
 int dg_fs_symlink(struct dg_fs *fs, uint64_t parent, const char *name,
@@ -285,7 +309,7 @@ int dg_fs_symlink(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (n >= DG_PAGE_SIZE)
 		return -ENAMETOOLONG;
 	return create(fs, parent, name, S_IFLNK | 0777, 0, target, uid, gid,
-		      attr);
+		      -1, attr);
 }
 
 int dg_fs_readlink(struct dg_fs *fs, uint64_t ino, char *buf, size_t size)

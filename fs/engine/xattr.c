@@ -342,6 +342,63 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name)
 	return ret ? ret : with_xattrs(fs, ino, true, do_remove, &x);
 }
 
+int dg_xattr_get_locked(struct dg_fs *fs, struct dg_inode *ip,
+			const char *name, void *value, size_t size)
+{
+	struct xarg x = { name, NULL, value, size, 0 };
+	uint8_t *buf;
+	int ret;
+
+	if (!ip->d.xattr_vpn)
+		return -ENODATA;
+	buf = area_new();
+	if (!buf)
+		return -ENOMEM;
+	ret = load(fs, ip, buf);
+	if (!ret)
+		ret = do_get(buf, cap_bytes(fs), &x);
+	free(buf);
+	return ret;
+}
+
+int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
+		     struct dg_inode *ip, const struct dg_xset *sets,
+		     unsigned n)
+{
+	uint8_t *buf, *old;
+	bool any = false;
+	int ret = 0;
+
+	for (unsigned i = 0; i < n && !ret; i++) {
+		ret = check(sets[i].name, sets[i].size);
+		any |= sets[i].value || ip->d.xattr_vpn;
+	}
+	if (ret || !any)
+		return ret;
+	buf = area_new();
+	if (!buf)
+		return -ENOMEM;
+	old = buf + DG_XATTR_MAX_PAGES * DG_PAGE_SIZE;
+	ret = load(fs, ip, buf);
+	if (!ret)
+		memcpy(old, buf, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
+	for (unsigned i = 0; i < n && !ret; i++) {
+		struct xarg x = { sets[i].name, sets[i].value, NULL,
+				  sets[i].size, 0 };
+
+		ret = x.value ? do_set(buf, cap_bytes(fs), &x)
+			      : do_remove(buf, cap_bytes(fs), &x);
+		if (ret == -ENODATA) /* nothing to remove */
+			ret = 0;
+	}
+	/* One load and one store: the run may move, and a second load
+	 * would read the media, not this transaction. */
+	if (!ret)
+		ret = store(txn, ip, buf, old);
+	free(buf);
+	return ret;
+}
+
 int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
 {
 	uint32_t n = dg_xattr_run_pages(&ip->d);

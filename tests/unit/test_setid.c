@@ -13,8 +13,9 @@ static bool member_of_7(const struct dg_cred *cr, uint32_t gid)
 }
 
 /* uid 1000, primary group 100, supplementary group 7. */
-static const struct dg_cred user = { 1000, 100, false, member_of_7, NULL };
-static const struct dg_cred root = { 0, 0, true, NULL, NULL };
+static const struct dg_cred user = { .uid = 1000, .gid = 100,
+				     .in_group = member_of_7, .umask = -1 };
+static const struct dg_cred root = { .fsetid = true, .umask = -1 };
 
 static void test_write(void)
 {
