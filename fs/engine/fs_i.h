@@ -72,8 +72,15 @@ struct dg_inode {
 	 * volume serves on; what needs the lost part fails with EIO until
 	 * fsck gives the page up. Set at load only. */
 	bool damaged;
+	/* Whether it has "security.capability", learnt at the first write
+	 * that asks (dg_fs_kill_priv) and forgotten at every change of its
+	 * xattrs: a write does not read the xattr pages each time. */
+	_Atomic uint8_t caps;	/* DG_CAPS_* */
 	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
 };
+#define DG_CAPS_UNKNOWN 0
+#define DG_CAPS_NONE	1
+#define DG_CAPS_SOME	2
 
 /* -EIO for an inode whose extent map or directory is incomplete. */
 static inline int dg_inode_intact(const struct dg_inode *ip)

@@ -98,7 +98,7 @@ int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
 {
 	struct dg_inode *ip;
 	uint32_t mode = 0, newmode = 0, gid = 0;
-	bool maybe_caps;
+	bool maybe_caps = false;
 
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
@@ -106,7 +106,19 @@ int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
 		mode = ip->d.mode;
 		gid = ip->d.gid;
 		maybe_caps = ip->d.xattr_vpn && !S_ISDIR(mode) &&
-			     (S_ISREG(mode) || why == DG_KILL_CHOWN);
+			     (S_ISREG(mode) || why == DG_KILL_CHOWN) &&
+			     ip->caps != DG_CAPS_NONE;
+	}
+	if (maybe_caps) {
+		int ret = dg_xattr_get_locked(fs, ip, "security.capability",
+					      NULL, 0);
+
+		if (ret < 0 && ret != -ENODATA) {
+			pthread_rwlock_unlock(&fs->lock);
+			return ret;
+		}
+		maybe_caps = ret >= 0;
+		ip->caps = maybe_caps ? DG_CAPS_SOME : DG_CAPS_NONE;
 	}
 	pthread_rwlock_unlock(&fs->lock);
 	if (!ip)
@@ -114,11 +126,8 @@ int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
 	if (mode & (S_ISUID | S_ISGID))
 		newmode = dg_setid_kill(mode, gid, cr, why);
 	if (maybe_caps) {
-		int ret = dg_fs_getxattr(fs, ino, "security.capability",
-					 NULL, 0);
+		int ret = dg_fs_removexattr(fs, ino, "security.capability");
 
-		if (ret >= 0)
-			ret = dg_fs_removexattr(fs, ino, "security.capability");
 		if (ret < 0 && ret != -ENODATA)
 			return ret;
 	}

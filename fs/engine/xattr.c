@@ -178,6 +178,7 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 		goto out;
 	}
 	saved = ip->d;
+	ip->caps = DG_CAPS_UNKNOWN;
 	r = store(txn, ip, buf, old);
 	if (!r) {
 		dg_inode_touch(ip, false, true);
@@ -393,6 +394,7 @@ int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
 	}
 	/* One load and one store: the run may move, and a second load
 	 * would read the media, not this transaction. */
+	ip->caps = DG_CAPS_UNKNOWN;
 	if (!ret)
 		ret = store(txn, ip, buf, old);
 	free(buf);
@@ -407,5 +409,6 @@ int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
 	if (!n)
 		return 0;
 	ip->d.blocks -= n;
+	ip->caps = DG_CAPS_UNKNOWN;
 	return dg_free(txn, ip->d.xattr_vpn, n);
 }

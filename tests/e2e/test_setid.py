@@ -158,3 +158,22 @@ def test_create_in_setgid_directory(mnt, umask):
     # Outside a set-group-ID directory nothing is inherited.
     as_user(f"touch '{mnt}/plain'")
     assert os.stat(mnt / "plain").st_gid == NOBODY
+
+
+def test_write_drops_file_capabilities_whoever_writes(mnt):
+    """cap_inode_need_killpriv() does not ask who writes: root's writes
+    drop security.capability too. The daemon remembers that a file has
+    none, and forgets it when the file's xattrs change."""
+    cap = bytes.fromhex("0100000201000000000000000000000000000000")
+    f = mnt / "prog"
+    f.write_bytes(b"#")
+    os.setxattr(f, "user.other", b"1")
+    for _ in range(2):
+        with open(f, "ab") as fh:
+            fh.write(b"x")            # learns: no capability
+        os.setxattr(f, "security.capability", cap)
+        assert "security.capability" in os.listxattr(f)
+        with open(f, "ab") as fh:
+            fh.write(b"y")
+        assert "security.capability" not in os.listxattr(f)
+        assert os.getxattr(f, "user.other") == b"1"
