@@ -129,6 +129,34 @@ static void prune_lost(struct dg_daemon *dd)
 	pthread_mutex_unlock(&dd->dmg_lock);
 }
 
+/*
+ * One log line per fault event: "event " and a JSON object built with
+ * json-c, so that a file name with spaces, quotes, newlines or bytes
+ * that are not UTF-8 (json_add_bytes: path_hex) can neither break the
+ * record nor forge another.
+ */
+static void log_event(const struct dg_fault_event *ev, const char *path,
+		      uint64_t off)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return;
+	json_add_str(o, "fault", fault_kind(ev->kind));
+	json_add_u64(o, "dev", ev->dev);
+	json_add_u64(o, "row", ev->row);
+	json_add_str(o, "what", ev->what);
+	if (strcmp(path, "-")) {
+		json_add_bytes(o, "path", path);
+		json_add_u64(o, "offset", off);
+	}
+	json_add_str(o, "action", ev->action);
+	dg_log(ev->kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR
+						  : DG_LOG_WARNING,
+	       "event %s", json_line(o));
+	json_object_put(o);
+}
+
 void dg_ctl_log_faults(struct dg_daemon *dd)
 {
 	struct dg_fault_event ev[32];
@@ -141,12 +169,7 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 
 			event_path(dd, &ev[i], path, sizeof(path), &off);
 			note_lost(dd, &ev[i]);
-			dg_log(ev[i].kind == DG_FAULT_UNRECOVERABLE
-				       ? DG_LOG_ERR : DG_LOG_WARNING,
-			       "event fault=%s dev=%u row=%" PRIu64 " what=%s "
-			       "path=%s offset=%" PRIu64 " action=%s",
-			       fault_kind(ev[i].kind), ev[i].dev, ev[i].row,
-			       ev[i].what, path, off, ev[i].action);
+			log_event(&ev[i], path, off);
 			dd->fault_seq = ev[i].seq;
 		}
 	}
@@ -453,6 +476,22 @@ static void scrub(struct dg_daemon *dd, struct out *o, bool json)
 		     other == 1 ? "page" : "pages");
 }
 
+/* An error reply: {"error": msg} with --json (through json-c, as every
+ * JSON reply), else a line of text. */
+static void reply_error(struct out *o, bool json, const char *msg)
+{
+	struct json_object *r;
+
+	if (!json) {
+		outf(o, "error: %s\n", msg);
+		return;
+	}
+	r = json_object_new_object();
+	json_add_str(r, "error", msg);
+	outf(o, "%s\n", json_line(r));
+	json_object_put(r);
+}
+
 /* One request line, one reply, close. Status is open to anyone who can
  * reach the socket; scrub writes and is for root or the mount's owner. */
 static void serve(struct dg_daemon *dd, int fd)
@@ -479,15 +518,13 @@ static void serve(struct dg_daemon *dd, int fd)
 		status(dd, &o, json, strstr(req, " verbose") != NULL);
 	} else if (!strncmp(req, "scrub", 5) || !strncmp(req, "clear", 5)) {
 		if (cred.uid != 0 && cred.uid != getuid())
-			outf(&o, json ? "{\"error\":\"permission denied\"}\n"
-				      : "error: permission denied\n");
+			reply_error(&o, json, "permission denied");
 		else if (req[1] == 'c')
 			scrub(dd, &o, json);
 		else
 			clear(dd, &o);
 	} else {
-		outf(&o, json ? "{\"error\":\"unknown request\"}\n"
-			      : "error: unknown request\n");
+		reply_error(&o, json, "unknown request");
 	}
 	if (o.buf && write(fd, o.buf, o.len) < 0)
 		dg_log(DG_LOG_DEBUG, "ctl reply: %s", strerror(errno));
