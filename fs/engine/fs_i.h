@@ -72,15 +72,15 @@ struct dg_inode {
 	 * volume serves on; what needs the lost part fails with EIO until
 	 * fsck gives the page up. Set at load only. */
 	bool damaged;
-	/* Whether it has "security.capability", learnt at the first write
-	 * that asks (dg_fs_kill_priv) and forgotten at every change of its
-	 * xattrs: a write does not read the xattr pages each time. */
-	_Atomic uint8_t caps;	/* DG_CAPS_* */
+	/* xattrs the hot paths ask for (a write: file capabilities; a
+	 * chmod: the access ACL; a create: the directory's default ACL)
+	 * that it is known not to have: DG_XABSENT_* bits, learnt when
+	 * dg_xattr_get_locked() finds none, all forgotten at every change
+	 * of its xattrs, so those paths do not read the xattr run each
+	 * time. */
+	_Atomic uint8_t xabsent;
 	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
 };
-#define DG_CAPS_UNKNOWN 0
-#define DG_CAPS_NONE	1
-#define DG_CAPS_SOME	2
 
 /* -EIO for an inode whose extent map or directory is incomplete. */
 static inline int dg_inode_intact(const struct dg_inode *ip)
@@ -223,6 +223,9 @@ void dg_fmap_recover(struct dg_fs *fs);
 
 /* ---- xattr.c ----------------------------------------------------------- */
 int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
+#define DG_XABSENT_CAPS   1u /* security.capability */
+#define DG_XABSENT_ACL	  2u /* system.posix_acl_access */
+#define DG_XABSENT_DEFACL 4u /* system.posix_acl_default */
 /* For callers that hold fs->lock and change the inode in their own
  * transaction (ACLs with the mode): get one attribute; set some (value
  * NULL: remove it, if there), all in one load and store of the run.

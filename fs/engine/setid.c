@@ -105,11 +105,11 @@ int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
 	if (ip) {
 		mode = ip->d.mode;
 		gid = ip->d.gid;
-		maybe_caps = ip->d.xattr_vpn && !S_ISDIR(mode) &&
-			     (S_ISREG(mode) || why == DG_KILL_CHOWN) &&
-			     ip->caps != DG_CAPS_NONE;
+		maybe_caps = !S_ISDIR(mode) &&
+			     (S_ISREG(mode) || why == DG_KILL_CHOWN);
 	}
 	if (maybe_caps) {
+		/* Cheap once known absent (fs_i.h: xabsent). */
 		int ret = dg_xattr_get_locked(fs, ip, "security.capability",
 					      NULL, 0);
 
@@ -118,7 +118,6 @@ int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
 			return ret;
 		}
 		maybe_caps = ret >= 0;
-		ip->caps = maybe_caps ? DG_CAPS_SOME : DG_CAPS_NONE;
 	}
 	pthread_rwlock_unlock(&fs->lock);
 	if (!ip)

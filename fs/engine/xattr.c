@@ -178,7 +178,7 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 		goto out;
 	}
 	saved = ip->d;
-	ip->caps = DG_CAPS_UNKNOWN;
+	ip->xabsent = 0;
 	r = store(txn, ip, buf, old);
 	if (!r) {
 		dg_inode_touch(ip, false, true);
@@ -343,14 +343,24 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name)
 	return ret ? ret : with_xattrs(fs, ino, true, do_remove, &x);
 }
 
+/* The DG_XABSENT_* bit of name, or 0 for names not kept track of. */
+static uint8_t absent_bit(const char *name)
+{
+	return !strcmp(name, "security.capability")	   ? DG_XABSENT_CAPS
+	       : !strcmp(name, "system.posix_acl_access")  ? DG_XABSENT_ACL
+	       : !strcmp(name, "system.posix_acl_default") ? DG_XABSENT_DEFACL
+							   : 0;
+}
+
 int dg_xattr_get_locked(struct dg_fs *fs, struct dg_inode *ip,
 			const char *name, void *value, size_t size)
 {
 	struct xarg x = { name, NULL, value, size, 0 };
+	uint8_t bit = absent_bit(name);
 	uint8_t *buf;
 	int ret;
 
-	if (!ip->d.xattr_vpn)
+	if (!ip->d.xattr_vpn || (ip->xabsent & bit))
 		return -ENODATA;
 	buf = area_new();
 	if (!buf)
@@ -358,6 +368,8 @@ int dg_xattr_get_locked(struct dg_fs *fs, struct dg_inode *ip,
 	ret = load(fs, ip, buf);
 	if (!ret)
 		ret = do_get(buf, cap_bytes(fs), &x);
+	if (ret == -ENODATA)
+		ip->xabsent |= bit;
 	free(buf);
 	return ret;
 }
@@ -394,7 +406,7 @@ int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
 	}
 	/* One load and one store: the run may move, and a second load
 	 * would read the media, not this transaction. */
-	ip->caps = DG_CAPS_UNKNOWN;
+	ip->xabsent = 0;
 	if (!ret)
 		ret = store(txn, ip, buf, old);
 	free(buf);
@@ -409,6 +421,6 @@ int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
 	if (!n)
 		return 0;
 	ip->d.blocks -= n;
-	ip->caps = DG_CAPS_UNKNOWN;
+	ip->xabsent = 0;
 	return dg_free(txn, ip->d.xattr_vpn, n);
 }
