@@ -116,5 +116,10 @@ int main(int argc, char **argv)
 	atomic_store(&stop, true);
 	pthread_join(th, NULL);
 	printf("stale %lu of %lu\n", stale, rounds);
+	syscall(SYS_io_destroy, ctx);
+	close(dfd);
+	close(buffered_fd);
+	free(wbuf);
+	free(last);
 	return stale ? 1 : 0;
 }
