@@ -681,6 +681,12 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 					l * COMMIT_LINE_SIZE,
 				k * COMMIT_LINE_SIZE, 0 };
 
+			/* The pages are write-protected, but the media view
+			 * may change under a repair: never write past what
+			 * pass 1 counted (a page stored to during the diff
+			 * once overran this buffer, issue 19). */
+			if (nruns == q.nruns || off + r.len > *len)
+				return -EAGAIN;
 			memcpy(m->msg + sizeof(q) + nruns++ * sizeof(r), &r,
 			       sizeof(r));
 			memcpy(m->msg + off, a + l * COMMIT_LINE_SIZE, r.len);
@@ -688,7 +694,7 @@ static int build_commit(struct commit_map *m, const uint32_t *pg, size_t n,
 			l += k;
 		}
 	}
-	return 0;
+	return nruns == q.nruns && off == *len ? 0 : -EAGAIN;
 }
 
 /* Protect (or unprotect) the pages, coalescing neighbours. Returns 0
@@ -786,6 +792,10 @@ static int take_pages(struct commit_map *m, size_t p0, size_t p1, bool *ov,
 	scan = r->uffd >= 0 && !(p0 == 0 && p1 == r->npages
 					 ? atomic_exchange(&r->uffd_failed, false)
 					 : atomic_load(&r->uffd_failed));
+	/* Every bit is set since the overflow: once the claims made
+	 * before it are listed, nothing makes a page of the range
+	 * writable until clean(). */
+	cm_region_drain(r);
 	if (scan) {
 		/* One call for the range: it merges VMAs, never splits. */
 		ret = mprotect((uint8_t *)r->base + p0 * CM_PAGE,
@@ -877,7 +887,7 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 
 	if (!m->rw)
 		return cm_err(-EBADF, "the map is read-only");
-	atomic_store(&m->reg.syncing, true);
+	cm_region_enter(&m->reg);
 	/* From here on a store to the pages taken waits (SIGSEGV retry)
 	 * until clean(): the images diffed are the images committed. The
 	 * diff relies on it, so a page left writable fails the sync. */
@@ -889,10 +899,16 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 	}
 	if (n == 0) {
 		clean(m, 0, ov, p0, p1);
-		atomic_store(&m->reg.syncing, false);
+		cm_region_leave(&m->reg);
 		return 0;
 	}
 	ret = build_commit(m, m->take, n, &len);
+	if (ret == -EAGAIN) {
+		cm_err(-EIO, "%zu dirty pages changed while the sync read "
+		       "them; nothing was committed", n);
+		ret = -EIO;
+		goto undo;
+	}
 	if (ret) {
 		cm_err(ret, "commit too large (%zu pages)", n);
 		goto undo;
@@ -908,7 +924,7 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 	}
 	ret = drop(m, n, ov, p0, p1);
 	clean(m, n, ov, p0, p1);
-	atomic_store(&m->reg.syncing, false);
+	cm_region_leave(&m->reg);
 	if (ret)
 		/* Committed, but loads may still see the private copies
 		 * (which hold the committed bytes). */
@@ -917,7 +933,7 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 	return 0;
 undo:
 	untake(m, n, ov);
-	atomic_store(&m->reg.syncing, false);
+	cm_region_leave(&m->reg);
 	return ret;
 }
 

@@ -28,9 +28,13 @@ struct cm_region {
 	 * into vm.max_map_count): the whole region is writable, every bit
 	 * is set, and the next sync diffs every page. */
 	atomic_bool overflow;
-	/* A sync of the region is running: the fault handler then waits
-	 * (retries) rather than make the region writable under it. */
-	atomic_bool syncing;
+	/* A sync of the region or an escalation (cm_region_overflow() from
+	 * the fault handler) is running: each excludes the others
+	 * (cm_region_enter(); the handler only tries, and retries the
+	 * store when it is held). */
+	atomic_bool busy;
+	/* Fault handlers between a claim and the listing of its pages. */
+	atomic_uint claimers;
 	/* userfaultfd write-protect (asynchronous) over the region, and
 	 * /proc/self/pagemap for PAGEMAP_SCAN; -1 when the kernel has
 	 * neither. With them an overflow costs no diff of the whole map:
@@ -52,9 +56,16 @@ size_t cm_region_take(struct cm_region *r, size_t p0, size_t p1,
 /* Put pages back on the dirty list (a failed sync). */
 void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n);
 void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n);
+/* Hold the region against escalations (and other syncs) for a sync. */
+void cm_region_enter(struct cm_region *r);
+void cm_region_leave(struct cm_region *r);
+/* Wait until no fault handler is between a claim and its listing
+ * (for a sync after an overflow, with the region held). */
+void cm_region_drain(struct cm_region *r);
 /* Stop tracking page by page: mark every page dirty and make the whole
  * region writable (merging its VMAs, so this needs no new one). Safe in
- * the signal handler. 0 or -errno. */
+ * the signal handler. The caller holds the region (cm_region_enter(),
+ * or the handler's escalate()). 0 or -errno. */
 int cm_region_overflow(struct cm_region *r);
 
 /* userfaultfd write tracking (dirty.c). Setup registers the region;

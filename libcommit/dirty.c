@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,10 +61,11 @@ struct pm_scan_arg {
 #define PAGE_IS_WRITTEN	      (1 << 1)
 #endif
 
-/* Escalate once a region has this many dirty pages (128 measured best)?
- * Off: only when per-page tracking fails (see on_segv). */
-#define ESCALATE      128
-#define ESCALATE_ON   false
+/* Escalate once a region has this many dirty pages (128 measured
+ * best). LIBCOMMIT_ESCALATE=N sets it for tests, which need a round to
+ * escalate every time, not only on a loaded machine. */
+#define ESCALATE 128
+static size_t escalate_at = ESCALATE;
 
 #define MAX_REGIONS 1024
 
@@ -129,6 +131,33 @@ static size_t claim_run(struct cm_region *r, size_t pg)
 	return n;
 }
 
+/*
+ * Stop tracking page by page (cm_region_overflow()) unless a sync or
+ * another escalation runs: the gate keeps all three apart. Returns 0
+ * (done), -EBUSY (the gate was held: the store retries, and finds the
+ * region writable or a sync that will end) or the overflow's error.
+ *
+ * Why a gate and not a flag checked first (issue 19, stores lost under
+ * load): an escalation that had found no sync running made the whole
+ * region writable under a sync that started right after, between its
+ * diff and its drop of the private copies, and the stores that landed
+ * there were dropped with them; and of two escalations at once, the
+ * second could make the region writable before the first had armed the
+ * write-protect, so a store in between was neither listed nor seen by
+ * the kernel.
+ */
+static int escalate(struct cm_region *r)
+{
+	bool idle = false;
+	int ret;
+
+	if (!atomic_compare_exchange_strong(&r->busy, &idle, true))
+		return -EBUSY;
+	ret = cm_region_overflow(r);
+	atomic_store(&r->busy, false);
+	return ret < 0 ? 1 : 0;
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
 	uintptr_t a = (uintptr_t)si->si_addr;
@@ -144,6 +173,10 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 			if (!r->writable)
 				break;
 			pg = (a - r->base) / CM_PAGE;
+			/* Counted from before the claim until the pages are
+			 * listed: a sync after an escalation waits for
+			 * claims made before it (cm_region_drain()). */
+			atomic_fetch_add(&r->claimers, 1);
 			n = claim_run(r, pg);
 			if (n) {
 				/* MAP_PRIVATE: the kernel copies each page
@@ -157,8 +190,8 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 					for (size_t q = pg; q < pg + n; q++)
 						atomic_fetch_and(&r->bits[q / 64],
 								 ~(1ull << (q % 64)));
-					if (!atomic_load(&r->syncing) &&
-					    cm_region_overflow(r))
+					atomic_fetch_sub(&r->claimers, 1);
+					if (escalate(r) > 0)
 						break; /* cannot go on: die */
 					errno = saved;
 					return;
@@ -173,19 +206,21 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 					r->list[r->nlist++] = (uint32_t)q;
 				n = r->nlist;
 				unlock(r);
+				atomic_fetch_sub(&r->claimers, 1);
 				/* Enough pages for the scan to be cheaper than
-				 * a VMA each: let the kernel track them. Off
-				 * (ESCALATE 0) until the escalated path keeps
-				 * racing stores (ESCALATE_ON):
-				 * test_stores_racing_syncs_past_escalation lost
-				 * some under load. Only a failed mprotect (past
-				 * vm.max_map_count) escalates meanwhile. */
-				if (ESCALATE_ON && n >= ESCALATE && r->uffd >= 0 &&
-				    !atomic_load(&r->syncing))
-					(void)cm_region_overflow(r);
+				 * a VMA each: let the kernel track them. */
+				if (n >= escalate_at && r->uffd >= 0)
+					(void)escalate(r);
 			}
 			/* else: another thread is making it writable, or a
-			 * sync holds it; the store retries until done. */
+			 * sync holds it; the store retries until done,
+			 * yielding meanwhile: a sync needs the daemon, and
+			 * a store spinning on its fault starves it on a
+			 * loaded machine. */
+			else {
+				atomic_fetch_sub(&r->claimers, 1);
+				sched_yield();
+			}
 			errno = saved;
 			return;
 		}
@@ -196,7 +231,11 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 
 static void install(void)
 {
+	const char *e = getenv("LIBCOMMIT_ESCALATE");
 	struct sigaction sa;
+
+	if (e && strtoul(e, NULL, 10) > 0)
+		escalate_at = strtoul(e, NULL, 10);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
@@ -256,6 +295,38 @@ void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n)
 	for (size_t i = 0; i < n; i++)
 		r->list[r->nlist++] = pg[i];
 	unlock(r);
+}
+
+void cm_region_enter(struct cm_region *r)
+{
+	bool idle = false;
+
+	/* An escalation holds it for two system calls, never while it
+	 * could fault on the map. */
+	while (!atomic_compare_exchange_weak(&r->busy, &idle, true)) {
+		idle = false;
+		sched_yield();
+	}
+}
+
+void cm_region_leave(struct cm_region *r)
+{
+	atomic_store(&r->busy, false);
+}
+
+/*
+ * A handler that claimed pages before an escalation set every bit may
+ * still be about to make them writable and list them. A sync after the
+ * escalation write-protects the whole range and then diffs and drops
+ * every private copy in it: such a late mprotect would make a page
+ * writable between the diff and the drop, and its stores would be
+ * dropped. So that sync first waits for those claims to finish; no new
+ * one can succeed while every bit is set.
+ */
+void cm_region_drain(struct cm_region *r)
+{
+	while (atomic_load(&r->claimers))
+		sched_yield();
 }
 
 int cm_region_overflow(struct cm_region *r)

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "volume.h"
 #include "probe.h"
 #include "util.h"
 #include "version.h"

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "volume.h"
 #include "json.h"
 #include "util.h"
 

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "volume.h"
 #include "json.h"
 #include "util.h"
 

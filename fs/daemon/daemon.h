@@ -7,7 +7,7 @@
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 
-#include "fs.h"
+#include "fsys.h"
 
 struct dg_daemon {
 	struct dg_vol *vol;

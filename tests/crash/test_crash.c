@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine_i.h"
+#include "volume_i.h"
 #include "harness.h"
 #include "recorder.h"
 
@@ -262,7 +262,7 @@ static int fill_journal(struct dg_vol *vol, uint64_t room_to_end, bool wrap,
  * the start of the log and its head slack bytes short of the end: the
  * first recorded updates then have to retire them, rewrite the journal
  * header and wrap, and recoveries before that replay a full log. The
- * head is read from the in-core journal (engine_i.h, as other engine
+ * head is read from the in-core journal (volume_i.h, as other engine
  * unit tests do): mkfs's own entries moved it.
  */
 static int prefill_journal(struct dg_vol *vol, uint64_t slack)

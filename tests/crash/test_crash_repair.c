@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_i.h"
+#include "volume_i.h"
 #include "csum.h"
 #include "harness.h"
 #include "recorder.h"

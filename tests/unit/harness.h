@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "volume.h"
 
 /* A case named "bug_..." shows a known, reported engine bug and fails
  * until it is fixed: it runs only when named on the command line. */

@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
-#include "fs_i.h"
+#include "fsys_i.h"
 
 struct ent {
 	uint16_t tag, perm;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_alloc.c -- the allocation bitmap: txns, alloc, free, persistence */
 #include "harness.h"
-#include "engine_i.h"
+#include "volume_i.h"
 
 #define PG DG_PAGE_SIZE
 

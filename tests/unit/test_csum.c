@@ -3,7 +3,7 @@
 #include <xxhash.h>
 
 #include "harness.h"
-#include "engine_i.h"
+#include "volume_i.h"
 #include "csum.h"
 
 #define PG DG_PAGE_SIZE

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "engine_i.h"
+#include "volume_i.h"
 #include "csum.h"
 
 #define PG DG_PAGE_SIZE

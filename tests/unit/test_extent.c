@@ -7,7 +7,7 @@
 
 #include "harness.h"
 #include "check.h"
-#include "fs_i.h"
+#include "fsys_i.h"
 
 #define PG DG_PAGE_SIZE
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_parity.c -- ISA-L XOR and Reed-Solomon parity against references */
 #include "harness.h"
-#include "engine_i.h"
+#include "volume_i.h"
 
 #define PG DG_PAGE_SIZE
 

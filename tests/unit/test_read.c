@@ -2,7 +2,7 @@
 /* test_read.c -- the read path: verify, repair from parity, EIO, degraded */
 #include <stdio.h>
 
-#include "engine_i.h"
+#include "volume_i.h"
 #include "harness.h"
 
 #define PG DG_PAGE_SIZE

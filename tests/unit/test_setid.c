@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
-#include "fs_i.h"
+#include "fsys_i.h"
 
 static bool member_of_7(const struct dg_cred *cr, uint32_t gid)
 {

@@ -8,7 +8,7 @@
 #include <sys/xattr.h>
 
 #include "harness.h"
-#include "fs_i.h"
+#include "fsys_i.h"
 
 #define PG DG_PAGE_SIZE
 

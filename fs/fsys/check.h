@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine.h"
-#include "fs.h"
+#include "volume.h"
+#include "fsys.h"
 
 /*
  * The checks walk the media through the engine (only the engine decodes

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "csum.h"
-#include "fs_i.h"
+#include "fsys_i.h"
 #include "super.h"
 
 static void ev_init(struct dg_chk_event *ev, enum dg_chk_kind kind,

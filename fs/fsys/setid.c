@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 static bool in_group_or_capable(const struct dg_cred *cr, uint32_t gid)
 {

@@ -3,7 +3,7 @@
 #ifndef DG_SUPER_H
 #define DG_SUPER_H
 
-#include "engine_i.h"
+#include "volume_i.h"
 
 /* Validate a superblock image: 0, -ENODEV (no magic), -EUCLEAN (bad
  * checksum or layout), -EOPNOTSUPP (version or incompatible feature). */

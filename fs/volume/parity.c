@@ -4,7 +4,7 @@
 #include <string.h>
 #include <isa-l/erasure_code.h>
 
-#include "engine_i.h"
+#include "volume_i.h"
 
 /*
  * The generator is ISA-L's gf_gen_rs_matrix(): identity for the k data

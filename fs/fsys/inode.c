@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 int64_t dg_now_ns(void)
 {
@@ -465,7 +465,7 @@ static void free_orphans(struct dg_fs *fs)
 }
 
 /* A directory that names an inode of a lost table page cannot tell
- * what that name is: it is served like one with a lost page (fs_i.h). */
+ * what that name is: it is served like one with a lost page (fsys_i.h). */
 static void mark_dirs_naming_lost(struct dg_fs *fs)
 {
 	for (uint64_t ino = 1; ino < fs->icap; ino++) {

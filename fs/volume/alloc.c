@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_i.h"
+#include "volume_i.h"
 
 struct txn_write {
 	uint64_t vpn;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine_i.h"
+#include "volume_i.h"
 
 /*
  * A page that no copy verifies stays bad after its file is deleted: the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* geom.c -- address arithmetic: rows, chunks, parity rotation, vpns */
-#include "engine_i.h"
+#include "volume_i.h"
 
 /* DESIGN §6: parity rotates per chunk so extents stay on one device. */
 unsigned dg_row_parity_first(const struct dg_vol *vol, uint64_t row)

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include "xxh.h"
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 #define LINES_PER_PAGE (DG_PAGE_SIZE / DG_LINE_SIZE)
 

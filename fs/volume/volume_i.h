@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* engine_i.h -- private to the engine sources: the in-core volume */
+/* volume_i.h -- private to the volume layer: the in-core volume */
 #ifndef DG_ENGINE_I_H
 #define DG_ENGINE_I_H
 
@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "engine.h"
+#include "volume.h"
 #include "media.h"
 
 /* Lock classes, in the order they are taken (DESIGN §5):

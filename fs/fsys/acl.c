@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 #define ACL_VERSION   2u
 #define ACL_USER_OBJ  0x01

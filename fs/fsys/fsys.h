@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs.h -- the filesystem layer: inodes, directories, extents, on the engine */
+/* fsys.h -- the filesystem layer: inodes, directories, extents, on the volume */
 #ifndef DG_FS_H
 #define DG_FS_H
 
@@ -8,7 +8,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "engine.h"
+#include "volume.h"
 
 /*
  * Every structure lives in vpn pages and changes only through
@@ -117,7 +117,7 @@ int dg_fs_opendir(struct dg_fs *fs, uint64_t ino);
 
 int dg_fs_statfs(struct dg_fs *fs, struct statvfs *st);
 
-/* Metadata lost at load (fs_i.h: damaged inodes, lost inode table
+/* Metadata lost at load (fsys_i.h: damaged inodes, lost inode table
  * pages): served with EIO where it matters until fsck gives it up. */
 struct dg_fs_damage {
 	uint64_t inodes;	/* files and directories served as damaged */

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "fsys.h"
 #include "super.h"
 
 #define DG_DEFAULT_CHUNK_PAGES 256u /* 1 MiB */

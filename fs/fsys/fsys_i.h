@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* fs_i.h -- private to the filesystem layer (inode, extent, dir, file...) */
+/* fsys_i.h -- private to the filesystem layer (inode, extent, dir, file...) */
 #ifndef DG_FS_I_H
 #define DG_FS_I_H
 
 #include <pthread.h>
 
-#include "engine_i.h"
-#include "fs.h"
+#include "volume_i.h"
+#include "fsys.h"
 
 /* In-core extent: [fpage, fpage + len) of the file at [vpn, vpn + len). */
 struct dg_ext {

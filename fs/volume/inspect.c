@@ -7,7 +7,7 @@
 #include <xxhash.h>
 
 #include "csum.h"
-#include "engine_i.h"
+#include "volume_i.h"
 #include "super.h"
 
 /*

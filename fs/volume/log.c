@@ -2,7 +2,7 @@
 /* log.c -- dg_log(): one place where every engine message goes */
 #include <stdio.h>
 
-#include "engine.h"
+#include "volume.h"
 
 static dg_log_func log_func;
 static enum dg_log_level log_level = DG_LOG_NOTICE;

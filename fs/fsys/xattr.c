@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 static uint32_t rec_size(size_t namelen, size_t vallen)
 {

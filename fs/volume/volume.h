@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* engine.h -- the daxguard volume engine: what its clients call */
+/* volume.h -- the daxguard volume layer: what its clients call */
 #ifndef DG_ENGINE_H
 #define DG_ENGINE_H
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 /* Bytes one transaction of file data may carry: what the journal takes,
  * less room for the metadata that rides along. */

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include "xxh.h"
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 #define HASH_TOMB UINT32_MAX
 
@@ -234,7 +234,7 @@ int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp)
 		ret = dg_read(fs->vol, vpn, 1, p);
 		if (ret == -EIO) {
 			/* The names on it are unknown: the directory serves
-			 * what it still has, read-only (fs_i.h). */
+			 * what it still has, read-only (fsys_i.h). */
 			dg_log(DG_LOG_ERR, "directory %" PRIu64 ": page %" PRIu64
 			       " is unreadable: lookups that miss and changes "
 			       "give EIO until fsck", dp->ino, pg);

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 static int fail(struct dg_emap_reader *r, const char *why)
 {

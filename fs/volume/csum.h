@@ -3,7 +3,7 @@
 #ifndef DG_CSUM_H
 #define DG_CSUM_H
 
-#include "engine_i.h"
+#include "volume_i.h"
 
 /* A checksum page image and where it came from; reused across lookups
  * of neighbouring rows within one locked operation. */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* extent.c -- file extent maps: lookup, allocate, punch, store, load
  *
- * The in-core map mirrors the media leaf for leaf (fs_i.h, format.h):
+ * The in-core map mirrors the media leaf for leaf (fsys_i.h, format.h):
  * the inline array, then one leaf per chain page, each with slack. An
  * insert or removal shifts entries within one leaf and marks the slots
  * it moved; a full leaf splits into a new page. ext_store() then writes
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_i.h"
+#include "fsys_i.h"
 
 /* A place in the map: slot of leaf (slot == n: just after the leaf). */
 struct epos {

@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Issue 19: what escalating dirty tracking to userfaultfd +
+PAGEMAP_SCAN buys a sync of many scattered pages, and what a 1-page
+sync in a large map costs with it on.
+
+Per repetition, in alternating order: `sync_latency` on a 1 GiB
+libcommit map with 4,096 random dirty pages per round, once as shipped
+(page-by-page tracking hands over to the kernel at 128 dirty pages) and
+once with LIBCOMMIT_NO_UFFD=1 (page by page throughout: a signal, an
+mprotect and a remap per dirty page); then 1 dirty page per round.
+Reports each repetition's ratio off / on of the median round (the stores,
+whose first touch of a page is the tracking, plus the sync) and of the
+median sync alone, and the 1-page sync's median. Sets up a parity-1
+volume of 4 x 4 GiB sparse images on /dev/shm and always tears it down.
+
+usage: escalation.py [--reps 3] [--rounds 15] [--out FILE.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_kernels import BUILD, DgVol, kv_parse, log, run  # noqa: E402
+
+LAT = BUILD / "bench" / "libcommit" / "sync_latency"
+MAP_MIB = 1024
+NDIRTY = 4096
+
+
+def sync_latency(path, rounds, ndirty, env=None):
+    """The dirty= line of one sync_latency run, as a dict."""
+    old = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env or old)
+        p = run([LAT, path, MAP_MIB, rounds, ndirty], timeout=600)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    line = [l for l in p.stdout.splitlines() if l.startswith("dirty=")][0]
+    return {k: float(v) for k, v in kv_parse(line).items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    work = Path(f"/dev/shm/dglcesc-{uuid.uuid4().hex[:8]}")
+    work.mkdir()
+    vol = DgVol(work, work.name[-8:], "v")
+    reps = []
+    try:
+        vol.mkfs()
+        vol.mount()
+        f = vol.mnt / "big"
+        f.write_bytes(b"")
+        off_env = dict(os.environ, LIBCOMMIT_NO_UFFD="1")
+        for r in range(args.reps):
+            order = [("on", None), ("off", off_env)]
+            if r % 2:
+                order.reverse()
+            got = {name: sync_latency(f, args.rounds, NDIRTY, env)
+                   for name, env in order}
+            one = sync_latency(f, args.rounds * 4, 1)
+            rep = {
+                "on": got["on"], "off": got["off"], "one_page": one,
+                "round_off_over_on": got["off"]["round_median_us"] /
+                got["on"]["round_median_us"],
+                "sync_off_over_on": got["off"]["median_us"] /
+                got["on"]["median_us"],
+            }
+            on, off = got["on"], got["off"]
+            log(f"rep {r}: 4096 pages: round on {on['round_median_us']:.0f} us"
+                f" (sync {on['median_us']:.0f}), off "
+                f"{off['round_median_us']:.0f} us (sync {off['median_us']:.0f})"
+                f"; off/on round {rep['round_off_over_on']:.2f}, sync "
+                f"{rep['sync_off_over_on']:.2f}; 1 page in 1 GiB: sync "
+                f"{one['median_us']:.0f} us (p90 {one['p90_us']:.0f})")
+            reps.append(rep)
+    finally:
+        vol.cleanup()
+        for p in sorted(work.rglob("*"), reverse=True):
+            p.rmdir() if p.is_dir() else p.unlink()
+        work.rmdir()
+    summ = {k: statistics.median(x[k] for x in reps)
+            for k in ("round_off_over_on", "sync_off_over_on")}
+    summ["one_page_sync_median_us"] = statistics.median(
+        x["one_page"]["median_us"] for x in reps)
+    print(json.dumps(summ, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"reps": reps, "summary": summ},
+                                             indent=1))
+
+
+if __name__ == "__main__":
+    main()
