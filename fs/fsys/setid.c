@@ -109,7 +109,7 @@ int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
 			     (S_ISREG(mode) || why == DG_KILL_CHOWN);
 	}
 	if (maybe_caps) {
-		/* Cheap once known absent (fs_i.h: xabsent). */
+		/* Cheap once known absent (fsys_i.h: xabsent). */
 		int ret = dg_xattr_get_locked(fs, ip, "security.capability",
 					      NULL, 0);
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""POSIX ACLs (fs/engine/acl.c): the kernel enforces them
+"""POSIX ACLs (fs/fsys/acl.c): the kernel enforces them
 (FUSE_CAP_POSIX_ACL), the daemon keeps mode and access ACL one truth
 both ways, inherits default ACLs, and applies the umask only where no
 default ACL does (FUSE_CAP_DONT_MASK). Checked with setfacl/getfacl, as

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Set-user-ID and set-group-ID bits follow the kernel's rules exactly
-(fs/engine/setid.c): inode_init_owner() for new inodes in set-group-ID
+(fs/fsys/setid.c): inode_init_owner() for new inodes in set-group-ID
 directories, setattr_should_drop_suidgid() for writes and truncates,
 chown_common() for changes of owner, setattr_prepare() for chmod. The
 callers are unprivileged (nobody, with or without a supplementary
