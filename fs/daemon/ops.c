@@ -189,7 +189,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	(void)fi;
 	/* KILLPRIV: a chown or a truncate drops setuid/setgid/capabilities
 	 * here, as the kernel would have (setid.c has the rules). */
-	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE)) {
+	if (to_set &
+	    (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE)) {
 		struct dg_cred cr = req_cred(req);
 		int ret = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr,
 					  (to_set & (FUSE_SET_ATTR_UID |
@@ -416,8 +417,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	ssize_t n = 0;
 	struct dg_cred cr = req_cred(req);
 
-	(void)fi;
-	n = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr, DG_KILL_WRITE);
+	/* Not for pages written back from the kernel's cache: for a file
+	 * with bits to drop the kernel writes through (KILLPRIV_V2), and a
+	 * writeback does not carry the writer's credentials. */
+	if (!fi->writepage)
+		n = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr, DG_KILL_WRITE);
 	if (n == 0)
 		n = dg_fs_write(dd_of(req)->fs, ino, (uint64_t)off, buf, size);
 	if (n < 0)
@@ -563,8 +567,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 				!strcmp(name, "system.posix_acl_default"))) {
 		struct dg_cred cr = req_cred(req);
 
-		fuse_reply_err(req, -dg_fs_set_acl(dd_of(req)->fs, ino, name,
-						   value, size, &cr));
+		reply_err(req, dg_fs_set_acl(dd_of(req)->fs, ino, name, value,
+					     size, &cr));
 		return;
 	}
 	fuse_reply_err(req, -dg_fs_setxattr(dd_of(req)->fs, ino, name, value,
