@@ -58,4 +58,10 @@ void dg_commit_stop(struct dg_daemon *dd);
  * when libfuse cannot (killpriv_v2.c). Call before the session loop. */
 void dg_killpriv_v2_arm(int fuse_fd);
 
+/* After an O_DIRECT write of [off, off + len) of ino: drop the
+ * kernel's cached pages of it before the reply (dio_inval.c). 0, or
+ * -ETIMEDOUT when the kernel held the pages past a bounded wait. */
+int dg_dio_inval(struct fuse_session *se, fuse_ino_t ino, off_t off,
+		 off_t len);
+
 #endif /* DG_DAEMON_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* ops.c -- FUSE low-level operations: decode, call the fs once, reply */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -125,16 +126,6 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV_V2)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
 #endif
-	/*
-	 * No asynchronous direct I/O: with it, an io_submit() O_DIRECT write
-	 * completes to the application without the page cache of the range
-	 * being invalidated after it (the kernel skips that for async
-	 * writes), so a buffered read that raced the write keeps serving
-	 * the old bytes (tests/e2e/test_stale_reads.py). Without it the
-	 * kernel writes synchronously and invalidates after the write, as
-	 * on any other filesystem; buffered I/O is not affected.
-	 */
-	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	/* Fewer, larger requests: one journal entry carries up to 1 MiB. */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
@@ -424,6 +415,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		n = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr, DG_KILL_WRITE);
 	if (n == 0)
 		n = dg_fs_write(dd_of(req)->fs, ino, (uint64_t)off, buf, size);
+	/* An O_DIRECT write leaves no stale cached pages behind, also when
+	 * it was asynchronous (dio_inval.c). */
+	if (n > 0 && (fi->flags & O_DIRECT) && !fi->writepage &&
+	    dg_dio_inval(dd_of(req)->se, ino, off, n) == -ETIMEDOUT)
+		dg_log(DG_LOG_DEBUG, "ino %" PRIu64 ": cache invalidation "
+		       "after a direct write still waits on the kernel",
+		       (uint64_t)ino);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else

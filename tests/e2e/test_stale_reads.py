@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Nothing may read data older than a completed write: asynchronous
 O_DIRECT writes (io_submit) of a file mixed with buffered reads of it
-(dio_stale.c). Before the daemon turned off FUSE asynchronous direct
-I/O, about one read in a thousand returned the bytes from before a
-completed write."""
+(dio_stale.c). Before the daemon invalidated the cached pages of each
+direct write's range before answering it (fs/daemon/dio_inval.c), about
+one read in a thousand returned the bytes from before a completed
+write."""
 import subprocess
 
 from conftest import BUILD
