@@ -37,6 +37,15 @@ JOBS = {
                 "--runtime={t}"],
     "randread": ["--rw=randread", "--bs=4k", "--size=256M",
                  "--time_based", "--runtime={t}"],
+    # Asynchronous O_DIRECT at queue depth 16 (the engine given last
+    # wins over psync): what FUSE async direct I/O was for.
+    "dio-randwrite-qd16": ["--ioengine=libaio", "--direct=1",
+                           "--iodepth=16", "--rw=randwrite", "--bs=4k",
+                           "--size=256M", "--time_based",
+                           "--runtime={t}"],
+    "dio-randread-qd16": ["--ioengine=libaio", "--direct=1",
+                          "--iodepth=16", "--rw=randread", "--bs=4k",
+                          "--size=256M", "--time_based", "--runtime={t}"],
 }
 
 

@@ -182,7 +182,7 @@ def build_tool(bin_dir, name):
         raise Skip("no C compiler for bench/tools")
     os.makedirs(bin_dir, exist_ok=True)
     try:
-        run([cc, "-O2", "-o", out, src], timeout=120)
+        run([cc, "-O2", "-o", out, src, "-ljson-c"], timeout=120)
     except RuntimeError as e:
         raise Skip(f"cannot build {name}: {e}") from e
     return out

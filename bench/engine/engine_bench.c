@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fsys.h"
+#include "json.h"
 #include "util.h"
 
 /*
@@ -478,56 +479,69 @@ static void print_markdown(void)
 	}
 }
 
-static void json_stat(FILE *f, const char *key, struct stat3 s)
+static struct json_object *json_stat(struct stat3 s)
 {
-	fprintf(f, "\"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g}",
-		key, s.med, s.min, s.max);
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "median", json_object_new_double(s.med));
+	json_object_object_add(o, "min", json_object_new_double(s.min));
+	json_object_object_add(o, "max", json_object_new_double(s.max));
+	return o;
 }
 
+/* The report, built with json-c (the CPU name is text from the
+ * system, and may hold anything). */
 static void write_json(const char *cpu)
 {
 	FILE *f = strcmp(opt.json, "-") ? fopen(opt.json, "w") : stdout;
-	bool first = true;
+	struct json_object *root = json_object_new_object();
+	struct json_object *results = json_object_new_array();
 	struct stat3 r;
 
 	if (!f)
 		die("cannot open '%s': %s", opt.json, strerror(errno));
-	fprintf(f, "{\n  \"tool\": \"engine_bench\",\n  \"cpu\": \"%s\",\n",
-		cpu);
-	fprintf(f, "  \"size_bytes\": %" PRIu64 ", \"reps\": %u, "
-		"\"seconds\": %g, \"seed\": %" PRIu64 ",\n", opt.size,
-		opt.reps, opt.seconds, opt.seed);
-	fprintf(f, "  \"results\": [");
+	json_add_str(root, "tool", "engine_bench");
+	json_add_bytes(root, "cpu", cpu);
+	json_add_u64(root, "size_bytes", opt.size);
+	json_add_u64(root, "reps", opt.reps);
+	json_object_object_add(root, "seconds",
+			       json_object_new_double(opt.seconds));
+	json_add_u64(root, "seed", opt.seed);
 	for (int t = 0; t < T_NR; t++) {
 		if (!opt.run[t])
 			continue;
 		for (unsigned c = 0; c < ncfg; c++) {
 			const struct bcfg *b = &cfgs[c];
+			struct json_object *o = json_object_new_object();
+			struct json_object *smp = json_object_new_array();
 
-			fprintf(f, "%s\n    {\"test\": \"%s\", \"config\": "
-				"\"%s\", \"ndev\": %u, \"parity\": %u, "
-				"\"redundancy\": \"%s\", \"unit\": \"%s\", ",
-				first ? "" : ",", tests[t].name, b->name,
-				b->ndev, b->parity, b->none ? "none" : "full",
-				t == T_VERIFY ? "GB/s" : "ops/s");
-			first = false;
+			json_add_str(o, "test", tests[t].name);
+			json_add_bytes(o, "config", b->name);
+			json_add_u64(o, "ndev", b->ndev);
+			json_add_u64(o, "parity", b->parity);
+			json_add_str(o, "redundancy", b->none ? "none" : "full");
+			json_add_str(o, "unit",
+				     t == T_VERIFY ? "GB/s" : "ops/s");
 			if (t != T_VERIFY)
-				fprintf(f, "\"bytes_per_op\": %u, ",
-					tests[t].bytes);
-			fprintf(f, "\"samples\": [");
+				json_add_u64(o, "bytes_per_op",
+					     tests[t].bytes);
 			for (unsigned i = 0; i < opt.reps; i++)
-				fprintf(f, "%s%.6g", i ? ", " : "",
-					b->rate[t][i]);
-			fprintf(f, "], ");
-			json_stat(f, "rate", stats(b->rate[t], opt.reps));
-			if (ratio_stats(b, t, &r)) {
-				fprintf(f, ", ");
-				json_stat(f, "ratio_to_none", r);
-			}
-			fprintf(f, "}");
+				json_object_array_add(
+					smp, json_object_new_double(
+						     b->rate[t][i]));
+			json_object_object_add(o, "samples", smp);
+			json_object_object_add(
+				o, "rate",
+				json_stat(stats(b->rate[t], opt.reps)));
+			if (ratio_stats(b, t, &r))
+				json_object_object_add(o, "ratio_to_none",
+						       json_stat(r));
+			json_object_array_add(results, o);
 		}
 	}
-	fprintf(f, "\n  ]\n}\n");
+	json_object_object_add(root, "results", results);
+	if (json_print(root, f, 1))
+		die("cannot write '%s'", opt.json);
 	if (f != stdout)
 		fclose(f);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fsys.h"
+#include "json.h"
 #include "util.h"
 
 /*
@@ -132,18 +133,24 @@ static void print_row(const struct row *r)
 	       human_bytes(r->allocated, b[3], sizeof(b[3])));
 }
 
-static void print_json_row(FILE *f, const struct row *r, bool first)
+static struct json_object *json_row(const struct row *r)
 {
-	fprintf(f, "%s\n    {\"ndev\": %u, \"parity\": %u, \"redundancy\": "
-		"\"%s\", \"dev_bytes\": %" PRIu64 ", \"raw\": %" PRIu64
-		", \"usable\": %" PRIu64 ", \"free_after_mkfs\": %" PRIu64
-		", \"csum_replica\": %" PRIu64 ", \"parity_bytes\": %" PRIu64
-		", \"journal\": %" PRIu64 ", \"supers\": %" PRIu64
-		", \"tail\": %" PRIu64 ", \"allocated_after_mkfs\": %" PRIu64
-		"}", first ? "" : ",", r->ndev, r->parity,
-		r->none ? "none" : "full", r->dev_bytes, r->raw, r->usable,
-		r->free_after, r->csum, r->parity_b, r->jrnl, r->supers,
-		r->rest, r->allocated);
+	struct json_object *o = json_object_new_object();
+
+	json_add_u64(o, "ndev", r->ndev);
+	json_add_u64(o, "parity", r->parity);
+	json_add_str(o, "redundancy", r->none ? "none" : "full");
+	json_add_u64(o, "dev_bytes", r->dev_bytes);
+	json_add_u64(o, "raw", r->raw);
+	json_add_u64(o, "usable", r->usable);
+	json_add_u64(o, "free_after_mkfs", r->free_after);
+	json_add_u64(o, "csum_replica", r->csum);
+	json_add_u64(o, "parity_bytes", r->parity_b);
+	json_add_u64(o, "journal", r->jrnl);
+	json_add_u64(o, "supers", r->supers);
+	json_add_u64(o, "tail", r->rest);
+	json_add_u64(o, "allocated_after_mkfs", r->allocated);
+	return o;
 }
 
 static unsigned parse_u64_list(const char *s, uint64_t *out, bool sizes)
@@ -252,10 +259,15 @@ int main(int argc, char **argv)
 		f = strcmp(json, "-") ? fopen(json, "w") : stdout;
 		if (!f)
 			die("cannot open '%s': %s", json, strerror(errno));
-		fprintf(f, "{\n  \"tool\": \"space_overhead\",\n  \"volumes\": [");
+		struct json_object *root = json_object_new_object();
+		struct json_object *vols = json_object_new_array();
+
+		json_add_str(root, "tool", "space_overhead");
 		for (unsigned i = 0; i < nrows; i++)
-			print_json_row(f, &rows[i], i == 0);
-		fprintf(f, "\n  ]\n}\n");
+			json_object_array_add(vols, json_row(&rows[i]));
+		json_object_object_add(root, "volumes", vols);
+		if (json_print(root, f, 1))
+			die("cannot write '%s'", json);
 		if (f != stdout)
 			fclose(f);
 	}

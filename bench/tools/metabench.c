@@ -7,7 +7,7 @@
  * directories per middle directory (DIR/m/MM/LLLL/).  Renames stay in the
  * directory for flat and move each file to the next leaf directory for tree.
  * Prints one JSON object with the seconds each phase took.  Built by the
- * benchmark harness (bench/dgbench/workloads.py) with plain cc.
+ * benchmark harness (bench/dgbench/workloads.py) with cc and -ljson-c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <json-c/json.h>
 
 #define PER_LEAF 100
 #define LEAVES_PER_MID 32
@@ -71,6 +73,7 @@ int main(int argc, char **argv)
 	double t0, t_create, t_stat, t_rename, t_delete;
 	long n, i, leaves;
 	struct stat st;
+	struct json_object *o;
 
 	if (argc != 4 || (strcmp(argv[3], "flat") && strcmp(argv[3], "tree"))) {
 		fprintf(stderr, "usage: metabench DIR N flat|tree\n");
@@ -141,8 +144,15 @@ int main(int argc, char **argv)
 		die("rmdir", p);
 	t_delete = now() - t0;
 
-	printf("{\"files\": %ld, \"layout\": \"%s\", \"create_s\": %.6f, \"stat_s\": %.6f, "
-	       "\"rename_s\": %.6f, \"delete_s\": %.6f}\n",
-	       n, argv[3], t_create, t_stat, t_rename, t_delete);
+	/* One line of JSON, built with json-c (the layout is argv text). */
+	o = json_object_new_object();
+	json_object_object_add(o, "files", json_object_new_int64(n));
+	json_object_object_add(o, "layout", json_object_new_string(argv[3]));
+	json_object_object_add(o, "create_s", json_object_new_double(t_create));
+	json_object_object_add(o, "stat_s", json_object_new_double(t_stat));
+	json_object_object_add(o, "rename_s", json_object_new_double(t_rename));
+	json_object_object_add(o, "delete_s", json_object_new_double(t_delete));
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
 	return 0;
 }

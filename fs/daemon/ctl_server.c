@@ -512,31 +512,8 @@ static void clear(struct dg_daemon *dd, struct dg_out *o)
 
 static void event_json(struct dg_out *o, const struct dg_event *ev)
 {
-	struct json_object *r = json_object_new_object();
-	char t[40];
-	struct tm tm;
+	struct json_object *r = dg_event_json(ev);
 
-	gmtime_r(&ev->time.tv_sec, &tm);
-	strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(t + strlen(t), sizeof(t) - strlen(t), ".%03ldZ",
-		 ev->time.tv_nsec / 1000000);
-	json_add_u64(r, "seq", ev->seq);
-	json_add_str(r, "time", t);
-	json_add_str(r, "type", dg_ev_type_name(ev->type));
-	if (ev->dev >= 0)
-		json_add_u64(r, "device", (uint64_t)ev->dev);
-	if (ev->page >= 0)
-		json_add_u64(r, "page", (uint64_t)ev->page);
-	if (ev->type <= DG_EV_FAULT_UNRECOVERABLE)
-		json_add_str(r, "what", dg_fault_what_name(ev->what));
-	if (ev->vpn >= 0)
-		json_add_u64(r, "vpn", (uint64_t)ev->vpn);
-	if (ev->path[0])
-		json_add_bytes(r, "path", ev->path);
-	if (ev->offset >= 0)
-		json_add_u64(r, "offset", (uint64_t)ev->offset);
-	if (ev->detail[0])
-		json_add_bytes(r, "detail", ev->detail);
 	dg_outf(o, "%s\n", json_line(r));
 	json_object_put(r);
 }
@@ -599,6 +576,22 @@ static void events(struct dg_daemon *dd, const char *req, bool json,
 	free(ev);
 }
 
+/* An error reply: {"error": msg} with --json (through json-c, as every
+ * JSON reply), else a line of text. */
+static void reply_error(struct dg_out *o, bool json, const char *msg)
+{
+	struct json_object *r;
+
+	if (!json) {
+		dg_outf(o, "error: %s\n", msg);
+		return;
+	}
+	r = json_object_new_object();
+	json_add_str(r, "error", msg);
+	dg_outf(o, "%s\n", json_line(r));
+	json_object_put(r);
+}
+
 /* One request line, one reply, close: every request is answered at once
  * (the scrub runs in its own thread, a follower of events polls), so one
  * thread serves them all. Status, events and scrub status are open to
@@ -635,15 +628,13 @@ static void serve(struct dg_daemon *dd, int fd)
 		dg_scrub_cmd(dd, req + 6, json, &o);
 	} else if (!strncmp(req, "scrub ", 6) || !strncmp(req, "clear", 5)) {
 		if (cred.uid != 0 && cred.uid != getuid())
-			dg_outf(&o, json ? "{\"error\":\"permission denied\"}\n"
-				      : "error: permission denied\n");
+			reply_error(&o, json, "permission denied");
 		else if (req[1] == 'c')
 			dg_scrub_cmd(dd, req + 6, json, &o);
 		else
 			clear(dd, &o);
 	} else {
-		dg_outf(&o, json ? "{\"error\":\"unknown request\"}\n"
-			      : "error: unknown request\n");
+		reply_error(&o, json, "unknown request");
 	}
 	if (o.buf && write(fd, o.buf, o.len) < 0)
 		dg_log(DG_LOG_DEBUG, "ctl reply: %s", strerror(errno));

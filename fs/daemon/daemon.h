@@ -53,7 +53,11 @@ struct dg_events {
 const char *dg_ev_type_name(enum dg_ev_type t);
 /* Stamp ev, keep it in the ring, and log it (syslog, -o log=PATH or
  * stderr, as main.c routes dg_log()). */
+struct json_object;
 void dg_event_post(struct dg_events *e, struct dg_event *ev);
+/* ev as one JSON object (the log line's and `events --json`'s record);
+ * json_object_put() it. */
+struct json_object *dg_event_json(const struct dg_event *ev);
 /* An event with no location yet (dev, page, vpn, offset -1). */
 void dg_event_init(struct dg_event *ev, enum dg_ev_type type);
 /* Events after since, oldest first, up to max; *dropped gets how many
@@ -108,6 +112,7 @@ struct dg_daemon {
 	char *mountpoint;	/* absolute */
 	double timeout;		/* entry and attribute cache, seconds */
 	int writeback;		/* kernel writeback cache */
+	bool acl;		/* POSIX ACLs negotiated (ops.c op_init) */
 	int debug;
 	/* control socket, ctl_server.c */
 	char sock_path[108];
@@ -161,5 +166,11 @@ void dg_commit_stop(struct dg_daemon *dd);
 /* Offer FUSE_HANDLE_KILLPRIV_V2 in the INIT reply written to fuse_fd
  * when libfuse cannot (killpriv_v2.c). Call before the session loop. */
 void dg_killpriv_v2_arm(int fuse_fd);
+
+/* After an O_DIRECT write of [off, off + len) of ino: drop the
+ * kernel's cached pages of it before the reply (dio_inval.c). 0, or
+ * -ETIMEDOUT when the kernel held the pages past a bounded wait. */
+int dg_dio_inval(struct fuse_session *se, fuse_ino_t ino, off_t off,
+		 off_t len);
 
 #endif /* DG_DAEMON_H */

@@ -3,8 +3,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon.h"
+#include "json.h"
 
 static const char *const type_names[DG_EV_NR] = {
 	[DG_EV_FAULT_DETECTED] = "fault-detected",
@@ -51,37 +53,55 @@ static enum dg_log_level level_of(enum dg_ev_type t)
 	}
 }
 
+struct json_object *dg_event_json(const struct dg_event *ev)
+{
+	struct json_object *r = json_object_new_object();
+	char t[40];
+	struct tm tm;
+
+	gmtime_r(&ev->time.tv_sec, &tm);
+	strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(t + strlen(t), sizeof(t) - strlen(t), ".%03ldZ",
+		 ev->time.tv_nsec / 1000000);
+	json_add_u64(r, "seq", ev->seq);
+	json_add_str(r, "time", t);
+	json_add_str(r, "type", dg_ev_type_name(ev->type));
+	if (ev->dev >= 0)
+		json_add_u64(r, "device", (uint64_t)ev->dev);
+	if (ev->page >= 0)
+		json_add_u64(r, "page", (uint64_t)ev->page);
+	if (ev->type <= DG_EV_FAULT_UNRECOVERABLE)
+		json_add_str(r, "what", dg_fault_what_name(ev->what));
+	if (ev->vpn >= 0)
+		json_add_u64(r, "vpn", (uint64_t)ev->vpn);
+	/* A file's name may hold quotes, newlines or bytes that are not
+	 * UTF-8: json-c escapes them, path_hex keeps them exact. */
+	if (ev->path[0])
+		json_add_bytes(r, "path", ev->path);
+	if (ev->offset >= 0)
+		json_add_u64(r, "offset", (uint64_t)ev->offset);
+	if (ev->detail[0])
+		json_add_bytes(r, "detail", ev->detail);
+	return r;
+}
+
 void dg_event_post(struct dg_events *e, struct dg_event *ev)
 {
-	char loc[160] = "";
-	size_t n = 0;
+	struct json_object *r;
 
 	clock_gettime(CLOCK_REALTIME, &ev->time);
 	pthread_mutex_lock(&e->lock);
 	ev->seq = ++e->seq;
 	e->ring[(ev->seq - 1) % DG_EVENT_RING] = *ev;
 	pthread_mutex_unlock(&e->lock);
-	/* key=value, as the daemon's other log lines, so one grep finds
-	 * an event in syslog, the log file or the ring. */
-	if (ev->dev >= 0)
-		n += (size_t)snprintf(loc + n, sizeof(loc) - n, " dev=%d",
-				      ev->dev);
-	if (ev->page >= 0 && n < sizeof(loc))
-		n += (size_t)snprintf(loc + n, sizeof(loc) - n,
-				      " page=%" PRId64, ev->page);
-	if (ev->type <= DG_EV_FAULT_UNRECOVERABLE && n < sizeof(loc))
-		n += (size_t)snprintf(loc + n, sizeof(loc) - n, " what=%s",
-				      dg_fault_what_name(ev->what));
-	if (ev->vpn >= 0 && n < sizeof(loc))
-		n += (size_t)snprintf(loc + n, sizeof(loc) - n,
-				      " vpn=%" PRId64, ev->vpn);
-	if (ev->offset >= 0 && n < sizeof(loc))
-		snprintf(loc + n, sizeof(loc) - n, " offset=%" PRId64,
-			 ev->offset);
-	dg_log(level_of(ev->type), "event %s seq=%" PRIu64 "%s%s%s%s%s",
-	       dg_ev_type_name(ev->type), ev->seq, loc,
-	       ev->path[0] ? " path=" : "", ev->path,
-	       ev->detail[0] ? ": " : "", ev->detail);
+	/* "event " and the record `daxguard-ctl events --json` gives, on
+	 * one line: one grep finds it in syslog, the log file or the ring,
+	 * and no name a file holds can split a record or forge another. */
+	r = dg_event_json(ev);
+	if (!r)
+		return;
+	dg_log(level_of(ev->type), "event %s", json_line(r));
+	json_object_put(r);
 }
 
 unsigned dg_events_since(struct dg_events *e, uint64_t since,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* ops.c -- FUSE low-level operations: decode, call the fs once, reply */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,6 +23,31 @@ static void reply_err(fuse_req_t req, int ret)
 {
 	/* EUCLEAN reaches applications as EIO: the structure is damaged. */
 	fuse_reply_err(req, ret == -EUCLEAN ? EIO : -ret);
+}
+
+/* dg_cred.in_group: the caller's supplementary groups, from /proc. */
+static bool req_in_group(const struct dg_cred *cr, uint32_t gid)
+{
+	gid_t list[256];
+	int n = fuse_req_getgroups(cr->ctx, 256, list);
+
+	for (int i = 0; i < n && i < 256; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+/* Who sends req. uid 0 stands for CAP_FSETID: the protocol does not
+ * carry capabilities. */
+static struct dg_cred req_cred(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	return (struct dg_cred){ .uid = ctx->uid, .gid = ctx->gid,
+				 .fsetid = ctx->uid == 0,
+				 .umask = dd_of(req)->acl ? (int32_t)ctx->umask
+							  : -1,
+				 .in_group = req_in_group, .ctx = req };
 }
 
 static void to_stat(const struct dg_attr *a, struct stat *st)
@@ -78,6 +104,19 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (dd->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	/* POSIX ACLs: the kernel enforces them and leaves to us keeping
+	 * them one truth with the mode and inheriting default ACLs (acl.c),
+	 * for which the umask must reach us unapplied (DONT_MASK). */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK)) {
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		dd->acl = true;
+	}
+	/* File handles (name_to_handle_at, NFS): node ids are inode
+	 * numbers with the slot's generation, and lookups of "." and ".."
+	 * by node id are answered (dg_fs_lookup). */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* We clear setuid/setgid/capabilities on write ourselves. Only V2
@@ -141,11 +180,16 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	struct dg_attr a;
 
 	(void)fi;
-	/* KILLPRIV: a chown, or a truncate by an unprivileged caller, drops
-	 * setuid/setgid/capabilities here, as the kernel would have. */
-	if ((to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) ||
-	    ((to_set & FUSE_SET_ATTR_SIZE) && fuse_req_ctx(req)->uid != 0)) {
-		int ret = dg_fs_kill_priv(dd_of(req)->fs, ino);
+	/* KILLPRIV: a chown or a truncate drops setuid/setgid/capabilities
+	 * here, as the kernel would have (setid.c has the rules). */
+	if (to_set &
+	    (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE)) {
+		struct dg_cred cr = req_cred(req);
+		int ret = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr,
+					  (to_set & (FUSE_SET_ATTR_UID |
+						     FUSE_SET_ATTR_GID))
+						  ? DG_KILL_CHOWN
+						  : DG_KILL_WRITE);
 
 		if (ret) {
 			reply_err(req, ret);
@@ -189,10 +233,10 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dg_cred cr = req_cred(req);
 	struct dg_attr a;
-	int ret = dg_fs_mknod(dd_of(req)->fs, parent, name, mode, rdev,
-			      ctx->uid, ctx->gid, &a);
+	int ret = dg_fs_create(dd_of(req)->fs, parent, name, mode, rdev, &cr,
+			       &a);
 
 	reply_entry(req, ret, &a);
 }
@@ -248,9 +292,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int ret = dg_fs_open_ino(dd_of(req)->fs, ino,
-				 (fi->flags & O_TRUNC) != 0);
+	struct dg_cred cr = req_cred(req);
+	int ret = 0;
 
+	/* An O_TRUNC open truncates here (atomic_o_trunc): the same
+	 * privilege drop as truncate(2). */
+	if (fi->flags & O_TRUNC)
+		ret = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr, DG_KILL_WRITE);
+	if (!ret)
+		ret = dg_fs_open_ino(dd_of(req)->fs, ino,
+				     (fi->flags & O_TRUNC) != 0);
 	if (ret) {
 		reply_err(req, ret);
 		return;
@@ -264,12 +315,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dg_cred cr = req_cred(req);
 	struct dg_daemon *dd = dd_of(req);
 	struct fuse_entry_param e = { 0 };
 	struct dg_attr a;
-	int ret = dg_fs_mknod(dd->fs, parent, name, S_IFREG | (mode & 07777),
-			      0, ctx->uid, ctx->gid, &a);
+	int ret = dg_fs_create(dd->fs, parent, name, S_IFREG | (mode & 07777),
+			       0, &cr, &a);
 
 	if (!ret)
 		ret = dg_fs_open_ino(dd->fs, a.ino, false);
@@ -357,15 +408,25 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	ssize_t n;
+	struct dg_cred cr = req_cred(req);
 
-	(void)fi;
-	/* KILLPRIV_V2: dropping setuid, setgid and capabilities on write
-	 * is ours, in the write's own transaction. */
-	if (fuse_req_ctx(req)->uid != 0)
+	/* KILLPRIV_V2: dropping set-ID bits and capabilities on write is
+	 * ours, in the write's own transaction. Not for pages written back
+	 * from the kernel's cache: for a file with bits to drop the kernel
+	 * writes through, and a writeback does not carry the writer's
+	 * credentials. */
+	if (!fi->writepage)
 		n = dg_fs_write_unpriv(dd_of(req)->fs, ino, (uint64_t)off, buf,
-				       size);
+				       size, &cr);
 	else
 		n = dg_fs_write(dd_of(req)->fs, ino, (uint64_t)off, buf, size);
+	/* An O_DIRECT write leaves no stale cached pages behind, also when
+	 * it was asynchronous (dio_inval.c). */
+	if (n > 0 && (fi->flags & O_DIRECT) && !fi->writepage &&
+	    dg_dio_inval(dd_of(req)->se, ino, off, n) == -ETIMEDOUT)
+		dg_log(DG_LOG_DEBUG, "ino %" PRIu64 ": cache invalidation "
+		       "after a direct write still waits on the kernel",
+		       (uint64_t)ino);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else
@@ -503,6 +564,14 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	if (!strcmp(name, DG_XATTR_SOCKET) || !strcmp(name, DG_XATTR_COMMIT)) {
 		reply_err(req, -EPERM);
+		return;
+	}
+	if (dd_of(req)->acl && (!strcmp(name, "system.posix_acl_access") ||
+				!strcmp(name, "system.posix_acl_default"))) {
+		struct dg_cred cr = req_cred(req);
+
+		reply_err(req, dg_fs_set_acl(dd_of(req)->fs, ino, name, value,
+					     size, &cr));
 		return;
 	}
 	reply_err(req, dg_fs_setxattr(dd_of(req)->fs, ino, name, value, size,

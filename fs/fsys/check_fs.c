@@ -365,24 +365,37 @@ static void lose_xattrs(struct walk *w, uint64_t ino)
 {
 	struct wino *wi = &w->in[ino];
 	uint64_t vpn = wi->d.xattr_vpn;
+	uint32_t n = dg_xattr_run_pages(&wi->d);
 	struct dg_chk_event ev;
 
 	dg_chk_event_init(&ev, DG_CHK_XATTRS_LOST, "xattr");
 	ev_vpn(w, &ev, vpn);
 	ev.ino = ino;
 	snprintf(ev.detail, sizeof(ev.detail), "inode %llu: extended "
-		 "attribute page %llu unreadable", (unsigned long long)ino,
-		 (unsigned long long)vpn);
+		 "attribute pages %llu-%llu unreadable",
+		 (unsigned long long)ino, (unsigned long long)vpn,
+		 (unsigned long long)(vpn + n - 1));
 	snprintf(ev.action, sizeof(ev.action),
 		 "drop the extended attributes (lost)");
 	if (wask(w, &ev)) {
 		wi->d.xattr_vpn = 0;
-		if (w->owner[vpn] == ino)
-			w->cls[vpn] = DG_PC_FREE;
+		wi->d.xattr_pages = 0;
+		for (uint32_t p = 0; p < n; p++)
+			if (w->owner[vpn + p] == ino)
+				w->cls[vpn + p] = DG_PC_FREE;
 		wreport(w, &ev, store_inode(w, ino) == 0);
 	} else {
 		wreport(w, &ev, false);
 	}
+}
+
+/* Whether a page of the xattr run [vpn, vpn + n) cannot be read. */
+static bool xattr_run_lost(struct walk *w, uint64_t vpn, uint32_t n)
+{
+	for (uint32_t p = 0; p < n; p++)
+		if (dg_read(w->vol, vpn + p, 1, w->page) == -EIO)
+			return true;
+	return false;
 }
 
 static void load_itable(struct walk *w)
@@ -449,32 +462,39 @@ static void load_itable(struct walk *w)
 	}
 	for (uint64_t ino = 1; ino < w->icap; ino++) {
 		struct wino *wi = &w->in[ino];
+		uint32_t xn;
 
 		if (!wi->used)
 			continue;
 		load_extents(w, ino);
+		xn = dg_xattr_run_pages(&wi->d);
+		if (xn && (xn == 1 ? wi->d.xattr_pages != 0
+				   : xn > DG_XATTR_MAX_PAGES ||
+				     !dg_vol_has_incompat(
+					     w->vol, DG_FEAT_INCOMPAT_XATTR_RUN)))
+			xn = 0;	/* reported below as out of range */
 		if (wi->d.xattr_vpn &&
-		    (wi->d.xattr_vpn >= w->vpns ||
-		     !mark(w, wi->d.xattr_vpn, 1, DG_PC_XATTR, ino))) {
+		    (!xn || wi->d.xattr_vpn + xn > w->vpns ||
+		     !mark(w, wi->d.xattr_vpn, xn, DG_PC_XATTR, ino))) {
 			struct dg_chk_event ev;
 
 			dg_chk_event_init(&ev, DG_CHK_EXTENT_BAD, "inode");
 			ev_ino(w, &ev, ino);
 			snprintf(ev.detail, sizeof(ev.detail),
-				 "inode %llu: xattr page %llu out of range or "
-				 "used twice", (unsigned long long)ino,
+				 "inode %llu: xattr pages at %llu out of range "
+				 "or used twice", (unsigned long long)ino,
 				 (unsigned long long)wi->d.xattr_vpn);
 			snprintf(ev.action, sizeof(ev.action),
 				 "drop the extended attributes");
 			if (wask(w, &ev)) {
 				wi->d.xattr_vpn = 0;
+				wi->d.xattr_pages = 0;
 				wreport(w, &ev, store_inode(w, ino) == 0);
 			} else {
 				wreport(w, &ev, false);
 			}
 		} else if (wi->d.xattr_vpn && !w->classify_only &&
-			   dg_read(w->vol, wi->d.xattr_vpn, 1, w->page) ==
-				   -EIO) {
+			   xattr_run_lost(w, wi->d.xattr_vpn, xn)) {
 			lose_xattrs(w, ino);
 		}
 	}
@@ -762,7 +782,7 @@ static void check_counts(struct walk *w)
 		struct wino *wi = &w->in[ino];
 		struct dg_chk_event ev;
 		uint32_t want;
-		uint64_t blocks = wi->nemap + (wi->d.xattr_vpn ? 1 : 0);
+		uint64_t blocks = wi->nemap + dg_xattr_run_pages(&wi->d);
 
 		if (!wi->used)
 			continue;

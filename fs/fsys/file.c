@@ -121,10 +121,11 @@ out:
 	return ret;
 }
 
-/* kill_priv: the caller is unprivileged; the first piece clears setuid,
- * setgid and capabilities in its own transaction (xattr.c). */
+/* kill_priv: the first piece clears set-ID bits (as cr may keep them)
+ * and capabilities in its own transaction (setid.c). */
 static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
-			  const void *buf, size_t size, bool kill_priv)
+			  const void *buf, size_t size, bool kill_priv,
+			  const struct dg_cred *cr)
 {
 	struct dg_inode *ip;
 	struct dg_txn *txn;
@@ -163,7 +164,8 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		bool killed = false;
 
 		if (kill_priv && !done) {
-			ret = dg_inode_kill_priv(fs, txn, ip, &killed);
+			ret = dg_inode_kill_priv(fs, txn, ip, cr,
+						 DG_KILL_WRITE, &killed);
 			if (ret) {
 				ip->d = saved;
 				break;
@@ -207,13 +209,14 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		    const void *buf, size_t size)
 {
-	return write_file(fs, ino, off, buf, size, false);
+	return write_file(fs, ino, off, buf, size, false, NULL);
 }
 
 ssize_t dg_fs_write_unpriv(struct dg_fs *fs, uint64_t ino, uint64_t off,
-			   const void *buf, size_t size)
+			   const void *buf, size_t size,
+			   const struct dg_cred *cr)
 {
-	return write_file(fs, ino, off, buf, size, true);
+	return write_file(fs, ino, off, buf, size, true, cr);
 }
 
 ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
@@ -342,6 +345,51 @@ static int alloc_zeroed(struct dg_fs *fs, struct dg_inode *ip,
 	return ret;
 }
 
+/* Free the whole pages of [off, end) and zero the partial pages at its
+ * edges, in one transaction. */
+static int punch(struct dg_fs *fs, struct dg_inode *ip, uint64_t off,
+		 uint64_t end)
+{
+	struct dg_txn *txn = dg_txn_new(fs->vol);
+	uint64_t p0 = (off + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE;
+	uint64_t p1 = end / DG_PAGE_SIZE;
+	int ret = txn ? 0 : -ENOMEM;
+
+	if (!ret && off < end) {
+		if (off / DG_PAGE_SIZE == (end - 1) / DG_PAGE_SIZE && p0 > p1)
+			ret = zero_in_page(txn, ip, off / DG_PAGE_SIZE,
+					   off % DG_PAGE_SIZE,
+					   (uint32_t)((end - 1) % DG_PAGE_SIZE) + 1);
+		else {
+			ret = zero_in_page(txn, ip, off / DG_PAGE_SIZE,
+					   off % DG_PAGE_SIZE,
+					   off % DG_PAGE_SIZE ? DG_PAGE_SIZE : 0);
+			if (!ret && end % DG_PAGE_SIZE && p1 >= p0)
+				ret = zero_in_page(txn, ip, p1, 0,
+						   end % DG_PAGE_SIZE);
+			if (!ret && p1 > p0)
+				ret = dg_ext_punch(fs, txn, ip, p0, p1 - p0);
+		}
+	}
+	if (!ret) {
+		dg_inode_touch(ip, true, true);
+		ret = dg_inode_store(fs, txn, ip);
+	}
+	if (!ret)
+		ret = dg_fs_commit(fs, txn);
+	else if (txn)
+		dg_ext_load(fs, ip); /* not committed: reload the map */
+	dg_txn_free(txn);
+	return ret;
+}
+
+/*
+ * mode: 0 or KEEP_SIZE allocates; PUNCH_HOLE|KEEP_SIZE frees; ZERO_RANGE
+ * (with or without KEEP_SIZE) makes the range read as zeros with its
+ * space allocated: the whole pages are freed and allocated again as
+ * zeroed pages (cheaper than writing zeros over them: a freed page
+ * needs no parity delta), the partial edge pages are zeroed in place.
+ */
 int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 		    uint64_t len)
 {
@@ -351,54 +399,33 @@ int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 
 	if (len == 0 || end < off || end > (1ull << 52))
 		return len == 0 ? -EINVAL : -EFBIG;
-	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+		     FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
 	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -ENODEV
 			    : fs->broken ? -EROFS : dg_inode_intact(ip);
 	/* libcommit: mapped pages are pinned, never freed. */
-	if (!ret && (mode & FALLOC_FL_PUNCH_HOLE))
+	if (!ret && (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)))
 		ret = dg_inode_map_check(ip, true);
 	if (ret)
 		goto out;
 	pthread_rwlock_wrlock(&ip->lock);
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
-		struct dg_txn *txn = dg_txn_new(fs->vol);
-		uint64_t p0 = (off + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE;
-		uint64_t p1 = end / DG_PAGE_SIZE;
-
-		ret = txn ? 0 : -ENOMEM;
-		if (!ret && off < end) {
-			if (off / DG_PAGE_SIZE == (end - 1) / DG_PAGE_SIZE &&
-			    p0 > p1)
-				ret = zero_in_page(txn, ip, off / DG_PAGE_SIZE,
-						   off % DG_PAGE_SIZE,
-						   (uint32_t)((end - 1) % DG_PAGE_SIZE) + 1);
-			else {
-				ret = zero_in_page(txn, ip, off / DG_PAGE_SIZE,
-						   off % DG_PAGE_SIZE,
-						   off % DG_PAGE_SIZE ? DG_PAGE_SIZE : 0);
-				if (!ret && end % DG_PAGE_SIZE && p1 >= p0)
-					ret = zero_in_page(txn, ip, p1, 0,
-							   end % DG_PAGE_SIZE);
-				if (!ret && p1 > p0)
-					ret = dg_ext_punch(fs, txn, ip, p0, p1 - p0);
-			}
-		}
-		if (!ret) {
-			dg_inode_touch(ip, true, true);
-			ret = dg_inode_store(fs, txn, ip);
-		}
-		if (!ret)
-			ret = dg_fs_commit(fs, txn);
-		dg_txn_free(txn);
+		ret = punch(fs, ip, off, end);
 	} else {
-		ret = alloc_zeroed(fs, ip, off / DG_PAGE_SIZE,
-				   (end - 1) / DG_PAGE_SIZE,
-				   (mode & FALLOC_FL_KEEP_SIZE) ? 0 : end);
+		if (mode & FALLOC_FL_ZERO_RANGE)
+			ret = punch(fs, ip, off, end);
+		if (!ret)
+			ret = alloc_zeroed(fs, ip, off / DG_PAGE_SIZE,
+					   (end - 1) / DG_PAGE_SIZE,
+					   (mode & FALLOC_FL_KEEP_SIZE) ? 0
+									: end);
 	}
 	pthread_rwlock_unlock(&ip->lock);
 out:

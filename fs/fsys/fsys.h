@@ -105,12 +105,15 @@ ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
 		   void *pages, const void **data);
 ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		    const void *buf, size_t size);
-/* A write by a caller without CAP_FSETID: setuid, setgid (of a group
- * executable) and file capabilities are dropped in the same transaction
- * as the first bytes written, so no crash leaves one without the other. */
+/* A write that drops set-ID bits (setid.c's rules for cr) and file
+ * capabilities in the same transaction as the first bytes written, so
+ * no crash leaves one without the other (KILLPRIV_V2). */
+struct dg_cred;
 ssize_t dg_fs_write_unpriv(struct dg_fs *fs, uint64_t ino, uint64_t off,
-			   const void *buf, size_t size);
-/* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE. */
+			   const void *buf, size_t size,
+			   const struct dg_cred *cr);
+/* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE,
+ * FALLOC_FL_ZERO_RANGE (|KEEP_SIZE). */
 int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 		    uint64_t len);
 
@@ -145,10 +148,45 @@ int dg_fs_getxattr(struct dg_fs *fs, uint64_t ino, const char *name,
 int dg_fs_listxattr(struct dg_fs *fs, uint64_t ino, char *list, size_t size);
 int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name);
 
-/* Before a truncate or chown by an unprivileged caller: clear setuid/
- * setgid and file capabilities, as the kernel would without
- * HANDLE_KILLPRIV (a write does it itself: dg_fs_write_unpriv). */
-int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino);
+/*
+ * Who asks, for the rules that depend on it (setid.c). fsetid: the
+ * caller may keep set-ID bits (CAP_FSETID). in_group() says whether gid
+ * is one of the caller's supplementary groups; it is asked only when the
+ * answer matters (the daemon reads /proc for it). NULL for a cred means
+ * a privileged caller (fsck, tools).
+ */
+struct dg_cred {
+	uint32_t uid, gid;
+	bool fsetid;
+	int32_t umask;	/* to apply at create (FUSE_CAP_DONT_MASK); -1: done */
+	bool (*in_group)(const struct dg_cred *cr, uint32_t gid);
+	void *ctx;
+};
+
+enum dg_kill {
+	DG_KILL_WRITE,	/* a write or truncate */
+	DG_KILL_CHOWN,	/* a change of owner or group */
+};
+
+/* The mode a write/truncate or a chown leaves (setid.c gives the rules). */
+uint32_t dg_setid_kill(uint32_t mode, uint32_t gid, const struct dg_cred *cr,
+		       enum dg_kill why);
+/* The mode a chmod by cr stores, given the file's group. */
+uint32_t dg_setid_chmod(uint32_t mode, uint32_t gid, const struct dg_cred *cr);
+/* A new inode of any type but a symlink, as the caller cr asks for it:
+ * the owner rules of setid.c, the directory's default ACL or the umask
+ * (acl.c). */
+int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
+		 uint32_t mode, uint64_t rdev, const struct dg_cred *cr,
+		 struct dg_attr *attr);
+/* setxattr of system.posix_acl_access or _default: kept one truth with
+ * the mode (acl.c). */
+int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
+		  const void *value, size_t size, const struct dg_cred *cr);
+/* Clear set-ID bits and file capabilities before a write, truncate or
+ * chown, as the kernel would without HANDLE_KILLPRIV. */
+int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
+		    enum dg_kill why);
 
 /* Path of ino for log messages ("?" parts when unknown); buf gets at
  * most len bytes, NUL terminated. */

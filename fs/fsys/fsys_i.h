@@ -74,6 +74,13 @@ struct dg_inode {
 	 * volume serves on; what needs the lost part fails with EIO until
 	 * fsck gives the page up. Set at load only. */
 	bool damaged;
+	/* xattrs the hot paths ask for (a write: file capabilities; a
+	 * chmod: the access ACL; a create: the directory's default ACL)
+	 * that it is known not to have: DG_XABSENT_* bits, learnt when
+	 * dg_xattr_get_locked() finds none, all forgotten at every change
+	 * of its xattrs, so those paths do not read the xattr run each
+	 * time. */
+	_Atomic uint8_t xabsent;
 	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
 };
 
@@ -247,19 +254,72 @@ int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 /* Clear map records left by a crash (dg_fs_open, writable volumes). */
 void dg_fmap_recover(struct dg_fs *fs);
 
-/* ---- xattr.c ----------------------------------------------------------- */
-/* Clear setuid/setgid and file capabilities in txn, as before a write by
- * an unprivileged caller; *changed: the caller stores the inode. */
+/* ---- setid.c ------------------------------------------------------------ */
+/* Clear set-ID bits (setid.c's rules for cr and why) and file
+ * capabilities in txn, as the kernel would before a write, truncate or
+ * chown; *changed: the caller stores the inode. Caller holds fs->lock
+ * (and ip->lock for writing, or fs->lock for writing). */
 int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
-		       struct dg_inode *ip, bool *changed);
-/* An xattr page read from the media: header and records fit
- * (0 or -EUCLEAN); and, on a checked page, the value of name (its length;
- * -ENODATA, -ERANGE) and the NUL-separated list of names (its length;
- * -ERANGE), size 0 asking only for the length. */
-int dg_xattr_page_check(const uint8_t *buf);
+		       struct dg_inode *ip, const struct dg_cred *cr,
+		       enum dg_kill why, bool *changed);
+
+/* ---- xattr.c ----------------------------------------------------------- */
+/* An xattr run of pages pages read from the media: header and records
+ * fit, and pages is the fewest that hold them (0 or -EUCLEAN); and, on a
+ * checked run, the value of name (its length; -ENODATA, -ERANGE) and the
+ * NUL-separated list of names (its length; -ERANGE), size 0 asking only
+ * for the length. */
+int dg_xattr_page_check(const uint8_t *buf, uint32_t pages);
 int dg_xattr_page_get(const uint8_t *buf, const char *name, void *out,
 		      size_t size);
 int dg_xattr_page_list(const uint8_t *buf, char *out, size_t size);
 int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
+#define DG_XABSENT_CAPS   1u /* security.capability */
+#define DG_XABSENT_ACL	  2u /* system.posix_acl_access */
+#define DG_XABSENT_DEFACL 4u /* system.posix_acl_default */
+/* For callers that hold fs->lock and change the inode in their own
+ * transaction (ACLs with the mode): get one attribute; set some (value
+ * NULL: remove it, if there), all in one load and store of the run.
+ * The caller stores the inode. */
+int dg_xattr_get_locked(struct dg_fs *fs, struct dg_inode *ip,
+			const char *name, void *value, size_t size);
+struct dg_xset {
+	const char *name;
+	const void *value;	/* NULL: remove */
+	size_t size;
+};
+int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
+		     struct dg_inode *ip, const struct dg_xset *sets,
+		     unsigned n);
+/* Pages of the inode's xattr run (0: none). */
+uint32_t dg_xattr_run_pages(const struct dg_dinode *d);
+
+/* ---- acl.c: POSIX ACLs in xattr form, in 4-byte aligned buffers ---- */
+#define DG_ACL_ACCESS  "system.posix_acl_access"
+#define DG_ACL_DEFAULT "system.posix_acl_default"
+#define DG_ACL_MAX     (4 + 8 * 1024) /* bytes; 1,024 entries */
+int dg_acl_check(const void *v, size_t size);
+int dg_acl_equiv_mode(const void *v, size_t size, uint32_t *mode);
+void dg_acl_chmod(void *v, size_t size, uint32_t mode);
+int dg_acl_create_masq(void *v, size_t size, uint32_t *mode);
+/* After a chmod: the access ACL, if any, takes the new bits (in txn). */
+int dg_acl_chmod_inode(struct dg_fs *fs, struct dg_txn *txn,
+		       struct dg_inode *ip);
+/* What a new inode in dp gets (posix_acl_create()): *mode limited by
+ * dp's default ACL, or by umask (>= 0) when dp has none. */
+struct dg_acl_new {
+	void *access, *dflt;
+	size_t access_len, dflt_len;
+};
+int dg_acl_prepare(struct dg_fs *fs, struct dg_inode *dp, uint32_t *mode,
+		   int32_t umask, struct dg_acl_new *an);
+int dg_acl_apply(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		 const struct dg_acl_new *an);
+void dg_acl_new_free(struct dg_acl_new *an);
+
+/* inode_init_owner(): a new inode in a set-group-ID directory dir takes
+ * its group, and a new directory its S_ISGID too (setid.c). */
+void dg_setid_init_owner(const struct dg_dinode *dir, uint32_t *mode,
+			 uint32_t *gid);
 
 #endif /* DG_FS_I_H */

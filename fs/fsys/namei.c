@@ -59,12 +59,20 @@ int dg_fs_lookup(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (strlen(name) > DG_NAME_MAX)
 		return -ENAMETOOLONG;
 	pthread_rwlock_rdlock(&fs->lock);
+	/* "." of any node id: how the kernel turns a file handle (node id
+	 * and generation, FUSE export support) back into an inode it has
+	 * forgotten. The caller checks the generation. */
+	if (!strcmp(name, ".")) {
+		ip = dg_inode_get(fs, parent);
+		ret = ip ? 0 : -ESTALE;
+		if (ip)
+			goto found;
+		goto out;
+	}
 	ret = get_dir(fs, parent, &dp);
 	if (ret)
 		goto out;
-	if (!strcmp(name, "."))
-		ip = dp;
-	else if (!strcmp(name, ".."))
+	if (!strcmp(name, ".."))
 		ip = dg_inode_get(fs, dp->d.parent);
 	else if ((de = dg_dir_find(dp->dir, name)))
 		ip = dg_inode_get(fs, de->ino);
@@ -73,6 +81,7 @@ int dg_fs_lookup(struct dg_fs *fs, uint64_t parent, const char *name,
 		ret = dp->damaged ? -EIO : -ENOENT;
 		goto out;
 	}
+found:
 	__atomic_add_fetch(&ip->nlookup, 1, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&ip->lock);
 	dg_inode_attr(ip, attr);
@@ -140,8 +149,11 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 	if (ret)
 		goto out;
 	saved = ip->d;
-	if (sa->valid & DG_SET_MODE)
+	if (sa->valid & DG_SET_MODE) {
 		ip->d.mode = (ip->d.mode & S_IFMT) | (sa->mode & 07777);
+		/* Mode and access ACL stay one truth (acl.c). */
+		ret = dg_acl_chmod_inode(fs, txn, ip);
+	}
 	if (sa->valid & DG_SET_UID)
 		ip->d.uid = sa->uid;
 	if (sa->valid & DG_SET_GID)
@@ -154,7 +166,7 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 		ip->d.mtime_ns = ts_ns(sa->mtime);
 	if (sa->valid & DG_SET_MTIME_NOW)
 		ip->d.mtime_ns = now;
-	if (sa->valid & DG_SET_SIZE) {
+	if (!ret && (sa->valid & DG_SET_SIZE)) {
 		ret = dg_file_truncate(fs, txn, ip, sa->size);
 		if (!(sa->valid & (DG_SET_MTIME | DG_SET_MTIME_NOW)))
 			ip->d.mtime_ns = now;
@@ -179,11 +191,13 @@ out:
 /* Create an inode named name in parent: the one path for every type. */
 static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 		  uint32_t mode, uint64_t rdev, const char *target,
-		  uint32_t uid, uint32_t gid, struct dg_attr *attr)
+		  uint32_t uid, uint32_t gid, int32_t umask,
+		  struct dg_attr *attr)
 {
 	struct dg_inode *dp, *ip = NULL;
 	struct dg_dinode dsaved;
 	struct dg_txn *txn = NULL;
+	struct dg_acl_new an = { 0 };
 	uint32_t nchunks = 0;
 	int ret = check_name(name);
 
@@ -203,6 +217,10 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 		goto out;
 	dsaved = dp->d;
 	nchunks = fs->root.nchunks;
+	dg_setid_init_owner(&dp->d, &mode, &gid);
+	ret = dg_acl_prepare(fs, dp, &mode, umask, &an);
+	if (ret)
+		goto out;
 	ret = dg_inode_new(fs, txn, mode, uid, gid, &ip);
 	if (ret) {
 		fs->root.nchunks = nchunks; /* a new chunk was not committed */
@@ -223,6 +241,8 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 		ret = dg_file_write_txn(fs, txn, ip, 0, target, strlen(target));
 		ip->d.size = strlen(target);
 	}
+	if (!ret)
+		ret = dg_acl_apply(fs, txn, ip, &an);
 	if (!ret)
 		ret = dg_inode_store(fs, txn, ip);
 	if (!ret)
@@ -248,6 +268,7 @@ undo:
 	dg_inode_discard(fs, ip);
 	fs->root.nchunks = nchunks;
 out:
+	dg_acl_new_free(&an);
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
@@ -262,7 +283,20 @@ int dg_fs_mknod(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (t != S_IFREG && t != S_IFDIR && t != S_IFIFO && t != S_IFSOCK &&
 	    t != S_IFCHR && t != S_IFBLK)
 		return -EINVAL;
-	return create(fs, parent, name, mode, rdev, NULL, uid, gid, attr);
+	return create(fs, parent, name, mode, rdev, NULL, uid, gid, -1, attr);
+}
+
+int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
+		 uint32_t mode, uint64_t rdev, const struct dg_cred *cr,
+		 struct dg_attr *attr)
+{
+	uint32_t t = mode & S_IFMT;
+
+	if (t != S_IFREG && t != S_IFDIR && t != S_IFIFO && t != S_IFSOCK &&
+	    t != S_IFCHR && t != S_IFBLK)
+		return -EINVAL;
+	return create(fs, parent, name, mode, rdev, NULL, cr->uid, cr->gid,
+		      cr->umask, attr);
 }
 
 int dg_fs_symlink(struct dg_fs *fs, uint64_t parent, const char *name,
@@ -276,7 +310,7 @@ int dg_fs_symlink(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (n >= DG_PAGE_SIZE)
 		return -ENAMETOOLONG;
 	return create(fs, parent, name, S_IFLNK | 0777, 0, target, uid, gid,
-		      attr);
+		      -1, attr);
 }
 
 int dg_fs_readlink(struct dg_fs *fs, uint64_t ino, char *buf, size_t size)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* xattr.c -- extended attributes: one page of records per inode */
+/* xattr.c -- extended attributes: a run of record pages per inode */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,12 +13,27 @@ static uint32_t rec_size(size_t namelen, size_t vallen)
 			  ~3u);
 }
 
-int dg_xattr_page_check(const uint8_t *buf)
+/* Bytes the inode's attributes may take on this volume. */
+static uint32_t cap_bytes(const struct dg_fs *fs)
+{
+	return dg_vol_has_incompat(fs->vol, DG_FEAT_INCOMPAT_XATTR_RUN)
+		       ? DG_XATTR_MAX_PAGES * DG_PAGE_SIZE
+		       : DG_PAGE_SIZE;
+}
+
+uint32_t dg_xattr_run_pages(const struct dg_dinode *d)
+{
+	return !d->xattr_vpn ? 0 : d->xattr_pages ? d->xattr_pages : 1;
+}
+
+int dg_xattr_page_check(const uint8_t *buf, uint32_t pages)
 {
 	const struct dg_dxattr_hdr *h = (const void *)buf;
 	uint32_t off = sizeof(*h);
 
-	if (h->used < sizeof(*h) || h->used > DG_PAGE_SIZE)
+	/* The run is the fewest pages that hold the records. */
+	if (h->used < sizeof(*h) || h->used > pages * DG_PAGE_SIZE ||
+	    (h->used + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE != pages)
 		return -EUCLEAN;
 	for (uint32_t i = 0; i < h->count; i++) {
 		const struct dg_dxattr *x = (const void *)(buf + off);
@@ -35,24 +50,29 @@ int dg_xattr_page_check(const uint8_t *buf)
 	return off == h->used ? 0 : -EUCLEAN;
 }
 
-/* Load the inode's xattr page (or an empty one) into buf, checked. */
+/* Load the inode's xattr run (or an empty area) into buf, which holds
+ * DG_XATTR_MAX_PAGES pages, checked. */
 static int load(struct dg_fs *fs, struct dg_inode *ip, uint8_t *buf)
 {
 	struct dg_dxattr_hdr *h = (void *)buf;
+	uint32_t n = dg_xattr_run_pages(&ip->d);
 	int ret;
 
-	if (!ip->d.xattr_vpn) {
-		memset(buf, 0, DG_PAGE_SIZE);
+	/* Bytes past used are zero on the media and in core: a record
+	 * that grows into a new page leaves zeros after it. */
+	memset(buf, 0, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
+	if (!n) {
 		h->used = sizeof(*h);
 		return 0;
 	}
-	ret = dg_read(fs->vol, ip->d.xattr_vpn, 1, buf);
-	if (ret)
-		return ret;
-	if (dg_xattr_page_check(buf))
-		return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": xattr page",
-				  ip->ino);
-	return 0;
+	if (n <= cap_bytes(fs) / DG_PAGE_SIZE) {
+		ret = dg_read(fs->vol, ip->d.xattr_vpn, n, buf);
+		if (ret)
+			return ret;
+		if (!dg_xattr_page_check(buf, n))
+			return 0;
+	}
+	return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": xattr pages", ip->ino);
 }
 
 /* Offset of the record called name, or 0. */
@@ -72,37 +92,74 @@ static uint32_t find(const uint8_t *buf, const char *name)
 	return 0;
 }
 
-static int store(struct dg_txn *txn, struct dg_inode *ip, const uint8_t *buf)
+/*
+ * Store buf (the area as changed; old: as loaded) in txn. The run keeps
+ * its place while it keeps its length or shrinks (the tail is freed);
+ * a run that must grow moves to a new run of the length it needs, the
+ * old one freed in the same transaction. In place, only the pages that
+ * changed are written.
+ */
+static int store(struct dg_txn *txn, struct dg_inode *ip, const uint8_t *buf,
+		 const uint8_t *old)
 {
 	const struct dg_dxattr_hdr *h = (const void *)buf;
+	uint32_t have = dg_xattr_run_pages(&ip->d);
+	uint32_t need = h->count ? (h->used + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE
+				 : 0;
+	bool moved = false;
 	int ret;
 
-	if (h->count == 0) {
-		if (ip->d.xattr_vpn) {
-			ret = dg_free(txn, ip->d.xattr_vpn, 1);
-			if (ret)
-				return ret;
-			ip->d.xattr_vpn = 0;
-			ip->d.blocks--;
-		}
-		return 0;
-	}
-	if (!ip->d.xattr_vpn) {
-		uint64_t got;
-
-		ret = dg_alloc_meta(txn, 0, 1, &ip->d.xattr_vpn, &got);
+	if (need < have) {
+		ret = dg_free(txn, ip->d.xattr_vpn + need, have - need);
 		if (ret)
 			return ret;
-		ip->d.blocks++;
+		ip->d.blocks -= have - need;
+		if (!need)
+			ip->d.xattr_vpn = 0;
+	} else if (need > have) {
+		uint64_t start;
+
+		/* In the metadata zone, with ditto copies, as every metadata page. */
+		ret = dg_alloc_exact(txn, need, true, &start);
+		if (ret)
+			return ret;
+		if (have) {
+			ret = dg_free(txn, ip->d.xattr_vpn, have);
+			if (ret)
+				return ret;
+		}
+		ip->d.blocks += need - have;
+		ip->d.xattr_vpn = start;
+		moved = true;
 	}
-	return dg_txn_write(txn, ip->d.xattr_vpn, 0, buf, DG_PAGE_SIZE);
+	ip->d.xattr_pages = need > 1 ? need : 0;
+	for (uint32_t p = 0; p < need; p++) {
+		const uint8_t *pg = buf + (size_t)p * DG_PAGE_SIZE;
+
+		if (!moved && !memcmp(pg, old + (size_t)p * DG_PAGE_SIZE,
+				      DG_PAGE_SIZE))
+			continue;
+		ret = dg_txn_write(txn, ip->d.xattr_vpn + p, 0, pg,
+				   DG_PAGE_SIZE);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
-/* Common frame: look up ino, load its page, run op, commit if dirty. */
-static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
-		       int (*op)(uint8_t *buf, void *arg), void *arg)
+static uint8_t *area_new(void)
 {
-	uint8_t *buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	return aligned_alloc(DG_PAGE_SIZE, 2 * DG_XATTR_MAX_PAGES *
+						   DG_PAGE_SIZE);
+}
+
+/* Common frame: look up ino, load its attributes, run op, commit if
+ * dirty. */
+static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
+		       int (*op)(uint8_t *buf, uint32_t cap, void *arg),
+		       void *arg)
+{
+	uint8_t *buf = area_new(), *old;
 	struct dg_txn *txn = NULL;
 	struct dg_inode *ip;
 	struct dg_dinode saved;
@@ -110,6 +167,7 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 
 	if (!buf)
 		return -ENOMEM;
+	old = buf + DG_XATTR_MAX_PAGES * DG_PAGE_SIZE;
 	if (write)
 		pthread_rwlock_wrlock(&fs->lock);
 	else
@@ -120,7 +178,9 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 		ret = load(fs, ip, buf);
 	if (ret)
 		goto out;
-	ret = op(buf, arg);
+	if (write)
+		memcpy(old, buf, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
+	ret = op(buf, cap_bytes(fs), arg);
 	if (ret < 0 || !write)
 		goto out;
 	txn = dg_txn_new(fs->vol);
@@ -129,7 +189,8 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 		goto out;
 	}
 	saved = ip->d;
-	r = store(txn, ip, buf);
+	ip->xabsent = 0;
+	r = store(txn, ip, buf, old);
 	if (!r) {
 		dg_inode_touch(ip, false, true);
 		r = dg_inode_store(fs, txn, ip);
@@ -155,7 +216,7 @@ struct xarg {
 	int flags;
 };
 
-static int do_set(uint8_t *buf, void *a)
+static int do_set(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
 	struct dg_dxattr_hdr *h = (void *)buf;
@@ -171,13 +232,13 @@ static int do_set(uint8_t *buf, void *a)
 		r = (void *)(buf + off);
 		uint32_t old = rec_size(r->namelen, r->vallen);
 
-		if (h->used - old + need > DG_PAGE_SIZE)
+		if (h->used - old + need > cap)
 			return -ENOSPC;
 		memmove(buf + off, buf + off + old, h->used - off - old);
 		h->used -= old;
 		h->count--;
 	}
-	if (h->used + need > DG_PAGE_SIZE)
+	if (h->used + need > cap)
 		return -ENOSPC;
 	r = (void *)(buf + h->used);
 	memset(r, 0, need);
@@ -206,10 +267,11 @@ int dg_xattr_page_get(const uint8_t *buf, const char *name, void *out,
 	return r->vallen;
 }
 
-static int do_get(uint8_t *buf, void *a)
+static int do_get(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
 
+	(void)cap;
 	return dg_xattr_page_get(buf, x->name, x->out, x->size);
 }
 
@@ -234,20 +296,22 @@ int dg_xattr_page_list(const uint8_t *buf, char *out, size_t size)
 	return (int)total;
 }
 
-static int do_list(uint8_t *buf, void *a)
+static int do_list(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
 
+	(void)cap;
 	return dg_xattr_page_list(buf, x->out, x->size);
 }
 
-static int do_remove(uint8_t *buf, void *a)
+static int do_remove(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
 	struct dg_dxattr_hdr *h = (void *)buf;
 	uint32_t off = find(buf, x->name), old;
 	const struct dg_dxattr *r = (const void *)(buf + off);
 
+	(void)cap;
 	if (!off)
 		return -ENODATA;
 	old = rec_size(r->namelen, r->vallen);
@@ -264,8 +328,8 @@ static int check(const char *name, size_t size)
 
 	if (n == 0 || n > DG_NAME_MAX)
 		return -ERANGE;
-	if (size > DG_PAGE_SIZE - sizeof(struct dg_dxattr_hdr) -
-			   sizeof(struct dg_dxattr) - n)
+	/* The record's own limit; whether it fits is do_set()'s question. */
+	if (size > UINT16_MAX)
 		return -E2BIG;
 	return 0;
 }
@@ -303,80 +367,84 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name)
 	return ret ? ret : with_xattrs(fs, ino, true, do_remove, &x);
 }
 
-/*
- * What the kernel's file_remove_privs() does before a write, truncate or
- * chown, done here because the daemon asks for FUSE_HANDLE_KILLPRIV_V2
- * (which spares a GETXATTR round trip on every write): drop setuid,
- * setgid on group executables, and file capabilities of a regular file,
- * in txn; the caller stores the inode when *changed and commits. Caller
- * holds fs->lock and ip->lock for writing (or fs->lock for writing).
- * Cheap when there is nothing to do.
- */
-int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
-		       struct dg_inode *ip, bool *changed)
+/* The DG_XABSENT_* bit of name, or 0 for names not kept track of. */
+static uint8_t absent_bit(const char *name)
 {
-	uint32_t mode = ip->d.mode;
+	return !strcmp(name, "security.capability")	   ? DG_XABSENT_CAPS
+	       : !strcmp(name, "system.posix_acl_access")  ? DG_XABSENT_ACL
+	       : !strcmp(name, "system.posix_acl_default") ? DG_XABSENT_DEFACL
+							   : 0;
+}
+
+int dg_xattr_get_locked(struct dg_fs *fs, struct dg_inode *ip,
+			const char *name, void *value, size_t size)
+{
+	struct xarg x = { name, NULL, value, size, 0 };
+	uint8_t bit = absent_bit(name);
 	uint8_t *buf;
 	int ret;
 
-	*changed = false;
-	if (!S_ISREG(mode))
-		return 0;
-	if ((mode & S_ISUID) || (mode & (S_ISGID | S_IXGRP)) ==
-					(S_ISGID | S_IXGRP)) {
-		mode &= ~(uint32_t)S_ISUID;
-		if (mode & S_IXGRP)
-			mode &= ~(uint32_t)S_ISGID;
-		ip->d.mode = mode;
-		dg_inode_touch(ip, false, true);
-		*changed = true;
-	}
-	if (!ip->d.xattr_vpn)
-		return 0;
-	buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!ip->d.xattr_vpn || (ip->xabsent & bit))
+		return -ENODATA;
+	buf = area_new();
 	if (!buf)
 		return -ENOMEM;
 	ret = load(fs, ip, buf);
-	if (!ret) {
-		struct xarg xa = { .name = "security.capability" };
-
-		ret = do_remove(buf, &xa);
-		if (ret == -ENODATA) {
-			ret = 0;
-		} else if (!ret) {
-			ret = store(txn, ip, buf);
-			dg_inode_touch(ip, false, true);
-			*changed = true;
-		}
-	}
+	if (!ret)
+		ret = do_get(buf, cap_bytes(fs), &x);
+	if (ret == -ENODATA)
+		ip->xabsent |= bit;
 	free(buf);
 	return ret;
 }
 
-int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino)
+int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
+		     struct dg_inode *ip, const struct dg_xset *sets,
+		     unsigned n)
 {
-	struct dg_txn *txn = dg_txn_new(fs->vol);
-	struct dg_inode *ip;
-	struct dg_dinode saved;
-	bool changed = false;
-	int ret;
+	uint8_t *buf, *old;
+	bool any = false;
+	int ret = 0;
 
-	if (!txn)
-		return -ENOMEM;
-	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
-	if (!ret) {
-		saved = ip->d;
-		ret = dg_inode_kill_priv(fs, txn, ip, &changed);
-		if (!ret && changed)
-			ret = dg_inode_store(fs, txn, ip);
-		if (!ret && changed)
-			ret = dg_fs_commit(fs, txn);
-		if (ret)
-			ip->d = saved;
+	for (unsigned i = 0; i < n && !ret; i++) {
+		ret = check(sets[i].name, sets[i].size);
+		any |= sets[i].value || ip->d.xattr_vpn;
 	}
-	pthread_rwlock_unlock(&fs->lock);
-	dg_txn_free(txn);
+	if (ret || !any)
+		return ret;
+	buf = area_new();
+	if (!buf)
+		return -ENOMEM;
+	old = buf + DG_XATTR_MAX_PAGES * DG_PAGE_SIZE;
+	ret = load(fs, ip, buf);
+	if (!ret)
+		memcpy(old, buf, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
+	for (unsigned i = 0; i < n && !ret; i++) {
+		struct xarg x = { sets[i].name, sets[i].value, NULL,
+				  sets[i].size, 0 };
+
+		ret = x.value ? do_set(buf, cap_bytes(fs), &x)
+			      : do_remove(buf, cap_bytes(fs), &x);
+		if (ret == -ENODATA) /* nothing to remove */
+			ret = 0;
+	}
+	/* One load and one store: the run may move, and a second load
+	 * would read the media, not this transaction. */
+	ip->xabsent = 0;
+	if (!ret)
+		ret = store(txn, ip, buf, old);
+	free(buf);
 	return ret;
+}
+
+int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
+{
+	uint32_t n = dg_xattr_run_pages(&ip->d);
+
+	(void)fs;
+	if (!n)
+		return 0;
+	ip->d.blocks -= n;
+	ip->xabsent = 0;
+	return dg_free(txn, ip->d.xattr_vpn, n);
 }

@@ -26,6 +26,11 @@ bool dg_vol_redundant(const struct dg_vol *vol)
 	return vol->redundancy;
 }
 
+bool dg_vol_has_incompat(const struct dg_vol *vol, uint64_t bit)
+{
+	return (vol->sb.incompat & bit) == bit;
+}
+
 uint64_t dg_vol_seed(const struct dg_vol *vol)
 {
 	return vol->seed;

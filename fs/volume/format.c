@@ -203,7 +203,8 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	sb->version = DG_FORMAT_VERSION;
 	sb->incompat = (o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY
 					 : DG_FEAT_INCOMPAT_SEALED_JOURNAL) |
-		       (zone ? DG_FEAT_INCOMPAT_META_ZONE : 0);
+		       (zone ? DG_FEAT_INCOMPAT_META_ZONE : 0) |
+		       DG_FEAT_INCOMPAT_XATTR_RUN;
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else

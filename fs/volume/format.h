@@ -140,9 +140,15 @@
 /* vpns [0, ditto_pages) are the metadata zone; ditto copies are
  * addressed by row (see "Metadata zone" above). */
 #define DG_FEAT_INCOMPAT_META_ZONE (1ull << 2)
-#define DG_FEAT_INCOMPAT_SUPPORTED \
-	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL | \
-	 DG_FEAT_INCOMPAT_META_ZONE)
+/* An inode's extended attributes may fill a run of up to
+ * DG_XATTR_MAX_PAGES contiguous pages (dinode.xattr_pages): a reader
+ * that knows only one page would take a longer record area for damage.
+ * Set by mkfs on every new volume; a volume made without it keeps one
+ * page per inode (format 3 as it was). */
+#define DG_FEAT_INCOMPAT_XATTR_RUN (1ull << 3)
+#define DG_FEAT_INCOMPAT_SUPPORTED                                          \
+	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
+	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN)
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -350,9 +356,14 @@ _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
  * or the end of the page; a deleted entry keeps its record with ino 0.
  * Directories keep their parent in dinode.parent, not as a ".." entry.
  *
- * Extended attributes live in one page per inode (dinode.xattr_vpn):
- * struct dg_dxattr_hdr, then records (struct dg_dxattr + name + value,
- * padded to 4).
+ * Extended attributes live in a run of contiguous pages per inode
+ * (dinode.xattr_vpn, dinode.xattr_pages; one page on volumes without
+ * DG_FEAT_INCOMPAT_XATTR_RUN): struct dg_dxattr_hdr, then records
+ * (struct dg_dxattr + name + value, padded to 4), across page boundaries
+ * as one byte area; hdr.used says how much of it is in use, and the run
+ * is the fewest pages that hold it. The limit is in bytes, as ext4's:
+ * DG_XATTR_MAX_PAGES pages (64 KiB, the kernel's XATTR_LIST_MAX), which
+ * holds some 2,000 small attributes.
  *
  * Symlink targets are the contents of the symlink's (single) page.
  */
@@ -366,6 +377,7 @@ _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
 #define DG_EMAP_PER_PAGE      170u
 #define DG_NAME_MAX	      255u
 #define DG_ROOT_INO	      1ull
+#define DG_XATTR_MAX_PAGES    16u
 
 struct dg_dfsroot {
 	uint64_t magic;		/* DG_FS_MAGIC */
@@ -406,7 +418,11 @@ struct dg_dinode {
 	uint32_t map_flags;	/* DG_DINODE_MAPPED_RW or 0 */
 	uint32_t map_pad;	/* zero */
 	uint64_t map_gen;	/* counts read-write maps of this inode */
-	uint8_t reserved[40];	/* zero */
+	/* Pages of the xattr run at xattr_vpn, 2..DG_XATTR_MAX_PAGES, or 0
+	 * for one page (as every inode before DG_FEAT_INCOMPAT_XATTR_RUN). */
+	uint32_t xattr_pages;
+	uint32_t xattr_pad;	/* zero */
+	uint8_t reserved[32];	/* zero */
 };
 #define DG_DINODE_MAPPED_RW 1u
 _Static_assert(sizeof(struct dg_dinode) == DG_INODE_SIZE, "dinode size");

@@ -380,6 +380,9 @@ uint64_t dg_vol_vpns(const struct dg_vol *vol);
 bool dg_vol_read_only(const struct dg_vol *vol);
 /* Checksums and parity are kept (not --redundancy none). */
 bool dg_vol_redundant(const struct dg_vol *vol);
+/* The volume was made with incompatible feature bit (format.h
+ * DG_FEAT_INCOMPAT_*): how the layer above reads what it stores. */
+bool dg_vol_has_incompat(const struct dg_vol *vol, uint64_t bit);
 /* The volume's checksum seed (from its uuid), for checksums a layer
  * above keeps of its own, so they differ between volumes. */
 uint64_t dg_vol_seed(const struct dg_vol *vol);

@@ -504,7 +504,11 @@ class Workload:
         t = self.rng.choice(sorted(self.m.files) + sorted(self.m.dirs))
         x = self.m.xattrs.setdefault(t, {})
         name = f"user.k{self.rng.randrange(5)}"
-        val = self.rng.randbytes(self.rng.randint(1, 200))
+        # Now and then a large value, so that inodes hold runs of
+        # several xattr pages (format.h) through the campaign too.
+        big = self.rng.random() < 0.2
+        val = self.rng.randbytes(self.rng.randint(2000, 6000) if big
+                                 else self.rng.randint(1, 200))
         os.setxattr(self.path(t), name, val)
         x[name] = val
         return f"setxattr {t} {name} {len(val)}"

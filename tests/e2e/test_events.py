@@ -76,11 +76,16 @@ def test_events_name_a_fault_injected_while_mounted(vol):
     assert (f" fault-detected device {c['device']} page {c['page']} (data) "
             f"/f offset {det[0]['offset']}: checksum mismatch") in line, line
     # And the log file, there being no syslog to lose them to.
-    log = v.log_file.read_text()
-    assert (f"event fault-detected seq={det[0]['seq']} dev={c['device']} "
-            f"page={c['page']} what=data vpn={c['vpn']} "
-            f"offset={det[0]['offset']} path=/f: checksum mismatch") in log
-    assert "event scrub-finished" in log
+    # Each as "event " and the record --json gives, on one line.
+    recs = [json.loads(ln[ln.index("event {") + 6:])
+            for ln in v.log_file.read_text().splitlines() if "event {" in ln]
+    rec = [r for r in recs if r["seq"] == det[0]["seq"]][0]
+    assert rec == {k: det[0][k] for k in rec}, (rec, det[0])
+    assert (rec["type"], rec["device"], rec["page"], rec["what"],
+            rec["vpn"], rec["offset"], rec["path"], rec["detail"]) == \
+        ("fault-detected", c["device"], c["page"], "data", c["vpn"],
+         det[0]["offset"], "/f", "checksum mismatch"), rec
+    assert "scrub-finished" in [r["type"] for r in recs]
 
 
 def test_device_counters_and_clear(vol):

@@ -290,7 +290,7 @@ def test_corruption_verify_and_repair(volume_factory):
     v = volume_factory()
     v.mkfs()
     v.mount()
-    v.expect_log(r"fault=detected|fault=repaired|line checksum")
+    v.expect_log(r'"fault":"(detected|repaired)"|line checksum')
     f = v.mnt / "bad"
     good = os.urandom(8 * PAGE)
     f.write_bytes(good)

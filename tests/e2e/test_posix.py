@@ -431,9 +431,11 @@ def test_fallocate_errors(mnt):
         with pytest.raises(OSError) as ei:
             os.posix_fallocate(fd, 0, 0)
         assert ei.value.errno == errno.EINVAL
-        # PUNCH_HOLE without KEEP_SIZE and ZERO_RANGE are not supported.
+        # PUNCH_HOLE needs KEEP_SIZE (as on every Linux filesystem), and
+        # excludes ZERO_RANGE.
         err(errno.EOPNOTSUPP, fallocate, fd, FALLOC_FL_PUNCH_HOLE, 0, PAGE)
-        err(errno.EOPNOTSUPP, fallocate, fd, FALLOC_FL_ZERO_RANGE, 0, PAGE)
+        err(errno.EOPNOTSUPP, fallocate, fd, FALLOC_FL_PUNCH_HOLE |
+            FALLOC_FL_KEEP_SIZE | FALLOC_FL_ZERO_RANGE, 0, PAGE)
         assert os.pread(fd, 10, 0) == b"abc"
     finally:
         os.close(fd)
@@ -482,6 +484,91 @@ def test_punch_hole(mnt):
         f.write(b"Q" * PAGE)
     model = model[:5 * PAGE] + b"Q" * PAGE + model[6 * PAGE:]
     assert p.read_bytes() == model
+
+
+def fsck_clean(vol):
+    from conftest import FSCK
+    vol.umount()
+    r = subprocess.run([str(FSCK), "-n", "-f", *map(str, vol.devs)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    vol.mount("timeout=0")
+
+
+def test_punch_hole_keeps_redundancy(vol, mnt):
+    """Freed pages leave their rows' parity and checksums right: fsck
+    finds nothing, and the bytes around the holes read back."""
+    p = mnt / "f"
+    data = os.urandom(300 * PAGE)
+    p.write_bytes(data)
+    model = bytearray(data)
+    fd = os.open(p, os.O_RDWR)
+    try:
+        for off, ln in ((PAGE, 7 * PAGE), (20 * PAGE + 5, 50 * PAGE),
+                        (299 * PAGE + 100, 5000)):
+            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      off, ln)
+            end = min(off + ln, len(model))
+            model[off:end] = bytes(end - off)
+    finally:
+        os.close(fd)
+    fsck_clean(vol)
+    assert p.read_bytes() == bytes(model)
+    # The freed pages are reused by another file, fsck stays clean.
+    q = mnt / "g"
+    q.write_bytes(os.urandom(100 * PAGE))
+    fsck_clean(vol)
+    assert p.read_bytes() == bytes(model)
+
+
+def test_zero_range(vol, mnt):
+    p = mnt / "f"
+    size = 64 * PAGE
+    data = os.urandom(size)
+    p.write_bytes(data)
+    blocks0 = os.stat(p).st_blocks
+    model = bytearray(data)
+    fd = os.open(p, os.O_RDWR)
+    try:
+        # Unaligned edges inside data: those bytes zero, space kept.
+        off, ln = 3 * PAGE + 100, 10 * PAGE
+        fallocate(fd, FALLOC_FL_ZERO_RANGE, off, ln)
+        model[off:off + ln] = bytes(ln)
+        st = os.fstat(fd)
+        assert st.st_size == size and st.st_blocks == blocks0
+        # Inside one page.
+        fallocate(fd, FALLOC_FL_ZERO_RANGE, 40 * PAGE + 10, 20)
+        model[40 * PAGE + 10:40 * PAGE + 30] = bytes(20)
+        # Over a hole: allocated, reads zeros.
+        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  50 * PAGE, 4 * PAGE)
+        model[50 * PAGE:54 * PAGE] = bytes(4 * PAGE)
+        assert os.fstat(fd).st_blocks == blocks0 - 4 * PAGE // 512
+        fallocate(fd, FALLOC_FL_ZERO_RANGE, 49 * PAGE, 6 * PAGE)
+        model[49 * PAGE:55 * PAGE] = bytes(6 * PAGE)
+        assert os.fstat(fd).st_blocks == blocks0
+        # Past EOF: the size grows to the end of the range...
+        fallocate(fd, FALLOC_FL_ZERO_RANGE, size + 10, PAGE)
+        model += bytes(PAGE + 10)
+        assert os.fstat(fd).st_size == size + 10 + PAGE
+        # ... unless KEEP_SIZE, which still allocates.
+        blocks = os.fstat(fd).st_blocks
+        fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+                  100 * PAGE, 2 * PAGE)
+        st = os.fstat(fd)
+        assert st.st_size == len(model)
+        assert st.st_blocks == blocks + 2 * PAGE // 512
+        assert os.pread(fd, len(model) + PAGE, 0) == bytes(model)
+    finally:
+        os.close(fd)
+    fsck_clean(vol)
+    assert p.read_bytes() == bytes(model)
+    # Writing into a zeroed range works as anywhere else.
+    with open(p, "r+b") as f:
+        f.seek(5 * PAGE)
+        f.write(b"Q" * PAGE)
+    model[5 * PAGE:6 * PAGE] = b"Q" * PAGE
+    assert p.read_bytes() == bytes(model)
 
 
 # ---- flush / fsync / fsyncdir ----------------------------------------------
@@ -1045,6 +1132,9 @@ def test_xattr_basic(mnt):
 
 
 def test_xattr_sizes(mnt):
+    """The limit is in bytes, as ext4's: a run of up to 16 pages (64 KiB)
+    per inode, each attribute's record taking 4 bytes, its name and its
+    value, padded to 4."""
     p = mnt / "f"
     p.write_bytes(b"")
     blocks = os.stat(p).st_blocks
@@ -1052,34 +1142,41 @@ def test_xattr_sizes(mnt):
     os.setxattr(p, "user.big", v)
     assert os.getxattr(p, "user.big") == v
     assert os.stat(p).st_blocks == blocks + PAGE // 512
-    # The largest value for this name fills the page exactly: 4096 less
-    # the 8-byte page header, the 4-byte record header and the name.
-    vmax = PAGE - 8 - 4 - len("user.big")
+    # Past one page the run grows (and moves) to the pages it needs.
+    v = os.urandom(5000)
+    os.setxattr(p, "user.big", v)
+    assert os.getxattr(p, "user.big") == v
+    assert os.stat(p).st_blocks == blocks + 2 * PAGE // 512
+    # The largest value for this name fills the run exactly: 64 KiB less
+    # the 8-byte header, the 4-byte record header and the name.
+    vmax = 16 * PAGE - 8 - 4 - len("user.big")
     big = os.urandom(vmax)
     os.setxattr(p, "user.big", big)
     assert os.getxattr(p, "user.big") == big
-    err(errno.E2BIG, os.setxattr, p, "user.big", os.urandom(vmax + 1))
-    err(errno.E2BIG, os.setxattr, p, "user.other", os.urandom(5000))
+    assert os.stat(p).st_blocks == blocks + 16 * PAGE // 512
+    err(errno.ENOSPC, os.setxattr, p, "user.big", os.urandom(vmax + 1))
     assert os.getxattr(p, "user.big") == big
-    # The page is full: another attribute does not fit.
+    # The run is full: another attribute does not fit.
     err(errno.ENOSPC, os.setxattr, p, "user.x", b"1")
     os.setxattr(p, "user.big", b"small")
+    assert os.stat(p).st_blocks == blocks + PAGE // 512
     os.setxattr(p, "user.x", b"1")
-    # Many attributes until the page is full, then ENOSPC, nothing lost.
+    # Many attributes until the run is full, then ENOSPC, nothing lost:
+    # (65536 - 8 - 20 - 16) // (4 + 13 + 90 + 1 padding) = 606.
     vals = {}
     with pytest.raises(OSError) as ei:
         for i in range(1000):
-            n = f"user.attr{i:03d}"
+            n = f"user.attr{i:04d}"
             val = os.urandom(90)
             os.setxattr(p, n, val)
             vals[n] = val
     assert ei.value.errno == errno.ENOSPC
-    assert 30 < len(vals) < 40
+    assert len(vals) == 606
     for n, val in vals.items():
         assert os.getxattr(p, n) == val
     assert sorted(os.listxattr(p)) == sorted(list(vals) + ["user.big",
                                                            "user.x"])
-    # Removing all attributes gives the page back.
+    # Removing all attributes gives the pages back.
     for n in os.listxattr(p):
         os.removexattr(p, n)
     assert os.stat(p).st_blocks == blocks
@@ -1144,3 +1241,38 @@ def test_unusual_names(mnt):
     (mnt / "Case").write_bytes(b"1")
     (mnt / "case").write_bytes(b"2")
     assert (mnt / "Case").read_bytes() == b"1"
+
+
+def test_thousands_of_small_xattrs(vol, mnt):
+    """Programs expect at least 1,000 small attributes per file; they
+    survive a remount and leave fsck nothing to do."""
+    from conftest import FSCK
+    p = mnt / "f"
+    p.write_bytes(b"data")
+    d = mnt / "d"
+    d.mkdir()
+    want = {f"user.k{i:05d}": f"v{i}".encode() for i in range(2000)}
+    for n, val in want.items():
+        os.setxattr(p, n, val)
+    os.setxattr(d, "user.one", b"1")
+    # Some go again, changed, from the middle of the run.
+    for i in range(500, 1500, 7):
+        n = f"user.k{i:05d}"
+        os.removexattr(p, n)
+        del want[n]
+    for i in range(0, 2000, 13):
+        n = f"user.k{i:05d}"
+        if n in want:
+            want[n] = b"changed" * 3
+            os.setxattr(p, n, want[n], os.XATTR_REPLACE)
+    assert sorted(os.listxattr(p)) == sorted(want)
+    vol.umount()
+    r = subprocess.run([str(FSCK), "-n", *map(str, vol.devs)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    vol.mount("timeout=0")
+    assert sorted(os.listxattr(p)) == sorted(want)
+    for n, val in want.items():
+        assert os.getxattr(p, n) == val
+    assert os.getxattr(d, "user.one") == b"1"
+    assert p.read_bytes() == b"data"

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(page, 0, sizeof(page));
 	memcpy(page, data, size < sizeof(page) ? size : sizeof(page));
-	if (dg_xattr_page_check(page))
+	if (dg_xattr_page_check(page, 1))
 		return 0;
 	n = dg_xattr_page_list(page, NULL, 0);
 	FUZZ_ASSERT(n >= 0 && (size_t)n <= sizeof(list));

@@ -6,6 +6,9 @@
 
 #include "harness.h"
 
+/* A writer without CAP_FSETID, in none of the file's groups. */
+static const struct dg_cred user = { .uid = 1000, .gid = 1000, .umask = -1 };
+
 #define CAP "security.capability"
 
 static const uint8_t cap_v2[20] = { 0x01, 0x00, 0x00, 0x02, 0x01 };
@@ -67,7 +70,7 @@ static void unpriv_write_is_one_transaction(void)
 
 	REQUIRE(kp_make(&k, "kp-one", 06775));
 	seq = head_seq(k.vol);
-	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 10, "x", 1), 1);
+	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 10, "x", 1, &user), 1);
 	CHECK_EQ(head_seq(k.vol), seq + 1);
 	REQUIRE(dg_fs_getattr(k.fs, k.ino, &a) == 0);
 	CHECK_EQ(a.mode & 07777, 0775);	/* setgid of a group executable too */
@@ -75,13 +78,13 @@ static void unpriv_write_is_one_transaction(void)
 	CHECK_EQ(dg_fs_getxattr(k.fs, k.ino, CAP, buf, sizeof(buf)), -ENODATA);
 	/* Nothing left to drop: the next write is as cheap as any. */
 	seq = head_seq(k.vol);
-	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 11, "y", 1), 1);
+	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 11, "y", 1, &user), 1);
 	CHECK_EQ(head_seq(k.vol), seq + 1);
 	kp_free(&k);
 
 	/* And it is on the media, not only in core. */
 	REQUIRE(kp_make(&k, "kp-media", 04755));
-	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 0, "X", 1), 1);
+	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 0, "X", 1, &user), 1);
 	dg_fs_close(k.fs);
 	REQUIRE(dg_fs_open(k.vol, &k.fs) == 0);
 	REQUIRE(dg_fs_getattr(k.fs, k.ino, &a) == 0);
@@ -98,7 +101,7 @@ static void unpriv_write_keeps_sgid_without_xgrp(void)
 	struct dg_attr a;
 
 	REQUIRE(kp_make(&k, "kp-sgid", 02764));
-	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 0, "x", 1), 1);
+	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 0, "x", 1, &user), 1);
 	REQUIRE(dg_fs_getattr(k.fs, k.ino, &a) == 0);
 	CHECK_EQ(a.mode & 07777, 02764);
 	kp_free(&k);
@@ -128,7 +131,7 @@ static void failed_unpriv_write_keeps_privileges(void)
 
 	REQUIRE(kp_make(&k, "kp-fail", 04755));
 	/* Past the largest file: refused before anything is queued. */
-	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 1ull << 52, "x", 1), -EFBIG);
+	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 1ull << 52, "x", 1, &user), -EFBIG);
 	REQUIRE(dg_fs_getattr(k.fs, k.ino, &a) == 0);
 	CHECK_EQ(a.mode & 07777, 04755);
 	kp_free(&k);
