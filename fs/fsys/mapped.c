@@ -500,19 +500,11 @@ static int check_old_lines(struct dg_fmap *m, const struct dg_fmap_run *r,
 	return 0;
 }
 
-int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
-		   unsigned n)
+int dg_fmap_runs_check(const struct dg_fmap *m, const struct dg_fmap_run *runs,
+		       unsigned n)
 {
-	struct dg_fs *fs = m->fs;
-	struct dg_range *r = NULL;
-	uint8_t *tail = NULL;
-	uint64_t size = 0, bytes = 0;
-	int ret = 0;
-
 	if (!m->rw)
 		return -EBADF;
-	if (n == 0)
-		return 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t o = runs[i].off;
 
@@ -523,8 +515,29 @@ int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
 		    o % DG_PAGE_SIZE + runs[i].len > DG_PAGE_SIZE ||
 		    !runs[i].data)
 			return -EINVAL;
-		bytes += runs[i].len;
 	}
+	return 0;
+}
+
+struct dg_fs *dg_fmap_fs(const struct dg_fmap *m)
+{
+	return m->fs;
+}
+
+int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
+		   unsigned n)
+{
+	struct dg_fs *fs = m->fs;
+	struct dg_range *r = NULL;
+	uint8_t *tail = NULL;
+	uint64_t size = 0, bytes = 0;
+	int ret = 0;
+
+	ret = dg_fmap_runs_check(m, runs, n);
+	if (ret || n == 0)
+		return ret;
+	for (unsigned i = 0; i < n; i++)
+		bytes += runs[i].len;
 	if (bytes > dg_apply_max_bytes(fs->vol))
 		return -E2BIG;
 	r = malloc(n * sizeof(*r));

@@ -189,8 +189,9 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	}
 	sb->magic = DG_SUPER_MAGIC;
 	sb->version = DG_FORMAT_VERSION;
-	sb->incompat = o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY
-				       : DG_FEAT_INCOMPAT_SEALED_JOURNAL;
+	sb->incompat = (o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY
+					: DG_FEAT_INCOMPAT_SEALED_JOURNAL) |
+		       DG_FEAT_INCOMPAT_STAGED_SYNC;
 	new_uuid(sb->vol_uuid);
 	sb->generation = 1;
 	sb->state = DG_STATE_CLEAN;

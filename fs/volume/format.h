@@ -116,8 +116,13 @@
 /* Journal ranges may be sealed (DG_JRANGE_SEALED): a reader that does not
  * know them would find such entries uncommitted and drop them. */
 #define DG_FEAT_INCOMPAT_SEALED_JOURNAL (1ull << 1)
+/* A file may carry a published staged sync (dg_dinode.stage_ino) that
+ * the mount finishes: a reader that does not know it would free the
+ * stage as an orphan and leave the file half old, half new. */
+#define DG_FEAT_INCOMPAT_STAGED_SYNC (1ull << 2)
 #define DG_FEAT_INCOMPAT_SUPPORTED \
-	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL)
+	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL | \
+	 DG_FEAT_INCOMPAT_STAGED_SYNC)
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -355,7 +360,16 @@ struct dg_dinode {
 	uint32_t map_flags;	/* DG_DINODE_MAPPED_RW or 0 */
 	uint32_t map_pad;	/* zero */
 	uint64_t map_gen;	/* counts read-write maps of this inode */
-	uint8_t reserved[40];	/* zero */
+	/* libcommit staged sync (fs/fsys/stage.c), on volumes with
+	 * DG_FEAT_INCOMPAT_STAGED_SYNC: nonzero from the transaction that
+	 * publishes a sync larger than one transaction (its commit point)
+	 * until the one after its last chunk is applied. It names the
+	 * stage: an unlinked regular file (nlink 0, parent = this inode)
+	 * whose page p holds the new image of this file's page p, for
+	 * every page the sync changes. A mount that finds it set applies
+	 * the stage again (idempotent), then clears it. */
+	uint64_t stage_ino;
+	uint8_t reserved[32];	/* zero */
 };
 #define DG_DINODE_MAPPED_RW 1u
 _Static_assert(sizeof(struct dg_dinode) == DG_INODE_SIZE, "dinode size");
