@@ -888,7 +888,8 @@ static int drop(struct commit_map *m, size_t n, bool ov, size_t p0, size_t p1)
 				      sizeof(struct commit_run)))
 
 /* Tests: LIBCOMMIT_TEST_KILL_AFTER_STAGE=N kills the program once the
- * daemon has acknowledged the N-th STAGE message of this process. */
+ * daemon has acknowledged the N-th STAGE message of this process;
+ * LIBCOMMIT_TEST_PIECE_PAGES=N makes pieces of at most N pages. */
 static void stage_acked(void)
 {
 	static _Atomic unsigned long acked;
@@ -911,8 +912,13 @@ static int send_sync(struct commit_map *m, size_t n)
 	bool staged = false;
 	int ret = 0;
 
+	size_t piece = PIECE_PAGES;
+	const char *e = getenv("LIBCOMMIT_TEST_PIECE_PAGES");
+
+	if (e && atol(e) > 0 && (size_t)atol(e) < piece)
+		piece = (size_t)atol(e); /* tests: many pieces, small maps */
 	for (size_t i = 0; i < n && !ret;) {
-		size_t k = n - i < PIECE_PAGES ? n - i : PIECE_PAGES, len = 0;
+		size_t k = n - i < piece ? n - i : piece, len = 0;
 		bool last = i + k == n;
 
 		ret = build_commit(m, m->take + i, k, &len);
