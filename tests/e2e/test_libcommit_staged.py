@@ -7,17 +7,20 @@ program, DG_TEST_STAGE_KILL in the daemon) and at random instants; after
 remount the file holds wholly the old or wholly the new generation,
 bit-exact, and fsck.daxguard -n finds nothing wrong."""
 import array
+import errno
 import os
 import random
 import re
 import signal
+import socket
+import struct
 import subprocess
 import time
 
 import pytest
 
 from conftest import FSCK, run
-from test_libcommit import CHILD, PAGE
+from test_libcommit import CHILD, PAGE, commit_socket, hdr
 
 SEED = int(os.environ.get("DG_SEED", "19"))
 ROUNDS = int(os.environ.get("DG_STAGED_ROUNDS", "10"))
@@ -242,5 +245,83 @@ def test_one_gib_sync_killed_at_random_points(volume_factory):
         assert p.returncode == -signal.SIGKILL
         wait_released(f)
         assert gen_of(f, npages) == state
+    v.umount()
+    fsck_clean(v)
+
+
+def _recv_msg(s):
+    h = b""
+    while len(h) < 16:
+        b = s.recv(16 - len(h))
+        if not b:
+            return None, None
+        h += b
+    _, _, typ, n, _ = struct.unpack("<IHHII", h)
+    body = b""
+    while len(body) < n:
+        b = s.recv(n - len(body))
+        assert b
+        body += b
+    return typ, body
+
+
+def _status(s):
+    typ, body = _recv_msg(s)
+    assert typ == 6, typ
+    return struct.unpack("<iIQ", body)[0]
+
+
+def _stage_msg(typ, pages, fill, seq):
+    runs = b"".join(struct.pack("<QII", p * PAGE, PAGE, 0) for p in pages)
+    payload = struct.pack("<II", len(pages), 0) + runs + fill * (PAGE *
+                                                                 len(pages))
+    return hdr(typ, len(payload), seq) + payload
+
+
+def test_stage_dropped_with_the_connection_or_an_error(volume_factory):
+    """STAGE messages never applied: the connection ends, an empty STAGE
+    abandons them, a bad one fails them; the file is unchanged and the
+    stages' pages are free again. STAGE without a map is refused."""
+    v = staged_volume(volume_factory)
+    f = v.mnt / "hostile"
+    f.write_bytes(bytes(64 * PAGE))
+    free0 = os.statvfs(v.mnt).f_bfree
+    want = bytearray(64 * PAGE)
+    path = commit_socket(f)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(path)
+        s.sendall(_stage_msg(7, [0], b"x", 1))
+        assert _status(s) == -errno.ENOTCONN
+    for ending in ("close", "empty", "bad"):
+        fd = os.open(f, os.O_RDWR)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(path)
+            req = struct.pack("<QQII", 0, 64 * PAGE, 1, 0)
+            socket.send_fds(s, [hdr(1, len(req), 1) + req], [fd])
+            os.close(fd)
+            typ, body = _recv_msg(s)
+            assert typ == 2 and struct.unpack("<i", body[:4])[0] == 0
+            s.sendall(_stage_msg(7, range(0, 40), b"s", 2))
+            assert _status(s) == 0
+            s.sendall(_stage_msg(7, range(40, 64), b"t", 3))
+            assert _status(s) == 0
+            if ending == "empty":
+                s.sendall(_stage_msg(7, [], b"", 4))
+                assert _status(s) == 0
+                # The next COMMIT is a sync of its own.
+                s.sendall(_stage_msg(3, [5], b"c", 5))
+                assert _status(s) == 0
+            elif ending == "bad":
+                msg = bytearray(_stage_msg(7, [70], b"u", 4))  # off range
+                s.sendall(bytes(msg))
+                assert _status(s) == -errno.EINVAL
+        got = f.read_bytes()
+        if ending == "empty":
+            want[5 * PAGE:6 * PAGE] = b"c" * PAGE
+        assert got == bytes(want), ending
+        wait_released(f)
+        assert os.statvfs(v.mnt).f_bfree == free0, ending
     v.umount()
     fsck_clean(v)
