@@ -45,6 +45,7 @@ static const struct {
 } features[] = {
 	{ 2, DG_FEAT_INCOMPAT_NOREDUNDANCY, "noredundancy" },
 	{ 2, DG_FEAT_INCOMPAT_SEALED_JOURNAL, "sealed_journal" },
+	{ 2, DG_FEAT_INCOMPAT_STAGED_SYNC, "staged_sync" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)

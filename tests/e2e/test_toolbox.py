@@ -359,7 +359,7 @@ def test_dumpfs_shows_every_superblock_and_the_geometry(volume_factory):
     assert g["chunk_pages"] == 16 and g["redundancy_text"] == "full"
     assert d["free_space"]["free_vpns"] + d["free_space"]["used_vpns"] \
         == g["vpns"]
-    assert d["features"]["incompat"] == ["sealed_journal"]
+    assert d["features"]["incompat"] == ["sealed_journal", "staged_sync"]
     assert [x["path"] for x in d["devices"]] == list(map(str, v.devs))
     for i, dev in enumerate(d["devices"]):
         prim, back = dev["superblocks"]

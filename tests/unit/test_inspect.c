@@ -62,7 +62,8 @@ static void test_super_fields(void)
 		CHECK_EQ(get(&s[0], "dev_count")->u, 3);
 		CHECK_EQ(get(&s[0], "generation")->u, in.generation);
 		CHECK(!strcmp(get(&s[0], "state")->str, "clean"));
-		CHECK(!strcmp(get(&s[0], "incompat")->str, "sealed_journal"));
+		CHECK(!strcmp(get(&s[0], "incompat")->str,
+			     "sealed_journal,staged_sync"));
 		for (unsigned i = 0; i < s[0].n; i++)
 			CHECK(s[0].f[i].u == s[1].f[i].u &&
 			      !strcmp(s[0].f[i].str, s[1].f[i].str));
