@@ -32,6 +32,7 @@ struct dg_fmap {
 	 * it: media and checksums change together. */
 	uint32_t *lcs;
 	uint8_t *bad;		/* np: a verify found a bad line; by lock */
+	uint64_t nbad;		/* pages set in bad[]; by lock */
 	pthread_mutex_t lock;	/* one commit or verify at a time */
 	bool committed;		/* by lock */
 	struct dg_fmap *next_map; /* registry, by reg_lock */
@@ -79,7 +80,7 @@ static int vrun_find(const struct dg_fmap *m, uint64_t vpn)
 /* Engine page hook (dg_vol_set_page_hook): keep line checksums current
  * through every update of a mapped page. Called under the row lock. */
 static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
-		      const void *newpg)
+		      const void *newpg, uint32_t lo, uint32_t hi)
 {
 	const uint8_t *o = oldpg, *nw = newpg;
 
@@ -93,7 +94,9 @@ static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
 		uint64_t fp = m->vr[i].fpage + (vpn - m->vr[i].vpn);
 		uint32_t *cs = m->lcs + (fp - m->fp0) * LINES_PER_PAGE;
 
-		for (unsigned l = 0; l < LINES_PER_PAGE; l++)
+		/* Only the span can have changed (and only it of the old
+		 * image is there). */
+		for (unsigned l = lo / DG_LINE_SIZE; l < hi / DG_LINE_SIZE; l++)
 			if (!o || memcmp(o + l * DG_LINE_SIZE,
 					 nw + l * DG_LINE_SIZE, DG_LINE_SIZE))
 				cs[l] = line_csum(m->fs->vol, vpn, l,
@@ -461,6 +464,7 @@ static int repair_page(struct dg_fmap *m, uint64_t p)
 		page_csums(vol, m->vpn[p], buf, m->lcs + p * LINES_PER_PAGE);
 	}
 	pthread_rwlock_unlock(lk);
+	m->nbad -= m->bad[p];
 	m->bad[p] = 0;
 	free(buf);
 	return 0;
@@ -476,7 +480,8 @@ static int check_old_lines(struct dg_fmap *m, const struct dg_fmap_run *r,
 
 	if (!m->lcs)
 		return 0;
-	for (uint64_t p = 0; p < m->np; p++)
+	/* A scattered commit of a large map must not walk all of it. */
+	for (uint64_t p = 0; p < m->np && m->nbad; p++)
 		if (m->bad[p] && (ret = repair_page(m, p)))
 			return ret;
 	for (unsigned i = 0; i < n; i++) {
@@ -629,6 +634,7 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		}
 		pthread_rwlock_unlock(lk);
 		if (here) {
+			m->nbad += !m->bad[p];
 			m->bad[p] = 1;
 			dg_fault_note(vol, DG_FAULT_DETECTED, l.dev, l.row,
 				      "data", "line checksum mismatch "
