@@ -200,14 +200,6 @@ static int base_image(struct dg_fstage *s, uint64_t fp, uint8_t *out)
 	struct dg_inode *ip;
 	uint64_t vpn = 0, run;
 
-	for (unsigned i = 0; i < s->n; i++)
-		if (s->fp[i] == fp) {
-			int ret = stage_flush(s); /* staged twice: rare */
-
-			if (ret)
-				return ret;
-			break;
-		}
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, s->sino);
 	if (ip) {
@@ -235,13 +227,19 @@ int dg_fstage_add(struct dg_fstage *s, const struct dg_fmap_run *runs,
 		uint64_t fp = runs[i].off / DG_PAGE_SIZE;
 		uint8_t *pg;
 
-		if (s->n == STAGE_BATCH && (ret = stage_flush(s)))
+		bool again = false;
+
+		/* A page staged twice (runs out of order, or in two
+		 * pieces of one batch) builds on its first image, which
+		 * must be committed to be read back: rare. */
+		for (unsigned j = 0; j < s->n && !again; j++)
+			again = s->fp[j] == fp;
+		if ((s->n == STAGE_BATCH || again) && (ret = stage_flush(s)))
 			break;
 		pg = s->buf + (size_t)s->n * DG_PAGE_SIZE;
 		ret = base_image(s, fp, pg);
 		if (ret)
 			break;
-		pg = s->buf + (size_t)s->n * DG_PAGE_SIZE; /* after a flush */
 		for (; i < n && runs[i].off / DG_PAGE_SIZE == fp; i++)
 			memcpy(pg + runs[i].off % DG_PAGE_SIZE, runs[i].data,
 			       runs[i].len);
@@ -299,6 +297,7 @@ static int apply_chunk(struct dg_fs *fs, struct dg_inode *ip,
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t vpn, run;
 
+		/* The mount: nothing else runs, no lock needed. */
 		dg_ext_lookup(ip, r[i].off / DG_PAGE_SIZE, &vpn, &run);
 		if (!vpn)
 			return -EIO;
@@ -357,7 +356,11 @@ static int stage_finish(struct dg_fs *fs, struct dg_inode *ip,
 			uint8_t *sp = sbuf + (size_t)nb * DG_PAGE_SIZE;
 
 			ret = dg_read(fs->vol, pg[e].vpn + j, 1, sp);
+			/* The map pins the page, but the inode's extent
+			 * map may change elsewhere (fallocate past it). */
+			pthread_rwlock_rdlock(&ip->lock);
 			dg_ext_lookup(ip, fp, &vpn, &run);
+			pthread_rwlock_unlock(&ip->lock);
 			if (!ret && !vpn)
 				ret = -EIO;
 			if (!ret)

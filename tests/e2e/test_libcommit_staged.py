@@ -325,3 +325,76 @@ def test_stage_dropped_with_the_connection_or_an_error(volume_factory):
         assert os.statvfs(v.mnt).f_bfree == free0, ending
     v.umount()
     fsck_clean(v)
+
+
+def test_stage_without_room_fails_cleanly(volume_factory):
+    """A sync whose stage does not fit the free space fails with ENOSPC:
+    nothing applied, the stage's pages free again, the stores still
+    pending (a smaller sync of them works)."""
+    v = staged_volume(volume_factory, "32M")
+    v.expect_log(r"No space left|ENOSPC|-28")
+    st = os.statvfs(v.mnt)
+    npages = st.f_bfree * st.f_frsize // PAGE * 2 // 3   # file + stage > free
+    f = v.mnt / "full"
+    with open(f, "wb") as fh:
+        fh.truncate(npages * PAGE)
+    p = subprocess.run([str(CHILD), str(f), "map rw 0 0",
+                        f"gen {npages} 7", "read 0 8",
+                        f"syncrange 0 {PIECE * PAGE}", "unmap"],
+                       stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=600,
+                       env=dict(os.environ,
+                                LIBCOMMIT_TEST_PIECE_PAGES=str(PIECE)))
+    lines = p.stdout.splitlines()
+    assert lines[1].startswith(f"err {errno.ENOSPC}"), p.stdout
+    assert lines[2] == "ok " + struct.pack("<Q", 7 << 32).hex()
+    assert lines[3:] == ["ok", "ok"], p.stdout
+    free_after = os.statvfs(v.mnt).f_bfree
+    with open(f, "rb") as fh:
+        head = array.array("Q", fh.read(PIECE * PAGE))
+        rest = fh.read()
+    assert head == array.array("Q", ((7 << 32) | i
+                                     for i in range(PIECE * PAGE // 8)))
+    assert rest == bytes(len(rest))
+    v.umount()
+    fsck_clean(v)
+    v.mount()
+    assert os.statvfs(v.mnt).f_bfree == free_after
+
+
+def test_stage_page_in_several_pieces(volume_factory):
+    """Runs of one page spread over pieces, and out of order within one,
+    all land: a page staged twice builds on its first staged image."""
+    v = staged_volume(volume_factory)
+    f = v.mnt / "pieces"
+    f.write_bytes(bytes(16 * PAGE))
+    fd = os.open(f, os.O_RDWR)
+
+    def msg(typ, runs, seq):
+        body = b"".join(struct.pack("<QII", off, len(d), 0)
+                        for off, d in runs)
+        payload = struct.pack("<II", len(runs), 0) + body + \
+            b"".join(d for _, d in runs)
+        return hdr(typ, len(payload), seq) + payload
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(commit_socket(f))
+        req = struct.pack("<QQII", 0, 16 * PAGE, 1, 0)
+        socket.send_fds(s, [hdr(1, len(req), 1) + req], [fd])
+        os.close(fd)
+        typ, body = _recv_msg(s)
+        assert typ == 2 and struct.unpack("<i", body[:4])[0] == 0
+        a, b, c, d = (bytes([x]) * 64 for x in b"abcd")
+        s.sendall(msg(7, [(3 * PAGE, a)], 2))
+        assert _status(s) == 0
+        s.sendall(msg(7, [(3 * PAGE + 64, b), (4 * PAGE, d),
+                          (3 * PAGE + 128, c)], 3))
+        assert _status(s) == 0
+        s.sendall(msg(3, [(4 * PAGE + 64, a)], 4))
+        assert _status(s) == 0
+    got = f.read_bytes()
+    want = bytearray(16 * PAGE)
+    want[3 * PAGE:3 * PAGE + 192] = a + b + c
+    want[4 * PAGE:4 * PAGE + 128] = d + a
+    assert got == bytes(want)
