@@ -17,8 +17,9 @@ volume of 4 x 4 GiB sparse images on /dev/shm and always tears it down.
 With --base-daemon PATH (a daxguard binary of another build, e.g. the
 commit before a change to the daemon's commit path), every repetition
 also remounts the same volume under that daemon and measures the same
-4,096-page rounds on and off, and reports base / this build: the ratio
-of a change to the daemon measured in one run.
+4,096-page rounds on and off, and the daemon's CPU per 4,096-page
+commit of each build (its CPU over 42 rounds less over 2, / 40), and
+reports base / this build: a change to the daemon measured in one run.
 
 usage: escalation.py [--reps 3] [--rounds 15] [--base-daemon PATH]
                      [--out FILE.json]
@@ -51,6 +52,29 @@ def sync_latency(path, rounds, ndirty, env=None):
         os.environ.update(old)
     line = [l for l in p.stdout.splitlines() if l.startswith("dirty=")][0]
     return {k: float(v) for k, v in kv_parse(line).items()}
+
+
+def daemon_cpu_ms(vol, path, daemon):
+    """CPU (user + system) the daemon spends per 4,096-page commit:
+    its CPU over 42 rounds less over 2 (the map, which reads the whole
+    1 GiB, cancels out), / 40. Mounts `daemon` (None: this build's)."""
+    tck = os.sysconf("SC_CLK_TCK")
+
+    def cpu():
+        f = open(f"/proc/{vol.proc.pid}/stat").read().rsplit(")", 1)[1]
+        f = f.split()
+        return (int(f[11]) + int(f[12])) / tck
+
+    vol.umount()
+    vol.mount(daemon)
+    used = {}
+    for n in (2, 42):
+        c0 = cpu()
+        sync_latency(path, n, NDIRTY)
+        used[n] = cpu() - c0
+    vol.umount()
+    vol.mount()
+    return (used[42] - used[2]) / 40 * 1000
 
 
 def main():
@@ -102,6 +126,14 @@ def main():
                 rep["base_round_off_over_on"] = \
                     base["off"]["round_median_us"] / \
                     base["on"]["round_median_us"]
+                cpu = {}
+                for name in (("base", "new") if r % 2 else ("new", "base")):
+                    cpu[name] = daemon_cpu_ms(
+                        vol, f, args.base_daemon if name == "base" else None)
+                rep["daemon_cpu_ms_base"] = cpu["base"]
+                rep["daemon_cpu_ms_new"] = cpu["new"]
+                log(f"rep {r}: daemon CPU per commit: base "
+                    f"{cpu['base']:.1f} ms, new {cpu['new']:.1f} ms")
                 log(f"rep {r}: base daemon: round on "
                     f"{base['on']['round_median_us']:.0f} us (sync "
                     f"{base['on']['median_us']:.0f}), off "
@@ -125,7 +157,8 @@ def main():
     if args.base_daemon:
         keys += ["base_round_off_over_on", "sync_on_base_over_new",
                  "sync_off_base_over_new", "round_on_base_over_new",
-                 "round_off_base_over_new"]
+                 "round_off_base_over_new", "daemon_cpu_ms_base",
+                 "daemon_cpu_ms_new"]
     summ = {k: statistics.median(x[k] for x in reps) for k in keys}
     summ["one_page_sync_median_us"] = statistics.median(
         x["one_page"]["median_us"] for x in reps)
