@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -879,9 +880,87 @@ static int drop(struct commit_map *m, size_t n, bool ov, size_t p0, size_t p1)
 	return 0;
 }
 
+/* Pages per message of a sync: a page ships at most 4 KiB of lines in
+ * at most 32 runs, so a piece stays near 32 MiB, far below
+ * COMMIT_MSG_MAX, and the daemon's buffer stays modest. */
+#define PIECE_PAGES \
+	((32u << 20) / (CM_PAGE + CM_PAGE / COMMIT_LINE_SIZE / 2 * \
+				      sizeof(struct commit_run)))
+
+/* Tests: LIBCOMMIT_TEST_KILL_AFTER_STAGE=N kills the program once the
+ * daemon has acknowledged the N-th STAGE message of this process;
+ * LIBCOMMIT_TEST_PIECE_PAGES=N makes pieces of at most N pages. */
+static void stage_acked(void)
+{
+	static _Atomic unsigned long acked;
+	const char *e = getenv("LIBCOMMIT_TEST_KILL_AFTER_STAGE");
+
+	if (e && (unsigned long)atol(e) == atomic_fetch_add(&acked, 1) + 1)
+		raise(SIGKILL);
+}
+
+/*
+ * Send the changed lines of the n pages taken as one sync: one COMMIT
+ * when they fit one message, else STAGE messages of PIECE_PAGES pages
+ * ended by a COMMIT, which the daemon applies atomically as a whole
+ * (proto.h). A failure after a STAGE asks the daemon to drop what was
+ * staged (an empty STAGE), so the next sync starts clean.
+ */
+static int send_sync(struct commit_map *m, size_t n)
+{
+	const size_t empty = sizeof(struct commit_commit_req);
+	bool staged = false;
+	int ret = 0;
+
+	size_t piece = PIECE_PAGES;
+	const char *e = getenv("LIBCOMMIT_TEST_PIECE_PAGES");
+
+	if (e && atol(e) > 0 && (size_t)atol(e) < piece)
+		piece = (size_t)atol(e); /* tests: many pieces, small maps */
+	for (size_t i = 0; i < n && !ret;) {
+		size_t k = n - i < piece ? n - i : piece, len = 0;
+		bool last = i + k == n;
+
+		ret = build_commit(m, m->take + i, k, &len);
+		if (ret == -EAGAIN) {
+			ret = cm_err(-EIO, "%zu dirty pages changed while the "
+				     "sync read them; nothing was committed",
+				     n);
+			break;
+		}
+		if (ret) {
+			cm_err(ret, "commit too large (%zu pages)", n);
+			break;
+		}
+		i += k;
+		if (len == empty && !(last && staged))
+			continue; /* nothing changed in this piece */
+		ret = status_call(m, last ? COMMIT_MSG_COMMIT : COMMIT_MSG_STAGE,
+				  m->msg, len, NULL, 0, NULL);
+		if (ret) {
+			cm_err(ret, "commit of %zu pages failed: %s", n,
+			       strerror(-ret));
+			break;
+		}
+		if (!last) {
+			staged = true;
+			stage_acked();
+		}
+	}
+	if (ret && staged && ret != -ECONNRESET && ret != -EPIPE) {
+		/* The daemon dropped the stage itself if it failed the
+		 * message; otherwise tell it. */
+		struct commit_commit_req q = { 0, 0 };
+
+		(void)status_call(m, COMMIT_MSG_STAGE, &q, sizeof(q), NULL, 0,
+				  NULL);
+	}
+	return ret;
+}
+
 static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 {
-	size_t len = 0, n;
+	size_t n;
 	bool ov;
 	int ret;
 
@@ -902,26 +981,9 @@ static int sync_pages(struct commit_map *m, size_t p0, size_t p1)
 		cm_region_leave(&m->reg);
 		return 0;
 	}
-	ret = build_commit(m, m->take, n, &len);
-	if (ret == -EAGAIN) {
-		cm_err(-EIO, "%zu dirty pages changed while the sync read "
-		       "them; nothing was committed", n);
-		ret = -EIO;
+	ret = send_sync(m, n);
+	if (ret)
 		goto undo;
-	}
-	if (ret) {
-		cm_err(ret, "commit too large (%zu pages)", n);
-		goto undo;
-	}
-	if (len > sizeof(struct commit_commit_req)) {
-		ret = status_call(m, COMMIT_MSG_COMMIT, m->msg, len, NULL, 0,
-				  NULL);
-		if (ret) {
-			cm_err(ret, "commit of %zu pages failed: %s", n,
-			       strerror(-ret));
-			goto undo;
-		}
-	}
 	ret = drop(m, n, ov, p0, p1);
 	clean(m, n, ov, p0, p1);
 	cm_region_leave(&m->reg);

@@ -81,9 +81,10 @@ static bool is_daxguard(int fd)
 	return yes;
 }
 
-/* Commit [off, off + len) of a map; a range too large for one atomic
- * update is committed in parts, as the kernel writes back a shared map
- * page by page (msync is not atomic either). */
+/* Commit [off, off + len) of a map: one atomic sync, whatever its size.
+ * Only a volume made before staged syncs refuses one larger than an
+ * update (-E2BIG); there the range is committed in parts, as the kernel
+ * writes back a shared map page by page. */
 static int shim_sync(struct commit_map *m, size_t off, size_t len)
 {
 	int ret = commit_sync_range(m, off, len);

@@ -16,7 +16,7 @@ int commit_hdr_decode(const void *buf, size_t n, struct commit_hdr *h)
 	memcpy(&t, buf, sizeof(t));
 	if (t.magic != COMMIT_PROTO_MAGIC || t.version != COMMIT_PROTO_VERSION)
 		return -EPROTO;
-	if (t.type < COMMIT_MSG_MAP || t.type > COMMIT_MSG_STATUS)
+	if (t.type < COMMIT_MSG_MAP || t.type > COMMIT_MSG_STAGE)
 		return -EBADMSG;
 	if (t.len > COMMIT_MSG_MAX)
 		return -EMSGSIZE;

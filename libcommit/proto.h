@@ -18,6 +18,18 @@
  *                            ascending device index]
  *   COMMIT commit_commit_req, commit_run[nruns], data (sum of run lens)
  *                         <- STATUS commit_status_rep
+ *   STAGE  as COMMIT      <- STATUS
+ *
+ * One sync is atomic whatever its size. A COMMIT alone is one sync; the
+ * daemon applies it in one update when it fits, else stages and
+ * publishes it. A sync too large for one message is sent as STAGE
+ * messages (staged durably, nothing applied) ended by a COMMIT (its
+ * runs join them; STATUS once all of it is applied, durable and
+ * parity-protected, all or nothing after a crash). An error on any of
+ * them, a STAGE without runs (the client gives the sync up), UNMAP or
+ * the end of the connection drops the staged part.
+ * Added in version 2 without a bump: an older daemon answers STAGE
+ * with -EBADMSG and closes the connection.
  *   VERIFY commit_verify_req <- STATUS (value: first bad file offset)
  *   UNMAP  (no payload)      <- STATUS; closing the socket unmaps too
  *
@@ -55,6 +67,7 @@ enum commit_msg_type {
 	COMMIT_MSG_VERIFY = 4,
 	COMMIT_MSG_UNMAP = 5,
 	COMMIT_MSG_STATUS = 6,
+	COMMIT_MSG_STAGE = 7,
 };
 
 struct commit_hdr {

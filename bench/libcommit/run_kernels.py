@@ -79,11 +79,12 @@ class DgVol:
             cmd += ["--redundancy", self.redundancy]
         run(cmd + self.devs)
 
-    def mount(self):
+    def mount(self, daemon=None):
         self.mnt.mkdir(parents=True, exist_ok=True)
         lf = open(self.logf, "a")
         self.proc = subprocess.Popen(
-            [str(DAEMON), ",".join(map(str, self.devs)), str(self.mnt), "-f"],
+            [str(daemon or DAEMON), ",".join(map(str, self.devs)),
+             str(self.mnt), "-f"],
             stdout=lf, stderr=subprocess.STDOUT)
         lf.close()
         end = time.time() + 15

@@ -31,6 +31,10 @@ struct conn {
 	struct dg_daemon *dd;
 	int fd;
 	struct dg_fmap *m;
+	/* A sync larger than one update being staged (STAGE messages so
+	 * far); published by the COMMIT that ends it, dropped with the map
+	 * or the connection. */
+	struct dg_fstage *stage;
 	/* The payload buffer, kept from message to message: a commit of
 	 * many pages would otherwise be a fresh mapping, faulted in page by
 	 * page, every time. */
@@ -294,25 +298,52 @@ fail:
 	return ret;
 }
 
-static int do_commit(struct conn *c, const uint8_t *p, size_t n)
+/* Stage runs into the connection's stage, beginning one if needed. */
+static int stage_runs(struct conn *c, const struct dg_fmap_run *r,
+		      uint32_t nruns)
+{
+	int ret = 0;
+
+	if (!c->stage)
+		ret = dg_fstage_new(c->m, &c->stage);
+	if (!ret)
+		ret = dg_fstage_add(c->stage, r, nruns);
+	return ret;
+}
+
+/*
+ * COMMIT (more = false) ends a sync: alone it is applied in one update
+ * when it fits one, else staged and published (dg_fstage_*); after
+ * STAGE messages its runs join theirs and the whole stage is published.
+ * STAGE (more = true) stages its runs and applies nothing. Any error
+ * drops the stage: nothing of that sync is applied.
+ */
+static int do_commit(struct conn *c, const uint8_t *p, size_t n, bool more)
 {
 	const struct commit_run *runs;
 	const uint8_t *data;
-	struct dg_fmap_run *r;
+	struct dg_fmap_run *r = NULL;
 	uint64_t lo = UINT64_MAX, hi = 0, bytes = 0;
-	uint32_t nruns;
+	uint32_t nruns = 0;
+	bool staged = c->stage != NULL;
 	int ret;
 
 	if (!c->m)
 		return -ENOTCONN;
 	ret = commit_commit_decode(p, n, &nruns, &runs, &data);
 	if (ret)
-		return ret;
-	if (nruns == 0)
+		goto out;
+	if (nruns == 0 && (more || !staged)) {
+		/* An empty STAGE: the client abandons its sync. */
+		dg_fstage_abort(c->stage);
+		c->stage = NULL;
 		return 0;
-	r = malloc(nruns * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
+	}
+	r = malloc((nruns ? nruns : 1) * sizeof(*r));
+	if (!r) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (uint32_t i = 0; i < nruns; i++) {
 		r[i] = (struct dg_fmap_run){ runs[i].off, runs[i].len, data };
 		data += runs[i].len;
@@ -322,19 +353,52 @@ static int do_commit(struct conn *c, const uint8_t *p, size_t n)
 		if (runs[i].off + runs[i].len > hi)
 			hi = runs[i].off + runs[i].len;
 	}
-	ret = dg_fmap_commit(c->m, r, nruns);
+	if (more) {
+		ret = stage_runs(c, r, nruns);
+		goto out;
+	}
+	if (!staged) {
+		ret = dg_fmap_commit(c->m, r, nruns);
+		if (ret != -E2BIG || !dg_fstage_supported(c->dd->fs))
+			goto out;
+		staged = true; /* too large for one update: stage it */
+	}
+	ret = stage_runs(c, r, nruns);
+	if (!ret) {
+		ret = dg_fstage_publish(c->stage);
+		c->stage = NULL; /* published or dropped */
+	}
+out:
 	free(r);
+	if (ret && c->stage) {
+		dg_fstage_abort(c->stage);
+		c->stage = NULL;
+	}
 	/* The tests read this to see that only changed lines travel. */
-	dg_log(DG_LOG_DEBUG, "libcommit commit ino=%" PRIu64 " runs=%" PRIu32
-	       " bytes=%" PRIu64 ": %d", dg_fmap_ino(c->m), nruns, bytes, ret);
-	if (ret == 0 && c->dd->se) {
+	dg_log(DG_LOG_DEBUG, "libcommit %s ino=%" PRIu64 " runs=%" PRIu32
+	       " bytes=%" PRIu64 "%s: %d", more ? "stage" : "commit",
+	       c->m ? dg_fmap_ino(c->m) : 0, nruns, bytes,
+	       staged && !more ? " (staged)" : "", ret);
+	if (ret == 0 && !more && c->dd->se) {
 		/* Reads through the mount must see the commit: drop what
-		 * the kernel cached of the range (-ENOENT: nothing). */
+		 * the kernel cached of the range (-ENOENT: nothing); a
+		 * staged sync may have changed any page of the map. */
+		if (staged)
+			lo = 0, hi = 0;
 		fuse_lowlevel_notify_inval_inode(c->dd->se,
 						 dg_fmap_ino(c->m), (off_t)lo,
 						 (off_t)(hi - lo));
 	}
 	return ret;
+}
+
+/* Drop the connection's map and any stage of it. */
+static void drop_map(struct conn *c)
+{
+	dg_fstage_abort(c->stage);
+	c->stage = NULL;
+	dg_fmap_delete(c->m);
+	c->m = NULL;
 }
 
 /* Serve one message. Returns > 0 to end the connection quietly, < 0 to
@@ -387,7 +451,8 @@ static int serve_one(struct conn *c)
 		break;
 	}
 	case COMMIT_MSG_COMMIT:
-		ret = do_commit(c, p, h.len);
+	case COMMIT_MSG_STAGE:
+		ret = do_commit(c, p, h.len, h.type == COMMIT_MSG_STAGE);
 		send_status(c->fd, h.seq, ret, 0);
 		if (ret != -EBADMSG && ret != -EINVAL)
 			ret = 0;
@@ -406,10 +471,8 @@ static int serve_one(struct conn *c)
 	}
 	case COMMIT_MSG_UNMAP:
 		ret = h.len ? -EBADMSG : 0;
-		if (!ret) {
-			dg_fmap_delete(c->m);
-			c->m = NULL;
-		}
+		if (!ret)
+			drop_map(c);
 		send_status(c->fd, h.seq, ret, 0);
 		break;
 	default:
@@ -433,7 +496,7 @@ static void *conn_main(void *arg)
 
 	while (!c->dd->stop && serve_one(c) == 0)
 		;
-	dg_fmap_delete(c->m);
+	drop_map(c);
 	pthread_mutex_lock(&conns_lock);
 	for (struct conn **pp = &conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {

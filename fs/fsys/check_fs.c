@@ -852,6 +852,45 @@ static void check_counts(struct walk *w)
 	}
 }
 
+/*
+ * A published libcommit sync (dinode.stage_ino, stage.c) must name its
+ * stage: an unlinked regular file whose parent field is the file. Its
+ * pages are an orphan's, counted like any inode's; the next mount
+ * finishes it, so a valid one is no fault. One that names anything else
+ * cannot be finished: the record is cleared, and the file may hold part
+ * of that sync (its stage, if any, is then an ordinary orphan).
+ */
+static void check_stages(struct walk *w)
+{
+	for (uint64_t ino = 1; ino < w->icap; ino++) {
+		struct wino *wi = &w->in[ino];
+		uint64_t s = wi->d.stage_ino;
+		const struct wino *si = s && s < w->icap ? &w->in[s] : NULL;
+		struct dg_chk_event ev;
+
+		if (!wi->used || !s)
+			continue;
+		if (S_ISREG(wi->d.mode) && si && si->used && !si->bad &&
+		    S_ISREG(si->d.mode) && !si->d.nlink && si->d.parent == ino)
+			continue;
+		dg_chk_event_init(&ev, DG_CHK_INODE_BAD, "inode");
+		ev_ino(w, &ev, ino);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "inode %llu: its published libcommit sync names "
+			 "inode %llu, which is not its stage",
+			 (unsigned long long)ino, (unsigned long long)s);
+		snprintf(ev.action, sizeof(ev.action),
+			 "clear the record (the file may hold part of that "
+			 "sync)");
+		if (wask(w, &ev)) {
+			wi->d.stage_ino = 0;
+			wreport(w, &ev, store_inode(w, ino) == 0);
+		} else {
+			wreport(w, &ev, false);
+		}
+	}
+}
+
 static void check_bitmap(struct walk *w)
 {
 	struct dg_vol *vol = w->vol;
@@ -1071,6 +1110,7 @@ int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg)
 		dg_walk_check_entries(&w);
 		dg_walk_reach(&w);
 		check_counts(&w);
+		check_stages(&w);
 		check_bitmap(&w);
 		reconnect(&w);
 	}

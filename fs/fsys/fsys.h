@@ -256,5 +256,24 @@ int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
  * first bad file offset when > 0), -EOPNOTSUPP without redundancy. */
 int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		   uint64_t *bad_off);
+/*
+ * Staged syncs (stage.c): a sync larger than one dg_apply(), still
+ * atomic. dg_fstage_new() begins one for a read-write map; each
+ * dg_fstage_add() stages runs (dg_fmap_commit()'s rules; durable, the
+ * file untouched); dg_fstage_publish() makes them the file's contents
+ * in one commit point and applies them, returning 0 once all of it is
+ * durable with checksums and parity; it frees the stage either way.
+ * dg_fstage_abort() drops an unpublished stage. -E2BIG from new() on
+ * a volume without DG_FEAT_INCOMPAT_STAGED_SYNC; -ENOSPC when the stage
+ * does not fit the free space (nothing applied).
+ */
+struct dg_fstage;
+bool dg_fstage_supported(const struct dg_fs *fs);
+int dg_fstage_new(struct dg_fmap *m, struct dg_fstage **sp);
+int dg_fstage_add(struct dg_fstage *s, const struct dg_fmap_run *runs,
+		  unsigned n);
+int dg_fstage_publish(struct dg_fstage *s);
+void dg_fstage_abort(struct dg_fstage *s);
+
 
 #endif /* DG_FS_H */

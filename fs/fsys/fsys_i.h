@@ -253,6 +253,16 @@ int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 /* ---- mapped.c --------------------------------------------------------- */
 /* Clear map records left by a crash (dg_fs_open, writable volumes). */
 void dg_fmap_recover(struct dg_fs *fs);
+/* 0, or -EINVAL for runs outside m or not line aligned, -EBADF for a
+ * read-only map. */
+int dg_fmap_runs_check(const struct dg_fmap *m, const struct dg_fmap_run *runs,
+		       unsigned n);
+struct dg_fs *dg_fmap_fs(const struct dg_fmap *m);
+
+/* ---- stage.c ------------------------------------------------------------ */
+/* Finish the syncs published before a crash (dg_fs_open, before the
+ * orphans are freed); read-only: serve their files as damaged. */
+void dg_fstage_recover(struct dg_fs *fs);
 
 /* ---- setid.c ------------------------------------------------------------ */
 /* Clear set-ID bits (setid.c's rules for cr and why) and file

@@ -34,6 +34,7 @@ struct dg_fmap {
 	 * it: media and checksums change together. */
 	uint32_t *lcs;
 	uint8_t *bad;		/* np: a verify found a bad line; by lock */
+	uint64_t nbad;		/* pages set in bad[]; by lock */
 	pthread_mutex_t lock;	/* one commit or verify at a time */
 	bool committed;		/* by lock */
 	struct dg_fmap *next_map; /* fs->maps, by fs->map_lock */
@@ -77,7 +78,7 @@ static int vrun_find(const struct dg_fmap *m, uint64_t vpn)
  * checksums current through every update of a mapped page of this fs.
  * Called under the row lock. */
 static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
-		      const void *newpg)
+		      const void *newpg, uint32_t lo, uint32_t hi)
 {
 	const uint8_t *o = oldpg, *nw = newpg;
 	struct dg_fs *fs = arg;
@@ -91,7 +92,9 @@ static void fmap_hook(void *arg, uint64_t vpn, const void *oldpg,
 		uint64_t fp = m->vr[i].fpage + (vpn - m->vr[i].vpn);
 		uint32_t *cs = m->lcs + (fp - m->fp0) * LINES_PER_PAGE;
 
-		for (unsigned l = 0; l < LINES_PER_PAGE; l++)
+		/* Only the span can have changed (and only it of the old
+		 * image is there). */
+		for (unsigned l = lo / DG_LINE_SIZE; l < hi / DG_LINE_SIZE; l++)
 			if (!o || memcmp(o + l * DG_LINE_SIZE,
 					 nw + l * DG_LINE_SIZE, DG_LINE_SIZE))
 				cs[l] = line_csum(fs->vol, vpn, l,
@@ -445,6 +448,7 @@ static int repair_page(struct dg_fmap *m, uint64_t p)
 		page_csums(vol, m->vpn[p], buf, m->lcs + p * LINES_PER_PAGE);
 	}
 	dg_vpn_release(vol, m->vpn[p]);
+	m->nbad -= m->bad[p];
 	m->bad[p] = 0;
 	free(buf);
 	return 0;
@@ -460,7 +464,8 @@ static int check_old_lines(struct dg_fmap *m, const struct dg_fmap_run *r,
 
 	if (!m->lcs)
 		return 0;
-	for (uint64_t p = 0; p < m->np; p++)
+	/* A scattered commit of a large map must not walk all of it. */
+	for (uint64_t p = 0; p < m->np && m->nbad; p++)
 		if (m->bad[p] && (ret = repair_page(m, p)))
 			return ret;
 	for (unsigned i = 0; i < n; i++) {
@@ -482,19 +487,11 @@ static int check_old_lines(struct dg_fmap *m, const struct dg_fmap_run *r,
 	return 0;
 }
 
-int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
-		   unsigned n)
+int dg_fmap_runs_check(const struct dg_fmap *m, const struct dg_fmap_run *runs,
+		       unsigned n)
 {
-	struct dg_fs *fs = m->fs;
-	struct dg_range *r = NULL;
-	uint8_t *tail = NULL;
-	uint64_t size = 0, bytes = 0;
-	int ret = 0;
-
 	if (!m->rw)
 		return -EBADF;
-	if (n == 0)
-		return 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t o = runs[i].off;
 
@@ -505,8 +502,29 @@ int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
 		    o % DG_PAGE_SIZE + runs[i].len > DG_PAGE_SIZE ||
 		    !runs[i].data)
 			return -EINVAL;
-		bytes += runs[i].len;
 	}
+	return 0;
+}
+
+struct dg_fs *dg_fmap_fs(const struct dg_fmap *m)
+{
+	return m->fs;
+}
+
+int dg_fmap_commit(struct dg_fmap *m, const struct dg_fmap_run *runs,
+		   unsigned n)
+{
+	struct dg_fs *fs = m->fs;
+	struct dg_range *r = NULL;
+	uint8_t *tail = NULL;
+	uint64_t size = 0, bytes = 0;
+	int ret = 0;
+
+	ret = dg_fmap_runs_check(m, runs, n);
+	if (ret || n == 0)
+		return ret;
+	for (unsigned i = 0; i < n; i++)
+		bytes += runs[i].len;
 	if (bytes > dg_apply_max_bytes(fs->vol))
 		return -E2BIG;
 	r = malloc(n * sizeof(*r));
@@ -596,6 +614,7 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		}
 		dg_vpn_release(vol, m->vpn[p]);
 		if (here) {
+			m->nbad += !m->bad[p];
 			m->bad[p] = 1;
 			dg_vpn_fault(vol, m->vpn[p], DG_FAULT_DETECTED, DG_WHAT_DATA,
 				     "line checksum mismatch (libcommit verify)");

@@ -207,6 +207,9 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	if (fs->nlost)
 		mark_dirs_naming_lost(fs);
 	fs->next_free_ino = DG_ROOT_INO + 1;
+	/* A published stage is an orphan too: finish it before the
+	 * orphans are freed. */
+	dg_fstage_recover(fs);
 	if (!dg_vol_read_only(vol)) {
 		free_orphans(fs);
 		dg_fmap_recover(fs);

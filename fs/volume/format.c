@@ -204,7 +204,8 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	sb->incompat = (o->no_redundancy ? DG_FEAT_INCOMPAT_NOREDUNDANCY
 					 : DG_FEAT_INCOMPAT_SEALED_JOURNAL) |
 		       (zone ? DG_FEAT_INCOMPAT_META_ZONE : 0) |
-		       DG_FEAT_INCOMPAT_XATTR_RUN;
+		       DG_FEAT_INCOMPAT_XATTR_RUN |
+		       DG_FEAT_INCOMPAT_STAGED_SYNC;
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else

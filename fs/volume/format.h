@@ -146,9 +146,14 @@
  * Set by mkfs on every new volume; a volume made without it keeps one
  * page per inode (format 3 as it was). */
 #define DG_FEAT_INCOMPAT_XATTR_RUN (1ull << 3)
+/* A file may carry a published staged sync (dg_dinode.stage_ino) that
+ * the mount finishes: a reader that does not know it would free the
+ * stage as an orphan and leave the file half old, half new. */
+#define DG_FEAT_INCOMPAT_STAGED_SYNC (1ull << 4)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
-	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN)
+	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
+	 DG_FEAT_INCOMPAT_STAGED_SYNC)
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -422,7 +427,16 @@ struct dg_dinode {
 	 * for one page (as every inode before DG_FEAT_INCOMPAT_XATTR_RUN). */
 	uint32_t xattr_pages;
 	uint32_t xattr_pad;	/* zero */
-	uint8_t reserved[32];	/* zero */
+	/* libcommit staged sync (fs/fsys/stage.c), on volumes with
+	 * DG_FEAT_INCOMPAT_STAGED_SYNC: nonzero from the transaction that
+	 * publishes a sync larger than one transaction (its commit point)
+	 * until the one after its last chunk is applied. It names the
+	 * stage: an unlinked regular file (nlink 0, parent = this inode)
+	 * whose page p holds the new image of this file's page p, for
+	 * every page the sync changes. A mount that finds it set applies
+	 * the stage again (idempotent), then clears it. */
+	uint64_t stage_ino;
+	uint8_t reserved[24];	/* zero */
 };
 #define DG_DINODE_MAPPED_RW 1u
 _Static_assert(sizeof(struct dg_dinode) == DG_INODE_SIZE, "dinode size");

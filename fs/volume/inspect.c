@@ -47,6 +47,7 @@ static const struct {
 	{ 2, DG_FEAT_INCOMPAT_SEALED_JOURNAL, "sealed_journal" },
 	{ 2, DG_FEAT_INCOMPAT_META_ZONE, "meta_zone" },
 	{ 2, DG_FEAT_INCOMPAT_XATTR_RUN, "xattr_run" },
+	{ 2, DG_FEAT_INCOMPAT_STAGED_SYNC, "staged_sync" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)

@@ -174,10 +174,12 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *ranges, unsigned n);
 size_t dg_apply_max_bytes(struct dg_vol *vol);
 
 /* Hook for mapped files (libcommit): called under the page lock for each
- * page an update changes, with the old and new page images; oldpg is
- * NULL when the update overwrote the page whole without reading it. */
+ * page an update changes, with the old and new page images and the
+ * line-aligned span [lo, hi) outside which the page did not change;
+ * oldpg holds the old bytes of that span only, and is NULL when the
+ * update overwrote the page whole without reading it. */
 typedef void (*dg_page_hook)(void *arg, uint64_t vpn, const void *oldpg,
-			     const void *newpg);
+			     const void *newpg, uint32_t lo, uint32_t hi);
 void dg_vol_set_page_hook(struct dg_vol *vol, dg_page_hook hook, void *arg);
 
 /*

@@ -116,9 +116,13 @@ size_t commit_map_len(const struct commit_map *m);
  * to the size of the map; only the 64-byte lines that changed are sent
  * to the daemon.
  *
- * Returns 0 or a negative errno: -E2BIG the changes exceed what one
- * atomic update of the volume can carry (sync more often, or use
- * commit_sync_range() on parts), -EIO an old line could not be verified
+ * Any size is atomic: a sync larger than one update of the volume is
+ * staged by the daemon and published at one commit point (README.md,
+ * "Syncs of any size"); it needs as much free space as it changes.
+ *
+ * Returns 0 or a negative errno: -E2BIG the changes exceed one update
+ * and the volume predates staged syncs (mkfs before them), -ENOSPC no
+ * room to stage them, -EIO an old line could not be verified
  * or repaired, -EROFS the volume refuses writes, -EBADF a read-only map,
  * -ECONNRESET the daemon went away. On failure nothing was applied and
  * the stores stay pending, so the call can be retried.

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -12,6 +13,7 @@
 #include "format.h"
 #include "media.h"
 #include "recorder.h"
+#include "volume_i.h"
 
 #define NO_PIECE   UINT32_MAX
 #define NEVER	   UINT64_MAX
@@ -281,6 +283,19 @@ struct crec *crec_start(const char *const *paths, unsigned n)
 const struct dg_media_observer *crec_observer(void)
 {
 	return active ? &active->obs : NULL;
+}
+
+struct dg_vol *crec_open(char **paths, unsigned n, unsigned flags)
+{
+	char err[256];
+	struct dg_vol *vol = NULL;
+
+	if (dg_vol_open_observed((const char *const *)paths, n, flags,
+				 crec_observer(), &vol, err, sizeof(err))) {
+		fprintf(stderr, "open: %s\n", err);
+		return NULL;
+	}
+	return vol;
 }
 
 void crec_stop(struct crec *r)

@@ -36,6 +36,7 @@
  */
 
 struct crec;
+struct dg_vol;
 
 enum crec_policy {
 	CREC_NONE,	/* no non-durable piece reached the media */
@@ -62,6 +63,9 @@ struct crec *crec_start(const char *const *paths, unsigned n);
 /* The observer of the recording under way, NULL when there is none. */
 struct dg_media_observer;
 const struct dg_media_observer *crec_observer(void);
+/* dg_vol_open_observed() of n paths with the recorder's observer
+ * (none while not recording); NULL, the reason on stderr, on failure. */
+struct dg_vol *crec_open(char **paths, unsigned n, unsigned flags);
 /* Stop recording; the recording stays available for crec_build(). */
 void crec_stop(struct crec *r);
 void crec_free(struct crec *r);

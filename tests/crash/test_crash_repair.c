@@ -31,15 +31,7 @@ static const enum crec_policy pols[] = { CREC_NONE, CREC_ALL, CREC_RANDOM,
 
 static struct dg_vol *open_paths(char **paths, unsigned flags)
 {
-	char err[256];
-	struct dg_vol *vol = NULL;
-
-	if (dg_vol_open_observed((const char *const *)paths, NDEV, flags,
-				 crec_observer(), &vol, err, sizeof(err))) {
-		fprintf(stderr, "open: %s\n", err);
-		return NULL;
-	}
-	return vol;
+	return crec_open(paths, NDEV, flags);
 }
 
 /* Every model page reads back exactly; then a repairing scrub, and a

@@ -302,6 +302,13 @@ static int run(char *line)
 			printf("synced %" PRIu64 "\n", g);
 			fflush(stdout);
 		}
+	} else if (!strcmp(argv[0], "gen")) {
+		/* gen NPAGES G: the first NPAGES pages hold generation G,
+		 * synced once (one sync, however large). */
+		fill_gen(commit_map_addr(m), ARG(1) * 512, ARG(2));
+		ret = commit_sync(m);
+		if (!ret)
+			printf("ok\n");
 	} else if (!strcmp(argv[0], "scatter")) {
 		uint8_t *base = commit_map_addr(m);
 		size_t np = ARG(1), k = ARG(2);

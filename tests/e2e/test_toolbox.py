@@ -360,7 +360,7 @@ def test_dumpfs_shows_every_superblock_and_the_geometry(volume_factory):
     assert d["free_space"]["free_vpns"] + d["free_space"]["used_vpns"] \
         == g["vpns"]
     assert d["features"]["incompat"] == ["sealed_journal", "meta_zone",
-                                         "xattr_run"]
+                                         "xattr_run", "staged_sync"]
     # the metadata zone: whole chunks of rows, and how full it is
     assert g["zone_vpns"] % (2 * 16) == 0 and g["zone_vpns"] > 0
     assert g["zone_rows"] == g["zone_vpns"] // 2

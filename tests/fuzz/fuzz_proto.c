@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* fuzz_proto.c -- fuzz the libcommit message decoders (libcommit/proto.h) */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(p, data, size);
 	if (commit_hdr_decode(p, size, &h) == 0 &&
-	    (h.magic != COMMIT_PROTO_MAGIC || h.len > COMMIT_MSG_MAX))
+	    (h.magic != COMMIT_PROTO_MAGIC || h.len > COMMIT_MSG_MAX ||
+	     h.type < COMMIT_MSG_MAP || h.type > COMMIT_MSG_STAGE))
 		abort();
 	if (size >= 16) {
 		size_t n = size - 16;
@@ -114,14 +116,15 @@ static uint64_t next(void)
 	return rng;
 }
 
-static size_t seed_commit(uint8_t *b)
+/* A COMMIT, or a STAGE (same payload: a piece of a large sync). */
+static size_t seed_commit(uint8_t *b, uint16_t type)
 {
 	struct commit_hdr h;
 	struct commit_commit_req q = { 2, 0 };
 	struct commit_run r[2] = { { 4096, 64, 0 }, { 8192 + 128, 128, 0 } };
 	size_t n = sizeof(q) + sizeof(r) + 192;
 
-	commit_hdr_encode(&h, COMMIT_MSG_COMMIT, (uint32_t)n, 1);
+	commit_hdr_encode(&h, type, (uint32_t)n, 1);
 	memcpy(b, &h, 16);
 	memcpy(b + 16, &q, sizeof(q));
 	memcpy(b + 16 + sizeof(q), r, sizeof(r));
@@ -150,13 +153,23 @@ static size_t seed_rep(uint8_t *b)
 int main(int argc, char **argv)
 {
 	unsigned long iters = argc > 1 ? strtoul(argv[1], NULL, 0) : 300000;
-	uint8_t seed[2][1024], buf[1100];
-	size_t sn[2] = { seed_commit(seed[0]), seed_rep(seed[1]) };
+	uint8_t seed[3][1024], buf[1100];
+	size_t sn[3] = { seed_commit(seed[0], COMMIT_MSG_COMMIT),
+			 seed_rep(seed[1]),
+			 seed_commit(seed[2], COMMIT_MSG_STAGE) };
+	struct commit_hdr h;
 
-	for (int s = 0; s < 2; s++)
+	/* Every message type decodes, and one past the last does not. */
+	commit_hdr_encode(&h, COMMIT_MSG_STAGE, 0, 1);
+	if (commit_hdr_decode(&h, sizeof(h), &h) != 0)
+		abort();
+	commit_hdr_encode(&h, COMMIT_MSG_STAGE + 1, 0, 1);
+	if (commit_hdr_decode(&h, sizeof(h), &h) != -EBADMSG)
+		abort();
+	for (int s = 0; s < 3; s++)
 		LLVMFuzzerTestOneInput(seed[s], sn[s]);
 	for (unsigned long i = 0; i < iters; i++) {
-		int s = (int)(next() % 2);
+		int s = (int)(next() % 3);
 		size_t n = sn[s];
 		unsigned flips = 1 + (unsigned)(next() % 8);
 

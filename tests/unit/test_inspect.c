@@ -63,7 +63,8 @@ static void test_super_fields(void)
 		CHECK_EQ(get(&s[0], "generation")->u, in.generation);
 		CHECK(!strcmp(get(&s[0], "state")->str, "clean"));
 		CHECK(!strcmp(get(&s[0], "incompat")->str,
-			      "sealed_journal,meta_zone,xattr_run"));
+			      "sealed_journal,meta_zone,xattr_run,"
+			      "staged_sync"));
 		for (unsigned i = 0; i < s[0].n; i++)
 			CHECK(s[0].f[i].u == s[1].f[i].u &&
 			      !strcmp(s[0].f[i].str, s[1].f[i].str));
