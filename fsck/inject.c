@@ -203,8 +203,6 @@ static bool class_fits(enum target t, uint8_t c)
 		return c == DG_PC_XATTR;
 	case T_ALLOC:
 		return c == DG_PC_ROOT || c == DG_PC_BITMAP;
-	case T_XATTR:
-		return c == DG_PC_XATTR;
 	default:
 		return c != DG_PC_FREE;
 	}

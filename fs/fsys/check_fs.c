@@ -367,7 +367,7 @@ static void lose_xattrs(struct walk *w, uint64_t ino)
 	uint64_t vpn = wi->d.xattr_vpn;
 	struct dg_chk_event ev;
 
-	ev_init(&ev, DG_CHK_XATTRS_LOST, "xattr");
+	dg_chk_event_init(&ev, DG_CHK_XATTRS_LOST, "xattr");
 	ev_vpn(w, &ev, vpn);
 	ev.ino = ino;
 	snprintf(ev.detail, sizeof(ev.detail), "inode %llu: extended "
