@@ -60,7 +60,8 @@ void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n);
 void cm_region_enter(struct cm_region *r);
 void cm_region_leave(struct cm_region *r);
 /* Wait until no fault handler is between a claim and its listing
- * (for a sync after an overflow, with the region held). */
+ * (for a sync after an overflow, with the region held, before it takes
+ * the list). */
 void cm_region_drain(struct cm_region *r);
 /* Stop tracking page by page: mark every page dirty and make the whole
  * region writable (merging its VMAs, so this needs no new one). Safe in

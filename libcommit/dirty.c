@@ -320,8 +320,9 @@ void cm_region_leave(struct cm_region *r)
  * escalation write-protects the whole range and then diffs and drops
  * every private copy in it: such a late mprotect would make a page
  * writable between the diff and the drop, and its stores would be
- * dropped. So that sync first waits for those claims to finish; no new
- * one can succeed while every bit is set.
+ * dropped. So that sync first waits for those claims to finish, before
+ * it takes the list (so that it takes their pages too); no new one can
+ * succeed while every bit is set.
  */
 void cm_region_drain(struct cm_region *r)
 {
