@@ -783,6 +783,17 @@ static int take_pages(struct commit_map *m, size_t p0, size_t p1, bool *ov,
 	ssize_t k;
 	int ret;
 
+	/* Every bit is set since the overflow: once the claims made
+	 * before it are listed, nothing lists a page of the range or makes
+	 * one writable until clean(). Wait for them before taking the
+	 * list, not after: a page such a claim listed after the take would
+	 * stay on the list while clean() cleared its bit, and the next sync
+	 * would take it with no bit set, so a store could claim it again
+	 * and make it writable under that sync's diff (EAGAIN) or after
+	 * it, before the drop (the store lost). The sync holds the gate:
+	 * no overflow starts or ends between this test and the take. */
+	if (atomic_load(&r->overflow))
+		cm_region_drain(r);
 	*n = cm_region_take(r, p0, p1, m->take);
 	*ov = p0 == 0 && p1 == r->npages ? atomic_exchange(&r->overflow, false)
 					 : atomic_load(&r->overflow);
@@ -793,10 +804,6 @@ static int take_pages(struct commit_map *m, size_t p0, size_t p1, bool *ov,
 	scan = r->uffd >= 0 && !(p0 == 0 && p1 == r->npages
 					 ? atomic_exchange(&r->uffd_failed, false)
 					 : atomic_load(&r->uffd_failed));
-	/* Every bit is set since the overflow: once the claims made
-	 * before it are listed, nothing makes a page of the range
-	 * writable until clean(). */
-	cm_region_drain(r);
 	if (scan) {
 		/* One call for the range: it merges VMAs, never splits. */
 		ret = mprotect((uint8_t *)r->base + p0 * CM_PAGE,

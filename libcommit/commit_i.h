@@ -33,6 +33,9 @@ struct cm_region {
 	 * (cm_region_enter(); the handler only tries, and retries the
 	 * store when it is held). */
 	atomic_bool busy;
+	/* A handler found the region past the threshold while busy was
+	 * held: the holder escalates as it lets go (cm_region_leave()). */
+	atomic_bool escalate_wanted;
 	/* Fault handlers between a claim and the listing of its pages. */
 	atomic_uint claimers;
 	/* userfaultfd write-protect (asynchronous) over the region, and
@@ -56,11 +59,13 @@ size_t cm_region_take(struct cm_region *r, size_t p0, size_t p1,
 /* Put pages back on the dirty list (a failed sync). */
 void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n);
 void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n);
-/* Hold the region against escalations (and other syncs) for a sync. */
+/* Hold the region against escalations (and other syncs) for a sync.
+ * Leaving carries out an escalation a handler asked for meanwhile. */
 void cm_region_enter(struct cm_region *r);
 void cm_region_leave(struct cm_region *r);
 /* Wait until no fault handler is between a claim and its listing
- * (for a sync after an overflow, with the region held). */
+ * (for a sync after an overflow, with the region held, before it takes
+ * the list). */
 void cm_region_drain(struct cm_region *r);
 /* Stop tracking page by page: mark every page dirty and make the whole
  * region writable (merging its VMAs, so this needs no new one). Safe in

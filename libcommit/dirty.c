@@ -62,8 +62,7 @@ struct pm_scan_arg {
 #endif
 
 /* Escalate once a region has this many dirty pages (128 measured
- * best). LIBCOMMIT_ESCALATE=N sets it for tests, which need a round to
- * escalate every time, not only on a loaded machine. */
+ * best). LIBCOMMIT_ESCALATE=N sets it for tests, whose maps are small. */
 #define ESCALATE 128
 static size_t escalate_at = ESCALATE;
 
@@ -134,8 +133,14 @@ static size_t claim_run(struct cm_region *r, size_t pg)
 /*
  * Stop tracking page by page (cm_region_overflow()) unless a sync or
  * another escalation runs: the gate keeps all three apart. Returns 0
- * (done), -EBUSY (the gate was held: the store retries, and finds the
- * region writable or a sync that will end) or the overflow's error.
+ * (done), -EBUSY (the gate was held) or the overflow's error (> 0).
+ * After -EBUSY, a store whose mprotect failed retries; one past the
+ * threshold has already been listed, so it asks the holder to escalate
+ * as it leaves (cm_region_leave()). It cannot wait for a later fault to
+ * try again: the list reaches the threshold almost only while a sync
+ * holds the gate (between syncs each sync takes it), so a program that
+ * syncs in a loop would escalate only when a fault fell in the
+ * instant between two syncs, and some runs never did.
  *
  * Why a gate and not a flag checked first (issue 19, stores lost under
  * load): an escalation that had found no sync running made the whole
@@ -153,6 +158,7 @@ static int escalate(struct cm_region *r)
 
 	if (!atomic_compare_exchange_strong(&r->busy, &idle, true))
 		return -EBUSY;
+	atomic_store(&r->escalate_wanted, false);
 	ret = cm_region_overflow(r);
 	atomic_store(&r->busy, false);
 	return ret < 0 ? 1 : 0;
@@ -208,9 +214,14 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 				unlock(r);
 				atomic_fetch_sub(&r->claimers, 1);
 				/* Enough pages for the scan to be cheaper than
-				 * a VMA each: let the kernel track them. */
-				if (n >= escalate_at && r->uffd >= 0)
+				 * a VMA each: let the kernel track them, now
+				 * or, if a sync holds the gate, when it ends.
+				 * Asked first: a holder that lets go between
+				 * the two has the gate free for escalate(). */
+				if (n >= escalate_at && r->uffd >= 0) {
+					atomic_store(&r->escalate_wanted, true);
 					(void)escalate(r);
+				}
 			}
 			/* else: another thread is making it writable, or a
 			 * sync holds it; the store retries until done,
@@ -309,8 +320,26 @@ void cm_region_enter(struct cm_region *r)
 	}
 }
 
+/*
+ * Let go of the region; first escalate if a handler found it past the
+ * threshold meanwhile and it still is (a sync that took the pages after
+ * that has brought it back under). The holder escalating is as if the
+ * handler had taken the gate right after it: the same state, the same
+ * call. Its error is not the sync's: cm_region_overflow() makes pages
+ * writable with one mprotect over the whole region, which needs no new
+ * VMA (untake() ignores it likewise).
+ */
 void cm_region_leave(struct cm_region *r)
 {
+	if (atomic_exchange(&r->escalate_wanted, false)) {
+		size_t n;
+
+		lock(r);
+		n = r->nlist;
+		unlock(r);
+		if (n >= escalate_at && r->uffd >= 0)
+			(void)cm_region_overflow(r);
+	}
 	atomic_store(&r->busy, false);
 }
 
@@ -320,8 +349,9 @@ void cm_region_leave(struct cm_region *r)
  * escalation write-protects the whole range and then diffs and drops
  * every private copy in it: such a late mprotect would make a page
  * writable between the diff and the drop, and its stores would be
- * dropped. So that sync first waits for those claims to finish; no new
- * one can succeed while every bit is set.
+ * dropped. So that sync first waits for those claims to finish, before
+ * it takes the list (so that it takes their pages too); no new one can
+ * succeed while every bit is set.
  */
 void cm_region_drain(struct cm_region *r)
 {
