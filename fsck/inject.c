@@ -374,7 +374,7 @@ static int pick1(struct inj *s, enum target t, bool need_nonzero,
 		return s->devpath[o->dev] ? 0 : -ENOENT;
 	case T_JOURNAL: {
 		bool newest = false;
-		unsigned c = (unsigned)rndn(2);
+		unsigned c = (unsigned)rndn(dg_jrnl_ncopies(s->vol));
 
 		/* The newest header slot: the live part of the journal. */
 		for (unsigned sl = 0; sl < 2; sl++) {
@@ -489,7 +489,7 @@ static void do_misdirect(struct inj *s, enum target what, const struct tgt *t)
 
 			/* The other header slot of the same copy. */
 			from = *t;
-			for (unsigned c = 0; c < 2; c++)
+			for (unsigned c = 0; c < dg_jrnl_ncopies(s->vol); c++)
 				for (unsigned sl = 0; sl < 2; sl++) {
 					unsigned d;
 					uint64_t p;

@@ -51,10 +51,10 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 	repair = repair && !vol->read_only;
 	for (unsigned s = 0; s < 2; s++) {
 		const unsigned n = dg_jrnl_ncopies(vol);
-		struct dg_djhead h[DG_MAX_PARITY + 1];
-		unsigned dev[DG_MAX_PARITY + 1];
-		uint64_t off[DG_MAX_PARITY + 1];
-		int st[DG_MAX_PARITY + 1], best = -1;
+		struct dg_djhead h[DG_MAX_JCOPIES];
+		unsigned dev[DG_MAX_JCOPIES];
+		uint64_t off[DG_MAX_JCOPIES];
+		int st[DG_MAX_JCOPIES], best = -1;
 
 		/* The copy of this slot with the highest hseq that verifies
 		 * is the slot; the others are stale, missing or damaged. */

@@ -185,6 +185,7 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	zone = o->no_meta_zone ? 0
 			       : dg_geom_zone_chunks(dev_pages, cp, ndev,
 						     o->parity, o->meta_size);
+	sb->incompat = DG_FEAT_INCOMPAT_JOURNAL_COPIES; /* the layout's */
 	dg_geom_layout(sb, dev_pages, cp, ndev, o->parity, zone);
 	if (sb->rows < 2ull * cp) {
 		dg_log(DG_LOG_ERR, "devices of %llu bytes are too small for "
@@ -205,7 +206,8 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 					 : DG_FEAT_INCOMPAT_SEALED_JOURNAL) |
 		       (zone ? DG_FEAT_INCOMPAT_META_ZONE : 0) |
 		       DG_FEAT_INCOMPAT_XATTR_RUN |
-		       DG_FEAT_INCOMPAT_STAGED_SYNC;
+		       DG_FEAT_INCOMPAT_STAGED_SYNC |
+		       DG_FEAT_INCOMPAT_JOURNAL_COPIES;
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else

@@ -118,6 +118,7 @@
 #define DG_LINE_SIZE	  64u /* cache line: unit of parity deltas */
 #define DG_MAX_DEVS	  16u
 #define DG_MAX_PARITY	  2u
+#define DG_MAX_JCOPIES	  (DG_MAX_PARITY + 2) /* journal copies, jrnl_devs */
 #define DG_CSUMS_PER_PAGE (DG_PAGE_SIZE / 8 - 2)
 #define DG_CSUM_NONE	  0ull
 #define DG_JALIGN	  64u
@@ -150,10 +151,18 @@
  * the mount finishes: a reader that does not know it would free the
  * stage as an orphan and leave the file half old, half new. */
 #define DG_FEAT_INCOMPAT_STAGED_SYNC (1ull << 4)
+/* The journal has min(parity + 2, ndev) copies (jrnl_devs), as checksum
+ * pages have, instead of parity + 1: devices beyond parity that all lose
+ * their last header writes then still leave the newest header on a copy,
+ * so recovery cannot redo retired entries over newer data. A reader that
+ * does not know it would keep only parity + 1 copies current and let the
+ * last one go stale behind its back. Set by mkfs on every new volume; a
+ * volume made without it keeps parity + 1 copies. */
+#define DG_FEAT_INCOMPAT_JOURNAL_COPIES (1ull << 5)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
-	 DG_FEAT_INCOMPAT_STAGED_SYNC)
+	 DG_FEAT_INCOMPAT_STAGED_SYNC | DG_FEAT_INCOMPAT_JOURNAL_COPIES)
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -186,7 +195,8 @@ struct dg_dsuper {
 	uint64_t dev_pages;	  /* pages per device that the volume uses */
 	uint64_t generation;	  /* bumped at every open for writing */
 	uint32_t state;		  /* DG_STATE_* */
-	uint32_t jrnl_devs;	  /* devices that carry a journal copy */
+	uint32_t jrnl_devs;	  /* devices that carry a journal copy:
+				   * 0 .. jrnl_devs - 1 (JOURNAL_COPIES) */
 	uint64_t jrnl_start;	  /* first page of the journal area */
 	uint64_t jrnl_pages;	  /* pages in the journal area */
 	uint64_t csum_start;	  /* first checksum page */

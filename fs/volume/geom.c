@@ -115,13 +115,36 @@ void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
 }
 
 /*
+ * Journal copies, on devices 0 .. n - 1. A stale or lost header on every
+ * copy sends recovery back to entries long retired, and it redoes them
+ * over newer data with their old checksums: old bytes that verify. So,
+ * as checksum pages: parity + 2 copies where there are that many devices
+ * (DG_FEAT_INCOMPAT_JOURNAL_COPIES), and even parity + 1 devices that
+ * all lose their last header writes leave the newest header on another
+ * copy (docs/integrity.md). Volumes made without the flag keep parity + 1
+ * (no fault parity covers takes every header). Never fewer than 2 on more
+ * than one device; one device holds two halves (dg_jrnl_loc()).
+ */
+uint32_t dg_geom_jrnl_devs(uint32_t ndev, uint32_t parity, uint64_t incompat)
+{
+	uint32_t n = parity + 1;
+
+	if (ndev == 1)
+		return 1;
+	if (incompat & DG_FEAT_INCOMPAT_JOURNAL_COPIES)
+		n = parity + 2 < ndev ? parity + 2 : ndev;
+	return n > 2 ? n : 2;
+}
+
+/*
  * Lay out a device of dev_pages pages: supers at both ends, the journal,
  * checksum and ditto regions, then as many whole chunks of rows as fit.
  * zone_chunks 0 is the layout of a volume without a metadata zone
  * (ditto copies of the root and bitmap only, addressed by vpn); else the
  * zone is zone_chunks chunks of rows and the ditto region holds
  * ditto_copies pages per zone row (format.h). Leaves sb->rows == 0 if
- * nothing fits.
+ * nothing fits. The journal copies follow the JOURNAL_COPIES flag in
+ * sb->incompat as the caller set it (dg_geom_jrnl_devs()).
  */
 void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity,
@@ -150,10 +173,7 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 	sb->dev_count = ndev;
 	sb->parity = parity;
 	sb->chunk_pages = chunk_pages;
-	/* parity + 1 journal copies (never fewer than 2): a stale or lost
-	 * header on every copy could send recovery back to entries long
-	 * retired, so no fault parity covers may take them all. */
-	sb->jrnl_devs = ndev == 1 ? 1 : parity + 1 > 2 ? parity + 1 : 2;
+	sb->jrnl_devs = dg_geom_jrnl_devs(ndev, parity, sb->incompat);
 	sb->csum_copies = copies;
 	/* Enough map bits for a checksum page per DG_CSUMS_PER_PAGE pages
 	 * of the whole device, more than the rows will need. */

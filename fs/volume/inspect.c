@@ -48,6 +48,7 @@ static const struct {
 	{ 2, DG_FEAT_INCOMPAT_META_ZONE, "meta_zone" },
 	{ 2, DG_FEAT_INCOMPAT_XATTR_RUN, "xattr_run" },
 	{ 2, DG_FEAT_INCOMPAT_STAGED_SYNC, "staged_sync" },
+	{ 2, DG_FEAT_INCOMPAT_JOURNAL_COPIES, "journal_copies" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)
@@ -258,14 +259,16 @@ void dg_inspect_journal(struct dg_vol *vol, dg_field_fn fn, void *arg)
 
 	pthread_mutex_lock(&j->lock);
 	put(fn, arg, "copies", DG_FIELD_UINT, j->ncopies, NULL);
-	for (unsigned c = 0; c < j->ncopies && c < 3; c++) {
+	for (unsigned c = 0; c < j->ncopies && c < DG_MAX_JCOPIES; c++) {
 		/* Field names outlive the call: static strings. */
-		static const char *const dev_name[] = { "copy0_device",
-							"copy1_device",
-							"copy2_device" };
-		static const char *const start_name[] = { "copy0_start",
-							  "copy1_start",
-							  "copy2_start" };
+		static const char *const dev_name[DG_MAX_JCOPIES] = {
+			"copy0_device", "copy1_device", "copy2_device",
+			"copy3_device"
+		};
+		static const char *const start_name[DG_MAX_JCOPIES] = {
+			"copy0_start", "copy1_start", "copy2_start",
+			"copy3_start"
+		};
 
 		put(fn, arg, dev_name[c], DG_FIELD_UINT, j->dev[c],
 		    vol->devs[j->dev[c]].present ? "present" : "missing");

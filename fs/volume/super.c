@@ -34,6 +34,7 @@ static bool layout_ok(const struct dg_dsuper *s)
 	    (s->ditto_pages == 0 ||
 	     s->ditto_pages % ((s->dev_count - s->parity) * s->chunk_pages)))
 		return false;
+	g.incompat = s->incompat; /* which journal geometry */
 	dg_geom_layout(&g, s->dev_pages, s->chunk_pages, s->dev_count,
 		       s->parity, dg_sb_zone_chunks(s));
 	return g.rows && g.rows == s->rows && g.jrnl_start == s->jrnl_start &&

@@ -424,8 +424,10 @@ unsigned dg_row_parity_dev(struct dg_vol *vol, uint64_t row, unsigned j);
 void dg_csum_loc(struct dg_vol *vol, unsigned dev, uint64_t row,
 		 unsigned copy, unsigned *cdev, uint64_t *page, uint32_t *byte);
 unsigned dg_vol_csum_copies(struct dg_vol *vol);
-/* Device-relative pages of the journal copy i (0 or 1). */
-/* Copies of the journal (parity + 1, at least 2). */
+/* Copies of the journal: jrnl_devs (min(parity + 2, ndev) on a volume
+ * with DG_FEAT_INCOMPAT_JOURNAL_COPIES, else parity + 1; at least 2), two
+ * halves of the one device on a one-device volume. dg_jrnl_loc(): the
+ * device and device-relative pages of copy i. */
 unsigned dg_jrnl_ncopies(const struct dg_vol *vol);
 void dg_jrnl_loc(struct dg_vol *vol, unsigned copy, unsigned *dev,
 		 uint64_t *start, uint64_t *pages);

@@ -41,8 +41,8 @@ struct dg_journal {
 	unsigned npend, pend_cap, pend_first;
 	pthread_cond_t cond;	/* signalled when an entry completes */
 	unsigned ncopies;
-	unsigned dev[DG_MAX_PARITY + 1];	/* device of each copy */
-	uint64_t start[DG_MAX_PARITY + 1];	/* first page of each copy */
+	unsigned dev[DG_MAX_JCOPIES];	/* device of each copy */
+	uint64_t start[DG_MAX_JCOPIES];	/* first page of each copy */
 };
 
 struct dg_vol {
@@ -137,6 +137,7 @@ unsigned dg_cpage_copy_dev(const struct dg_vol *vol, unsigned owner,
 uint64_t dg_cpage_copy_page(const struct dg_vol *vol, uint64_t index,
 			    unsigned copy);
 /* zone_chunks 0: the layout without a metadata zone (format.h). */
+uint32_t dg_geom_jrnl_devs(uint32_t ndev, uint32_t parity, uint64_t incompat);
 void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity,
 		    uint64_t zone_chunks);

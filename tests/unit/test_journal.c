@@ -5,6 +5,7 @@
 
 #include "csum.h"
 #include "harness.h"
+#include "super.h"
 
 /*
  * A child process opens the volume, appends one entry and dies without
@@ -19,8 +20,9 @@
 #define PART_LEN  300u
 
 struct where {
-	unsigned dev[2];
-	uint64_t entry_off[2];	/* byte offset of the entry on dev[c] */
+	unsigned n;			/* journal copies */
+	unsigned dev[DG_MAX_JCOPIES];
+	uint64_t entry_off[DG_MAX_JCOPIES]; /* of the entry on dev[c] */
 };
 
 static void fill(uint8_t *whole, uint8_t *part)
@@ -39,7 +41,8 @@ static bool next_entry_at(struct tvol *tv, struct where *w)
 
 	if (!vol)
 		return false;
-	for (unsigned c = 0; c < 2; c++) {
+	w->n = dg_jrnl_ncopies(vol);
+	for (unsigned c = 0; c < w->n; c++) {
 		w->dev[c] = vol->jrnl.dev[c];
 		w->entry_off[c] = (vol->jrnl.start[c] << DG_PAGE_SHIFT) +
 				  vol->jrnl.log_off + vol->jrnl.head_off;
@@ -161,7 +164,7 @@ static void crash_case(const char *tag, bool no_redundancy, bool sealed,
 		  no_redundancy);
 	REQUIRE(next_entry_at(&tv, &w));
 	REQUIRE(run_child(&tv, sealed));
-	for (unsigned c = 0; c < 2; c++)
+	for (unsigned c = 0; c < w.n; c++)
 		if (damage_mask & (1u << c))
 			damage_sealed_bytes(&tv, &w, c);
 	if (want == CORRUPT)
@@ -185,16 +188,16 @@ static void test_sealed_damaged_in_one_copy(void)
 	crash_case("seal1", false, true, 1, APPLIED);
 }
 
-/* Damaged in both copies (a torn append): the entry is not committed. */
+/* Damaged in every copy (a torn append): the entry is not committed. */
 static void test_sealed_damaged_in_both(void)
 {
-	crash_case("seal2", false, true, 3, DROPPED);
+	crash_case("seal2", false, true, ~0u, DROPPED);
 }
 
 /* Unsealed, the same damage is caught by the entry checksum. */
 static void test_unsealed_damaged_in_both(void)
 {
-	crash_case("seal3", false, false, 3, DROPPED);
+	crash_case("seal3", false, false, ~0u, DROPPED);
 }
 
 /* Without checksums (--redundancy none) nothing seals, so a committed
@@ -234,6 +237,130 @@ static void test_apply_seals_whole_pages(void)
 	tvol_cleanup(&tv);
 }
 
+/* ---- journal copies beyond parity (DG_FEAT_INCOMPAT_JOURNAL_COPIES) -- */
+
+/* Make a volume made before the flag of tv: parity + 1 journal copies,
+ * both superblocks of every device re-sealed. */
+static void make_legacy(struct tvol *tv, unsigned parity, uint64_t size)
+{
+	struct dg_dsuper *s = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+
+	if (!s)
+		abort();
+	for (unsigned d = 0; d < tv->ndev; d++)
+		for (unsigned b = 0; b < 2; b++) {
+			uint64_t off = b ? size - DG_PAGE_SIZE : 0;
+
+			tvol_peek(tv, d, off, s, DG_PAGE_SIZE);
+			if (dg_dsuper_decode(s, s) != 0)
+				abort();
+			s->incompat &= ~DG_FEAT_INCOMPAT_JOURNAL_COPIES;
+			s->jrnl_devs = parity + 1 > 2 ? parity + 1 : 2;
+			dg_dsuper_seal(s);
+			tvol_poke(tv, d, off, s, DG_PAGE_SIZE);
+		}
+	free(s);
+}
+
+/*
+ * The devices of journal copies 0 .. parity lose every journal write
+ * after an entry was appended (a crash kept it live): the header that
+ * retired it, and the entry of a later update of the same page. The
+ * entry is then live on all of them, at the offset and sequence number
+ * their stale header expects. With parity + 2 copies the last copy keeps
+ * the newest header: nothing is replayed and the page keeps the later
+ * bytes. With parity + 1 (legacy) every copy lags, the retired entry is
+ * replayed with its checksum, and the old bytes verify: the limit the
+ * flag removes (docs/integrity.md).
+ */
+static void lost_headers_case(const char *tag, unsigned ndev,
+			      unsigned parity, bool legacy)
+{
+	const uint64_t size = 32u << 20;
+	uint8_t whole[DG_PAGE_SIZE], part[PART_LEN], buf[DG_PAGE_SIZE];
+	uint8_t newer[DG_PAGE_SIZE];
+	uint64_t jstart, jbytes, counts[DG_FAULT_NR];
+	uint8_t *saved[DG_MAX_PARITY + 1] = { NULL };
+	struct dg_range r = { .vpn = VPN_WHOLE, .len = DG_PAGE_SIZE,
+			      .data = newer };
+	struct tvol tv;
+	struct where w;
+	struct dg_vol *vol;
+
+	tvol_make(&tv, tag, ndev, parity, size, false);
+	if (legacy)
+		make_legacy(&tv, parity, size);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	if (legacy) {
+		CHECK(!(vol->sb.incompat & DG_FEAT_INCOMPAT_JOURNAL_COPIES));
+		CHECK_EQ(dg_jrnl_ncopies(vol), parity + 1 > 2 ? parity + 1 : 2);
+	} else {
+		CHECK(vol->sb.incompat & DG_FEAT_INCOMPAT_JOURNAL_COPIES);
+		CHECK_EQ(dg_jrnl_ncopies(vol), parity + 2);
+	}
+	for (unsigned c = 0; c < dg_jrnl_ncopies(vol); c++)
+		CHECK_EQ(vol->jrnl.dev[c], c);
+	jstart = vol->sb.jrnl_start << DG_PAGE_SHIFT;
+	jbytes = vol->sb.jrnl_pages << DG_PAGE_SHIFT;
+	dg_vol_close(vol);
+
+	REQUIRE(next_entry_at(&tv, &w));
+	REQUIRE(run_child(&tv, true));
+	/* What devices 0 .. parity keep: the entry live. */
+	for (unsigned d = 0; d <= parity; d++) {
+		saved[d] = malloc(jbytes);
+		REQUIRE(saved[d]);
+		tvol_peek(&tv, d, jstart, saved[d], jbytes);
+	}
+	/* The open redoes and retires it; a later update of the page. */
+	memset(newer, 0xb5, sizeof(newer));
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(dg_apply(vol, &r, 1), 0);
+	dg_vol_close(vol);
+	for (unsigned d = 0; d <= parity; d++) {
+		tvol_poke(&tv, d, jstart, saved[d], jbytes);
+		free(saved[d]);
+	}
+
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	fill(whole, part);
+	CHECK_EQ(dg_read(vol, VPN_WHOLE, 1, buf), 0);
+	if (legacy) {
+		CHECK(!memcmp(buf, whole, sizeof(buf)));
+	} else {
+		CHECK(!memcmp(buf, newer, sizeof(buf)));
+		CHECK(!dg_journal_dirty(vol));
+	}
+	dg_vol_fault_counts(vol, counts);
+	CHECK_EQ(counts[DG_FAULT_DETECTED], 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+static void test_lost_headers_p1(void)
+{
+	lost_headers_case("jlost1", 4, 1, false);
+}
+
+static void test_lost_headers_p2(void)
+{
+	lost_headers_case("jlost2", 5, 2, false);
+}
+
+/* Three devices: parity + 2 copies is every device. */
+static void test_lost_headers_p1_three_devices(void)
+{
+	lost_headers_case("jlost3", 3, 1, false);
+}
+
+static void test_lost_headers_legacy(void)
+{
+	lost_headers_case("jlost4", 4, 1, true);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -244,6 +371,11 @@ int main(int argc, char **argv)
 		{ "no_seal_without_redundancy",
 		  test_no_seal_without_redundancy },
 		{ "apply_seals_whole_pages", test_apply_seals_whole_pages },
+		{ "lost_headers_p1", test_lost_headers_p1 },
+		{ "lost_headers_p2", test_lost_headers_p2 },
+		{ "lost_headers_p1_three_devices",
+		  test_lost_headers_p1_three_devices },
+		{ "lost_headers_legacy", test_lost_headers_legacy },
 		{ NULL, NULL },
 	};
 

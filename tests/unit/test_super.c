@@ -957,6 +957,55 @@ static void test_super_known_answer(void)
 	free(s);
 }
 
+/* Journal copies: parity + 2 where there are that many devices on a
+ * volume with JOURNAL_COPIES (as checksum pages), parity + 1 on one made
+ * without it; a superblock whose jrnl_devs does not match its flag does
+ * not decode. */
+static void test_journal_copies_geometry(void)
+{
+	static const struct { unsigned ndev, parity, wide, legacy; } t[] = {
+		{ 1, 0, 1, 1 }, { 2, 0, 2, 2 }, { 4, 0, 2, 2 },
+		{ 2, 1, 2, 2 }, { 3, 1, 3, 2 }, { 4, 1, 3, 2 },
+		{ 16, 1, 3, 2 }, { 3, 2, 3, 3 }, { 4, 2, 4, 3 },
+		{ 5, 2, 4, 3 }, { 16, 2, 4, 3 },
+	};
+	struct dg_dsuper *s = aligned_alloc(PG, PG), out;
+
+	REQUIRE(s);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		CHECK_EQ(dg_geom_jrnl_devs(t[i].ndev, t[i].parity,
+					   DG_FEAT_INCOMPAT_JOURNAL_COPIES),
+			 t[i].wide);
+		CHECK_EQ(dg_geom_jrnl_devs(t[i].ndev, t[i].parity, 0),
+			 t[i].legacy);
+		CHECK(t[i].wide <= DG_MAX_JCOPIES);
+	}
+	memset(s, 0, PG);
+	s->magic = DG_SUPER_MAGIC;
+	s->version = DG_FORMAT_VERSION;
+	s->dev_count = 4;
+	s->parity = 1;
+	s->chunk_pages = 256;
+	s->incompat = DG_FEAT_INCOMPAT_JOURNAL_COPIES;
+	dg_geom_layout(s, 4096, 256, 4, 1, 0);
+	CHECK_EQ(s->jrnl_devs, 3);
+	/* The journal copies change no other field of the layout. */
+	CHECK_EQ(s->rows, 2816);
+	CHECK_EQ(s->data_start, 1047);
+	dg_dsuper_seal(s);
+	CHECK_EQ(dg_dsuper_decode(s, &out), 0);
+	s->jrnl_devs = 2;
+	dg_dsuper_seal(s);
+	CHECK_EQ(dg_dsuper_decode(s, &out), -EUCLEAN);
+	s->incompat = 0;
+	dg_dsuper_seal(s);
+	CHECK_EQ(dg_dsuper_decode(s, &out), 0);
+	s->jrnl_devs = 3;
+	dg_dsuper_seal(s);
+	CHECK_EQ(dg_dsuper_decode(s, &out), -EUCLEAN);
+	free(s);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -975,6 +1024,7 @@ int main(int argc, char **argv)
 		{ "bad_sets", test_bad_sets },
 		{ "format_refuses", test_format_refuses },
 		{ "super_known_answer", test_super_known_answer },
+		{ "journal_copies_geometry", test_journal_copies_geometry },
 		{ "format_refuse_no_grow", test_format_refuse_no_grow },
 		{ NULL, NULL },
 	};
