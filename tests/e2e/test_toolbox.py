@@ -360,7 +360,8 @@ def test_dumpfs_shows_every_superblock_and_the_geometry(volume_factory):
     assert d["free_space"]["free_vpns"] + d["free_space"]["used_vpns"] \
         == g["vpns"]
     assert d["features"]["incompat"] == ["sealed_journal", "meta_zone",
-                                         "xattr_run", "staged_sync"]
+                                         "xattr_run", "staged_sync",
+                                         "journal_copies"]
     # the metadata zone: whole chunks of rows, and how full it is
     assert g["zone_vpns"] % (2 * 16) == 0 and g["zone_vpns"] > 0
     assert g["zone_rows"] == g["zone_vpns"] // 2
@@ -379,6 +380,9 @@ def test_dumpfs_shows_every_superblock_and_the_geometry(volume_factory):
     j = d["journal"]
     assert j["live_entries"] == 0 and j["entries"] == []
     assert {h["status"] for h in j["headers"]} <= {"valid", "absent"}
+    # parity + 2 journal copies: here every device (journal_copies)
+    assert j["copies"] == 3 and len(j["headers"]) == 6
+    assert [j[f"copy{c}_device"] for c in range(3)] == [0, 1, 2]
     # The text form says the same.
     out = run([DUMPFS, *v.devs]).stdout
     assert "label 'dump-me'" in out and "same as the primary" in out
