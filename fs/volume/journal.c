@@ -487,7 +487,9 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 		dg_vol_log(vol, DG_LOG_WARNING,
 			   "journal header unreadable on every "
 			   "copy: starting an empty journal");
-		h.hseq = 0;
+		/* Above every header an earlier journal of the volume
+		 * wrote (as dg_journal_format()). */
+		h.hseq = vol->sb.generation << 40;
 		h.tail_off = 0;
 		h.tail_seq = 1;
 	}
@@ -727,5 +729,10 @@ void dg_journal_format(struct dg_vol *vol)
 	 * have used (each open's generation starts a new range), so an old
 	 * entry left on a stale device can never pass for a live one. */
 	j->tail_seq = (vol->sb.generation << 40) + 1;
+	/* The same for the header: the highest hseq over every copy wins
+	 * (read_head()), so a fresh journal's headers must outrank any an
+	 * older journal left on a device that comes back stale, or its old
+	 * tail would send recovery to old entries still on that copy. */
+	j->hseq = vol->sb.generation << 40;
 	write_head(vol);
 }

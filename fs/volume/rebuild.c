@@ -266,8 +266,9 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		b.target |= 1u << slot[s];
 	}
 	/* Checksum pages first, each copy on a rebuilt device from the
-	 * newest copy that verifies elsewhere (there are parity + 1 copies
-	 * on different devices, so one survives any loss parity covers);
+	 * newest copy that verifies elsewhere (there are at least parity
+	 * + 1 copies on different devices, so one survives any loss parity
+	 * covers);
 	 * then the init map, from the union loaded at open. */
 	vol->read_only = false;	/* the rebuilt devices are written now */
 	ret = rebuild_csum_copies(&b);
@@ -304,7 +305,7 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	vol->missing_mask = 0;
 	vol->degraded = false;
 	if (jfresh)
-		dg_journal_format(vol); /* both copies were lost */
+		dg_journal_format(vol); /* every copy was lost */
 	mem = aligned_alloc(DG_PAGE_SIZE, DG_MAX_DEVS * DG_PAGE_SIZE);
 	if (!mem) {
 		ret = -ENOMEM;

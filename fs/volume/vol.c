@@ -429,10 +429,10 @@ int dg_vol_open_observed(const char *const *paths, unsigned n,
 	ret = dg_journal_open(vol, !vol->read_only &&
 					   !(flags & DG_OPEN_NORECOVER));
 	if (ret == -ENXIO && vol->degraded) {
-		/* Both journal devices are gone (double parity): the data
-		 * stands as of the last checkpoint; a rebuild (fsck) writes
-		 * a fresh journal. */
-		dg_log(DG_LOG_WARNING, "both journal copies missing: "
+		/* Every journal device is gone: the data stands as of the
+		 * last checkpoint; a rebuild (fsck) writes a fresh
+		 * journal. */
+		dg_log(DG_LOG_WARNING, "every journal copy missing: "
 		       "unreplayed updates, if any, are lost");
 		ret = 0;
 	}
