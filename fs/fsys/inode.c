@@ -253,11 +253,9 @@ int dg_inode_destroy(struct dg_fs *fs, struct dg_txn *txn,
 	int ret;
 
 	ret = dg_ext_punch(fs, txn, ip, 0, UINT64_MAX / 2);
-	if (!ret && ip->d.xattr_vpn) {
-		/* The xattr page (xattr.c) goes with the inode. */
-		ip->d.blocks--;
-		ret = dg_free(txn, ip->d.xattr_vpn, 1);
-	}
+	/* The xattr run (xattr.c) goes with the inode. */
+	if (!ret)
+		ret = dg_xattr_drop(fs, txn, ip);
 	if (ret)
 		return ret;
 	ino_where(fs, ip->ino, &vpn, &off);

@@ -154,6 +154,37 @@ static void grow_move_shrink(void)
 	tvol_cleanup(&x.tv);
 }
 
+/* Unlinking the file frees its whole run, not only the first page (the
+ * bitmap then agrees with fsck: nothing leaks). */
+static void unlink_frees_run(void)
+{
+	static uint8_t big[20000];
+	uint64_t s = 11, before;
+	struct fx x;
+
+	REQUIRE(fx_make(&x, "xunlink"));
+	REQUIRE(dg_fs_unlink(x.fs, DG_ROOT_INO, "f") == 0);
+	before = free_pages(&x);
+	{
+		struct dg_attr a;
+
+		REQUIRE(dg_fs_mknod(x.fs, DG_ROOT_INO, "g", S_IFREG | 0644,
+				    0, 0, 0, &a) == 0);
+		x.ino = a.ino;
+	}
+	trand_fill(&s, big, sizeof(big));
+	REQUIRE(dg_fs_setxattr(x.fs, x.ino, "user.big", big, sizeof(big),
+			       0) == 0);
+	CHECK_EQ(dg_xattr_run_pages(&ip_of(&x)->d), 5);
+	REQUIRE(dg_fs_unlink(x.fs, DG_ROOT_INO, "g") == 0);
+	CHECK_EQ(free_pages(&x), before);
+	fx_close(&x);
+	REQUIRE(fx_open(&x));
+	CHECK_EQ(free_pages(&x), before);
+	fx_close(&x);
+	tvol_cleanup(&x.tv);
+}
+
 /* A volume made before DG_FEAT_INCOMPAT_XATTR_RUN keeps one page. */
 static void old_volume_one_page(void)
 {
@@ -237,6 +268,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{ "thousands", thousands },
 		{ "grow_move_shrink", grow_move_shrink },
+		{ "unlink_frees_run", unlink_frees_run },
 		{ "old_volume_one_page", old_volume_one_page },
 		{ "several_in_one_txn", several_in_one_txn },
 		{ "damaged_run", damaged_run },
