@@ -46,10 +46,12 @@ static const char help_text[] =
 static bool verbose_log;
 
 static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 {
 	/* Findings are reported by the passes; engine chatter only with -v. */
-	if (!verbose_log && level > DG_LOG_ERR)
-		return;
+	(void)level;
 	if (!verbose_log)
 		return;
 	fprintf(stderr, "fsck.daxguard: engine: ");

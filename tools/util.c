@@ -38,6 +38,9 @@ void tool_cleanup(void (*fn)(void))
 }
 
 static void vmessage(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
+
+static void vmessage(const char *fmt, va_list ap)
 {
 	fprintf(stderr, "%s: ", tool_prog);
 	vfprintf(stderr, fmt, ap);

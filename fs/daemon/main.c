@@ -84,6 +84,9 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_quiet;	/* a second look at the devices: said already */
 
 static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 {
 	static const char *const names[] = {
 		[DG_LOG_ERR] = "error",	    [DG_LOG_WARNING] = "warning",

@@ -24,6 +24,9 @@ bool dg_log_enabled(enum dg_log_level level)
 }
 
 static void vlog(dg_log_func func, enum dg_log_level level, const char *fmt,
+		 va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void vlog(dg_log_func func, enum dg_log_level level, const char *fmt,
 		 va_list ap)
 {
 	static const char *const names[] = {

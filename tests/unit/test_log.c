@@ -12,10 +12,16 @@ struct sink {
 static struct sink sinks[3];	/* a log func has no argument: one each */
 
 static void put(struct sink *s, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void put(struct sink *s, const char *fmt, va_list ap)
 {
 	s->n++;
 	vsnprintf(s->last, sizeof(s->last), fmt, ap);
 }
+
+static void sink_a(enum dg_log_level l, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 
 static void sink_a(enum dg_log_level l, const char *fmt, va_list ap)
 {
@@ -24,10 +30,16 @@ static void sink_a(enum dg_log_level l, const char *fmt, va_list ap)
 }
 
 static void sink_b(enum dg_log_level l, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void sink_b(enum dg_log_level l, const char *fmt, va_list ap)
 {
 	(void)l;
 	put(&sinks[1], fmt, ap);
 }
+
+static void sink_process(enum dg_log_level l, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 
 static void sink_process(enum dg_log_level l, const char *fmt, va_list ap)
 {
