@@ -118,7 +118,8 @@
 #define DG_LINE_SIZE	  64u /* cache line: unit of parity deltas */
 #define DG_MAX_DEVS	  16u
 #define DG_MAX_PARITY	  2u
-#define DG_MAX_JCOPIES	  (DG_MAX_PARITY + 2) /* journal copies, jrnl_devs */
+/* Journal copies at most (jrnl_devs). */
+#define DG_MAX_JCOPIES	  (DG_MAX_PARITY + 2)
 #define DG_CSUMS_PER_PAGE (DG_PAGE_SIZE / 8 - 2)
 #define DG_CSUM_NONE	  0ull
 #define DG_JALIGN	  64u
