@@ -101,3 +101,12 @@ def inject(devs, kind, target="any", seed=1, extra=(), check=True):
     if check and p.returncode != 0:
         raise AssertionError(f"inject failed: {' '.join(cmd)}\n{p.stderr}")
     return json.loads(p.stdout) if p.returncode == 0 else None, p
+
+
+def copy_of(g, volume_factory):
+    """A new volume (same geometry) whose images are sparse copies of
+    g's: one populated volume serves many destructive tests."""
+    v = volume_factory(ndev=len(g.devs), size=g.size, parity=g.parity)
+    for s, d in zip(g.devs, v.devs):
+        subprocess.run(["cp", "--sparse=always", str(s), str(d)], check=True)
+    return v

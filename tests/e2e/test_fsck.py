@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from conftest import BUILD, FSCK, run
-from dgfault import KINDS, TARGETS, diff_manifest, fsck, inject, make_tree, \
-    manifest, manifest_tolerant
+from dgfault import KINDS, TARGETS, copy_of, diff_manifest, fsck, inject, \
+    make_tree, manifest, manifest_tolerant
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +54,6 @@ def golden_nozone(tmp_path_factory):
     yield v, want
     v.cleanup()
 
-
-def copy_of(g, volume_factory):
-    """A new volume whose images are sparse copies of g's."""
-    v = volume_factory(ndev=4, size="32M")
-    for s, d in zip(g.devs, v.devs):
-        subprocess.run(["cp", "--sparse=always", str(s), str(d)], check=True)
-    return v
 
 
 def assert_writable(mnt, name):

@@ -6,12 +6,11 @@ safe, refused (nothing written) where it is not; --json says why a run
 stopped."""
 import hashlib
 import os
-import subprocess
 
 import pytest
 
-from dgfault import diff_manifest, fsck, inject, make_tree, manifest, \
-    manifest_tolerant
+from dgfault import copy_of, diff_manifest, fsck, inject, make_tree, \
+    manifest, manifest_tolerant
 
 PAGE = 4096
 
@@ -38,12 +37,6 @@ def golden(tmp_path_factory):
     yield v, want
     v.cleanup()
 
-
-def copy_of(g, volume_factory):
-    v = volume_factory(ndev=4, size="32M")
-    for s, d in zip(g.devs, v.devs):
-        subprocess.run(["cp", "--sparse=always", str(s), str(d)], check=True)
-    return v
 
 
 def keys(rep, fixed=None):

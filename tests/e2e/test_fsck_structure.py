@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from conftest import INJECT, Volume
-from dgfault import diff_manifest, fsck, inject, make_tree, manifest
+from dgfault import copy_of, diff_manifest, fsck, inject, make_tree, manifest
 
 LONG = "a-rather-long-file-name-that-leaves-a-big-deleted-record"
 
@@ -53,10 +53,7 @@ def golden(tmp_path_factory):
 @pytest.fixture
 def vol(golden, volume_factory):
     g, want, data, st, free = golden
-    v = volume_factory(ndev=4, size="32M")
-    for s, d in zip(g.devs, v.devs):
-        subprocess.run(["cp", "--sparse=always", str(s), str(d)], check=True)
-    return v, want, data, st, free
+    return copy_of(g, volume_factory), want, data, st, free
 
 
 def rel(path):

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import BUILD, run
-from dgfault import diff_manifest, fsck, inject, make_tree, manifest
+from dgfault import copy_of, diff_manifest, fsck, inject, make_tree, manifest
 
 DUMPFS = BUILD / "dump" / "dumpfs.daxguard"
 
@@ -43,12 +43,6 @@ def golden(request, tmp_path_factory):
     yield v, want
     v.cleanup()
 
-
-def copy_of(g, volume_factory):
-    v = volume_factory(ndev=len(g.devs), size=g.size, parity=g.parity)
-    for s, d in zip(g.devs, v.devs):
-        subprocess.run(["cp", "--sparse=always", str(s), str(d)], check=True)
-    return v
 
 
 @pytest.mark.parametrize("target", ["inode", "directory", "extent"])

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* harness.c -- the unit test runner and volume helpers */
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -221,4 +223,21 @@ uint64_t tdata_row(struct dg_vol *vol)
 
 	dg_vol_get_info(vol, &info);
 	return info.zone_vpns / (info.ndev - info.parity);
+}
+
+int dies_storing(volatile uint8_t *p)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		*p = 1;
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	if (!WIFSIGNALED(st))
+		return WEXITSTATUS(st) ? SIGSEGV_UNDER_ASAN : 0;
+	/* AddressSanitizer takes the SIGSEGV first and aborts. */
+	return WTERMSIG(st) == SIGABRT ? SIGSEGV_UNDER_ASAN : WTERMSIG(st);
 }

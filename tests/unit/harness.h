@@ -4,6 +4,7 @@
 #define DG_TEST_HARNESS_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,5 +99,16 @@ void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
  * parity alone does use these. */
 uint64_t tdata_vpn(struct dg_vol *vol);
 uint64_t tdata_row(struct dg_vol *vol);
+
+/* The signal a forked child dies of when it stores to p (0: it did
+ * not; -1: fork or wait failed). Under AddressSanitizer, which takes the
+ * SIGSEGV first and aborts, a death by SIGSEGV reads as
+ * SIGSEGV_UNDER_ASAN. */
+#ifdef __SANITIZE_ADDRESS__
+#define SIGSEGV_UNDER_ASAN SIGSEGV
+#else
+#define SIGSEGV_UNDER_ASAN (-1)
+#endif
+int dies_storing(volatile uint8_t *p);
 
 #endif /* DG_TEST_HARNESS_H */

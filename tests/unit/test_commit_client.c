@@ -174,30 +174,6 @@ static void test_range_and_discard(void)
 	CHECK_EQ(byte_at(path, 3 * PG + 10), 0x22);
 }
 
-#ifdef __SANITIZE_ADDRESS__
-#define SIGSEGV_UNDER_ASAN SIGSEGV
-#else
-#define SIGSEGV_UNDER_ASAN (-1)
-#endif
-
-/* The signal a child dies of when it stores to p (0: it did not). */
-static int dies_storing(volatile uint8_t *p)
-{
-	int st;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		*p = 1;
-		_exit(0);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return -1;
-	if (!WIFSIGNALED(st))
-		return WEXITSTATUS(st) ? SIGSEGV_UNDER_ASAN : 0;
-	/* AddressSanitizer takes the SIGSEGV first and aborts. */
-	return WTERMSIG(st) == SIGABRT ? SIGSEGV_UNDER_ASAN : WTERMSIG(st);
-}
-
 static void test_read_only(void)
 {
 	struct commit_map *m = NULL, *w = NULL;

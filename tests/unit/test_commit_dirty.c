@@ -154,30 +154,6 @@ static void test_overflow(void)
 
 /* A store the tracker does not own still kills: to a read-only map, and
  * to read-only memory outside every region. */
-#ifdef __SANITIZE_ADDRESS__
-#define SIGSEGV_UNDER_ASAN SIGSEGV
-#else
-#define SIGSEGV_UNDER_ASAN (-1)
-#endif
-
-/* The signal a child dies of when it stores to p (0: it did not). */
-static int dies_storing(volatile uint8_t *p)
-{
-	int st;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		*p = 1;
-		_exit(0);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return -1;
-	if (!WIFSIGNALED(st))
-		return WEXITSTATUS(st) ? SIGSEGV_UNDER_ASAN : 0;
-	/* AddressSanitizer takes the SIGSEGV first and aborts. */
-	return WTERMSIG(st) == SIGABRT ? SIGSEGV_UNDER_ASAN : WTERMSIG(st);
-}
-
 static void test_foreign_faults_kill(void)
 {
 	struct tregion ro;

@@ -13,12 +13,19 @@ struct tfs {
 	struct dg_fs *fs;
 };
 
-/* 3 devices with parity 1, 16 MiB each; REQUIREs in the caller. */
-static inline bool tfs_make(struct tfs *t, const char *tag)
+/* 3 devices with parity 1, bytes each; REQUIREs in the caller. */
+static inline bool tfs_make_size(struct tfs *t, const char *tag,
+				 uint64_t bytes)
 {
-	tvol_make(&t->tv, tag, 3, 1, 16ull << 20, false);
+	tvol_make(&t->tv, tag, 3, 1, bytes, false);
 	t->vol = tvol_open(&t->tv, 0);
 	return t->vol && dg_fs_open(t->vol, &t->fs) == 0;
+}
+
+/* The same, 16 MiB each. */
+static inline bool tfs_make(struct tfs *t, const char *tag)
+{
+	return tfs_make_size(t, tag, 16ull << 20);
 }
 
 /* Close and open again: what follows reads only what the media holds. */
