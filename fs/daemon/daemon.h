@@ -6,6 +6,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "fsys.h"
@@ -96,6 +97,26 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
  * running now resumes at the next mount. */
 void dg_scrub_stop(struct dg_daemon *dd);
 
+/* ---- the kernel's cached pages after direct writes (dio_inval.c) ------ */
+
+#define DG_DIO_SLOTS 1024u
+struct dg_dio {
+	struct dg_dio_slot {
+		_Atomic uint64_t owner;	/* 0, an inode, or shared */
+		_Atomic uint64_t noted;	/* requests that may cache pages */
+		_Atomic uint64_t clean;	/* noted when the last drop began */
+	} slot[DG_DIO_SLOTS];
+};
+
+/* Before serving a request that can leave pages of ino in the kernel's
+ * cache (a read or write without O_DIRECT, a page written back). */
+void dg_dio_note(struct dg_dio *d, fuse_ino_t ino);
+/* After an O_DIRECT write of [off, off + len) of ino: drop the
+ * kernel's cached pages of it before the reply, when it may hold any.
+ * 0, or -ETIMEDOUT when the kernel held the pages past a bounded wait. */
+int dg_dio_inval(struct dg_dio *d, struct fuse_session *se, fuse_ino_t ino,
+		 off_t off, off_t len);
+
 /* ---- a growing reply buffer (ctl_server.c) ----------------------------- */
 struct dg_out {
 	char *buf;
@@ -138,6 +159,7 @@ struct dg_daemon {
 	const char *slot_state[DG_MAX_DEVS];	/* online, missing, stale */
 	struct dg_events events;
 	struct dg_scrub scrub;
+	struct dg_dio dio;
 	/* libcommit server, commit_server.c */
 	char commit_path[108];
 	int commit_fd;
@@ -166,11 +188,5 @@ void dg_commit_stop(struct dg_daemon *dd);
 /* Offer FUSE_HANDLE_KILLPRIV_V2 in the INIT reply written to fuse_fd
  * when libfuse cannot (killpriv_v2.c). Call before the session loop. */
 void dg_killpriv_v2_arm(int fuse_fd);
-
-/* After an O_DIRECT write of [off, off + len) of ino: drop the
- * kernel's cached pages of it before the reply (dio_inval.c). 0, or
- * -ETIMEDOUT when the kernel held the pages past a bounded wait. */
-int dg_dio_inval(struct fuse_session *se, fuse_ino_t ino, off_t off,
-		 off_t len);
 
 #endif /* DG_DAEMON_H */

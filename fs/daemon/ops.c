@@ -392,11 +392,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const void *data;
 	ssize_t n;
 
-	(void)fi;
 	if (!buf) {
 		reply_err(req, -ENOMEM);
 		return;
 	}
+	if (!(fi->flags & O_DIRECT))
+		dg_dio_note(&dd_of(req)->dio, ino);
 	n = dg_fs_read(dd_of(req)->fs, ino, (uint64_t)off, size, buf, &data);
 	if (n < 0)
 		reply_err(req, (int)n);
@@ -409,7 +410,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 {
 	ssize_t n;
 	struct dg_cred cr = req_cred(req);
+	bool direct = (fi->flags & O_DIRECT) && !fi->writepage;
 
+	if (!direct)
+		dg_dio_note(&dd_of(req)->dio, ino);
 	/* KILLPRIV_V2: dropping set-ID bits and capabilities on write is
 	 * ours, in the write's own transaction. Not for pages written back
 	 * from the kernel's cache: for a file with bits to drop the kernel
@@ -422,8 +426,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		n = dg_fs_write(dd_of(req)->fs, ino, (uint64_t)off, buf, size);
 	/* An O_DIRECT write leaves no stale cached pages behind, also when
 	 * it was asynchronous (dio_inval.c). */
-	if (n > 0 && (fi->flags & O_DIRECT) && !fi->writepage &&
-	    dg_dio_inval(dd_of(req)->se, ino, off, n) == -ETIMEDOUT)
+	if (n > 0 && direct &&
+	    dg_dio_inval(&dd_of(req)->dio, dd_of(req)->se, ino, off, n) ==
+	    -ETIMEDOUT)
 		dg_log(DG_LOG_DEBUG, "ino %" PRIu64 ": cache invalidation "
 		       "after a direct write still waits on the kernel",
 		       (uint64_t)ino);

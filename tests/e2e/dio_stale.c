@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * dio_stale.c FILE ROUNDS -- asynchronous O_DIRECT writes mixed with
- * buffered reads of the same file must never read bytes older than a
- * completed write.
+ * dio_stale.c FILE ROUNDS [late] -- asynchronous O_DIRECT writes mixed
+ * with buffered reads of the same file must never read bytes older than
+ * a completed write.
  *
  * A reader thread keeps reading the block under write through the page
  * cache while
  * the main thread submits O_DIRECT writes with io_submit(2) (Linux AIO,
  * through the raw system calls) and, once each completes, reads the
  * block back buffered. Every block carries its round number; a read
- * back with an older one is a stale read. Prints "stale N of ROUNDS"
+ * back with an older one is a stale read. With "late", the first half
+ * of the rounds has no reads at all (the daemon then stops invalidating,
+ * dio_inval.c) and the reads begin halfway. Prints "stale N of ROUNDS"
  * and exits 1 if N > 0, 2 on a usage or system error.
  */
 
@@ -57,16 +59,19 @@ static void fill(char *p, uint64_t round)
 int main(int argc, char **argv)
 {
 	aio_context_t ctx = 0;
-	unsigned long rounds, stale = 0;
+	unsigned long rounds, stale = 0, reads_from = 1;
 	uint64_t *last;
 	pthread_t th;
 	char *wbuf, rbuf[BLK];
 	int dfd;
 
-	if (argc != 3 || (rounds = strtoul(argv[2], NULL, 10)) == 0) {
-		fprintf(stderr, "usage: dio_stale FILE ROUNDS\n");
+	if (argc < 3 || argc > 4 || (rounds = strtoul(argv[2], NULL, 10)) == 0 ||
+	    (argc == 4 && strcmp(argv[3], "late"))) {
+		fprintf(stderr, "usage: dio_stale FILE ROUNDS [late]\n");
 		return 2;
 	}
+	if (argc == 4)
+		reads_from = rounds / 2 + 1;
 	dfd = open(argv[1], O_RDWR | O_CREAT | O_DIRECT, 0644);
 	buffered_fd = open(argv[1], O_RDWR);
 	last = calloc(NBLK, sizeof(*last));
@@ -83,7 +88,6 @@ int main(int argc, char **argv)
 			perror("dio_stale: pwrite");
 			return 2;
 		}
-	pthread_create(&th, NULL, reader, NULL);
 	srand(1);
 	for (unsigned long r = 1; r <= rounds; r++) {
 		unsigned b = (unsigned)rand() % NBLK;
@@ -91,6 +95,8 @@ int main(int argc, char **argv)
 		struct io_event ev;
 		uint64_t got;
 
+		if (r == reads_from)
+			pthread_create(&th, NULL, reader, NULL);
 		fill(wbuf, r);
 		atomic_store(&target, b);
 		cb.aio_fildes = (uint32_t)dfd;
@@ -105,6 +111,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		last[b] = r;
+		if (r < reads_from)
+			continue;
 		if (pread(buffered_fd, rbuf, BLK, (off_t)b * BLK) != BLK) {
 			perror("dio_stale: pread");
 			return 2;
@@ -115,7 +123,7 @@ int main(int argc, char **argv)
 	}
 	atomic_store(&stop, true);
 	pthread_join(th, NULL);
-	printf("stale %lu of %lu\n", stale, rounds);
+	printf("stale %lu of %lu\n", stale, rounds - reads_from + 1);
 	syscall(SYS_io_destroy, ctx);
 	close(dfd);
 	close(buffered_fd);

@@ -20,6 +20,15 @@ def test_async_direct_writes_and_buffered_reads(mounted):
         assert r.stdout.strip() == "stale 0 of 20000"
 
 
+def test_reads_that_begin_after_direct_writes_alone(mounted):
+    """The daemon stops invalidating a file nobody reads through the
+    cache; the first buffered read must start it again."""
+    r = subprocess.run([str(DIO_STALE), str(mounted.mnt / "late"), "20000",
+                        "late"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "stale 0 of 10000"
+
+
 def test_async_direct_writes_with_writeback_cache(volume_factory):
     v = volume_factory()
     v.mkfs()
