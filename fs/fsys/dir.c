@@ -185,24 +185,34 @@ int dg_dir_new(struct dg_dir **dirp)
 	return 0;
 }
 
+const struct dg_ddirent *dg_dirent_at(const uint8_t *p, uint32_t off,
+				      int *err)
+{
+	const struct dg_ddirent *r = (const void *)(p + off);
+	const char *name = (const char *)(r + 1);
+
+	*err = 0;
+	if (off + sizeof(struct dg_ddirent) > DG_PAGE_SIZE || r->reclen == 0)
+		return NULL;
+	if (r->reclen % 8 || r->reclen < rec_len(r->namelen) ||
+	    r->reclen > DG_PAGE_SIZE - off || r->namelen == 0 ||
+	    memchr(name, '/', r->namelen) || memchr(name, 0, r->namelen)) {
+		*err = -EUCLEAN;
+		return NULL;
+	}
+	return r;
+}
+
 int dg_dir_parse_page(struct dg_vol *vol, struct dg_dir *dir, uint64_t ino,
 		      uint64_t page, const uint8_t *p)
 {
+	const struct dg_ddirent *r;
 	uint32_t off = 0;
+	int err;
 
-	while (off + sizeof(struct dg_ddirent) <= DG_PAGE_SIZE) {
-		const struct dg_ddirent *r = (const void *)(p + off);
+	while ((r = dg_dirent_at(p, off, &err))) {
 		const char *name = (const char *)(r + 1);
 
-		if (r->reclen == 0)
-			break;
-		if (r->reclen % 8 || r->reclen < rec_len(r->namelen) ||
-		    r->reclen > DG_PAGE_SIZE - off || r->namelen == 0 ||
-		    memchr(name, '/', r->namelen) ||
-		    memchr(name, 0, r->namelen))
-			return DG_CORRUPT(vol, "directory %" PRIu64
-					  " page %" PRIu64 " offset %u: bad "
-					  "record", ino, page, off);
 		if (r->ino) {
 			int ret = dir_index(dir, name, r->namelen, r->ino,
 					    r->type, page, off, r->reclen);
@@ -220,6 +230,9 @@ int dg_dir_parse_page(struct dg_vol *vol, struct dg_dir *dir, uint64_t ino,
 		}
 		off += r->reclen;
 	}
+	if (err)
+		return DG_CORRUPT(vol, "directory %" PRIu64 " page %" PRIu64
+				  " offset %u: bad record", ino, page, off);
 	dir->tail_page = page;
 	dir->tail_off = off;
 	return 0;

@@ -48,9 +48,5 @@ int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner);
 /* Metadata pages (any class but file data) that lie outside the
  * metadata zone, so without ditto copies: where a full zone put them. */
 int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages);
-/* Fuzzing entry points: parse one page image as each metadata kind
- * against a throwaway volume; return 0 or a negative errno, never
- * crash. */
-int dg_check_fuzz_page(struct dg_vol *vol, unsigned kind, const void *page);
 
 #endif /* DG_FSCHECK_H */

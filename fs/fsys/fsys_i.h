@@ -228,6 +228,11 @@ int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp);
  * in-core directory, and one dirent page (file page page of directory
  * ino) checked and indexed into it; -EUCLEAN for a bad record. */
 int dg_dir_new(struct dg_dir **dirp);
+/* The record at off of a dirent page: NULL with *err 0 at the end of
+ * the page's records, NULL with *err -EUCLEAN when it is malformed (the
+ * one rule, for the daemon's parser and fsck's). */
+const struct dg_ddirent *dg_dirent_at(const uint8_t *p, uint32_t off,
+				      int *err);
 int dg_dir_parse_page(struct dg_vol *vol, struct dg_dir *dir, uint64_t ino,
 		      uint64_t page, const uint8_t *p);
 void dg_dir_free(struct dg_dir *dir);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fscheck.h"
+#include "fsys_i.h"
 #include "super.h"
 
 static uint64_t st = 0x5eed;
@@ -149,8 +150,17 @@ int main(int argc, char **argv)
 		}
 		if (dg_dsuper_decode(page, &sb) == 0)
 			accepted++;
-		for (unsigned k = 1; k < 4; k++)
-			dg_check_fuzz_page(vol, k, page);
+		/* The same bytes as a directory page and an inode record,
+		 * through the parsers the mount uses. */
+		{
+			struct dg_dir *dir;
+
+			if (dg_dir_new(&dir) == 0) {
+				dg_dir_parse_page(vol, dir, 1, 0, page);
+				dg_dir_free(dir);
+			}
+			dg_dinode_check(vol, 2, (const struct dg_dinode *)page);
+		}
 	}
 	/* 2. metadata with valid checksums: mutate the root, an inode table
 	 * page, the bitmap or a page of a file's extent map through the
