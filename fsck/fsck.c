@@ -25,9 +25,11 @@ static const char help_text[] =
 	"against its checksum, parity, the filesystem) and repair what can be\n"
 	"proven. The volume must not be mounted.\n"
 	"\n"
-	"  -n              check only, change nothing (the default)\n"
+	"  -n              check only, change nothing\n"
 	"  -y              repair everything that can be repaired\n"
 	"  -p, -a          repair what is safe without asking (for boot)\n"
+	"                  none of them: on a terminal, ask before each\n"
+	"                  repair (yes, no, or all); else check only\n"
 	"  -f              check even if the volume looks clean (always done)\n"
 	"  -v              verbose: statistics, and the engine's messages\n"
 	"  -j, --json      print the report as JSON\n"
@@ -65,6 +67,19 @@ static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
  * use. A volume still mounted is refused at once, naming where; devices
  * of no mounted volume are waited for (up to 10 s, saying so).
  */
+/* Every repair of a writable volume is asked about, from the open's
+ * first read on (ask.c); the superblocks and the journal the open
+ * rewrites were asked about as pass 0 and 1 before it (run()). */
+static int vol_open_once(struct fsck_ctx *c, unsigned flags, char *err,
+			 size_t errlen)
+{
+	if (flags & DG_OPEN_RDONLY)
+		return dg_vol_open(c->paths, c->n, flags, &c->vol, err,
+				   errlen);
+	return dg_vol_open_asking(c->paths, c->n, flags, ctx_ask, c, &c->vol,
+				  err, errlen);
+}
+
 static int open_vol(struct fsck_ctx *c, unsigned flags, char *err,
 		    size_t errlen)
 {
@@ -72,7 +87,7 @@ static int open_vol(struct fsck_ctx *c, unsigned flags, char *err,
 	char mnt[4096];
 	int ret;
 
-	ret = dg_vol_open(c->paths, c->n, flags, &c->vol, err, errlen);
+	ret = vol_open_once(c, flags, err, errlen);
 	if (ret != -EBUSY)
 		return ret;
 	for (unsigned i = 0; i < c->n; i++)
@@ -89,7 +104,7 @@ static int open_vol(struct fsck_ctx *c, unsigned flags, char *err,
 		"unmounted volume to release the devices\n");
 	if (dg_devs_wait_unlocked(c->paths, c->n, shared, 10000))
 		return ret;
-	return dg_vol_open(c->paths, c->n, flags, &c->vol, err, errlen);
+	return vol_open_once(c, flags, err, errlen);
 }
 
 /* Errors that leave a device out but may be covered by parity. */
@@ -260,6 +275,42 @@ static const char *explain_missing(struct fsck_ctx *c,
 	return dg_dev_explain(other, info, buf, len);
 }
 
+/* The question a finding asks (ask.c takes events, as the engine
+ * gives them). */
+static bool ask_finding(struct fsck_ctx *c, const struct finding *f,
+			const char *action)
+{
+	struct dg_chk_event ev;
+
+	dg_chk_event_init(&ev, (enum dg_chk_kind)f->code, f->structure);
+	ev.dev = f->dev;
+	ev.page = f->page;
+	ev.vpn = f->vpn;
+	ev.ino = f->ino;
+	ev.fixable = true;
+	snprintf(ev.detail, sizeof(ev.detail), "%s", f->detail);
+	snprintf(ev.action, sizeof(ev.action), "%s", action ? action
+							   : f->action);
+	return fix_problem(c, &ev);
+}
+
+/* Ask about each fixable finding in [first, c->nf); true when every
+ * answer was yes. The ones declined are marked so in the report. */
+static bool ask_findings(struct fsck_ctx *c, size_t first)
+{
+	bool all = true;
+
+	for (size_t i = first; i < c->nf; i++) {
+		struct finding *f = &c->f[i];
+
+		if (!f->fixable || ask_finding(c, f, NULL))
+			continue;
+		f->declined = c->mode == MODE_ASK;
+		all = false;
+	}
+	return all;
+}
+
 static void missing_findings(struct fsck_ctx *c, bool fixed)
 {
 	struct dg_vol_info info;
@@ -350,7 +401,15 @@ static void accept_suspects(struct fsck_ctx *c)
 	struct dg_vol_info info;
 
 	dg_vol_get_info(c->vol, &info);
-	if (!info.suspect_mask || dg_vol_accept_suspects(c->vol) <= 0)
+	if (!info.suspect_mask)
+		return;
+	for (size_t i = 0; i < c->nf; i++)
+		if (c->f[i].code == PR_0_DEV_STALE && !c->f[i].fixed &&
+		    !ask_finding(c, &c->f[i], NULL)) {
+			c->f[i].declined = c->mode == MODE_ASK;
+			return;
+		}
+	if (dg_vol_accept_suspects(c->vol) <= 0)
 		return;
 	for (size_t i = 0; i < c->nf; i++) {
 		struct finding *f = &c->f[i];
@@ -370,6 +429,17 @@ static int fail(struct fsck_ctx *c, const char *what, const char *err)
 	dg_vol_close(c->vol);
 	c->vol = NULL;
 	return FSCK_ERROR;
+}
+
+/* A repair of a page of the row at device page page was declined. */
+static bool row_declined(const struct fsck_ctx *c, uint64_t page)
+{
+	for (size_t i = 0; i < c->nf; i++)
+		if (c->f[i].declined && c->f[i].page == (int64_t)page &&
+		    (c->f[i].code == PR_2_PAGE_BAD ||
+		     c->f[i].code == PR_2_PARITY_STALE))
+			return true;
+	return false;
 }
 
 /*
@@ -399,12 +469,19 @@ static void reset_free_pages(struct fsck_ctx *c)
 		uint64_t page;
 		int ret;
 
-		if (f->code != PR_2_PAGE_BAD || f->fixed || f->vpn < 0 ||
-		    dg_vpn_allocated(c->vol, (uint64_t)f->vpn) ||
+		if (f->code != PR_2_PAGE_BAD || f->fixed || f->declined ||
+		    f->vpn < 0 || dg_vpn_allocated(c->vol, (uint64_t)f->vpn) ||
 		    cls[f->vpn] != DG_PC_FREE)
 			continue;
 		l = dg_vpn_loc(c->vol, (uint64_t)f->vpn);
 		page = dg_row_page(c->vol, l.row);
+		/* The reset rewrites the row's pages in use too (through
+		 * the update path): not where a repair was declined. */
+		if (row_declined(c, page) ||
+		    !ask_finding(c, f, "reset the free page to zeros")) {
+			f->declined = c->mode == MODE_ASK;
+			continue;
+		}
 		ret = dg_vol_reset_free_pages(c->vol, l.row, cls);
 		if (ret) {
 			if (c->verbose)
@@ -517,9 +594,17 @@ static int run(struct fsck_ctx *c)
 	}
 
 	if (info.degraded) {
-		bool rebuild = repair && fix_problem(c->mode,
-						     PR_0_DEV_MISSING) &&
-			       info.parity;
+		bool rebuild = repair && info.parity;
+
+		if (rebuild) {
+			/* One rebuild for every missing device: each is
+			 * asked about, and all must be agreed to. */
+			size_t m = c->nf;
+
+			missing_findings(c, false);
+			rebuild = ask_findings(c, m);
+			c->nf = m;
+		}
 
 		if (rebuild && check_rebuild_targets(c, &info)) {
 			missing_findings(c, false);
@@ -569,20 +654,34 @@ static int run(struct fsck_ctx *c)
 	 * the repairs of what is found here. */
 	first_super = c->nf;
 	pass_super(c, false);
-	if (repair)
+	pass_journal(c, false);
+	/* The writable open repairs all of pass 0 and 1 at once (every
+	 * superblock rewritten, the journal replayed): each finding is
+	 * asked about first, and one no keeps the whole run a check. */
+	if (repair && !ask_findings(c, first_super)) {
+		repair = false;
 		for (size_t i = first_super; i < c->nf; i++)
 			c->f[i].fixed = false;
-	if (!repair)
-		pass_journal(c, false);
-	else {
-		/* Only the pending-journal finding now; slots below. */
+		if (!c->json)
+			printf("%s: a superblock or journal repair was "
+			       "declined: checking only, nothing written\n",
+			       c->uuid);
+	}
+	if (repair) {
+		/* Only the pending-journal finding now; the header slots
+		 * are checked again, and repaired, after the open. */
 		bool pend = false;
-		size_t m = c->nf;
+		size_t m = c->nf, last;
 
-		pass_journal(c, false);
-		for (size_t i = m; i < c->nf; i++)
+		for (size_t i = first_super; i < c->nf; i++)
 			if (c->f[i].code == PR_1_JOURNAL_PENDING)
 				pend = true;
+		for (size_t i = m = first_super; i < c->nf; i++)
+			if (c->f[i].code < PR_1_JHEAD_BAD ||
+			    c->f[i].code > PR_1_JENTRY_COPY) {
+				c->f[i].fixed = false;	/* confirmed below */
+				c->f[m++] = c->f[i];
+			}
 		c->nf = m;
 		if (pend) {
 			struct dg_chk_event ev = { 0 };
@@ -599,10 +698,7 @@ static int run(struct fsck_ctx *c)
 				 "replayed the journal");
 			ctx_add(c, &ev);
 		}
-	}
-
-	if (repair) {
-		size_t last = c->nf;
+		last = c->nf;
 
 		dg_vol_close(c->vol);
 		c->vol = NULL;
@@ -635,12 +731,13 @@ static int run(struct fsck_ctx *c)
 		size_t first = c->nf;
 
 		c->passes++;
-		ret = pass_redundancy(c, repair && fix_problem(c->mode,
-								PR_2_PAGE_BAD));
+		/* Each repair of the page pass is asked about on its own
+		 * (ask_engine()). */
+		ret = pass_redundancy(c, repair);
 		if (ret < 0)
 			return fail(c, "page check failed", strerror(-ret)) |
 			       report_exit_code(c);
-		if (repair && fix_problem(c->mode, PR_2_PAGE_BAD)) {
+		if (repair) {
 			accept_suspects(c);
 			reset_free_pages(c);
 		}
@@ -784,6 +881,10 @@ int main(int argc, char **argv)
 	}
 	if (modes > 1)
 		usage_error("only one of -n, -y and -p may be given");
+	/* None of them: ask about each repair, as e2fsck does, when
+	 * someone is there to answer; else check only. */
+	if (!modes && !c.json && isatty(STDIN_FILENO))
+		c.mode = MODE_ASK;
 	if (c.mode != MODE_Y)
 		for (unsigned d = 0; d < DG_MAX_DEVS; d++)
 			if (c.replace[d])

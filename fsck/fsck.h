@@ -31,7 +31,10 @@ struct finding {
 	char detail[160];
 	char action[64];
 	bool fixed, fixable;
+	bool declined;		/* asked, and the answer was no (ask.c) */
 };
+
+struct answer;
 
 struct fsck_ctx {
 	enum fsck_mode mode;
@@ -57,7 +60,18 @@ struct fsck_ctx {
 	unsigned passes;	/* page and filesystem passes made */
 	bool unconverged;	/* the last pass still repaired */
 	char error[512];	/* why the run stopped, "" when it did not */
+	/* ask.c: the answers given, by device page; "all" was answered */
+	struct answer *answers;
+	size_t nanswers, capanswers;
+	bool yes_to_all;
 };
+
+/* Whether to make the repair finding ev offers: by the mode, or asked
+ * (once per device page) without one (ask.c). */
+bool fix_problem(struct fsck_ctx *c, const struct dg_chk_event *ev);
+/* The user answered no about (dev, page). */
+bool fix_declined(const struct fsck_ctx *c, int dev, int64_t page);
+
 
 void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev);
 /* Engine callbacks. */

@@ -56,7 +56,7 @@ const struct pr_entry *pr_get(int code)
 	return &table[code];
 }
 
-bool fix_problem(enum fsck_mode mode, int code)
+bool pr_mode_allows(enum fsck_mode mode, int code)
 {
 	const struct pr_entry *p = pr_get(code);
 

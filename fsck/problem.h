@@ -62,8 +62,10 @@ struct pr_entry {
 };
 const struct pr_entry *pr_get(int code);
 
-enum fsck_mode { MODE_N, MODE_Y, MODE_P };
-/* Whether to repair: -n never, -y always, -p when PR_PREEN_OK. */
-bool fix_problem(enum fsck_mode mode, int code);
+/* -n, -y, -p; ASK: none of them, on a terminal (ask.c) */
+enum fsck_mode { MODE_N, MODE_Y, MODE_P, MODE_ASK };
+/* Whether a mode repairs a problem without asking: -n never, -y always,
+ * -p when PR_PREEN_OK; never one that has no repair (PR_NOFIX). */
+bool pr_mode_allows(enum fsck_mode mode, int code);
 
 #endif /* DG_FSCK_PROBLEM_H */

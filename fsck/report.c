@@ -68,6 +68,12 @@ void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev)
 	snprintf(f->name, sizeof(f->name), "%s", ev->name);
 	f->fixed = ev->fixed;
 	f->fixable = ev->fixable;
+	/* The engine reports what a writable pass would do; a repair
+	 * declined was not made. */
+	if (f->fixable && fix_declined(c, f->dev, f->page)) {
+		f->fixed = false;
+		f->declined = true;
+	}
 }
 
 void ctx_event(void *arg, const struct dg_chk_event *ev)
@@ -77,9 +83,7 @@ void ctx_event(void *arg, const struct dg_chk_event *ev)
 
 bool ctx_ask(void *arg, const struct dg_chk_event *ev)
 {
-	struct fsck_ctx *c = arg;
-
-	return fix_problem(c->mode, (int)ev->kind);
+	return fix_problem(arg, ev);
 }
 
 void ctx_progress(void *arg, uint64_t done, uint64_t total)
@@ -149,7 +153,8 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 
 	json_object_object_add(r, "volume", json_object_new_string(c->uuid));
 	json_object_object_add(r, "mode", json_object_new_string(
-		c->mode == MODE_N ? "n" : c->mode == MODE_Y ? "y" : "p"));
+		c->mode == MODE_N ? "n" : c->mode == MODE_Y ? "y"
+		: c->mode == MODE_P ? "p" : "ask"));
 	json_object_object_add(r, "exit", json_object_new_int(exit_code));
 	if (c->error[0])
 		json_add_bytes(r, "error", c->error);
@@ -188,8 +193,12 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 		json_object_object_add(o, "problem", json_object_new_string(
 			pr_get(f->code)->message));
 		json_add_bytes(o, "detail", f->detail);
-		json_add_bytes(o, "action", f->fixed ? f->action : f->fixable
-			       ? "none (not repaired in this mode)" : f->action);
+		json_add_bytes(o, "action", f->fixed ? f->action
+			       : f->declined ? "none (declined)"
+			       : f->fixable ? "none (not repaired in this mode)"
+			       : f->action);
+		json_object_object_add(o, "declined",
+				       json_object_new_boolean(f->declined));
 		json_object_object_add(o, "fixed",
 				       json_object_new_boolean(f->fixed));
 		json_object_array_add(list, o);
@@ -223,8 +232,10 @@ void report_print(struct fsck_ctx *c, int exit_code)
 		       f->file[0] ? "'" : "", f->detail,
 		       f->fixed ? f->action
 		       : !f->fixable ? f->action
+		       : f->declined ? "declined"
 		       : c->mode == MODE_P ? "not repaired (-p): run "
 					     "fsck.daxguard -y"
+		       : c->mode == MODE_ASK ? "not repaired"
 					   : "not repaired (-n)");
 	}
 	if (c->verbose || c->nf)

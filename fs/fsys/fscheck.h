@@ -16,7 +16,6 @@
  * decides per finding whether to repair (NULL: never). Unreachable
  * inodes go to /lost+found when fixed.
  */
-typedef bool (*dg_chk_ask_fn)(void *arg, const struct dg_chk_event *ev);
 int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg);
 
 /* Rewrite a row whose unreadable pages are free (and its parity) so it

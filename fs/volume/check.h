@@ -75,6 +75,8 @@ struct dg_chk_event {
 	char name[256];		/* an entry of directory ino, "" if none */
 };
 typedef void (*dg_chk_fn)(void *arg, const struct dg_chk_event *ev);
+/* Whether to make the repair a finding offers (fsck asks per finding). */
+typedef bool (*dg_chk_ask_fn)(void *arg, const struct dg_chk_event *ev);
 
 /* A finding of kind about structure, nothing located yet. */
 static inline void dg_chk_event_init(struct dg_chk_event *ev,
@@ -95,6 +97,29 @@ static inline void dg_chk_emit(dg_chk_fn fn, void *arg,
 	if (fn)
 		fn(arg, ev);
 }
+
+/*
+ * The repairs the engine makes on its own way -- read-repair of a page
+ * that failed its checksum, a stale or damaged checksum copy rewritten,
+ * parity recomputed, a ditto copy rewritten -- ask ask first, with the
+ * finding each would answer (kind, device, page, what would be done);
+ * false leaves the media as it is and the read goes on from the proven
+ * bytes in memory. fsck sets it for its whole run so that a repair the
+ * user declined is not made by a later pass either. NULL (the default,
+ * and the daemon's): every repair is made.
+ */
+void dg_vol_set_consent(struct dg_vol *vol, dg_chk_ask_fn ask, void *arg);
+/* dg_vol_open() with ask in place before the open reads anything, so
+ * that the open's own repairs (of the pages of the volume root and
+ * bitmap, and their checksum pages) are asked about too. */
+int dg_vol_open_asking(const char *const *paths, unsigned n, unsigned flags,
+		       dg_chk_ask_fn ask, void *arg, struct dg_vol **volp,
+		       char *errbuf, size_t errlen);
+/* Where the fault event (dev, row, what) lies, as a finding's dev, page,
+ * vpn and structure (the fault ring's row is a device page for checksum
+ * copies, the init map and ditto copies). */
+void dg_chk_locate(struct dg_vol *vol, struct dg_chk_event *ev, unsigned dev,
+		   uint64_t row, enum dg_fault_what what);
 
 /* Both superblock copies of every present device against the volume's.
  * repair rewrites the bad copies (a writable volume). */

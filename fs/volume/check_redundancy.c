@@ -92,35 +92,6 @@ static void rflush(struct rctx *c)
 	c->np = 0;
 }
 
-static void fill_loc(struct rctx *c, struct dg_chk_event *ev, unsigned dev,
-		     uint64_t row, enum dg_fault_what what)
-{
-	struct dg_vol *vol = c->vol;
-
-	ev->dev = (int)dev;
-	if (what == DG_WHAT_CSUM_PAGE) {
-		/* row is the checksum page index, dev its owner */
-		ev->page = (int64_t)dg_cpage_copy_page(vol, row, 0);
-		ev->structure = "checksum";
-	} else if (what == DG_WHAT_CSUM_COPY || what == DG_WHAT_CMAP) {
-		/* row is the device page of the copy */
-		ev->page = (int64_t)row;
-		ev->structure = "checksum";
-	} else if (what == DG_WHAT_DITTO) {
-		/* row is the device page of the ditto copy */
-		ev->page = (int64_t)row;
-		ev->structure = "ditto copy";
-	} else {
-		ev->page = (int64_t)dg_row_page(vol, row);
-		if (dg_row_dev_is_parity(vol, row, dev)) {
-			ev->structure = "parity";
-		} else {
-			ev->structure = "data";
-			ev->vpn = (int64_t)dg_loc_vpn(vol, dev, row);
-		}
-	}
-}
-
 static void rdrain(struct rctx *c)
 {
 	struct dg_fault_event evs[64];
@@ -162,7 +133,7 @@ static void rdrain(struct rctx *c)
 				dg_chk_event_init(ev, csum ? DG_CHK_CSUM_BAD
 							  : DG_CHK_PAGE_BAD,
 						  "data");
-				fill_loc(c, ev, f->dev, f->row, f->what);
+				dg_chk_locate(c->vol, ev, f->dev, f->row, f->what);
 				snprintf(ev->detail, sizeof(ev->detail),
 					 "%s page fails verification (%s)",
 					 ev->structure, f->action);

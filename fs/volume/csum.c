@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "xxh.h"
 
+#include "check.h"
 #include "csum.h"
 #include "super.h"
 
@@ -144,16 +145,19 @@ static void write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 /* The repair primitive for checksum copies: copy c is proven stale or
  * damaged by a newer verified copy, whose image it gets whole. */
 static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
-			unsigned c, const void *img, const char *why,
-			bool quiet)
+			unsigned c, const void *img, bool stale, bool quiet)
 {
 	uint64_t page = dg_cpage_copy_page(vol, index, c);
 	unsigned dev = dg_cpage_copy_dev(vol, owner, c);
+	const char *why = stale ? "copy is stale (older generation)"
+				: "copy fails its seal";
 
 	if (!quiet)
 		dg_fault_note(vol, DG_FAULT_DETECTED, dev, page, DG_WHAT_CSUM_COPY,
 			      why);
-	if (vol->read_only)
+	if (!dg_repair_ok(vol, stale ? DG_CHK_CSUM_STALE : DG_CHK_CSUM_BAD,
+			  dev, page, DG_WHAT_CSUM_COPY, why,
+			  "rewrite it from the newest copy"))
 		return;
 	dg_repair_write(vol, dev, page << DG_PAGE_SHIFT, img, DG_PAGE_SIZE);
 	if (!quiet)
@@ -219,10 +223,7 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 			v->bad++;
 			if (flags & DG_CPX_REPAIR)
 				repair_copy(vol, owner, index, c, img,
-					    v->state[c] == DG_COPY_BAD
-						    ? "copy fails its seal"
-						    : "copy is stale (older "
-						      "generation)",
+					    v->state[c] == DG_COPY_STALE,
 					    quiet);
 		}
 	}

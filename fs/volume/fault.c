@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "volume_i.h"
 
 static const char *const fault_names[DG_FAULT_NR] = {
@@ -104,4 +105,31 @@ unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
 		out[n++] = vol->fault_ring[(s - 1) % DG_FAULT_RING];
 	pthread_mutex_unlock(&vol->fault_lock);
 	return n;
+}
+
+void dg_chk_locate(struct dg_vol *vol, struct dg_chk_event *ev, unsigned dev,
+		   uint64_t row, enum dg_fault_what what)
+{
+	ev->dev = (int)dev;
+	if (what == DG_WHAT_CSUM_PAGE) {
+		/* row is the checksum page index, dev its owner */
+		ev->page = (int64_t)dg_cpage_copy_page(vol, row, 0);
+		ev->structure = "checksum";
+	} else if (what == DG_WHAT_CSUM_COPY || what == DG_WHAT_CMAP) {
+		/* row is the device page of the copy */
+		ev->page = (int64_t)row;
+		ev->structure = "checksum";
+	} else if (what == DG_WHAT_DITTO) {
+		/* row is the device page of the ditto copy */
+		ev->page = (int64_t)row;
+		ev->structure = "ditto copy";
+	} else {
+		ev->page = (int64_t)dg_row_page(vol, row);
+		if (dg_row_dev_is_parity(vol, row, dev)) {
+			ev->structure = "parity";
+		} else {
+			ev->structure = "data";
+			ev->vpn = (int64_t)dg_loc_vpn(vol, dev, row);
+		}
+	}
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "csum.h"
 
 static uint64_t page_off(struct dg_vol *vol, uint64_t row)
@@ -98,7 +99,9 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 				continue;
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row, DG_WHAT_DATA,
 				      "found while rebuilding a neighbour");
-			if (!vol->read_only)
+			if (dg_repair_ok(vol, DG_CHK_PAGE_BAD, pd, row,
+					 DG_WHAT_DATA, "checksum mismatch",
+					 "rewrite it from its ditto copy"))
 				dg_repair_page(vol, pd, row, pages[p]);
 			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row, DG_WHAT_DATA,
 				      "from a ditto copy");
@@ -125,7 +128,10 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row,
 				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				      "found while rebuilding a neighbour");
-		if (d->present && !vol->read_only && cs[p] != DG_CSUM_NONE)
+		if (d->present && cs[p] != DG_CSUM_NONE &&
+		    dg_repair_ok(vol, DG_CHK_PAGE_BAD, pd, row,
+				 p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
+				 "checksum mismatch", "rebuild it from parity"))
 			dg_repair_page(vol, pd, row, pages[p]);
 		if (p != want)
 			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row,
@@ -177,7 +183,8 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
 		      "checksum mismatch");
 	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
-		if (!vol->read_only)
+		if (dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
+				 "checksum mismatch", "rebuild it from parity"))
 			dg_repair_page(vol, dev, row, buf);
 		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, what,
 			      "rebuilt from parity");
@@ -185,7 +192,9 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	}
 	/* Beyond parity: the volume's own metadata has ditto copies. */
 	if (dg_ditto_read(vol, dev, row, csum, buf) == 0) {
-		if (!vol->read_only)
+		if (dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
+				 "checksum mismatch",
+				 "rewrite it from its ditto copy"))
 			dg_repair_page(vol, dev, row, buf);
 		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, what,
 			      "from a ditto copy");

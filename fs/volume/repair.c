@@ -26,9 +26,41 @@
  *
  * docs/integrity.md has the rules that decide what is proven.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "csum.h"
+
+void dg_vol_set_consent(struct dg_vol *vol, dg_chk_ask_fn ask, void *arg)
+{
+	vol->consent = ask;
+	vol->consent_arg = arg;
+}
+
+bool dg_repair_ok(struct dg_vol *vol, int kind, unsigned dev, uint64_t row,
+		  enum dg_fault_what what, const char *why,
+		  const char *action)
+{
+	struct dg_chk_event ev;
+
+	if (vol->read_only)
+		return false;
+	if (!vol->consent)
+		return true;
+	dg_chk_event_init(&ev, (enum dg_chk_kind)kind, NULL);
+	dg_chk_locate(vol, &ev, dev, row, what);
+	ev.fixable = true;
+	if (kind == DG_CHK_PARITY_STALE)
+		snprintf(ev.detail, sizeof(ev.detail), "parity of row %llu "
+			 "disagrees with its verified data",
+			 (unsigned long long)row);
+	else
+		snprintf(ev.detail, sizeof(ev.detail), "%s page fails "
+			 "verification (%s)", ev.structure, why);
+	snprintf(ev.action, sizeof(ev.action), "%s", action);
+	return vol->consent(vol->consent_arg, &ev);
+}
 
 void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
 		     const void *img, size_t len)

@@ -70,7 +70,11 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 			dg_fault_note(vol, DG_FAULT_DETECTED, d->idx,
 				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
 				      "copy differs from the page");
-			if (!repair || vol->read_only)
+			if (!repair ||
+			    !dg_repair_ok(vol, DG_CHK_PAGE_BAD, d->idx,
+					  off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
+					  "copy differs from the page",
+					  "rewrite it from the page"))
 				continue;
 			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
 			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
@@ -185,6 +189,20 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 	return ret;
 }
 
+/* Every parity page of the row that is stale may be rewritten. */
+static bool parity_repair_ok(struct dg_vol *vol, uint64_t row,
+			     unsigned stale)
+{
+	for (unsigned j = 0; j < vol->parity; j++)
+		if ((stale & (1u << j)) &&
+		    !dg_repair_ok(vol, DG_CHK_PARITY_STALE,
+				  dg_row_parity_dev(vol, row, j), row,
+				  DG_WHAT_PARITY, "disagrees with the data",
+				  "recompute parity from the data"))
+			return false;
+	return true;
+}
+
 /* Verify the row's pages and compare its parity with parity computed
  * from them; recompute it when repairing. Parity last, and only from
  * verified data. Caller holds the row lock. */
@@ -201,7 +219,7 @@ static void pass_row(struct dg_vol *vol, const struct dg_row_pass *p,
 	for (unsigned j = 0; ok && j < vol->parity; j++)
 		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
 			stale |= 1u << j;
-	if (stale && p->repair && !vol->read_only)
+	if (stale && p->repair && parity_repair_ok(vol, row, stale))
 		fixed = dg_repair_parity(vol, row, calc) == 0;
 	if (p->row)
 		p->row(p->arg, row, cs, ok, stale, fixed);

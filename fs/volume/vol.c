@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
 #include "csum.h"
 #include "probe.h"
 #include "super.h"
@@ -247,16 +248,38 @@ static bool use_suspects(const struct cand *c, unsigned n,
 	       *lagging <= ref->parity + 1u;
 }
 
+static int vol_open(const char *const *paths, unsigned n, unsigned flags,
+		    const struct dg_media_observer *obs, dg_chk_ask_fn ask,
+		    void *ask_arg, struct dg_vol **volp, char *errbuf,
+		    size_t errlen);
+
 int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 		struct dg_vol **volp, char *errbuf, size_t errlen)
 {
-	return dg_vol_open_observed(paths, n, flags, NULL, volp, errbuf,
-				    errlen);
+	return vol_open(paths, n, flags, NULL, NULL, NULL, volp, errbuf,
+			errlen);
 }
 
 int dg_vol_open_observed(const char *const *paths, unsigned n,
 			 unsigned flags, const struct dg_media_observer *obs,
 			 struct dg_vol **volp, char *errbuf, size_t errlen)
+{
+	return vol_open(paths, n, flags, obs, NULL, NULL, volp, errbuf,
+			errlen);
+}
+
+int dg_vol_open_asking(const char *const *paths, unsigned n, unsigned flags,
+		       dg_chk_ask_fn ask, void *arg, struct dg_vol **volp,
+		       char *errbuf, size_t errlen)
+{
+	return vol_open(paths, n, flags, NULL, ask, arg, volp, errbuf,
+			errlen);
+}
+
+static int vol_open(const char *const *paths, unsigned n, unsigned flags,
+		    const struct dg_media_observer *obs, dg_chk_ask_fn ask,
+		    void *ask_arg, struct dg_vol **volp, char *errbuf,
+		    size_t errlen)
 {
 	bool rdonly = flags & (DG_OPEN_RDONLY | DG_OPEN_NOLOCK);
 	bool degraded = flags & DG_OPEN_DEGRADED;
@@ -287,6 +310,7 @@ int dg_vol_open_observed(const char *const *paths, unsigned n,
 	if (!vol)
 		return -ENOMEM;
 	vol->obs = obs;
+	dg_vol_set_consent(vol, ask, ask_arg);
 	ret = probe(c, n, rdonly, flags & DG_OPEN_NOLOCK, degraded, errbuf,
 		    errlen, &ref);
 	if (ret)

@@ -45,6 +45,8 @@ struct dg_journal {
 	uint64_t start[DG_MAX_JCOPIES];	/* first page of each copy */
 };
 
+struct dg_chk_event;
+
 struct dg_vol {
 	struct dg_dev devs[DG_MAX_DEVS];	/* indexed by device index */
 	unsigned ndev, parity, k;		/* k = data pages per row */
@@ -95,6 +97,9 @@ struct dg_vol {
 
 	dg_page_hook page_hook;
 	void *page_hook_arg;
+	/* repair.c: asked before each repair; NULL, every one (check.h) */
+	bool (*consent)(void *arg, const struct dg_chk_event *ev);
+	void *consent_arg;
 
 	_Atomic uint64_t faults[DG_FAULT_NR];
 	_Atomic uint64_t dev_faults[DG_MAX_DEVS][DG_FAULT_NR];
@@ -201,6 +206,13 @@ void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
 /* The data or parity page (dev, row), proven by its verified checksum. */
 void dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
 		    const void *img);
+/* May the repair of the fault (dev, row, what), a finding of kind (enum
+ * dg_chk_kind), be made? Not on a read-only volume; else as the
+ * consent hook says (dg_vol_set_consent). why: what is wrong; action:
+ * what the repair would do. */
+bool dg_repair_ok(struct dg_vol *vol, int kind, unsigned dev, uint64_t row,
+		  enum dg_fault_what what, const char *why,
+		  const char *action);
 
 /* ---- ditto.c ---------------------------------------------------------- */
 /* vpn has ditto copies (it lies in the metadata zone; without a zone,
