@@ -127,6 +127,79 @@ static void test_repair_data(void)
 	free(buf);
 }
 
+struct consent {
+	bool answer;
+	unsigned asked;
+	struct dg_chk_event last;
+};
+
+static bool consent_cb(void *arg, const struct dg_chk_event *ev)
+{
+	struct consent *c = arg;
+
+	c->asked++;
+	c->last = *ev;
+	return c->answer;
+}
+
+/*
+ * The consent hook (fsck's per-finding decision): read-repair asks with
+ * the finding it would answer; a no leaves the media as it was while the
+ * read still returns the proven bytes, a yes repairs.
+ */
+static void test_repair_consent(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct consent c = { 0 };
+	uint64_t seed = 2;
+	unsigned asked;
+	uint8_t *model = malloc(4 * PG), *buf = malloc(4 * PG),
+		*bad = malloc(PG);
+	struct dg_loc l;
+
+	REQUIRE(model && buf && bad);
+	tvol_make(&tv, "consent", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(fill(vol, 300, 4, model, &seed));
+	l = dg_vpn_loc(vol, 301);
+	corrupt(&tv, l.dev, row_off(vol, l.row));
+	tvol_peek(&tv, l.dev, row_off(vol, l.row), bad, PG);
+
+	dg_vol_set_consent(vol, consent_cb, &c);
+	REQUIRE(dg_read(vol, 300, 4, buf) == 0);
+	CHECK(memcmp(buf, model, 4 * PG) == 0);
+	CHECK(c.asked >= 1);	/* (fsck keeps the answer per page) */
+	asked = c.asked;
+	CHECK_EQ(c.last.kind, DG_CHK_PAGE_BAD);
+	CHECK_EQ(c.last.dev, (int)l.dev);
+	CHECK_EQ(c.last.page, (int64_t)dg_row_page(vol, l.row));
+	CHECK_EQ(c.last.vpn, 301);
+	tvol_peek(&tv, l.dev, row_off(vol, l.row), buf, PG);
+	CHECK(memcmp(buf, bad, PG) == 0);	/* declined: untouched */
+
+	c.answer = true;
+	REQUIRE(dg_read(vol, 301, 1, buf) == 0);
+	CHECK(c.asked > asked);
+	asked = c.asked;
+	tvol_peek(&tv, l.dev, row_off(vol, l.row), buf, PG);
+	CHECK(memcmp(buf, model + PG, PG) == 0);	/* repaired */
+
+	/* No hook: every repair, as the daemon has it. */
+	corrupt(&tv, l.dev, row_off(vol, l.row));
+	dg_vol_set_consent(vol, NULL, NULL);
+	REQUIRE(dg_read(vol, 301, 1, buf) == 0);
+	CHECK_EQ(c.asked, asked);
+	tvol_peek(&tv, l.dev, row_off(vol, l.row), buf, PG);
+	CHECK(memcmp(buf, model + PG, PG) == 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(model);
+	free(buf);
+	free(bad);
+}
+
 /*
  * Data page and parity page of one row both bad with single parity:
  * -EIO, counted unrecoverable, and the caller's buffer never holds the
@@ -617,6 +690,7 @@ int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "repair_data", test_repair_data },
+		{ "repair_consent", test_repair_consent },
 		{ "double_fault_p1", test_double_fault_p1 },
 		{ "replace_page", test_replace_page },
 		{ "faults_p2", test_faults_p2 },
