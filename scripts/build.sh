@@ -1,10 +1,14 @@
 #!/bin/sh
-# build.sh [DIR [MESON-OPTIONS...]] -- configure (once) and build.
+# build.sh [DIR [MESON-OPTIONS...]] -- configure (once) and build,
+# quietly when it works; on failure the output says why (ninja prints
+# the compiler's errors on stdout, so it is kept, not thrown away).
 set -eu
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 [ $# -gt 0 ] && shift
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 if [ ! -f "$dir/build.ninja" ]; then
-	meson setup "$dir" "$@" >/dev/null
+	meson setup "$dir" "$@" >"$log" 2>&1 || { cat "$log"; exit 1; }
 fi
-ninja -C "$dir" >/dev/null
+ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; exit 1; }
