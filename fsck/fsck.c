@@ -908,11 +908,13 @@ int main(int argc, char **argv)
 			report_print(&c, code);
 		dg_vol_close(c.vol);
 		free(c.f);
+		free(c.answers);
 		return code;
 	}
 	code |= report_exit_code(&c);
 	report_print(&c, code);
 	dg_vol_close(c.vol);
 	free(c.f);
+	free(c.answers);
 	return code;
 }
