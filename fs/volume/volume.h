@@ -115,6 +115,14 @@ int dg_vol_format(const char *const *devs, unsigned ndev,
  * theirs and then takes them back: dg_vol_accept_suspects()). */
 #define DG_OPEN_SUSPECT	 (1u << 5)
 #define DG_OPEN_REPAIR	 (1u << 6)
+/* With DG_OPEN_DEGRADED: a volume with devices missing (within parity)
+ * opens for writing. Every update then keeps the missing devices'
+ * pages recoverable from parity and their checksums current on the
+ * copies that remain (apply.c, "degraded rows"), so a later rebuild
+ * (fsck -y, daxguard-ctl replace) restores them exactly. The missing
+ * devices' superblocks fall behind the generation: they come back only
+ * through a rebuild. Without it a degraded volume is read-only. */
+#define DG_OPEN_DEGRADED_RW (1u << 7)
 
 /*
  * Open a volume from its device paths, in any order (the superblocks
