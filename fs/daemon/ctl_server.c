@@ -360,6 +360,9 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_str(r, "redundancy", in->no_redundancy ? "none" : "full");
 	json_add_bool(r, "degraded", in->degraded);
 	json_add_bool(r, "read_only", in->read_only);
+	/* Degraded and still taking writes (-o degraded): the missing
+	 * devices' pages are kept in parity until they are rebuilt. */
+	json_add_bool(r, "writable", !in->read_only);
 	json_add_bytes(r, "failed", in->failed[0] ? in->failed : NULL);
 	json_add_u64(r, "capacity_bytes", in->vpns * DG_PAGE_SIZE);
 	json_add_u64(r, "free_bytes", in->free_vpns * DG_PAGE_SIZE);
@@ -448,7 +451,8 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 	dg_outf(o, "volume %s%s%s\n", uuid, in.label[0] ? " label " : "", in.label);
 	dg_outf(o, "mountpoint %s\ndevices %s\n", dd->mountpoint, dd->devs);
 	dg_outf(o, "health %s (%u of %u devices present)%s\n", health,
-	     in.present, in.ndev, in.read_only ? ", read-only" : "");
+	     in.present, in.ndev, in.read_only ? ", read-only"
+				  : in.degraded ? ", read-write" : "");
 	dg_outf(o, "redundancy %s, parity %u\n", in.no_redundancy ? "none" : "full",
 	     in.parity);
 	dg_outf(o, "capacity %" PRIu64 " MiB, free %" PRIu64 " MiB\n",
