@@ -571,7 +571,7 @@ static int journal_ranges(struct dg_vol *vol, const struct dg_range *r,
 	for (unsigned i = 0; i < npg; i++) {
 		const struct apage *p = &pg[i];
 
-		if (vol->devs[p->dev].present || p->whole ||
+		if (!(vol->missing_mask & (1u << p->dev)) || p->whole ||
 		    (!p->nranges && p->old_csum == DG_CSUM_NONE))
 			continue;
 		out[m++] = (struct dg_range){ .vpn = p->vpn, .off = 0,

@@ -494,6 +494,9 @@ int dg_vol_close(struct dg_vol *vol)
 {
 	if (!vol)
 		return 0;
+	/* A replace not finished lets go of its new device; its record
+	 * resumes it at the next open. */
+	dg_vol_replace_abort(vol);
 	if (!vol->read_only && !dg_latch_on(&vol->latch)) {
 		dg_journal_checkpoint(vol);
 		vol->sb.state = DG_STATE_CLEAN;
