@@ -352,6 +352,10 @@ int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 	for (unsigned i = 0; i < fs->n; i++) {
 		struct dg_flushrange *f = &fs->r[i];
 
+		/* A missing device's pages (a degraded journal replay
+		 * touches them) have nothing to persist. */
+		if (!devs[f->dev].present)
+			continue;
 		if (!devs[f->dev].coarse) {
 			r = dg_dev_persist(&devs[f->dev], f->off, f->len);
 			ret = ret ? ret : r;
