@@ -111,7 +111,6 @@ struct dg_replace_d {
 	bool stop;		/* unmount: leave the record running */
 	struct dg_replace_rec rec;	/* by lock; saved in the root */
 	uint64_t run_since_ms;	/* monotonic ms when this run began */
-	uint64_t done0;		/* rows passed when this run began */
 	uint64_t done;		/* rows passed in this run */
 	char error[256];	/* why the last one failed */
 	int save_err;

@@ -187,7 +187,6 @@ static int launch(struct dg_daemon *dd)
 	r->rec.state = DG_REPLACE_RUNNING;
 	r->run_since_ms = now_ms();
 	r->done = 0;
-	r->done0 = r->rec.next_row;
 	r->error[0] = 0;
 	r->running = true;
 	save(dd);

@@ -133,12 +133,19 @@ def test_replace_under_fio(volume_factory, tmp_path, missing):
     after_replace(v, dev, new, files)
 
 
-def test_replace_killed_midway_resumes(volume_factory):
+@pytest.mark.parametrize("missing", [False, True])
+def test_replace_killed_midway_resumes(volume_factory, missing):
     v = volume_factory(ndev=4, size="128M", parity=1)
     v.mkfs()
     v.mount()
     files = fill(v, 12)
     dev = 2
+    opts = ()
+    if missing:
+        v.umount()
+        os.unlink(v.devs[dev])
+        opts = ("degraded",)
+        v.mount(*opts)
     new = v.devs[dev].with_name(v.devs[dev].stem + "-new.img")
     p = ctl(v, "replace", str(v.devs[dev]), new, "--rate", 8)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -155,7 +162,7 @@ def test_replace_killed_midway_resumes(volume_factory):
     os.sync()
     files["during"] = sha(v.mnt / "during")
     v.kill9()
-    v.mount()
+    v.mount(*opts)
     st = rstat(v)
     assert st["state"] == "running", st
     assert st["next_row"] >= before["next_row"] // 2 > 0, (before, st)
