@@ -64,7 +64,7 @@ def fio_writer(v, seconds):
          "--bs=4k", "--rw=randwrite", "--ioengine=psync",
          "--verify=crc32c", "--do_verify=1", "--verify_fatal=1",
          f"--runtime={seconds}", "--time_based=0", "--loops=1000",
-         "--output-format=terse"],
+         "--verify_state_save=0", "--output-format=terse"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
