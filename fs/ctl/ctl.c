@@ -26,6 +26,9 @@ static const char usage[] =
 	"       daxguard-ctl MOUNTPOINT scrub status|pause|cancel [--json]\n"
 	"       daxguard-ctl MOUNTPOINT scrub resume [-w] [--json]\n"
 	"       daxguard-ctl MOUNTPOINT events [--follow] [--json]\n"
+	"       daxguard-ctl MOUNTPOINT replace DEV NEWPATH [--rate MB/s] "
+	"[--json]\n"
+	"       daxguard-ctl MOUNTPOINT replace status [--json]\n"
 	"       daxguard-ctl MOUNTPOINT clear\n";
 
 static const char help_text[] =
@@ -45,13 +48,22 @@ static const char help_text[] =
 	"  scrub cancel    stop it for good\n"
 	"  events          faults found, repaired or not, scrubs, devices\n"
 	"                  missing, oldest first, from the daemon's ring\n"
+	"  replace DEV NEWPATH\n"
+	"                  rebuild device DEV (its index, or its path) onto\n"
+	"                  NEWPATH, a new or blank file or device, while the\n"
+	"                  volume stays mounted; returns at once, 'status'\n"
+	"                  shows how far (kept across an unmount or a crash);\n"
+	"                  at the end NEWPATH is the device (root or the\n"
+	"                  mount's owner)\n"
+	"  replace status  where the replace is\n"
 	"  clear           reset the fault counters (root or the mount's owner)\n"
 	"options:\n"
 	"  -v, --verbose   status: the damaged files too\n"
 	"  -w, --wait      scrub start/resume: wait until it ends, then print\n"
 	"                  its status (an interrupt cancels it)\n"
 	"  --rate MB/s     scrub start: verify at most this many megabytes\n"
-	"                  (10^6 bytes) a second\n"
+	"                  (10^6 bytes) a second; replace: rebuild at most\n"
+	"                  this many megabytes of the device a second\n"
 	"  -f, --follow    events: keep printing new ones until interrupted\n"
 	"  --json          print the reply as JSON (events: one object a line)\n"
 	"  -h, --help      show this help and exit\n"
@@ -326,7 +338,8 @@ int main(int argc, char **argv)
 	bool json = false, verbose = false, wait = false, follow = false;
 	uint64_t rate = 0;
 	const char *cmd, *mnt, *sub = NULL;
-	char req[128];
+	char req[4400];
+	const char *rdev = NULL, *rpath = NULL;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -347,7 +360,8 @@ int main(int argc, char **argv)
 	mnt = argv[1];
 	cmd = argv[2];
 	if (strcmp(cmd, "status") && strcmp(cmd, "scrub") &&
-	    strcmp(cmd, "clear") && strcmp(cmd, "events")) {
+	    strcmp(cmd, "clear") && strcmp(cmd, "events") &&
+	    strcmp(cmd, "replace")) {
 		fprintf(stderr, "daxguard-ctl: unknown command '%s'\n%s", cmd,
 			usage);
 		return EXIT_USAGE;
@@ -369,6 +383,26 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (!strcmp(cmd, "replace")) {
+		/* "replace status", or "replace DEV NEWPATH" */
+		if (i < argc && !strcmp(argv[i], "status")) {
+			sub = "rstatus";
+			i++;
+		} else if (i + 1 < argc && argv[i][0] != '-' &&
+			   argv[i + 1][0]) {
+			rdev = argv[i++];
+			rpath = argv[i++];
+			sub = "rstart";
+		} else {
+			fprintf(stderr, "daxguard-ctl: replace takes DEV "
+				"NEWPATH (or status)\n%s", usage);
+			return EXIT_USAGE;
+		}
+		if (strlen(rpath ? rpath : "") > 4000) {
+			fprintf(stderr, "daxguard-ctl: NEWPATH is too long\n");
+			return EXIT_USAGE;
+		}
+	}
 	for (; i < argc; i++) {
 		const char *a = argv[i];
 		bool can_wait = sub && (!strcmp(sub, "start") ||
@@ -386,7 +420,7 @@ int main(int argc, char **argv)
 			   !strcmp(cmd, "events")) {
 			follow = true;
 		} else if (!strcmp(a, "--rate") && sub &&
-			   !strcmp(sub, "start")) {
+			   (!strcmp(sub, "start") || !strcmp(sub, "rstart"))) {
 			if (++i == argc || !(rate = parse_rate(argv[i]))) {
 				fprintf(stderr, "daxguard-ctl: --rate takes "
 					"megabytes a second, a number above "
@@ -401,6 +435,21 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "events"))
 		return events(mnt, json, follow);
+	if (rpath) {
+		/* The path last: it may hold spaces. */
+		snprintf(req, sizeof(req), "replace start %s %llu %s\n", rdev,
+			 (unsigned long long)rate, rpath);
+		if (json)	/* the daemon looks for " json" in the line */
+			snprintf(req, sizeof(req), "replace start %s %llu %s "
+				 "json\n", rdev, (unsigned long long)rate,
+				 rpath);
+		return print_reply(request(mnt, req));
+	}
+	if (sub && !strcmp(sub, "rstatus")) {
+		snprintf(req, sizeof(req), "replace status%s\n",
+			 json ? " json" : "");
+		return print_reply(request(mnt, req));
+	}
 	if (sub) {
 		char *reply;
 

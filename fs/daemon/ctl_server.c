@@ -303,7 +303,7 @@ static struct json_object *device_table_json(struct dg_daemon *dd,
 		dev_counts(dd, d, &c);
 		json_add_u64(x, "index", d);
 		json_add_bytes(x, "path", slot_path(dd, d));
-		json_add_str(x, "state", dd->slot_state[d]);
+		json_add_str(x, "state", dg_replace_slot_state(dd, d));
 		json_add_u64(x, "read_errors", c.read_errors);
 		json_add_u64(x, "checksum_errors", c.csum_errors);
 		json_add_u64(x, "repaired", c.repaired);
@@ -325,7 +325,7 @@ static void device_table(struct dg_daemon *dd, struct dg_out *o,
 
 		dev_counts(dd, d, &c);
 		dg_outf(o, "%5u  %-9s %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-			" %8" PRIu64 "  %s\n", d, dd->slot_state[d],
+			" %8" PRIu64 "  %s\n", d, dg_replace_slot_state(dd, d),
 			c.read_errors, c.csum_errors, c.repaired,
 			c.unrecoverable, slot_path(dd, d));
 	}
@@ -360,6 +360,9 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_str(r, "redundancy", in->no_redundancy ? "none" : "full");
 	json_add_bool(r, "degraded", in->degraded);
 	json_add_bool(r, "read_only", in->read_only);
+	/* Degraded and still taking writes (-o degraded): the missing
+	 * devices' pages are kept in parity until they are rebuilt. */
+	json_add_bool(r, "writable", !in->read_only);
 	json_add_bytes(r, "failed", in->failed[0] ? in->failed : NULL);
 	json_add_u64(r, "capacity_bytes", in->vpns * DG_PAGE_SIZE);
 	json_add_u64(r, "free_bytes", in->free_vpns * DG_PAGE_SIZE);
@@ -377,6 +380,12 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_bool(r, "needs_fsck", needs_fsck);
 	json_add_bytes(r, "device_paths", dd->devs);
 	json_object_object_add(r, "device_table", device_table_json(dd, in));
+	{
+		struct json_object *x = dg_replace_status_json(dd);
+
+		if (x)
+			json_object_object_add(r, "replace", x);
+	}
 	for (unsigned i = 0; i < nd; i++) {
 		struct json_object *x = json_object_new_object();
 
@@ -448,7 +457,8 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 	dg_outf(o, "volume %s%s%s\n", uuid, in.label[0] ? " label " : "", in.label);
 	dg_outf(o, "mountpoint %s\ndevices %s\n", dd->mountpoint, dd->devs);
 	dg_outf(o, "health %s (%u of %u devices present)%s\n", health,
-	     in.present, in.ndev, in.read_only ? ", read-only" : "");
+	     in.present, in.ndev, in.read_only ? ", read-only"
+				  : in.degraded ? ", read-write" : "");
 	dg_outf(o, "redundancy %s, parity %u\n", in.no_redundancy ? "none" : "full",
 	     in.parity);
 	dg_outf(o, "capacity %" PRIu64 " MiB, free %" PRIu64 " MiB\n",
@@ -463,6 +473,7 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 	     ", unrecoverable %" PRIu64 "\n", f[DG_FAULT_DETECTED],
 	     f[DG_FAULT_REPAIRED], f[DG_FAULT_UNRECOVERABLE]);
 	device_table(dd, o, &in);
+	dg_replace_status_text(dd, o);
 	if (needs_fsck)
 		dg_outf(o, "metadata lost: %" PRIu64 " files or directories "
 		     "damaged, %" PRIu64 " inode table pages: unmount and run "
@@ -603,7 +614,7 @@ static void serve(struct dg_daemon *dd, int fd)
 	socklen_t clen = sizeof(cred);
 	struct pollfd p = { fd, POLLIN, 0 };
 	struct dg_out o = { 0 };
-	char req[256];
+	char req[4400];	/* a replace names a path */
 	ssize_t n = 0;
 	bool json;
 
@@ -626,6 +637,14 @@ static void serve(struct dg_daemon *dd, int fd)
 		events(dd, req, json, &o);
 	} else if (!strncmp(req, "scrub status", 12)) {
 		dg_scrub_cmd(dd, req + 6, json, &o);
+	} else if (!strncmp(req, "replace status", 14)) {
+		dg_replace_cmd(dd, req + 8, json, &o);
+	} else if (!strncmp(req, "replace ", 8)) {
+		/* "replace start json|text DEV RATE PATH" */
+		if (cred.uid != 0 && cred.uid != getuid())
+			reply_error(&o, json, "permission denied");
+		else
+			dg_replace_cmd(dd, req + 8, json, &o);
 	} else if (!strncmp(req, "scrub ", 6) || !strncmp(req, "clear", 5)) {
 		if (cred.uid != 0 && cred.uid != getuid())
 			reply_error(&o, json, "permission denied");
@@ -770,8 +789,10 @@ int dg_ctl_start(struct dg_daemon *dd)
 		goto fail;
 	if (pthread_create(&dd->ctl_thread, NULL, ctl_main, dd))
 		goto fail;
-	/* A scrub running at the last unmount or crash goes on. */
+	/* A scrub or a replace running at the last unmount or crash goes
+	 * on. */
 	dg_scrub_init(dd);
+	dg_replace_init(dd);
 	return 0;
 fail:
 	dg_log(DG_LOG_ERR, "control socket '%s': %s", dd->sock_path,
@@ -790,6 +811,7 @@ void dg_ctl_stop(struct dg_daemon *dd)
 	pthread_join(dd->ctl_thread, NULL);
 	/* No command can start it again now; it uses dmg_lock. */
 	dg_scrub_stop(dd);
+	dg_replace_stop(dd);
 	dg_ctl_log_faults(dd);
 	close(dd->sock_fd);
 	unlink(dd->sock_path);

@@ -26,6 +26,10 @@ enum dg_ev_type {
 	DG_EV_DEVICE_MISSING,	/* at mount: a slot with no device */
 	DG_EV_DEVICE_STALE,	/* at mount: a device left out as stale */
 	DG_EV_COUNTERS_CLEARED,
+	DG_EV_REPLACE_STARTED,	/* daxguard-ctl replace */
+	DG_EV_REPLACE_RESUMED,	/* at mount, one cut short */
+	DG_EV_DEVICE_REPLACED,	/* the new device took the slot */
+	DG_EV_REPLACE_FAILED,
 	DG_EV_NR,
 };
 
@@ -97,6 +101,33 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
  * running now resumes at the next mount. */
 void dg_scrub_stop(struct dg_daemon *dd);
 
+/* ---- online replace (replace.c) -------------------------------------- */
+struct dg_replace_d {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* the thread ended, or a stop */
+	pthread_t thread;
+	bool thread_live;	/* joined at the next start or at stop */
+	bool running;
+	bool stop;		/* unmount: leave the record running */
+	struct dg_replace_rec rec;	/* by lock; saved in the root */
+	uint64_t run_since_ms;	/* monotonic ms when this run began */
+	uint64_t done;		/* rows passed in this run */
+	char error[256];	/* why the last one failed */
+	int save_err;
+};
+int dg_replace_init(struct dg_daemon *dd);
+/* "replace DEV RATE PATH" (RATE bytes/s, 0 none); "replace status". */
+void dg_replace_cmd(struct dg_daemon *dd, const char *args, bool json,
+		    struct dg_out *o);
+void dg_replace_stop(struct dg_daemon *dd);
+bool dg_replace_running(struct dg_daemon *dd);
+/* Device d's state and path for the device table: "replacing" while it
+ * is, and the new path once it took the slot. */
+const char *dg_replace_slot_state(struct dg_daemon *dd, unsigned d);
+/* status: the replace's line (text) or object (json, NULL when none). */
+void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o);
+struct json_object *dg_replace_status_json(struct dg_daemon *dd);
+
 /* ---- the kernel's cached pages after direct writes (dio_inval.c) ------ */
 
 #define DG_DIO_SLOTS 1024u
@@ -159,6 +190,7 @@ struct dg_daemon {
 	const char *slot_state[DG_MAX_DEVS];	/* online, missing, stale */
 	struct dg_events events;
 	struct dg_scrub scrub;
+	struct dg_replace_d replace;
 	struct dg_dio dio;
 	/* libcommit server, commit_server.c */
 	char commit_path[108];

@@ -21,6 +21,10 @@ static const char *const type_names[DG_EV_NR] = {
 	[DG_EV_DEVICE_MISSING] = "device-missing",
 	[DG_EV_DEVICE_STALE] = "device-stale",
 	[DG_EV_COUNTERS_CLEARED] = "counters-cleared",
+	[DG_EV_REPLACE_STARTED] = "replace-started",
+	[DG_EV_REPLACE_RESUMED] = "replace-resumed",
+	[DG_EV_DEVICE_REPLACED] = "device-replaced",
+	[DG_EV_REPLACE_FAILED] = "replace-failed",
 };
 
 const char *dg_ev_type_name(enum dg_ev_type t)
@@ -44,6 +48,7 @@ static enum dg_log_level level_of(enum dg_ev_type t)
 	case DG_EV_FAULT_UNRECOVERABLE:
 	case DG_EV_DEVICE_MISSING:
 	case DG_EV_DEVICE_STALE:
+	case DG_EV_REPLACE_FAILED:
 		return DG_LOG_ERR;
 	case DG_EV_FAULT_DETECTED:
 	case DG_EV_FAULT_REPAIRED:

@@ -26,8 +26,13 @@ static const char usage[] =
 	"separates, for paths that hold ':'). Also run by mount -t\n"
 	"fuse.daxguard DEVS MOUNTPOINT when daxguard is on mount(8)'s PATH.\n"
 	"daxguard options (-o):\n"
-	"    degraded          mount (read-only) with devices missing that\n"
-	"                      parity covers; without it such a mount is refused\n"
+	"    degraded          mount with devices missing that parity covers,\n"
+	"                      read-write (writes keep the missing devices'\n"
+	"                      pages in parity until they are rebuilt: fsck -y\n"
+	"                      or daxguard-ctl replace); with ro, read-only;\n"
+	"                      without it such a mount is refused\n"
+	"    ro                with degraded: mount read-only, and the missing\n"
+	"                      devices can come back as they are\n"
 	"    log=PATH          append the daemon's messages and events to PATH\n"
 	"                      (default: syslog when /dev/log exists, else\n"
 	"                      stderr in the foreground, else a file named at\n"
@@ -43,6 +48,7 @@ struct dg_opts {
 	double timeout;
 	int writeback;
 	int degraded;
+	int ro;
 	int show_help;
 	int show_version;
 };
@@ -53,6 +59,7 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	{ "log=%s", offsetof(struct dg_opts, log), 0 },
 	DG_OPT("writeback", writeback),
 	DG_OPT("degraded", degraded),
+	DG_OPT("ro", ro),
 	DG_OPT("-h", show_help),
 	DG_OPT("--help", show_help),
 	DG_OPT("-V", show_version),
@@ -270,7 +277,7 @@ static void slot_list(uint32_t mask, char *buf, size_t len)
 
 /*
  * A volume with devices missing, stale or replaced mounts only with -o
- * degraded (as btrfs does), read-only. Either way every path that is
+ * degraded (as btrfs does): read-write, or read-only with ro. Either way every path that is
  * not a current device is named, with what it holds. Returns true when
  * it found the volume degraded (and has said why).
  */
@@ -331,8 +338,9 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 	dg_uuid_format(in.uuid, u);
 	slot_list(in.missing_mask, slots, sizeof(slots));
 	dg_log(DG_LOG_ERR, "cannot mount volume %s: %s of %u missing or "
-	       "unusable; mount with -o degraded to mount it read-only "
-	       "without %s, or run fsck.daxguard -y to rebuild %s", u, slots,
+	       "unusable; mount with -o degraded to mount it without %s "
+	       "(-o degraded,ro: read-only), or run fsck.daxguard -y to "
+	       "rebuild %s", u, slots,
 	       in.ndev, in.missing_mask & (in.missing_mask - 1) ? "them" : "it",
 	       in.missing_mask & (in.missing_mask - 1) ? "them" : "it");
 	return true;
@@ -343,10 +351,19 @@ static bool explain_degraded(char **paths, int n, bool mounting,
  * mount that was just unmounted (umount does not wait for it): wait for
  * that, bounded, but refuse at once when the volume is mounted.
  */
-static int open_volume(struct dg_daemon *dd, bool degraded)
+static int open_volume(struct dg_daemon *dd, bool degraded, bool ro)
 {
 	char *paths[DG_MAX_DEVS], err[8400], mnt[4096];
-	unsigned flags = degraded ? DG_OPEN_DEGRADED | DG_OPEN_SUSPECT : 0;
+	/* -o degraded mounts read-write (volume.h, DG_OPEN_DEGRADED_RW);
+	 * -o degraded,ro as before: nothing written, so the missing
+	 * devices can come back unchanged. A plain -o ro stays the
+	 * kernel's alone, the volume opened (and its journal replayed) as
+	 * always. */
+	unsigned flags = !degraded ? 0
+			 : ro ? DG_OPEN_DEGRADED | DG_OPEN_SUSPECT |
+					DG_OPEN_RDONLY
+			      : DG_OPEN_DEGRADED | DG_OPEN_SUSPECT |
+					DG_OPEN_DEGRADED_RW;
 	int n = 0, ret;
 	char *devs = canonical_devs(dd->devs, paths, &n);
 
@@ -535,7 +552,9 @@ int main(int argc, char *argv[])
 	/* Every option is checked before a device is opened. */
 	if (check_fuse_opts(&args))
 		goto out_args;
-	if (open_volume(&dd, o.degraded))
+	if (o.ro && !o.degraded)
+		fuse_opt_add_arg(&args, "-oro");
+	if (open_volume(&dd, o.degraded, o.ro))
 		goto out_args;
 	if (add_fsname(&args, dd.devs))
 		goto out_vol;

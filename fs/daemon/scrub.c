@@ -499,7 +499,11 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 	} else if (!strncmp(args, "start", 5)) {
 		const char *r = strstr(args, " rate=");
 
-		if (s->running) {
+		if (dg_replace_running(dd)) {
+			reply(o, json, true, "a device is being replaced: "
+			      "'daxguard-ctl status' shows how far; scrub "
+			      "after it");
+		} else if (s->running) {
 			reply(o, json, true, "a scrub is running: 'scrub "
 			      "status' shows it, 'scrub cancel' stops it");
 		} else if (s->rec.state == DG_SCRUB_PAUSED) {

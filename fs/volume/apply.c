@@ -126,7 +126,13 @@ size_t dg_apply_max_bytes(struct dg_vol *vol)
 	size_t per_page = DG_PAGE_SIZE + sizeof(struct dg_djrange);
 
 	/* Whole pages, each with its range descriptor, plus the header. */
-	return (max - sizeof(struct dg_djentry)) / per_page * DG_PAGE_SIZE;
+	max = (max - sizeof(struct dg_djentry)) / per_page * DG_PAGE_SIZE;
+	/* Degraded, a row's missing data pages ride along whole (see
+	 * add_companions()): room for one per missing device per page. */
+	if (vol->degraded && !vol->read_only)
+		max = max / (1 + __builtin_popcount(vol->missing_mask)) &
+		      ~(size_t)(DG_PAGE_SIZE - 1);
+	return max;
 }
 
 void dg_vol_set_page_hook(struct dg_vol *vol, dg_page_hook hook, void *arg)
@@ -247,6 +253,11 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 			p->whole = true;
 		p->nranges++;
 	}
+	/* A companion (no range: a missing page read only to be
+	 * journaled) changes no byte. */
+	for (unsigned i = 0; i < npg; i++)
+		if (!pg[i].nranges)
+			pg[i].lo = pg[i].hi = 0;
 	if (!vol->redundancy)
 		return 0;
 	ret = mark_full_rows(vol, pg, npg);
@@ -422,6 +433,11 @@ static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
 	struct dg_dev *d = &vol->devs[dev];
 	uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
 
+	/* Degraded: a missing device's page lives on as parity (data) or
+	 * as the data it is computed from (parity); its checksum is still
+	 * set, on the copies that remain. */
+	if (!d->present)
+		return;
 	dg_dev_write(d, off + lo, img + lo, hi - lo);
 	dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
 }
@@ -454,6 +470,8 @@ static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 		struct apage *p = &pg[i];
 		bool fresh = p->old_csum == DG_CSUM_NONE;
 
+		if (!p->nranges)
+			continue; /* a companion: unchanged */
 		/* A never-written page may hold anything: write it whole. */
 		write_page_span(vol, p->dev, p->row, p->new, fresh ? 0 : p->lo,
 				fresh ? DG_PAGE_SIZE : p->hi, fs);
@@ -488,6 +506,87 @@ static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 	return ret;
 }
 
+/*
+ * Degraded rows (a volume opened with DG_OPEN_DEGRADED_RW). A data page
+ * on a missing device exists only as parity. Updating its row's other
+ * pages patches parity with their deltas, which keeps it recoverable --
+ * but a crash between the in-place writes and the parity writes leaves
+ * parity that fits neither the old row nor the new one, and the replay,
+ * which recomputes parity from the row's data, could then no longer
+ * reconstruct the missing page (the write hole of a degraded RAID). So
+ * each such page joins the update as a companion: read (reconstructed)
+ * under the row lock like any old page, journaled whole with the
+ * update's own ranges applied, never written in place. The replay takes
+ * it from the journal (journal.c, redo_redundancy()), so parity comes out
+ * exact. vpns has room for npg * (1 + missing devices); returns the new
+ * count of distinct pages, sorted.
+ */
+static unsigned add_companions(struct dg_vol *vol, uint64_t *vpns,
+			       unsigned npg)
+{
+	unsigned n = npg;
+
+	if (!vol->degraded || !vol->redundancy || !vol->parity)
+		return npg;
+	for (unsigned i = 0; i < npg; i++) {
+		uint64_t row = dg_vpn_loc(vol, vpns[i]).row;
+
+		for (unsigned d = 0; d < vol->ndev; d++)
+			if ((vol->missing_mask & (1u << d)) &&
+			    !dg_row_dev_is_parity(vol, row, d))
+				vpns[n++] = dg_loc_vpn(vol, d, row);
+	}
+	if (n == npg)
+		return npg;
+	qsort(vpns, n, sizeof(*vpns), u64_cmp);
+	npg = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (i == 0 || vpns[i] != vpns[i - 1])
+			vpns[npg++] = vpns[i];
+	return npg;
+}
+
+/*
+ * The ranges to journal: the caller's, then each page of a missing
+ * device whole (its image after the update), unless a range already
+ * covers it whole or it was never written and stays so (the replay reads
+ * such a page as zeros). *outp is r itself when nothing is added, else a
+ * new array for the caller to free.
+ */
+static int journal_ranges(struct dg_vol *vol, const struct dg_range *r,
+			  unsigned n, const struct apage *pg, unsigned npg,
+			  const struct dg_range **outp, unsigned *np)
+{
+	struct dg_range *out;
+	unsigned m = n;
+
+	*outp = r;
+	*np = n;
+	if (!vol->degraded)
+		return 0;
+	out = malloc((n + npg) * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	memcpy(out, r, n * sizeof(*r));
+	for (unsigned i = 0; i < npg; i++) {
+		const struct apage *p = &pg[i];
+
+		if (!(vol->missing_mask & (1u << p->dev)) || p->whole ||
+		    (!p->nranges && p->old_csum == DG_CSUM_NONE))
+			continue;
+		out[m++] = (struct dg_range){ .vpn = p->vpn, .off = 0,
+					      .len = DG_PAGE_SIZE,
+					      .data = p->new };
+	}
+	if (m == n) {
+		free(out);
+		return 0;
+	}
+	*outp = out;
+	*np = m;
+	return 0;
+}
+
 static unsigned lock_rows(struct dg_vol *vol, struct apage *pg, unsigned npg,
 			  unsigned *locks)
 {
@@ -517,6 +616,8 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	uint8_t *mem = NULL;
 	struct dg_djentry *entry;
 	const void *const *edata;
+	const struct dg_range *jr = r;	/* the ranges journaled */
+	unsigned njr = n;
 	size_t mem_pages;
 	struct dg_flushset fs;
 	struct dg_csum_cursor cur[DG_MAX_PARITY + 1] = { { 0 } };
@@ -528,7 +629,8 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	if (ret)
 		return ret;
 	dg_flushset_init(&fs);
-	vpns = malloc(n * sizeof(*vpns));
+	vpns = malloc(n * (1 + (size_t)__builtin_popcount(vol->missing_mask)) *
+		      sizeof(*vpns));
 	if (!vpns)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
@@ -537,6 +639,7 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	for (unsigned i = 0; i < n; i++)
 		if (i == 0 || vpns[i] != vpns[i - 1])
 			vpns[npg++] = vpns[i];
+	npg = add_companions(vol, vpns, npg);
 
 	mem_pages = vol->redundancy ? 2 * npg + npg * vol->parity + 1 : 0;
 	pg = calloc(npg, sizeof(*pg));
@@ -575,7 +678,10 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 				     mem + (mem_pages - 1) * DG_PAGE_SIZE, cur);
 	if (ret)
 		goto unlock;
-	entry = build_entry(vol, r, n, pg, npg, &edata);
+	ret = journal_ranges(vol, r, n, pg, npg, &jr, &njr);
+	if (ret)
+		goto unlock;
+	entry = build_entry(vol, jr, njr, pg, npg, &edata);
 	if (!entry) {
 		ret = -ENOMEM;
 		goto unlock;
@@ -609,6 +715,8 @@ out:
 	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
 		dg_csum_cursor_fini(&cur[j]);
 	dg_flushset_fini(&fs);
+	if (jr != r)
+		free((void *)jr);
 	free(locks);
 	free(rows);
 	free(pg);

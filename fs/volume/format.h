@@ -214,7 +214,11 @@ struct dg_dsuper {
 	uint32_t ditto_pages;	  /* vpns [0, ditto_pages) have ditto copies:
 				     the metadata zone with META_ZONE */
 	uint32_t ditto_copies;	  /* copies besides the page itself */
-	uint8_t reserved[3816];	  /* zero; room for new fields */
+	uint8_t reserved[2792];	  /* zero; room for new fields */
+	/* Where an online replace (struct dg_dreplace in the root) is
+	 * rebuilding its device, NUL padded; "" when none is. In bytes
+	 * that were reserved and zero: older binaries keep it as it is. */
+	char replace_path[1024];
 	uint64_t csum;		  /* XXH3-64 of the bytes before it */
 };
 _Static_assert(sizeof(struct dg_dsuper) == DG_PAGE_SIZE, "dsuper size");
@@ -331,6 +335,26 @@ struct dg_dscrub {
 };
 _Static_assert(sizeof(struct dg_dscrub) == 104, "dscrub size");
 
+/*
+ * An online replace (volume.h, struct dg_replace_rec): which device is
+ * being rebuilt and how far, in bytes of the root that were reserved and
+ * zero, like the scrub's record (zeros: none). The new device's path is
+ * longer than the root has room for: it is in the superblocks
+ * (dg_dsuper.replace_path), written before the record says RUNNING.
+ */
+#define DG_REPLACE_MAGIC 0x4c50455253475844ull /* "DXGSREPL" */
+struct dg_dreplace {
+	uint64_t magic;		/* DG_REPLACE_MAGIC, or 0: none */
+	uint32_t state;		/* enum dg_replace_state */
+	uint32_t dev;		/* the device index being replaced */
+	uint64_t next_row;	/* rows [0, next_row) were done */
+	uint64_t started, ended; /* seconds since the epoch */
+	uint64_t rate;		/* bytes per second; 0 unlimited */
+	uint64_t pages;		/* pages written to the new device */
+	uint64_t lost;		/* pages that could not be rebuilt */
+};
+_Static_assert(sizeof(struct dg_dreplace) == 64, "dreplace size");
+
 struct dg_droot {
 	uint64_t magic;		/* DG_ROOT_MAGIC */
 	uint64_t vpns;		/* data pages in the volume */
@@ -340,7 +364,8 @@ struct dg_droot {
 	uint64_t zone_vpns;	/* vpns [0, zone_vpns): metadata zone
 				   (= sb.ditto_pages); 0 without META_ZONE */
 	struct dg_dscrub scrub;	/* where the last background scrub stands */
-	uint8_t reserved[104];	/* zero */
+	struct dg_dreplace replace; /* the last online replace */
+	uint8_t reserved[40];	/* zero */
 	uint8_t fs[3840];	/* owned by the filesystem layer */
 };
 _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");

@@ -269,9 +269,69 @@ static int touched_cmp(const void *a, const void *b)
 	return x->dev < y->dev ? -1 : x->dev > y->dev;
 }
 
+/*
+ * The pages of missing devices as the journal has them: a degraded update
+ * journals each missing data page of a row it touches whole (apply.c,
+ * add_companions()), and the replay recomputes the row's parity from it,
+ * since the parity on the media may be torn. Later entries win.
+ */
+struct shadow {
+	unsigned dev;
+	uint64_t row;
+	uint8_t *page;
+};
+struct shadows {
+	struct shadow *s;
+	size_t n, cap;
+};
+
+static uint8_t *shadow_find(const struct shadows *sh, unsigned dev,
+			    uint64_t row)
+{
+	for (size_t i = sh->n; i-- > 0;)
+		if (sh->s[i].dev == dev && sh->s[i].row == row)
+			return sh->s[i].page;
+	return NULL;
+}
+
+/* The range's bytes onto the page's shadow (zeros where none was yet:
+ * a page journaled in part only never verifies, and is then taken from
+ * the row instead). */
+static int shadow_put(struct shadows *sh, const struct dg_djrange *r,
+		      const uint8_t *data)
+{
+	uint8_t *pg = shadow_find(sh, r->dev, r->row);
+
+	if (!pg) {
+		if (sh->n == sh->cap) {
+			size_t cap = sh->cap ? sh->cap * 2 : 16;
+			void *n = realloc(sh->s, cap * sizeof(*sh->s));
+
+			if (!n)
+				return -ENOMEM;
+			sh->s = n;
+			sh->cap = cap;
+		}
+		pg = calloc(1, DG_PAGE_SIZE);
+		if (!pg)
+			return -ENOMEM;
+		sh->s[sh->n++] = (struct shadow){ r->dev, r->row, pg };
+	}
+	memcpy(pg + r->off, data, r->len);
+	return 0;
+}
+
+static void shadows_free(struct shadows *sh)
+{
+	for (size_t i = 0; i < sh->n; i++)
+		free(sh->s[i].page);
+	free(sh->s);
+}
+
 /* Redo the bytes of one entry; remember the pages it touched. */
 static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
-			struct touched **t, size_t *nt, size_t *capt)
+			struct touched **t, size_t *nt, size_t *capt,
+			struct shadows *sh)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
 	const uint8_t *data = (const uint8_t *)(r + e->nranges);
@@ -289,6 +349,8 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		off = (dg_row_page(vol, r[i].row) << DG_PAGE_SHIFT) + r[i].off;
 		if (d->present)
 			dg_dev_write(d, off, data, r[i].len);
+		else if (shadow_put(sh, &r[i], data))
+			return -ENOMEM;
 		data += (r[i].len + 7u) & ~7u;
 		if (*nt == *capt) {
 			size_t cap = *capt ? *capt * 2 : 64;
@@ -312,8 +374,42 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
  * parity of every touched row is recomputed from its verified data --
  * a delta would not be idempotent.
  */
+/* Data page (dev, row) for the parity the replay recomputes: a missing
+ * device's from its shadow when that matches its checksum (just set from
+ * the journal), else through the read path. */
+static int redo_read(struct dg_vol *vol, const struct shadows *sh,
+		     unsigned dev, uint64_t row, uint8_t *buf)
+{
+	const uint8_t *pg = vol->devs[dev].present ? NULL
+						   : shadow_find(sh, dev, row);
+	uint64_t cs;
+
+	if (pg && dg_csum_get(vol, dev, row, &cs) == 0 &&
+	    dg_csum_page(vol, dev, row, pg) == cs) {
+		memcpy(buf, pg, DG_PAGE_SIZE);
+		return 0;
+	}
+	return dg_page_read_locked(vol, dev, row, buf, &cs);
+}
+
+/* The ditto copies of a missing device's zone page, from its shadow
+ * when that matches the checksum the journal recorded. */
+static void redo_ditto_missing(struct dg_vol *vol, const struct shadows *sh,
+			       const struct touched *t, struct dg_flushset *fs)
+{
+	const uint8_t *pg = shadow_find(sh, t->dev, t->row);
+	uint64_t vpn;
+
+	if (!pg || dg_row_dev_is_parity(vol, t->row, t->dev))
+		return;
+	vpn = dg_loc_vpn(vol, t->dev, t->row);
+	if (dg_ditto_has(vol, vpn) &&
+	    dg_csum_page(vol, t->dev, t->row, pg) == t->csum)
+		dg_ditto_write(vol, vpn, pg, fs);
+}
+
 static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
-			   struct dg_flushset *fs)
+			   const struct shadows *sh, struct dg_flushset *fs)
 {
 	struct dg_csum_upd *u = NULL;
 	size_t nu = 0;
@@ -357,6 +453,8 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 			/* the replayed page, verified: its ditto copies */
 			dg_ditto_write(vol, dg_loc_vpn(vol, t[i].dev, t[i].row),
 				       dg_dev_ptr(d, off), fs);
+		} else if (!d->present) {
+			redo_ditto_missing(vol, sh, &t[i], fs);
 		}
 		u[nu++] = (struct dg_csum_upd){ t[i].dev, t[i].row, t[i].csum };
 	}
@@ -377,11 +475,18 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 			pages[p] = buf + p * DG_PAGE_SIZE;
 		for (unsigned r = 0; r < vol->k; r++) {
 			unsigned dev = dg_row_data_dev(vol, row, r);
-			uint64_t cs;
 
-			ret = dg_page_read_locked(vol, dev, row, pages[r], &cs);
-			if (ret)
+			ret = redo_read(vol, sh, dev, row, pages[r]);
+			if (ret) {
+				dg_vol_log(vol, DG_LOG_ERR, "journal replay: "
+					   "row %" PRIu64 " cannot be made "
+					   "whole: its page on device %u "
+					   "cannot be read%s", row, dev,
+					   vol->degraded ? " (degraded: a "
+					   "rebuild needs the missing "
+					   "device's pages)" : "");
 				goto out;
+			}
 		}
 		dg_parity_compute(vol, pages, pages + vol->k, DG_PAGE_SIZE);
 		for (unsigned j = 0; j < vol->parity; j++) {
@@ -389,10 +494,13 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 			struct dg_dev *d = &vol->devs[dev];
 			uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
 
-			if (!d->present)
-				continue;
-			dg_dev_write(d, off, pages[vol->k + j], DG_PAGE_SIZE);
-			dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
+			/* A missing parity page is its data's: only its
+			 * checksum copies are set, for the rebuild. */
+			if (d->present) {
+				dg_dev_write(d, off, pages[vol->k + j],
+					     DG_PAGE_SIZE);
+				dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
+			}
 			u[nu++] = (struct dg_csum_upd){
 				dev, row,
 				dg_csum_page(vol, dev, row, pages[vol->k + j])
@@ -416,12 +524,13 @@ static int recover(struct dg_vol *vol)
 	uint64_t off = j->tail_off, seq = j->tail_seq, n = 0;
 	struct dg_flushset fs;
 	const struct dg_djentry *e;
+	struct shadows sh = { 0 };
 	int ret = 0;
 
 	dg_flushset_init(&fs);
 	while ((e = entry_any(vol, off, seq))) {
 		if (!(e->flags & DG_JENTRY_WRAP)) {
-			ret = replay_entry(vol, e, &t, &nt, &capt);
+			ret = replay_entry(vol, e, &t, &nt, &capt, &sh);
 			if (ret)
 				goto out;
 			off += e->len;
@@ -448,7 +557,7 @@ static int recover(struct dg_vol *vol)
 				DG_PAGE_SIZE);
 	dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	if (vol->redundancy) {
-		ret = redo_redundancy(vol, t, nt, &fs);
+		ret = redo_redundancy(vol, t, nt, &sh, &fs);
 		if (ret)
 			goto out;
 	}
@@ -458,6 +567,7 @@ static int recover(struct dg_vol *vol)
 out:
 	dg_flushset_fini(&fs);
 	free(t);
+	shadows_free(&sh);
 	return ret;
 }
 

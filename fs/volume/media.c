@@ -229,6 +229,8 @@ void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 	if (d->obs)
 		d->obs->write(d->obs->arg, d->path, off, src, len);
 	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
+	if (d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi)
+		dg_dev_write(d->mirror, off, src, len);
 }
 
 void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
@@ -244,6 +246,8 @@ void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 		}
 	}
 	d->memset_fn(d->base + off, 0, len, PMEM2_F_MEM_NOFLUSH);
+	if (d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi)
+		dg_dev_zero(d->mirror, off, len);
 }
 
 int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
@@ -260,6 +264,13 @@ int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 		dg_latch_set(d->latch, ret, "persist of %s at byte %llu failed: "
 			     "%s", d->path, (unsigned long long)off,
 			     strerror(-ret));
+	/* The new device of a replace is as durable as the old one. */
+	if (!ret && d->mirror && off < d->mirror_hi && off + len > d->mirror_lo) {
+		uint64_t lo = off > d->mirror_lo ? off : d->mirror_lo;
+		uint64_t hi = off + len < d->mirror_hi ? off + len : d->mirror_hi;
+
+		ret = dg_dev_persist(d->mirror, lo, hi - lo);
+	}
 	return ret;
 }
 
@@ -341,6 +352,10 @@ int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 	for (unsigned i = 0; i < fs->n; i++) {
 		struct dg_flushrange *f = &fs->r[i];
 
+		/* A missing device's pages (a degraded journal replay
+		 * touches them) have nothing to persist. */
+		if (!devs[f->dev].present)
+			continue;
 		if (!devs[f->dev].coarse) {
 			r = dg_dev_persist(&devs[f->dev], f->off, f->len);
 			ret = ret ? ret : r;

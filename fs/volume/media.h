@@ -77,7 +77,28 @@ struct dg_dev {
 	pmem2_persist_fn persist_fn; /* fine-grained devices only */
 	struct dg_latch *latch;	/* the volume's; NULL: failures only returned */
 	const struct dg_media_observer *obs; /* tests only; NULL */
+	/* Online replace of this present device (replace.c): every write
+	 * and persist of bytes [mirror_lo, mirror_hi) goes to the new
+	 * device too (the superblocks, outside, are its own). */
+	struct dg_dev *mirror;
+	uint64_t mirror_lo, mirror_hi;
+	/* Online replace of a missing device: this is the new one, being
+	 * filled in. Its data rows [0, fill_row) are rebuilt (and kept by
+	 * every update since); the rest is read as missing. Read with
+	 * __atomic_load_n: it grows under one row's lock at a time. Its
+	 * superblocks are written only when it is whole. */
+	bool filling;
+	uint64_t fill_row;
 };
+
+/* Whether row's page of d can be read (present, and rebuilt there when
+ * d is being filled in). */
+static inline bool dg_dev_has_row(const struct dg_dev *d, uint64_t row)
+{
+	return d->present &&
+	       (!d->filling || row < __atomic_load_n(&d->fill_row,
+						    __ATOMIC_ACQUIRE));
+}
 
 /* Open path and map it whole. Takes an exclusive (or, read-only, shared)
  * lock on the file: -EBUSY if another process holds it; nolock (only

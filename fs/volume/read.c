@@ -37,7 +37,7 @@ static int fetch_verified(struct dg_vol *vol, unsigned dev, uint64_t row,
 		memset(buf, 0, DG_PAGE_SIZE);
 		return 1;
 	}
-	if (!d->present)
+	if (!dg_dev_has_row(d, row))
 		return 0;
 	memcpy(buf, dg_dev_ptr(d, page_off(vol, row)), DG_PAGE_SIZE);
 	return dg_csum_page(vol, dev, row, buf) == csum;
@@ -163,7 +163,7 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	*csum_out = csum;
 	if (fetch_verified(vol, dev, row, csum, buf))
 		return 0;
-	if (!d->present) { /* degraded: the page lives only in parity */
+	if (!dg_dev_has_row(d, row)) { /* degraded: only in parity */
 		atomic_fetch_add(&vol->dev_read_errors[dev], 1);
 		ret = rebuild_from_row(vol, dev, row, csum, buf);
 		if (ret == -EIO && dg_ditto_read(vol, dev, row, csum, buf) == 0)
@@ -241,7 +241,7 @@ static int64_t read_batch(struct dg_vol *vol, uint64_t vpn, uint64_t n,
 		uint8_t *p = buf + (size_t)done * DG_PAGE_SIZE;
 		uint64_t csum;
 
-		if (!vol->devs[l.dev].present)
+		if (!dg_dev_has_row(&vol->devs[l.dev], l.row))
 			break;
 		if (!vol->redundancy) {
 			memcpy(p, dg_dev_ptr(&vol->devs[l.dev],

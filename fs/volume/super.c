@@ -122,7 +122,7 @@ void dg_write_supers(struct dg_vol *vol)
 		/* A suspect keeps its old superblock until fsck has checked
 		 * every page of it: a crash before that must find it
 		 * suspect again, not current. */
-		if (!d->present || d->suspect)
+		if (!d->present || d->suspect || d->filling)
 			continue;
 		s.dev_index = i;
 		memcpy(s.dev_uuid, vol->dev_uuid[i], 16);

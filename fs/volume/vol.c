@@ -248,6 +248,17 @@ static bool use_suspects(const struct cand *c, unsigned n,
 	       *lagging <= ref->parity + 1u;
 }
 
+/*
+ * A degraded volume takes writes only when asked (DG_OPEN_DEGRADED_RW)
+ * and when parity can carry the missing pages. A journal copy is always
+ * left: there are at least parity + 1 copies on distinct devices.
+ */
+static bool degraded_writable(const struct dg_vol *vol, unsigned flags)
+{
+	return (flags & DG_OPEN_DEGRADED_RW) && vol->sb.parity > 0 &&
+	       !(vol->sb.incompat & DG_FEAT_INCOMPAT_NOREDUNDANCY);
+}
+
 static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		    const struct dg_media_observer *obs, dg_chk_ask_fn ask,
 		    void *ask_arg, struct dg_vol **volp, char *errbuf,
@@ -421,9 +432,12 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		     "degraded to go on", missing, vol->sb.dev_count,
 		     vol->missing_mask);
 	vol->degraded = missing > 0;
-	/* Degraded volumes are read-only until fsck rebuilds the device;
-	 * one with suspects until fsck has checked them. */
-	vol->read_only = rdonly || vol->degraded ||
+	/* Degraded volumes are read-only until the device is rebuilt,
+	 * unless asked for writes (DG_OPEN_DEGRADED_RW: apply.c keeps the
+	 * missing pages recoverable); one with suspects until fsck has
+	 * checked them. */
+	vol->read_only = rdonly ||
+			 (vol->degraded && !degraded_writable(vol, flags)) ||
 			 (nsuspect && !(flags & DG_OPEN_REPAIR));
 	if (vol->sb.ro_compat & ~DG_FEAT_RO_COMPAT_SUPPORTED) {
 		/* format.h: unknown ro_compat features allow reading only. */
@@ -433,8 +447,11 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 	}
 	if (vol->degraded)
 		dg_log(DG_LOG_WARNING, "volume degraded: %u of %u devices "
-		       "missing (mask %#x), read-only", missing,
-		       vol->sb.dev_count, vol->missing_mask);
+		       "missing (mask %#x), %s", missing,
+		       vol->sb.dev_count, vol->missing_mask,
+		       vol->read_only ? "read-only"
+				      : "read-write: parity keeps their pages "
+					"until they are rebuilt");
 
 	ret = vol_init_core(vol);
 	if (ret)
@@ -501,6 +518,9 @@ int dg_vol_close(struct dg_vol *vol)
 {
 	if (!vol)
 		return 0;
+	/* A replace not finished lets go of its new device; its record
+	 * resumes it at the next open. */
+	dg_vol_replace_abort(vol);
 	if (!vol->read_only && !dg_latch_on(&vol->latch)) {
 		dg_journal_checkpoint(vol);
 		vol->sb.state = DG_STATE_CLEAN;

@@ -115,6 +115,14 @@ int dg_vol_format(const char *const *devs, unsigned ndev,
  * theirs and then takes them back: dg_vol_accept_suspects()). */
 #define DG_OPEN_SUSPECT	 (1u << 5)
 #define DG_OPEN_REPAIR	 (1u << 6)
+/* With DG_OPEN_DEGRADED: a volume with devices missing (within parity)
+ * opens for writing. Every update then keeps the missing devices'
+ * pages recoverable from parity and their checksums current on the
+ * copies that remain (apply.c, "degraded rows"), so a later rebuild
+ * (fsck -y, daxguard-ctl replace) restores them exactly. The missing
+ * devices' superblocks fall behind the generation: they come back only
+ * through a rebuild. Without it a degraded volume is read-only. */
+#define DG_OPEN_DEGRADED_RW (1u << 7)
 
 /*
  * Open a volume from its device paths, in any order (the superblocks
@@ -365,6 +373,63 @@ struct dg_scrub_rec {
 int dg_vol_scrub_load(struct dg_vol *vol, struct dg_scrub_rec *rec);
 /* Through dg_apply(): -EROFS on a read-only volume. */
 int dg_vol_scrub_save(struct dg_vol *vol, const struct dg_scrub_rec *rec);
+
+/*
+ * Online replace (replace.c): rebuild device dev of a mounted volume onto
+ * a new path while reads and updates go on, row by row under each row's
+ * lock. A missing device's new one is filled in place of it (its rows
+ * read as missing until rebuilt); a present device's new one gets every
+ * write of the old one besides the rebuild (a mirror). At the end the new
+ * device takes the slot: its superblocks are written with a new
+ * generation, so the old device, if any, is stale from then on.
+ */
+enum dg_replace_state {
+	DG_REPLACE_NONE,	/* never ran, or the record was lost */
+	DG_REPLACE_RUNNING,	/* at a crash or unmount: resume it */
+	DG_REPLACE_FINISHED,
+	DG_REPLACE_FAILED,	/* stopped by an error (see the log) */
+};
+struct dg_replace_rec {
+	enum dg_replace_state state;
+	unsigned dev;
+	uint64_t next_row;	/* rows [0, next_row) done */
+	uint64_t started, ended; /* seconds since the epoch */
+	uint64_t rate;		/* bytes per second asked for; 0 unlimited */
+	uint64_t pages;		/* pages written to the new device */
+	uint64_t lost;		/* pages that could not be rebuilt */
+	char path[1024];	/* the new device ("" when none) */
+};
+/* 0 and the record (state NONE when none was saved); -EIO when the root
+ * cannot be read. A RUNNING record whose path the superblocks no longer
+ * name was finished (the crash came between the two): FINISHED. */
+int dg_vol_replace_load(struct dg_vol *vol, struct dg_replace_rec *rec);
+/* Through dg_apply(), like the scrub's; -EROFS read-only. */
+int dg_vol_replace_save(struct dg_vol *vol, const struct dg_replace_rec *rec);
+/*
+ * Start (or, resume, go on with) replacing device dev by path: refuses
+ * a path that holds anything but nothing, zeros, or this volume's own
+ * device dev (a replace cut short), with the reason in err, writing
+ * nothing; creates or grows a file to the device size; puts the new
+ * device's superblocks (stale until the end), the superblocks' path,
+ * and every checksum copy, init map and journal copy of the slot on it.
+ * -EBUSY a replace runs; -EROFS read-only; -ENXIO no parity to rebuild
+ * a missing device from; -EINVAL bad dev or path; -EEXIST refused path.
+ */
+int dg_vol_replace_begin(struct dg_vol *vol, unsigned dev, const char *path,
+			 bool resume, char *err, size_t errlen);
+/* The rows [first, end): each page of the device made exact on the new
+ * one, under its row's lock. Adds to *pages (written) and *lost (pages
+ * that could not be rebuilt, left as they are). */
+int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
+			uint64_t *pages, uint64_t *lost);
+/* After every row: the ditto copies, then the new device takes the slot
+ * and every superblock is written. */
+int dg_vol_replace_finish(struct dg_vol *vol, char *err, size_t errlen);
+/* Stop without finishing (unmount, error): the new device is let go;
+ * the record stays as saved, so a RUNNING one resumes. */
+void dg_vol_replace_abort(struct dg_vol *vol);
+/* The device being replaced, or -1. */
+int dg_vol_replacing(struct dg_vol *vol);
 
 /*
  * Give a data page that failed beyond parity fresh contents (zeros) once

@@ -95,6 +95,10 @@ struct dg_vol {
 	 * ditto copies); fsck counts those on the media. */
 	uint64_t meta_spill;			/* by alloc_lock */
 
+	/* Online replace (replace.c); NULL when none runs. Set and
+	 * cleared with every row lock and the journal lock held. */
+	struct dg_repl *repl;
+
 	dg_page_hook page_hook;
 	void *page_hook_arg;
 	/* repair.c: asked before each repair; NULL, every one (check.h) */

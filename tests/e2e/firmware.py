@@ -920,7 +920,7 @@ def _mount_and_read(v, res, stage):
             if "-o degraded" not in str(e) or v.daemon is not None:
                 raise
             res["degraded"].append(stage)
-            v.mount("degraded")
+            v.mount("degraded", "ro")   # read only: change nothing
     except AssertionError as e:
         msg = str(e).strip().splitlines()
         res["refused"].append(f"{stage}: did not mount: "

@@ -204,7 +204,7 @@ def test_usage_and_option_errors(volume_factory):
 
 # ---- degraded --------------------------------------------------------------
 
-def test_degraded_mount_is_readonly_and_readable(volume_factory, tmp_path):
+def test_degraded_ro_mount_is_readonly_and_readable(volume_factory, tmp_path):
     v = volume_factory()           # 4 devices, parity 1
     v.mkfs()
     v.mount()
@@ -226,11 +226,12 @@ def test_degraded_mount_is_readonly_and_readable(volume_factory, tmp_path):
     assert out.endswith(
         f"daxguard: '{v.devs[2]}' does not exist\n"
         f"daxguard: cannot mount volume {uuid_of(v)}: device 2 of 4 "
-        f"missing or unusable; mount with -o degraded to mount it read-only "
-        f"without it, or run fsck.daxguard -y to rebuild it\n"), out
+        f"missing or unusable; mount with -o degraded to mount it without "
+        f"it (-o degraded,ro: read-only), or run fsck.daxguard -y to "
+        f"rebuild it\n"), out
     v.expect_log(r"degraded")
     v.expect_log(r"cannot open .*No such file or directory")
-    v.mount("degraded")
+    v.mount("degraded", "ro")
     log = v.read_log()
     assert f"daxguard: left out: '{v.devs[2]}' does not exist\n" in log
     assert "volume degraded: 1 of 4 devices missing (mask 0x4), read-only" \
@@ -313,8 +314,9 @@ def test_stale_device_is_left_out(volume_factory, tmp_path):
         f"daxguard: '{v.devs[0]}' is stale: device 0 at generation 2, the "
         f"volume is at 3\n"
         f"daxguard: cannot mount volume {u}: device 0 of 4 missing or "
-        f"unusable; mount with -o degraded to mount it read-only without "
-        f"it, or run fsck.daxguard -y to rebuild it\n"), out
+        f"unusable; mount with -o degraded to mount it without it "
+        f"(-o degraded,ro: read-only), or run fsck.daxguard -y to rebuild "
+        f"it\n"), out
     v.expect_log(r"stale")
     v.expect_log(r"degraded")
     v.mount("degraded")

@@ -87,12 +87,14 @@ def test_foreign_file_in_a_slot_refuses_the_mount(vol, kind):
     assert out == (
         f"daxguard: '{d}' {what}\n"
         f"daxguard: cannot mount volume {u}: device 1 of 4 missing or "
-        f"unusable; mount with -o degraded to mount it read-only without it, "
-        f"or run fsck.daxguard -y to rebuild it\n"), out
+        f"unusable; mount with -o degraded to mount it without it "
+        f"(-o degraded,ro: read-only), or run fsck.daxguard -y to rebuild "
+        f"it\n"), out
     assert [sha(x) for x in vol.devs] == before
-    # -o degraded mounts read-only, says what was left out, writes nothing.
+    # -o degraded,ro mounts read-only, says what was left out, writes
+    # nothing.
     vol.expect_log(r"degraded")
-    vol.mount("degraded")
+    vol.mount("degraded", "ro")
     assert f"daxguard: left out: '{d}' {what}\n" in vol.read_log()
     assert (vol.mnt / "f").read_bytes() == b"some data\n" * 1000
     assert vol.status()["read_only"] is True

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+/*
+ * replace.c -- daxguard-ctl replace: a device rebuilt onto a new path
+ * while the volume stays mounted
+ *
+ * A thread passes the rows (the engine's dg_vol_replace_rows(), each row
+ * under its own lock, so reads and writes go on beside it) a batch at a
+ * time, keeps its position in the volume root every 2 s (as the scrub
+ * does), holds the rate asked for, and at the end lets the new device
+ * take the slot. An unmount stops it with the record still "running";
+ * the next mount resumes it (the engine passes rows already exact at the
+ * cost of a checksum each), as does the mount after a crash.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "json.h"
+
+#define BATCH_ROWS 16
+#define SAVE_MS 2000
+
+static const char *const state_names[] = {
+	[DG_REPLACE_NONE] = "none", [DG_REPLACE_RUNNING] = "running",
+	[DG_REPLACE_FINISHED] = "finished", [DG_REPLACE_FAILED] = "failed",
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+__attribute__((format(printf, 4, 5)))
+static void post(struct dg_daemon *dd, enum dg_ev_type t, unsigned dev,
+		 const char *fmt, ...)
+{
+	struct dg_replace_d *r = &dd->replace;
+	struct dg_event ev;
+	va_list ap;
+
+	dg_event_init(&ev, t);
+	ev.dev = (int)dev;
+	snprintf(ev.path, sizeof(ev.path), "%.*s", (int)sizeof(ev.path) - 1,
+		 r->rec.path);
+	va_start(ap, fmt);
+	vsnprintf(ev.detail, sizeof(ev.detail), fmt, ap);
+	va_end(ap);
+	dg_event_post(&dd->events, &ev);
+}
+
+/* Save the record; r->lock held (the update path never takes it). */
+static void save(struct dg_daemon *dd)
+{
+	struct dg_replace_d *r = &dd->replace;
+
+	r->save_err = dg_vol_replace_save(dd->vol, &r->rec);
+	if (r->save_err)
+		dg_log(DG_LOG_WARNING, "replace: cannot save its position: %s",
+		       strerror(-r->save_err));
+}
+
+/* Sleep until the rows passed in this run are within the rate (a row
+ * is a page of the new device), or a stop; r->lock held. */
+static void hold_rate(struct dg_replace_d *r)
+{
+	uint64_t due_ms, t;
+	struct timespec until;
+
+	if (!r->rec.rate)
+		return;
+	due_ms = r->done * DG_PAGE_SIZE * 1000 / r->rec.rate;
+	t = now_ms() - r->run_since_ms;
+	if (due_ms <= t)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)((due_ms - t) / 1000);
+	until.tv_nsec += (long)((due_ms - t) % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	while (!r->stop &&
+	       pthread_cond_timedwait(&r->cond, &r->lock, &until) == 0)
+		;
+}
+
+/* The new device took the slot: status shows it by its new path. */
+static void slot_taken(struct dg_daemon *dd, unsigned dev)
+{
+	free(dd->slot_path[dev]);
+	dd->slot_path[dev] = strdup(dd->replace.rec.path);
+	dd->slot_state[dev] = "online";
+}
+
+/* After the rows: finish, or give up with the reason; r->lock held. */
+static void conclude(struct dg_daemon *dd, int ret)
+{
+	struct dg_replace_d *r = &dd->replace;
+	unsigned dev = r->rec.dev;
+	char err[256] = "";
+
+	if (!ret)
+		ret = dg_vol_replace_finish(dd->vol, err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "%s", strerror(-ret));
+	r->rec.ended = (uint64_t)time(NULL);
+	if (ret) {
+		dg_vol_replace_abort(dd->vol);
+		r->rec.state = DG_REPLACE_FAILED;
+		snprintf(r->error, sizeof(r->error), "%s", err);
+		post(dd, DG_EV_REPLACE_FAILED, dev, "stopped at row %" PRIu64
+		     ": %s", r->rec.next_row, err);
+		return;
+	}
+	r->rec.state = DG_REPLACE_FINISHED;
+	slot_taken(dd, dev);
+	post(dd, DG_EV_DEVICE_REPLACED, dev, "device %u rebuilt: %" PRIu64
+	     " pages written, %" PRIu64 " could not be rebuilt", dev,
+	     r->rec.pages, r->rec.lost);
+}
+
+static void *replace_main(void *arg)
+{
+	struct dg_daemon *dd = arg;
+	struct dg_replace_d *r = &dd->replace;
+	struct dg_vol_info in;
+	uint64_t row = 0, last_save = now_ms();
+	int ret = 0;
+
+	dg_vol_get_info(dd->vol, &in);
+	pthread_mutex_lock(&r->lock);
+	while (!r->stop && row < in.rows) {
+		uint64_t end = row + BATCH_ROWS < in.rows ? row + BATCH_ROWS
+							  : in.rows;
+		uint64_t pages = 0, lost = 0;
+
+		pthread_mutex_unlock(&r->lock);
+		ret = dg_vol_replace_rows(dd->vol, row, end, &pages, &lost);
+		pthread_mutex_lock(&r->lock);
+		if (ret)
+			break;
+		r->rec.pages += pages;
+		r->rec.lost += lost;
+		r->done += end - row;
+		row = end;
+		/* A resumed run passes the rows done before again (fast:
+		 * they are exact); the position never goes back. */
+		if (row > r->rec.next_row)
+			r->rec.next_row = row;
+		if (now_ms() - last_save >= SAVE_MS) {
+			save(dd);
+			last_save = now_ms();
+		}
+		hold_rate(r);
+	}
+	/* r->stop (unmount): the record stays "running" for the next
+	 * mount; the engine lets the new device go at close. */
+	if (!r->stop)
+		conclude(dd, ret);
+	save(dd);
+	r->running = false;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* Start the thread on r->rec as it stands; r->lock held. */
+static int launch(struct dg_daemon *dd)
+{
+	struct dg_replace_d *r = &dd->replace;
+
+	if (r->thread_live) {
+		pthread_mutex_unlock(&r->lock);
+		pthread_join(r->thread, NULL);
+		pthread_mutex_lock(&r->lock);
+		r->thread_live = false;
+	}
+	r->stop = false;
+	r->rec.state = DG_REPLACE_RUNNING;
+	r->run_since_ms = now_ms();
+	r->done = 0;
+	r->error[0] = 0;
+	r->running = true;
+	save(dd);
+	if (pthread_create(&r->thread, NULL, replace_main, dd)) {
+		r->running = false;
+		return -EAGAIN;
+	}
+	r->thread_live = true;
+	return 0;
+}
+
+int dg_replace_init(struct dg_daemon *dd)
+{
+	struct dg_replace_d *r = &dd->replace;
+	struct dg_vol_info in;
+	char err[512];
+	int ret;
+
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	ret = dg_vol_replace_load(dd->vol, &r->rec);
+	if (ret) {
+		dg_log(DG_LOG_WARNING, "replace: cannot read its record: %s",
+		       strerror(-ret));
+		memset(&r->rec, 0, sizeof(r->rec));
+	}
+	if (r->rec.state != DG_REPLACE_RUNNING)
+		return 0;
+	dg_vol_get_info(dd->vol, &in);
+	if (in.read_only) {
+		dg_log(DG_LOG_WARNING, "replace of device %u onto '%s' not "
+		       "resumed: the volume is read-only", r->rec.dev,
+		       r->rec.path);
+		return 0;
+	}
+	/* Cut short by an unmount or a crash: go on. */
+	ret = dg_vol_replace_begin(dd->vol, r->rec.dev, r->rec.path, true,
+				   err, sizeof(err));
+	pthread_mutex_lock(&r->lock);
+	if (!ret)
+		ret = launch(dd);
+	if (ret) {
+		r->rec.state = DG_REPLACE_FAILED;
+		snprintf(r->error, sizeof(r->error), "cannot resume: %.*s",
+			 (int)sizeof(r->error) - 20,
+			 ret == -EAGAIN ? "no thread" : err);
+		post(dd, DG_EV_REPLACE_FAILED, r->rec.dev, "%s", r->error);
+		save(dd);
+	} else {
+		post(dd, DG_EV_REPLACE_RESUMED, r->rec.dev, "after remount, "
+		     "at row %" PRIu64, r->rec.next_row);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+void dg_replace_stop(struct dg_daemon *dd)
+{
+	struct dg_replace_d *r = &dd->replace;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->running)
+		r->stop = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	if (r->thread_live)
+		pthread_join(r->thread, NULL);
+	r->thread_live = false;
+	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->lock);
+}
+
+bool dg_replace_running(struct dg_daemon *dd)
+{
+	bool running;
+
+	pthread_mutex_lock(&dd->replace.lock);
+	running = dd->replace.running;
+	pthread_mutex_unlock(&dd->replace.lock);
+	return running;
+}
+
+const char *dg_replace_slot_state(struct dg_daemon *dd, unsigned d)
+{
+	struct dg_replace_d *r = &dd->replace;
+	bool repl;
+
+	pthread_mutex_lock(&r->lock);
+	repl = r->running && r->rec.dev == d;
+	pthread_mutex_unlock(&r->lock);
+	return repl ? "replacing" : dd->slot_state[d];
+}
+
+/* ---- status ----------------------------------------------------------- */
+
+static double percent(const struct dg_replace_rec *rec, uint64_t rows)
+{
+	return rows ? 100.0 * (double)rec->next_row / (double)rows : 100.0;
+}
+
+void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
+{
+	struct dg_replace_d *r = &dd->replace;
+	struct dg_vol_info in;
+
+	dg_vol_get_info(dd->vol, &in);
+	pthread_mutex_lock(&r->lock);
+	if (r->rec.state != DG_REPLACE_NONE) {
+		dg_outf(o, "replace %s: device %u onto %s, %.1f%% (row %"
+			PRIu64 " of %" PRIu64 "), %" PRIu64 " pages written",
+			state_names[r->rec.state], r->rec.dev,
+			r->rec.path[0] ? r->rec.path : "-",
+			percent(&r->rec, in.rows), r->rec.next_row, in.rows,
+			r->rec.pages);
+		if (r->rec.lost)
+			dg_outf(o, ", %" PRIu64 " could not be rebuilt",
+				r->rec.lost);
+		if (r->error[0])
+			dg_outf(o, ": %s", r->error);
+		dg_outf(o, "\n");
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+struct json_object *dg_replace_status_json(struct dg_daemon *dd)
+{
+	struct dg_replace_d *r = &dd->replace;
+	struct json_object *x;
+	struct dg_vol_info in;
+
+	dg_vol_get_info(dd->vol, &in);
+	pthread_mutex_lock(&r->lock);
+	if (r->rec.state == DG_REPLACE_NONE) {
+		pthread_mutex_unlock(&r->lock);
+		return NULL;
+	}
+	x = json_object_new_object();
+	json_add_str(x, "state", state_names[r->rec.state]);
+	json_add_u64(x, "device", r->rec.dev);
+	json_add_bytes(x, "path", r->rec.path[0] ? r->rec.path : NULL);
+	json_add_u64(x, "next_row", r->rec.next_row);
+	json_add_u64(x, "rows", in.rows);
+	json_object_object_add(x, "percent",
+			       json_object_new_double(percent(&r->rec,
+							      in.rows)));
+	json_add_u64(x, "pages_written", r->rec.pages);
+	json_add_u64(x, "pages_lost", r->rec.lost);
+	json_add_u64(x, "rate_limit_bytes_per_s", r->rec.rate);
+	json_add_u64(x, "started", r->rec.started);
+	json_add_u64(x, "ended", r->rec.ended);
+	json_add_bytes(x, "error", r->error[0] ? r->error : NULL);
+	json_add_bool(x, "position_saved", r->save_err == 0);
+	pthread_mutex_unlock(&r->lock);
+	return x;
+}
+
+/* ---- the command ------------------------------------------------------ */
+
+static void reply(struct dg_out *o, bool json, bool err, const char *msg)
+{
+	if (json) {
+		struct json_object *r = json_object_new_object();
+
+		json_add_str(r, err ? "error" : "result", msg);
+		dg_outf(o, "%s\n", json_line(r));
+		json_object_put(r);
+	} else {
+		dg_outf(o, "%s%s\n", err ? "error: " : "", msg);
+	}
+}
+
+/* DEV as a device index, or as the path of a device of the volume (a
+ * missing one by the path given for it at mount); -1 with a reason. */
+static int resolve_dev(struct dg_daemon *dd, const char *arg, char *msg,
+		       size_t len)
+{
+	struct dg_vol_info in;
+	char *end, *want = realpath(arg, NULL);
+	unsigned long d = strtoul(arg, &end, 10);
+	int found = -1;
+
+	dg_vol_get_info(dd->vol, &in);
+	if (end != arg && !*end) {
+		free(want);
+		if (d < in.ndev)
+			return (int)d;
+		snprintf(msg, len, "no device %lu: the volume has %u (0..%u)",
+			 d, in.ndev, in.ndev - 1);
+		return -1;
+	}
+	for (unsigned i = 0; i < in.ndev && found < 0; i++)
+		if (dd->slot_path[i] &&
+		    (!strcmp(dd->slot_path[i], arg) ||
+		     (want && !strcmp(dd->slot_path[i], want))))
+			found = (int)i;
+	/* A missing device's path no longer exists; if one device is
+	 * missing and the path was given at mount, it is that one. */
+	if (found < 0 && __builtin_popcount(in.missing_mask) == 1 &&
+	    strstr(dd->devs, arg))
+		found = __builtin_ctz(in.missing_mask);
+	free(want);
+	if (found < 0)
+		snprintf(msg, len, "'%s' is not a device of this volume: give "
+			 "its index (daxguard-ctl status lists them) or its "
+			 "path", arg);
+	return found;
+}
+
+/* "DEV RATE PATH": start a replace; r->lock held. */
+static void start(struct dg_daemon *dd, const char *args, bool json,
+		  struct dg_out *o)
+{
+	struct dg_replace_d *r = &dd->replace;
+	char devarg[256], msg[1400], err[1200], pbuf[4400];
+	unsigned long long rate;
+	int n = 0, dev, ret;
+	const char *path;
+
+	if (sscanf(args, "%255s %llu %n", devarg, &rate, &n) < 2 || !n ||
+	    !args[n]) {
+		reply(o, json, true, "usage: replace DEV NEWPATH");
+		return;
+	}
+	/* The tool adds " json" at the end of the line for --json. */
+	snprintf(pbuf, sizeof(pbuf), "%s", args + n);
+	if (json && strlen(pbuf) > 5 &&
+	    !strcmp(pbuf + strlen(pbuf) - 5, " json"))
+		pbuf[strlen(pbuf) - 5] = 0;
+	path = pbuf;
+	if (r->running) {
+		snprintf(msg, sizeof(msg), "device %u is being replaced: "
+			 "'daxguard-ctl status' shows how far", r->rec.dev);
+		reply(o, json, true, msg);
+		return;
+	}
+	dev = resolve_dev(dd, devarg, msg, sizeof(msg));
+	if (dev < 0) {
+		reply(o, json, true, msg);
+		return;
+	}
+	ret = dg_vol_replace_begin(dd->vol, (unsigned)dev, path, false, err,
+				   sizeof(err));
+	if (ret) {
+		reply(o, json, true, err);
+		return;
+	}
+	memset(&r->rec, 0, sizeof(r->rec));
+	r->rec.dev = (unsigned)dev;
+	r->rec.rate = rate;
+	r->rec.started = (uint64_t)time(NULL);
+	{
+		char *abs = realpath(path, NULL);
+
+		snprintf(r->rec.path, sizeof(r->rec.path), "%s",
+			 abs ? abs : path);
+		free(abs);
+	}
+	if (launch(dd)) {
+		dg_vol_replace_abort(dd->vol);
+		r->rec.state = DG_REPLACE_FAILED;
+		save(dd);
+		reply(o, json, true, "cannot start the replace thread");
+		return;
+	}
+	post(dd, DG_EV_REPLACE_STARTED, (unsigned)dev, "rate limit %llu "
+	     "bytes/s (0: none)", rate);
+	snprintf(msg, sizeof(msg), "replacing device %d onto %s", dev,
+		 r->rec.path);
+	reply(o, json, false, msg);
+}
+
+void dg_replace_cmd(struct dg_daemon *dd, const char *args, bool json,
+		    struct dg_out *o)
+{
+	struct dg_replace_d *r = &dd->replace;
+
+	if (!strncmp(args, "start ", 6)) {
+		pthread_mutex_lock(&r->lock);
+		if (dd->scrub.running)
+			reply(o, json, true, "a scrub is running: 'scrub "
+			      "cancel' or 'scrub pause' it first");
+		else
+			start(dd, args + 6, json, o);
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	if (!strncmp(args, "status", 6)) {
+		struct json_object *x;
+
+		if (!json) {
+			dg_replace_status_text(dd, o);
+			return;
+		}
+		x = dg_replace_status_json(dd);
+		dg_outf(o, "%s\n", x ? json_line(x) : "{\"state\":\"none\"}");
+		if (x)
+			json_object_put(x);
+		return;
+	}
+	reply(o, json, true, "unknown replace command");
+}

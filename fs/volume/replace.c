@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: MIT
+/*
+ * replace.c -- online replace: rebuild a device onto a new path while the
+ * volume is mounted and serves reads and updates
+ *
+ * The new device T must end exact: every page of the slot, data rows and
+ * the slot's checksum copies, init map, journal copy and ditto copies,
+ * as the volume holds it at the end. Two rules make it so.
+ *
+ *  1. From the moment T is attached, every write of the slot reaches T.
+ *     A present old device S mirrors its writes to T (media.c; not its
+ *     superblocks, T gets its own at the end). A missing device's slot
+ *     is taken by T itself, "filling" (media.h): updates write it as any
+ *     device, but its rows at or past fill_row read as missing (rebuilt
+ *     from parity), and the volume stays degraded (companions, apply.c)
+ *     until the end, so a crash leaves what a degraded volume leaves.
+ *  2. Each unit of the slot is made exact on T once, under the lock that
+ *     orders every write to it: everything outside the data rows while
+ *     every row lock and the journal lock are held (updates and repairs
+ *     write checksum pages, the init map and ditto copies only under row
+ *     locks, the journal under its lock), before T is attached; each data
+ *     row under its own lock, in row order (fill_row grows with it).
+ *
+ * Every write to T goes through a repair write's rule (repair.c): whole
+ * pages proven elsewhere -- a page that verifies against its checksum, a
+ * page rebuilt from its row and then verified, the newest verified copy
+ * of a checksum page. A row already exact on T is left alone, so a
+ * replace cut short (crash, unmount) starts over at row 0 and passes the
+ * rows done before at the cost of a checksum each; updates a journal
+ * replay redid while T was not attached are caught the same way.
+ *
+ * T's superblocks say generation 0 (behind any volume) until the end, so
+ * a T given to a mount by mistake is left out as stale; at the end the
+ * new slot and a new generation are written to every superblock, and the
+ * old device, if any, is stale from then on.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "csum.h"
+#include "probe.h"
+#include "super.h"
+
+struct dg_repl {
+	unsigned dev;
+	bool missing;		/* T took the slot (filling) */
+	struct dg_dev tgt;	/* T, while S mirrors to it */
+	uint8_t uuid[16];	/* T's device uuid */
+};
+
+#define REC_OFF offsetof(struct dg_droot, replace)
+
+/* ---- the record -------------------------------------------------------- */
+
+int dg_vol_replace_load(struct dg_vol *vol, struct dg_replace_rec *rec)
+{
+	struct dg_dreplace d;
+	int ret;
+
+	memset(rec, 0, sizeof(*rec));
+	ret = dg_read_bytes(vol, 0, REC_OFF, sizeof(d), &d);
+	if (ret)
+		return ret;
+	if (d.magic != DG_REPLACE_MAGIC || d.state > DG_REPLACE_FAILED ||
+	    d.dev >= vol->ndev || d.next_row > vol->sb.rows)
+		return 0;
+	*rec = (struct dg_replace_rec){
+		.state = (enum dg_replace_state)d.state, .dev = d.dev,
+		.next_row = d.next_row, .started = d.started,
+		.ended = d.ended, .rate = d.rate, .pages = d.pages,
+		.lost = d.lost,
+	};
+	memcpy(rec->path, vol->sb.replace_path, sizeof(rec->path) - 1);
+	/* The superblocks forget the path when the new device takes the
+	 * slot, before the record says so: a crash in between. */
+	if (rec->state == DG_REPLACE_RUNNING && !rec->path[0]) {
+		rec->state = DG_REPLACE_FINISHED;
+		rec->next_row = vol->sb.rows;
+	}
+	return 0;
+}
+
+int dg_vol_replace_save(struct dg_vol *vol, const struct dg_replace_rec *rec)
+{
+	struct dg_dreplace d = {
+		.magic = DG_REPLACE_MAGIC, .state = rec->state,
+		.dev = rec->dev, .next_row = rec->next_row,
+		.started = rec->started, .ended = rec->ended,
+		.rate = rec->rate, .pages = rec->pages, .lost = rec->lost,
+	};
+	struct dg_range r = { 0, REC_OFF, sizeof(d), &d };
+
+	if (vol->read_only)
+		return -EROFS;
+	return dg_apply(vol, &r, 1);
+}
+
+int dg_vol_replacing(struct dg_vol *vol)
+{
+	return vol->repl ? (int)vol->repl->dev : -1;
+}
+
+/* ---- the whole volume held still --------------------------------------- */
+
+/* Every row lock (in index order, as lock_rows() takes them) and then
+ * the journal lock: no update, read, repair or checkpoint runs. */
+static void hold_all(struct dg_vol *vol)
+{
+	for (unsigned i = 0; i < DG_ROW_LOCKS; i++)
+		pthread_rwlock_wrlock(&vol->row_locks[i]);
+	pthread_mutex_lock(&vol->jrnl.lock);
+}
+
+static void release_all(struct dg_vol *vol)
+{
+	pthread_mutex_unlock(&vol->jrnl.lock);
+	for (unsigned i = DG_ROW_LOCKS; i-- > 0;)
+		pthread_rwlock_unlock(&vol->row_locks[i]);
+}
+
+/* The device the new pages go to. */
+static struct dg_dev *target(struct dg_vol *vol)
+{
+	struct dg_repl *r = vol->repl;
+
+	return r->missing ? &vol->devs[r->dev] : &r->tgt;
+}
+
+/* A whole page (or span) onto T, durably: bytes proven elsewhere. */
+static void put(struct dg_dev *t, uint64_t off, const void *src, size_t len)
+{
+	dg_dev_write(t, off, src, len);
+	dg_dev_persist(t, off, len);
+}
+
+/* ---- the new path ---------------------------------------------------- */
+
+/* Refuse anything but nothing, zeros, or this volume's device dev (a
+ * replace cut short, or the slot's own stale device). */
+static int check_target(struct dg_vol *vol, unsigned dev, const char *path,
+			char *err, size_t errlen)
+{
+	struct dg_probe p;
+	char what[256], u[37];
+	int ret = dg_dev_probe(path, &p, err, errlen);
+
+	if (ret)
+		return ret;
+	if (p.kind == DG_PROBE_ABSENT || p.kind == DG_PROBE_EMPTY ||
+	    p.kind == DG_PROBE_BLANK)
+		return 0;
+	if (p.kind == DG_PROBE_DAXGUARD && !memcmp(p.uuid, vol->sb.vol_uuid, 16) &&
+	    p.dev_index == dev && p.generation < vol->sb.generation)
+		return 0;
+	dg_probe_describe(&p, what, sizeof(what));
+	dg_uuid_format(vol->sb.vol_uuid, u);
+	snprintf(err, errlen, "'%s' %s, not a blank file or device; refusing "
+		 "to replace device %u of volume %s onto it (nothing was "
+		 "written); wipe it first (wipefs -a) if it is to be "
+		 "overwritten", path, what, dev, u);
+	return -EEXIST;
+}
+
+/* Open T for writing, created and grown to the device size as needed. */
+static int open_target(struct dg_vol *vol, const char *path, struct dg_dev *t,
+		       char *err, size_t errlen)
+{
+	uint64_t need = vol->sb.dev_pages * DG_PAGE_SIZE;
+	struct stat st;
+	int fd, ret;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create '%s': %s", path,
+			 strerror(errno));
+		return -errno;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size < need && ftruncate(fd, (off_t)need) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot grow '%s' to %llu bytes: %s",
+			 path, (unsigned long long)need, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	close(fd);
+	ret = dg_dev_open(t, path, false, false, err, errlen);
+	if (ret)
+		return ret;
+	if (t->size < need) {
+		snprintf(err, errlen, "'%s' is too small: %llu bytes, the "
+			 "volume needs %llu", path,
+			 (unsigned long long)t->size,
+			 (unsigned long long)need);
+		dg_dev_close(t);
+		return -ENOSPC;
+	}
+	t->latch = &vol->latch;
+	t->obs = vol->obs;
+	return 0;
+}
+
+/* T's superblocks, at generation 0 (stale) until the end. */
+static void mark_target(struct dg_vol *vol, struct dg_dev *t, unsigned dev,
+			const uint8_t uuid[16])
+{
+	struct dg_dsuper s = vol->sb;
+
+	s.dev_index = dev;
+	s.generation = 0;
+	memset(s.replace_path, 0, sizeof(s.replace_path));
+	memcpy(s.dev_uuid, uuid, 16);
+	dg_dsuper_seal(&s);
+	put(t, 0, &s, sizeof(s));
+	put(t, (s.dev_pages - 1) << DG_PAGE_SHIFT, &s, sizeof(s));
+}
+
+/* The superblocks name the new path (or none, path NULL). */
+static void set_path(struct dg_vol *vol, const char *path)
+{
+	pthread_mutex_lock(&vol->epoch_lock);
+	memset(vol->sb.replace_path, 0, sizeof(vol->sb.replace_path));
+	if (path)
+		snprintf(vol->sb.replace_path, sizeof(vol->sb.replace_path),
+			 "%s", path);
+	dg_write_supers(vol);
+	pthread_mutex_unlock(&vol->epoch_lock);
+}
+
+/* ---- attach: everything outside the data rows, under hold_all() ------ */
+
+/* A present S: the slot's pages before the data rows, as they are (the
+ * volume is held still, so they are what S holds). */
+static void copy_head(struct dg_vol *vol, struct dg_dev *s, struct dg_dev *t)
+{
+	uint64_t bytes = (vol->sb.data_start - 1) << DG_PAGE_SHIFT;
+
+	put(t, DG_PAGE_SIZE, dg_dev_ptr(s, DG_PAGE_SIZE), bytes);
+}
+
+/* A missing S: each checksum copy the slot holds, from the newest copy
+ * that verifies (others hold at least one: parity + 1 copies). */
+static void copy_csum_pages(struct dg_vol *vol, unsigned dev,
+			    struct dg_dev *t, uint8_t *img)
+{
+	for (unsigned owner = 0; owner < vol->ndev; owner++)
+		for (unsigned c = 0; c < vol->sb.csum_copies; c++) {
+			if (dg_cpage_copy_dev(vol, owner, c) != dev)
+				continue;
+			for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
+				struct dg_cpage_view v;
+
+				if (!dg_cmap_test(vol, i) ||
+				    dg_cpage_examine(vol, owner, i, img, &v,
+						     DG_CPX_QUIET) != 1)
+					continue;
+				put(t, dg_cpage_copy_page(vol, i, c)
+					       << DG_PAGE_SHIFT,
+				    img, DG_PAGE_SIZE);
+			}
+		}
+}
+
+/* A missing S: its journal copy, from one that is present (the journal
+ * lock is held: nothing is appended meanwhile). */
+static void copy_journal(struct dg_vol *vol, unsigned dev, struct dg_dev *t)
+{
+	unsigned nj = dg_jrnl_ncopies(vol), src = nj, sdev = 0;
+	uint64_t sstart = 0, spages = 0;
+
+	for (unsigned c = 0; c < nj && src == nj; c++) {
+		dg_jrnl_loc(vol, c, &sdev, &sstart, &spages);
+		if (sdev != dev && vol->devs[sdev].present)
+			src = c;
+	}
+	for (unsigned c = 0; c < nj && src < nj; c++) {
+		unsigned d;
+		uint64_t start, pages;
+
+		dg_jrnl_loc(vol, c, &d, &start, &pages);
+		if (d == dev)
+			put(t, start << DG_PAGE_SHIFT,
+			    dg_dev_ptr(&vol->devs[sdev], sstart << DG_PAGE_SHIFT),
+			    pages << DG_PAGE_SHIFT);
+	}
+}
+
+static int attach(struct dg_vol *vol, struct dg_repl *r)
+{
+	struct dg_dev *s = &vol->devs[r->dev];
+	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+
+	if (!img)
+		return -ENOMEM;
+	hold_all(vol);
+	if (!r->missing) {
+		copy_head(vol, s, &r->tgt);
+		s->mirror = &r->tgt;
+		s->mirror_lo = DG_PAGE_SIZE;
+		s->mirror_hi = (vol->sb.dev_pages - 1) << DG_PAGE_SHIFT;
+	} else {
+		copy_csum_pages(vol, r->dev, &r->tgt, img);
+		copy_journal(vol, r->dev, &r->tgt);
+		/* T takes the slot, filling: present for writes, its rows
+		 * missing for reads until rebuilt. */
+		*s = r->tgt;
+		memset(&r->tgt, 0, sizeof(r->tgt));
+		r->tgt.fd = -1;
+		s->idx = r->dev;
+		s->filling = true;
+		s->fill_row = 0;
+		dg_cmap_store(vol, 1u << r->dev);
+	}
+	vol->repl = r;
+	release_all(vol);
+	free(img);
+	return 0;
+}
+
+int dg_vol_replace_begin(struct dg_vol *vol, unsigned dev, const char *path,
+			 bool resume, char *err, size_t errlen)
+{
+	struct dg_repl *r;
+	char *abs;
+	int ret;
+
+	(void)resume; /* a resumed replace starts over, skipping what is exact */
+	if (vol->read_only || dg_latch_on(&vol->latch)) {
+		snprintf(err, errlen, "the volume is read-only");
+		return -EROFS;
+	}
+	if (vol->repl) {
+		snprintf(err, errlen, "device %u is being replaced already",
+			 vol->repl->dev);
+		return -EBUSY;
+	}
+	if (dev >= vol->ndev) {
+		snprintf(err, errlen, "no device %u: the volume has %u", dev,
+			 vol->ndev);
+		return -EINVAL;
+	}
+	if (!vol->redundancy || !vol->parity) {
+		snprintf(err, errlen, "the volume has no parity to rebuild "
+			 "device %u from", dev);
+		return -ENXIO;
+	}
+	ret = check_target(vol, dev, path, err, errlen);
+	if (ret)
+		return ret;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->dev = dev;
+	r->missing = !vol->devs[dev].present;
+	ret = open_target(vol, path, &r->tgt, err, errlen);
+	if (ret) {
+		free(r);
+		return ret;
+	}
+	if (getrandom(r->uuid, 16, 0) != 16)
+		memset(r->uuid, (int)dev + 1, 16);
+	r->uuid[6] = (r->uuid[6] & 0x0f) | 0x40;
+	r->uuid[8] = (r->uuid[8] & 0x3f) | 0x80;
+	mark_target(vol, &r->tgt, dev, r->uuid);
+	abs = realpath(path, NULL);
+	set_path(vol, abs ? abs : path);
+	free(abs);
+	ret = attach(vol, r);
+	if (ret) {
+		dg_dev_close(&r->tgt);
+		free(r);
+	}
+	return ret;
+}
+
+/* ---- the data rows ----------------------------------------------------- */
+
+/* Row's page of the slot exact on T; under the row's lock. 1 written, 0
+ * nothing to do, -EIO could not be rebuilt. */
+static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf)
+{
+	struct dg_repl *r = vol->repl;
+	struct dg_dev *t = target(vol);
+	uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT, cs;
+
+	if (dg_csum_get(vol, r->dev, row, &cs) < 0)
+		return -EIO;
+	/* Never written: its media is ignored wherever it is. */
+	if (cs == DG_CSUM_NONE ||
+	    dg_csum_page(vol, r->dev, row, dg_dev_ptr(t, off)) == cs)
+		return 0;
+	/* S's page verified (repaired from its row when bad), or, missing
+	 * or not yet rebuilt on T, rebuilt from the row and verified. */
+	if (dg_page_read_locked(vol, r->dev, row, buf, &cs) < 0)
+		return -EIO;
+	put(t, off, buf, DG_PAGE_SIZE);
+	return 1;
+}
+
+int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
+			uint64_t *pages, uint64_t *lost)
+{
+	uint8_t *buf;
+
+	if (!vol->repl)
+		return -EINVAL;
+	if (end > vol->sb.rows)
+		end = vol->sb.rows;
+	buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t row = first; row < end; row++) {
+		pthread_rwlock_t *lk = dg_row_lock(vol, row);
+		struct dg_dev *t = target(vol);
+		int ret;
+
+		pthread_rwlock_wrlock(lk);
+		ret = replace_row(vol, row, buf);
+		if (ret > 0)
+			++*pages;
+		if (ret < 0)
+			++*lost;
+		/* Rows are filled in order: past this one, T's page is what
+		 * the volume holds (or, lost, fails its checksum). */
+		if (t->filling && __atomic_load_n(&t->fill_row,
+						   __ATOMIC_RELAXED) == row)
+			__atomic_store_n(&t->fill_row, row + 1,
+					 __ATOMIC_RELEASE);
+		pthread_rwlock_unlock(lk);
+	}
+	free(buf);
+	return dg_latch_on(&vol->latch) ? -EIO : 0;
+}
+
+/* ---- the end ----------------------------------------------------------- */
+
+int dg_vol_replace_finish(struct dg_vol *vol, char *err, size_t errlen)
+{
+	struct dg_repl *r = vol->repl;
+	struct dg_dev *s;
+	uint64_t stale;
+
+	if (!r) {
+		snprintf(err, errlen, "no replace is running");
+		return -EINVAL;
+	}
+	s = &vol->devs[r->dev];
+	if (r->missing && s->fill_row < vol->sb.rows) {
+		snprintf(err, errlen, "rows %llu.. of device %u are not rebuilt",
+			 (unsigned long long)s->fill_row, r->dev);
+		return -EINVAL;
+	}
+	/* T's ditto copies, from their pages: a missing S's were never
+	 * copied (a present S's came with copy_head() and the mirror). */
+	if (r->missing)
+		dg_ditto_check(vol, true, &stale);
+	if (dg_latch_on(&vol->latch)) {
+		snprintf(err, errlen, "a persist failed: the volume is "
+			 "read-only");
+		return -EIO;
+	}
+	hold_all(vol);
+	if (r->missing) {
+		s->filling = false;
+		vol->missing_mask &= ~(1u << r->dev);
+		vol->degraded = vol->missing_mask != 0;
+	} else {
+		s->mirror = NULL;
+		dg_dev_close(s);
+		*s = r->tgt;
+		s->idx = r->dev;
+	}
+	memcpy(vol->dev_uuid[r->dev], r->uuid, 16);
+	vol->repl = NULL;
+	release_all(vol);
+	free(r);
+	/* Every superblock, T's included, with a new generation: an old S
+	 * is stale from now on. The path goes with it. */
+	pthread_mutex_lock(&vol->epoch_lock);
+	memset(vol->sb.replace_path, 0, sizeof(vol->sb.replace_path));
+	pthread_mutex_unlock(&vol->epoch_lock);
+	dg_super_new_epoch(vol);
+	return 0;
+}
+
+void dg_vol_replace_abort(struct dg_vol *vol)
+{
+	struct dg_repl *r = vol->repl;
+	struct dg_dev *s;
+
+	if (!r)
+		return;
+	s = &vol->devs[r->dev];
+	hold_all(vol);
+	if (r->missing) {
+		dg_dev_close(s);	/* back to missing */
+		s->present = false;
+	} else {
+		s->mirror = NULL;
+		dg_dev_close(&r->tgt);
+	}
+	vol->repl = NULL;
+	release_all(vol);
+	free(r);
+}
