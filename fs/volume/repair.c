@@ -62,16 +62,21 @@ bool dg_repair_ok(struct dg_vol *vol, int kind, unsigned dev, uint64_t row,
 	return vol->consent(vol->consent_arg, &ev);
 }
 
-void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
-		     const void *img, size_t len)
+void dg_repair_write_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
+			 const void *img, size_t len)
 {
-	struct dg_dev *d = &vol->devs[dev];
-
 	/* After a failed persist nothing more is written (media.h). */
-	if (!d->present || dg_latch_on(&vol->latch))
+	if (dg_latch_on(&vol->latch))
 		return;
 	dg_dev_write(d, off, img, len);
 	dg_dev_persist(d, off, len);
+}
+
+void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
+		     const void *img, size_t len)
+{
+	if (vol->devs[dev].present)
+		dg_repair_write_dev(vol, &vol->devs[dev], off, img, len);
 }
 
 void dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,

@@ -133,12 +133,6 @@ static struct dg_dev *target(struct dg_vol *vol)
 	return r->missing ? &vol->devs[r->dev] : &r->tgt;
 }
 
-/* A whole page (or span) onto T, durably: bytes proven elsewhere. */
-static void put(struct dg_dev *t, uint64_t off, const void *src, size_t len)
-{
-	dg_dev_write(t, off, src, len);
-	dg_dev_persist(t, off, len);
-}
 
 /* ---- the new path ---------------------------------------------------- */
 
@@ -218,8 +212,9 @@ static void mark_target(struct dg_vol *vol, struct dg_dev *t, unsigned dev,
 	memset(s.replace_path, 0, sizeof(s.replace_path));
 	memcpy(s.dev_uuid, uuid, 16);
 	dg_dsuper_seal(&s);
-	put(t, 0, &s, sizeof(s));
-	put(t, (s.dev_pages - 1) << DG_PAGE_SHIFT, &s, sizeof(s));
+	dg_repair_write_dev(vol, t, 0, &s, sizeof(s));
+	dg_repair_write_dev(vol, t, (s.dev_pages - 1) << DG_PAGE_SHIFT, &s,
+			    sizeof(s));
 }
 
 /* The superblocks name the new path (or none, path NULL). */
@@ -242,7 +237,8 @@ static void copy_head(struct dg_vol *vol, struct dg_dev *s, struct dg_dev *t)
 {
 	uint64_t bytes = (vol->sb.data_start - 1) << DG_PAGE_SHIFT;
 
-	put(t, DG_PAGE_SIZE, dg_dev_ptr(s, DG_PAGE_SIZE), bytes);
+	dg_repair_write_dev(vol, t, DG_PAGE_SIZE, dg_dev_ptr(s, DG_PAGE_SIZE),
+			    bytes);
 }
 
 /* A missing S: each checksum copy the slot holds, from the newest copy
@@ -261,9 +257,10 @@ static void copy_csum_pages(struct dg_vol *vol, unsigned dev,
 				    dg_cpage_examine(vol, owner, i, img, &v,
 						     DG_CPX_QUIET) != 1)
 					continue;
-				put(t, dg_cpage_copy_page(vol, i, c)
-					       << DG_PAGE_SHIFT,
-				    img, DG_PAGE_SIZE);
+				dg_repair_write_dev(vol, t,
+					dg_cpage_copy_page(vol, i, c)
+						<< DG_PAGE_SHIFT,
+					img, DG_PAGE_SIZE);
 			}
 		}
 }
@@ -286,9 +283,10 @@ static void copy_journal(struct dg_vol *vol, unsigned dev, struct dg_dev *t)
 
 		dg_jrnl_loc(vol, c, &d, &start, &pages);
 		if (d == dev)
-			put(t, start << DG_PAGE_SHIFT,
-			    dg_dev_ptr(&vol->devs[sdev], sstart << DG_PAGE_SHIFT),
-			    pages << DG_PAGE_SHIFT);
+			dg_repair_write_dev(vol, t, start << DG_PAGE_SHIFT,
+				dg_dev_ptr(&vol->devs[sdev],
+					   sstart << DG_PAGE_SHIFT),
+				pages << DG_PAGE_SHIFT);
 	}
 }
 
@@ -400,7 +398,7 @@ static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf)
 	 * or not yet rebuilt on T, rebuilt from the row and verified. */
 	if (dg_page_read_locked(vol, r->dev, row, buf, &cs) < 0)
 		return -EIO;
-	put(t, off, buf, DG_PAGE_SIZE);
+	dg_repair_write_dev(vol, t, off, buf, DG_PAGE_SIZE);
 	return 1;
 }
 

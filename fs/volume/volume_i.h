@@ -204,6 +204,10 @@ int dg_cmap_page_check(const struct dg_vol *vol, uint64_t p, const void *page);
 void dg_cmap_page_seal(const struct dg_vol *vol, uint64_t p, void *page);
 
 /* ---- repair.c: the one repair path (its crash argument is there) ---- */
+/* Write len bytes at off of d, durably: bytes proven elsewhere (also
+ * onto a device not yet in the volume: the target of a replace). */
+void dg_repair_write_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
+			 const void *img, size_t len);
 /* Write len bytes at off of dev, durably: bytes proven elsewhere. */
 void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
 		     const void *img, size_t len);
