@@ -61,12 +61,6 @@ static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
-/*
- * umount returns before the daemon of the volume has let go of its
- * devices, so "umount MNT && fsck.daxguard -n DEVS" would find them in
- * use. A volume still mounted is refused at once, naming where; devices
- * of no mounted volume are waited for (up to 10 s, saying so).
- */
 /* Every repair of a writable volume is asked about, from the open's
  * first read on (ask.c); the superblocks and the journal the open
  * rewrites were asked about as pass 0 and 1 before it (run()). */
@@ -80,6 +74,12 @@ static int vol_open_once(struct fsck_ctx *c, unsigned flags, char *err,
 				  err, errlen);
 }
 
+/*
+ * umount returns before the daemon of the volume has let go of its
+ * devices, so "umount MNT && fsck.daxguard -n DEVS" would find them in
+ * use. A volume still mounted is refused at once, naming where; devices
+ * of no mounted volume are waited for (up to 10 s, saying so).
+ */
 static int open_vol(struct fsck_ctx *c, unsigned flags, char *err,
 		    size_t errlen)
 {
@@ -477,8 +477,9 @@ static void reset_free_pages(struct fsck_ctx *c)
 		page = dg_row_page(c->vol, l.row);
 		/* The reset rewrites the row's pages in use too (through
 		 * the update path): not where a repair was declined. */
-		if (row_declined(c, page) ||
-		    !ask_finding(c, f, "reset the free page to zeros")) {
+		if (row_declined(c, page))
+			continue;
+		if (!ask_finding(c, f, "reset the free page to zeros")) {
 			f->declined = c->mode == MODE_ASK;
 			continue;
 		}
