@@ -158,6 +158,20 @@ static void prune_lost(struct dg_daemon *dd)
 	}
 }
 
+static enum dg_ev_type fault_event_type(enum dg_fault kind)
+{
+	switch (kind) {
+	case DG_FAULT_REPAIRED:
+		return DG_EV_FAULT_REPAIRED;
+	case DG_FAULT_UNRECOVERABLE:
+		return DG_EV_FAULT_UNRECOVERABLE;
+	case DG_FAULT_RECOVERED:
+		return DG_EV_FAULT_RECOVERED;
+	default:
+		return DG_EV_FAULT_DETECTED;
+	}
+}
+
 void dg_ctl_log_faults(struct dg_daemon *dd)
 {
 	struct dg_fault_event ev[32];
@@ -171,8 +185,7 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 			struct dg_event e;
 			uint64_t vpn;
 
-			dg_event_init(&e, DG_EV_FAULT_DETECTED +
-					  (enum dg_ev_type)ev[i].kind);
+			dg_event_init(&e, fault_event_type(ev[i].kind));
 			e.dev = (int)ev[i].dev;
 			e.what = ev[i].what;
 			switch (ev[i].what) {
@@ -373,6 +386,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);
 	json_add_u64(fo, "repaired", f[DG_FAULT_REPAIRED]);
 	json_add_u64(fo, "unrecoverable", f[DG_FAULT_UNRECOVERABLE]);
+	json_add_u64(fo, "recovered", f[DG_FAULT_RECOVERED]);
 	json_object_object_add(r, "faults", fo);
 	json_add_u64(r, "damaged_inodes", nd);
 	json_add_u64(r, "lost_inode_pages", dmg->inode_pages);
@@ -470,8 +484,13 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		     "since the mount, without copies", in.meta_spill);
 	dg_outf(o, "\n");
 	dg_outf(o, "faults detected %" PRIu64 ", repaired %" PRIu64
-	     ", unrecoverable %" PRIu64 "\n", f[DG_FAULT_DETECTED],
+	     ", unrecoverable %" PRIu64, f[DG_FAULT_DETECTED],
 	     f[DG_FAULT_REPAIRED], f[DG_FAULT_UNRECOVERABLE]);
+	/* Read-only: found and served from parity, not written back. */
+	if (f[DG_FAULT_RECOVERED])
+		dg_outf(o, ", recovered but not repaired %" PRIu64,
+			f[DG_FAULT_RECOVERED]);
+	dg_outf(o, "\n");
 	device_table(dd, o, &in);
 	dg_replace_status_text(dd, o);
 	if (needs_fsck)
@@ -544,7 +563,7 @@ static void event_text(struct dg_out *o, const struct dg_event *ev)
 		dg_outf(o, " device %d", ev->dev);
 	if (ev->page >= 0)
 		dg_outf(o, " page %" PRId64, ev->page);
-	if (ev->type <= DG_EV_FAULT_UNRECOVERABLE)
+	if (ev->type <= DG_EV_FAULT_RECOVERED)	/* the fault events */
 		dg_outf(o, " (%s)", dg_fault_what_name(ev->what));
 	if (ev->path[0])
 		dg_outf(o, " %s", ev->path);

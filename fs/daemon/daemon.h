@@ -17,6 +17,7 @@ enum dg_ev_type {
 	DG_EV_FAULT_DETECTED,	/* from the engine's fault events */
 	DG_EV_FAULT_REPAIRED,
 	DG_EV_FAULT_UNRECOVERABLE,
+	DG_EV_FAULT_RECOVERED,	/* rebuilt for the reader, media as it was */
 	DG_EV_PAGE_RESET,	/* a free page that failed given zeros */
 	DG_EV_SCRUB_STARTED,
 	DG_EV_SCRUB_PAUSED,

@@ -12,6 +12,7 @@ static const char *const type_names[DG_EV_NR] = {
 	[DG_EV_FAULT_DETECTED] = "fault-detected",
 	[DG_EV_FAULT_REPAIRED] = "fault-repaired",
 	[DG_EV_FAULT_UNRECOVERABLE] = "fault-unrecoverable",
+	[DG_EV_FAULT_RECOVERED] = "fault-recovered",
 	[DG_EV_PAGE_RESET] = "free-page-reset",
 	[DG_EV_SCRUB_STARTED] = "scrub-started",
 	[DG_EV_SCRUB_PAUSED] = "scrub-paused",
@@ -52,6 +53,7 @@ static enum dg_log_level level_of(enum dg_ev_type t)
 		return DG_LOG_ERR;
 	case DG_EV_FAULT_DETECTED:
 	case DG_EV_FAULT_REPAIRED:
+	case DG_EV_FAULT_RECOVERED:
 		return DG_LOG_WARNING;
 	default:
 		return DG_LOG_NOTICE;
@@ -75,7 +77,7 @@ struct json_object *dg_event_json(const struct dg_event *ev)
 		json_add_u64(r, "device", (uint64_t)ev->dev);
 	if (ev->page >= 0)
 		json_add_u64(r, "page", (uint64_t)ev->page);
-	if (ev->type <= DG_EV_FAULT_UNRECOVERABLE)
+	if (ev->type <= DG_EV_FAULT_RECOVERED)	/* the fault events */
 		json_add_str(r, "what", dg_fault_what_name(ev->what));
 	if (ev->vpn >= 0)
 		json_add_u64(r, "vpn", (uint64_t)ev->vpn);

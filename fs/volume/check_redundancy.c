@@ -58,7 +58,7 @@ struct rctx {
 	/* Detections waiting for their outcome; a repair can detect
 	 * neighbours before the first detection is resolved. */
 	struct dg_chk_event pend[16];
-	int pres[16];		/* -1 open, DG_FAULT_REPAIRED, UNRECOVERABLE */
+	int pres[16];		/* -1 open, or its enum dg_fault outcome */
 	unsigned np;
 	uint64_t unrecoverable;
 	struct dg_chk_stats *st;
@@ -68,9 +68,11 @@ static void rflush_one(struct rctx *c, struct dg_chk_event *ev, int res)
 {
 	uint64_t key;
 
-	if (res == DG_FAULT_REPAIRED) {
+	if (res == DG_FAULT_REPAIRED || res == DG_FAULT_RECOVERED) {
+		/* Recovered: the bytes are proven, the media was left as
+		 * it was (read-only, or the repair declined). */
 		ev->fixable = true;
-		ev->fixed = c->repair;
+		ev->fixed = res == DG_FAULT_REPAIRED && c->repair;
 	} else {
 		ev->fixable = false;
 		ev->fixed = false;
@@ -145,8 +147,8 @@ static void rdrain(struct rctx *c)
 				continue;
 			c->pres[j] = (int)f->kind;
 			snprintf(ev->action, sizeof(ev->action), "%s",
-				 f->kind == DG_FAULT_REPAIRED ? f->action
-							      : "none");
+				 f->kind == DG_FAULT_UNRECOVERABLE ? "none"
+								   : f->action);
 		}
 	}
 	rflush(c);

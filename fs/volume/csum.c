@@ -157,8 +157,13 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 			      why);
 	if (!dg_repair_ok(vol, stale ? DG_CHK_CSUM_STALE : DG_CHK_CSUM_BAD,
 			  dev, page, DG_WHAT_CSUM_COPY, why,
-			  "rewrite it from the newest copy"))
+			  "rewrite it from the newest copy")) {
+		/* The newest copy serves the reader; this one stays. */
+		if (!quiet)
+			dg_fault_note(vol, DG_FAULT_RECOVERED, dev, page,
+				      DG_WHAT_CSUM_COPY, "newest copy used");
 		return;
+	}
 	dg_repair_write(vol, dev, page << DG_PAGE_SHIFT, img, DG_PAGE_SIZE);
 	if (!quiet)
 		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, page, DG_WHAT_CSUM_COPY,

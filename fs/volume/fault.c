@@ -8,6 +8,7 @@
 
 static const char *const fault_names[DG_FAULT_NR] = {
 	[DG_FAULT_DETECTED] = "detected",
+	[DG_FAULT_RECOVERED] = "recovered",
 	[DG_FAULT_REPAIRED] = "repaired",
 	[DG_FAULT_UNRECOVERABLE] = "unrecoverable",
 };
@@ -46,7 +47,9 @@ void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 	atomic_fetch_add(&vol->faults[kind], 1);
 	if (dev < DG_MAX_DEVS)
 		atomic_fetch_add(&vol->dev_faults[dev][kind], 1);
-	if (scrub_rep)
+	/* A read-only scrub's recovered pages count as found only: it
+	 * repaired nothing. */
+	if (scrub_rep && kind != DG_FAULT_RECOVERED)
 		*(kind == DG_FAULT_DETECTED   ? &scrub_rep->detected
 		  : kind == DG_FAULT_REPAIRED ? &scrub_rep->repaired
 					      : &scrub_rep->unrecoverable) += 1;

@@ -58,6 +58,13 @@ static int csum_of(struct dg_vol *vol, struct dg_csum_cursor *cur,
  * against csum. Other bad pages in the row are rebuilt too when parity
  * allows and written back. Caller holds the row lock for writing.
  */
+/* The outcome of a fault whose bytes were rebuilt: repaired when they
+ * were written back, else recovered (for the reader only). */
+static enum dg_fault outcome(bool written)
+{
+	return written ? DG_FAULT_REPAIRED : DG_FAULT_RECOVERED;
+}
+
 static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			    uint64_t csum, void *buf)
 {
@@ -65,7 +72,7 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 	uint64_t cs[DG_MAX_DEVS];
 	bool known[DG_MAX_DEVS];
 	uint8_t *pages[DG_MAX_DEVS], *mem;
-	bool lost[DG_MAX_DEVS] = { false };
+	bool lost[DG_MAX_DEVS] = { false }, fixed;
 	int ret = -EIO;
 
 	if (!vol->parity)
@@ -99,12 +106,13 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 				continue;
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row, DG_WHAT_DATA,
 				      "found while rebuilding a neighbour");
-			if (dg_repair_ok(vol, DG_CHK_PAGE_BAD, pd, row,
-					 DG_WHAT_DATA, "checksum mismatch",
-					 "rewrite it from its ditto copy"))
+			fixed = dg_repair_ok(vol, DG_CHK_PAGE_BAD, pd, row,
+					     DG_WHAT_DATA, "checksum mismatch",
+					     "rewrite it from its ditto copy");
+			if (fixed)
 				dg_repair_page(vol, pd, row, pages[p]);
-			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row, DG_WHAT_DATA,
-				      "from a ditto copy");
+			dg_fault_note(vol, outcome(fixed), pd, row,
+				      DG_WHAT_DATA, "from a ditto copy");
 		}
 	}
 	if (dg_parity_rebuild(vol, pages, lost, DG_PAGE_SIZE) < 0)
@@ -128,13 +136,16 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row,
 				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				      "found while rebuilding a neighbour");
-		if (d->present && cs[p] != DG_CSUM_NONE &&
-		    dg_repair_ok(vol, DG_CHK_PAGE_BAD, pd, row,
-				 p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
-				 "checksum mismatch", "rebuild it from parity"))
+		/* A page never written has nothing to repair. */
+		fixed = d->present && (cs[p] == DG_CSUM_NONE ||
+			dg_repair_ok(vol, DG_CHK_PAGE_BAD, pd, row,
+				     p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
+				     "checksum mismatch",
+				     "rebuild it from parity"));
+		if (fixed && cs[p] != DG_CSUM_NONE)
 			dg_repair_page(vol, pd, row, pages[p]);
 		if (p != want)
-			dg_fault_note(vol, DG_FAULT_REPAIRED, pd, row,
+			dg_fault_note(vol, outcome(fixed), pd, row,
 				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				      "rebuilt from parity");
 	}
@@ -149,6 +160,7 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 {
 	struct dg_dev *d = &vol->devs[dev];
 	enum dg_fault_what what;
+	bool fixed;
 	uint64_t csum;
 	int ret;
 
@@ -183,20 +195,23 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
 		      "checksum mismatch");
 	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
-		if (dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
-				 "checksum mismatch", "rebuild it from parity"))
+		fixed = dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
+				     "checksum mismatch",
+				     "rebuild it from parity");
+		if (fixed)
 			dg_repair_page(vol, dev, row, buf);
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, what,
+		dg_fault_note(vol, outcome(fixed), dev, row, what,
 			      "rebuilt from parity");
 		return 0;
 	}
 	/* Beyond parity: the volume's own metadata has ditto copies. */
 	if (dg_ditto_read(vol, dev, row, csum, buf) == 0) {
-		if (dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
-				 "checksum mismatch",
-				 "rewrite it from its ditto copy"))
+		fixed = dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
+				     "checksum mismatch",
+				     "rewrite it from its ditto copy");
+		if (fixed)
 			dg_repair_page(vol, dev, row, buf);
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, what,
+		dg_fault_note(vol, outcome(fixed), dev, row, what,
 			      "from a ditto copy");
 		return 0;
 	}

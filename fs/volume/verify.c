@@ -74,8 +74,14 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 			    !dg_repair_ok(vol, DG_CHK_PAGE_BAD, d->idx,
 					  off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
 					  "copy differs from the page",
-					  "rewrite it from the page"))
+					  "rewrite it from the page")) {
+				/* The page itself is right; the copy stays
+				 * as it is, repairable. */
+				dg_fault_note(vol, DG_FAULT_RECOVERED, d->idx,
+					      off >> DG_PAGE_SHIFT,
+					      DG_WHAT_DITTO, "left as it is");
 				continue;
+			}
 			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
 			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
 				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,

@@ -271,9 +271,12 @@ enum dg_fault {
 	DG_FAULT_DETECTED,	/* a page failed verification */
 	DG_FAULT_REPAIRED,	/* ... and was repaired */
 	DG_FAULT_UNRECOVERABLE, /* ... and could not be */
+	DG_FAULT_RECOVERED,	/* ... was rebuilt for the reader, but the
+				 * media left as it was: a read-only volume,
+				 * or a repair fsck's user declined */
 	DG_FAULT_NR,
 };
-/* "detected", "repaired", "unrecoverable". */
+/* "detected", "repaired", "unrecoverable", "recovered". */
 const char *dg_fault_name(enum dg_fault kind);
 /* What a fault hit. Where `row` of an event points depends on it: a data
  * row (DATA, PARITY), a checksum page index with dev its owner

@@ -102,7 +102,7 @@ def test_clear_resets_counters(lost):
     assert p.returncode == 0 and p.stdout == "cleared\n"
     st = v.status()
     assert st["faults"] == {"detected": 0, "repaired": 0,
-                            "unrecoverable": 0}, st
+                            "unrecoverable": 0, "recovered": 0}, st
     assert st["health"] == "ok" and st["damaged_files"] == [], st
     # The page is still bad: the next scrub finds it and names it again.
     assert ctl(v, "scrub").returncode == 3
@@ -213,3 +213,42 @@ def test_ctl_on_a_mount_whose_daemon_died(volume_factory):
                        capture_output=True)
         v.daemon = None
         v.log.close()
+
+
+def test_read_only_recovers_but_does_not_call_it_repaired(volume_factory):
+    """A bad page read on a mount that writes nothing comes back from
+    parity, but the media keeps the bad page: status and events say "recovered",
+    never "repaired"; the same read on a writable mount repairs it."""
+    v = volume_factory(ndev=5, size="32M", parity=2)
+    v.mkfs()
+    v.mount()
+    data = os.urandom(1 << 20)
+    (v.mnt / "f").write_bytes(data)
+    v.umount()
+    rep, _ = inject(v.devs, "bitflip", "data", seed=5, extra=["--file", "/f"])
+    hit = {c["device"] for c in rep["changes"]}
+    left_out = next(d for d in range(5) if d not in hit)
+    v.expect_log(r"fault|missing|degraded")
+    # -o degraded,ro is the mount that writes nothing (a plain -o ro
+    # opens the volume as always and repairs, as ext4 replays).
+    v.mount("degraded,ro", devlist=":".join(
+        str(d) for i, d in enumerate(v.devs) if i != left_out))
+    assert (v.mnt / "f").read_bytes() == data
+    f = v.status()["faults"]
+    assert f["repaired"] == 0 and f["recovered"] >= 1, f
+    ev = [json.loads(x) for x in
+          ctl(v, "events", "--json").stdout.splitlines()]
+    types = {e["type"] for e in ev if "type" in e}
+    assert "fault-recovered" in types and "fault-repaired" not in types, ev
+    assert "recovered but not repaired" in ctl(v, "status").stdout
+    v.umount()
+    rc, _, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 4, p.stdout		# still bad on the media
+    v.mount()
+    v.drop_caches()
+    assert (v.mnt / "f").read_bytes() == data
+    f = v.status()["faults"]
+    assert f["repaired"] >= 1 and f["recovered"] == 0, f
+    v.umount()
+    rc, _, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 0, p.stdout

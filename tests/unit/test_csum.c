@@ -636,10 +636,12 @@ static void lost_data_and_csum(unsigned ndev, unsigned parity,
 	CHECK(memcmp(buf, olddata, PG) != 0);
 	fault_delta(vol, base, got);
 	/* each stale copy and the page: detected and repaired; read-only,
-	 * the page is rebuilt in memory only and stale copies are left to
-	 * fsck's checksum pass, which reports them from the copies. */
+	 * the page is rebuilt in memory only (recovered, not repaired) and
+	 * stale copies are left to fsck's checksum pass, which reports them
+	 * from the copies. */
 	CHECK_EQ(got[DG_FAULT_DETECTED], rdonly ? 1 : copies_lost + 1);
-	CHECK_EQ(got[DG_FAULT_REPAIRED], rdonly ? 1 : copies_lost + 1);
+	CHECK_EQ(got[DG_FAULT_REPAIRED], rdonly ? 0 : copies_lost + 1);
+	CHECK_EQ(got[DG_FAULT_RECOVERED], rdonly ? 1 : 0);
 	CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 0);
 	if (!rdonly) {
 		/* Nothing left: a scrub from media finds every copy and the
