@@ -49,6 +49,7 @@ from dgbench.util import Skip, which  # noqa: E402
 DEV = 2             # the slot rebuilt: a data/parity device like any other
 POLL = 0.05         # s between daxguard-ctl polls: the timing error
 ZPOLL = 0.1         # zpool status goes through zfs-fuse: poll less often
+SETTLE = 10         # s after the fills before the first timing
 
 
 def spare(path, r):
@@ -289,6 +290,11 @@ def main():
             zf = up("zfs-raidz1", lambda: Zfs(size, out))
         print(f"set up: {[s.name for s in systems]}, skipped: "
               f"{rec['skipped']}", file=sys.stderr, flush=True)
+        # Let the fills' background writeback (zfs-fuse's txgs, btrfs's
+        # commits) end before the first timing. (It does not explain
+        # daxguard's slow first replace: see the committed README.)
+        os.sync()
+        time.sleep(SETTLE)
 
         # (record name, what, function) in a fixed order per repetition
         runs = [("daxguard-p1 online", "daxguard-ctl replace",
