@@ -39,20 +39,22 @@ def sh(cmd, check=True, **kw):
     return p
 
 
-def write_data(mnt, mib, seed):
-    """mib MiB of random bytes in 64 MiB files (the same for every
-    system: the seed fixes them). Synced."""
+def data_files(mib, seed):
+    """(name, generator of 1 MiB chunks) of mib MiB in 64 MiB files: the
+    same bytes for every system, and again for a read-back check."""
     import random
     rng = random.Random(seed)
-    left = mib
-    i = 0
-    while left > 0:
-        n = min(64, left)
-        with open(Path(mnt) / f"f{i}", "wb") as f:
-            for _ in range(n):
-                f.write(rng.randbytes(1 << 20))
-        left -= n
-        i += 1
+    for i in range((mib + 63) // 64):
+        n = min(64, mib - 64 * i)
+        yield f"f{i}", (rng.randbytes(1 << 20) for _ in range(n))
+
+
+def write_data(mnt, mib, seed):
+    """mib MiB of random bytes (data_files()). Synced."""
+    for name, chunks in data_files(mib, seed):
+        with open(Path(mnt) / name, "wb") as f:
+            for c in chunks:
+                f.write(c)
     os.sync()
 
 
@@ -77,6 +79,9 @@ class Daxguard:
     def setup(self):
         sh([self.build / "mkfs/mkfs.daxguard", "-q", "--force", "--size",
             f"{self.size}M", "--parity", "1"] + self.devs)
+        self.mount()
+
+    def mount(self):
         self.daemon = subprocess.Popen(
             [str(self.build / "fs/daemon/daxguard"),
              ",".join(map(str, self.devs)), str(self.mnt), "-f",
@@ -97,13 +102,19 @@ class Daxguard:
         assert st["state"] == "finished" and st["unrecoverable"] == 0, st
         return took, st
 
-    def teardown(self):
+    def umount(self):
+        """Unmount and wait for the daemon: it writes its state at exit."""
         if self.daemon:
             sh(["fusermount3", "-u", "-z", self.mnt], check=False)
             try:
                 self.daemon.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.daemon.kill()
+                self.daemon.wait()
+            self.daemon = None
+
+    def teardown(self):
+        self.umount()
         for d in self.devs:
             d.unlink(missing_ok=True)
 
@@ -111,10 +122,11 @@ class Daxguard:
 class Btrfs:
     name = "btrfs-raid5"
 
-    def __init__(self, size_mib, tmp):
+    def __init__(self, size_mib, tmp, meta="raid1"):
         tag = uuid.uuid4().hex[:8]
         self.imgs = [Path(f"/dev/shm/btrfs-bench-online-{tag}-{i}.img")
                      for i in range(4)]
+        self.meta = meta
         self.size = size_mib
         self.mnt = Path(tmp) / "btrfs"
         self.mnt.mkdir(parents=True, exist_ok=True)
@@ -136,7 +148,7 @@ class Btrfs:
                 f.truncate(self.size << 20)
             self.loops.append(sh(["losetup", "-f", "--show", img])
                               .stdout.strip())
-        sh(["mkfs.btrfs", "-q", "-f", "-d", "raid5", "-m", "raid1",
+        sh(["mkfs.btrfs", "-q", "-f", "-d", "raid5", "-m", self.meta,
             "--csum", "xxhash"] + self.loops)
         sh(["mount", self.loops[0], self.mnt])
         self.mounted = True
