@@ -149,6 +149,16 @@ void dg_dio_note(struct dg_dio *d, fuse_ino_t ino);
 int dg_dio_inval(struct dg_dio *d, struct fuse_session *se, fuse_ino_t ino,
 		 off_t off, off_t len);
 
+/* ---- pacing (pace.c): the scrub's and the replace's clock and rate ---- */
+
+/* Monotonic milliseconds. */
+uint64_t dg_now_ms(void);
+/* Work of bytes done since since_ms (dg_now_ms) at rate bytes/s (0:
+ * unlimited): true, with the CLOCK_REALTIME instant to wait until in
+ * *until, when it ran ahead of the rate. */
+bool dg_pace_deadline(uint64_t bytes, uint64_t rate, uint64_t since_ms,
+		      struct timespec *until);
+
 /* ---- a growing reply buffer (ctl_server.c) ----------------------------- */
 struct dg_out {
 	char *buf;

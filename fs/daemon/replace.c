@@ -30,14 +30,6 @@ static const char *const state_names[] = {
 	[DG_REPLACE_FINISHED] = "finished", [DG_REPLACE_FAILED] = "failed",
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 __attribute__((format(printf, 4, 5)))
 static void post(struct dg_daemon *dd, enum dg_ev_type t, unsigned dev,
 		 const char *fmt, ...)
@@ -71,22 +63,11 @@ static void save(struct dg_daemon *dd)
  * is a page of the new device), or a stop; r->lock held. */
 static void hold_rate(struct dg_replace_d *r)
 {
-	uint64_t due_ms, t;
 	struct timespec until;
 
-	if (!r->rec.rate)
+	if (!dg_pace_deadline(r->done * DG_PAGE_SIZE, r->rec.rate,
+			      r->run_since_ms, &until))
 		return;
-	due_ms = r->done * DG_PAGE_SIZE * 1000 / r->rec.rate;
-	t = now_ms() - r->run_since_ms;
-	if (due_ms <= t)
-		return;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)((due_ms - t) / 1000);
-	until.tv_nsec += (long)((due_ms - t) % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	while (!r->stop &&
 	       pthread_cond_timedwait(&r->cond, &r->lock, &until) == 0)
 		;
@@ -132,7 +113,7 @@ static void *replace_main(void *arg)
 	struct dg_daemon *dd = arg;
 	struct dg_replace_d *r = &dd->replace;
 	struct dg_vol_info in;
-	uint64_t row = 0, last_save = now_ms();
+	uint64_t row = 0, last_save = dg_now_ms();
 	int ret = 0;
 
 	dg_vol_get_info(dd->vol, &in);
@@ -155,9 +136,9 @@ static void *replace_main(void *arg)
 		 * they are exact); the position never goes back. */
 		if (row > r->rec.next_row)
 			r->rec.next_row = row;
-		if (now_ms() - last_save >= SAVE_MS) {
+		if (dg_now_ms() - last_save >= SAVE_MS) {
 			save(dd);
-			last_save = now_ms();
+			last_save = dg_now_ms();
 		}
 		hold_rate(r);
 	}
@@ -185,7 +166,7 @@ static int launch(struct dg_daemon *dd)
 	}
 	r->stop = false;
 	r->rec.state = DG_REPLACE_RUNNING;
-	r->run_since_ms = now_ms();
+	r->run_since_ms = dg_now_ms();
 	r->done = 0;
 	r->error[0] = 0;
 	r->running = true;

@@ -24,14 +24,6 @@ static const char *const state_names[] = {
 	[DG_SCRUB_FINISHED] = "finished",
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Bytes of one row on all devices: what checking a written row reads. */
 static uint64_t row_bytes(struct dg_daemon *dd)
 {
@@ -69,7 +61,7 @@ static void save(struct dg_daemon *dd)
 		return;
 	}
 	if (rec.state == DG_SCRUB_RUNNING)
-		rec.run_ms = s->run_ms0 + (now_ms() - s->run_since_ms);
+		rec.run_ms = s->run_ms0 + (dg_now_ms() - s->run_since_ms);
 	/* The update path takes row locks, never the scrub's lock: safe
 	 * to call with it held. */
 	s->save_err = dg_vol_scrub_save(dd->vol, &rec);
@@ -133,22 +125,11 @@ static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
  * command comes; s->lock held. */
 static void hold_rate(struct dg_scrub *s, uint64_t verified)
 {
-	uint64_t due_ms, t;
 	struct timespec until;
 
-	if (!s->rec.rate)
+	if (!dg_pace_deadline(verified - s->verified0, s->rec.rate,
+			      s->run_since_ms, &until))
 		return;
-	due_ms = (verified - s->verified0) * 1000 / s->rec.rate;
-	t = now_ms() - s->run_since_ms;
-	if (due_ms <= t)
-		return;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)((due_ms - t) / 1000);
-	until.tv_nsec += (long)((due_ms - t) % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	while (s->req == DG_SCRUB_GO &&
 	       pthread_cond_timedwait(&s->cond, &s->lock, &until) == 0)
 		;
@@ -159,7 +140,7 @@ static void *scrub_main(void *arg)
 	struct dg_daemon *dd = arg;
 	struct dg_scrub *s = &dd->scrub;
 	struct dg_vol_info in;
-	uint64_t rows, rb = row_bytes(dd), last_save = now_ms();
+	uint64_t rows, rb = row_bytes(dd), last_save = dg_now_ms();
 	bool repair;
 	int ret = 0;
 
@@ -197,9 +178,9 @@ static void *scrub_main(void *arg)
 		s->lost_in_use += in_use;
 		s->lost_other += other;
 		s->pages_reset += reset;
-		if (now_ms() - last_save >= SAVE_MS) {
+		if (dg_now_ms() - last_save >= SAVE_MS) {
 			save(dd);
-			last_save = now_ms();
+			last_save = dg_now_ms();
 		}
 		hold_rate(s, s->rec.rep.rows_checked * rb);
 	}
@@ -218,7 +199,7 @@ static void *scrub_main(void *arg)
 		s->lost_other += other;
 		s->pages_reset += reset;
 	}
-	s->rec.run_ms = s->run_ms0 + (now_ms() - s->run_since_ms);
+	s->rec.run_ms = s->run_ms0 + (dg_now_ms() - s->run_since_ms);
 	if (ret) {
 		dg_log(DG_LOG_ERR, "scrub stopped at row %" PRIu64 ": %s",
 		       s->rec.next_row, strerror(-ret));
@@ -267,7 +248,7 @@ static int launch(struct dg_daemon *dd)
 	}
 	s->req = DG_SCRUB_GO;
 	s->rec.state = DG_SCRUB_RUNNING;
-	s->run_since_ms = now_ms();
+	s->run_since_ms = dg_now_ms();
 	s->run_ms0 = s->rec.run_ms;
 	s->verified0 = s->rec.rep.rows_checked * row_bytes(dd);
 	s->running = true;
@@ -351,7 +332,7 @@ static void progress_of(struct dg_daemon *dd, struct progress *p)
 	p->total = p->rows * p->row_bytes;
 	p->scanned = s->rec.next_row * p->row_bytes;
 	p->verified = s->rec.rep.rows_checked * p->row_bytes;
-	p->run_ms = s->running ? s->run_ms0 + (now_ms() - s->run_since_ms)
+	p->run_ms = s->running ? s->run_ms0 + (dg_now_ms() - s->run_since_ms)
 			       : s->rec.run_ms;
 	p->rate = p->run_ms ? (double)p->verified * 1000.0 / (double)p->run_ms
 			    : 0;
