@@ -158,7 +158,7 @@ static int open_devs(struct dg_vol *vol, const char *const *devs,
 	return 0;
 }
 
-static void new_uuid(uint8_t u[16])
+void dg_uuid_new(uint8_t u[16])
 {
 	if (getrandom(u, 16, 0) != 16) {
 		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid();
@@ -211,7 +211,7 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else
-		new_uuid(sb->vol_uuid);
+		dg_uuid_new(sb->vol_uuid);
 	sb->generation = 1;
 	sb->state = DG_STATE_CLEAN;
 	sb->ctime = sb->mtime = (uint64_t)time(NULL);
@@ -222,7 +222,7 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 	for (unsigned i = 0; i < ndev; i++) {
 		struct dg_dev *d = &vol->devs[i];
 
-		new_uuid(vol->dev_uuid[i]);
+		dg_uuid_new(vol->dev_uuid[i]);
 		/* Checksum regions must read as zero ("never written"); the
 		 * journal log needs nothing, its entries carry checksums. */
 		zero_region(d, sb->jrnl_start << DG_PAGE_SHIFT,

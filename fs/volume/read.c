@@ -65,6 +65,21 @@ static enum dg_fault outcome(bool written)
 	return written ? DG_FAULT_REPAIRED : DG_FAULT_RECOVERED;
 }
 
+/* A bad page whose bytes img were proven elsewhere (how: the repair it
+ * would be, noted: the fault event's action): written back where that
+ * may be done, and its fault noted repaired or recovered. */
+static void put_back(struct dg_vol *vol, unsigned dev, uint64_t row,
+		     enum dg_fault_what what, const void *img, const char *how,
+		     const char *noted)
+{
+	bool fixed = dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
+				  "checksum mismatch", how);
+
+	if (fixed)
+		dg_repair_page(vol, dev, row, img);
+	dg_fault_note(vol, outcome(fixed), dev, row, what, noted);
+}
+
 static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			    uint64_t csum, void *buf)
 {
@@ -106,13 +121,9 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 				continue;
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row, DG_WHAT_DATA,
 				      "found while rebuilding a neighbour");
-			fixed = dg_repair_ok(vol, DG_CHK_PAGE_BAD, pd, row,
-					     DG_WHAT_DATA, "checksum mismatch",
-					     "rewrite it from its ditto copy");
-			if (fixed)
-				dg_repair_page(vol, pd, row, pages[p]);
-			dg_fault_note(vol, outcome(fixed), pd, row,
-				      DG_WHAT_DATA, "from a ditto copy");
+			put_back(vol, pd, row, DG_WHAT_DATA, pages[p],
+				 "rewrite it from its ditto copy",
+				 "from a ditto copy");
 		}
 	}
 	if (dg_parity_rebuild(vol, pages, lost, DG_PAGE_SIZE) < 0)
@@ -160,7 +171,6 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 {
 	struct dg_dev *d = &vol->devs[dev];
 	enum dg_fault_what what;
-	bool fixed;
 	uint64_t csum;
 	int ret;
 
@@ -195,24 +205,14 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
 		      "checksum mismatch");
 	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
-		fixed = dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
-				     "checksum mismatch",
-				     "rebuild it from parity");
-		if (fixed)
-			dg_repair_page(vol, dev, row, buf);
-		dg_fault_note(vol, outcome(fixed), dev, row, what,
-			      "rebuilt from parity");
+		put_back(vol, dev, row, what, buf, "rebuild it from parity",
+			 "rebuilt from parity");
 		return 0;
 	}
 	/* Beyond parity: the volume's own metadata has ditto copies. */
 	if (dg_ditto_read(vol, dev, row, csum, buf) == 0) {
-		fixed = dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
-				     "checksum mismatch",
-				     "rewrite it from its ditto copy");
-		if (fixed)
-			dg_repair_page(vol, dev, row, buf);
-		dg_fault_note(vol, outcome(fixed), dev, row, what,
-			      "from a ditto copy");
+		put_back(vol, dev, row, what, buf,
+			 "rewrite it from its ditto copy", "from a ditto copy");
 		return 0;
 	}
 	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, what, "EIO");

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,38 +61,55 @@ static int assign_spares(struct dg_vol *vol, const char *const *paths,
 	return 0;
 }
 
-static int prepare_spare(struct dg_vol *vol, unsigned idx, const char *path,
-			 char *errbuf, size_t errlen)
+int dg_spare_open(struct dg_vol *vol, const char *path, struct dg_dev *t,
+		  char *err, size_t errlen)
 {
 	uint64_t need = vol->sb.dev_pages * DG_PAGE_SIZE;
-	struct dg_dev *d = &vol->devs[idx];
 	struct stat st;
-	int ret;
+	int fd, ret;
 
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size < need && truncate(path, (off_t)need) < 0) {
-		snprintf(errbuf, errlen, "cannot extend '%s': %s", path,
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create '%s': %s", path,
 			 strerror(errno));
 		return -errno;
 	}
-	ret = dg_dev_open(d, path, false, false, errbuf, errlen);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size < need && ftruncate(fd, (off_t)need) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot grow '%s' to %llu bytes: %s",
+			 path, (unsigned long long)need, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	close(fd);
+	ret = dg_dev_open(t, path, false, false, err, errlen);
 	if (ret)
 		return ret;
-	d->latch = &vol->latch;
-	d->obs = vol->obs;
-	if (d->size < need) {
-		snprintf(errbuf, errlen, "'%s' is too small: %llu bytes, the "
+	if (t->size < need) {
+		snprintf(err, errlen, "'%s' is too small: %llu bytes, the "
 			 "volume needs %llu", path,
-			 (unsigned long long)d->size,
+			 (unsigned long long)t->size,
 			 (unsigned long long)need);
-		dg_dev_close(d);
+		dg_dev_close(t);
 		return -ENOSPC;
 	}
+	t->latch = &vol->latch;
+	t->obs = vol->obs;
+	return 0;
+}
+
+
+static int prepare_spare(struct dg_vol *vol, unsigned idx, const char *path,
+			 char *errbuf, size_t errlen)
+{
+	struct dg_dev *d = &vol->devs[idx];
+	int ret = dg_spare_open(vol, path, d, errbuf, errlen);
+
+	if (ret)
+		return ret;
 	d->idx = idx;
-	if (getrandom(vol->dev_uuid[idx], 16, 0) != 16)
-		memset(vol->dev_uuid[idx], (int)idx + 1, 16);
-	vol->dev_uuid[idx][6] = (vol->dev_uuid[idx][6] & 0x0f) | 0x40;
-	vol->dev_uuid[idx][8] = (vol->dev_uuid[idx][8] & 0x3f) | 0x80;
+	dg_uuid_new(vol->dev_uuid[idx]);
 	return 0;
 }
 

@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,45 +159,6 @@ static int check_target(struct dg_vol *vol, unsigned dev, const char *path,
 		 "written); wipe it first (wipefs -a) if it is to be "
 		 "overwritten", path, what, dev, u);
 	return -EEXIST;
-}
-
-/* Open T for writing, created and grown to the device size as needed. */
-static int open_target(struct dg_vol *vol, const char *path, struct dg_dev *t,
-		       char *err, size_t errlen)
-{
-	uint64_t need = vol->sb.dev_pages * DG_PAGE_SIZE;
-	struct stat st;
-	int fd, ret;
-
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create '%s': %s", path,
-			 strerror(errno));
-		return -errno;
-	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size < need && ftruncate(fd, (off_t)need) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot grow '%s' to %llu bytes: %s",
-			 path, (unsigned long long)need, strerror(errno));
-		close(fd);
-		return ret;
-	}
-	close(fd);
-	ret = dg_dev_open(t, path, false, false, err, errlen);
-	if (ret)
-		return ret;
-	if (t->size < need) {
-		snprintf(err, errlen, "'%s' is too small: %llu bytes, the "
-			 "volume needs %llu", path,
-			 (unsigned long long)t->size,
-			 (unsigned long long)need);
-		dg_dev_close(t);
-		return -ENOSPC;
-	}
-	t->latch = &vol->latch;
-	t->obs = vol->obs;
-	return 0;
 }
 
 /* T's superblocks, at generation 0 (stale) until the end. */
@@ -357,15 +317,12 @@ int dg_vol_replace_begin(struct dg_vol *vol, unsigned dev, const char *path,
 		return -ENOMEM;
 	r->dev = dev;
 	r->missing = !vol->devs[dev].present;
-	ret = open_target(vol, path, &r->tgt, err, errlen);
+	ret = dg_spare_open(vol, path, &r->tgt, err, errlen);
 	if (ret) {
 		free(r);
 		return ret;
 	}
-	if (getrandom(r->uuid, 16, 0) != 16)
-		memset(r->uuid, (int)dev + 1, 16);
-	r->uuid[6] = (r->uuid[6] & 0x0f) | 0x40;
-	r->uuid[8] = (r->uuid[8] & 0x3f) | 0x80;
+	dg_uuid_new(r->uuid);
 	mark_target(vol, &r->tgt, dev, r->uuid);
 	abs = realpath(path, NULL);
 	set_path(vol, abs ? abs : path);

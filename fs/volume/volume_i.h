@@ -203,6 +203,15 @@ uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot);
 int dg_cmap_page_check(const struct dg_vol *vol, uint64_t p, const void *page);
 void dg_cmap_page_seal(const struct dg_vol *vol, uint64_t p, void *page);
 
+/* ---- rebuild.c, replace.c: a device made anew ----------------------- */
+/* Open path for writing as a new device of vol: created when absent and
+ * grown to the device size (a regular file), refused when smaller (a
+ * block device). The caller has proven it blank or this volume's. */
+int dg_spare_open(struct dg_vol *vol, const char *path, struct dg_dev *d,
+		  char *err, size_t errlen);
+/* A random (version 4) device or volume uuid. */
+void dg_uuid_new(uint8_t u[16]);
+
 /* ---- repair.c: the one repair path (its crash argument is there) ---- */
 /* Write len bytes at off of d, durably: bytes proven elsewhere (also
  * onto a device not yet in the volume: the target of a replace). */
