@@ -28,7 +28,8 @@ struct answer {
 
 /* A finding without a device page (a directory entry, a link count) is
  * its own question each time: only located ones are remembered. */
-static struct answer *find_answer(struct fsck_ctx *c, int dev, int64_t page)
+static struct answer *find_answer(const struct fsck_ctx *c, int dev,
+				  int64_t page)
 {
 	if (page < 0)
 		return NULL;
@@ -119,7 +120,7 @@ bool fix_problem(struct fsck_ctx *c, const struct dg_chk_event *ev)
 
 bool fix_declined(const struct fsck_ctx *c, int dev, int64_t page)
 {
-	struct answer *a = find_answer((struct fsck_ctx *)c, dev, page);
+	const struct answer *a = find_answer(c, dev, page);
 
 	return a && !a->yes;
 }
