@@ -253,13 +253,16 @@ static void print_jentry(void *arg, const struct dg_jentry_info *e)
 		json_add_u64(o, "ranges", e->nranges);
 		json_add_u64(o, "bytes", e->bytes);
 		json_add_u64(o, "sealed", e->sealed);
+		json_add_u64(o, "in_place", e->in_place);
+		json_add_u64(o, "reserved", e->reserved);
 		json_add_bool(o, "wrap", e->wrap);
 		json_object_array_add(d->entries, o);
 		return;
 	}
 	printf("    seq %" PRIu64 " offset %" PRIu64 " len %u: %s%u ranges, "
-	       "%" PRIu64 " bytes, %u sealed\n", e->seq, e->off, e->len,
-	       e->wrap ? "wrap, " : "", e->nranges, e->bytes, e->sealed);
+	       "%" PRIu64 " bytes, %u sealed, %u in place, %u reserved\n",
+	       e->seq, e->off, e->len, e->wrap ? "wrap, " : "", e->nranges,
+	       e->bytes, e->sealed, e->in_place, e->reserved);
 }
 
 static void dump_journal(struct dump *d)

@@ -382,6 +382,11 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(r, "meta_zone_bytes", in->zone_vpns * DG_PAGE_SIZE);
 	json_add_u64(r, "meta_zone_free_bytes", in->zone_free * DG_PAGE_SIZE);
 	json_add_u64(r, "meta_outside_zone_pages", in->meta_spill);
+	/* How often writes filled whole rows (parity from the new data
+	 * alone) rather than patching parity: what the layout earned. */
+	json_add_u64(r, "rows_written_whole", in->rows_full);
+	json_add_u64(r, "rows_patched", in->rows_patched);
+	json_add_u64(r, "rows_written_before_journal", in->rows_new);
 	json_add_u64(r, "generation", in->generation);
 	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);
 	json_add_u64(fo, "repaired", f[DG_FAULT_REPAIRED]);

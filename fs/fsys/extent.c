@@ -461,22 +461,28 @@ int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 			span = fpage + len;
 		hint = dg_alloc_home(fs->vol, span) + fpage;
 	}
-	while (len) {
-		uint64_t start, got, ask = len > (1u << 20) ? (1u << 20) : len;
+	while (len && !ret) {
+		struct dg_vrun runs[DG_MAX_DEVS];
+		uint64_t ask = len > (1u << 20) ? (1u << 20) : len;
+		unsigned nr = 1;
 
-		ret = meta ? dg_alloc_meta(txn, hint, ask, &start, &got)
-			   : dg_alloc(txn, hint, ask, &start, &got);
-		if (ret)
-			break;
-		ret = ext_insert(txn, ip, fpage, start, (uint32_t)got);
-		if (ret)
-			break;
-		if (fresh)
-			fresh(arg, fpage, start, got);
-		ip->d.blocks += got;
-		fpage += got;
-		len -= got;
-		hint = start + got;
+		/* File data on whole rows where it can (alloc.c): a write
+		 * of this range then reads nothing old for parity. */
+		ret = meta ? dg_alloc_meta(txn, hint, ask, &runs[0].vpn,
+					   &runs[0].n)
+			   : dg_alloc_rows(txn, hint, ask, runs, &nr);
+		for (unsigned i = 0; i < nr && !ret; i++) {
+			ret = ext_insert(txn, ip, fpage, runs[i].vpn,
+					 (uint32_t)runs[i].n);
+			if (ret)
+				break;
+			if (fresh)
+				fresh(arg, fpage, runs[i].vpn, runs[i].n);
+			ip->d.blocks += runs[i].n;
+			fpage += runs[i].n;
+			len -= runs[i].n;
+			hint = runs[i].vpn + runs[i].n;
+		}
 	}
 	if (!ret)
 		ret = ext_store(txn, ip);

@@ -78,9 +78,32 @@ static int fill_holes(struct dg_fs *fs, struct dg_txn *txn,
 	return 0;
 }
 
+/*
+ * The whole pages of a write, moved to new pages when there are enough
+ * for whole rows (dg_vol_new_row_min()): new pages on whole rows are
+ * written before the journal entry and not copied into it, where
+ * overwriting them in place journals every byte. The old pages are freed
+ * by the same commit, so a crash leaves the old bytes or the new, and
+ * their space is reused only once the commit is durable (dg_free()).
+ * Not while the file has a libcommit map: those read the pages where
+ * they are.
+ */
+static int relocate(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		    uint64_t off, size_t size, bool *moved)
+{
+	uint64_t first = dg_div_up(off, DG_PAGE_SIZE);
+	uint64_t end = (off + size) / DG_PAGE_SIZE;
+	uint64_t min = dg_vol_new_row_min(fs->vol);
+
+	if (!min || end < first + min || dg_inode_map_check(ip, true))
+		return 0;
+	*moved = true;
+	return dg_ext_punch(fs, txn, ip, first, end - first);
+}
+
 int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 		      struct dg_inode *ip, uint64_t off, const void *buf,
-		      size_t size)
+		      size_t size, bool *moved)
 {
 	struct fresh_list fl = { 0 };
 	const uint8_t *src = buf;
@@ -88,7 +111,9 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 	uint8_t *page = NULL;
 	int ret;
 
-	ret = fill_holes(fs, txn, ip, first, last, &fl);
+	ret = moved ? relocate(fs, txn, ip, off, size, moved) : 0;
+	if (!ret)
+		ret = fill_holes(fs, txn, ip, first, last, &fl);
 	if (ret)
 		goto out;
 	for (uint64_t p = first; p <= last; p++) {
@@ -130,6 +155,7 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 	struct dg_inode *ip;
 	struct dg_txn *txn;
 	size_t done = 0, max = txn_data_max(fs);
+	bool relocating = true;
 	int ret = 0;
 
 	if (size == 0)
@@ -161,7 +187,7 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 	while (done < size) {
 		size_t n = size - done < max ? size - done : max;
 		struct dg_dinode saved = ip->d;
-		bool killed = false;
+		bool killed = false, moved = false;
 
 		if (kill_priv && !done) {
 			ret = dg_inode_kill_priv(fs, txn, ip, cr,
@@ -172,9 +198,11 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 			}
 		}
 		ret = dg_file_write_txn(fs, txn, ip, off + done,
-					(const uint8_t *)buf + done, n);
+					(const uint8_t *)buf + done, n,
+					relocating ? &moved : NULL);
 		if (!ret) {
-			bool meta = killed || off + done + n > ip->d.size ||
+			bool meta = killed || moved ||
+				    off + done + n > ip->d.size ||
 				    ip->d.blocks != saved.blocks;
 
 			if (off + done + n > ip->d.size)
@@ -195,6 +223,12 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 				txn = NULL;
 				ip->d = saved;
 				dg_ext_load(fs, ip);
+				/* No room for new pages beside the old:
+				 * overwrite in place after all. */
+				if (moved && (txn = dg_txn_new(fs->vol))) {
+					relocating = false;
+					continue;
+				}
 			}
 			break;
 		}

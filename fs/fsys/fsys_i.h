@@ -248,10 +248,13 @@ bool dg_dir_empty(const struct dg_dir *dir);
 uint8_t dg_mode_dtype(uint32_t mode);
 
 /* ---- file.c ------------------------------------------------------------ */
-/* Write into a file's pages within txn (no size or time update). */
+/* Write into a file's pages within txn (no size or time update). With
+ * moved, the whole pages of a large write may go to new pages instead
+ * (file.c, relocate()): *moved is then true, and the inode must be
+ * stored (its extents changed). */
 int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 		      struct dg_inode *ip, uint64_t off, const void *buf,
-		      size_t size);
+		      size_t size, bool *moved);
 int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 		     struct dg_inode *ip, uint64_t size);
 

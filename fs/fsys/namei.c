@@ -238,7 +238,8 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 		dp->d.nlink++;
 	}
 	if (target) {
-		ret = dg_file_write_txn(fs, txn, ip, 0, target, strlen(target));
+		ret = dg_file_write_txn(fs, txn, ip, 0, target, strlen(target),
+					 NULL);
 		ip->d.size = strlen(target);
 	}
 	if (!ret)

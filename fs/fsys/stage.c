@@ -165,7 +165,7 @@ static int stage_flush(struct dg_fstage *s)
 			ret = dg_file_write_txn(fs, txn, sip,
 						s->fp[i] * DG_PAGE_SIZE,
 						s->buf + (size_t)i * DG_PAGE_SIZE,
-						DG_PAGE_SIZE);
+						DG_PAGE_SIZE, NULL);
 			if (end > sip->d.size)
 				sip->d.size = end;
 		}

@@ -428,6 +428,130 @@ out:
 }
 
 /*
+ * Whole rows for file data. A chunk group is chunk_pages rows; rank r's
+ * pages of it are the vpns (g * k + r) * chunk_pages + o. A band is rows
+ * [o, o + n) of one group free on every rank; its k runs, used in rank
+ * order, put a write of k * n pages on whole rows. The rows of one group
+ * share one parity device (geom.c), so a band's parity is n pages of one
+ * device.
+ */
+
+/* Chunk groups searched for a band before giving one plain run. */
+#define BAND_GROUPS 16
+/* Fewer rows than this (and than the write needs) are not worth k
+ * extents instead of one. */
+#define BAND_MIN_ROWS 8
+
+uint64_t dg_alloc_band_pages(const struct dg_vol *vol)
+{
+	/* A band costs k extents where one run costs one: worth it from
+	 * 64 rows on (768 KiB with 3 data devices, so a file written in
+	 * 1 MiB pieces keeps about 3 extents a piece), and from 1 MiB on
+	 * wide volumes (a FUSE write is at most 1 MiB). */
+	uint64_t n = 64ull * vol->k;
+
+	return n < 256 ? n : 256;
+}
+
+static bool band_row_free(const struct dg_vol *vol, uint64_t g, uint64_t o)
+{
+	uint64_t cp = vol->sb.chunk_pages;
+
+	for (unsigned r = 0; r < vol->k; r++)
+		if (bit_get(vol->bitmap, (g * vol->k + r) * cp + o))
+			return false;
+	return true;
+}
+
+/* The longest band of at most want rows in group g starting at row from
+ * or later (the first such when several are as long): its length, and
+ * its first row in *o. */
+static uint64_t band_find(const struct dg_vol *vol, uint64_t g,
+			  uint64_t from, uint64_t want, uint64_t *o)
+{
+	const uint64_t *w = (const uint64_t *)vol->bitmap;
+	uint64_t cp = vol->sb.chunk_pages, base = g * vol->k * cp, best = 0;
+
+	for (uint64_t i = from; i < cp && best < want;) {
+		uint64_t n = 0;
+
+		/* Rank 0's pages 64 at a time where they are all in use. */
+		if ((base + i) % 64 == 0 && i + 64 <= cp &&
+		    w[(base + i) / 64] == ~0ull) {
+			i += 64;
+			continue;
+		}
+		while (n < want && i + n < cp && band_row_free(vol, g, i + n))
+			n++;
+		if (n > best) {
+			best = n;
+			*o = i;
+		}
+		i += n ? n : 1;
+	}
+	return best;
+}
+
+int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
+		  struct dg_vrun *runs, unsigned *nruns)
+{
+	struct dg_vol *vol = t->vol;
+	uint64_t k = vol->k, cp = vol->sb.chunk_pages, gsize = k * cp;
+	uint64_t first = dg_div_up(vol->zone_vpns, gsize), last = vol->vpns / gsize;
+	uint64_t rows = dg_div_up(want, k), best = 0, bg = 0, bo = 0, left = want;
+	unsigned n = 0;
+	int ret = 0;
+
+	*nruns = 1;
+	if (!vol->parity || !vol->redundancy ||
+	    want < dg_alloc_band_pages(vol) || first >= last)
+		return dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n);
+	if (rows > cp)
+		rows = cp;
+	pthread_mutex_lock(&vol->alloc_lock);
+	if (hint < first * gsize || hint >= last * gsize)
+		hint = vol->alloc_cursor;
+	if (hint < first * gsize || hint >= last * gsize)
+		hint = first * gsize;
+	for (uint64_t i = 0; i < BAND_GROUPS && i < last - first && best < rows;
+	     i++) {
+		uint64_t g = first + (hint / gsize - first + i) % (last - first);
+		uint64_t o = 0, got = band_find(vol, g, i ? 0 : hint % cp,
+						 rows, &o);
+
+		if (got > best) {
+			best = got;
+			bg = g;
+			bo = o;
+		}
+	}
+	if (best < rows && best < BAND_MIN_ROWS) {
+		pthread_mutex_unlock(&vol->alloc_lock);
+		return dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n);
+	}
+	for (uint64_t r = 0; r < k && left && !ret; r++) {
+		uint64_t take = left < best ? left : best;
+		uint64_t s = (bg * k + r) * cp + bo;
+
+		ret = add_op(t, s, take, false);
+		if (ret)
+			break;
+		bits_set(vol->bitmap, s, take, true);
+		account(vol, s, take, false);
+		runs[n++] = (struct dg_vrun){ s, take };
+		left -= take;
+	}
+	/* Like dg_alloc(): a band past the cursor pushes it on. */
+	if (n && runs[n - 1].vpn + runs[n - 1].n > vol->alloc_cursor)
+		vol->alloc_cursor = runs[n - 1].vpn + runs[n - 1].n < vol->vpns
+					    ? runs[n - 1].vpn + runs[n - 1].n
+					    : vol->zone_vpns;
+	pthread_mutex_unlock(&vol->alloc_lock);
+	*nruns = n;
+	return ret;
+}
+
+/*
  * Metadata goes into the zone, near hint when hint lies there. A full
  * zone does not fail the operation: the page goes among the data rows,
  * without ditto copies, and is counted (meta_spill; fsck and dumpfs
@@ -570,10 +694,21 @@ static int bitmap_writes(struct dg_txn *t, uint64_t start, uint64_t n)
 	return 0;
 }
 
+/* vpn was allocated by this txn: nothing live is in it. */
+static bool allocated_here(const struct dg_txn *t, uint64_t vpn)
+{
+	for (unsigned i = 0; i < t->nop; i++)
+		if (!t->op[i].is_free && vpn >= t->op[i].start &&
+		    vpn - t->op[i].start < t->op[i].n)
+			return true;
+	return false;
+}
+
 int dg_txn_commit(struct dg_txn *t)
 {
 	struct dg_vol *vol = t->vol;
 	struct dg_range *r = NULL;
+	bool *fresh = NULL;
 	uint64_t freed = 0;
 	int ret = 0;
 
@@ -618,11 +753,17 @@ int dg_txn_commit(struct dg_txn *t)
 	r = ret ? NULL : malloc(t->nw * sizeof(*r));
 	if (!ret && !r)
 		ret = -ENOMEM;
-	for (unsigned i = 0; !ret && i < t->nw; i++)
+	fresh = ret ? NULL : malloc(t->nw * sizeof(*fresh));
+	if (!ret && !fresh)
+		ret = -ENOMEM;
+	for (unsigned i = 0; !ret && i < t->nw; i++) {
 		r[i] = (struct dg_range){ t->w[i].vpn, t->w[i].off,
 					  t->w[i].len, t->w[i].data };
+		fresh[i] = allocated_here(t, t->w[i].vpn);
+	}
 	if (!ret)
-		ret = dg_apply(vol, r, t->nw);
+		ret = dg_apply_new(vol, r, t->nw, fresh);
+	free(fresh);
 	for (unsigned i = 0; i < t->nop; i++)
 		if (t->op[i].is_free && ret && freed)
 			bits_set(vol->bitmap, t->op[i].start, t->op[i].n,

@@ -17,7 +17,9 @@ struct apage {
 	uint32_t lo, hi;	/* changed bytes [lo, hi) */
 	unsigned nranges;	/* ranges that touch the page */
 	bool whole;		/* some range covers the whole page */
+	bool fresh;		/* ... a range new to the page (DG_RANGE_NEW) */
 	bool full_row;		/* every data page of its row is whole */
+	bool in_place;		/* ... and new: written before the entry */
 };
 
 /* One row whose parity an update patches. */
@@ -26,6 +28,7 @@ struct arow {
 	uint8_t *par[DG_MAX_PARITY];
 	uint64_t par_csum[DG_MAX_PARITY];
 	uint32_t lo, hi;
+	bool in_place;		/* a new row (write_new_rows()) */
 };
 
 /*
@@ -165,7 +168,8 @@ static struct dg_djentry *build_entry(struct dg_vol *vol,
 	const void **data;
 
 	for (unsigned i = 0; i < n; i++)
-		len += (r[i].len + 7u) & ~7u;
+		if (!page_of(pg, npg, r[i].vpn)->in_place)
+			len += (r[i].len + 7u) & ~7u;
 	len = (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1);
 	e = (struct dg_djentry *)scratch_get(SCRATCH_ENTRY,
 					     hlen + n * sizeof(*data));
@@ -185,7 +189,9 @@ static struct dg_djentry *build_entry(struct dg_vol *vol,
 			.dev = (uint16_t)p->dev,
 			.off = (uint16_t)r[i].off,
 			.len = (uint16_t)r[i].len,
-			.flags = sealed ? DG_JRANGE_SEALED : 0,
+			.flags = p->in_place ? DG_JRANGE_IN_PLACE
+				 : sealed    ? DG_JRANGE_SEALED
+					     : 0,
 			.page_csum = p->new_csum,
 		};
 		data[i] = r[i].data;
@@ -205,9 +211,27 @@ static int apage_row_cmp(const void *a, const void *b)
 /*
  * Mark the pages of rows this update overwrites whole: their new parity
  * is computed from the new data alone, so neither the old data nor the
- * old parity is read (a full-stripe write). The journal entry still
- * covers every byte, so a crash midway is redone like any other.
+ * old parity is read (a full-stripe write).
+ *
+ * A whole row of pages new to the update (allocated by it, so nothing
+ * live was in the row; none in the metadata zone, whose copies the
+ * replay writes from the journal) is a new row: written, with parity
+ * and checksums, and made durable before the journal entry, which then
+ * carries only its checksums (DG_JRANGE_IN_PLACE). A crash before the
+ * entry leaves a row nobody uses; after it, the row is all there. Not on
+ * a degraded volume (a missing page rides in the journal) nor during a
+ * replace (whose argument is the journaled update's).
  */
+static bool new_row_allowed(const struct dg_vol *vol)
+{
+	return vol->new_rows && vol->parity && !vol->degraded && !vol->repl;
+}
+
+uint64_t dg_vol_new_row_min(struct dg_vol *vol)
+{
+	return new_row_allowed(vol) ? dg_alloc_band_pages(vol) : 0;
+}
+
 static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 {
 	struct apage **by_row;
@@ -226,10 +250,19 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 		for (j = i + 1; j < nwhole && by_row[j]->row == by_row[i]->row;
 		     j++)
 			;
+		bool fresh = new_row_allowed(vol);
+
 		/* Pages are distinct, so k of one row are all of it. */
-		if (j - i == vol->k)
-			for (unsigned x = i; x < j; x++)
-				by_row[x]->full_row = true;
+		if (j - i != vol->k)
+			continue;
+		for (unsigned x = i; x < j; x++)
+			fresh = fresh && by_row[x]->fresh &&
+				by_row[x]->nranges == 1 &&
+				!dg_ditto_has(vol, by_row[x]->vpn);
+		for (unsigned x = i; x < j; x++) {
+			by_row[x]->full_row = true;
+			by_row[x]->in_place = fresh;
+		}
 	}
 	free(by_row);
 	return 0;
@@ -237,8 +270,8 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 
 /* Read old images (verified), build new ones and their checksums. */
 static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
-			 unsigned n, struct apage *pg, unsigned npg,
-			 struct dg_csum_cursor *cur)
+			 unsigned n, const bool *fresh, struct apage *pg,
+			 unsigned npg, struct dg_csum_cursor *cur)
 {
 	int ret;
 
@@ -249,8 +282,10 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 			p->lo = r[i].off;
 		if (r[i].off + r[i].len > p->hi)
 			p->hi = r[i].off + r[i].len;
-		if (r[i].len == DG_PAGE_SIZE)
+		if (r[i].len == DG_PAGE_SIZE) {
 			p->whole = true;
+			p->fresh = fresh && fresh[i];
+		}
 		p->nranges++;
 	}
 	/* A companion (no range: a missing page read only to be
@@ -370,6 +405,8 @@ static void compute_full_row(struct dg_vol *vol, struct apage *pg,
 		a->par_csum[j] = DG_CSUM_NONE;	/* written whole */
 	a->lo = 0;
 	a->hi = DG_PAGE_SIZE;
+	a->in_place = page_of(pg, npg, dg_loc_vpn(vol, dg_row_data_dev(vol,
+						  a->row, 0), a->row))->in_place;
 }
 
 /* Verified parity of every touched row, patched with the data deltas
@@ -394,11 +431,15 @@ static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		struct arow *a = rowset_get(&rs, p->row, &added);
 
 		if (p->full_row) {
-			if (added)
+			if (added) {
 				compute_full_row(vol, pg, npg, a);
+				vol->rows_full++;
+				vol->rows_new += a->in_place;
+			}
 			continue;
 		}
 		if (added) {
+			vol->rows_patched++;
 			a->lo = lo;
 			a->hi = hi;
 			for (unsigned j = 0; j < vol->parity && !ret; j++)
@@ -442,27 +483,16 @@ static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
 	dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
 }
 
-/* Write everything in place; the journal already holds the entry. */
-static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
-			  unsigned n, struct apage *pg, unsigned npg,
-			  struct arow *rows, unsigned nrows,
-			  struct dg_flushset *fs)
+/* Write in place the pages and the parity of the rows that are (or are
+ * not) new rows, then their checksums. */
+static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
+		       struct arow *rows, unsigned nrows, bool new_rows,
+		       struct dg_flushset *fs)
 {
 	struct dg_csum_upd *u;
 	unsigned nu = 0;
 	int ret;
 
-	if (!vol->redundancy) {
-		for (unsigned i = 0; i < n; i++) {
-			struct dg_loc l = dg_vpn_loc(vol, r[i].vpn);
-			uint64_t off = dg_row_page(vol, l.row) << DG_PAGE_SHIFT;
-
-			dg_dev_write(&vol->devs[l.dev], off + r[i].off,
-				     r[i].data, r[i].len);
-			dg_flushset_add(fs, l.dev, off, DG_PAGE_SIZE);
-		}
-		return 0;
-	}
 	u = malloc((npg + nrows * vol->parity) * sizeof(*u));
 	if (!u)
 		return -ENOMEM;
@@ -470,8 +500,8 @@ static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 		struct apage *p = &pg[i];
 		bool fresh = p->old_csum == DG_CSUM_NONE;
 
-		if (!p->nranges)
-			continue; /* a companion: unchanged */
+		if (!p->nranges || p->in_place != new_rows)
+			continue; /* a companion (unchanged), or not now */
 		/* A never-written page may hold anything: write it whole. */
 		write_page_span(vol, p->dev, p->row, p->new, fresh ? 0 : p->lo,
 				fresh ? DG_PAGE_SIZE : p->hi, fs);
@@ -487,6 +517,8 @@ static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 	for (unsigned i = 0; i < nrows; i++) {
 		struct arow *a = &rows[i];
 
+		if (a->in_place != new_rows)
+			continue;
 		for (unsigned j = 0; j < vol->parity; j++) {
 			unsigned dev = dg_row_parity_dev(vol, a->row, j);
 			bool fresh = a->par_csum[j] == DG_CSUM_NONE;
@@ -504,6 +536,98 @@ static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 	ret = dg_csum_set_batch(vol, u, nu, fs);
 	free(u);
 	return ret;
+}
+
+/*
+ * The entry that reserves the new rows (DG_JRANGE_RESERVED), durable
+ * before any of them is written: should the update's own entry never
+ * come, the replay makes those free rows consistent as it finds them, so
+ * a later update of a row never meets a half-written neighbour. *seq:
+ * the entry, to retire after the update's; *reserved false when there
+ * are no new rows.
+ */
+static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
+			    unsigned npg, bool *reserved, uint64_t *seq)
+{
+	struct dg_djentry *e;
+	struct dg_djrange *jr;
+	const void **data;
+	unsigned n = 0;
+	size_t len;
+	int ret;
+
+	*reserved = false;
+	for (unsigned i = 0; i < npg; i++)
+		n += pg[i].in_place;
+	if (!n)
+		return 0;
+	len = sizeof(*e) + n * sizeof(*jr);
+	e = calloc(1, (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1));
+	data = calloc(n, sizeof(*data));	/* no bytes */
+	if (!e || !data) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	e->len = (uint32_t)((len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1));
+	e->nranges = n;
+	jr = (struct dg_djrange *)(e + 1);
+	for (unsigned i = 0, x = 0; i < npg; i++)
+		if (pg[i].in_place)
+			jr[x++] = (struct dg_djrange){
+				.row = pg[i].row,
+				.dev = (uint16_t)pg[i].dev,
+				.len = DG_PAGE_SIZE,
+				.flags = DG_JRANGE_RESERVED,
+			};
+	ret = dg_journal_append(vol, e, data, seq);
+	*reserved = ret == 0;
+out:
+	free(e);
+	free(data);
+	return ret;
+}
+
+/*
+ * New rows (mark_full_rows()), before the journal entry: data, parity
+ * and checksums, all durable before the entry is written, so that once
+ * it is there the rows are whole and verify. Nothing live is in them,
+ * so a crash anywhere before the entry loses nothing (their order among
+ * themselves does not matter).
+ */
+static int write_new_rows(struct dg_vol *vol, struct apage *pg, unsigned npg,
+			  struct arow *rows, unsigned nrows)
+{
+	struct dg_flushset fs;
+	int ret;
+
+	dg_flushset_init(&fs);
+	ret = write_pages(vol, pg, npg, rows, nrows, true, &fs);
+	if (!ret)
+		ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	else
+		dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	dg_flushset_fini(&fs);
+	return ret;
+}
+
+/* Write everything else in place; the journal already holds the entry. */
+static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
+			  unsigned n, struct apage *pg, unsigned npg,
+			  struct arow *rows, unsigned nrows,
+			  struct dg_flushset *fs)
+{
+	if (!vol->redundancy) {
+		for (unsigned i = 0; i < n; i++) {
+			struct dg_loc l = dg_vpn_loc(vol, r[i].vpn);
+			uint64_t off = dg_row_page(vol, l.row) << DG_PAGE_SHIFT;
+
+			dg_dev_write(&vol->devs[l.dev], off + r[i].off,
+				     r[i].data, r[i].len);
+			dg_flushset_add(fs, l.dev, off, DG_PAGE_SIZE);
+		}
+		return 0;
+	}
+	return write_pages(vol, pg, npg, rows, nrows, false, fs);
 }
 
 /*
@@ -605,11 +729,11 @@ static unsigned lock_rows(struct dg_vol *vol, struct apage *pg, unsigned npg,
 }
 
 /* held: the caller holds the locks of every row r touches, for writing
- * (dg_apply_locked()). */
+ * (dg_apply_locked()). fresh: dg_apply_new(). */
 static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
-		 bool held)
+		 const bool *fresh, bool held)
 {
-	uint64_t *vpns = NULL, seq;
+	uint64_t *vpns = NULL, seq, rseq = 0;
 	struct apage *pg = NULL;
 	struct arow *rows = NULL;
 	unsigned *locks = NULL, npg = 0, nrows = 0, nl = 0;
@@ -619,6 +743,7 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	const struct dg_range *jr = r;	/* the ranges journaled */
 	unsigned njr = n;
 	size_t mem_pages;
+	bool reserved = false;
 	struct dg_flushset fs;
 	struct dg_csum_cursor cur[DG_MAX_PARITY + 1] = { { 0 } };
 	int ret;
@@ -672,23 +797,36 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		dg_csum_cursor_init(&cur[j]);
 	if (!held)
 		nl = lock_rows(vol, pg, npg, locks);
-	ret = prepare_pages(vol, r, n, pg, npg, &cur[DG_MAX_PARITY]);
+	ret = prepare_pages(vol, r, n, fresh, pg, npg, &cur[DG_MAX_PARITY]);
 	if (!ret && vol->redundancy && vol->parity)
 		ret = prepare_parity(vol, pg, npg, rows, &nrows,
 				     mem + (mem_pages - 1) * DG_PAGE_SIZE, cur);
 	if (ret)
 		goto unlock;
-	ret = journal_ranges(vol, r, n, pg, npg, &jr, &njr);
+	ret = reserve_new_rows(vol, pg, npg, &reserved, &rseq);
 	if (ret)
 		goto unlock;
-	entry = build_entry(vol, jr, njr, pg, npg, &edata);
-	if (!entry) {
-		ret = -ENOMEM;
-		goto unlock;
+	if (reserved)
+		ret = write_new_rows(vol, pg, npg, rows, nrows);
+	if (!ret)
+		ret = journal_ranges(vol, r, n, pg, npg, &jr, &njr);
+	if (!ret) {
+		entry = build_entry(vol, jr, njr, pg, npg, &edata);
+		if (!entry)
+			ret = -ENOMEM;
 	}
-	/* The entry is durable before anything is written in place: after
-	 * a crash recovery redoes it whole (G4, no write hole). */
-	ret = dg_journal_append(vol, entry, edata, &seq);
+	/* The entry is durable before anything else is written in place:
+	 * after a crash recovery redoes it whole (G4, no write hole). */
+	if (!ret)
+		ret = dg_journal_append(vol, entry, edata, &seq);
+	if (ret && reserved) {
+		/* New rows may be half written: only the replay of their
+		 * reservation makes them consistent again. */
+		dg_latch_set(&vol->latch, ret, "update failed after "
+			     "reserving new rows (seq=%" PRIu64 "): %s", rseq,
+			     strerror(-ret));
+		ret = -EIO;
+	}
 	if (ret)
 		goto unlock;
 	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);
@@ -708,6 +846,8 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		goto unlock;
 	}
 	dg_journal_done(vol, seq);
+	if (reserved)
+		dg_journal_done(vol, rseq);
 unlock:
 	for (unsigned i = 0; i < nl; i++)
 		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
@@ -726,10 +866,16 @@ out:
 
 int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 {
-	return apply(vol, r, n, false);
+	return apply(vol, r, n, NULL, false);
 }
 
 int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 {
-	return apply(vol, r, n, true);
+	return apply(vol, r, n, NULL, true);
+}
+
+int dg_apply_new(struct dg_vol *vol, const struct dg_range *r, unsigned n,
+		 const bool *fresh)
+{
+	return apply(vol, r, n, fresh, false);
 }

@@ -207,7 +207,8 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 		       (zone ? DG_FEAT_INCOMPAT_META_ZONE : 0) |
 		       DG_FEAT_INCOMPAT_XATTR_RUN |
 		       DG_FEAT_INCOMPAT_STAGED_SYNC |
-		       DG_FEAT_INCOMPAT_JOURNAL_COPIES;
+		       DG_FEAT_INCOMPAT_JOURNAL_COPIES |
+		       (o->no_redundancy ? 0 : DG_FEAT_INCOMPAT_NEW_ROWS);
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else

@@ -160,10 +160,17 @@
  * last one go stale behind its back. Set by mkfs on every new volume; a
  * volume made without it keeps parity + 1 copies. */
 #define DG_FEAT_INCOMPAT_JOURNAL_COPIES (1ull << 5)
+/* Journal ranges may be written in place (DG_JRANGE_IN_PLACE): the
+ * entry holds no bytes for them. A reader that does not know it would
+ * look for bytes that are not there and drop the entry as torn. Set by
+ * mkfs on every new volume with redundancy; without it every byte of
+ * an update is journaled, as before. */
+#define DG_FEAT_INCOMPAT_NEW_ROWS (1ull << 6)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
-	 DG_FEAT_INCOMPAT_STAGED_SYNC | DG_FEAT_INCOMPAT_JOURNAL_COPIES)
+	 DG_FEAT_INCOMPAT_STAGED_SYNC | DG_FEAT_INCOMPAT_JOURNAL_COPIES |    \
+	 DG_FEAT_INCOMPAT_NEW_ROWS)
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -308,7 +315,37 @@ struct dg_djrange {
 /* The range is a whole page covered by page_csum, not by the entry csum;
  * only on volumes with DG_FEAT_INCOMPAT_SEALED_JOURNAL. */
 #define DG_JRANGE_SEALED 1u
+/*
+ * The range is a whole page whose bytes are not in the entry: the page
+ * was new to the update (allocated by it, nothing live in it before),
+ * as was every other data page of its row, and the update wrote the row
+ * -- data, parity, checksums -- and made it durable before the entry
+ * (apply.c, "new rows"). page_csum says what the page holds. Replay
+ * writes nothing to it, and no earlier entry's bytes over it; a page
+ * that does not verify is a fault after the write, repaired from its
+ * row like any other. Only on volumes with DG_FEAT_INCOMPAT_NEW_ROWS.
+ */
+#define DG_JRANGE_IN_PLACE 2u
+/*
+ * A whole page of a new row about to be written before its entry (the
+ * entry that reserves is appended first): if no later entry wrote the
+ * page in place, its update never committed and the page is free, its
+ * row possibly half written. The replay takes such a page as it finds
+ * it -- its checksum recomputed from its bytes -- and recomputes its
+ * row's parity, so free rows stay consistent. No bytes; page_csum is 0.
+ * Only on volumes with DG_FEAT_INCOMPAT_NEW_ROWS.
+ */
+#define DG_JRANGE_RESERVED 4u
+/* Ranges without bytes in the entry, and whole pages. */
+#define DG_JRANGE_NO_BYTES (DG_JRANGE_IN_PLACE | DG_JRANGE_RESERVED)
 _Static_assert(sizeof(struct dg_djrange) == 24, "djrange size");
+
+/* Bytes range r takes in its entry: its data padded to 8, none for a
+ * page written in place or reserved. */
+static inline uint32_t dg_jrange_bytes(const struct dg_djrange *r)
+{
+	return r->flags & DG_JRANGE_NO_BYTES ? 0 : (r->len + 7u) & ~7u;
+}
 
 /*
  * Volume root, vpn 0. Written by mkfs through the update path; the

@@ -49,6 +49,7 @@ static const struct {
 	{ 2, DG_FEAT_INCOMPAT_XATTR_RUN, "xattr_run" },
 	{ 2, DG_FEAT_INCOMPAT_STAGED_SYNC, "staged_sync" },
 	{ 2, DG_FEAT_INCOMPAT_JOURNAL_COPIES, "journal_copies" },
+	{ 2, DG_FEAT_INCOMPAT_NEW_ROWS, "new_rows" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)
@@ -363,8 +364,13 @@ int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg)
 			const struct dg_djrange *r = (const void *)(e + 1);
 
 			for (uint32_t i = 0; i < e->nranges; i++) {
-				in.bytes += r[i].len;
+				if (!(r[i].flags & DG_JRANGE_NO_BYTES))
+					in.bytes += r[i].len;
 				in.sealed += !!(r[i].flags & DG_JRANGE_SEALED);
+				in.in_place +=
+					!!(r[i].flags & DG_JRANGE_IN_PLACE);
+				in.reserved +=
+					!!(r[i].flags & DG_JRANGE_RESERVED);
 			}
 		}
 		fn(arg, &in);

@@ -33,15 +33,15 @@ static uint64_t entry_csum(const struct dg_vol *vol,
 	for (uint32_t i = 0; i < e->nranges; i++) {
 		const void *src = data ? data[i] : inl;
 
-		if (!(r[i].flags & DG_JRANGE_SEALED))
+		if (!(r[i].flags & (DG_JRANGE_SEALED | DG_JRANGE_NO_BYTES)))
 			XXH3_64bits_update(&st, src, r[i].len);
-		inl += (r[i].len + 7u) & ~7u;
+		inl += dg_jrange_bytes(&r[i]);
 	}
 	return XXH3_64bits_digest(&st);
 }
 
 /* The range bytes the descriptors claim lie inside the entry, and a
- * sealed range is a whole page: both before anything is hashed. What
+ * sealed or in-place range is a whole page: before anything is hashed. What
  * the ranges point at is checked at replay, once the checksum says the
  * entry was really written. */
 static bool ranges_fit(const struct dg_djentry *e)
@@ -50,9 +50,10 @@ static bool ranges_fit(const struct dg_djentry *e)
 	uint64_t bytes = sizeof(*e) + (uint64_t)e->nranges * sizeof(*r);
 
 	for (uint32_t i = 0; i < e->nranges; i++) {
-		if ((r[i].flags & DG_JRANGE_SEALED) && r[i].len != DG_PAGE_SIZE)
+		if ((r[i].flags & (DG_JRANGE_SEALED | DG_JRANGE_NO_BYTES)) &&
+		    (r[i].len != DG_PAGE_SIZE || r[i].off))
 			return false;
-		bytes += (r[i].len + 7u) & ~7u;
+		bytes += dg_jrange_bytes(&r[i]);
 	}
 	return bytes <= e->len;
 }
@@ -68,7 +69,7 @@ static bool seals_hold(const struct dg_vol *vol, const struct dg_djentry *e)
 		    dg_csum_page(vol, r[i].dev, r[i].row, data) !=
 			    r[i].page_csum)
 			return false;
-		data += (r[i].len + 7u) & ~7u;
+		data += dg_jrange_bytes(&r[i]);
 	}
 	return true;
 }
@@ -133,8 +134,11 @@ int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 	/* Committed, yet naming no page of this volume, or sealed where
 	 * nothing seals: corruption, never a silent skip. */
 	if (r->dev >= vol->ndev || r->row >= vol->sb.rows || r->len == 0 ||
-	    r->off + r->len > DG_PAGE_SIZE || (r->flags & ~DG_JRANGE_SEALED) ||
-	    ((r->flags & DG_JRANGE_SEALED) && !vol->sealed_journal))
+	    r->off + r->len > DG_PAGE_SIZE ||
+	    (r->flags & ~(DG_JRANGE_SEALED | DG_JRANGE_NO_BYTES)) ||
+	    __builtin_popcount(r->flags) > 1 ||
+	    ((r->flags & DG_JRANGE_SEALED) && !vol->sealed_journal) ||
+	    ((r->flags & DG_JRANGE_NO_BYTES) && !vol->new_rows))
 		return -EUCLEAN;
 	return 0;
 }
@@ -258,7 +262,88 @@ struct touched {
 	unsigned dev;
 	uint64_t row;
 	uint64_t csum;	/* of the last entry that touched the page */
+	bool in_place;	/* ... which wrote it in place (DG_JRANGE_IN_PLACE) */
+	bool as_found;	/* ... which reserved it (DG_JRANGE_RESERVED) */
 };
+
+/* A page some live entry wrote in place, and the newest such entry. */
+struct in_place {
+	unsigned dev;
+	uint64_t row, seq;
+};
+struct in_places {
+	struct in_place *p;
+	size_t n, cap;
+};
+
+static int in_place_cmp(const void *a, const void *b)
+{
+	const struct in_place *x = a, *y = b;
+
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int in_places_add(struct in_places *ip, const struct dg_djentry *e)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		if (!(r[i].flags & DG_JRANGE_IN_PLACE))
+			continue;
+		if (ip->n == ip->cap) {
+			size_t cap = ip->cap ? ip->cap * 2 : 64;
+			void *n = realloc(ip->p, cap * sizeof(*ip->p));
+
+			if (!n)
+				return -ENOMEM;
+			ip->p = n;
+			ip->cap = cap;
+		}
+		ip->p[ip->n++] = (struct in_place){ r[i].dev, r[i].row, e->seq };
+	}
+	return 0;
+}
+
+/* Sorted, and only the newest entry of each page kept. */
+static void in_places_sort(struct in_places *ip)
+{
+	size_t m = 0;
+
+	if (!ip->n)
+		return;
+	qsort(ip->p, ip->n, sizeof(*ip->p), in_place_cmp);
+	for (size_t i = 0; i < ip->n; i++) {
+		if (m && ip->p[m - 1].row == ip->p[i].row &&
+		    ip->p[m - 1].dev == ip->p[i].dev)
+			m--;
+		ip->p[m++] = ip->p[i];
+	}
+	ip->n = m;
+}
+
+/* A later entry than seq wrote (dev, row) in place: the bytes entry seq
+ * has for it are older than what the page holds. */
+static bool written_later(const struct in_places *ip, unsigned dev,
+			  uint64_t row, uint64_t seq)
+{
+	size_t lo = 0, hi = ip->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct in_place *x = &ip->p[mid];
+
+		if (x->row < row || (x->row == row && x->dev < dev))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ip->n && ip->p[lo].row == row && ip->p[lo].dev == dev &&
+	       ip->p[lo].seq > seq;
+}
 
 static int touched_cmp(const void *a, const void *b)
 {
@@ -328,10 +413,11 @@ static void shadows_free(struct shadows *sh)
 	free(sh->s);
 }
 
-/* Redo the bytes of one entry; remember the pages it touched. */
+/* Redo the bytes of one entry; remember the pages it touched. A page a
+ * later entry wrote in place keeps what it holds. */
 static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
-			struct touched **t, size_t *nt, size_t *capt,
-			struct shadows *sh)
+			const struct in_places *ip, struct touched **t,
+			size_t *nt, size_t *capt, struct shadows *sh)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
 	const uint8_t *data = (const uint8_t *)(r + e->nranges);
@@ -347,11 +433,14 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		d = &vol->devs[r[i].dev];
 
 		off = (dg_row_page(vol, r[i].row) << DG_PAGE_SHIFT) + r[i].off;
-		if (d->present)
+		if ((r[i].flags & DG_JRANGE_NO_BYTES) ||
+		    written_later(ip, r[i].dev, r[i].row, e->seq))
+			; /* the page holds its newest bytes already */
+		else if (d->present)
 			dg_dev_write(d, off, data, r[i].len);
 		else if (shadow_put(sh, &r[i], data))
 			return -ENOMEM;
-		data += (r[i].len + 7u) & ~7u;
+		data += dg_jrange_bytes(&r[i]);
 		if (*nt == *capt) {
 			size_t cap = *capt ? *capt * 2 : 64;
 			void *n = realloc(*t, cap * sizeof(**t));
@@ -361,8 +450,11 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 			*t = n;
 			*capt = cap;
 		}
-		(*t)[(*nt)++] = (struct touched){ r[i].dev, r[i].row,
-						  r[i].page_csum };
+		(*t)[(*nt)++] = (struct touched){
+			r[i].dev, r[i].row, r[i].page_csum,
+			r[i].flags & DG_JRANGE_IN_PLACE,
+			r[i].flags & DG_JRANGE_RESERVED
+		};
 	}
 	return 0;
 }
@@ -439,7 +531,27 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 
 		if (i + 1 < nt && !touched_cmp(&t[i], &t[i + 1]))
 			continue;
-		if (d->present &&
+		if (t[i].as_found) {
+			/* Reserved, never committed: free, as it is. A
+			 * missing device's page is left to the rebuild. */
+			if (d->present)
+				u[nu++] = (struct dg_csum_upd){
+					t[i].dev, t[i].row,
+					dg_csum_page(vol, t[i].dev, t[i].row,
+						     dg_dev_ptr(d, off))
+				};
+			continue;
+		}
+		if (d->present && t[i].in_place &&
+		    dg_csum_page(vol, t[i].dev, t[i].row, dg_dev_ptr(d, off)) !=
+			    t[i].csum) {
+			/* Written and made durable before its entry: a
+			 * fault since, which its row can repair (the read
+			 * path does, on the first read or scrub). */
+			dg_fault_note(vol, DG_FAULT_DETECTED, t[i].dev, t[i].row,
+				      DG_WHAT_DATA, "page written in place "
+				      "before its journal entry differs");
+		} else if (d->present &&
 		    dg_csum_page(vol, t[i].dev, t[i].row, dg_dev_ptr(d, off)) !=
 			    t[i].csum) {
 			dg_fault_note(vol, DG_FAULT_DETECTED, t[i].dev, t[i].row,
@@ -468,8 +580,20 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	for (size_t i = 0; i < nt && vol->parity; i++) {
 		uint8_t *pages[DG_MAX_DEVS];
 		uint64_t row = t[i].row;
+		bool in_place = true, as_found = false;
 
 		if (i > 0 && t[i - 1].row == row)
+			continue;
+		/* A row whose pages were all last written in place got its
+		 * parity with them, before the entry: nothing to redo
+		 * (and a page of it faulted since is repaired from it). */
+		for (size_t x = i; x < nt && t[x].row == row; x++) {
+			if (x + 1 < nt && !touched_cmp(&t[x], &t[x + 1]))
+				continue; /* not the last entry's */
+			in_place = in_place && t[x].in_place;
+			as_found = as_found || t[x].as_found;
+		}
+		if (in_place)
 			continue;
 		for (unsigned p = 0; p < vol->k + vol->parity; p++)
 			pages[p] = buf + p * DG_PAGE_SIZE;
@@ -477,6 +601,8 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 			unsigned dev = dg_row_data_dev(vol, row, r);
 
 			ret = redo_read(vol, sh, dev, row, pages[r]);
+			if (ret && as_found)
+				break;
 			if (ret) {
 				dg_vol_log(vol, DG_LOG_ERR, "journal replay: "
 					   "row %" PRIu64 " cannot be made "
@@ -487,6 +613,12 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 					   "device's pages)" : "");
 				goto out;
 			}
+		}
+		if (ret) {
+			/* A free row half written when the crash came,
+			 * with a page missing: nothing in it to keep. */
+			ret = 0;
+			continue;
 		}
 		dg_parity_compute(vol, pages, pages + vol->k, DG_PAGE_SIZE);
 		for (unsigned j = 0; j < vol->parity; j++) {
@@ -525,12 +657,31 @@ static int recover(struct dg_vol *vol)
 	struct dg_flushset fs;
 	const struct dg_djentry *e;
 	struct shadows sh = { 0 };
+	struct in_places ip = { 0 };
 	int ret = 0;
 
 	dg_flushset_init(&fs);
+	/* First the pages written in place, and by which entry: an earlier
+	 * entry's bytes must not go over them (DG_JRANGE_IN_PLACE). */
+	while ((e = entry_any(vol, off, seq))) {
+		if (e->flags & DG_JENTRY_WRAP) {
+			off = 0;
+		} else {
+			ret = in_places_add(&ip, e);
+			if (ret)
+				goto out;
+			off += e->len;
+		}
+		seq++;
+		if (off >= j->log_bytes)
+			off = 0;
+	}
+	in_places_sort(&ip);
+	off = j->tail_off;
+	seq = j->tail_seq;
 	while ((e = entry_any(vol, off, seq))) {
 		if (!(e->flags & DG_JENTRY_WRAP)) {
-			ret = replay_entry(vol, e, &t, &nt, &capt, &sh);
+			ret = replay_entry(vol, e, &ip, &t, &nt, &capt, &sh);
 			if (ret)
 				goto out;
 			off += e->len;
@@ -567,6 +718,7 @@ static int recover(struct dg_vol *vol)
 out:
 	dg_flushset_fini(&fs);
 	free(t);
+	free(ip.p);
 	shadows_free(&sh);
 	return ret;
 }
@@ -721,6 +873,8 @@ static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
 		for (uint32_t i = 0; i < e->nranges; i++) {
 			uint32_t pad = ((r[i].len + 7u) & ~7u) - r[i].len;
 
+			if (r[i].flags & DG_JRANGE_NO_BYTES)
+				continue;
 			dg_dev_write(d, off, data[i], r[i].len);
 			if (pad)
 				dg_dev_write(d, off + r[i].len, zeros, pad);

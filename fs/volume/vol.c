@@ -59,6 +59,8 @@ static int vol_init_core(struct dg_vol *vol)
 	vol->redundancy = !(vol->sb.incompat & DG_FEAT_INCOMPAT_NOREDUNDANCY);
 	vol->sealed_journal = vol->redundancy &&
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_SEALED_JOURNAL);
+	vol->new_rows = vol->redundancy &&
+		(vol->sb.incompat & DG_FEAT_INCOMPAT_NEW_ROWS);
 	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
 	dg_latch_init(&vol->latch);
 	for (unsigned i = 0; i < vol->ndev; i++) {
@@ -577,6 +579,9 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 				  ? vol->zone_vpns : 0;
 	info->zone_free = info->zone_vpns ? vol->zone_free : 0;
 	info->meta_spill = vol->meta_spill;
+	info->rows_full = vol->rows_full;
+	info->rows_patched = vol->rows_patched;
+	info->rows_new = vol->rows_new;
 	info->ditto_copies = vol->sb.ditto_copies;
 	pthread_mutex_unlock(&vol->alloc_lock);
 }

@@ -87,6 +87,12 @@ struct dg_vol_info {
 	unsigned ditto_copies;	/* copies of each zone page beside it */
 	uint64_t meta_spill;	/* metadata pages put outside a full zone
 				   since the open (no copies) */
+	uint64_t rows_full;	/* rows updates wrote whole (parity from
+				   the new data alone) since the open */
+	uint64_t rows_patched;	/* rows they patched (old data and parity
+				   read) since the open */
+	uint64_t rows_new;	/* of rows_full, rows new to their update:
+				   their bytes not in the journal */
 };
 
 /* Format devs as one volume: superblocks, checksum areas, journal, the
@@ -238,6 +244,32 @@ int dg_txn_commit(struct dg_txn *txn);
  * the metadata zone while there is room there; *got >= 1 on success. */
 int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
 	     uint64_t *start, uint64_t *got);
+/*
+ * The fewest pages a write needs to get whole rows (dg_alloc_rows())
+ * while an update that fills whole rows of pages it allocated writes
+ * them without copying their bytes into the journal (apply.c, "new
+ * rows"); else 0 (no such feature, no parity, a degraded volume, a
+ * replace under way). The filesystem then moves the pages a large
+ * overwrite covers to new rows (file.c). A hint: the update decides
+ * again.
+ */
+uint64_t dg_vol_new_row_min(struct dg_vol *vol);
+/* A run of vpns. */
+struct dg_vrun {
+	uint64_t vpn, n;
+};
+/*
+ * File data for want pages, laid out so that a write of them fills
+ * whole rows: up to k runs, to be used in this order, on the same rows of
+ * the k data devices of one chunk group. Such a write computes parity
+ * from its new data alone (apply.c: nothing old is read or verified), and
+ * so does every later write of the same range. With no parity, fewer
+ * pages than a band is worth (alloc.c), or no free rows near hint, one
+ * run as dg_alloc() gives. *nruns >= 1 runs (room for DG_MAX_DEVS) with
+ * 1 to want pages.
+ */
+int dg_alloc_rows(struct dg_txn *txn, uint64_t hint, uint64_t want,
+		  struct dg_vrun *runs, unsigned *nruns);
 /* The same for metadata (inode table, directories, extent pages, xattr
  * and symlink pages): in the metadata zone, whose pages have ditto
  * copies; outside it only when the zone is full (counted). */
@@ -557,6 +589,8 @@ struct dg_jentry_info {
 	bool wrap;		/* the log continues at offset 0 */
 	uint64_t bytes;		/* payload bytes of its ranges */
 	uint32_t sealed;	/* ranges vouched for by their page checksum */
+	uint32_t in_place;	/* pages written before it, no bytes here */
+	uint32_t reserved;	/* pages of new rows it reserves, no bytes */
 };
 typedef void (*dg_jentry_fn)(void *arg, const struct dg_jentry_info *e);
 /* The live journal entries, oldest first, of a read-only open (one that

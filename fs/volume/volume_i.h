@@ -58,6 +58,7 @@ struct dg_vol {
 	uint64_t vpns;
 	bool redundancy;			/* checksums and parity on */
 	bool sealed_journal;		/* journal may seal whole pages */
+	bool new_rows;			/* ... and hold in-place ranges */
 	bool read_only, degraded;
 	uint32_t missing_mask;
 	struct dg_latch latch;			/* a persist failed: refuse writes */
@@ -94,6 +95,12 @@ struct dg_vol {
 	/* Metadata pages allocated outside a full zone since the open (no
 	 * ditto copies); fsck counts those on the media. */
 	uint64_t meta_spill;			/* by alloc_lock */
+
+	/* Rows whose parity updates computed from new data alone, and rows
+	 * they patched with deltas (old data and parity read), since the
+	 * open (apply.c); of the first, those new to their update, written
+	 * before its journal entry (DG_JRANGE_IN_PLACE). */
+	_Atomic uint64_t rows_full, rows_patched, rows_new;
 
 	/* Online replace (replace.c); NULL when none runs. Set and
 	 * cleared with every row lock and the journal lock held. */
@@ -275,6 +282,14 @@ int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
  * ranges touch, for writing: a check and the update it decides on then
  * see the same row (reclaim.c). */
 int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n);
+/* The fewest pages dg_alloc_rows() gives a band for. */
+uint64_t dg_alloc_band_pages(const struct dg_vol *vol);
+/* dg_apply() where fresh[i] says range i's page was allocated by this
+ * update, so nothing live is in it (dg_txn_commit(): its own
+ * allocations). Whole rows of such pages are written before the journal
+ * entry and not copied into it (apply.c, "new rows"). */
+int dg_apply_new(struct dg_vol *vol, const struct dg_range *r, unsigned n,
+		 const bool *fresh);
 
 /* ---- read.c ---------------------------------------------------------- */
 /* Read row's pages, verified (repaired where parity allows), into the

@@ -6,6 +6,7 @@ safe, refused (nothing written) where it is not; --json says why a run
 stopped."""
 import hashlib
 import os
+import re
 
 import pytest
 
@@ -104,7 +105,6 @@ def test_lost_xattr_page_is_given_up(golden, volume_factory):
     """An xattr page beyond parity: fsck -y drops the attributes (the
     file's data stays), names the file, exits 4, and the next fsck -n
     no longer reports the page (it used to for ever)."""
-    _, want = golden
     v, chk = double_fault(golden, volume_factory, "xattr",
                           "PR_3_XATTRS_LOST")
     lost = {f["file"] for f in chk["findings"]
@@ -116,12 +116,12 @@ def test_lost_xattr_page_is_given_up(golden, volume_factory):
     v.expect_log(r"fault|read error")
     v.mount()
     try:
-        got = manifest_tolerant(v.mnt)
         for n in lost:
+            # the golden gave every s*.txt an attribute: now it has none
+            assert re.match(r"s\d+\.txt$", os.path.basename(n)), n
             assert os.listxattr(v.mnt / n.lstrip("/")) == []
     finally:
         v.umount()
-    assert diff_manifest(want, got), "the xattrs were not dropped"
 
 
 def test_unattached_files_named_in_lost_found(golden, volume_factory):

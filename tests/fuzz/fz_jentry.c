@@ -23,7 +23,7 @@ static void replay_checks(struct dg_vol *vol, const struct dg_djentry *e,
 	for (uint32_t i = 0; i < e->nranges; i++) {
 		if (dg_jrange_check(vol, &r[i]) == 0)
 			FUZZ_ASSERT(r[i].off + r[i].len <= DG_PAGE_SIZE);
-		bytes += (r[i].len + 7u) & ~7u;
+		bytes += dg_jrange_bytes(&r[i]);
 	}
 	FUZZ_ASSERT(bytes <= (const uint8_t *)e + e->len);
 }

@@ -609,6 +609,151 @@ static void test_double_free_pending(void)
 	free(m.map);
 }
 
+/* Runs from dg_alloc_rows() lie on the same rows of distinct data
+ * devices, in rank order, outside the zone, each first page of a row;
+ * the model is told. Returns the pages given. */
+static uint64_t rows_checked(struct dg_txn *t, struct dg_vol *vol,
+			     struct amodel *m, uint64_t hint, uint64_t want,
+			     struct dg_vrun *runs, unsigned *nr, int *retp)
+{
+	uint64_t total = 0;
+
+	*retp = dg_alloc_rows(t, hint, want, runs, nr);
+	if (*retp)
+		return 0;
+	CHECK(*nr >= 1 && *nr <= vol->k);
+	for (unsigned r = 0; r < *nr; r++) {
+		CHECK(runs[r].n >= 1);
+		CHECK(runs[r].vpn + runs[r].n <= m->vpns);
+		for (uint64_t v = runs[r].vpn; v < runs[r].vpn + runs[r].n;
+		     v++)
+			CHECK(!m->map[v]);
+		model_set(m, runs[r].vpn, runs[r].n, true);
+		total += runs[r].n;
+		if (*nr == 1)
+			continue;
+		/* Not the last run: as long as the first; same rows. */
+		CHECK(runs[r].n <= runs[0].n);
+		CHECK(r == *nr - 1 || runs[r].n == runs[0].n);
+		for (uint64_t i = 0; i < runs[r].n; i++) {
+			struct dg_loc a = dg_vpn_loc(vol, runs[0].vpn + i);
+			struct dg_loc b = dg_vpn_loc(vol, runs[r].vpn + i);
+
+			CHECK_EQ(a.row, b.row);
+			CHECK(r == 0 || a.dev != b.dev);
+		}
+		CHECK(runs[r].vpn >= vol->zone_vpns);
+	}
+	CHECK(total >= 1 && total <= want);
+	return total;
+}
+
+/*
+ * Whole rows for file data: a band of rows free on every data device,
+ * runs in rank order, the next band where the last ended, one plain run
+ * for fewer pages than a band is worth, for a volume without parity,
+ * and when no band is left; the volume fills to the last page.
+ */
+static void test_rows(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct amodel m;
+	struct dg_vrun a[DG_MAX_DEVS], b[DG_MAX_DEVS];
+	unsigned na, nb;
+	uint64_t seed = 5, got;
+	int ret;
+
+	tvol_make(&tv, "arows", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(model_load(&m, vol));
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	/* 256 pages on 3 data devices: 86 + 86 + 84. */
+	CHECK_EQ(rows_checked(t, vol, &m, 0, 256, a, &na, &ret), 256);
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(na, 3);
+	CHECK_EQ(a[0].n, 86);
+	CHECK_EQ(a[2].n, 84);
+	/* Appending (hint: where the last run ended) goes on below. */
+	CHECK_EQ(rows_checked(t, vol, &m, a[2].vpn + a[2].n, 200, b, &nb,
+			      &ret), 200);
+	CHECK_EQ(nb, 3);
+	CHECK_EQ(b[0].vpn, a[0].vpn + 86);
+	/* Fewer pages than a band is worth (64 rows): one run. */
+	CHECK_EQ(dg_alloc_band_pages(vol), 192);
+	CHECK_EQ(rows_checked(t, vol, &m, 0, 191, b, &nb, &ret), 191);
+	CHECK_EQ(nb, 1);
+	/* A write larger than a chunk group: one group's worth at a time. */
+	got = rows_checked(t, vol, &m, 0, 3 * m.cp + 5, b, &nb, &ret);
+	CHECK_EQ(got, 3 * m.cp);	/* a later group is still empty */
+	REQUIRE(dg_txn_commit(t) == 0);
+	CHECK(model_matches(&m, vol));
+	/* Fill it: bands while there are any, then plain runs. */
+	for (;;) {
+		got = rows_checked(t, vol, &m, trand(&seed) % m.vpns,
+				   1 + trand(&seed) % 700, b, &nb, &ret);
+		if (ret)
+			break;
+	}
+	CHECK_EQ(ret, -ENOSPC);
+	CHECK_EQ(dg_free_vpns(vol), 0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+
+	/* No parity: nothing to gain, one run. */
+	tvol_make(&tv, "arows0", 3, 0, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(dg_alloc_rows(t, 0, 256, a, &na) == 0);
+	CHECK_EQ(na, 1);
+	CHECK_EQ(a[0].n, 256);
+	dg_txn_free(t);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* A volume whose free rows are all used on one device has no band: a
+ * plain run. */
+static void test_rows_fragmented(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct dg_vrun r[DG_MAX_DEVS];
+	unsigned nr;
+	uint64_t cp, s, got;
+
+	tvol_make(&tv, "arowsf", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	cp = vol->sb.chunk_pages;
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	/* Every other row of rank 0 of every group outside the zone. */
+	for (uint64_t g = dg_div_up(vol->zone_vpns, vol->k * cp);
+	     g < vol->vpns / (vol->k * cp); g++)
+		for (uint64_t o = 0; o < cp; o += 2)
+			REQUIRE(dg_alloc(t, g * vol->k * cp + o, 1, &s,
+					 &got) == 0 &&
+				s == g * vol->k * cp + o);
+	REQUIRE(dg_alloc_rows(t, 0, 256, r, &nr) == 0);
+	CHECK_EQ(nr, 1);
+	dg_txn_free(t);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -621,6 +766,8 @@ int main(int argc, char **argv)
 		{ "double_free_pending", test_double_free_pending },
 		{ "reuse_and_home", test_reuse_and_home },
 		{ "zone_classes", test_zone_classes },
+		{ "rows", test_rows },
+		{ "rows_fragmented", test_rows_fragmented },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+/* test_crash_new_rows.c -- crash states of writes whose rows skip the
+ * journal */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fsys_i.h"
+#include "harness.h"
+#include "recorder.h"
+
+/*
+ * apply.c's new rows: a whole row of pages an update allocated is
+ * written, with its parity and checksums, before the journal entry,
+ * which carries only their checksums (DG_JRANGE_IN_PLACE); file.c moves
+ * a large overwrite to such rows. The run, on 4 devices with parity 1:
+ * files a and b of generation 1 (already on new rows); then, recorded,
+ * one page of a overwritten in place (its bytes journaled), a unlinked
+ * (its rows freed), b overwritten whole with generation 2 (moved to new
+ * rows: a's, freed just before, so the replay meets a's journaled page
+ * on a row b now holds), and a new file c of generation 3. At every
+ * persist point, under every policy for the writes not yet durable, the
+ * images are rebuilt and opened (journal replay) and:
+ *   (a) b is wholly generation 1 or wholly 2, and 2 once its write
+ *       returned;
+ *   (b) a is there with its page changed or not, or gone once the
+ *       unlink returned; c is absent, empty or whole, whole once its
+ *       write returned;
+ *   (c) neither the replay nor the reads meet a fault; a second open
+ *       reads the same, and every 4th state a scrub finds no bad page
+ *       and no parity mismatch.
+ */
+
+#define NDEV  4u
+#define PAGES 192u /* 64 rows of 3 data pages: the least that gets them */
+
+static const enum crec_policy pols[] = { CREC_NONE, CREC_ALL, CREC_RANDOM,
+					 CREC_TORN };
+static const char *const pol_names[] = { "none", "all", "random", "torn" };
+
+static void fill_gen(uint8_t *b, uint64_t g)
+{
+	uint64_t *w = (uint64_t *)b;
+
+	for (uint64_t i = 0; i < PAGES * DG_PAGE_SIZE / 8; i++)
+		w[i] = g << 32 | i;
+}
+
+/* What one open finds: per file, 0 absent, 1.. the generation (4: a's
+ * generation 1 with page 5 of 3), or a code below; the scrub's verdict
+ * when asked. */
+enum { F_A_CHANGED = 4, F_EMPTY = 10, F_MIXED, F_ERROR };
+struct found {
+	int a, b, c;
+	bool scrub_bad;		/* or a fault met before it */
+};
+
+static int file_state(struct dg_fs *fs, const char *name, uint8_t *buf,
+		      const uint8_t *const *gens, unsigned ngens)
+{
+	struct dg_attr at;
+	const void *data;
+	ssize_t n;
+
+	if (dg_fs_lookup(fs, DG_ROOT_INO, name, &at) != 0)
+		return 0;
+	dg_fs_forget(fs, at.ino, 1);
+	if (at.size == 0)
+		return F_EMPTY;
+	n = dg_fs_read(fs, at.ino, 0, PAGES * DG_PAGE_SIZE, buf, &data);
+	if (n != (ssize_t)(PAGES * DG_PAGE_SIZE)) {
+		fprintf(stderr, "%s: read %zd\n", name, n);
+		return F_ERROR;
+	}
+	for (unsigned g = 1; g < ngens; g++)
+		if (!memcmp(data, gens[g], (size_t)n))
+			return (int)g;
+	return F_MIXED;
+}
+
+static struct found look(char **paths, uint8_t *buf,
+			 const uint8_t *const *gens, bool scrub)
+{
+	struct found f = { F_ERROR, F_ERROR, F_ERROR, true };
+	struct dg_vol *vol = crec_open(paths, NDEV, 0);
+	static struct dg_fault_event ev[DG_FAULT_RING];
+	struct dg_fs *fs = NULL;
+
+	if (!vol)
+		return f;
+	if (dg_fs_open(vol, &fs)) {
+		fprintf(stderr, "fs open failed\n");
+		dg_vol_close(vol);
+		return f;
+	}
+	f.a = file_state(fs, "a", buf, gens, 5);
+	f.b = file_state(fs, "b", buf, gens, 5);
+	f.c = file_state(fs, "c", buf, gens, 5);
+	/* The replay and the reads met no bad data or parity page: one
+	 * the replay spoilt and parity mended would still be a fault. (A
+	 * checksum copy the crash left stale is the crash's.) */
+	f.scrub_bad = false;
+	for (unsigned i = 0, n = dg_vol_fault_events(vol, 0, ev, DG_FAULT_RING);
+	     i < n; i++)
+		f.scrub_bad |= ev[i].what == DG_WHAT_DATA ||
+			       ev[i].what == DG_WHAT_PARITY;
+	if (scrub) {
+		struct dg_scrub_report sr;
+
+		f.scrub_bad |= dg_vol_scrub(vol, false, &sr, NULL, NULL) ||
+			      sr.detected || sr.parity_mismatch ||
+			      sr.unrecoverable;
+	}
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+	return f;
+}
+
+/* The vpns of a file's pages, for the overlap the run must have. */
+static void file_vpns(struct dg_fs *fs, uint64_t ino, uint64_t *v)
+{
+	struct dg_inode *ip = fs->itab[ino];
+
+	for (uint64_t p = 0; p < PAGES; p++) {
+		uint64_t run;
+
+		dg_ext_lookup(ip, p, &v[p], &run);
+	}
+}
+
+/* A file name of generation g; its inode, or 0. */
+static uint64_t create(struct dg_fs *fs, const char *name, const uint8_t *g)
+{
+	struct dg_attr at;
+
+	if (dg_fs_mknod(fs, DG_ROOT_INO, name, S_IFREG | 0644, 0, 0, 0, &at))
+		return 0;
+	dg_fs_forget(fs, at.ino, 1);
+	if (dg_fs_write(fs, at.ino, 0, g, PAGES * DG_PAGE_SIZE) !=
+	    (ssize_t)(PAGES * DG_PAGE_SIZE))
+		return 0;
+	return at.ino;
+}
+
+static void test_new_rows_states(void)
+{
+	struct tvol tv, out;
+	struct dg_vol *vol;
+	struct dg_fs *fs;
+	struct dg_vol_info in;
+	struct crec *rec;
+	uint64_t a, b, K, m_unlink, m_b, m_c, va[PAGES], vb[PAGES];
+	uint64_t seen_b[3] = { 0 }, new0;
+	uint8_t *g[5], *buf;
+	unsigned checked = 0, overlap = 0;
+
+	tvol_make(&tv, "crnew", NDEV, 1, 16ull << 20, false);
+	tvol_make(&out, "crnewout", NDEV, 1, 16ull << 20, false);
+	for (unsigned i = 0; i < 5; i++) {
+		g[i] = malloc(PAGES * DG_PAGE_SIZE);
+		REQUIRE(g[i]);
+		fill_gen(g[i], i);
+	}
+	/* g[4]: a with its page 5 from generation 3 (not b's new bytes:
+	 * b's page 5 may land where a's was). */
+	memcpy(g[4], g[1], PAGES * DG_PAGE_SIZE);
+	memcpy(g[4] + 5 * DG_PAGE_SIZE, g[3] + 5 * DG_PAGE_SIZE,
+	       DG_PAGE_SIZE);
+	buf = aligned_alloc(DG_PAGE_SIZE, (PAGES + 2) * DG_PAGE_SIZE);
+	REQUIRE(buf);
+
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_fs_open(vol, &fs) == 0);
+	a = create(fs, "a", g[1]);
+	b = create(fs, "b", g[1]);
+	REQUIRE(a && b);
+	file_vpns(fs, a, va);
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+
+	rec = crec_start((const char *const *)tv.paths, NDEV);
+	REQUIRE(rec);
+	vol = crec_open(tv.paths, NDEV, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_fs_open(vol, &fs) == 0);
+	dg_vol_get_info(vol, &in);
+	new0 = in.rows_new;
+	REQUIRE(dg_fs_write(fs, a, 5 * DG_PAGE_SIZE, g[4] + 5 * DG_PAGE_SIZE,
+			    DG_PAGE_SIZE) == DG_PAGE_SIZE);
+	REQUIRE(dg_fs_unlink(fs, DG_ROOT_INO, "a") == 0);
+	m_unlink = crec_mark(rec, "a unlinked");
+	REQUIRE(dg_fs_write(fs, b, 0, g[2], PAGES * DG_PAGE_SIZE) ==
+		(ssize_t)(PAGES * DG_PAGE_SIZE));
+	m_b = crec_mark(rec, "b written");
+	file_vpns(fs, b, vb);
+	REQUIRE(create(fs, "c", g[3]));
+	m_c = crec_mark(rec, "c written");
+	dg_vol_get_info(vol, &in);
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+	crec_stop(rec);
+	/* b and c went to new rows; b to rows a had, journaled page and
+	 * all: the case the replay must not undo. */
+	CHECK_EQ(in.rows_new - new0, 2 * PAGES / 3);
+	for (unsigned i = 0; i < PAGES; i++)
+		for (unsigned j = 0; j < PAGES; j++)
+			overlap += vb[i] == va[j];
+	CHECK(overlap > 0);
+	for (unsigned j = 0; j < PAGES; j++)
+		if (va[5] == vb[j])
+			overlap += 1000;
+	CHECK(overlap >= 1000);
+	K = crec_npersists(rec);
+	m_unlink = crec_marker(rec, (unsigned)m_unlink)->persists;
+	m_b = crec_marker(rec, (unsigned)m_b)->persists;
+	m_c = crec_marker(rec, (unsigned)m_c)->persists;
+	printf("# %" PRIu64 " persists; a unlinked after %" PRIu64 ", b after "
+	       "%" PRIu64 ", c after %" PRIu64 "; %u of b's pages where a's "
+	       "were\n", K, m_unlink, m_b, m_c, overlap % 1000);
+
+	for (uint64_t k = 0; k <= K; k++)
+		for (unsigned p = 0; p < sizeof(pols) / sizeof(pols[0]); p++) {
+			struct found f, f2;
+			bool bad;
+
+			REQUIRE(crec_build(rec, k, pols[p], k * 7 + p,
+					   (const char *const *)out.paths) == 0);
+			f = look(out.paths, buf, (const uint8_t *const *)g,
+				 false);
+			f2 = look(out.paths, buf, (const uint8_t *const *)g,
+				  k % 4 == p % 4);
+			bad = f.b != 1 && f.b != 2;
+			bad |= k >= m_b && f.b != 2;
+			bad |= f.a != 1 && f.a != F_A_CHANGED && f.a != 0;
+			bad |= k >= m_unlink && f.a != 0;
+			bad |= f.c != 0 && f.c != F_EMPTY && f.c != 3;
+			bad |= k >= m_c && f.c != 3;
+			bad |= f.scrub_bad || f2.a != f.a || f2.b != f.b ||
+			       f2.c != f.c || f2.scrub_bad;
+			if (bad) {
+				fprintf(stderr, "k=%" PRIu64 " %s: a %d b %d c "
+					"%d%s, again a %d b %d c %d%s\n",
+					k, pol_names[p], f.a, f.b, f.c,
+					f.scrub_bad ? " faults" : "", f2.a,
+					f2.b, f2.c,
+					f2.scrub_bad ? " faults" : "");
+				CHECK(false);
+			}
+			seen_b[f.b == 2 ? 2 : 1]++;
+			checked++;
+		}
+	printf("# %u crash states: b old in %" PRIu64 ", new in %" PRIu64
+	       "\n", checked, seen_b[1], seen_b[2]);
+	CHECK(seen_b[1] > 0 && seen_b[2] > 0);
+	crec_free(rec);
+	tvol_cleanup(&out);
+	tvol_cleanup(&tv);
+	for (unsigned i = 0; i < 5; i++)
+		free(g[i]);
+	free(buf);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "new_rows_states", test_new_rows_states },
+		{ NULL, NULL },
+	};
+	return test_main(argc, argv, cases);
+}
