@@ -7,6 +7,8 @@ import json
 JOBS = {
     "fio-seq-read":       ({"rw": "read", "bs": "1M", "ioengine": "psync"}, "bw", True),
     "fio-seq-write":      ({"rw": "write", "bs": "1M", "ioengine": "psync", "end_fsync": "1"}, "bw", True),
+    "fio-seq-write-4j":   ({"rw": "write", "bs": "1M", "ioengine": "psync", "numjobs": "4",
+                            "end_fsync": "1"}, "bw", True),
     "fio-rand-read-1j":   ({"rw": "randread", "bs": "4k", "ioengine": "psync"}, "iops", True),
     "fio-rand-read-4j":   ({"rw": "randread", "bs": "4k", "ioengine": "psync", "numjobs": "4"}, "iops", True),
     "fio-rand-write-1j":  ({"rw": "randwrite", "bs": "4k", "ioengine": "psync", "end_fsync": "1"}, "iops", True),

@@ -11,7 +11,8 @@ import statistics
 
 # system -> [(baseline, what the ratio answers)]
 BASELINES = {
-    "daxguard-p1":   [("passthrough", "vs FUSE ceiling"), ("daxguard-none", "cost of redundancy")],
+    "daxguard-p1":   [("passthrough", "vs FUSE ceiling"), ("daxguard-none", "cost of redundancy"),
+                      ("btrfs-raid5", "vs btrfs RAID-5")],
     "daxguard-p1-64k": [("passthrough", "vs FUSE ceiling"), ("daxguard-none", "cost of redundancy")],
     "daxguard-p2":   [("passthrough", "vs FUSE ceiling"), ("daxguard-none", "cost of redundancy")],
     "daxguard-none": [("passthrough", "vs FUSE ceiling")],

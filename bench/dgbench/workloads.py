@@ -289,6 +289,12 @@ def all_workloads():
 # Named selections for --workloads (besides single workload names).
 GROUPS = {
     "fio-quick": ["fio-seq-write", "fio-rand-read-1j", "fio-rand-write-1j"],
+    # issue 20's targets: the write jobs (1 and 4 writers), the mixes
+    # that always run, and the reads that must not get slower
+    "write-path": ["fio-seq-write", "fio-seq-write-4j", "fio-rand-write-1j",
+                   "fio-rand-write-4j", "dbench", "postmark",
+                   "filebench-fileserver", "filebench-varmail",
+                   "fio-seq-read", "fio-rand-read-1j"],
     "all": None,   # everything, including repair
 }
 
