@@ -23,6 +23,7 @@ struct dg_txn {
 	unsigned nw, capw;
 	struct txn_op *op;
 	unsigned nop, capop;
+	unsigned bm_first;	/* w[bm_first..]: the bitmap's bytes */
 };
 
 static bool bit_get(const uint8_t *bm, uint64_t i)
@@ -671,9 +672,11 @@ int dg_free(struct dg_txn *t, uint64_t start, uint64_t n)
 	return add_op(t, start, n, true);
 }
 
-/* Append writes of the bitmap bytes covering [start, start + n). */
+/* Append writes of the bitmap bytes covering [start, start + n), their
+ * content left to bitmap_fill(). */
 static int bitmap_writes(struct dg_txn *t, uint64_t start, uint64_t n)
 {
+	static const uint8_t zero[DG_PAGE_SIZE];
 	struct dg_vol *vol = t->vol;
 	uint64_t b0 = start / 8, b1 = (start + n - 1) / 8 + 1;
 
@@ -685,8 +688,8 @@ static int bitmap_writes(struct dg_txn *t, uint64_t start, uint64_t n)
 
 		if (len > b1 - b0)
 			len = b1 - b0;
-		ret = add_write(t, vol->bitmap_vpn + page, off,
-				vol->bitmap + b0, (uint32_t)len, true);
+		ret = add_write(t, vol->bitmap_vpn + page, off, zero,
+				(uint32_t)len, true);
 		if (ret)
 			return ret;
 		b0 += len;
@@ -704,52 +707,97 @@ static bool allocated_here(const struct dg_txn *t, uint64_t vpn)
 	return false;
 }
 
+/*
+ * The bitmap bytes a commit writes, taken afresh once the update holds
+ * the locks of their rows (dg_apply_new() calls this): the in-core bitmap
+ * as it is then, with this txn's frees cleared (in core they clear once
+ * its entry is durable: frees_durable()). Two commits that write one
+ * bitmap page hold its row's lock in turn from here to their in-place
+ * writes, so the later one's bytes hold the earlier one's bits, frees
+ * included, in the journal and on the media alike; commits that touch
+ * other pages need no order.
+ */
+static void bitmap_fill(void *arg)
+{
+	struct dg_txn *t = arg;
+	struct dg_vol *vol = t->vol;
+
+	pthread_mutex_lock(&vol->alloc_lock);
+	for (unsigned i = t->bm_first; i < t->nw; i++) {
+		uint8_t *b = (uint8_t *)t->w[i].data;
+		uint64_t b0 = (t->w[i].vpn - vol->bitmap_vpn) * DG_PAGE_SIZE +
+			      t->w[i].off;
+
+		memcpy(b, vol->bitmap + b0, t->w[i].len);
+		for (unsigned k = 0; k < t->nop; k++) {
+			uint64_t s = t->op[k].start, e = s + t->op[k].n;
+
+			if (!t->op[k].is_free)
+				continue;
+			if (s < b0 * 8)
+				s = b0 * 8;
+			if (e > (b0 + t->w[i].len) * 8)
+				e = (b0 + t->w[i].len) * 8;
+			for (uint64_t v = s; v < e; v++)
+				b[v / 8 - b0] &= (uint8_t)~(1u << (v % 8));
+		}
+	}
+	pthread_mutex_unlock(&vol->alloc_lock);
+}
+
+/* The commit's entry is durable, under the locks of its bitmap rows:
+ * its freed pages may be taken again, and the next commit's bytes of
+ * those rows must show them free. */
+static void frees_durable(void *arg)
+{
+	struct dg_txn *t = arg;
+	struct dg_vol *vol = t->vol;
+
+	pthread_mutex_lock(&vol->alloc_lock);
+	for (unsigned i = 0; i < t->nop; i++) {
+		if (!t->op[i].is_free)
+			continue;
+		bits_set(vol->bitmap, t->op[i].start, t->op[i].n, false);
+		account(vol, t->op[i].start, t->op[i].n, true);
+		/* Reuse freed space before untouched space: on file-backed
+		 * devices (images on tmpfs) untouched pages cost no memory,
+		 * and a roving cursor would touch every page of the volume
+		 * before reusing any. */
+		if (t->op[i].start >= vol->zone_vpns &&
+		    t->op[i].start < vol->alloc_cursor)
+			vol->alloc_cursor = t->op[i].start;
+		else if (t->op[i].start < vol->zone_vpns &&
+			 t->op[i].start < vol->meta_cursor)
+			vol->meta_cursor = t->op[i].start;
+	}
+	pthread_mutex_unlock(&vol->alloc_lock);
+}
+
 int dg_txn_commit(struct dg_txn *t)
 {
+	const struct dg_apply_hooks hooks = { bitmap_fill, frees_durable, t };
 	struct dg_vol *vol = t->vol;
 	struct dg_range *r = NULL;
 	bool *fresh = NULL;
-	uint64_t freed = 0;
 	int ret = 0;
 
 	if (!t->nw && !t->nop)
 		return 0;
-	/* Commits that change the bitmap are serialised, so the bitmap
-	 * bytes each one writes include every earlier commit's bits. */
-	if (t->nop)
-		pthread_mutex_lock(&vol->alloc_lock);
-	for (unsigned i = 0; i < t->nop && !ret; i++) {
-		if (!t->op[i].is_free)
-			continue;
-		/* Another commit may have freed it since dg_free() looked. */
+	/* Another commit may have freed a page since dg_free() looked. */
+	pthread_mutex_lock(&vol->alloc_lock);
+	for (unsigned i = 0; i < t->nop && !ret; i++)
 		for (uint64_t b = t->op[i].start;
-		     b < t->op[i].start + t->op[i].n; b++)
+		     t->op[i].is_free && b < t->op[i].start + t->op[i].n; b++)
 			if (!bit_get(vol->bitmap, b)) {
 				ret = DG_CORRUPT(vol, "double free of vpn %"
 						 PRIu64, b);
 				break;
 			}
-		if (ret) {
-			/* Undo the frees applied so far. */
-			for (unsigned k = 0; k < i; k++)
-				if (t->op[k].is_free)
-					bits_set(vol->bitmap, t->op[k].start,
-						 t->op[k].n, true);
-			freed = 0;
-			break;
-		}
-		bits_set(vol->bitmap, t->op[i].start, t->op[i].n, false);
-		freed += t->op[i].n;
-	}
+	pthread_mutex_unlock(&vol->alloc_lock);
+	/* Room for the bitmap bytes; bitmap_fill() gives them content. */
+	t->bm_first = t->nw;
 	for (unsigned i = 0; i < t->nop && !ret; i++)
 		ret = bitmap_writes(t, t->op[i].start, t->op[i].n);
-	if (ret && freed) {
-		for (unsigned i = 0; i < t->nop; i++)
-			if (t->op[i].is_free)
-				bits_set(vol->bitmap, t->op[i].start,
-					 t->op[i].n, true);
-		freed = 0;
-	}
 	r = ret ? NULL : malloc(t->nw * sizeof(*r));
 	if (!ret && !r)
 		ret = -ENOMEM;
@@ -762,32 +810,8 @@ int dg_txn_commit(struct dg_txn *t)
 		fresh[i] = allocated_here(t, t->w[i].vpn);
 	}
 	if (!ret)
-		ret = dg_apply_new(vol, r, t->nw, fresh);
+		ret = dg_apply_new(vol, r, t->nw, fresh, t->nop ? &hooks : NULL);
 	free(fresh);
-	for (unsigned i = 0; i < t->nop; i++)
-		if (t->op[i].is_free && ret && freed)
-			bits_set(vol->bitmap, t->op[i].start, t->op[i].n,
-				 true);
-	if (!ret && freed) {
-		for (unsigned i = 0; i < t->nop; i++)
-			if (t->op[i].is_free)
-				account(vol, t->op[i].start, t->op[i].n, true);
-		/* Reuse freed space before untouched space: on file-backed
-		 * devices (images on tmpfs) untouched pages cost no memory,
-		 * and a roving cursor would touch every page of the volume
-		 * before reusing any. */
-		for (unsigned i = 0; i < t->nop; i++)
-			if (t->op[i].is_free &&
-			    t->op[i].start >= vol->zone_vpns &&
-			    t->op[i].start < vol->alloc_cursor)
-				vol->alloc_cursor = t->op[i].start;
-			else if (t->op[i].is_free &&
-				 t->op[i].start < vol->zone_vpns &&
-				 t->op[i].start < vol->meta_cursor)
-				vol->meta_cursor = t->op[i].start;
-	}
-	if (t->nop)
-		pthread_mutex_unlock(&vol->alloc_lock);
 	free(r);
 	txn_reset(t, ret == 0);
 	return ret;

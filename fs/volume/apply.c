@@ -28,7 +28,7 @@ struct arow {
 	uint8_t *par[DG_MAX_PARITY];
 	uint64_t par_csum[DG_MAX_PARITY];
 	uint32_t lo, hi;
-	bool in_place;		/* a new row (write_new_rows()) */
+	bool in_place;		/* a new row (new_rows_first()) */
 };
 
 /*
@@ -268,13 +268,12 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 	return 0;
 }
 
-/* Read old images (verified), build new ones and their checksums. */
-static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
-			 unsigned n, const bool *fresh, struct apage *pg,
-			 unsigned npg, struct dg_csum_cursor *cur)
+/* What the ranges do to each page, and which rows they fill: nothing
+ * read yet, no lock needed. */
+static int note_ranges(struct dg_vol *vol, const struct dg_range *r,
+		       unsigned n, const bool *fresh, struct apage *pg,
+		       unsigned npg)
 {
-	int ret;
-
 	for (unsigned i = 0; i < n; i++) {
 		struct apage *p = page_of(pg, npg, r[i].vpn);
 
@@ -293,12 +292,43 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 	for (unsigned i = 0; i < npg; i++)
 		if (!pg[i].nranges)
 			pg[i].lo = pg[i].hi = 0;
-	if (!vol->redundancy)
-		return 0;
-	ret = mark_full_rows(vol, pg, npg);
-	if (ret)
-		return ret;
-	for (unsigned i = 0; i < npg; i++) {
+	return vol->redundancy ? mark_full_rows(vol, pg, npg) : 0;
+}
+
+/* The new images and their checksums, of the pages in new rows or of
+ * the others. */
+static void build_new(struct dg_vol *vol, const struct dg_range *r,
+		      unsigned n, struct apage *pg, unsigned npg, bool in_place)
+{
+	for (unsigned i = 0; i < npg; i++)
+		if (pg[i].in_place == in_place)
+			pg[i].new = pg[i].img;
+	for (unsigned i = 0; i < n; i++) {
+		struct apage *p = page_of(pg, npg, r[i].vpn);
+
+		if (p->in_place != in_place)
+			continue;
+		/* 8-byte aligned: parity deltas load the page in words. */
+		if (sole_whole(p) && !((uintptr_t)r[i].data & 7))
+			p->new = r[i].data;
+		else
+			memcpy(p->img + r[i].off, r[i].data, r[i].len);
+	}
+	for (unsigned i = 0; i < npg; i++)
+		if (pg[i].in_place == in_place)
+			pg[i].new_csum = dg_csum_page(vol, pg[i].dev,
+						      pg[i].row, pg[i].new);
+}
+
+/* Read old images (verified), build new ones and their checksums, for
+ * every page not in a new row (those are done: new_rows_first()). */
+static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
+			 unsigned n, struct apage *pg, unsigned npg,
+			 struct dg_csum_cursor *cur)
+{
+	int ret;
+
+	for (unsigned i = 0; i < npg && vol->redundancy; i++) {
 		struct apage *p = &pg[i];
 
 		/* An overwritten page needs no old image when no parity
@@ -328,20 +358,8 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 			memcpy(p->old + lo, p->img + lo, hi - lo);
 		}
 	}
-	for (unsigned i = 0; i < npg; i++)
-		pg[i].new = pg[i].img;
-	for (unsigned i = 0; i < n; i++) {
-		struct apage *p = page_of(pg, npg, r[i].vpn);
-
-		/* 8-byte aligned: parity deltas load the page in words. */
-		if (sole_whole(p) && !((uintptr_t)r[i].data & 7))
-			p->new = r[i].data;
-		else
-			memcpy(p->img + r[i].off, r[i].data, r[i].len);
-	}
-	for (unsigned i = 0; i < npg; i++)
-		pg[i].new_csum = dg_csum_page(vol, pg[i].dev, pg[i].row,
-					      pg[i].new);
+	if (vol->redundancy)
+		build_new(vol, r, n, pg, npg, false);
 	return 0;
 }
 
@@ -428,13 +446,15 @@ static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		const uint64_t *nw = (const uint64_t *)p->new;
 		uint64_t *dl = (uint64_t *)delta;
 		bool added;
-		struct arow *a = rowset_get(&rs, p->row, &added);
+		struct arow *a;
 
+		if (p->in_place)
+			continue; /* done: new_rows_first() */
+		a = rowset_get(&rs, p->row, &added);
 		if (p->full_row) {
 			if (added) {
 				compute_full_row(vol, pg, npg, a);
 				vol->rows_full++;
-				vol->rows_new += a->in_place;
 			}
 			continue;
 		}
@@ -587,26 +607,116 @@ out:
 	return ret;
 }
 
+/* Lock the rows of the pages in new rows, or of the others. */
+static unsigned lock_rows(struct dg_vol *vol, const struct apage *pg,
+			  unsigned npg, bool in_place, unsigned *locks)
+{
+	unsigned nl = 0, m = 0;
+
+	for (unsigned i = 0; i < npg; i++)
+		if (pg[i].in_place == in_place)
+			locks[m++] = (unsigned)(pg[i].row % DG_ROW_LOCKS);
+	qsort(locks, m, sizeof(*locks), unsigned_cmp);
+	for (unsigned i = 0; i < m; i++)
+		if (i == 0 || locks[i] != locks[i - 1])
+			locks[nl++] = locks[i];
+	/* Sorted order: two updates never wait on each other in a cycle. */
+	for (unsigned i = 0; i < nl; i++)
+		pthread_rwlock_wrlock(&vol->row_locks[locks[i]]);
+	return nl;
+}
+
 /*
- * New rows (mark_full_rows()), before the journal entry: data, parity
- * and checksums, all durable before the entry is written, so that once
- * it is there the rows are whole and verify. Nothing live is in them,
- * so a crash anywhere before the entry loses nothing (their order among
- * themselves does not matter).
+ * New rows (mark_full_rows()), before the update's journal entry: data,
+ * parity and checksums, all durable before the entry is written, so that
+ * once it is there the rows are whole and verify. Nothing live is in
+ * them, so a crash anywhere before the entry loses nothing (their order
+ * among themselves does not matter), and once written they are
+ * consistent free rows: the reservation is retired at once.
+ *
+ * Under the locks of these rows only, before the update locks its other
+ * rows: the bitmap's and the inode table's rows are shared by every
+ * allocating update, and holding them while a megabyte is written would
+ * make concurrent writers take turns. The two sets are never held
+ * together, so the lock order stays acyclic.
  */
-static int write_new_rows(struct dg_vol *vol, struct apage *pg, unsigned npg,
-			  struct arow *rows, unsigned nrows)
+static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
+			  unsigned n, struct apage *pg, unsigned npg)
 {
 	struct dg_flushset fs;
+	struct rowset rs = { 0 };
+	struct arow *rows = NULL;
+	unsigned *locks = NULL, nl, nnew = 0;
+	uint8_t *par = NULL;
+	bool reserved;
+	uint64_t seq = 0;
 	int ret;
 
+	for (unsigned i = 0; i < npg; i++)
+		nnew += pg[i].in_place;
+	if (!nnew)
+		return 0;
+	locks = malloc(nnew * sizeof(*locks));
+	rows = calloc(nnew, sizeof(*rows));
+	par = aligned_alloc(DG_PAGE_SIZE, (size_t)nnew * vol->parity *
+					       DG_PAGE_SIZE);
+	ret = !locks || !rows || !par ? -ENOMEM : rowset_init(&rs, rows, nnew);
+	if (ret)
+		goto out;
+	nl = lock_rows(vol, pg, npg, true, locks);
+	/* A replace may have begun, or a device gone, since they were
+	 * marked: journal them like any full row after all. */
+	if (!new_row_allowed(vol)) {
+		for (unsigned i = 0; i < npg; i++)
+			pg[i].in_place = false;
+		goto unlock;
+	}
+	build_new(vol, r, n, pg, npg, true);
+	for (unsigned i = 0; i < nnew; i++)
+		for (unsigned j = 0; j < vol->parity; j++)
+			rows[i].par[j] = par + ((size_t)i * vol->parity + j) *
+						       DG_PAGE_SIZE;
+	for (unsigned i = 0; i < npg; i++) {
+		bool added;
+		struct arow *a;
+
+		if (!pg[i].in_place)
+			continue;
+		a = rowset_get(&rs, pg[i].row, &added);
+		if (!added)
+			continue;
+		compute_full_row(vol, pg, npg, a);
+		vol->rows_full++;
+		vol->rows_new++;
+	}
+	ret = reserve_new_rows(vol, pg, npg, &reserved, &seq);
+	if (ret)
+		goto unlock;
 	dg_flushset_init(&fs);
-	ret = write_pages(vol, pg, npg, rows, nrows, true, &fs);
+	ret = write_pages(vol, pg, npg, rows, rs.n, true, &fs);
 	if (!ret)
 		ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	else
 		dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	dg_flushset_fini(&fs);
+	if (ret || dg_latch_on(&vol->latch)) {
+		/* Maybe half written: only the replay of the reservation
+		 * makes them consistent again. */
+		dg_latch_set(&vol->latch, ret ? ret : -EIO, "new rows "
+			     "reserved by seq=%" PRIu64 " failed midway: %s",
+			     seq, strerror(ret ? -ret : EIO));
+		ret = -EIO;
+		goto unlock;
+	}
+	dg_journal_done(vol, seq);
+unlock:
+	for (unsigned i = 0; i < nl; i++)
+		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
+out:
+	free(rs.slot);
+	free(locks);
+	free(rows);
+	free(par);
 	return ret;
 }
 
@@ -711,29 +821,13 @@ static int journal_ranges(struct dg_vol *vol, const struct dg_range *r,
 	return 0;
 }
 
-static unsigned lock_rows(struct dg_vol *vol, struct apage *pg, unsigned npg,
-			  unsigned *locks)
-{
-	unsigned nl = 0;
-
-	for (unsigned i = 0; i < npg; i++)
-		locks[i] = (unsigned)(pg[i].row % DG_ROW_LOCKS);
-	qsort(locks, npg, sizeof(*locks), unsigned_cmp);
-	for (unsigned i = 0; i < npg; i++)
-		if (i == 0 || locks[i] != locks[i - 1])
-			locks[nl++] = locks[i];
-	/* Sorted order: two updates never wait on each other in a cycle. */
-	for (unsigned i = 0; i < nl; i++)
-		pthread_rwlock_wrlock(&vol->row_locks[locks[i]]);
-	return nl;
-}
-
 /* held: the caller holds the locks of every row r touches, for writing
- * (dg_apply_locked()). fresh: dg_apply_new(). */
+ * (dg_apply_locked()). fresh, hooks: dg_apply_new(). */
 static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
-		 const bool *fresh, bool held)
+		 const bool *fresh, const struct dg_apply_hooks *hooks,
+		 bool held)
 {
-	uint64_t *vpns = NULL, seq, rseq = 0;
+	uint64_t *vpns = NULL, seq;
 	struct apage *pg = NULL;
 	struct arow *rows = NULL;
 	unsigned *locks = NULL, npg = 0, nrows = 0, nl = 0;
@@ -743,7 +837,6 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	const struct dg_range *jr = r;	/* the ranges journaled */
 	unsigned njr = n;
 	size_t mem_pages;
-	bool reserved = false;
 	struct dg_flushset fs;
 	struct dg_csum_cursor cur[DG_MAX_PARITY + 1] = { { 0 } };
 	int ret;
@@ -795,40 +888,35 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	 * walks the checksum pages of one device in row order. */
 	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
 		dg_csum_cursor_init(&cur[j]);
+	ret = note_ranges(vol, r, n, fresh, pg, npg);
+	if (!ret && !held)
+		ret = new_rows_first(vol, r, n, pg, npg);
+	if (ret)
+		goto out;
 	if (!held)
-		nl = lock_rows(vol, pg, npg, locks);
-	ret = prepare_pages(vol, r, n, fresh, pg, npg, &cur[DG_MAX_PARITY]);
+		nl = lock_rows(vol, pg, npg, false, locks);
+	if (hooks && hooks->locked)
+		hooks->locked(hooks->arg);
+	ret = prepare_pages(vol, r, n, pg, npg, &cur[DG_MAX_PARITY]);
 	if (!ret && vol->redundancy && vol->parity)
 		ret = prepare_parity(vol, pg, npg, rows, &nrows,
 				     mem + (mem_pages - 1) * DG_PAGE_SIZE, cur);
-	if (ret)
-		goto unlock;
-	ret = reserve_new_rows(vol, pg, npg, &reserved, &rseq);
-	if (ret)
-		goto unlock;
-	if (reserved)
-		ret = write_new_rows(vol, pg, npg, rows, nrows);
 	if (!ret)
 		ret = journal_ranges(vol, r, n, pg, npg, &jr, &njr);
-	if (!ret) {
-		entry = build_entry(vol, jr, njr, pg, npg, &edata);
-		if (!entry)
-			ret = -ENOMEM;
+	if (ret)
+		goto unlock;
+	entry = build_entry(vol, jr, njr, pg, npg, &edata);
+	if (!entry) {
+		ret = -ENOMEM;
+		goto unlock;
 	}
 	/* The entry is durable before anything else is written in place:
 	 * after a crash recovery redoes it whole (G4, no write hole). */
-	if (!ret)
-		ret = dg_journal_append(vol, entry, edata, &seq);
-	if (ret && reserved) {
-		/* New rows may be half written: only the replay of their
-		 * reservation makes them consistent again. */
-		dg_latch_set(&vol->latch, ret, "update failed after "
-			     "reserving new rows (seq=%" PRIu64 "): %s", rseq,
-			     strerror(-ret));
-		ret = -EIO;
-	}
+	ret = dg_journal_append(vol, entry, edata, &seq);
 	if (ret)
 		goto unlock;
+	if (hooks && hooks->journaled)
+		hooks->journaled(hooks->arg);
 	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);
 	if (!ret)
 		ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
@@ -846,8 +934,6 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		goto unlock;
 	}
 	dg_journal_done(vol, seq);
-	if (reserved)
-		dg_journal_done(vol, rseq);
 unlock:
 	for (unsigned i = 0; i < nl; i++)
 		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
@@ -866,16 +952,16 @@ out:
 
 int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 {
-	return apply(vol, r, n, NULL, false);
+	return apply(vol, r, n, NULL, NULL, false);
 }
 
 int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 {
-	return apply(vol, r, n, NULL, true);
+	return apply(vol, r, n, NULL, NULL, true);
 }
 
 int dg_apply_new(struct dg_vol *vol, const struct dg_range *r, unsigned n,
-		 const bool *fresh)
+		 const bool *fresh, const struct dg_apply_hooks *hooks)
 {
-	return apply(vol, r, n, fresh, false);
+	return apply(vol, r, n, fresh, hooks, false);
 }

@@ -15,14 +15,15 @@
  *
  * The race is with an allocation: a page zeroed here must not be one a
  * writer has just been given. Everything is decided and written under
- * alloc_lock and then the row's lock, in that order (dg_txn_commit()
- * applies under alloc_lock too, so the order is the same):
+ * the row's lock, the bitmap read under alloc_lock inside it (the order
+ * dg_txn_commit()'s updates take them in):
  *  - dg_alloc() marks pages in use under alloc_lock before any update
- *    writes them, so a page seen free here has no writer yet, and one
- *    allocated after this returns gets its write after the zeros;
- *  - a free clears the bits in dg_txn_commit() under alloc_lock, in the
- *    same critical section as the update that stops using the page, so
- *    a page seen free here is one no committed structure points at;
+ *    writes them, and every write of a page takes its row's lock: a
+ *    page seen free here has no writer yet, and one allocated after the
+ *    look gets its write after the zeros;
+ *  - a free clears the bits only once the update that stops using the
+ *    page is durable (dg_txn_commit()), so a page seen free here is one
+ *    no committed structure points at;
  *  - libcommit's commits and file writes change pages only through
  *    dg_apply(), which takes the row lock: the pages in use that this
  *    rewrites as they read cannot change between the read and the
@@ -34,6 +35,7 @@
 int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
 {
 	struct dg_range r[DG_MAX_DEVS];
+	bool used[DG_MAX_DEVS];
 	struct dg_loc l;
 	pthread_rwlock_t *lk;
 	uint8_t *buf;
@@ -49,8 +51,16 @@ int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
 		return -ENOMEM;
 	l = dg_vpn_loc(vol, vpn);
 	lk = dg_row_lock(vol, l.row);
-	pthread_mutex_lock(&vol->alloc_lock);
 	pthread_rwlock_wrlock(lk);
+	pthread_mutex_lock(&vol->alloc_lock);
+	for (unsigned dev = 0; dev < vol->ndev; dev++) {
+		uint64_t v = dg_loc_vpn(vol, dev, l.row);
+
+		used[dev] = !dg_vol_row_is_parity(vol, l.row, dev) &&
+			    (v < vol->meta_vpns ||
+			     (vol->bitmap[v / 8] & (1u << (v % 8))));
+	}
+	pthread_mutex_unlock(&vol->alloc_lock);
 	for (unsigned dev = 0; dev < vol->ndev && !ret; dev++) {
 		uint8_t *pg = buf + (size_t)n * DG_PAGE_SIZE;
 		uint64_t v, cs;
@@ -58,8 +68,7 @@ int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
 		if (dg_vol_row_is_parity(vol, l.row, dev))
 			continue;
 		v = dg_loc_vpn(vol, dev, l.row);
-		if (v < vol->meta_vpns ||
-		    (vol->bitmap[v / 8] & (1u << (v % 8)))) {
+		if (used[dev]) {
 			if (v == vpn)
 				ret = -EBUSY;
 			else if (dg_page_read_locked(vol, dev, l.row, pg, &cs))
@@ -74,7 +83,6 @@ int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
 	if (!ret)
 		ret = dg_apply_locked(vol, r, n);
 	pthread_rwlock_unlock(lk);
-	pthread_mutex_unlock(&vol->alloc_lock);
 	free(buf);
 	if (!ret)
 		dg_vol_log(vol, DG_LOG_NOTICE, "free page vpn=%" PRIu64 " dev=%u row=%"

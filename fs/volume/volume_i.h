@@ -284,12 +284,20 @@ int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
 int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n);
 /* The fewest pages dg_alloc_rows() gives a band for. */
 uint64_t dg_alloc_band_pages(const struct dg_vol *vol);
+/* What dg_apply_new() calls, with arg, while it holds the rows' locks:
+ * locked() before any range's bytes are read (it may set them: the
+ * bitmap's, alloc.c), journaled() once the update's entry is durable. */
+struct dg_apply_hooks {
+	void (*locked)(void *arg);
+	void (*journaled)(void *arg);
+	void *arg;
+};
 /* dg_apply() where fresh[i] says range i's page was allocated by this
  * update, so nothing live is in it (dg_txn_commit(): its own
  * allocations). Whole rows of such pages are written before the journal
  * entry and not copied into it (apply.c, "new rows"). */
 int dg_apply_new(struct dg_vol *vol, const struct dg_range *r, unsigned n,
-		 const bool *fresh);
+		 const bool *fresh, const struct dg_apply_hooks *hooks);
 
 /* ---- read.c ---------------------------------------------------------- */
 /* Read row's pages, verified (repaired where parity allows), into the
