@@ -626,6 +626,13 @@ static unsigned lock_rows(struct dg_vol *vol, const struct apage *pg,
 	return nl;
 }
 
+static void unlock_rows(struct dg_vol *vol, const unsigned *locks,
+			unsigned nl)
+{
+	for (unsigned i = 0; i < nl; i++)
+		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
+}
+
 /*
  * New rows (mark_full_rows()), before the update's journal entry: data,
  * parity and checksums, all durable before the entry is written, so that
@@ -710,8 +717,7 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 	}
 	dg_journal_done(vol, seq);
 unlock:
-	for (unsigned i = 0; i < nl; i++)
-		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
+	unlock_rows(vol, locks, nl);
 out:
 	free(rs.slot);
 	free(locks);
@@ -935,8 +941,7 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	}
 	dg_journal_done(vol, seq);
 unlock:
-	for (unsigned i = 0; i < nl; i++)
-		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
+	unlock_rows(vol, locks, nl);
 out:
 	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
 		dg_csum_cursor_fini(&cur[j]);
