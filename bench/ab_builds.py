@@ -31,6 +31,9 @@ JOBS = {
     # name: fio arguments (psync, one job, as in bench/run.py's fio group)
     "seqwrite": ["--rw=write", "--bs=1M", "--size=256M", "--time_based",
                  "--runtime={t}"],
+    # Four writers, a file each (issue 20: writers must scale).
+    "seqwrite-4j": ["--rw=write", "--bs=1M", "--size=64M", "--numjobs=4",
+                    "--time_based", "--runtime={t}"],
     "randwrite": ["--rw=randwrite", "--bs=4k", "--size=256M",
                   "--time_based", "--runtime={t}"],
     "seqread": ["--rw=read", "--bs=1M", "--size=256M", "--time_based",
@@ -101,9 +104,11 @@ class Vol:
 
 def fio(mnt, name, runtime):
     args = [a.format(t=runtime) for a in JOBS[name]]
+    # One job: one file, kept across jobs; more: a file each.
+    one = not any(a.startswith("--numjobs") for a in args)
     p = run(["fio", "--name=ab", f"--directory={mnt}", "--ioengine=psync",
-             "--numjobs=1", "--group_reporting", "--output-format=json",
-             "--filename=ab.dat"] + args)
+             "--numjobs=1", "--group_reporting", "--output-format=json"] +
+            (["--filename=ab.dat"] if one else []) + args)
     if p.returncode:
         raise RuntimeError(f"fio {name}: {p.stderr}")
     j = json.loads(p.stdout)["jobs"][0]
