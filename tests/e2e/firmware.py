@@ -973,12 +973,15 @@ def _fsck(v, res, mode):
         rc, _, p = fsck(v.devs, mode, "--json")
         # A slot whose file nothing proves to be this volume's device
         # (superblocks and every sealed structure zeroed) is rebuilt only
-        # when the user names it; fsck says how: do as it says.
-        m = REPLACE_HINT.search(p.stderr)
-        if rc == 8 and mode == "-y" and m:
-            res["replaced"].append(f"--replace {m.group(1)}")
-            rc, _, p = fsck(v.devs, mode, "--json", "--replace",
-                            m.group(1))
+        # when the user names it; fsck says how, for each such slot: do
+        # as it says.
+        hints = REPLACE_HINT.findall(p.stderr)
+        if rc == 8 and mode == "-y" and hints:
+            args = []
+            for h in hints:
+                res["replaced"].append(f"--replace {h}")
+                args += ["--replace", h]
+            rc, _, p = fsck(v.devs, mode, "--json", *args)
     except subprocess.TimeoutExpired:
         res["crash"].append(f"fsck {mode}: hung (killed after 300 s)")
         return -9, None, subprocess.CompletedProcess([], -9, "", "hung")
