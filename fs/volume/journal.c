@@ -41,9 +41,9 @@ static uint64_t entry_csum(const struct dg_vol *vol,
 }
 
 /* The range bytes the descriptors claim lie inside the entry, and a
- * sealed or in-place range is a whole page: before anything is hashed. What
- * the ranges point at is checked at replay, once the checksum says the
- * entry was really written. */
+ * sealed, in-place or reserved range is a whole page: before anything is
+ * hashed. What the ranges point at is checked at replay, once the
+ * checksum says the entry was really written. */
 static bool ranges_fit(const struct dg_djentry *e)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);

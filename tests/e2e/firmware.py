@@ -389,7 +389,11 @@ class Workload:
         if r < 0.8:
             return self.rng.choice([PAGE, 2 * PAGE, self.rng.randint(
                 PAGE, 5 * PAGE)])
-        return self.rng.randint(64 << 10, 400 << 10)  # large, whole rows
+        if r < 0.85:
+            return self.rng.randint(64 << 10, 400 << 10)  # whole rows
+        # new rows: a band of 64 rows or more, written before its journal
+        # entry, and overwrites moved to new rows (docs/design.md)
+        return self.rng.randint(800 << 10, 1200 << 10)
 
     def some_file(self, nonempty=False):
         fs = sorted(f for f, d in self.m.files.items()
