@@ -3,7 +3,7 @@
 # and fuzz tests under AddressSanitizer and UndefinedBehaviorSanitizer,
 # every libFuzzer harness for a few seconds (scripts/fuzz.sh), and again
 # sanitized the mkfs/posix end-to-end tests, the tool-safety,
-# health, mount-safety and toolbox tests, the lost-metadata
+# health, mount-safety, toolbox and whole-row tests, the lost-metadata
 # fsck and mount tests and the libcommit tests. (Not the preload
 # shim's: it would put the sanitized library into unsanitized programs;
 # nor those that preload or dlopen a library into an unsanitized program:
@@ -29,7 +29,7 @@ ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	tests/e2e/test_mount_safety.py tests/e2e/test_toolbox.py \
 	tests/e2e/test_setid.py tests/e2e/test_acl.py tests/e2e/test_handles.py \
 	tests/e2e/test_stale_reads.py tests/e2e/test_event_log.py \
-	tests/e2e/test_fsck_ask.py
+	tests/e2e/test_fsck_ask.py tests/e2e/test_whole_rows.py
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_fsck.py -k "lost or mounts"
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
