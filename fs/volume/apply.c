@@ -209,10 +209,6 @@ static int apage_row_cmp(const void *a, const void *b)
 }
 
 /*
- * Mark the pages of rows this update overwrites whole: their new parity
- * is computed from the new data alone, so neither the old data nor the
- * old parity is read (a full-stripe write).
- *
  * A whole row of pages new to the update (allocated by it, so nothing
  * live was in the row; none in the metadata zone, whose copies the
  * replay writes from the journal) is a new row: written, with parity
@@ -232,6 +228,12 @@ uint64_t dg_vol_new_row_min(struct dg_vol *vol)
 	return new_row_allowed(vol) ? dg_alloc_band_pages(vol) : 0;
 }
 
+/*
+ * Mark the pages of rows this update overwrites whole: their new parity
+ * is computed from the new data alone, so neither the old data nor the
+ * old parity is read (a full-stripe write); and, of those, the new rows
+ * (above).
+ */
 static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 {
 	struct apage **by_row;
@@ -247,11 +249,11 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 			by_row[nwhole++] = &pg[i];
 	qsort(by_row, nwhole, sizeof(*by_row), apage_row_cmp);
 	for (unsigned i = 0, j; i < nwhole; i = j) {
+		bool fresh = new_row_allowed(vol);
+
 		for (j = i + 1; j < nwhole && by_row[j]->row == by_row[i]->row;
 		     j++)
 			;
-		bool fresh = new_row_allowed(vol);
-
 		/* Pages are distinct, so k of one row are all of it. */
 		if (j - i != vol->k)
 			continue;
