@@ -565,11 +565,10 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
  * before any of them is written: should the update's own entry never
  * come, the replay makes those free rows consistent as it finds them, so
  * a later update of a row never meets a half-written neighbour. *seq:
- * the entry, to retire after the update's; *reserved false when there
- * are no new rows.
+ * the entry, to retire once the rows are written. Only with new rows.
  */
 static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
-			    unsigned npg, bool *reserved, uint64_t *seq)
+			    unsigned npg, uint64_t *seq)
 {
 	struct dg_djentry *e;
 	struct dg_djrange *jr;
@@ -578,11 +577,8 @@ static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
 	size_t len;
 	int ret;
 
-	*reserved = false;
 	for (unsigned i = 0; i < npg; i++)
 		n += pg[i].in_place;
-	if (!n)
-		return 0;
 	len = sizeof(*e) + n * sizeof(*jr);
 	e = calloc(1, (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1));
 	data = calloc(n, sizeof(*data));	/* no bytes */
@@ -602,11 +598,33 @@ static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
 				.flags = DG_JRANGE_RESERVED,
 			};
 	ret = dg_journal_append(vol, e, data, seq);
-	*reserved = ret == 0;
 out:
 	free(e);
 	free(data);
 	return ret;
+}
+
+/*
+ * Persist what an update wrote (ret: how the writes went) and give the
+ * outcome: 0, or -EIO with the volume latched read-only and why. A
+ * checksum copy's persist (csum.c) may have failed meanwhile, so the
+ * latch is looked at too. Whatever failed, the journal keeps what only
+ * recovery can finish: what entry seq (`what` says which) stands for.
+ */
+static int persist_writes(struct dg_vol *vol, struct dg_flushset *fs,
+			  int ret, const char *what, uint64_t seq)
+{
+	int p = dg_flushset_persist(vol->devs, vol->ndev, fs);
+
+	if (!ret)
+		ret = p;
+	if (!ret && dg_latch_on(&vol->latch))
+		ret = -EIO;
+	if (!ret)
+		return 0;
+	dg_latch_set(&vol->latch, ret, "%s seq=%" PRIu64 " failed midway: %s",
+		     what, seq, strerror(-ret));
+	return -EIO;
 }
 
 /* Lock the rows of the pages in new rows, or of the others. */
@@ -657,7 +675,6 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 	struct arow *rows = NULL;
 	unsigned *locks = NULL, nl, nnew = 0;
 	uint8_t *par = NULL;
-	bool reserved;
 	uint64_t seq = 0;
 	int ret;
 
@@ -698,26 +715,17 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 		vol->rows_full++;
 		vol->rows_new++;
 	}
-	ret = reserve_new_rows(vol, pg, npg, &reserved, &seq);
+	ret = reserve_new_rows(vol, pg, npg, &seq);
 	if (ret)
 		goto unlock;
 	dg_flushset_init(&fs);
 	ret = write_pages(vol, pg, npg, rows, rs.n, true, &fs);
-	if (!ret)
-		ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
-	else
-		dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	/* Maybe half written on failure: only the replay of the
+	 * reservation makes them consistent again. */
+	ret = persist_writes(vol, &fs, ret, "new rows reserved by", seq);
 	dg_flushset_fini(&fs);
-	if (ret || dg_latch_on(&vol->latch)) {
-		/* Maybe half written: only the replay of the reservation
-		 * makes them consistent again. */
-		dg_latch_set(&vol->latch, ret ? ret : -EIO, "new rows "
-			     "reserved by seq=%" PRIu64 " failed midway: %s",
-			     seq, strerror(ret ? -ret : EIO));
-		ret = -EIO;
-		goto unlock;
-	}
-	dg_journal_done(vol, seq);
+	if (!ret)
+		dg_journal_done(vol, seq);
 unlock:
 	unlock_rows(vol, locks, nl);
 out:
@@ -926,22 +934,11 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	if (hooks && hooks->journaled)
 		hooks->journaled(hooks->arg);
 	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);
+	/* Partly applied, or not known durable, on failure: the entry
+	 * stays in the journal and only recovery can finish it. */
+	ret = persist_writes(vol, &fs, ret, "update", seq);
 	if (!ret)
-		ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
-	else
-		dg_flushset_persist(vol->devs, vol->ndev, &fs);
-	/* A checksum copy's persist (csum.c) may have failed meanwhile. */
-	if (!ret && dg_latch_on(&vol->latch))
-		ret = -EIO;
-	if (ret) {
-		/* Partly applied, or not known durable: the entry stays in
-		 * the journal and only recovery can finish it. */
-		dg_latch_set(&vol->latch, ret, "update seq=%" PRIu64 " failed "
-			     "midway: %s", seq, strerror(-ret));
-		ret = -EIO;
-		goto unlock;
-	}
-	dg_journal_done(vol, seq);
+		dg_journal_done(vol, seq);
 unlock:
 	unlock_rows(vol, locks, nl);
 out:
