@@ -156,6 +156,9 @@ uint64_t dg_now_ms(void);
 /* Work of bytes done since since_ms (dg_now_ms) at rate bytes/s (0:
  * unlimited): true, with the CLOCK_REALTIME instant to wait until in
  * *until, when it ran ahead of the rate. */
+/* A background job's thread that ended, joined; lock held by the caller
+ * (dropped for the join) and *live cleared. Nothing when !*live. */
+void dg_job_reap(pthread_mutex_t *lock, pthread_t thread, bool *live);
 bool dg_pace_deadline(uint64_t bytes, uint64_t rate, uint64_t since_ms,
 		      struct timespec *until);
 

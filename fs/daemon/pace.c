@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* pace.c -- the clock and the rate limit the background scrub and the
- * online replace share */
+/* pace.c -- the clock, the rate limit and the thread reaping the
+ * background scrub and the online replace share */
 #include <time.h>
 
 #include "daemon.h"
@@ -33,4 +33,15 @@ bool dg_pace_deadline(uint64_t bytes, uint64_t rate, uint64_t since_ms,
 		until->tv_nsec -= 1000000000;
 	}
 	return true;
+}
+
+void dg_job_reap(pthread_mutex_t *lock, pthread_t thread, bool *live)
+{
+	if (!*live)
+		return;
+	/* It ended (pause, cancel, finish) but may still be unlocking. */
+	pthread_mutex_unlock(lock);
+	pthread_join(thread, NULL);
+	pthread_mutex_lock(lock);
+	*live = false;
 }

@@ -158,12 +158,7 @@ static int launch(struct dg_daemon *dd)
 {
 	struct dg_replace_d *r = &dd->replace;
 
-	if (r->thread_live) {
-		pthread_mutex_unlock(&r->lock);
-		pthread_join(r->thread, NULL);
-		pthread_mutex_lock(&r->lock);
-		r->thread_live = false;
-	}
+	dg_job_reap(&r->lock, r->thread, &r->thread_live);
 	r->stop = false;
 	r->rec.state = DG_REPLACE_RUNNING;
 	r->run_since_ms = dg_now_ms();

@@ -239,13 +239,7 @@ static int launch(struct dg_daemon *dd)
 {
 	struct dg_scrub *s = &dd->scrub;
 
-	if (s->thread_live) {
-		/* A thread that ended (pause, cancel, finish): reap it. */
-		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->thread, NULL);
-		pthread_mutex_lock(&s->lock);
-		s->thread_live = false;
-	}
+	dg_job_reap(&s->lock, s->thread, &s->thread_live);
 	s->req = DG_SCRUB_GO;
 	s->rec.state = DG_SCRUB_RUNNING;
 	s->run_since_ms = dg_now_ms();
