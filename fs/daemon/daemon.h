@@ -159,6 +159,10 @@ uint64_t dg_now_ms(void);
 /* A background job's thread that ended, joined; lock held by the caller
  * (dropped for the join) and *live cleared. Nothing when !*live. */
 void dg_job_reap(pthread_mutex_t *lock, pthread_t thread, bool *live);
+/* The job's end at unmount, its stop asked under lock (held): wake it,
+ * drop the lock, join the thread, destroy lock and cond. */
+void dg_job_end(pthread_mutex_t *lock, pthread_cond_t *cond, pthread_t thread,
+		bool *live);
 bool dg_pace_deadline(uint64_t bytes, uint64_t rate, uint64_t since_ms,
 		      struct timespec *until);
 

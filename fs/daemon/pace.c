@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* pace.c -- the clock, the rate limit and the thread reaping the
+/* pace.c -- the clock, the rate limit and the thread handling the
  * background scrub and the online replace share */
 #include <time.h>
 
@@ -44,4 +44,16 @@ void dg_job_reap(pthread_mutex_t *lock, pthread_t thread, bool *live)
 	pthread_join(thread, NULL);
 	pthread_mutex_lock(lock);
 	*live = false;
+}
+
+void dg_job_end(pthread_mutex_t *lock, pthread_cond_t *cond, pthread_t thread,
+		bool *live)
+{
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(lock);
+	if (*live)
+		pthread_join(thread, NULL);
+	*live = false;
+	pthread_cond_destroy(cond);
+	pthread_mutex_destroy(lock);
 }

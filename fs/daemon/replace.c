@@ -226,13 +226,7 @@ void dg_replace_stop(struct dg_daemon *dd)
 	pthread_mutex_lock(&r->lock);
 	if (r->running)
 		r->stop = true;
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-	if (r->thread_live)
-		pthread_join(r->thread, NULL);
-	r->thread_live = false;
-	pthread_cond_destroy(&r->cond);
-	pthread_mutex_destroy(&r->lock);
+	dg_job_end(&r->lock, &r->cond, r->thread, &r->thread_live);
 }
 
 bool dg_replace_running(struct dg_daemon *dd)

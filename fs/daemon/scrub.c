@@ -296,13 +296,7 @@ void dg_scrub_stop(struct dg_daemon *dd)
 	pthread_mutex_lock(&s->lock);
 	if (s->running)
 		s->req = DG_SCRUB_STOP;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	if (s->thread_live)
-		pthread_join(s->thread, NULL);
-	s->thread_live = false;
-	pthread_cond_destroy(&s->cond);
-	pthread_mutex_destroy(&s->lock);
+	dg_job_end(&s->lock, &s->cond, s->thread, &s->thread_live);
 }
 
 /* ---- status ----------------------------------------------------------- */
