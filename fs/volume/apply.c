@@ -2,6 +2,7 @@
 /* apply.c -- the one update path: journal, data, checksums, parity, persist */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "csum.h"
 
@@ -16,6 +17,7 @@ struct apage {
 	uint64_t old_csum, new_csum;
 	uint32_t lo, hi;	/* changed bytes [lo, hi) */
 	unsigned nranges;	/* ranges that touch the page */
+	unsigned r0;		/* ... rix[r0, r0 + nranges) (note_ranges()) */
 	bool whole;		/* some range covers the whole page */
 	bool fresh;		/* ... a range new to the page (DG_RANGE_NEW) */
 	bool full_row;		/* every data page of its row is whole */
@@ -26,8 +28,11 @@ struct apage {
 struct arow {
 	uint64_t row;
 	uint8_t *par[DG_MAX_PARITY];
-	uint64_t par_csum[DG_MAX_PARITY];
+	uint64_t par_csum[DG_MAX_PARITY];	/* old */
+	uint64_t new_par_csum[DG_MAX_PARITY];
 	uint32_t lo, hi;
+	unsigned left;		/* pages still to patch in (prepare_parity()) */
+	bool started;		/* ... its old parity read */
 	bool in_place;		/* a new row (new_rows_first()) */
 };
 
@@ -271,11 +276,15 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 }
 
 /* What the ranges do to each page, and which rows they fill: nothing
- * read yet, no lock needed. */
+ * read yet, no lock needed. rix[] gets each page's ranges, together and
+ * in the order given (a later range's bytes win where two overlap), so
+ * a page is built in one go while its image is in the cache. */
 static int note_ranges(struct dg_vol *vol, const struct dg_range *r,
 		       unsigned n, const bool *fresh, struct apage *pg,
-		       unsigned npg)
+		       unsigned npg, unsigned *rix)
 {
+	unsigned end = 0;
+
 	for (unsigned i = 0; i < n; i++) {
 		struct apage *p = page_of(pg, npg, r[i].vpn);
 
@@ -289,6 +298,12 @@ static int note_ranges(struct dg_vol *vol, const struct dg_range *r,
 		}
 		p->nranges++;
 	}
+	for (unsigned i = 0; i < npg; i++) {
+		end += pg[i].nranges;
+		pg[i].r0 = end;
+	}
+	for (unsigned i = n; i-- > 0;)
+		rix[--page_of(pg, npg, r[i].vpn)->r0] = i;
 	/* A companion (no range: a missing page read only to be
 	 * journaled) changes no byte. */
 	for (unsigned i = 0; i < npg; i++)
@@ -297,49 +312,151 @@ static int note_ranges(struct dg_vol *vol, const struct dg_range *r,
 	return vol->redundancy ? mark_full_rows(vol, pg, npg) : 0;
 }
 
-/* The new images and their checksums, of the pages in new rows or of
- * the others. */
-static void build_new(struct dg_vol *vol, const struct dg_range *r,
-		      unsigned n, struct apage *pg, unsigned npg, bool in_place)
+/* The new image of page p, its ranges over its old image in img (the
+ * page's own buffer, or a buffer of the thread's: prepare_pages()), and
+ * its checksum. */
+static void build_page(struct dg_vol *vol, const struct dg_range *r,
+		       const unsigned *rix, struct apage *p, uint8_t *img)
 {
-	for (unsigned i = 0; i < npg; i++)
-		if (pg[i].in_place == in_place)
-			pg[i].new = pg[i].img;
-	for (unsigned i = 0; i < n; i++) {
-		struct apage *p = page_of(pg, npg, r[i].vpn);
+	p->new = img;
+	for (unsigned x = p->r0; x < p->r0 + p->nranges; x++) {
+		const struct dg_range *q = &r[rix[x]];
 
-		if (p->in_place != in_place)
-			continue;
 		/* 8-byte aligned: parity deltas load the page in words. */
-		if (sole_whole(p) && !((uintptr_t)r[i].data & 7))
-			p->new = r[i].data;
+		if (sole_whole(p) && !((uintptr_t)q->data & 7))
+			p->new = q->data;
 		else
-			memcpy(p->img + r[i].off, r[i].data, r[i].len);
+			memcpy(img + q->off, q->data, q->len);
 	}
-	for (unsigned i = 0; i < npg; i++)
-		if (pg[i].in_place == in_place)
-			pg[i].new_csum = dg_csum_page(vol, pg[i].dev,
-						      pg[i].row, pg[i].new);
+	p->new_csum = dg_csum_page(vol, p->dev, p->row, p->new);
 }
 
-/* Read old images (verified), build new ones and their checksums, for
- * every page not in a new row (those are done: new_rows_first()). */
-static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
-			 unsigned n, struct apage *pg, unsigned npg,
-			 struct dg_csum_cursor *cur)
+/* Keep of page image src, built in a thread's buffer, what is written
+ * of it: the lines [lo, hi), or all of it where the media holds nothing
+ * yet (never written: fresh). */
+static void keep_span(uint8_t *dst, const uint8_t *src, bool fresh,
+		      uint32_t lo, uint32_t hi)
 {
+	lo = fresh ? 0 : lo & ~(DG_LINE_SIZE - 1);
+	hi = fresh ? DG_PAGE_SIZE : (hi + DG_LINE_SIZE - 1) &
+					    ~(DG_LINE_SIZE - 1);
+	memcpy(dst + lo, src + lo, hi - lo);
+}
+
+/*
+ * A large update of pages patched in place (a scattered sync of
+ * thousands of pages) splits its work between two threads on a machine
+ * with more than one CPU: reading and verifying the old pages and
+ * parity it patches (prepare()), and writing pages and parity in place
+ * (write_pages()). The caller, whose
+ * client waits meanwhile, would otherwise leave the other CPU idle. The
+ * split is by row: a part takes the rows whose checksum page index has
+ * its parity, so no row is touched by both (a repair on the way writes
+ * only its own row, under the row locks the update holds, and checksum
+ * pages under their own locks, as concurrent readers do), and each part
+ * walks its checksum pages in order with its own cursors. The checksum
+ * pages themselves are written by the caller alone, once both parts are
+ * done.
+ */
+#define SPLIT_MIN 256	/* pages: below, a thread costs more than it saves */
+
+static unsigned online_cpus(void)
+{
+	static atomic_uint n;
+
+	if (!atomic_load(&n)) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		atomic_store(&n, c > 0 ? (unsigned)c : 1);
+	}
+	return atomic_load(&n);
+}
+
+static bool worth_two(unsigned pages)
+{
+	return pages >= SPLIT_MIN && online_cpus() > 1;
+}
+
+static bool part_has(unsigned part, unsigned parts, uint64_t row)
+{
+	return (row / DG_CSUMS_PER_PAGE) % parts == part;
+}
+
+/* fn(a0) here and, when two, fn(a1) on a second thread (here, after
+ * a0, if no thread can be made). Returns whether a thread ran it. */
+static bool run_parts(void *(*fn)(void *), void *a0, void *a1, bool two)
+{
+	pthread_t t;
+	bool threaded = two && !pthread_create(&t, NULL, fn, a1);
+
+	fn(a0);
+	if (threaded)
+		pthread_join(t, NULL);
+	else if (two)
+		fn(a1);
+	return threaded;
+}
+
+struct prep {
+	struct dg_vol *vol;
+	const struct dg_range *r;
+	const unsigned *rix;
+	struct apage *pg;
+	unsigned npg;
+	struct rowset *rs;
+	uint8_t *delta;		/* a page of scratch */
+	uint8_t *hot;		/* 1 + parity pages of scratch (prepare_pages()) */
+	unsigned part, parts;
+	int ret;
+};
+
+static bool prep_mine(const struct prep *x, const struct apage *p)
+{
+	return part_has(x->part, x->parts, p->row);
+}
+
+/*
+ * Read old images (verified), build new ones and their checksums, for
+ * this part's pages not in a new row (those are done:
+ * new_rows_first()). Page by page: the new image is hashed while the
+ * old one just read is still in the cache.
+ *
+ * A page patched where it changes (not overwritten whole, not a ditto
+ * page written whole to its copy, not journaled whole for a missing
+ * device) is built in the thread's buffer, which stays in the cache, and
+ * only what is written of it is kept (keep_span()): building every page
+ * of a scattered update in a buffer of its own wrote as many bytes to
+ * memory as were read from the media. The rows whose parity one page
+ * alone patches do the same (prepare_parity()).
+ */
+static bool built_hot(const struct dg_vol *vol, const struct apage *p)
+{
+	return !p->whole && p->nranges && !dg_ditto_has(vol, p->vpn) &&
+	       !(vol->missing_mask & (1u << p->dev));
+}
+
+static int prepare_pages(struct prep *x, struct dg_csum_cursor *cur)
+{
+	struct dg_vol *vol = x->vol;
+	uint8_t *img;
+	bool hot;
 	int ret;
 
-	for (unsigned i = 0; i < npg && vol->redundancy; i++) {
-		struct apage *p = &pg[i];
+	for (unsigned i = 0; i < x->npg; i++) {
+		struct apage *p = &x->pg[i];
 
+		if (p->in_place || !prep_mine(x, p))
+			continue;
 		/* An overwritten page needs no old image when no parity
 		 * delta is taken from it. */
 		if (p->whole && (!vol->parity || p->full_row)) {
 			p->old = NULL;
 			p->old_csum = DG_CSUM_NONE;
+			build_page(vol, x->r, x->rix, p, p->img);
 			continue;
 		}
+		hot = built_hot(vol, p);
+		img = hot ? x->hot : p->img;
 		/* A page a range covers whole keeps no old byte: its old
 		 * image is only for the parity delta. Any other page is
 		 * read straight into the new image, and only the lines
@@ -348,20 +465,18 @@ static int prepare_pages(struct dg_vol *vol, const struct dg_range *r,
 		 * changes a line or two of each page, and copying every
 		 * old page whole was a tenth of its time. */
 		ret = dg_page_read_cur(vol, cur, p->dev, p->row,
-				       p->whole ? p->old : p->img,
-				       &p->old_csum);
+				       p->whole ? p->old : img, &p->old_csum);
 		if (ret)
 			return ret;
-		if (!p->whole) {
-			uint32_t lo = p->lo & ~(DG_LINE_SIZE - 1);
-			uint32_t hi = (p->hi + DG_LINE_SIZE - 1) &
-				      ~(DG_LINE_SIZE - 1);
-
-			memcpy(p->old + lo, p->img + lo, hi - lo);
+		if (!p->whole)
+			keep_span(p->old, img, false, p->lo, p->hi);
+		build_page(vol, x->r, x->rix, p, img);
+		if (hot) {
+			keep_span(p->img, img, p->old_csum == DG_CSUM_NONE,
+				  p->lo, p->hi);
+			p->new = p->img;
 		}
 	}
-	if (vol->redundancy)
-		build_new(vol, r, n, pg, npg, false);
 	return 0;
 }
 
@@ -407,7 +522,15 @@ static struct arow *rowset_get(struct rowset *rs, uint64_t row, bool *added)
 	}
 }
 
-/* Parity of a full row, from its new data pages alone. */
+static uint64_t par_page_csum(struct dg_vol *vol, const struct arow *a,
+			      unsigned j, const uint8_t *par)
+{
+	return dg_csum_page(vol, dg_row_parity_dev(vol, a->row, j), a->row,
+			    par);
+}
+
+/* Parity of a full row, from its new data pages alone, and its
+ * checksums. */
 static void compute_full_row(struct dg_vol *vol, struct apage *pg,
 			     unsigned npg, struct arow *a)
 {
@@ -421,46 +544,70 @@ static void compute_full_row(struct dg_vol *vol, struct apage *pg,
 					       dg_loc_vpn(vol, dev, a->row))->new;
 	}
 	dg_parity_compute(vol, data, a->par, DG_PAGE_SIZE);
-	for (unsigned j = 0; j < vol->parity; j++)
+	for (unsigned j = 0; j < vol->parity; j++) {
 		a->par_csum[j] = DG_CSUM_NONE;	/* written whole */
+		a->new_par_csum[j] = par_page_csum(vol, a, j, a->par[j]);
+	}
 	a->lo = 0;
 	a->hi = DG_PAGE_SIZE;
 	a->in_place = page_of(pg, npg, dg_loc_vpn(vol, dg_row_data_dev(vol,
 						  a->row, 0), a->row))->in_place;
 }
 
-/* Verified parity of every touched row, patched with the data deltas
- * (old xor new) of the changed cache lines only; full rows get parity
- * computed afresh. */
-static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
-			  struct arow *rows, unsigned *nrowsp, uint8_t *delta,
-			  struct dg_csum_cursor *cur)
+/* The rows of the pages not in new rows, each with the number of its
+ * pages to patch in (prepare_parity()). */
+static int rows_of(struct rowset *rs, struct arow *rows, struct apage *pg,
+		   unsigned npg)
 {
-	struct rowset rs;
-	int ret = rowset_init(&rs, rows, npg);
+	bool added;
+	int ret = rowset_init(rs, rows, npg);
 
-	for (unsigned i = 0; i < npg && !ret; i++) {
-		struct apage *p = &pg[i];
+	for (unsigned i = 0; i < npg && !ret; i++)
+		if (!pg[i].in_place)
+			rowset_get(rs, pg[i].row, &added)->left++;
+	return ret;
+}
+
+/* Verified parity of this part's rows (rows_of()), patched with the data
+ * deltas (old xor new) of the changed cache lines only, and its
+ * checksums, taken as the row's last page is patched in, while the
+ * parity is in the cache; full rows get parity computed afresh. */
+static int prepare_parity(struct prep *x, struct dg_csum_cursor *cur)
+{
+	struct dg_vol *vol = x->vol;
+	uint64_t *dl = (uint64_t *)x->delta;
+	bool added;
+	int ret = 0;
+
+	for (unsigned i = 0; i < x->npg && !ret; i++) {
+		struct apage *p = &x->pg[i];
 		uint32_t lo = p->lo & ~(DG_LINE_SIZE - 1);
 		uint32_t hi = (p->hi + DG_LINE_SIZE - 1) & ~(DG_LINE_SIZE - 1);
-		uint8_t *par[DG_MAX_PARITY];
+		uint8_t *par[DG_MAX_PARITY], *pb[DG_MAX_PARITY];
 		const uint64_t *o = (const uint64_t *)p->old;
 		const uint64_t *nw = (const uint64_t *)p->new;
-		uint64_t *dl = (uint64_t *)delta;
-		bool added;
 		struct arow *a;
+		bool hot;
 
-		if (p->in_place)
-			continue; /* done: new_rows_first() */
-		a = rowset_get(&rs, p->row, &added);
+		if (p->in_place || !prep_mine(x, p))
+			continue; /* new rows are done: new_rows_first() */
+		a = rowset_get(x->rs, p->row, &added);
+		/* Patched by this page alone: built in the thread's buffers
+		 * (prepare_pages()). */
+		hot = !a->started && a->left == 1;
+		for (unsigned j = 0; j < vol->parity; j++)
+			pb[j] = hot ? x->hot + (1 + j) * (size_t)DG_PAGE_SIZE
+				    : a->par[j];
 		if (p->full_row) {
-			if (added) {
-				compute_full_row(vol, pg, npg, a);
+			if (!a->started) {
+				a->started = true;
+				compute_full_row(vol, x->pg, x->npg, a);
 				vol->rows_full++;
 			}
 			continue;
 		}
-		if (added) {
+		if (!a->started) {
+			a->started = true;
 			vol->rows_patched++;
 			a->lo = lo;
 			a->hi = hi;
@@ -468,7 +615,7 @@ static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
 				ret = dg_page_read_cur(vol, &cur[j],
 						       dg_row_parity_dev(vol,
 								 p->row, j),
-						       p->row, a->par[j],
+						       p->row, pb[j],
 						       &a->par_csum[j]);
 			if (ret)
 				break;
@@ -480,10 +627,99 @@ static int prepare_parity(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		for (uint32_t w = lo / 8; w < hi / 8; w++)
 			dl[w] = o[w] ^ nw[w];
 		for (unsigned j = 0; j < vol->parity; j++)
-			par[j] = a->par[j] + lo;
+			par[j] = pb[j] + lo;
 		dg_parity_delta(vol, dg_row_data_rank(vol, p->row, p->dev),
-				delta + lo, hi - lo, par);
+				x->delta + lo, hi - lo, par);
+		if (--a->left)
+			continue;
+		for (unsigned j = 0; j < vol->parity; j++) {
+			a->new_par_csum[j] = par_page_csum(vol, a, j, pb[j]);
+			if (hot)
+				keep_span(a->par[j], pb[j],
+					  a->par_csum[j] == DG_CSUM_NONE,
+					  a->lo, a->hi);
+		}
 	}
+	return ret;
+}
+
+/* One part of preparing an update: its pages, then its rows' parity.
+ * One cursor for the data pages, one per parity position: each walks
+ * the checksum pages of one device in row order. */
+static int prepare_part(struct prep *x)
+{
+	struct dg_csum_cursor cur[DG_MAX_PARITY + 1];
+	int ret;
+
+	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
+		dg_csum_cursor_init(&cur[j]);
+	ret = prepare_pages(x, &cur[DG_MAX_PARITY]);
+	if (!ret && x->vol->parity)
+		ret = prepare_parity(x, cur);
+	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
+		dg_csum_cursor_fini(&cur[j]);
+	return ret;
+}
+
+static void *prepare_thread(void *arg)
+{
+	struct prep *x = arg;
+
+	x->ret = prepare_part(x);
+	return NULL;
+}
+
+/* Whether preparing an update is worth a second thread (above): not
+ * when a repair may ask for consent (fsck asks one question at a
+ * time). */
+static bool prepare_in_two(const struct dg_vol *vol, const struct apage *pg,
+			   unsigned npg)
+{
+	unsigned reads = 0;
+
+	if (vol->consent)
+		return false;
+	for (unsigned i = 0; i < npg; i++)
+		reads += !pg[i].in_place && !pg[i].full_row;
+	return worth_two(reads);
+}
+
+/* Scratch pages prepare() needs: for each of two threads, a delta page
+ * and the buffers pages and parity are built in. */
+static size_t prepare_scratch_pages(const struct dg_vol *vol)
+{
+	return 2 * (2 + (size_t)vol->parity);
+}
+
+/* Read and verify what the update patches, and build its new pages and
+ * parity (no redundancy: nothing to do), on two threads when it pays
+ * (above). */
+static int prepare(struct dg_vol *vol, const struct dg_range *r,
+		   const unsigned *rix, struct apage *pg, unsigned npg,
+		   struct arow *rows, unsigned *nrowsp, uint8_t *scratch)
+{
+	struct rowset rs = { 0 };
+	struct prep x[2];
+	unsigned parts;
+	int ret;
+
+	*nrowsp = 0;
+	if (!vol->redundancy)
+		return 0;
+	ret = vol->parity ? rows_of(&rs, rows, pg, npg) : 0;
+	if (ret)
+		return ret;
+	parts = prepare_in_two(vol, pg, npg) ? 2 : 1;
+	for (unsigned i = 0; i < parts; i++)
+		x[i] = (struct prep){
+			vol, r, rix, pg, npg, &rs,
+			scratch + (size_t)i * (2 + vol->parity) * DG_PAGE_SIZE,
+			scratch + ((size_t)i * (2 + vol->parity) + 1) *
+					  DG_PAGE_SIZE,
+			i, parts, 0 };
+	vol->updates_split += run_parts(prepare_thread, &x[0], &x[1],
+					parts == 2);
+	ret = x[0].ret ? x[0].ret : parts == 2 ? x[1].ret : 0;
 	*nrowsp = rs.n;
 	free(rs.slot);
 	return ret;
@@ -505,41 +741,50 @@ static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
 	dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
 }
 
-/* Write in place the pages and the parity of the rows that are (or are
- * not) new rows, then their checksums. */
-static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
-		       struct arow *rows, unsigned nrows, bool new_rows,
-		       struct dg_flushset *fs)
-{
-	struct dg_csum_upd *u;
-	unsigned nu = 0;
-	int ret;
+/* One part of writing pages and parity in place (write_pages()). */
+struct wpart {
+	struct dg_vol *vol;
+	struct apage *pg;
+	unsigned npg;
+	struct arow *rows;
+	unsigned nrows;
+	bool new_rows;
+	unsigned part, parts;
+	struct dg_csum_upd *u;	/* the checksums written: room for all */
+	unsigned nu;
+	struct dg_flushset *fs;
+};
 
-	u = malloc((npg + nrows * vol->parity) * sizeof(*u));
-	if (!u)
-		return -ENOMEM;
-	for (unsigned i = 0; i < npg; i++) {
-		struct apage *p = &pg[i];
+static void *write_part(void *arg)
+{
+	struct wpart *w = arg;
+	struct dg_vol *vol = w->vol;
+
+	for (unsigned i = 0; i < w->npg; i++) {
+		struct apage *p = &w->pg[i];
 		bool fresh = p->old_csum == DG_CSUM_NONE;
 
-		if (!p->nranges || p->in_place != new_rows)
+		if (!p->nranges || p->in_place != w->new_rows ||
+		    !part_has(w->part, w->parts, p->row))
 			continue; /* a companion (unchanged), or not now */
 		/* A never-written page may hold anything: write it whole. */
 		write_page_span(vol, p->dev, p->row, p->new, fresh ? 0 : p->lo,
-				fresh ? DG_PAGE_SIZE : p->hi, fs);
+				fresh ? DG_PAGE_SIZE : p->hi, w->fs);
 		if (dg_ditto_has(vol, p->vpn))
-			dg_ditto_write(vol, p->vpn, p->new, fs);
+			dg_ditto_write(vol, p->vpn, p->new, w->fs);
 		if (vol->page_hook)
 			vol->page_hook(vol->page_hook_arg, p->vpn, p->old,
 				       p->new, p->lo & ~(DG_LINE_SIZE - 1),
 				       (p->hi + DG_LINE_SIZE - 1) &
 					       ~(DG_LINE_SIZE - 1));
-		u[nu++] = (struct dg_csum_upd){ p->dev, p->row, p->new_csum };
+		w->u[w->nu++] = (struct dg_csum_upd){ p->dev, p->row,
+						      p->new_csum };
 	}
-	for (unsigned i = 0; i < nrows; i++) {
-		struct arow *a = &rows[i];
+	for (unsigned i = 0; i < w->nrows; i++) {
+		struct arow *a = &w->rows[i];
 
-		if (a->in_place != new_rows)
+		if (a->in_place != w->new_rows ||
+		    !part_has(w->part, w->parts, a->row))
 			continue;
 		for (unsigned j = 0; j < vol->parity; j++) {
 			unsigned dev = dg_row_parity_dev(vol, a->row, j);
@@ -547,15 +792,50 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 
 			write_page_span(vol, dev, a->row, a->par[j],
 					fresh ? 0 : a->lo,
-					fresh ? DG_PAGE_SIZE : a->hi, fs);
-			u[nu++] = (struct dg_csum_upd){
-				dev, a->row,
-				dg_csum_page(vol, dev, a->row, a->par[j])
-			};
+					fresh ? DG_PAGE_SIZE : a->hi, w->fs);
+			w->u[w->nu++] = (struct dg_csum_upd){
+				dev, a->row, a->new_par_csum[j] };
 		}
 	}
-	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
-	ret = dg_csum_set_batch(vol, u, nu, fs);
+	return NULL;
+}
+
+/* Write in place the pages and the parity of the rows that are (or are
+ * not) new rows, on two threads when they are many (above), then their
+ * checksums. */
+static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
+		       struct arow *rows, unsigned nrows, bool new_rows,
+		       struct dg_flushset *fs)
+{
+	size_t cap = npg + (size_t)nrows * vol->parity;
+	struct dg_csum_upd *u;
+	struct dg_flushset fs1;
+	struct wpart w[2];
+	unsigned todo = 0;
+	bool two;
+	int ret;
+
+	/* Not new rows: their writer keeps the other CPU busy copying its
+	 * next megabyte in (a second thread gained nothing measurable). */
+	for (unsigned i = 0; i < npg; i++)
+		todo += pg[i].nranges && pg[i].in_place == new_rows;
+	two = !new_rows && worth_two(todo);
+	u = malloc((two ? 2 : 1) * cap * sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	dg_flushset_init(&fs1);
+	for (unsigned i = 0; i < 2; i++)
+		w[i] = (struct wpart){ vol, pg, npg, rows, nrows, new_rows,
+				       i, two ? 2 : 1, u + i * cap, 0,
+				       i ? &fs1 : fs };
+	run_parts(write_part, &w[0], &w[1], two);
+	if (two) {
+		memmove(u + w[0].nu, w[1].u, w[1].nu * sizeof(*u));
+		dg_flushset_merge(fs, &fs1);
+	}
+	dg_flushset_fini(&fs1);
+	qsort(u, w[0].nu + w[1].nu, sizeof(*u), dg_csum_upd_cmp);
+	ret = dg_csum_set_batch(vol, u, w[0].nu + w[1].nu, fs);
 	free(u);
 	return ret;
 }
@@ -668,7 +948,7 @@ static void unlock_rows(struct dg_vol *vol, const unsigned *locks,
  * together, so the lock order stays acyclic.
  */
 static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
-			  unsigned n, struct apage *pg, unsigned npg)
+			  const unsigned *rix, struct apage *pg, unsigned npg)
 {
 	struct dg_flushset fs;
 	struct rowset rs = { 0 };
@@ -697,11 +977,13 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 			pg[i].in_place = false;
 		goto unlock;
 	}
-	build_new(vol, r, n, pg, npg, true);
 	for (unsigned i = 0; i < nnew; i++)
 		for (unsigned j = 0; j < vol->parity; j++)
 			rows[i].par[j] = par + ((size_t)i * vol->parity + j) *
 						       DG_PAGE_SIZE;
+	for (unsigned i = 0; i < npg; i++)
+		if (pg[i].in_place)
+			build_page(vol, r, rix, &pg[i], pg[i].img);
 	for (unsigned i = 0; i < npg; i++) {
 		bool added;
 		struct arow *a;
@@ -846,7 +1128,7 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	uint64_t *vpns = NULL, seq;
 	struct apage *pg = NULL;
 	struct arow *rows = NULL;
-	unsigned *locks = NULL, npg = 0, nrows = 0, nl = 0;
+	unsigned *locks = NULL, *rix = NULL, npg = 0, nrows = 0, nl = 0;
 	uint8_t *mem = NULL;
 	struct dg_djentry *entry;
 	const void *const *edata;
@@ -854,7 +1136,6 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	unsigned njr = n;
 	size_t mem_pages;
 	struct dg_flushset fs;
-	struct dg_csum_cursor cur[DG_MAX_PARITY + 1] = { { 0 } };
 	int ret;
 
 	if (vol->read_only || dg_latch_on(&vol->latch))
@@ -875,13 +1156,16 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 			vpns[npg++] = vpns[i];
 	npg = add_companions(vol, vpns, npg);
 
-	mem_pages = vol->redundancy ? 2 * npg + npg * vol->parity + 1 : 0;
+	mem_pages = vol->redundancy ? 2 * npg + npg * vol->parity +
+					      prepare_scratch_pages(vol)
+				    : 0;
 	pg = calloc(npg, sizeof(*pg));
 	rows = calloc(npg, sizeof(*rows));
 	locks = malloc(npg * sizeof(*locks));
+	rix = malloc(n * sizeof(*rix));
 	mem = mem_pages ? scratch_get(SCRATCH_PAGES, mem_pages * DG_PAGE_SIZE)
 			: NULL;
-	if (!pg || !rows || !locks || (mem_pages && !mem)) {
+	if (!pg || !rows || !locks || !rix || (mem_pages && !mem)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -900,23 +1184,18 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		}
 	}
 
-	/* One cursor for the data pages, one per parity position: each
-	 * walks the checksum pages of one device in row order. */
-	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
-		dg_csum_cursor_init(&cur[j]);
-	ret = note_ranges(vol, r, n, fresh, pg, npg);
+	ret = note_ranges(vol, r, n, fresh, pg, npg, rix);
 	if (!ret && !held)
-		ret = new_rows_first(vol, r, n, pg, npg);
+		ret = new_rows_first(vol, r, rix, pg, npg);
 	if (ret)
 		goto out;
 	if (!held)
 		nl = lock_rows(vol, pg, npg, false, locks);
 	if (hooks && hooks->locked)
 		hooks->locked(hooks->arg);
-	ret = prepare_pages(vol, r, n, pg, npg, &cur[DG_MAX_PARITY]);
-	if (!ret && vol->redundancy && vol->parity)
-		ret = prepare_parity(vol, pg, npg, rows, &nrows,
-				     mem + (mem_pages - 1) * DG_PAGE_SIZE, cur);
+	ret = prepare(vol, r, rix, pg, npg, rows, &nrows,
+		      mem + (mem_pages - prepare_scratch_pages(vol)) *
+				    DG_PAGE_SIZE);
 	if (!ret)
 		ret = journal_ranges(vol, r, n, pg, npg, &jr, &njr);
 	if (ret)
@@ -942,11 +1221,10 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 unlock:
 	unlock_rows(vol, locks, nl);
 out:
-	for (unsigned j = 0; j <= DG_MAX_PARITY; j++)
-		dg_csum_cursor_fini(&cur[j]);
 	dg_flushset_fini(&fs);
 	if (jr != r)
 		free((void *)jr);
+	free(rix);
 	free(locks);
 	free(rows);
 	free(pg);

@@ -336,6 +336,14 @@ void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
 	fs->r[fs->n++] = (struct dg_flushrange){ dev, off, len };
 }
 
+void dg_flushset_merge(struct dg_flushset *to, const struct dg_flushset *from)
+{
+	for (unsigned i = 0; i < from->n; i++)
+		dg_flushset_add(to, from->r[i].dev, from->r[i].off,
+				from->r[i].len);
+	to->oom = to->oom || from->oom;
+}
+
 void dg_flushset_fini(struct dg_flushset *fs)
 {
 	free(fs->r);

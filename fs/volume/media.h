@@ -133,6 +133,8 @@ void dg_flushset_init(struct dg_flushset *fs);
 void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
 		     uint64_t len);
 void dg_flushset_fini(struct dg_flushset *fs);
+/* Add every range of from to to (from is left as it was). */
+void dg_flushset_merge(struct dg_flushset *to, const struct dg_flushset *from);
 /* Persist every range of fs (each device region once: msync costs a
  * call, not bytes) and empty it. devs is indexed by device index.
  * Returns the first failure (dg_dev_persist), having tried them all. */

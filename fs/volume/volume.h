@@ -93,6 +93,8 @@ struct dg_vol_info {
 				   read) since the open */
 	uint64_t rows_new;	/* of rows_full, rows new to their update:
 				   their bytes not in the journal */
+	uint64_t updates_split;	/* updates whose old pages two threads
+				   read and verified, since the open */
 };
 
 /* Format devs as one volume: superblocks, checksum areas, journal, the

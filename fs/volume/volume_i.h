@@ -100,7 +100,7 @@ struct dg_vol {
 	 * they patched with deltas (old data and parity read), since the
 	 * open (apply.c); of the first, those new to their update, written
 	 * before its journal entry (DG_JRANGE_IN_PLACE). */
-	_Atomic uint64_t rows_full, rows_patched, rows_new;
+	_Atomic uint64_t rows_full, rows_patched, rows_new, updates_split;
 
 	/* Online replace (replace.c); NULL when none runs. Set and
 	 * cleared with every row lock and the journal lock held. */
