@@ -59,6 +59,8 @@ size_t cm_region_take(struct cm_region *r, size_t p0, size_t p1,
 /* Put pages back on the dirty list (a failed sync). */
 void cm_region_untake(struct cm_region *r, const uint32_t *pg, size_t n);
 void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n);
+/* The same for every page of [p0, p1), a word at a time. */
+void cm_region_clean_range(struct cm_region *r, size_t p0, size_t p1);
 /* Hold the region against escalations (and other syncs) for a sync.
  * Leaving carries out an escalation a handler asked for meanwhile. */
 void cm_region_enter(struct cm_region *r);
@@ -72,6 +74,12 @@ void cm_region_drain(struct cm_region *r);
  * the signal handler. The caller holds the region (cm_region_enter(),
  * or the handler's escalate()). 0 or -errno. */
 int cm_region_overflow(struct cm_region *r);
+/* After a sync of the whole region that followed an overflow and asked
+ * the kernel which pages were written (n of them): whether the region
+ * stays with the kernel's tracking (writable, every bit set) rather
+ * than going back to page by page; rearm: the region was mapped afresh
+ * since the scan. The caller holds the region. */
+bool cm_region_resume(struct cm_region *r, size_t n, bool rearm);
 
 /* userfaultfd write tracking (dirty.c). Setup registers the region;
  * cm_region_overflow() arms the write-protect. Without kernel support
@@ -107,8 +115,11 @@ struct commit_map {
 	uint32_t next;
 	struct cm_region reg;
 	uint32_t *take;		/* scratch for syncs: 2 * npages */
+	size_t taken;		/* pages the last sync diffed, for tests */
 	uint8_t *msg;		/* scratch message buffer */
 	size_t msgcap;
+	struct commit_run *runs; /* scratch: the runs of a message */
+	size_t runcap;
 	/* Read-write maps: the media itself, mapped shared and read-only
 	 * at the data's offsets, to diff the private copies against. */
 	uint8_t *media;
@@ -120,6 +131,8 @@ int cm_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* For tests: device index and byte offset of map offset off. */
 /* For tests: how many times the map stopped tracking page by page. */
 unsigned commit__overflows(const struct commit_map *m);
+/* For tests: how many pages the last sync diffed. */
+size_t commit__taken(const struct commit_map *m);
 int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
 		   uint64_t *devoff, int *devfd);
 

@@ -388,6 +388,42 @@ int cm_region_overflow(struct cm_region *r)
 	return 0;
 }
 
+/*
+ * After a sync of the whole region that the kernel's tracking served
+ * (the scan write-protected again the n pages it found, so the region
+ * is armed as at the overflow unless it was mapped afresh, rearm; every
+ * bit is still set): if the program dirtied many pages, stay with that
+ * tracking. Going back to page by
+ * page costs a signal and an mprotect per page up to the threshold,
+ * then the escalation again (arming the whole region), every round of a
+ * program that keeps dirtying many pages; staying costs one mprotect.
+ * A program that dirties few goes back to page by page at its next
+ * sync, since the scan walks the whole region's page table and the list
+ * does not. Returns whether it stays (false: the caller cleans up as
+ * after any sync, and the region is tracked page by page).
+ */
+bool cm_region_resume(struct cm_region *r, size_t n, bool rearm)
+{
+	if (n < escalate_at || r->uffd < 0 || atomic_load(&r->uffd_failed))
+		return false;
+	/* A fresh mapping is registered but not protected: unarmed, every
+	 * page would look written to the next scan. Nothing is written
+	 * yet (the region is read-only). */
+	if (rearm && cm_uffd_protect(r, 0, r->npages, true))
+		return false;
+	if (mprotect((void *)r->base, r->npages * CM_PAGE,
+		     PROT_READ | PROT_WRITE)) {
+		/* Some pages may have become writable without the
+		 * overflow: overflow after all, and have the next sync
+		 * diff every page rather than trust the scan. */
+		atomic_store(&r->uffd_failed, true);
+		(void)cm_region_overflow(r);
+		return true;
+	}
+	atomic_store(&r->overflow, true);
+	return true;
+}
+
 int cm_uffd_setup(struct cm_region *r)
 {
 	struct uffdio_api api = {
@@ -485,4 +521,17 @@ void cm_region_clean(struct cm_region *r, const uint32_t *pg, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		atomic_fetch_and(&r->bits[pg[i] / 64], ~(1ull << (pg[i] % 64)));
+}
+
+void cm_region_clean_range(struct cm_region *r, size_t p0, size_t p1)
+{
+	while (p0 < p1) {
+		size_t w = p0 / 64, end = (w + 1) * 64 < p1 ? (w + 1) * 64 : p1;
+		uint64_t mask = end - p0 == 64 ? ~0ull
+					       : ((1ull << (end - p0)) - 1)
+						 << (p0 % 64);
+
+		atomic_fetch_and(&r->bits[w], ~mask);
+		p0 = end;
+	}
 }

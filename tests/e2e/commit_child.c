@@ -206,6 +206,17 @@ static int run(char *line)
 			arm((int)ARG(1));
 			printf("ok\n");
 		}
+	} else if (!strcmp(argv[0], "failmprotectrw")) {
+		/* failmprotectrw N: the next N mprotect(PROT_READ |
+		 * PROT_WRITE) calls fail (needs fail_syscalls.so). */
+		void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
+							 "fail_mprotect_rw_arm");
+
+		ret = arm ? 0 : -ENOSYS;
+		if (arm) {
+			arm((int)ARG(1));
+			printf("ok\n");
+		}
 	} else if (!strcmp(argv[0], "failmmapshared")) {
 		/* failmmapshared N: the next N mmap(MAP_SHARED) calls fail
 		 * (needs fail_syscalls.so preloaded). */
@@ -219,6 +230,8 @@ static int run(char *line)
 		}
 	} else if (!strcmp(argv[0], "overflows")) {
 		printf("ok %u\n", commit__overflows(m));
+	} else if (!strcmp(argv[0], "taken")) {
+		printf("ok %zu\n", commit__taken(m));
 	} else if (!strcmp(argv[0], "direct")) {
 		printf("ok %d\n", commit_map_is_direct(m));
 	} else if (!strcmp(argv[0], "fill")) {

@@ -13,17 +13,19 @@
 /*
  * fail_mprotect_arm(n): the next n mprotect(PROT_READ) calls fail with
  * ENOMEM, as they do when a process runs into vm.max_map_count.
+ * fail_mprotect_rw_arm(n): the same for mprotect(PROT_READ | PROT_WRITE).
  * fail_mmap_shared_arm(n): the next n mmap(MAP_SHARED) calls fail with
  * ENOMEM. Every other call passes through.
  */
 void fail_mprotect_arm(int n);
+void fail_mprotect_rw_arm(int n);
 void fail_mmap_shared_arm(int n);
 int mprotect(void *addr, size_t len, int prot);
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int fstatfs(int fd, struct statfs *buf);
 int msync(void *addr, size_t len, int flags);
 
-static atomic_int armed, armed_mmap;
+static atomic_int armed, armed_rw, armed_mmap;
 
 void fail_mmap_shared_arm(int n)
 {
@@ -50,12 +52,20 @@ void fail_mprotect_arm(int n)
 	atomic_store(&armed, n);
 }
 
+void fail_mprotect_rw_arm(int n)
+{
+	atomic_store(&armed_rw, n);
+}
+
 int mprotect(void *addr, size_t len, int prot)
 {
 	static int (*real)(void *, size_t, int);
+	atomic_int *a = prot == PROT_READ		  ? &armed
+			: prot == (PROT_READ | PROT_WRITE) ? &armed_rw
+							   : NULL;
 
-	if (prot == PROT_READ && atomic_load(&armed) > 0) {
-		atomic_fetch_sub(&armed, 1);
+	if (a && atomic_load(a) > 0) {
+		atomic_fetch_sub(a, 1);
 		errno = ENOMEM;
 		return -1;
 	}

@@ -152,6 +152,54 @@ static void test_overflow(void)
 	region_free(&t);
 }
 
+/* clean_range() clears the bits of its range only, across words. */
+static void test_clean_range(void)
+{
+	_Atomic uint64_t bits[4];
+	struct cm_region r = { .npages = 200, .bits = bits };
+
+	for (unsigned w = 0; w < 4; w++)
+		atomic_store(&bits[w], ~0ull);
+	cm_region_clean_range(&r, 5, 150);
+	for (unsigned pg = 0; pg < 256; pg++)
+		CHECK_EQ(!!(atomic_load(&bits[pg / 64]) & (1ull << (pg % 64))),
+			 pg < 5 || pg >= 150);
+	cm_region_clean_range(&r, 0, 200);
+	CHECK(atomic_load(&bits[0]) == 0 && atomic_load(&bits[1]) == 0 &&
+	      atomic_load(&bits[2]) == 0);
+	CHECK(atomic_load(&bits[3]) == ~0ull << 8);	/* past npages */
+}
+
+/* After a sync of a whole overflowed region: with the kernel's tracking
+ * and many pages, the region stays in overflow, writable (stores list
+ * nothing); with few pages, or no kernel tracking, it does not (the
+ * caller cleans up, as after any sync). */
+static void test_resume(void)
+{
+	struct tregion t;
+
+	REQUIRE(region_make(&t, true));
+	CHECK(!cm_region_resume(&t.r, NPAGES, false));	/* no userfaultfd */
+	REQUIRE(cm_uffd_setup(&t.r) == 0);
+	if (t.r.uffd < 0) {
+		region_free(&t);
+		return;		/* a kernel before 6.7: nothing to resume */
+	}
+	REQUIRE(cm_region_overflow(&t.r) == 0);
+	/* As a sync of the whole region does. */
+	atomic_store(&t.r.overflow, false);
+	REQUIRE(mprotect((void *)t.mem, NPAGES * CM_PAGE, PROT_READ) == 0);
+	CHECK(!cm_region_resume(&t.r, 3, false));	/* few pages */
+	CHECK(!atomic_load(&t.r.overflow));
+	CHECK(cm_region_resume(&t.r, 1000, true));
+	CHECK(atomic_load(&t.r.overflow));
+	CHECK_EQ(atomic_load(&t.r.overflows), 1);	/* not escalated again */
+	t.mem[5 * CM_PAGE] = 1;				/* no fault: writable */
+	CHECK_EQ(nlisted(&t.r), 0);
+	cm_uffd_close(&t.r);
+	region_free(&t);
+}
+
 /* A store the tracker does not own still kills: to a read-only map, and
  * to read-only memory outside every region. */
 static void test_foreign_faults_kill(void)
@@ -176,6 +224,8 @@ int main(int argc, char **argv)
 		{ "stream_claims_run", test_stream_claims_run },
 		{ "take_untake_clean", test_take_untake_clean },
 		{ "overflow", test_overflow },
+		{ "clean_range", test_clean_range },
+		{ "resume", test_resume },
 		{ "foreign_faults_kill", test_foreign_faults_kill },
 		{ NULL, NULL },
 	};
