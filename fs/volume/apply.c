@@ -1193,9 +1193,11 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		nl = lock_rows(vol, pg, npg, false, locks);
 	if (hooks && hooks->locked)
 		hooks->locked(hooks->arg);
+	/* No redundancy: no buffers, nothing to prepare. */
 	ret = prepare(vol, r, rix, pg, npg, rows, &nrows,
-		      mem + (mem_pages - prepare_scratch_pages(vol)) *
-				    DG_PAGE_SIZE);
+		      mem ? mem + (mem_pages - prepare_scratch_pages(vol)) *
+					  DG_PAGE_SIZE
+			  : NULL);
 	if (!ret)
 		ret = journal_ranges(vol, r, n, pg, npg, &jr, &njr);
 	if (ret)
