@@ -539,9 +539,23 @@ class Workload:
             os.close(fd)
         return f"fsync {f}"
 
-    def _stores(self, f):
+    SCATTER = 256       # pages: an update the daemon splits (apply.c)
+
+    def _stores(self, f, scatter=False):
+        """A few stores, or (scatter) 8 bytes into each of SCATTER to
+        400 pages, when the file has that many: a sync whose pages the
+        daemon reads, verifies and writes on two threads."""
         buf = self.m.files[f]
+        npages = len(buf) // PAGE
         out = []
+        if scatter and npages >= self.SCATTER:
+            k = self.rng.randint(self.SCATTER, min(npages, 400))
+            for pg in sorted(self.rng.sample(range(npages), k)):
+                off = pg * PAGE + self.rng.randrange(PAGE - 8)
+                data = self.rng.randbytes(8)
+                buf[off:off + 8] = data
+                out.append((off, data))
+            return out
         for _ in range(self.rng.randint(1, 3)):
             ln = min(len(buf), self.rng.choice([8, 64, 200, PAGE + 100]))
             off = self.rng.randrange(len(buf) - ln + 1)
@@ -550,12 +564,17 @@ class Workload:
             out.append((off, data))
         return out
 
-    def op_commit(self):
-        """libcommit: map the file, store, commit_sync, unmap."""
-        f = self.some_file(nonempty=True)
+    def op_commit(self, scatter=None):
+        """libcommit: map the file, store, commit_sync, unmap; a third
+        of them (or as told) scattered over hundreds of pages of the
+        largest file."""
+        if scatter is None:
+            scatter = self.rng.random() < 0.3
+        f = (max(self.m.files, key=lambda x: len(self.m.files[x]))
+             if scatter and self.m.files else self.some_file(nonempty=True))
         if not f or not self.has_commit:
             return self.op_overwrite()
-        stores = self._stores(f)
+        stores = self._stores(f, scatter)
         cmds = ["map rw 0 0"] + [f"store {o} {d.hex()}" for o, d in stores] \
             + ["sync", "unmap"]
         p = subprocess.run([str(CHILD), str(self.path(f))] + cmds,
@@ -654,6 +673,7 @@ class Base:
         try:
             w.run(self.nops)
             w.op_create()                     # at least one large write
+            w.op_commit(scatter=True)         # and one scattered sync
             snaps.append(self._snapshot())    # 1: mounted, idle
             w.run(self.nops)
         finally:
