@@ -150,6 +150,19 @@ static int race(size_t npages, unsigned ms)
 	return ret;
 }
 
+/* Arm fail_syscalls.so (preloaded) to fail the next n calls its
+ * function sym is about; -ENOSYS when it is not preloaded. */
+static int arm_failures(const char *sym, int n)
+{
+	void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, sym);
+
+	if (!arm)
+		return -ENOSYS;
+	arm(n);
+	printf("ok\n");
+	return 0;
+}
+
 static int run(char *line)
 {
 	char *argv[8], *save = NULL;
@@ -196,38 +209,15 @@ static int run(char *line)
 				(uint8_t)ARG(3);
 		printf("ok\n");
 	} else if (!strcmp(argv[0], "failmprotect")) {
-		/* failmprotect N: the next N write-protects fail (needs
-		 * fail_syscalls.so preloaded). */
-		void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
-							 "fail_mprotect_arm");
-
-		ret = arm ? 0 : -ENOSYS;
-		if (arm) {
-			arm((int)ARG(1));
-			printf("ok\n");
-		}
+		/* failmprotect N: the next N write-protects fail. */
+		ret = arm_failures("fail_mprotect_arm", (int)ARG(1));
 	} else if (!strcmp(argv[0], "failmprotectrw")) {
 		/* failmprotectrw N: the next N mprotect(PROT_READ |
-		 * PROT_WRITE) calls fail (needs fail_syscalls.so). */
-		void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
-							 "fail_mprotect_rw_arm");
-
-		ret = arm ? 0 : -ENOSYS;
-		if (arm) {
-			arm((int)ARG(1));
-			printf("ok\n");
-		}
+		 * PROT_WRITE) calls fail. */
+		ret = arm_failures("fail_mprotect_rw_arm", (int)ARG(1));
 	} else if (!strcmp(argv[0], "failmmapshared")) {
-		/* failmmapshared N: the next N mmap(MAP_SHARED) calls fail
-		 * (needs fail_syscalls.so preloaded). */
-		void (*arm)(int) = (void (*)(int))dlsym(RTLD_DEFAULT,
-							 "fail_mmap_shared_arm");
-
-		ret = arm ? 0 : -ENOSYS;
-		if (arm) {
-			arm((int)ARG(1));
-			printf("ok\n");
-		}
+		/* failmmapshared N: the next N mmap(MAP_SHARED) calls fail. */
+		ret = arm_failures("fail_mmap_shared_arm", (int)ARG(1));
 	} else if (!strcmp(argv[0], "overflows")) {
 		printf("ok %u\n", commit__overflows(m));
 	} else if (!strcmp(argv[0], "taken")) {

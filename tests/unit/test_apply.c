@@ -117,6 +117,20 @@ static void test_random_p2_cached(void)
 	random_updates(5, 2, 2000, true);
 }
 
+/* Pages [vpn, vpn + span) read back as model (rd: room for them), and
+ * a scrub finds every page and row of the volume consistent. */
+static void check_model_clean(struct dg_vol *vol, uint64_t vpn, uint64_t span,
+			      const uint8_t *model, uint8_t *rd)
+{
+	struct dg_scrub_report sr;
+
+	REQUIRE(dg_read(vol, vpn, span, rd) == 0);
+	CHECK(memcmp(rd, model, span * DG_PAGE_SIZE) == 0);
+	REQUIRE(dg_vol_scrub(vol, false, &sr, NULL, NULL) == 0);
+	CHECK_EQ(sr.detected, 0);
+	CHECK_EQ(sr.parity_mismatch, 0);
+}
+
 /*
  * An update that overwrites every data page of some rows whole takes
  * their parity from the new data alone (a full-stripe write): the old
@@ -129,7 +143,6 @@ static void full_rows(unsigned ndev, unsigned parity)
 	struct tvol tv;
 	struct dg_vol *vol;
 	struct dg_vol_info info;
-	struct dg_scrub_report sr;
 	uint64_t seed = 77 + ndev, base[DG_FAULT_NR], now[DG_FAULT_NR];
 	uint64_t cp, span, first;
 	uint8_t *model, *rd, junk[64];
@@ -186,11 +199,7 @@ static void full_rows(unsigned ndev, unsigned parity)
 	REQUIRE(dg_apply(vol, rg, n) == 0);
 	dg_vol_fault_counts(vol, now);
 	CHECK_EQ(now[DG_FAULT_DETECTED] - base[DG_FAULT_DETECTED], 0);
-	REQUIRE(dg_read(vol, first, span, rd) == 0);
-	CHECK(memcmp(rd, model, span * DG_PAGE_SIZE) == 0);
-	REQUIRE(dg_vol_scrub(vol, false, &sr, NULL, NULL) == 0);
-	CHECK_EQ(sr.detected, 0);
-	CHECK_EQ(sr.parity_mismatch, 0);
+	check_model_clean(vol, first, span, model, rd);
 	dg_vol_close(vol);
 	free(model);
 	free(rd);
@@ -221,7 +230,6 @@ static void scattered(unsigned ndev, unsigned parity)
 	struct tvol tv;
 	struct dg_vol *vol;
 	struct dg_vol_info in0, in1;
-	struct dg_scrub_report sr;
 	uint64_t seed = 4242 + ndev, f0[DG_FAULT_NR], f1[DG_FAULT_NR];
 	uint8_t *model, *rd, junk[64];
 	struct dg_range *rg = calloc(NPG, sizeof(*rg));
@@ -274,11 +282,7 @@ static void scattered(unsigned ndev, unsigned parity)
 	CHECK(f1[DG_FAULT_DETECTED] - f0[DG_FAULT_DETECTED] >= 2 * DAMAGE);
 	CHECK(f1[DG_FAULT_REPAIRED] - f0[DG_FAULT_REPAIRED] >= 2 * DAMAGE);
 	CHECK_EQ(f1[DG_FAULT_UNRECOVERABLE], f0[DG_FAULT_UNRECOVERABLE]);
-	REQUIRE(dg_read(vol, BASE, SPAN, rd) == 0);
-	CHECK(memcmp(rd, model, (size_t)SPAN * DG_PAGE_SIZE) == 0);
-	REQUIRE(dg_vol_scrub(vol, false, &sr, NULL, NULL) == 0);
-	CHECK_EQ(sr.detected, 0);
-	CHECK_EQ(sr.parity_mismatch, 0);
+	check_model_clean(vol, BASE, SPAN, model, rd);
 	dg_vol_close(vol);
 	free(model);
 	free(rd);
