@@ -52,6 +52,16 @@ extern int test_failures;
 		}                                                          \
 	} while (0)
 
+/* A scrub (repairing or not) of the whole volume finds no damage and no
+ * parity that disagrees with its data. */
+#define SCRUB_CLEAN(vol, repair)                                           \
+	do {                                                               \
+		struct dg_scrub_report sr_ = { 0 };                        \
+		CHECK_EQ(dg_vol_scrub((vol), (repair), &sr_, NULL, NULL), 0); \
+		CHECK_EQ(sr_.detected, 0);                                 \
+		CHECK_EQ(sr_.parity_mismatch, 0);                          \
+	} while (0)
+
 /*
  * Run the cases named on the command line, or all but the bug_ ones.
  * Prints one line per case and the closing "N passed, N failed" line;

@@ -44,7 +44,6 @@ static uint64_t fail_one(uint64_t k)
 	uint8_t *got = aligned_alloc(PG, 2 * PG);
 	struct dg_range r[2];
 	struct dg_vol_info in;
-	struct dg_scrub_report rep;
 	struct dg_vol *vol;
 	struct tvol tv;
 	uint64_t made = 0;
@@ -96,9 +95,7 @@ static uint64_t fail_one(uint64_t k)
 	CHECK(!memcmp(got, old, 2 * PG) || !memcmp(got, new, 2 * PG));
 	if (ret == 0)
 		CHECK(!memcmp(got, new, 2 * PG));
-	CHECK_EQ(dg_vol_scrub(vol, false, &rep, NULL, NULL), 0);
-	CHECK_EQ(rep.detected, 0);
-	CHECK_EQ(rep.parity_mismatch, 0);
+	SCRUB_CLEAN(vol, false);
 	dg_vol_get_info(vol, &in);
 	CHECK(!in.read_only && !in.failed[0]);
 	dg_vol_close(vol);
@@ -134,7 +131,6 @@ static void fail_one_new_rows(uint64_t k, uint64_t *madep)
 	uint8_t *new = aligned_alloc(PG, NEW_PAGES * PG);
 	uint8_t *got = aligned_alloc(PG, PG);
 	struct dg_vrun runs[DG_MAX_DEVS];
-	struct dg_scrub_report rep;
 	struct dg_vol_info in;
 	struct dg_txn *t = NULL;
 	struct dg_vol *vol;
@@ -189,9 +185,7 @@ static void fail_one_new_rows(uint64_t k, uint64_t *madep)
 			CHECK(!memcmp(got, new + done * PG, PG));
 		}
 	}
-	CHECK_EQ(dg_vol_scrub(vol, false, &rep, NULL, NULL), 0);
-	CHECK_EQ(rep.detected, 0);
-	CHECK_EQ(rep.parity_mismatch, 0);
+	SCRUB_CLEAN(vol, false);
 	dg_vol_close(vol);
 	tvol_cleanup(&tv);
 	free(new);
