@@ -122,7 +122,6 @@ static void test_random_p2_cached(void)
 static void check_model_clean(struct dg_vol *vol, uint64_t vpn, uint64_t span,
 			      const uint8_t *model, uint8_t *rd)
 {
-
 	REQUIRE(dg_read(vol, vpn, span, rd) == 0);
 	CHECK(memcmp(rd, model, span * DG_PAGE_SIZE) == 0);
 	SCRUB_CLEAN(vol, false);
