@@ -348,15 +348,16 @@ static void keep_span(uint8_t *dst, const uint8_t *src, bool fresh,
  * thousands of pages) splits its work between two threads on a machine
  * with more than one CPU: reading and verifying the old pages and
  * parity it patches (prepare()), and writing pages and parity in place
- * (write_pages()). The caller, whose
- * client waits meanwhile, would otherwise leave the other CPU idle. The
- * split is by row: a part takes the rows whose checksum page index has
- * its parity, so no row is touched by both (a repair on the way writes
- * only its own row, under the row locks the update holds, and checksum
- * pages under their own locks, as concurrent readers do), and each part
- * walks its checksum pages in order with its own cursors. The checksum
- * pages themselves are written by the caller alone, once both parts are
- * done.
+ * (write_pages()). The caller, whose client waits meanwhile, would
+ * otherwise leave the other CPU idle. The split is by row, so no row is
+ * touched by both (a repair on the way writes only its own row, under
+ * the row locks the update holds, and checksum pages under their own
+ * locks, as concurrent readers do). A row goes to the part a hash of
+ * its number names: split by checksum page (510 rows each), an update
+ * of rows near each other went to one part whole, and split by odd and
+ * even rows, one of every other page did. Each part walks the checksum
+ * pages in order with its own cursors. The checksum pages themselves
+ * are written by the caller alone, once both parts are done.
  */
 #define SPLIT_MIN 256	/* pages: below, a thread costs more than it saves */
 
@@ -379,7 +380,7 @@ static bool worth_two(unsigned pages)
 
 static bool part_has(unsigned part, unsigned parts, uint64_t row)
 {
-	return (row / DG_CSUMS_PER_PAGE) % parts == part;
+	return (row * 0x9e3779b97f4a7c15ull >> 32) % parts == part;
 }
 
 /* fn(a0) here and, when two, fn(a1) on a second thread (here, after
