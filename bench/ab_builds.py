@@ -36,6 +36,8 @@ JOBS = {
                     "--time_based", "--runtime={t}"],
     "randwrite": ["--rw=randwrite", "--bs=4k", "--size=256M",
                   "--time_based", "--runtime={t}"],
+    "randwrite-4j": ["--rw=randwrite", "--bs=4k", "--size=64M",
+                     "--numjobs=4", "--time_based", "--runtime={t}"],
     "seqread": ["--rw=read", "--bs=1M", "--size=256M", "--time_based",
                 "--runtime={t}"],
     "randread": ["--rw=randread", "--bs=4k", "--size=256M",

@@ -388,6 +388,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(r, "rows_patched", in->rows_patched);
 	json_add_u64(r, "rows_written_before_journal", in->rows_new);
 	json_add_u64(r, "updates_verified_in_two_threads", in->updates_split);
+	json_add_u64(r, "journal_appends_waited", in->appends_waited);
 	json_add_u64(r, "generation", in->generation);
 	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);
 	json_add_u64(fo, "repaired", f[DG_FAULT_REPAIRED]);

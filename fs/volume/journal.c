@@ -10,6 +10,8 @@
 struct dg_jpending {
 	uint64_t seq;
 	uint64_t end_off;	/* log offset just past the entry */
+	int written;		/* 0 being written, 1 durable, else the
+				 * persist failure */
 	bool done;
 };
 
@@ -723,15 +725,37 @@ out:
 	return ret;
 }
 
+/*
+ * After the replay, number the next entries above every number this
+ * volume used before (each open for writing has a new generation). The
+ * replay stops at the first entry that is not whole, and appends write
+ * side by side: entries after a torn one may be whole, left by updates
+ * that never went on (wait_written()). Numbered afresh, they can never
+ * pass for successors of the entries appended from here on.
+ */
+static void fresh_numbers(struct dg_vol *vol)
+{
+	struct dg_journal *j = &vol->jrnl;
+	uint64_t first = (vol->sb.generation << 40) + 1;
+
+	if (j->head_seq >= first)
+		return;
+	j->tail_off = j->head_off;
+	j->tail_seq = j->head_seq = j->written_seq = first;
+	write_head(vol);
+}
+
 int dg_journal_open(struct dg_vol *vol, bool do_recover)
 {
 	struct dg_journal *j = &vol->jrnl;
 	struct dg_djhead h;
 	uint64_t pages;
+	int ret;
 
 	memset(j, 0, sizeof(*j));
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
+	pthread_cond_init(&j->wcond, NULL);
 	j->ncopies = dg_jrnl_ncopies(vol);
 	for (unsigned c = 0; c < j->ncopies; c++)
 		dg_jrnl_loc(vol, c, &j->dev[c], &j->start[c], &pages);
@@ -770,10 +794,14 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 			seq++;
 		}
 		j->head_off = off;
-		j->head_seq = seq;
+		j->head_seq = j->written_seq = seq;
 		return 0;
 	}
-	return recover(vol);
+	ret = recover(vol);
+	j->written_seq = j->head_seq;
+	if (!ret)
+		fresh_numbers(vol);
+	return ret;
 }
 
 bool dg_journal_dirty(struct dg_vol *vol)
@@ -787,6 +815,7 @@ void dg_journal_close(struct dg_vol *vol)
 	vol->jrnl.pend = NULL;
 	pthread_mutex_destroy(&vol->jrnl.lock);
 	pthread_cond_destroy(&vol->jrnl.cond);
+	pthread_cond_destroy(&vol->jrnl.wcond);
 }
 
 size_t dg_journal_max_entry(const struct dg_vol *vol)
@@ -839,17 +868,19 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
 		j->pend_first = 0;
 	}
 	j->pend[(j->pend_first + j->npend++) % j->pend_cap] =
-		(struct dg_jpending){ seq, end, done };
+		(struct dg_jpending){ .seq = seq, .end_off = end,
+				      .done = done };
 	return 0;
 }
 
-/* Write an entry at the head of every copy: the header and descriptors
- * from e, the bytes of range i from data[i] (a wrap entry has no ranges:
- * data may be NULL), with the zero padding the layout asks for. Caller
- * holds the lock and has made room. Returns the first persist failure:
- * the entry may then be durable or not, as after a crash. */
+/* Write entry e, numbered seq, at log offset at of every copy: the
+ * header and descriptors from e, the bytes of range i from data[i] (a
+ * wrap entry has no ranges: data may be NULL), with the zero padding the
+ * layout asks for. The space is the caller's (reserved, or the lock
+ * held). Returns the first persist failure: the entry may then be
+ * durable or not, as after a crash. */
 static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
-		     const void *const *data)
+		     const void *const *data, uint64_t seq, uint64_t at)
 {
 	int ret = 0;
 	static const uint8_t zeros[8];
@@ -859,11 +890,11 @@ static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
 	uint64_t area;
 
 	e->magic = DG_JENTRY_MAGIC;
-	e->seq = j->head_seq;
+	e->seq = seq;
 	e->csum = entry_csum(vol, e, data);
 	for (unsigned c = 0; c < j->ncopies; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
-		uint64_t off = area + j->log_off + j->head_off;
+		uint64_t off = area + j->log_off + at;
 		uint64_t end = off + e->len;
 
 		if (!d)
@@ -886,17 +917,71 @@ static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
 		struct dg_dev *d = copy_dev(vol, c, &area);
 
 		if (d)
-			ret = dg_dev_persist(d, area + j->log_off + j->head_off,
-					     e->len);
+			ret = dg_dev_persist(d, area + j->log_off + at, e->len);
 	}
 	return ret;
 }
 
+static struct dg_jpending *pend_of(struct dg_journal *j, uint64_t seq)
+{
+	uint64_t first = j->pend[j->pend_first].seq;
+
+	return &j->pend[(j->pend_first + (seq - first)) % j->pend_cap];
+}
+
+/* Entry seq is written (ret: how its persist went); wake those waiting
+ * for it. Caller holds the lock. */
+static void mark_written(struct dg_journal *j, uint64_t seq, int ret)
+{
+	pend_of(j, seq)->written = ret ? ret : 1;
+	while (j->written_seq < j->head_seq &&
+	       pend_of(j, j->written_seq)->written == 1)
+		j->written_seq++;
+	if (j->wwaiters)
+		pthread_cond_broadcast(&j->wcond);
+}
+
+/*
+ * Entry seq is written (ret: how its persist went). Returns once every
+ * entry before it is durable too, or the first failure among them. The
+ * replay stops at the first entry that is not whole, so an update must
+ * not write in place while an earlier entry may still be torn: the
+ * replay would not redo it. Caller holds the lock.
+ */
+static int wait_written(struct dg_journal *j, uint64_t seq, int ret)
+{
+	unsigned waited = 0;
+
+	mark_written(j, seq, ret);
+	for (;;) {
+		int w;
+
+		if (seq < j->written_seq)
+			return 0;
+		w = pend_of(j, j->written_seq)->written;
+		if (w < 0)
+			return w;
+		if (!waited++)
+			__atomic_fetch_add(&j->appends_waited, 1,
+					   __ATOMIC_RELAXED);
+		j->wwaiters++;
+		pthread_cond_wait(&j->wcond, &j->lock);
+		j->wwaiters--;
+	}
+}
+
+/*
+ * Appends run side by side: the lock is held only to reserve the space
+ * and the number, and to wait for the entries before (wait_written());
+ * the copies and their persists are made without it, so concurrent
+ * updates share the journal instead of queueing on it.
+ */
 int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		      const void *const *data, uint64_t *seq)
 {
 	struct dg_journal *j = &vol->jrnl;
 	size_t len = entry->len;
+	uint64_t at;
 	int ret;
 
 	if (len > dg_journal_max_entry(vol))
@@ -922,24 +1007,30 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		struct dg_djentry wrap = { .len = DG_JALIGN,
 					   .flags = DG_JENTRY_WRAP };
 
-		ret = put_entry(vol, &wrap, NULL);
-		if (!ret)
-			ret = pend_push(j, j->head_seq, 0, true);
+		ret = pend_push(j, j->head_seq, 0, true);
 		if (ret)
 			goto out;
+		/* Written under the lock: the next entry waits for it. */
+		ret = put_entry(vol, &wrap, NULL, j->head_seq, j->head_off);
+		mark_written(j, j->head_seq, ret);
 		j->head_seq++;
 		j->head_off = 0;
+		if (ret)
+			goto out;
 	}
-	ret = put_entry(vol, entry, data);
-	if (ret)
-		goto out;
-	*seq = j->head_seq;
 	ret = pend_push(j, j->head_seq, (j->head_off + len) % j->log_bytes,
 			false);
 	if (ret)
 		goto out;
-	j->head_seq++;
+	*seq = j->head_seq++;
+	at = j->head_off;
 	j->head_off = (j->head_off + len) % j->log_bytes;
+	pthread_mutex_unlock(&j->lock);
+
+	ret = put_entry(vol, entry, data, *seq, at);
+
+	pthread_mutex_lock(&j->lock);
+	ret = wait_written(j, *seq, ret);
 out:
 	pthread_mutex_unlock(&j->lock);
 	return ret;
@@ -992,7 +1083,8 @@ void dg_journal_format(struct dg_vol *vol)
 	/* Above every sequence number an earlier journal of this volume can
 	 * have used (each open's generation starts a new range), so an old
 	 * entry left on a stale device can never pass for a live one. */
-	j->tail_seq = (vol->sb.generation << 40) + 1;
+	j->tail_seq = j->head_seq = j->written_seq =
+		(vol->sb.generation << 40) + 1;
 	/* The same for the header: the highest hseq over every copy wins
 	 * (read_head()), so a fresh journal's headers must outrank any an
 	 * older journal left on a device that comes back stale, or its old

@@ -18,7 +18,9 @@
  *     orders every write to it: everything outside the data rows while
  *     every row lock and the journal lock are held (updates and repairs
  *     write checksum pages, the init map and ditto copies only under row
- *     locks, the journal under its lock), before T is attached; each data
+ *     locks; journal entries are placed under the journal lock and
+ *     written while their update holds its row locks), before T is
+ *     attached; each data
  *     row under its own lock, in row order (fill_row grows with it).
  *
  * Every write to T goes through a repair write's rule (repair.c): whole
@@ -225,8 +227,9 @@ static void copy_csum_pages(struct dg_vol *vol, unsigned dev,
 		}
 }
 
-/* A missing S: its journal copy, from one that is present (the journal
- * lock is held: nothing is appended meanwhile). */
+/* A missing S: its journal copy, from one that is present (every row
+ * lock and the journal lock are held: no entry is placed or written
+ * meanwhile). */
 static void copy_journal(struct dg_vol *vol, unsigned dev, struct dg_dev *t)
 {
 	unsigned nj = dg_jrnl_ncopies(vol), src = nj, sdev = 0;

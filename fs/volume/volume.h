@@ -95,6 +95,8 @@ struct dg_vol_info {
 				   their bytes not in the journal */
 	uint64_t updates_split;	/* updates whose old pages two threads
 				   read and verified, since the open */
+	uint64_t appends_waited; /* journal appends that waited for an
+				    earlier entry still being written */
 };
 
 /* Format devs as one volume: superblocks, checksum areas, journal, the

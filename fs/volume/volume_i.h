@@ -40,6 +40,11 @@ struct dg_journal {
 	struct dg_jpending *pend; /* protected by lock: ring of in-flight */
 	unsigned npend, pend_cap, pend_first;
 	pthread_cond_t cond;	/* signalled when an entry completes */
+	uint64_t written_seq;	/* protected by lock: every entry below it
+				 * is durable (appends write side by side) */
+	pthread_cond_t wcond;	/* signalled when written_seq moves */
+	unsigned wwaiters;	/* protected by lock: waiting on wcond */
+	uint64_t appends_waited; /* status; atomic */
 	unsigned ncopies;
 	unsigned dev[DG_MAX_JCOPIES];	/* device of each copy */
 	uint64_t start[DG_MAX_JCOPIES];	/* first page of each copy */

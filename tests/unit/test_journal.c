@@ -361,6 +361,108 @@ static void test_lost_headers_legacy(void)
 	lost_headers_case("jlost4", 4, 1, true);
 }
 
+/*
+ * Appends write side by side (journal.c), so a crash can leave an entry
+ * torn and the one after it whole: that update never went on
+ * (wait_written()), and the replay stops at the torn one. The entries
+ * appended after that replay start at the torn entry's place. Had they
+ * gone on with its number, an entry of the same length would end where
+ * the old whole one begins, with the very number that follows -- and the
+ * next replay would redo a stale update over newer data.
+ *
+ * Child 1 appends A (page VPN_A) and B (page VPN_B) and dies; A is then
+ * torn on every copy. The open replays nothing. Child 2 appends C, as
+ * long as A, over VPN_A and dies. The next open must redo C and only C.
+ */
+#define VPN_A 2048u
+#define VPN_B 2049u
+
+static void append_page(struct dg_vol *vol, uint64_t vpn, uint8_t v)
+{
+	struct {
+		struct dg_djentry e;
+		struct dg_djrange r;
+	} h;
+	uint8_t page[DG_PAGE_SIZE];
+	const void *data[1] = { page };
+	struct dg_loc l = dg_vpn_loc(vol, vpn);
+	uint64_t seq;
+
+	memset(&h, 0, sizeof(h));
+	memset(page, v, sizeof(page));
+	h.e.nranges = 1;
+	h.e.len = (sizeof(h) + DG_PAGE_SIZE + DG_JALIGN - 1) &
+		  ~(DG_JALIGN - 1);
+	h.r = (struct dg_djrange){
+		.row = l.row, .dev = (uint16_t)l.dev, .len = DG_PAGE_SIZE,
+		.page_csum = dg_csum_page(vol, l.dev, l.row, page) };
+	if (dg_journal_append(vol, &h.e, data, &seq))
+		_exit(3);
+}
+
+static bool child_appends(struct tvol *tv, const uint64_t *vpn,
+			  const uint8_t *v, unsigned n)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct dg_vol *vol = tvol_open(tv, 0);
+
+		if (!vol)
+			_exit(2);
+		for (unsigned i = 0; i < n; i++)
+			append_page(vol, vpn[i], v[i]);
+		_exit(0);	/* a crash: nothing written in place */
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+/* Pages VPN_A and VPN_B hold a and b everywhere. */
+static void check_ab(struct tvol *tv, uint8_t a, uint8_t b)
+{
+	uint8_t buf[2 * DG_PAGE_SIZE], want[2 * DG_PAGE_SIZE];
+	uint64_t counts[DG_FAULT_NR];
+	struct dg_vol *vol = tvol_open(tv, 0);
+
+	REQUIRE(vol);
+	memset(want, a, DG_PAGE_SIZE);
+	memset(want + DG_PAGE_SIZE, b, DG_PAGE_SIZE);
+	CHECK_EQ(dg_read(vol, VPN_A, 2, buf), 0);
+	CHECK(!memcmp(buf, want, sizeof(want)));
+	dg_vol_fault_counts(vol, counts);
+	CHECK_EQ(counts[DG_FAULT_DETECTED], 0);
+	dg_vol_close(vol);
+}
+
+static void test_whole_entry_after_torn_one(void)
+{
+	static const uint64_t ab[2] = { VPN_A, VPN_B }, c[1] = { VPN_A };
+	static const uint8_t vab[2] = { 0xa1, 0xb1 }, vc[1] = { 0xc1 };
+	struct tvol tv;
+	struct where w;
+
+	tvol_make(&tv, "jtorn", 4, 1, 32u << 20, false);
+	REQUIRE(next_entry_at(&tv, &w));
+	REQUIRE(child_appends(&tv, ab, vab, 2));
+	for (unsigned i = 0; i < w.n; i++) {
+		/* A's page bytes, past its header: torn on every copy. */
+		uint64_t off = w.entry_off[i] + sizeof(struct dg_djentry) +
+			       sizeof(struct dg_djrange) + 100;
+		uint8_t b;
+
+		tvol_peek(&tv, w.dev[i], off, &b, 1);
+		b ^= 0x40;
+		tvol_poke(&tv, w.dev[i], off, &b, 1);
+	}
+	check_ab(&tv, 0, 0);		/* neither A nor B */
+	REQUIRE(child_appends(&tv, c, vc, 1));
+	check_ab(&tv, 0xc1, 0);		/* C, and still not B */
+	check_ab(&tv, 0xc1, 0);		/* and again after a clean open */
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -376,6 +478,8 @@ int main(int argc, char **argv)
 		{ "lost_headers_p1_three_devices",
 		  test_lost_headers_p1_three_devices },
 		{ "lost_headers_legacy", test_lost_headers_legacy },
+		{ "whole_entry_after_torn_one",
+		  test_whole_entry_after_torn_one },
 		{ NULL, NULL },
 	};
 
