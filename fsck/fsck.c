@@ -547,6 +547,43 @@ static int restart(struct fsck_ctx *c, size_t first, char *err,
 	return open_vol(c, c->oflags, err, errlen);
 }
 
+static bool is_jhead(const struct finding *f)
+{
+	return f->code == PR_1_JHEAD_BAD || f->code == PR_1_JHEAD_STALE;
+}
+
+/*
+ * A writable open writes a journal header slot on every copy (the
+ * fresh numbering after the replay, journal.c), which may be the very
+ * slot the read-only look found stale or damaged. The check after the
+ * open, whose findings follow `last`, is the proof: a slot copy it
+ * finds again stands as its own finding (repaired there), one it finds
+ * whole was rewritten by the open, so the finding from before is
+ * fixed. Findings [first, last) were made before the open.
+ */
+static void confirm_jheads(struct fsck_ctx *c, size_t first, size_t last)
+{
+	size_t m = first;
+
+	for (size_t i = first; i < c->nf; i++) {
+		bool again = false;
+
+		if (i < last && is_jhead(&c->f[i])) {
+			for (size_t j = last; j < c->nf && !again; j++)
+				again = is_jhead(&c->f[j]) &&
+					c->f[j].dev == c->f[i].dev &&
+					c->f[j].page == c->f[i].page;
+			if (again)
+				continue;
+			c->f[i].fixed = true;
+			snprintf(c->f[i].action, sizeof(c->f[i].action),
+				 "rewritten by the open for repair");
+		}
+		c->f[m++] = c->f[i];
+	}
+	c->nf = m;
+}
+
 static int run(struct fsck_ctx *c)
 {
 	bool repair = c->mode != MODE_N;
@@ -669,8 +706,9 @@ static int run(struct fsck_ctx *c)
 			       c->uuid);
 	}
 	if (repair) {
-		/* Only the pending-journal finding now; the header slots
-		 * are checked again, and repaired, after the open. */
+		/* Only the pending-journal finding and the header slots
+		 * now; the header slots are checked again, and repaired,
+		 * after the open. */
 		bool pend = false;
 		size_t m = c->nf, last;
 
@@ -679,7 +717,8 @@ static int run(struct fsck_ctx *c)
 				pend = true;
 		for (size_t i = m = first_super; i < c->nf; i++)
 			if (c->f[i].code < PR_1_JHEAD_BAD ||
-			    c->f[i].code > PR_1_JENTRY_COPY) {
+			    c->f[i].code > PR_1_JENTRY_COPY ||
+			    is_jhead(&c->f[i])) {
 				c->f[i].fixed = false;	/* confirmed below */
 				c->f[m++] = c->f[i];
 			}
@@ -726,6 +765,7 @@ static int run(struct fsck_ctx *c)
 				    c->f[i].code == PR_1_JOURNAL_PENDING)
 					c->f[i].fixed = true;
 		pass_journal(c, true);
+		confirm_jheads(c, first_super, last);
 	}
 
 	for (;;) {
