@@ -9,7 +9,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
 	build-essential pkg-config meson ninja-build \
-	fuse3 libfuse3-dev libpmem2-dev libxxhash-dev libisal-dev libblkid-dev \
+	fuse3 libfuse3-dev libpmem2-dev libpmem-dev libxxhash-dev libisal-dev libblkid-dev \
 	e2fsprogs libjson-c-dev scdoc groff-base acl \
 	python3 python3-pytest python3-matplotlib \
 	fio dbench postmark clang libclang-rt-14-dev >/dev/null

@@ -10,6 +10,8 @@
 #include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+
+#include <libpmem.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -98,6 +100,9 @@ static void tmpfs_persist(const void *addr, size_t len)
 {
 	(void)addr;
 	(void)len;
+	/* sfence: it also orders the non-temporal stores of
+	 * dg_dev_write(), which a locked instruction does not. */
+	pmem_drain();
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
@@ -223,12 +228,30 @@ void dg_dev_close(struct dg_dev *d)
 	d->fd = -1;
 }
 
+/*
+ * Stores of a page and more bypass the caches (non-temporal): what the
+ * media is given is not read back soon (a journal entry only by a
+ * replay, a page by some later update), and a store through the caches
+ * first reads every line it fills, which for megabytes of new rows is
+ * as much traffic again as the write. libpmem's copy, the one libpmem2
+ * uses on pmem, where the persist that follows drains it; libpmem2's
+ * own copy on a page-granular map would follow each with an msync.
+ * Smaller stores (checksum entries, patched lines) stay in the cache.
+ * Not on a device persisted by msync: that writes back the page cache,
+ * which is where cached stores already are.
+ */
+#define NT_MIN 256
+
 void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 		  size_t len)
 {
 	if (d->obs)
 		d->obs->write(d->obs->arg, d->path, off, src, len);
-	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
+	if (len >= NT_MIN && !d->coarse)
+		pmem_memcpy(d->base + off, src, len,
+			    PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
+	else
+		d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
 	if (d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi)
 		dg_dev_write(d->mirror, off, src, len);
 }
