@@ -1120,6 +1120,41 @@ static int journal_ranges(struct dg_vol *vol, const struct dg_range *r,
 	return 0;
 }
 
+/*
+ * The old pages a small update will read (its data pages and the parity
+ * of their rows), asked of memory at once: read one after the other,
+ * each waits out its own walk of the page tables and its own trip to
+ * memory; asked together, the trips overlap with each other and with
+ * the locking and bookkeeping before the reads.
+ */
+#define PREFETCH_MAX 8	/* pages of the update: a large one streams */
+
+static void prefetch_old(struct dg_vol *vol, const struct apage *pg,
+			 unsigned npg)
+{
+	if (!vol->redundancy || npg > PREFETCH_MAX)
+		return;
+	for (unsigned i = 0; i < npg; i++) {
+		const struct apage *p = &pg[i];
+		uint64_t off = dg_row_page(vol, p->row) << DG_PAGE_SHIFT;
+		unsigned devs[1 + DG_MAX_PARITY], nd = 0;
+
+		if (p->whole && (!vol->parity || p->full_row))
+			continue; /* nothing old is read */
+		devs[nd++] = p->dev;
+		for (unsigned j = 0; j < vol->parity; j++)
+			devs[nd++] = dg_row_parity_dev(vol, p->row, j);
+		for (unsigned d = 0; d < nd; d++) {
+			const struct dg_dev *dv = &vol->devs[devs[d]];
+
+			if (!dg_dev_has_row(dv, p->row))
+				continue;
+			for (uint32_t l = 0; l < DG_PAGE_SIZE; l += DG_LINE_SIZE)
+				__builtin_prefetch(dg_dev_ptr(dv, off + l));
+		}
+	}
+}
+
 /* held: the caller holds the locks of every row r touches, for writing
  * (dg_apply_locked()). fresh, hooks: dg_apply_new(). */
 static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
@@ -1186,6 +1221,8 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	}
 
 	ret = note_ranges(vol, r, n, fresh, pg, npg, rix);
+	if (!ret)
+		prefetch_old(vol, pg, npg);
 	if (!ret && !held)
 		ret = new_rows_first(vol, r, rix, pg, npg);
 	if (ret)
