@@ -726,9 +726,10 @@ static int prepare(struct dg_vol *vol, const struct dg_range *r,
 	return ret;
 }
 
+/* stream: a new row's page, past the caches (dg_dev_stream()). */
 static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
 			    const uint8_t *img, uint32_t lo, uint32_t hi,
-			    struct dg_flushset *fs)
+			    bool stream, struct dg_flushset *fs)
 {
 	struct dg_dev *d = &vol->devs[dev];
 	uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
@@ -738,7 +739,8 @@ static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
 	 * set, on the copies that remain. */
 	if (!d->present)
 		return;
-	dg_dev_write(d, off + lo, img + lo, hi - lo);
+	(stream ? dg_dev_stream : dg_dev_write)(d, off + lo, img + lo,
+						 hi - lo);
 	dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
 }
 
@@ -770,7 +772,8 @@ static void *write_part(void *arg)
 			continue; /* a companion (unchanged), or not now */
 		/* A never-written page may hold anything: write it whole. */
 		write_page_span(vol, p->dev, p->row, p->new, fresh ? 0 : p->lo,
-				fresh ? DG_PAGE_SIZE : p->hi, w->fs);
+				fresh ? DG_PAGE_SIZE : p->hi, w->new_rows,
+				w->fs);
 		if (dg_ditto_has(vol, p->vpn))
 			dg_ditto_write(vol, p->vpn, p->new, w->fs);
 		if (vol->page_hook)
@@ -793,7 +796,8 @@ static void *write_part(void *arg)
 
 			write_page_span(vol, dev, a->row, a->par[j],
 					fresh ? 0 : a->lo,
-					fresh ? DG_PAGE_SIZE : a->hi, w->fs);
+					fresh ? DG_PAGE_SIZE : a->hi,
+					w->new_rows, w->fs);
 			w->u[w->nu++] = (struct dg_csum_upd){
 				dev, a->row, a->new_par_csum[j] };
 		}

@@ -229,31 +229,43 @@ void dg_dev_close(struct dg_dev *d)
 }
 
 /*
- * Stores of a page and more bypass the caches (non-temporal): what the
- * media is given is not read back soon (a journal entry only by a
- * replay, a page by some later update), and a store through the caches
- * first reads every line it fills, which for megabytes of new rows is
- * as much traffic again as the write. libpmem's copy, the one libpmem2
- * uses on pmem, where the persist that follows drains it; libpmem2's
- * own copy on a page-granular map would follow each with an msync.
- * Smaller stores (checksum entries, patched lines) stay in the cache.
- * Not on a device persisted by msync: that writes back the page cache,
- * which is where cached stores already are.
+ * Stores go through the caches: most of what an update writes is read
+ * again soon (the journal ring, parity and checksum pages of rows that
+ * are updated again) or is too small for anything else to pay.
  */
-#define NT_MIN 256
-
 void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 		  size_t len)
 {
 	if (d->obs)
 		d->obs->write(d->obs->arg, d->path, off, src, len);
-	if (len >= NT_MIN && !d->coarse)
-		pmem_memcpy(d->base + off, src, len,
-			    PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
-	else
-		d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
+	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
 	if (d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi)
 		dg_dev_write(d->mirror, off, src, len);
+}
+
+/*
+ * Megabytes of new rows are not read back soon: a store through the
+ * caches would first read each line it fills, as much traffic again as
+ * the write, and push out the request the hashes and parity still read.
+ * Non-temporal, by libpmem's copy (the one libpmem2 uses on pmem;
+ * libpmem2's own on a page-granular map would msync each), drained by
+ * the persist that follows every write. A device persisted by msync
+ * keeps cached stores: msync writes back the page cache, which is where
+ * they are.
+ */
+void dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
+		   size_t len)
+{
+	if (d->coarse || len < DG_LINE_SIZE) {
+		dg_dev_write(d, off, src, len);
+		return;
+	}
+	if (d->obs)
+		d->obs->write(d->obs->arg, d->path, off, src, len);
+	pmem_memcpy(d->base + off, src, len,
+		    PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
+	if (d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi)
+		dg_dev_stream(d->mirror, off, src, len);
 }
 
 void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)

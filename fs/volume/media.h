@@ -109,6 +109,9 @@ void dg_dev_close(struct dg_dev *d);
 /* Store without flushing; off + len must lie within the device. */
 void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 		  size_t len);
+/* The same, for bytes not read back soon (new rows): past the caches. */
+void dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
+		   size_t len);
 void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len);
 /* Make [off, off + len) durable: 0, or a negative errno when msync
  * fails (page cache write-back of a file or block device), which also
