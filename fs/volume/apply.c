@@ -34,6 +34,8 @@ struct arow {
 	unsigned left;		/* pages still to patch in (prepare_parity()) */
 	bool started;		/* ... its old parity read */
 	bool in_place;		/* a new row (new_rows_first()) */
+	unsigned page[DG_MAX_DEVS];	/* by data rank: index + 1 of the
+					 * update's page there, 0 none */
 };
 
 /*
@@ -100,10 +102,18 @@ static int unsigned_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static struct apage *page_of(struct apage *pg, unsigned npg, uint64_t vpn)
+/* The index of vpn's page in pg (sorted by vpn): at or just after
+ * hint, the page of the range before (ranges mostly come in order), or
+ * found by bisection. */
+static unsigned page_ix(const struct apage *pg, unsigned npg, uint64_t vpn,
+			unsigned hint)
 {
 	unsigned lo = 0, hi = npg;
 
+	if (hint < npg && pg[hint].vpn == vpn)
+		return hint;
+	if (hint + 1 < npg && pg[hint + 1].vpn == vpn)
+		return hint + 1;
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
 
@@ -112,7 +122,7 @@ static struct apage *page_of(struct apage *pg, unsigned npg, uint64_t vpn)
 		else
 			hi = mid;
 	}
-	return &pg[lo];
+	return lo;
 }
 
 static int check_ranges(struct dg_vol *vol, const struct dg_range *r,
@@ -163,7 +173,7 @@ static bool sole_whole(const struct apage *p)
  */
 static struct dg_djentry *build_entry(struct dg_vol *vol,
 				      const struct dg_range *r, unsigned n,
-				      struct apage *pg, unsigned npg,
+				      const unsigned *pix, struct apage *pg,
 				      const void *const **datap)
 {
 	size_t hlen = sizeof(struct dg_djentry) + n * sizeof(struct dg_djrange);
@@ -173,7 +183,7 @@ static struct dg_djentry *build_entry(struct dg_vol *vol,
 	const void **data;
 
 	for (unsigned i = 0; i < n; i++)
-		if (!page_of(pg, npg, r[i].vpn)->in_place)
+		if (!pg[pix[i]].in_place)
 			len += (r[i].len + 7u) & ~7u;
 	len = (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1);
 	e = (struct dg_djentry *)scratch_get(SCRATCH_ENTRY,
@@ -186,7 +196,7 @@ static struct dg_djentry *build_entry(struct dg_vol *vol,
 	jr = (struct dg_djrange *)(e + 1);
 	data = (const void **)(jr + n);
 	for (unsigned i = 0; i < n; i++) {
-		struct apage *p = page_of(pg, npg, r[i].vpn);
+		struct apage *p = &pg[pix[i]];
 		bool sealed = vol->sealed_journal && sole_whole(p);
 
 		jr[i] = (struct dg_djrange){
@@ -276,17 +286,21 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 }
 
 /* What the ranges do to each page, and which rows they fill: nothing
- * read yet, no lock needed. rix[] gets each page's ranges, together and
- * in the order given (a later range's bytes win where two overlap), so
- * a page is built in one go while its image is in the cache. */
+ * read yet, no lock needed. pix[] gets the page of each range; rix[]
+ * each page's ranges, together and in the order given (a later range's
+ * bytes win where two overlap), so a page is built in one go while its
+ * image is in the cache. */
 static int note_ranges(struct dg_vol *vol, const struct dg_range *r,
 		       unsigned n, const bool *fresh, struct apage *pg,
-		       unsigned npg, unsigned *rix)
+		       unsigned npg, unsigned *pix, unsigned *rix)
 {
 	unsigned end = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		struct apage *p = page_of(pg, npg, r[i].vpn);
+		struct apage *p;
+
+		pix[i] = page_ix(pg, npg, r[i].vpn, i ? pix[i - 1] : 0);
+		p = &pg[pix[i]];
 
 		if (r[i].off < p->lo)
 			p->lo = r[i].off;
@@ -303,7 +317,7 @@ static int note_ranges(struct dg_vol *vol, const struct dg_range *r,
 		pg[i].r0 = end;
 	}
 	for (unsigned i = n; i-- > 0;)
-		rix[--page_of(pg, npg, r[i].vpn)->r0] = i;
+		rix[--pg[pix[i]].r0] = i;
 	/* A companion (no range: a missing page read only to be
 	 * journaled) changes no byte. */
 	for (unsigned i = 0; i < npg; i++)
@@ -532,18 +546,14 @@ static uint64_t par_page_csum(struct dg_vol *vol, const struct arow *a,
 
 /* Parity of a full row, from its new data pages alone, and its
  * checksums. */
-static void compute_full_row(struct dg_vol *vol, struct apage *pg,
-			     unsigned npg, struct arow *a)
+static void compute_full_row(struct dg_vol *vol, const struct apage *pg,
+			     struct arow *a)
 {
 	uint8_t *data[DG_MAX_DEVS];
 
-	for (unsigned rank = 0; rank < vol->k; rank++) {
-		unsigned dev = dg_row_data_dev(vol, a->row, rank);
-
-		/* ISA-L only reads its sources. */
-		data[rank] = (uint8_t *)page_of(pg, npg,
-					       dg_loc_vpn(vol, dev, a->row))->new;
-	}
+	/* ISA-L only reads its sources. */
+	for (unsigned rank = 0; rank < vol->k; rank++)
+		data[rank] = (uint8_t *)pg[a->page[rank] - 1].new;
 	dg_parity_compute(vol, data, a->par, DG_PAGE_SIZE);
 	for (unsigned j = 0; j < vol->parity; j++) {
 		a->par_csum[j] = DG_CSUM_NONE;	/* written whole */
@@ -551,21 +561,31 @@ static void compute_full_row(struct dg_vol *vol, struct apage *pg,
 	}
 	a->lo = 0;
 	a->hi = DG_PAGE_SIZE;
-	a->in_place = page_of(pg, npg, dg_loc_vpn(vol, dg_row_data_dev(vol,
-						  a->row, 0), a->row))->in_place;
+	a->in_place = pg[a->page[0] - 1].in_place;
+}
+
+/* Page i of the update into its row's entry (the row added if new):
+ * where it is by data rank. */
+static struct arow *row_add(struct dg_vol *vol, struct rowset *rs,
+			    const struct apage *pg, unsigned i)
+{
+	bool added;
+	struct arow *a = rowset_get(rs, pg[i].row, &added);
+
+	a->page[dg_row_data_rank(vol, pg[i].row, pg[i].dev)] = i + 1;
+	return a;
 }
 
 /* The rows of the pages not in new rows, each with the number of its
  * pages to patch in (prepare_parity()). */
-static int rows_of(struct rowset *rs, struct arow *rows, struct apage *pg,
-		   unsigned npg)
+static int rows_of(struct dg_vol *vol, struct rowset *rs, struct arow *rows,
+		   const struct apage *pg, unsigned npg)
 {
-	bool added;
 	int ret = rowset_init(rs, rows, npg);
 
 	for (unsigned i = 0; i < npg && !ret; i++)
 		if (!pg[i].in_place)
-			rowset_get(rs, pg[i].row, &added)->left++;
+			row_add(vol, rs, pg, i)->left++;
 	return ret;
 }
 
@@ -602,7 +622,7 @@ static int prepare_parity(struct prep *x, struct dg_csum_cursor *cur)
 		if (p->full_row) {
 			if (!a->started) {
 				a->started = true;
-				compute_full_row(vol, x->pg, x->npg, a);
+				compute_full_row(vol, x->pg, a);
 				vol->rows_full++;
 			}
 			continue;
@@ -707,7 +727,7 @@ static int prepare(struct dg_vol *vol, const struct dg_range *r,
 	*nrowsp = 0;
 	if (!vol->redundancy)
 		return 0;
-	ret = vol->parity ? rows_of(&rs, rows, pg, npg) : 0;
+	ret = vol->parity ? rows_of(vol, &rs, rows, pg, npg) : 0;
 	if (ret)
 		return ret;
 	parts = prepare_in_two(vol, pg, npg) ? 2 : 1;
@@ -987,21 +1007,14 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 			rows[i].par[j] = par + ((size_t)i * vol->parity + j) *
 						       DG_PAGE_SIZE;
 	for (unsigned i = 0; i < npg; i++)
-		if (pg[i].in_place)
+		if (pg[i].in_place) {
 			build_page(vol, r, rix, &pg[i], pg[i].img);
-	for (unsigned i = 0; i < npg; i++) {
-		bool added;
-		struct arow *a;
-
-		if (!pg[i].in_place)
-			continue;
-		a = rowset_get(&rs, pg[i].row, &added);
-		if (!added)
-			continue;
-		compute_full_row(vol, pg, npg, a);
-		vol->rows_full++;
-		vol->rows_new++;
-	}
+			row_add(vol, &rs, pg, i);
+		}
+	for (unsigned i = 0; i < rs.n; i++)
+		compute_full_row(vol, pg, &rows[i]);
+	vol->rows_full += rs.n;
+	vol->rows_new += rs.n;
 	ret = reserve_new_rows(vol, pg, npg, &seq);
 	if (ret)
 		goto unlock;
@@ -1092,7 +1105,8 @@ static unsigned add_companions(struct dg_vol *vol, uint64_t *vpns,
  */
 static int journal_ranges(struct dg_vol *vol, const struct dg_range *r,
 			  unsigned n, const struct apage *pg, unsigned npg,
-			  const struct dg_range **outp, unsigned *np)
+			  unsigned *pix, const struct dg_range **outp,
+			  unsigned *np)
 {
 	struct dg_range *out;
 	unsigned m = n;
@@ -1111,6 +1125,7 @@ static int journal_ranges(struct dg_vol *vol, const struct dg_range *r,
 		if (!(vol->missing_mask & (1u << p->dev)) || p->whole ||
 		    (!p->nranges && p->old_csum == DG_CSUM_NONE))
 			continue;
+		pix[m] = i;
 		out[m++] = (struct dg_range){ .vpn = p->vpn, .off = 0,
 					      .len = DG_PAGE_SIZE,
 					      .data = p->new };
@@ -1168,7 +1183,8 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	uint64_t *vpns = NULL, seq;
 	struct apage *pg = NULL;
 	struct arow *rows = NULL;
-	unsigned *locks = NULL, *rix = NULL, npg = 0, nrows = 0, nl = 0;
+	unsigned *locks = NULL, *rix = NULL, *pix = NULL, npg = 0, nrows = 0;
+	unsigned nl = 0;
 	uint8_t *mem = NULL;
 	struct dg_djentry *entry;
 	const void *const *edata;
@@ -1203,9 +1219,10 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	rows = calloc(npg, sizeof(*rows));
 	locks = malloc(npg * sizeof(*locks));
 	rix = malloc(n * sizeof(*rix));
+	pix = malloc((n + npg) * sizeof(*pix));	/* room for companions */
 	mem = mem_pages ? scratch_get(SCRATCH_PAGES, mem_pages * DG_PAGE_SIZE)
 			: NULL;
-	if (!pg || !rows || !locks || !rix || (mem_pages && !mem)) {
+	if (!pg || !rows || !locks || !rix || !pix || (mem_pages && !mem)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -1224,7 +1241,7 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		}
 	}
 
-	ret = note_ranges(vol, r, n, fresh, pg, npg, rix);
+	ret = note_ranges(vol, r, n, fresh, pg, npg, pix, rix);
 	if (!ret)
 		prefetch_old(vol, pg, npg);
 	if (!ret && !held)
@@ -1241,10 +1258,10 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 					  DG_PAGE_SIZE
 			  : NULL);
 	if (!ret)
-		ret = journal_ranges(vol, r, n, pg, npg, &jr, &njr);
+		ret = journal_ranges(vol, r, n, pg, npg, pix, &jr, &njr);
 	if (ret)
 		goto unlock;
-	entry = build_entry(vol, jr, njr, pg, npg, &edata);
+	entry = build_entry(vol, jr, njr, pix, pg, &edata);
 	if (!entry) {
 		ret = -ENOMEM;
 		goto unlock;
@@ -1268,6 +1285,7 @@ out:
 	dg_flushset_fini(&fs);
 	if (jr != r)
 		free((void *)jr);
+	free(pix);
 	free(rix);
 	free(locks);
 	free(rows);

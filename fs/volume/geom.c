@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* geom.c -- address arithmetic: rows, chunks, parity rotation, vpns */
+#include <string.h>
+
 #include "volume_i.h"
 
 /* DESIGN §6: parity rotates per chunk so extents stay on one device. */
@@ -26,27 +28,48 @@ unsigned dg_row_parity_dev(struct dg_vol *vol, uint64_t row, unsigned j)
 	return (dg_row_parity_first(vol, row) + j) % vol->ndev;
 }
 
+/*
+ * Data ranks and devices by rotation, so that the lookups below (a few
+ * for every page of every update) are one load each rather than a walk
+ * of the devices.
+ */
+void dg_geom_init(struct dg_vol *vol)
+{
+	memset(vol->dev_rank, DG_NO_RANK, sizeof(vol->dev_rank));
+	for (unsigned p0 = 0; p0 < vol->ndev; p0++) {
+		unsigned rank = 0;
+
+		for (unsigned d = 0; d < vol->ndev; d++) {
+			if (vol->parity &&
+			    (d + vol->ndev - p0) % vol->ndev < vol->parity)
+				continue;
+			vol->rank_dev[p0][rank] = (uint8_t)d;
+			vol->dev_rank[p0][d] = (uint8_t)rank++;
+		}
+	}
+}
+
+/* The data rank of dev in row: the data devices before it (a parity
+ * device has the rank of the data device after it). */
 unsigned dg_row_data_rank(const struct dg_vol *vol, uint64_t row,
 			  unsigned dev)
 {
+	unsigned p0 = vol->parity ? dg_row_parity_first(vol, row) : 0;
 	unsigned rank = 0;
 
+	if (vol->dev_rank[p0][dev] != DG_NO_RANK)
+		return vol->dev_rank[p0][dev];
 	for (unsigned d = 0; d < dev; d++)
-		if (!dg_row_dev_is_parity(vol, row, d))
-			rank++;
+		rank += vol->dev_rank[p0][d] != DG_NO_RANK;
 	return rank;
 }
 
 unsigned dg_row_data_dev(const struct dg_vol *vol, uint64_t row,
 			 unsigned rank)
 {
-	for (unsigned d = 0; d < vol->ndev; d++) {
-		if (dg_row_dev_is_parity(vol, row, d))
-			continue;
-		if (rank-- == 0)
-			return d;
-	}
-	return vol->ndev; /* not reached for rank < k */
+	unsigned p0 = vol->parity ? dg_row_parity_first(vol, row) : 0;
+
+	return rank < vol->k ? vol->rank_dev[p0][rank] : vol->ndev;
 }
 
 struct dg_loc dg_vpn_loc(struct dg_vol *vol, uint64_t vpn)

@@ -55,6 +55,7 @@ static int vol_init_core(struct dg_vol *vol)
 	vol->ndev = vol->sb.dev_count;
 	vol->parity = vol->sb.parity;
 	vol->k = vol->ndev - vol->parity;
+	dg_geom_init(vol);
 	vol->vpns = vol->sb.rows * vol->k;
 	vol->redundancy = !(vol->sb.incompat & DG_FEAT_INCOMPAT_NOREDUNDANCY);
 	vol->sealed_journal = vol->redundancy &&

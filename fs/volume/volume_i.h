@@ -55,6 +55,11 @@ struct dg_chk_event;
 struct dg_vol {
 	struct dg_dev devs[DG_MAX_DEVS];	/* indexed by device index */
 	unsigned ndev, parity, k;		/* k = data pages per row */
+	/* By a row's first parity device (its chunk's rotation):
+	 * the device of each data rank, and the data rank of each device
+	 * (DG_NO_RANK for a parity device). dg_geom_init(). */
+	uint8_t rank_dev[DG_MAX_DEVS][DG_MAX_DEVS];
+	uint8_t dev_rank[DG_MAX_DEVS][DG_MAX_DEVS];
 	struct dg_dsuper sb;			/* in-core copy, common fields */
 	uint8_t dev_uuid[DG_MAX_DEVS][16];
 	char *spare[DG_MAX_DEVS];		/* paths left out: rebuild targets */
@@ -158,6 +163,9 @@ unsigned dg_cpage_copy_dev(const struct dg_vol *vol, unsigned owner,
 uint64_t dg_cpage_copy_page(const struct dg_vol *vol, uint64_t index,
 			    unsigned copy);
 /* zone_chunks 0: the layout without a metadata zone (format.h). */
+#define DG_NO_RANK 0xff
+/* The rotation tables of vol, once ndev and parity are set. */
+void dg_geom_init(struct dg_vol *vol);
 uint32_t dg_geom_jrnl_devs(uint32_t ndev, uint32_t parity, uint64_t incompat);
 void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 		    uint32_t chunk_pages, uint32_t ndev, uint32_t parity,
