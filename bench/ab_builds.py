@@ -38,6 +38,16 @@ JOBS = {
                   "--time_based", "--runtime={t}"],
     "randwrite-4j": ["--rw=randwrite", "--bs=4k", "--size=64M",
                      "--numjobs=4", "--time_based", "--runtime={t}"],
+    # As bench/run.py runs them (--fallocate=none): fio only truncates
+    # the files, so the first seconds are writes into holes, each of
+    # which allocates (bitmap, extent and inode pages too); the jobs
+    # above lay their files out with fallocate and overwrite.
+    "randwrite-sparse": ["--rw=randwrite", "--bs=4k", "--size=256M",
+                         "--fallocate=none", "--time_based",
+                         "--runtime={t}"],
+    "randwrite-sparse-4j": ["--rw=randwrite", "--bs=4k", "--size=64M",
+                            "--numjobs=4", "--fallocate=none",
+                            "--time_based", "--runtime={t}"],
     "seqread": ["--rw=read", "--bs=1M", "--size=256M", "--time_based",
                 "--runtime={t}"],
     "randread": ["--rw=randread", "--bs=4k", "--size=256M",
@@ -106,11 +116,14 @@ class Vol:
 
 def fio(mnt, name, runtime):
     args = [a.format(t=runtime) for a in JOBS[name]]
-    # One job: one file, kept across jobs; more: a file each.
+    # One job: one file, kept across jobs; more: a file each. A sparse
+    # job's files are its own, new, so that its writes meet holes.
     one = not any(a.startswith("--numjobs") for a in args)
-    p = run(["fio", "--name=ab", f"--directory={mnt}", "--ioengine=psync",
-             "--numjobs=1", "--group_reporting", "--output-format=json"] +
-            (["--filename=ab.dat"] if one else []) + args)
+    stem = name if "--fallocate=none" in args else "ab"
+    p = run(["fio", f"--name={stem}", f"--directory={mnt}",
+             "--ioengine=psync", "--numjobs=1", "--group_reporting",
+             "--output-format=json"] +
+            ([f"--filename={stem}.dat"] if one else []) + args)
     if p.returncode:
         raise RuntimeError(f"fio {name}: {p.stderr}")
     j = json.loads(p.stdout)["jobs"][0]
