@@ -110,7 +110,7 @@ struct dg_fs {
 	uint64_t icap;		/* slots in itab */
 	struct dg_dfsroot root;	/* in-core copy of the fs root record */
 	uint64_t inodes_used;
-	uint64_t next_free_ino;	/* search hint */
+	uint64_t next_free_pos;	/* search hint: ino_at() order */
 	pthread_mutex_t ino_lock; /* itab slot allocation and counts */
 	bool broken;		/* a commit failed: refuse changes */
 	uint32_t gen_counter;	/* protected by ino_lock */

@@ -188,28 +188,61 @@ static int add_chunk(struct dg_fs *fs, struct dg_txn *txn)
 			    sizeof(fs->root));
 }
 
+/*
+ * The order new inodes are handed out in: position pos of a chunk is
+ * slot pos / 64 of its page pos % 64, so that files created one after
+ * another have their inodes on different pages of the table. Each
+ * allocating write of a file rewrites its inode (size, block count),
+ * under the lock of the inode's row; with the sixteen inodes of a page
+ * handed out in turn, four writers of four new files queued on one row
+ * (fio, four jobs writing into new sparse files: 37k-39k writes/s, 43k-47k
+ * with the inodes spread). Only the choice of a free slot: an inode's
+ * place is its number, as ever (format.h).
+ */
+static uint64_t ino_at(uint64_t pos)
+{
+	uint64_t j = pos % DG_INODES_PER_CHUNK;
+
+	return pos - j + j % DG_ITABLE_CHUNK_PAGES * DG_INODES_PER_PAGE +
+	       j / DG_ITABLE_CHUNK_PAGES;
+}
+
+static uint64_t pos_of(uint64_t ino)
+{
+	uint64_t j = ino % DG_INODES_PER_CHUNK;
+
+	return ino - j + j % DG_INODES_PER_PAGE * DG_ITABLE_CHUNK_PAGES +
+	       j / DG_INODES_PER_PAGE;
+}
+
+static bool ino_free(const struct dg_fs *fs, uint64_t ino)
+{
+	return ino > 0 && !fs->itab[ino] && !dg_ino_lost(fs, ino);
+}
+
 int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 		 uint32_t uid, uint32_t gid, struct dg_inode **ipp)
 {
 	struct dg_inode *ip;
-	uint64_t ino;
+	uint64_t ino = 0, pos;
 	int ret;
 
 	pthread_mutex_lock(&fs->ino_lock);
-	for (ino = fs->next_free_ino; ino < fs->icap; ino++)
-		if (ino > 0 && !fs->itab[ino] && !dg_ino_lost(fs, ino))
+	for (pos = fs->next_free_pos; pos < fs->icap; pos++)
+		if (ino_free(fs, ino = ino_at(pos)))
 			break;
-	if (ino >= fs->icap) {
-		for (ino = DG_ROOT_INO + 1; ino < fs->next_free_ino; ino++)
-			if (!fs->itab[ino] && !dg_ino_lost(fs, ino))
+	if (pos >= fs->icap) {
+		for (pos = 0; pos < fs->next_free_pos; pos++)
+			if (ino_free(fs, ino = ino_at(pos)))
 				break;
-		if (ino >= fs->next_free_ino) {
+		if (pos >= fs->next_free_pos) {
 			ret = add_chunk(fs, txn);
 			if (ret)
 				goto out;
-			ino = (fs->root.nchunks - 1) * DG_INODES_PER_CHUNK;
-			if (ino == 0)
-				ino = DG_ROOT_INO;
+			/* ino 0 is never used; the root is the first. */
+			pos = (fs->root.nchunks - 1) * DG_INODES_PER_CHUNK;
+			ino = ino_at(pos) ? ino_at(pos) : DG_ROOT_INO;
+			pos = pos_of(ino);
 		}
 	}
 	ip = dg_inode_alloc_core(ino);
@@ -226,7 +259,7 @@ int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 	ip->d.generation = ++fs->gen_counter;
 	fs->itab[ino] = ip;
 	fs->inodes_used++;
-	fs->next_free_ino = ino + 1;
+	fs->next_free_pos = pos + 1;
 	*ipp = ip;
 	ret = 0;
 out:
@@ -239,8 +272,8 @@ void dg_inode_discard(struct dg_fs *fs, struct dg_inode *ip)
 	pthread_mutex_lock(&fs->ino_lock);
 	fs->itab[ip->ino] = NULL;
 	fs->inodes_used--;
-	if (ip->ino < fs->next_free_ino)
-		fs->next_free_ino = ip->ino;
+	if (pos_of(ip->ino) < fs->next_free_pos)
+		fs->next_free_pos = pos_of(ip->ino);
 	pthread_mutex_unlock(&fs->ino_lock);
 	dg_inode_free_core(ip);
 }

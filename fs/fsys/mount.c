@@ -206,7 +206,7 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 		goto fail;
 	if (fs->nlost)
 		mark_dirs_naming_lost(fs);
-	fs->next_free_ino = DG_ROOT_INO + 1;
+	fs->next_free_pos = 0;
 	/* A published stage is an orphan too: finish it before the
 	 * orphans are freed. */
 	dg_fstage_recover(fs);

@@ -17,7 +17,6 @@ int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid)
 		return -ENOMEM;
 	pthread_mutex_init(&fs.ino_lock, NULL);
 	fs.root.magic = DG_FS_MAGIC;
-	fs.next_free_ino = DG_ROOT_INO;
 	ret = dg_inode_new(&fs, txn, S_IFDIR | 0755, uid, gid, &root);
 	if (ret)
 		goto out;

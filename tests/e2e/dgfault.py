@@ -67,7 +67,15 @@ def manifest(root, tolerant=False):
                     raise
                 out[rel] = f"error:{e.errno}"
         for d in dn:
-            out[str((Path(dp) / d).relative_to(root)) + "/"] = "dir"
+            p = Path(dp) / d
+            rel = str(p.relative_to(root))
+            # A symlink to a directory is its target path, as any
+            # symlink: whether that target is still there is the
+            # target's own entry.
+            if p.is_symlink():
+                out[rel] = "->" + os.readlink(p)
+            else:
+                out[rel + "/"] = "dir"
     return out
 
 
