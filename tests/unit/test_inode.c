@@ -61,6 +61,52 @@ static void test_generation_on_reuse(void)
 	tfs_done(&t);
 }
 
+/* Files created one after another get inodes on different pages of the
+ * table (each allocating write of a file rewrites its inode's page,
+ * under its row's lock), every slot of a chunk is handed out once
+ * before a new chunk is added, and a freed slot is taken again first. */
+static void test_spread_over_pages(void)
+{
+	enum { N = DG_INODES_PER_CHUNK - 2 };	/* ino 0 and the root */
+	static bool used[DG_INODES_PER_CHUNK];
+	struct tfs t;
+	struct dg_attr a, b;
+	uint64_t prev = DG_ROOT_INO, freed = 0;
+	unsigned same_page = 0, dup = 0, outside = 0;
+
+	REQUIRE(tfs_make_size(&t, "inodespread", 32ull << 20));
+	used[DG_ROOT_INO] = true;
+	for (unsigned i = 0; i < N; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		REQUIRE(dg_fs_mknod(t.fs, 1, name, 0100644, 0, 0, 0, &a) == 0);
+		dg_fs_forget(t.fs, a.ino, 1);
+		if (a.ino >= DG_INODES_PER_CHUNK) {
+			outside++;
+			continue;
+		}
+		dup += used[a.ino];
+		used[a.ino] = true;
+		same_page += a.ino / DG_INODES_PER_PAGE ==
+			     prev / DG_INODES_PER_PAGE;
+		prev = a.ino;
+		if (i == 100)
+			freed = a.ino;
+	}
+	CHECK_EQ(outside, 0);	/* one chunk holds them all */
+	CHECK_EQ(dup, 0);
+	/* A page's slots come round once every 64 inodes. */
+	CHECK(same_page <= N / DG_ITABLE_CHUNK_PAGES);
+	REQUIRE(dg_fs_unlink(t.fs, 1, "f100") == 0);
+	REQUIRE(dg_fs_mknod(t.fs, 1, "again", 0100644, 0, 0, 0, &b) == 0);
+	CHECK_EQ(b.ino, freed);
+	/* The chunk is full: the next one starts a second chunk. */
+	REQUIRE(dg_fs_mknod(t.fs, 1, "next", 0100644, 0, 0, 0, &b) == 0);
+	CHECK(b.ino >= DG_INODES_PER_CHUNK);
+	tfs_done(&t);
+}
+
 /* A file unlinked while open survives until its release; if the volume
  * closes first (a crash), the next open frees it. */
 static void test_orphan(void)
@@ -111,6 +157,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{ "attributes_persist", test_attributes_persist },
 		{ "generation_on_reuse", test_generation_on_reuse },
+		{ "spread_over_pages", test_spread_over_pages },
 		{ "orphan", test_orphan },
 		{ "record_check", test_record_check },
 		{ NULL, NULL },
