@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* media.c -- device layer over libpmem2 */
+/* media.c -- device layer over libpmem2 (and libpmem's non-temporal copy) */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -10,12 +10,12 @@
 #include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
-
-#include <libpmem.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+#include <libpmem.h>
 
 #include "media.h"
 #include "volume.h"
@@ -101,7 +101,7 @@ static void tmpfs_persist(const void *addr, size_t len)
 	(void)addr;
 	(void)len;
 	/* sfence: it also orders the non-temporal stores of
-	 * dg_dev_write(), which a locked instruction does not. */
+	 * dg_dev_stream(), which a locked instruction does not. */
 	pmem_drain();
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
