@@ -92,7 +92,8 @@ def main(argv=None, system_factory=None):
     results = {
         "meta": {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "mode": mode,
                  "reps": scale["reps"], "scale": scale, "argv": sys.argv[1:] if argv is None else argv,
-                 "build_dir": build_dir, "out": out, "complete": False},
+                 "build_dir": build_dir, "out": out, "work_root": work_root,
+                 "complete": False},
         "machine": machine.facts(REPO_ROOT),
         "systems": {}, "workloads": {}, "baselines": stats.BASELINES,
         "raw": [], "repair": [],
