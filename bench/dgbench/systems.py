@@ -194,11 +194,16 @@ def raise_nofile(want=1 << 20):
 
 
 class Passthrough(System):
-    name = "passthrough"
     family = "fuse"
-    description = ("libfuse passthrough_ll example (Debian libfuse3-dev) over a tmpfs "
-                   "directory, default options: the FUSE ceiling")
     SRC = "/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c"
+
+    def __init__(self, cfg, name="passthrough", opts=()):
+        self.name = name
+        self.opts = list(opts)
+        self.description = ("libfuse passthrough_ll example (Debian libfuse3-dev) over a "
+                            "tmpfs directory, " + (f"-o {','.join(self.opts)}" if self.opts
+                                                   else "default options: the FUSE ceiling"))
+        super().__init__(cfg)
 
     def check(self):
         if not os.path.exists("/dev/fuse"):
@@ -214,7 +219,8 @@ class Passthrough(System):
 
     def start(self, degraded=False):
         raise_nofile()      # the daemon inherits the harness's limit
-        self._start_fuse_daemon([self.binary, "-f", "-o", f"source={self.src}", self.mnt])
+        self._start_fuse_daemon([self.binary, "-f", "-o",
+                                 ",".join([f"source={self.src}"] + self.opts), self.mnt])
 
     def max_files(self):
         """passthrough_ll holds an O_PATH descriptor for every inode the
@@ -254,12 +260,14 @@ class Daxguard(System):
     uses_images = True
     checksums = True
 
-    def __init__(self, cfg, name, mkfs_args, redundancy, checksums=True):
+    def __init__(self, cfg, name, mkfs_args, redundancy, checksums=True, mount_opts=()):
         self.name = name
         self.mkfs_args = mkfs_args
+        self.mount_opts = list(mount_opts)
         self.redundancy = redundancy
         self.checksums = checksums
-        self.description = f"daxguard {' '.join(mkfs_args)} on {NIMAGES} images"
+        self.description = (f"daxguard {' '.join(mkfs_args)} on {NIMAGES} images"
+                            + "".join(f", -o {o}" for o in self.mount_opts))
         super().__init__(cfg)
         b = cfg.build_dir
         self.bin = {
@@ -292,8 +300,9 @@ class Daxguard(System):
     def start(self, degraded=False):
         self.degraded = degraded
         # A device missing or stale mounts only when asked (as btrfs).
+        opts = self.mount_opts + (["degraded"] if degraded else [])
         self._start_fuse_daemon([self.bin["daemon"], ",".join(self.images), self.mnt, "-f"]
-                                + (["-o", "degraded"] if degraded else []))
+                                + (["-o", ",".join(opts)] if opts else []))
 
     def stop(self):
         self._stop_fuse_daemon()
@@ -529,7 +538,13 @@ def all_systems(cfg):
                  "parity 1 + checksums, 64 KiB chunks"),
         Daxguard(cfg, "daxguard-p2", ["--parity", "2"], "parity 2 + checksums"),
         Daxguard(cfg, "daxguard-none", ["--redundancy", "none"], "none", checksums=False),
+        # The kernel's writeback cache: a write() is durable only at fsync
+        # (not the default: README, "-o writeback"); measured against
+        # passthrough_ll with its own writeback cache.
+        Daxguard(cfg, "daxguard-p1-wb", ["--parity", "1"], "parity 1 + checksums",
+                 mount_opts=["writeback"]),
         Passthrough(cfg),
+        Passthrough(cfg, "passthrough-wb", ["writeback"]),
         Btrfs(cfg, "btrfs-raid5", NIMAGES, ["-d", "raid5", "-m", "raid1", "--csum", "xxhash"],
               [], "RAID-5 data, RAID-1 metadata, xxhash checksums", True),
         Btrfs(cfg, "btrfs-single", 1, ["-d", "single", "-m", "single", "--csum", "xxhash"],
@@ -540,8 +555,8 @@ def all_systems(cfg):
     ]
 
 
-SYSTEM_NAMES = ["daxguard-p1", "daxguard-p1-64k", "daxguard-p2", "daxguard-none", "passthrough",
-                "btrfs-raid5", "btrfs-single", "zfs-raidz1", "zfs-single", "tmpfs"]
+SYSTEM_NAMES = ["daxguard-p1", "daxguard-p1-64k", "daxguard-p2", "daxguard-none",
+                "daxguard-p1-wb", "passthrough", "passthrough-wb", "btrfs-raid5", "btrfs-single", "zfs-raidz1", "zfs-single", "tmpfs"]
 
 
 @contextlib.contextmanager

@@ -216,3 +216,23 @@ def test_metadata_refuses_more_files_than_the_system_can_hold(tmp_path):
     recs = w._run(str(tmp_path), Small(), Ctx(), 0)
     assert recs[0]["value"] is None
     assert "1000" in recs[0]["error"] and "--meta-files" in recs[0]["error"]
+
+
+def test_system_names_are_the_systems(cfg):
+    assert [s.name for s in systems.all_systems(cfg)] == systems.SYSTEM_NAMES
+
+
+@pytest.mark.parametrize("name,opts", [("daxguard-p1", None), ("daxguard-p1-wb", "writeback"),
+                                       ("passthrough", None), ("passthrough-wb", "writeback")])
+def test_writeback_variants_mount_with_the_option(cfg, monkeypatch, name, opts):
+    """The -wb systems differ from their peers only by -o writeback."""
+    s = {x.name: x for x in systems.all_systems(cfg)}[name]
+    argv = []
+    monkeypatch.setattr(s, "_start_fuse_daemon", argv.extend)
+    s.src = "/src"
+    s.binary = "/pt"
+    s.images = ["a", "b"]
+    s.start()
+    o = [argv[i + 1] for i, a in enumerate(argv) if a == "-o"]
+    assert any("writeback" in x for x in o) == bool(opts)
+    assert s.dir.endswith("/" + name)
