@@ -341,6 +341,10 @@ void dg_vol_dev_counts(struct dg_vol *vol, unsigned dev,
 		       struct dg_dev_counts *c);
 /* Path of a device of the volume (NULL when missing). */
 const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev);
+/* Why device dev is missing when the open knows more than "absent": a
+ * sentence naming the path that stood in its place ("'x' is a copy of
+ * device 3 ('y'): ..."); NULL otherwise. */
+const char *dg_vol_missing_why(struct dg_vol *vol, unsigned dev);
 
 /* The most recent fault events (a ring of DG_FAULT_RING), so a daemon
  * can report each one with the file it hit, outside the engine's locks. */
