@@ -372,10 +372,10 @@ static int resolve_claims(struct dg_vol *vol, struct cand *c, unsigned n,
 
 			if (e->fills < 0)
 				continue; /* no slot free: the caller's rules */
+			/* Short: fsck's finding keeps 160 bytes of it. */
 			snprintf(why, sizeof(why), "'%s' is a copy of device %u "
-				 "('%s'): the same device UUID and superblock, "
-				 "not device %d of the volume", ci->path, slot,
-				 orig, e->fills);
+				 "('%s'), not device %d", ci->path, slot, orig,
+				 e->fills);
 			if (!degraded) {
 				snprintf(errbuf, errlen, "%s; device %d is "
 					 "missing. Rebuild it onto '%s' with "
