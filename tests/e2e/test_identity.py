@@ -132,3 +132,31 @@ def test_duplicated_device_is_named_and_rebuilt(vol):
     assert rc == 0, p.stdout + p.stderr
     v.mount()
     assert manifest(v.mnt) == want
+
+
+def test_misdirected_superblock_with_its_owner_missing(vol):
+    """Device 3 is missing too: no peer holds slot 1 or 3, so device 1's
+    own checksum pages (sealed as device 1's) say which it is. fsck -y
+    rebuilds device 3 and rewrites device 1's primary."""
+    v, want = vol
+    with open(v.devs[3], "rb") as f:
+        other = f.read(PAGE)
+    with open(v.devs[1], "r+b") as f:
+        f.write(other)
+    v.devs[3].unlink()
+
+    rc, rep, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 4, p.stdout + p.stderr
+    got = sorted((f["code"], f["device"]) for f in rep["findings"])
+    assert got == [("PR_0_DEV_MISSING", 3), ("PR_0_SUPER_DIFFERS", 1)], rep
+    # The rebuild writes every device's superblocks, device 1's primary
+    # among them.
+    rc, rep, p = fsck(v.devs, "-y", json_out=True)
+    assert rc == 1, p.stdout + p.stderr
+    got = sorted((f["code"], f["device"]) for f in rep["findings"])
+    assert got == [("PR_0_DEV_MISSING", 3), ("PR_0_DEV_REBUILT", 3)], rep
+    assert all(f["fixed"] for f in rep["findings"]), rep
+    rc, _, p = fsck(v.devs, "-n")
+    assert rc == 0, p.stdout + p.stderr
+    v.mount()
+    assert manifest(v.mnt) == want
