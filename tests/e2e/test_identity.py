@@ -15,11 +15,11 @@ naming which path was a copy; then fsck -n is clean and every file is
 intact.
 """
 import os
-import shutil
+import subprocess
 
 import pytest
 
-from dgfault import fsck, make_tree, manifest
+from dgfault import copy_of, fsck, make_tree, manifest
 
 PAGE = 4096
 
@@ -44,9 +44,8 @@ def base(tmp_path_factory):
 @pytest.fixture
 def vol(base, volume_factory):
     g, want = base
-    v = volume_factory(ndev=4, size="32M", parity=1)
-    for s, d in zip(g.devs, v.devs):
-        shutil.copyfile(s, d)
+    v = copy_of(g, volume_factory)
+    for d in v.devs:
         d.chmod(0o600)
     return v, want
 
@@ -100,7 +99,8 @@ def test_misdirected_superblock_mount_repairs_it(vol):
 
 def test_duplicated_device_is_named_and_rebuilt(vol):
     v, want = vol
-    shutil.copyfile(v.devs[3], v.devs[1])
+    subprocess.run(["cp", "--sparse=always", str(v.devs[3]), str(v.devs[1])],
+                   check=True)
     copy = f"'{v.devs[1]}' is a copy of device 3 ('{v.devs[3]}'), not device 1"
 
     # The mount refuses, naming the copy and what to do. (Should it
