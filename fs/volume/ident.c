@@ -52,8 +52,11 @@ void dg_ident_resolve(struct dg_ident *c, unsigned n, unsigned ndev)
 	for (unsigned i = 0; i < n; i++) {
 		c[i].copy_of = -1;
 		c[i].fills = -1;
+		/* Copies that name one slot with two device UUIDs are a
+		 * rebuild cut between its two superblock writes: the
+		 * primary, written first, is the newer. */
 		c[i].torn = c[i].has[0] && c[i].has[1] &&
-			    !same_device(&c[i].id[0], &c[i].id[1]);
+			    c[i].id[0].index != c[i].id[1].index;
 		c[i].use = c[i].has[0] ? 0 : 1;
 		if (!c[i].torn && c[i].id[c[i].use].index < ndev)
 			firm |= 1u << c[i].id[c[i].use].index;

@@ -30,7 +30,7 @@ struct dg_ident {
 	unsigned votes[2];
 	/* out */
 	int use;		/* the copy that names it: 0 or 1 */
-	bool torn;		/* its copies name different devices */
+	bool torn;		/* its copies name different slots */
 	int copy_of;		/* a byte copy of the device at this entry
 				 * (same slot, same device UUID): -1 none */
 	int fills;		/* a copy: the slot it stands for and is

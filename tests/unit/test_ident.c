@@ -156,6 +156,19 @@ static void test_backup_only(void)
 	CHECK_EQ(c[1].copy_of, -1);
 }
 
+/* Copies of one slot with two device UUIDs (a rebuild cut between its
+ * two superblock writes): not torn, the primary names it. */
+static void test_uuid_change_not_torn(void)
+{
+	struct dg_ident c[2] = { dev(0, 7, 0), dev(1, 7, 1) };
+
+	memset(c[1].id[1].uuid, 0x33, 16);
+	dg_ident_resolve(c, 2, 2);
+	CHECK(!c[1].torn);
+	CHECK_EQ(c[1].use, 0);
+	CHECK_EQ(dg_ident_slot(&c[1]), 1);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -168,6 +181,7 @@ int main(int argc, char **argv)
 		{ "different_uuids_left_alone",
 		  test_different_uuids_left_alone },
 		{ "backup_only", test_backup_only },
+		{ "uuid_change_not_torn", test_uuid_change_not_torn },
 		{ NULL, NULL },
 	};
 
