@@ -328,8 +328,14 @@ static void missing_findings(struct fsck_ctx *c, bool fixed)
 		ev.structure = "device";
 		ev.fixable = info.parity > 0;
 		ev.fixed = fixed;
-		/* A long path may be cut short in the detail. */
-		if (explain_missing(c, &info, d, why, sizeof(why))) {
+		/* A long path may be cut short in the detail. The open
+		 * knows best when a copy of another device stood in the
+		 * slot's place. */
+		if (dg_vol_missing_why(c->vol, d))
+			snprintf(why, sizeof(why), "%s",
+				 dg_vol_missing_why(c->vol, d));
+		if (dg_vol_missing_why(c->vol, d) ||
+		    explain_missing(c, &info, d, why, sizeof(why))) {
 			if (snprintf(ev.detail, sizeof(ev.detail),
 				     "device %u of %u: %s", d, info.ndev,
 				     why) < 0)

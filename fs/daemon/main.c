@@ -305,6 +305,13 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 		return false;
 	}
 	dg_vol_get_info(vol, &in);
+	/* A slot whose path held a copy of another device: the open
+	 * says which (the copy itself looks like a current device). */
+	for (unsigned d = 0; d < in.ndev; d++)
+		if (dg_vol_missing_why(vol, d))
+			dg_log(mounting ? DG_LOG_NOTICE : DG_LOG_ERR, "%s%s",
+			       mounting ? "left out: " : "",
+			       dg_vol_missing_why(vol, d));
 	log_quiet = 1;
 	dg_vol_close(vol);
 	log_quiet = 0;

@@ -88,6 +88,7 @@ static void conclude(struct dg_daemon *dd, int ret)
 	unsigned dev = r->rec.dev;
 	char err[256] = "";
 
+	r->rec.stale += dg_vol_replace_take_stale(dd->vol);
 	if (!ret)
 		ret = dg_vol_replace_finish(dd->vol, err, sizeof(err));
 	else
@@ -104,8 +105,9 @@ static void conclude(struct dg_daemon *dd, int ret)
 	r->rec.state = DG_REPLACE_FINISHED;
 	slot_taken(dd, dev);
 	post(dd, DG_EV_DEVICE_REPLACED, dev, "device %u rebuilt: %" PRIu64
-	     " pages written, %" PRIu64 " could not be rebuilt", dev,
-	     r->rec.pages, r->rec.lost);
+	     " pages written, %" PRIu64 " could not be rebuilt, %" PRIu64
+	     " stale copies of the old device rebuilt", dev, r->rec.pages,
+	     r->rec.lost, r->rec.stale);
 }
 
 static void *replace_main(void *arg)
@@ -130,6 +132,7 @@ static void *replace_main(void *arg)
 			break;
 		r->rec.pages += pages;
 		r->rec.lost += lost;
+		r->rec.stale += dg_vol_replace_take_stale(dd->vol);
 		r->done += end - row;
 		row = end;
 		/* A resumed run passes the rows done before again (fast:
@@ -274,6 +277,9 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 		if (r->rec.lost)
 			dg_outf(o, ", %" PRIu64 " could not be rebuilt",
 				r->rec.lost);
+		if (r->rec.stale)
+			dg_outf(o, ", %" PRIu64 " stale copies rebuilt",
+				r->rec.stale);
 		if (r->error[0])
 			dg_outf(o, ": %s", r->error);
 		dg_outf(o, "\n");
@@ -304,6 +310,9 @@ struct json_object *dg_replace_status_json(struct dg_daemon *dd)
 							      in.rows)));
 	json_add_u64(x, "pages_written", r->rec.pages);
 	json_add_u64(x, "pages_lost", r->rec.lost);
+	/* Checksum-page and ditto copies the old device held stale,
+	 * written from the newest verified copy instead. */
+	json_add_u64(x, "pages_stale", r->rec.stale);
 	json_add_u64(x, "rate_limit_bytes_per_s", r->rec.rate);
 	json_add_u64(x, "started", r->rec.started);
 	json_add_u64(x, "ended", r->rec.ended);

@@ -3,6 +3,7 @@
  * device against the volume; and where things are, for fsck's reports */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "csum.h"
@@ -68,6 +69,13 @@ int dg_check_supers(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 					 "%s superblock copy fails validation "
 					 "(%s)", c ? "backup" : "primary",
 					 strerror(-r));
+			else if (tmp.dev_index != d ||
+				 memcmp(tmp.dev_uuid, vol->dev_uuid[d], 16))
+				snprintf(ev.detail, sizeof(ev.detail),
+					 "%s superblock copy is device %u's, "
+					 "not this device's (a misdirected "
+					 "write)", c ? "backup" : "primary",
+					 tmp.dev_index);
 			else
 				snprintf(ev.detail, sizeof(ev.detail),
 					 "%s superblock copy disagrees with the "

@@ -96,6 +96,13 @@ const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev)
 	return vol->devs[dev].path;
 }
 
+const char *dg_vol_missing_why(struct dg_vol *vol, unsigned dev)
+{
+	if (dev >= vol->ndev || vol->devs[dev].present)
+		return NULL;
+	return vol->missing_why[dev];
+}
+
 unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
 			     struct dg_fault_event *out, unsigned max)
 {

@@ -389,8 +389,13 @@ struct dg_dreplace {
 	uint64_t rate;		/* bytes per second; 0 unlimited */
 	uint64_t pages;		/* pages written to the new device */
 	uint64_t lost;		/* pages that could not be rebuilt */
+	/* Copies the old device held stale (checksum-page and ditto
+	 * copies) and that were written from the newest verified copy
+	 * instead. In bytes that were the root's reserved zeros: older
+	 * binaries keep it as it is. */
+	uint64_t stale;
 };
-_Static_assert(sizeof(struct dg_dreplace) == 64, "dreplace size");
+_Static_assert(sizeof(struct dg_dreplace) == 72, "dreplace size");
 
 struct dg_droot {
 	uint64_t magic;		/* DG_ROOT_MAGIC */
@@ -402,7 +407,7 @@ struct dg_droot {
 				   (= sb.ditto_pages); 0 without META_ZONE */
 	struct dg_dscrub scrub;	/* where the last background scrub stands */
 	struct dg_dreplace replace; /* the last online replace */
-	uint8_t reserved[40];	/* zero */
+	uint8_t reserved[32];	/* zero */
 	uint8_t fs[3840];	/* owned by the filesystem layer */
 };
 _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");

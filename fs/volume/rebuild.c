@@ -11,8 +11,9 @@
 #include "csum.h"
 #include "super.h"
 
-/* Which missing slot a spare path fills: its own (stale) superblock
- * says so, else its position among the paths, else the first free. */
+/* Which missing slot a spare path fills: the open's word (a copy of
+ * another device), else its own (stale) superblock says so, else its
+ * position among the paths, else the first free. */
 static int assign_spares(struct dg_vol *vol, const char *const *paths,
 			 unsigned n, int *slot_of_spare, char *errbuf,
 			 size_t errlen)
@@ -24,8 +25,16 @@ static int assign_spares(struct dg_vol *vol, const char *const *paths,
 		struct dg_dsuper sb;
 		bool backup;
 		char e[256];
+		int hint = vol->spare_slot[s] - 1;
 
 		slot_of_spare[s] = -1;
+		/* The open said which slot it stands for (a copy of
+		 * another device: its superblock names that device). */
+		if (hint >= 0 && (todo & (1u << hint))) {
+			slot_of_spare[s] = hint;
+			todo &= ~(1u << hint);
+			continue;
+		}
 		if (dg_dev_open(&d, vol->spare[s], true, true, e, sizeof(e)))
 			continue;
 		if (dg_dev_read_super(&d, &sb, &backup) == 0 &&

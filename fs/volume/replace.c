@@ -54,6 +54,7 @@ struct dg_repl {
 	bool missing;		/* T took the slot (filling) */
 	struct dg_dev tgt;	/* T, while S mirrors to it */
 	uint8_t uuid[16];	/* T's device uuid */
+	_Atomic uint64_t stale;	/* S's copies found stale, not copied */
 };
 
 #define REC_OFF offsetof(struct dg_droot, replace)
@@ -76,7 +77,7 @@ int dg_vol_replace_load(struct dg_vol *vol, struct dg_replace_rec *rec)
 		.state = (enum dg_replace_state)d.state, .dev = d.dev,
 		.next_row = d.next_row, .started = d.started,
 		.ended = d.ended, .rate = d.rate, .pages = d.pages,
-		.lost = d.lost,
+		.lost = d.lost, .stale = d.stale,
 	};
 	memcpy(rec->path, vol->sb.replace_path, sizeof(rec->path) - 1);
 	/* The superblocks forget the path when the new device takes the
@@ -95,6 +96,7 @@ int dg_vol_replace_save(struct dg_vol *vol, const struct dg_replace_rec *rec)
 		.dev = rec->dev, .next_row = rec->next_row,
 		.started = rec->started, .ended = rec->ended,
 		.rate = rec->rate, .pages = rec->pages, .lost = rec->lost,
+		.stale = rec->stale,
 	};
 	struct dg_range r = { 0, REC_OFF, sizeof(d), &d };
 
@@ -203,11 +205,16 @@ static void copy_head(struct dg_vol *vol, struct dg_dev *s, struct dg_dev *t)
 			    bytes);
 }
 
-/* A missing S: each checksum copy the slot holds, from the newest copy
- * that verifies (others hold at least one: parity + 1 copies). */
-static void copy_csum_pages(struct dg_vol *vol, unsigned dev,
-			    struct dg_dev *t, uint8_t *img)
+/* Each checksum copy the slot holds, from the newest copy that
+ * verifies (others hold at least one: parity + 1 copies): for a
+ * missing S all of them; for a present S, whose head was copied as it
+ * is, those where S's copy is not that (S lost the write). Returns how
+ * many of a present S's were stale. */
+static uint64_t copy_csum_pages(struct dg_vol *vol, unsigned dev,
+				struct dg_dev *t, uint8_t *img, bool present)
 {
+	uint64_t stale = 0;
+
 	for (unsigned owner = 0; owner < vol->ndev; owner++)
 		for (unsigned c = 0; c < vol->sb.csum_copies; c++) {
 			if (dg_cpage_copy_dev(vol, owner, c) != dev)
@@ -215,16 +222,24 @@ static void copy_csum_pages(struct dg_vol *vol, unsigned dev,
 			for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
 				struct dg_cpage_view v;
 
+				uint64_t off = dg_cpage_copy_page(vol, i, c)
+					       << DG_PAGE_SHIFT;
+
 				if (!dg_cmap_test(vol, i) ||
 				    dg_cpage_examine(vol, owner, i, img, &v,
 						     DG_CPX_QUIET) != 1)
 					continue;
-				dg_repair_write_dev(vol, t,
-					dg_cpage_copy_page(vol, i, c)
-						<< DG_PAGE_SHIFT,
-					img, DG_PAGE_SIZE);
+				if (present) {
+					if (!memcmp(dg_dev_ptr(t, off), img,
+						    DG_PAGE_SIZE))
+						continue;
+					stale++;
+				}
+				dg_repair_write_dev(vol, t, off, img,
+						    DG_PAGE_SIZE);
 			}
 		}
+	return stale;
 }
 
 /* A missing S: its journal copy, from one that is present (every row
@@ -262,12 +277,19 @@ static int attach(struct dg_vol *vol, struct dg_repl *r)
 		return -ENOMEM;
 	hold_all(vol);
 	if (!r->missing) {
+		/* S's head as it is, then what in it S may have kept old
+		 * (it lost writes: that may be why it is replaced): the
+		 * checksum copies from their newest verified copy, the
+		 * init map from the union loaded at open (through S, which
+		 * mirrors it). Its ditto copies follow with their rows. */
 		copy_head(vol, s, &r->tgt);
 		s->mirror = &r->tgt;
 		s->mirror_lo = DG_PAGE_SIZE;
 		s->mirror_hi = (vol->sb.dev_pages - 1) << DG_PAGE_SHIFT;
+		r->stale += copy_csum_pages(vol, r->dev, &r->tgt, img, true);
+		dg_cmap_store(vol, 1u << r->dev);
 	} else {
-		copy_csum_pages(vol, r->dev, &r->tgt, img);
+		copy_csum_pages(vol, r->dev, &r->tgt, img, false);
 		copy_journal(vol, r->dev, &r->tgt);
 		/* T takes the slot, filling: present for writes, its rows
 		 * missing for reads until rebuilt. */
@@ -340,6 +362,47 @@ int dg_vol_replace_begin(struct dg_vol *vol, unsigned dev, const char *path,
 
 /* ---- the data rows ----------------------------------------------------- */
 
+/*
+ * The ditto copies that the slot keeps in row's part of the ditto
+ * region, made exact on T: each copy that is not its page (verified,
+ * rebuilt if need be) is written from the page. A present S's head was
+ * copied as it was, so a copy S kept stale is counted. Under the row's
+ * lock, which every write of these copies holds (updates write a zone
+ * page's copies under its row's lock); from then on S mirrors them.
+ */
+static void replace_dittos(struct dg_vol *vol, uint64_t row, uint8_t *buf)
+{
+	struct dg_repl *r = vol->repl;
+	struct dg_dev *t = target(vol);
+
+	for (unsigned d = 0; d < vol->ndev; d++) {
+		uint64_t vpn, cs;
+
+		if (d == r->dev || dg_row_dev_is_parity(vol, row, d))
+			continue;
+		vpn = dg_loc_vpn(vol, d, row);
+		if (!dg_ditto_has(vol, vpn))
+			continue;
+		for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
+			unsigned cdev;
+			uint64_t page;
+
+			dg_ditto_loc(vol, vpn, j, &cdev, &page);
+			if (cdev != r->dev)
+				continue;
+			if (dg_page_read_locked(vol, d, row, buf, &cs) < 0 ||
+			    cs == DG_CSUM_NONE)
+				break; /* unreadable or never written */
+			if (!memcmp(dg_dev_ptr(t, page << DG_PAGE_SHIFT), buf,
+				    DG_PAGE_SIZE))
+				continue;
+			dg_repair_write_dev(vol, t, page << DG_PAGE_SHIFT, buf,
+					    DG_PAGE_SIZE);
+			r->stale++;
+		}
+	}
+}
+
 /* Row's page of the slot exact on T; under the row's lock. 1 written, 0
  * nothing to do, -EIO could not be rebuilt. */
 static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf)
@@ -380,6 +443,10 @@ int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
 		int ret;
 
 		pthread_rwlock_wrlock(lk);
+		/* A missing S's copies come from dg_ditto_check() at the
+		 * end: T holds none of them to compare. */
+		if (!vol->repl->missing)
+			replace_dittos(vol, row, buf);
 		ret = replace_row(vol, row, buf);
 		if (ret > 0)
 			++*pages;
@@ -395,6 +462,11 @@ int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
 	}
 	free(buf);
 	return dg_latch_on(&vol->latch) ? -EIO : 0;
+}
+
+uint64_t dg_vol_replace_take_stale(struct dg_vol *vol)
+{
+	return vol->repl ? atomic_exchange(&vol->repl->stale, 0) : 0;
 }
 
 /* ---- the end ----------------------------------------------------------- */

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "csum.h"
+#include "ident.h"
 #include "probe.h"
 #include "super.h"
 
@@ -78,6 +79,8 @@ static void vol_free(struct dg_vol *vol)
 			dg_dev_close(&vol->devs[i]);
 	for (unsigned i = 0; i < vol->nspare; i++)
 		free(vol->spare[i]);
+	for (unsigned i = 0; i < DG_MAX_DEVS; i++)
+		free(vol->missing_why[i]);
 	dg_parity_fini(vol);
 	dg_alloc_fini(vol);
 	dg_cpcache_free(vol);
@@ -251,6 +254,151 @@ static bool use_suspects(const struct cand *c, unsigned n,
 	       *lagging <= ref->parity + 1u;
 }
 
+/* ---- who each device is (ident.c) ------------------------------------ */
+
+/* How many of the checksum-page copies that slot keeps verify on dev:
+ * their seals name the owner device, so they say which slot wrote the
+ * device, whatever its superblocks say. The first few pages of each
+ * copy region are enough (the low indexes are written first). */
+static unsigned content_votes(struct dg_vol *vol, const struct dg_dev *dev,
+			      unsigned slot)
+{
+	uint64_t most = vol->sb.csum_pages < 8 ? vol->sb.csum_pages : 8;
+	unsigned votes = 0;
+
+	for (unsigned c = 0; c < vol->sb.csum_copies; c++)
+		for (unsigned owner = 0; owner < vol->ndev; owner++) {
+			if (dg_cpage_copy_dev(vol, owner, c) != slot)
+				continue;
+			for (uint64_t i = 0; i < most; i++) {
+				uint64_t off = dg_cpage_copy_page(vol, i, c)
+					       << DG_PAGE_SHIFT;
+
+				if (off + DG_PAGE_SIZE <= dev->size &&
+				    dg_csum_page_check(vol, owner, i,
+					    dg_dev_ptr(dev, off)) == 1)
+					votes++;
+			}
+		}
+	return votes;
+}
+
+/* Copy k (0 primary, 1 backup) of a candidate's superblock, when it
+ * decodes and belongs to the volume of ref. */
+static bool read_copy(const struct cand *c, unsigned k,
+		      const struct dg_dsuper *ref, struct dg_dsuper *out)
+{
+	uint64_t off = k ? c->dev.size - DG_PAGE_SIZE : 0;
+
+	return c->dev.size >= 2 * DG_PAGE_SIZE &&
+	       dg_dsuper_decode(dg_dev_ptr(&c->dev, off), out) == 0 &&
+	       !memcmp(out->vol_uuid, ref->vol_uuid, 16) &&
+	       same_volume_geometry(out, ref);
+}
+
+/*
+ * Two devices that claim one slot (docs/integrity.md, "Devices that lie
+ * about who they are"). A device whose primary superblock is another
+ * device's (a misdirected write) is taken as the device its backup and
+ * its checksum pages name; the open writes its superblocks afresh, as
+ * it does after a lost primary. A byte copy of another device (same
+ * slot, same device UUID) is not a device of the volume: the slot it
+ * stands for is missing, and it is kept as that slot's rebuild target,
+ * degraded; without DG_OPEN_DEGRADED the open is refused, naming it.
+ */
+static int resolve_claims(struct dg_vol *vol, struct cand *c, unsigned n,
+			  bool degraded, char *errbuf, size_t errlen)
+{
+	struct dg_ident id[DG_MAX_DEVS];
+	struct dg_dsuper *copy = malloc(2 * DG_MAX_DEVS * sizeof(*copy));
+	int map[DG_MAX_DEVS], nid = 0, ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	/* What content_votes() needs before vol_init_core() sets them. */
+	vol->ndev = vol->sb.dev_count;
+	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
+	memset(id, 0, sizeof(id));
+	for (unsigned i = 0; i < n; i++) {
+		struct dg_ident *e = &id[nid];
+
+		if (!c[i].opened || !c[i].valid)
+			continue;
+		for (unsigned k = 0; k < 2; k++) {
+			struct dg_dsuper *s = &copy[2 * nid + k];
+
+			e->has[k] = read_copy(&c[i], k, &vol->sb, s);
+			if (!e->has[k])
+				continue;
+			e->id[k].index = s->dev_index;
+			memcpy(e->id[k].uuid, s->dev_uuid, 16);
+			e->id[k].generation = s->generation;
+		}
+		if (!e->has[0] && !e->has[1])
+			continue; /* another volume's: vol_open() says so */
+		e->pos = i;
+		if (e->has[0] && e->has[1] &&
+		    e->id[0].index != e->id[1].index)
+			for (unsigned k = 0; k < 2; k++)
+				e->votes[k] = content_votes(vol, &c[i].dev,
+							    e->id[k].index);
+		map[nid++] = (int)i;
+	}
+	dg_ident_resolve(id, (unsigned)nid, vol->sb.dev_count);
+
+	for (int j = 0; j < nid; j++) {
+		struct dg_ident *e = &id[j];
+		struct cand *ci = &c[map[j]];
+
+		if (e->torn) {
+			unsigned u = (unsigned)e->use, o = !u;
+
+			dg_log(DG_LOG_WARNING, "'%s': its primary superblock "
+			       "names device %u, its backup device %u (its "
+			       "checksum pages: %u for device %u, %u for device "
+			       "%u): taken as device %u, its %s superblock is "
+			       "another device's", ci->path, e->id[0].index,
+			       e->id[1].index, e->votes[u], e->id[u].index,
+			       e->votes[o], e->id[o].index, e->id[u].index,
+			       o ? "backup" : "primary");
+			ci->sb = copy[2 * j + e->use];
+		}
+		if (e->copy_of < 0)
+			continue;
+		{
+			const char *orig = c[map[e->copy_of]].path;
+			unsigned slot = dg_ident_slot(e);
+			char why[1024];
+
+			if (e->fills < 0)
+				continue; /* no slot free: the caller's rules */
+			/* Short: fsck's finding keeps 160 bytes of it. */
+			snprintf(why, sizeof(why), "'%s' is a copy of device %u "
+				 "('%s'), not device %d", ci->path, slot, orig,
+				 e->fills);
+			if (!degraded) {
+				snprintf(errbuf, errlen, "%s; device %d is "
+					 "missing. Rebuild it onto '%s' with "
+					 "fsck.daxguard -y, or open degraded "
+					 "(-o degraded) to go on without it",
+					 why, e->fills, ci->path);
+				ret = -ENXIO;
+				break;
+			}
+			dg_log(DG_LOG_WARNING, "%s: left out (fsck.daxguard "
+			       "-y rebuilds device %d onto it)", why, e->fills);
+			free(vol->missing_why[e->fills]);
+			vol->missing_why[e->fills] = strdup(why);
+			vol->spare_slot[vol->nspare] = (int8_t)(e->fills + 1);
+			vol->spare[vol->nspare++] = strdup(ci->path);
+			dg_dev_close(&ci->dev);
+			ci->opened = ci->valid = false;
+		}
+	}
+	free(copy);
+	return ret;
+}
+
 /*
  * A degraded volume takes writes only when asked (DG_OPEN_DEGRADED_RW)
  * and when parity can carry the missing pages. A journal copy is always
@@ -333,6 +481,9 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 	if (vol->sb.dev_count < n)
 		FAIL(-EINVAL, "%u devices given but the volume has %u", n,
 		     vol->sb.dev_count);
+	ret = resolve_claims(vol, c, n, degraded, errbuf, errlen);
+	if (ret)
+		goto fail;
 	suspects = use_suspects(c, n, &vol->sb, flags, &lagging);
 
 	for (unsigned i = 0; i < n; i++) {

@@ -341,6 +341,10 @@ void dg_vol_dev_counts(struct dg_vol *vol, unsigned dev,
 		       struct dg_dev_counts *c);
 /* Path of a device of the volume (NULL when missing). */
 const char *dg_vol_dev_path(struct dg_vol *vol, unsigned dev);
+/* Why device dev is missing when the open knows more than "absent": a
+ * sentence naming the path that stood in its place ("'x' is a copy of
+ * device 3 ('y'): ..."); NULL otherwise. */
+const char *dg_vol_missing_why(struct dg_vol *vol, unsigned dev);
 
 /* The most recent fault events (a ring of DG_FAULT_RING), so a daemon
  * can report each one with the file it hit, outside the engine's locks. */
@@ -436,6 +440,7 @@ struct dg_replace_rec {
 	uint64_t rate;		/* bytes per second asked for; 0 unlimited */
 	uint64_t pages;		/* pages written to the new device */
 	uint64_t lost;		/* pages that could not be rebuilt */
+	uint64_t stale;		/* stale copies not copied but rebuilt */
 	char path[1024];	/* the new device ("" when none) */
 };
 /* 0 and the record (state NONE when none was saved); -EIO when the root
@@ -461,6 +466,10 @@ int dg_vol_replace_begin(struct dg_vol *vol, unsigned dev, const char *path,
  * that could not be rebuilt, left as they are). */
 int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
 			uint64_t *pages, uint64_t *lost);
+/* Copies of the old device that were stale and were written to the new
+ * one from the newest verified copy instead (checksum-page copies at the
+ * begin, ditto copies with their rows), since the last call. */
+uint64_t dg_vol_replace_take_stale(struct dg_vol *vol);
 /* After every row: the ditto copies, then the new device takes the slot
  * and every superblock is written. */
 int dg_vol_replace_finish(struct dg_vol *vol, char *err, size_t errlen);

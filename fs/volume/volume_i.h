@@ -63,7 +63,14 @@ struct dg_vol {
 	struct dg_dsuper sb;			/* in-core copy, common fields */
 	uint8_t dev_uuid[DG_MAX_DEVS][16];
 	char *spare[DG_MAX_DEVS];		/* paths left out: rebuild targets */
+	/* The slot + 1 a spare is to be rebuilt as, 0: rebuild.c picks.
+	 * A byte copy of another device stands for the slot that the
+	 * open found it in place of (ident.c). */
+	int8_t spare_slot[DG_MAX_DEVS];
 	unsigned nspare;
+	/* Why a missing slot is missing, when the open knows better than
+	 * "absent" (a copy of another device stood in its place). */
+	char *missing_why[DG_MAX_DEVS];
 	uint64_t seed;				/* checksum seed from the uuid */
 	uint64_t vpns;
 	bool redundancy;			/* checksums and parity on */
