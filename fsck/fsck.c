@@ -175,13 +175,18 @@ static const char *resolve_path(const char *path)
 	return out;
 }
 
-/* Whoever may read an image may read every file of the volume. */
+/* Whoever may read an image may read every file of the volume: said
+ * of each image with a daxguard superblock (a foreign file named for a
+ * rebuild is not one yet, and is refused or overwritten anyway). */
 static void warn_wide_modes(const struct fsck_ctx *c)
 {
 	for (unsigned i = 0; i < c->n; i++) {
 		mode_t wide = dg_image_wide_mode(c->paths[i]);
+		struct dg_probe p;
+		char err[512];
 
-		if (wide)
+		if (wide && dg_dev_probe(c->paths[i], &p, err, sizeof(err)) == 0 &&
+		    p.kind == DG_PROBE_DAXGUARD)
 			fprintf(stderr, "fsck.daxguard: warning: '%s' is "
 				"readable by others (group/other bits %03o): "
 				"whoever reads it reads the whole volume; "

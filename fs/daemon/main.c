@@ -428,11 +428,14 @@ static int open_volume(struct dg_daemon *dd, bool degraded, bool ro)
 		if (in.degraded || in.suspect_mask)
 			explain_degraded(paths, n, true, NULL, 0);
 	}
-	/* Whoever may read an image may read every file of the volume. */
+	/* Whoever may read an image may read every file of the volume
+	 * (said of the images with a daxguard superblock). */
 	for (int i = 0; i < n; i++) {
 		mode_t wide = dg_image_wide_mode(paths[i]);
+		struct dg_probe p;
 
-		if (wide)
+		if (wide && dg_dev_probe(paths[i], &p, err, sizeof(err)) == 0 &&
+		    p.kind == DG_PROBE_DAXGUARD)
 			dg_log(DG_LOG_WARNING, "warning: '%s' is readable by "
 			       "others (group/other bits %03o): whoever reads "
 			       "it reads the whole volume; chmod 600 it",

@@ -69,10 +69,19 @@ int dg_spare_open(struct dg_vol *vol, const char *path, struct dg_dev *t,
 	bool created;
 	int ret;
 
+	mode_t wide;
+
 	/* Created 0600, never through a symlink (image_file.h). */
 	ret = dg_image_prepare(path, need, &created, err, errlen);
 	if (ret)
 		return ret;
+	/* A whole device is about to be written there: whoever could read
+	 * the file before would read the volume. */
+	wide = dg_image_wide_mode(path);
+	if (wide && dg_image_tighten(path) == 0)
+		dg_log(DG_LOG_NOTICE, "'%s' was readable by others "
+		       "(group/other bits %03o): its mode is now 0600", path,
+		       (unsigned)wide);
 	ret = dg_dev_open(t, path, false, false, err, errlen);
 	if (ret)
 		return ret;

@@ -171,6 +171,13 @@ def test_fsck_rebuild_is_private(volume_factory, umask):
     assert mode(v.devs[3]) == 0o600
     rc, _, p = fsck(v.devs, "-n")
     assert rc == 0, p.stdout + p.stderr
+    # An empty file readable by others that a device is rebuilt onto
+    # becomes private before the device is written there.
+    os.truncate(v.devs[2], 0)
+    os.chmod(v.devs[2], 0o644)
+    rc, _, p = fsck(v.devs, "-y")
+    assert rc == 1, p.stdout + p.stderr
+    assert mode(v.devs[2]) == 0o600
 
 
 def test_fsck_and_mount_warn_about_a_wide_image(volume_factory):
