@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CTL, FSCK, MKFS, run
+from conftest import MKFS, run
 from dgfault import fsck
 
 USER = "dg-modes"
@@ -43,12 +43,22 @@ def snapshot(p):
     return (Path(p).read_bytes(), st.st_mode, st.st_uid, st.st_size)
 
 
+def retry_locked(cmd, deadline=30):
+    """Run a useradd/userdel; another test adding a user at the same
+    time holds the password file's lock (exit 10): wait for it."""
+    end = time.time() + deadline
+    while True:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 10 or time.time() > end:
+            return p
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
 def user():
     """A real unprivileged account (an existing one is used, and left)."""
-    made = subprocess.run(["useradd", "--system", "--no-create-home",
-                           "--shell", "/usr/sbin/nologin", USER],
-                          capture_output=True, text=True)
+    made = retry_locked(["useradd", "--system", "--no-create-home",
+                         "--shell", "/usr/sbin/nologin", USER])
     if made.returncode not in (0, 9):       # 9: the name exists
         pytest.skip(f"useradd failed: {made.stderr}")
     try:
@@ -56,7 +66,7 @@ def user():
         yield pw.pw_uid, pw.pw_gid
     finally:
         if made.returncode == 0:
-            subprocess.run(["userdel", USER], capture_output=True)
+            retry_locked(["userdel", USER])
 
 
 def as_user(user, cmd, cwd):
