@@ -12,6 +12,7 @@
 
 #include "devlist.h"
 #include "fsck.h"
+#include "image_file.h"
 #include "probe.h"
 #include "util.h"
 #include "version.h"
@@ -126,27 +127,71 @@ static int create_missing(struct fsck_ctx *c)
 		    st.st_size > size)
 			size = st.st_size;
 	for (unsigned i = 0; i < c->n; i++) {
-		int fd;
+		char err[8400];
+		bool created;
 
 		if (!c->paths[i][0])
 			continue;
-		if (stat(c->paths[i], &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_size == 0)
-			fd = open(c->paths[i], O_RDWR);
-		else if (access(c->paths[i], F_OK) == 0 || errno != ENOENT)
+		/* The paths are resolved (main()): what is not there is
+		 * created 0600, never through a symlink (image_file.h). */
+		if (!(stat(c->paths[i], &st) == 0 && S_ISREG(st.st_mode) &&
+		      st.st_size == 0) &&
+		    (lstat(c->paths[i], &st) == 0 || errno != ENOENT))
 			continue;
-		else
-			fd = open(c->paths[i], O_RDWR | O_CREAT | O_EXCL, 0644);
-		if (fd < 0 || ftruncate(fd, size) < 0) {
-			say_error(c, "cannot create '%s': "
-				"%s\n", c->paths[i], strerror(errno));
-			if (fd >= 0)
-				close(fd);
+		if (dg_image_prepare(c->paths[i], (uint64_t)size, &created,
+				     err, sizeof(err))) {
+			say_error(c, "%s\n", err);
 			return -1;
 		}
-		close(fd);
 	}
 	return 0;
+}
+
+/*
+ * Each path resolved once (image_file.h): a symlink planted in a sticky,
+ * world-writable directory is refused, whatever fs.protected_symlinks
+ * says, and fsck works on the resolved paths from here on (a rebuild
+ * writes a whole device). NULL, having said why, when one is refused.
+ */
+static const char *resolve_path(const char *path)
+{
+	char buf[4096], err[8400];
+	char *out;
+	int ret;
+
+	ret = dg_image_resolve(path, buf, sizeof(buf), err, sizeof(err));
+	if (ret == -EPERM) {
+		fprintf(stderr, "fsck.daxguard: %s\n", err);
+		return NULL;
+	}
+	if (ret) {
+		fprintf(stderr, "fsck.daxguard: cannot resolve '%s': %s\n",
+			path, strerror(-ret));
+		return NULL;
+	}
+	out = !strcmp(buf, path) ? (char *)path : strdup(buf);
+	if (!out)
+		fprintf(stderr, "fsck.daxguard: out of memory\n");
+	return out;
+}
+
+/* Whoever may read an image may read every file of the volume: said
+ * of each image with a daxguard superblock (a foreign file named for a
+ * rebuild is not one yet, and is refused or overwritten anyway). */
+static void warn_wide_modes(const struct fsck_ctx *c)
+{
+	for (unsigned i = 0; i < c->n; i++) {
+		mode_t wide = dg_image_wide_mode(c->paths[i]);
+		struct dg_probe p;
+		char err[512];
+
+		if (wide && dg_dev_probe(c->paths[i], &p, err, sizeof(err)) == 0 &&
+		    p.kind == DG_PROBE_DAXGUARD)
+			fprintf(stderr, "fsck.daxguard: warning: '%s' is "
+				"readable by others (group/other bits %03o): "
+				"whoever reads it reads the whole volume; "
+				"chmod 600 it\n", c->paths[i], (unsigned)wide);
+	}
 }
 
 static bool replaced(const struct fsck_ctx *c, const char *path, unsigned *slot)
@@ -943,8 +988,16 @@ int main(int argc, char **argv)
 		const char **devs = devlist_args(argv + optind, argc - optind,
 						 &n);
 
+		for (unsigned i = 0; i < n; i++)
+			if (devs[i][0] && !(devs[i] = resolve_path(devs[i])))
+				return FSCK_ERROR;
+		for (unsigned d = 0; d < DG_MAX_DEVS; d++)
+			if (c.replace[d] &&
+			    !(c.replace[d] = resolve_path(c.replace[d])))
+				return FSCK_ERROR;
 		set_paths(&c, devs, n);
 	}
+	warn_wide_modes(&c);
 	c.tty = isatty(STDERR_FILENO);
 	verbose_log = c.verbose;
 	dg_log_set_func(log_func);

@@ -250,8 +250,10 @@ static void backing(const struct commit_map *m, uint64_t fp, int *fd,
 		return;
 	}
 	e = ext_of(m, fp);
-	*fd = m->devfd[e->dev];
-	*off = (off_t)(e->devoff + (fp - e->fpage) * CM_PAGE);
+	/* A hole of a read-only map: zeros, from no device (fd -1). */
+	*fd = e->dev == COMMIT_EXT_HOLE ? -1 : m->devfd[e->dev];
+	*off = e->dev == COMMIT_EXT_HOLE
+		       ? 0 : (off_t)(e->devoff + (fp - e->fpage) * CM_PAGE);
 	*pages = e->fpage + e->pages - fp;
 }
 
@@ -269,7 +271,8 @@ static int map_area(struct commit_map *m, uint8_t *base, int flags)
 
 		backing(m, fp, &fd, &off, &k);
 		p = mmap(base + (fp * CM_PAGE - m->foff), k * CM_PAGE,
-			 PROT_READ, flags | MAP_FIXED, fd, off);
+			 PROT_READ, flags | MAP_FIXED |
+			 (fd < 0 ? MAP_ANONYMOUS : 0), fd, off);
 		if (p == MAP_FAILED)
 			return cm_err(-errno, "cannot map %s: %s",
 				      m->direct ? "a device" : "the file",
@@ -438,6 +441,16 @@ int commit_map_new_fd(int fd, uint64_t offset, size_t len, unsigned flags,
 	/* The daemon passes no descriptors (proto.h): any is an error. */
 	if (!ret && (rep.off != offset || nfds))
 		ret = -EPROTO;
+	/* Only a read-only map has holes (a read-write one is allocated
+	 * whole). */
+	for (uint32_t i = 0; !ret && m->rw && i < rep.next; i++) {
+		struct commit_ext e;
+
+		memcpy(&e, (const uint8_t *)ext + (size_t)i * sizeof(e),
+		       sizeof(e));
+		if (e.dev == COMMIT_EXT_HOLE)
+			ret = -EPROTO;
+	}
 	if (ret) {
 		cm_err(ret, "bad map reply: %s", strerror(-ret));
 		goto fail_fds;
@@ -586,6 +599,8 @@ int commit__locate(const struct commit_map *m, size_t off, unsigned *dev,
 	if (!m->direct)
 		return -ENODEV;
 	e = ext_of(m, fp);
+	if (e->dev == COMMIT_EXT_HOLE)
+		return -ENXIO; /* a hole of a read-only map */
 	*dev = e->dev;
 	*devoff = e->devoff + (fp - e->fpage) * CM_PAGE + off % CM_PAGE;
 	*devfd = m->devfd[e->dev];

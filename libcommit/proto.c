@@ -137,7 +137,7 @@ int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
 		return 0;
 	}
 	if (t.status != 0 || t.pad || t.next == 0 ||
-	    t.dev_mask >= (1u << COMMIT_MAX_DEVS) || t.dev_mask == 0 ||
+	    t.dev_mask >= (1u << COMMIT_MAX_DEVS) ||
 	    t.off % COMMIT_PAGE_SIZE || t.len % COMMIT_PAGE_SIZE || !t.len ||
 	    t.off + t.len < t.off || t.off + t.len > (1ull << 52))
 		return -EBADMSG;
@@ -150,10 +150,15 @@ int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
 	next_page = t.off / COMMIT_PAGE_SIZE;
 	for (uint32_t i = 0; i < t.next; i++) {
 		struct commit_ext e;
+		int hole;
 
 		memcpy(&e, b + sizeof(t) + (size_t)i * sizeof(e), sizeof(e));
+		hole = e.dev == COMMIT_EXT_HOLE;
+		if (hole && e.devoff)
+			return -EBADMSG;
 		if (e.pad || e.pages == 0 || e.fpage != next_page ||
-		    e.dev >= COMMIT_MAX_DEVS || !(t.dev_mask & (1u << e.dev)) ||
+		    (!hole && (e.dev >= COMMIT_MAX_DEVS ||
+			       !(t.dev_mask & (1u << e.dev)))) ||
 		    e.devoff % COMMIT_PAGE_SIZE ||
 		    e.pages > (t.off + t.len) / COMMIT_PAGE_SIZE - e.fpage ||
 		    e.devoff + e.pages * COMMIT_PAGE_SIZE < e.devoff ||

@@ -93,10 +93,18 @@ struct commit_ext {
 	uint64_t fpage;		/* first file page */
 	uint64_t pages;		/* > 0 */
 	uint64_t devoff;	/* bytes on the device, page aligned */
-	uint32_t dev;		/* device index, a bit of dev_mask */
+	uint32_t dev;		/* device index, a bit of dev_mask, or
+				 * COMMIT_EXT_HOLE */
 	uint32_t pad;		/* zero */
 };
 _Static_assert(sizeof(struct commit_ext) == 32, "commit_ext size");
+
+/* A hole of a read-only map (devoff 0, no device): its pages read as
+ * zeros. The daemon never allocates for a read-only map, so a reader
+ * cannot fill the volume by mapping sparse files. Added in version 2
+ * without a bump: an older client refuses such a reply (-EPROTO) rather
+ * than misread it; a read-write map never has one. */
+#define COMMIT_EXT_HOLE 0xffffffffu
 
 struct commit_map_rep {
 	int32_t status;		/* 0 or -errno; nothing follows if < 0 */
@@ -172,7 +180,9 @@ int commit_verify_req_decode(const void *p, size_t n,
 			     struct commit_verify_req *r);
 
 /* A MAP_REP payload: the extents must be sorted, contiguous, cover
- * [off, off + len) exactly, name devices in dev_mask and not overflow;
+ * [off, off + len) exactly, name devices in dev_mask (or be holes:
+ * COMMIT_EXT_HOLE, devoff 0; dev_mask is 0 when all are) and not
+ * overflow;
  * one commit_dev per bit of dev_mask follows, in ascending order, each
  * path empty or absolute and NUL-terminated at pathlen. *ext and *devs
  * point into p (unaligned: copy before use). */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fsys.h"
+#include "image_file.h"
 #include "probe.h"
 #include "util.h"
 #include "version.h"
@@ -41,7 +42,7 @@ static const char help_text[] =
 	"                          none: no checksums and no parity (a baseline\n"
 	"                          for benchmarks; excludes --parity)\n"
 	"  -f, --force             overwrite an existing daxguard volume, or a\n"
-	"                          device that holds something else\n"
+	"                          device or file that holds something else\n"
 	"  -q, --quiet             print nothing on success\n"
 	"  -h, --help              show this help and exit\n"
 	"  -V, --version           show the version and exit\n"
@@ -88,12 +89,22 @@ static int check_twice(const char *const *devs, unsigned n)
 	return 0;
 }
 
+static bool is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /*
  * Look at every target before anything is written (mke2fs, mkfs.btrfs,
  * zpool do the same): a daxguard volume or anything libblkid recognises
  * (a file system, a RAID member, LUKS, swap, a partition table) is
- * refused unless --force. Every refusal is reported, not just the first.
- * Paths that do not exist yet are noted, to be removed on failure.
+ * refused unless --force, and so is a regular file of data nothing
+ * claims (a text file, a database: libblkid knows no signature in
+ * them, and an image to be is empty, sparse or zeros). Every refusal is
+ * reported, not just the first. Paths that do not exist yet are noted,
+ * to be removed on failure.
  */
 static int check_targets(const char *const *devs, unsigned n, bool force)
 {
@@ -113,7 +124,8 @@ static int check_targets(const char *const *devs, unsigned n, bool force)
 			continue;
 		}
 		if (force || (p.kind != DG_PROBE_DAXGUARD &&
-			      p.kind != DG_PROBE_FOREIGN))
+			      p.kind != DG_PROBE_FOREIGN &&
+			      !(p.kind == DG_PROBE_DATA && is_file(devs[i]))))
 			continue;
 		dg_probe_describe(&p, what, sizeof(what));
 		if (p.kind == DG_PROBE_DAXGUARD)
@@ -126,6 +138,59 @@ static int check_targets(const char *const *devs, unsigned n, bool force)
 		bad = -1;
 	}
 	return bad;
+}
+
+/*
+ * Resolve each path once (image_file.h): a symlink planted in a sticky,
+ * world-writable directory is refused, whatever fs.protected_symlinks
+ * says. The resolved paths are what mkfs works on from here.
+ */
+static int resolve_paths(const char *const *devs, unsigned n,
+			 const char **out)
+{
+	static char bufs[DG_MAX_DEVS][4096];
+	int bad = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		char err[8400];
+		int ret = dg_image_resolve(devs[i], bufs[i], sizeof(bufs[i]),
+					   err, sizeof(err));
+
+		if (ret == -EPERM)
+			fprintf(stderr, "mkfs.daxguard: %s\n", err);
+		else if (ret)
+			fprintf(stderr, "mkfs.daxguard: cannot resolve '%s': "
+				"%s\n", devs[i], strerror(-ret));
+		if (ret)
+			bad = -1;
+		out[i] = bufs[i];
+	}
+	return bad;
+}
+
+/* An image readable by others gives them the whole volume: it becomes
+ * 0600, as a new one is created, and mkfs says so. */
+static int tighten_modes(const char *const *devs, unsigned n, bool quiet)
+{
+	for (unsigned i = 0; i < n; i++) {
+		mode_t wide = dg_image_wide_mode(devs[i]);
+		int ret;
+
+		if (!wide)
+			continue;
+		ret = dg_image_tighten(devs[i]);
+		if (ret) {
+			fprintf(stderr, "mkfs.daxguard: cannot make '%s' "
+				"private (chmod 0600): %s\n", devs[i],
+				strerror(-ret));
+			return -1;
+		}
+		if (!quiet)
+			fprintf(stderr, "mkfs.daxguard: '%s' was readable "
+				"by others (group/other bits %03o): its mode "
+				"is now 0600\n", devs[i], (unsigned)wide);
+	}
+	return 0;
 }
 
 /* A volume just unmounted may still be held by its closing daemon
@@ -212,6 +277,8 @@ int main(int argc, char **argv)
 	struct dg_vol_info info;
 	bool parity_set = false, quiet = false;
 	struct timespec t0, t1;
+	const char *devs[DG_MAX_DEVS];
+	unsigned ndev;
 	uint64_t v;
 	int c, ret;
 
@@ -283,19 +350,17 @@ int main(int argc, char **argv)
 	if (o.no_redundancy && o.parity)
 		usage_error("--redundancy none excludes --parity");
 
-	if (check_twice((const char *const *)argv + optind,
-			(unsigned)(argc - optind)) ||
-	    check_targets((const char *const *)argv + optind,
-			  (unsigned)(argc - optind), o.force))
+	ndev = (unsigned)(argc - optind);
+	if (check_twice((const char *const *)argv + optind, ndev) ||
+	    resolve_paths((const char *const *)argv + optind, ndev, devs) ||
+	    check_targets(devs, ndev, o.force))
 		return 1;
 	tool_cleanup(remove_created);
-	if (wait_for_daemon((const char *const *)argv + optind,
-			    (unsigned)(argc - optind)))
+	if (wait_for_daemon(devs, ndev) || tighten_modes(devs, ndev, quiet))
 		return 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	ret = dg_format((const char *const *)argv + optind,
-			(unsigned)(argc - optind), &o, &info);
+	ret = dg_format(devs, ndev, &o, &info);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (ret) {
 		fprintf(stderr, "mkfs.daxguard: cannot format: %s\n",

@@ -234,7 +234,8 @@ static int do_map(struct conn *c, const struct commit_map_req *rq, int ffd,
 		return ret;
 	dg_fmap_extents(c->m, &ext, &next);
 	for (unsigned i = 0; i < next; i++)
-		rep.dev_mask |= 1u << ext[i].dev;
+		if (ext[i].dev != DG_FMAP_HOLE) /* COMMIT_EXT_HOLE on the wire */
+			rep.dev_mask |= 1u << ext[i].dev;
 	ndevs = (unsigned)__builtin_popcount(rep.dev_mask);
 	rep.next = next;
 	rep.off = rq->off;

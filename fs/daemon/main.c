@@ -2,6 +2,7 @@
 /* main.c -- daxguard: open a volume, mount it with FUSE, serve it */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 
 #include "daemon.h"
 #include "devlist.h"
+#include "image_file.h"
 #include "probe.h"
 #include "version.h"
 
@@ -148,10 +150,25 @@ static int default_log_path(struct dg_daemon *dd, char *buf, size_t len)
  * written is refused with the devices untouched. */
 static int open_log(const char *path)
 {
-	log_file = fopen(path, "ae");
+	char buf[PATH_MAX], err[8400];
+	int fd, ret;
+
+	/* It names files: 0600, never through a planted link
+	 * (image_file.h); an existing log is appended to. */
+	ret = dg_image_resolve(path, buf, sizeof(buf), err, sizeof(err));
+	if (ret == -EPERM) {
+		fprintf(stderr, "daxguard: cannot open log file: %s\n", err);
+		return -1;
+	}
+	fd = ret ? ret : dg_image_create(buf, O_APPEND);
+	if (fd == -EEXIST)
+		fd = dg_image_open(buf, O_WRONLY | O_APPEND);
+	log_file = fd >= 0 ? fdopen(fd, "ae") : NULL;
 	if (!log_file) {
+		if (fd >= 0)
+			close(fd);
 		fprintf(stderr, "daxguard: cannot open log file '%s': %s\n",
-			path, strerror(errno));
+			path, strerror(fd < 0 ? -fd : errno));
 		return -1;
 	}
 	return 0;
@@ -228,8 +245,15 @@ static char *canonical_devs(const char *list, char **paths, int *np)
 		return NULL;
 	}
 	for (; n < nraw; n++) {
-		char buf[PATH_MAX], cwd[PATH_MAX], *tok = raw[n];
+		char buf[PATH_MAX], cwd[PATH_MAX], err[8400], *tok = raw[n];
 
+		/* A link planted in /tmp does not choose the device
+		 * (image_file.h); realpath() then follows only the rest. */
+		if (dg_image_resolve(tok, buf, sizeof(buf), err,
+				     sizeof(err)) == -EPERM) {
+			fprintf(stderr, "daxguard: %s\n", err);
+			goto fail;
+		}
 		if (realpath(tok, buf))
 			paths[n] = strdup(buf);
 		else if (tok[0] == '/' || !getcwd(cwd, sizeof(cwd)))
@@ -410,6 +434,19 @@ static int open_volume(struct dg_daemon *dd, bool degraded, bool ro)
 		dg_vol_get_info(dd->vol, &in);
 		if (in.degraded || in.suspect_mask)
 			explain_degraded(paths, n, true, NULL, 0);
+	}
+	/* Whoever may read an image may read every file of the volume
+	 * (said of the images with a daxguard superblock). */
+	for (int i = 0; i < n; i++) {
+		mode_t wide = dg_image_wide_mode(paths[i]);
+		struct dg_probe p;
+
+		if (wide && dg_dev_probe(paths[i], &p, err, sizeof(err)) == 0 &&
+		    p.kind == DG_PROBE_DAXGUARD)
+			dg_log(DG_LOG_WARNING, "warning: '%s' is readable by "
+			       "others (group/other bits %03o): whoever reads "
+			       "it reads the whole volume; chmod 600 it",
+			       paths[i], (unsigned)wide);
 	}
 	/* 64 MiB of checksum pages covers 32 GiB of data per device. */
 	if (dg_vol_cache_csum_pages(dd->vol, (size_t)64 << 20))

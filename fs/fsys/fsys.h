@@ -217,8 +217,10 @@ struct dg_fmap_ext {
 	uint64_t fpage;		/* first file page */
 	uint64_t pages;
 	uint64_t devoff;	/* byte offset on the device, page aligned */
-	uint32_t dev;		/* device index */
+	uint32_t dev;		/* device index, or DG_FMAP_HOLE */
 };
+/* A hole of a read-only map: no device, devoff 0, reads as zeros. */
+#define DG_FMAP_HOLE UINT32_MAX
 
 /* New bytes for [off, off + len) of the file: off and len multiples of
  * DG_LINE_SIZE, within one page. */
@@ -229,9 +231,10 @@ struct dg_fmap_run {
 };
 
 /* Map [off, off + len) (off page aligned, len > 0, rounded up to pages).
- * A read-write map past the end of the file grows it to off + len; a
- * read-only one may not reach past the last page. Holes are filled with
- * zeroed pages first. -EBUSY: another read-write map is open. */
+ * A read-write map past the end of the file grows it to off + len, and
+ * its holes are filled with zeroed pages first; a read-only one may not
+ * reach past the last page and never allocates: its holes are extents
+ * of DG_FMAP_HOLE. -EBUSY: another read-write map is open. */
 int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		unsigned flags, struct dg_fmap **mp);
 /* Unpin, drop the line checksums, clear the media record. NULL is fine. */

@@ -111,7 +111,8 @@ static int vrun_cmp(const void *a, const void *b)
 }
 
 /* Build vpn[], the device extents and the vpn index from the inode's
- * extent map. Caller holds ip->lock. */
+ * extent map. A read-only map keeps the file's holes: vpn 0, extents
+ * of DG_FMAP_HOLE, in no vpn run. Caller holds ip->lock. */
 static int build_extents(struct dg_fmap *m, struct dg_inode *ip)
 {
 	struct dg_vol *vol = m->fs->vol;
@@ -121,20 +122,28 @@ static int build_extents(struct dg_fmap *m, struct dg_inode *ip)
 		uint64_t vpn, run;
 
 		dg_ext_lookup(ip, m->fp0 + p, &vpn, &run);
-		if (!vpn && dg_vol_read_only(vol))
-			return -EROFS; /* a hole nobody can fill now */
-		if (!vpn)
+		if (!vpn && m->rw)
 			return DG_CORRUPT(vol, "ino %" PRIu64 ": hole in a "
 					  "mapped range", m->ino);
+		if (!run)
+			run = 1;
 		for (uint64_t j = 0; j < run && p < m->np; j++, p++)
-			m->vpn[p] = vpn + j;
+			m->vpn[p] = vpn ? vpn + j : 0;
 	}
 	for (uint64_t p = 0; p < m->np; p++) {
-		struct dg_loc l = dg_vpn_loc(vol, m->vpn[p]);
-		uint64_t devoff = dg_row_page(vol, l.row) << DG_PAGE_SHIFT;
+		struct dg_loc l = { 0 };
+		uint64_t devoff = 0;
+		uint32_t dev = DG_FMAP_HOLE;
 		struct dg_fmap_ext *e = m->next ? &m->ext[m->next - 1] : NULL;
 
-		if (e && e->dev == l.dev &&
+		if (m->vpn[p]) {
+			l = dg_vpn_loc(vol, m->vpn[p]);
+			devoff = dg_row_page(vol, l.row) << DG_PAGE_SHIFT;
+			dev = l.dev;
+		}
+		if (e && e->dev == dev && dev == DG_FMAP_HOLE) {
+			e->pages++;
+		} else if (e && e->dev == dev &&
 		    e->devoff + e->pages * DG_PAGE_SIZE == devoff) {
 			e->pages++;
 		} else {
@@ -148,13 +157,15 @@ static int build_extents(struct dg_fmap *m, struct dg_inode *ip)
 				cap = nc;
 			}
 			m->ext[m->next++] = (struct dg_fmap_ext){
-				m->fp0 + p, 1, devoff, l.dev };
+				m->fp0 + p, 1, devoff, dev };
 		}
 	}
 	cap = 0;
 	for (uint64_t p = 0; p < m->np; p++) {
 		struct vrun *r = m->nvr ? &m->vr[m->nvr - 1] : NULL;
 
+		if (!m->vpn[p])
+			continue;
 		if (r && r->vpn + r->n == m->vpn[p] &&
 		    r->fpage + r->n == m->fp0 + p) {
 			r->n++;
@@ -194,6 +205,10 @@ static int build_lcs(struct dg_fmap *m)
 	for (uint64_t p = 0; p < m->np && !ret;) {
 		uint64_t n = 1;
 
+		if (!m->vpn[p]) { /* a hole: nothing on the media to check */
+			p++;
+			continue;
+		}
 		while (p + n < m->np && n < BATCH &&
 		       m->vpn[p + n] == m->vpn[p] + n)
 			n++;
@@ -308,9 +323,11 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 		return ret;
 	}
 
-	/* Every page of the range gets a vpn (holes become zeroed pages);
-	 * a read-write map past the end grows the file. */
-	if (!dg_vol_read_only(fs->vol)) {
+	/* A read-write map gets a vpn for every page (holes become zeroed
+	 * pages), and past the end grows the file. A read-only one never
+	 * allocates: its holes read as zeros (DG_FMAP_HOLE), so a user who
+	 * may only read a sparse file cannot fill the volume with it. */
+	if (m->rw) {
 		bool grow = m->rw && off + len > size;
 
 		ret = dg_fs_fallocate(fs, ino, grow ? 0 : FALLOC_FL_KEEP_SIZE,
@@ -597,9 +614,13 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
 	for (uint64_t p = p0; p < p1; p++) {
-		const uint8_t *pg = dg_vpn_media(vol, m->vpn[p]);
+		const uint8_t *pg;
 		const uint32_t *cs = m->lcs + p * LINES_PER_PAGE;
 		int here = 0;
+
+		if (!m->vpn[p])
+			continue; /* a hole of a read-only map: zeros */
+		pg = dg_vpn_media(vol, m->vpn[p]);
 
 		dg_vpn_hold(vol, m->vpn[p]);
 		for (unsigned li = 0; li < LINES_PER_PAGE; li++) {

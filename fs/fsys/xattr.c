@@ -322,12 +322,28 @@ static int do_remove(uint8_t *buf, uint32_t cap, void *a)
 	return 0;
 }
 
+/*
+ * system.* names are the kernel's own namespace: it checks the POSIX
+ * ACL names and leaves the rest to the filesystem, unchecked. Any user
+ * could store them on any file they can reach (root's 0600 files too)
+ * and fill its xattr space until root's setfacl gets ENOSPC; ext4 knows
+ * no other system.* name and answers EOPNOTSUPP, as this does.
+ */
+static bool foreign_system_name(const char *name)
+{
+	return !strncmp(name, "system.", 7) &&
+	       strcmp(name, "system.posix_acl_access") &&
+	       strcmp(name, "system.posix_acl_default");
+}
+
 static int check(const char *name, size_t size)
 {
 	size_t n = strlen(name);
 
 	if (n == 0 || n > DG_NAME_MAX)
 		return -ERANGE;
+	if (foreign_system_name(name))
+		return -EOPNOTSUPP;
 	/* The record's own limit; whether it fits is do_set()'s question. */
 	if (size > UINT16_MAX)
 		return -E2BIG;
@@ -364,6 +380,12 @@ int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name)
 	struct xarg x = { name, NULL, NULL, 0, 0 };
 	int ret = check(name, 0);
 
+	/* One stored before such names were refused can still go, so a
+	 * file whose space was filled with them gets it back. */
+	if (ret == -EOPNOTSUPP) {
+		ret = with_xattrs(fs, ino, true, do_remove, &x);
+		return ret == -ENODATA ? -EOPNOTSUPP : ret;
+	}
 	return ret ? ret : with_xattrs(fs, ino, true, do_remove, &x);
 }
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image_file.h"
 #include "super.h"
 
 #define DG_DEFAULT_CHUNK_PAGES 256u /* 1 MiB */
@@ -19,28 +20,17 @@
 
 
 /* Create or extend a regular file to size; leave other files alone. A
- * new image is 0600: whoever may read it may read every file of the
- * volume, whatever their modes (libcommit/README.md, "Direct or through
- * the mount"). */
+ * new image is 0600 (image_file.h): whoever may read it may read every
+ * file of the volume, whatever their modes (libcommit/README.md,
+ * "Direct or through the mount"). */
 static int prepare_file(const char *path, uint64_t size)
 {
-	struct stat st;
-	int fd, ret = 0;
+	char err[512];
+	bool created;
+	int ret = dg_image_prepare(path, size, &created, err, sizeof(err));
 
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		ret = -errno;
-		dg_log(DG_LOG_ERR, "cannot open '%s': %s", path,
-		       strerror(errno));
-		return ret;
-	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size < size && ftruncate(fd, (off_t)size) < 0) {
-		ret = -errno;
-		dg_log(DG_LOG_ERR, "cannot extend '%s' to %llu bytes: %s",
-		       path, (unsigned long long)size, strerror(errno));
-	}
-	close(fd);
+	if (ret)
+		dg_log(DG_LOG_ERR, "%s", err);
 	return ret;
 }
 

@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "csum.h"
+#include "image_file.h"
 #include "super.h"
 
 /* Which missing slot a spare path fills: the open's word (a copy of
@@ -74,24 +75,22 @@ int dg_spare_open(struct dg_vol *vol, const char *path, struct dg_dev *t,
 		  char *err, size_t errlen)
 {
 	uint64_t need = vol->sb.dev_pages * DG_PAGE_SIZE;
-	struct stat st;
-	int fd, ret;
+	bool created;
+	int ret;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create '%s': %s", path,
-			 strerror(errno));
-		return -errno;
-	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size < need && ftruncate(fd, (off_t)need) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot grow '%s' to %llu bytes: %s",
-			 path, (unsigned long long)need, strerror(errno));
-		close(fd);
+	mode_t wide;
+
+	/* Created 0600, never through a symlink (image_file.h). */
+	ret = dg_image_prepare(path, need, &created, err, errlen);
+	if (ret)
 		return ret;
-	}
-	close(fd);
+	/* A whole device is about to be written there: whoever could read
+	 * the file before would read the volume. */
+	wide = dg_image_wide_mode(path);
+	if (wide && dg_image_tighten(path) == 0)
+		dg_log(DG_LOG_NOTICE, "'%s' was readable by others "
+		       "(group/other bits %03o): its mode is now 0600", path,
+		       (unsigned)wide);
 	ret = dg_dev_open(t, path, false, false, err, errlen);
 	if (ret)
 		return ret;

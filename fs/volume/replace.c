@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "csum.h"
+#include "image_file.h"
 #include "probe.h"
 #include "super.h"
 
@@ -311,7 +312,7 @@ int dg_vol_replace_begin(struct dg_vol *vol, unsigned dev, const char *path,
 			 bool resume, char *err, size_t errlen)
 {
 	struct dg_repl *r;
-	char *abs;
+	char *abs, *given = NULL;
 	int ret;
 
 	(void)resume; /* a resumed replace starts over, skipping what is exact */
@@ -334,18 +335,37 @@ int dg_vol_replace_begin(struct dg_vol *vol, unsigned dev, const char *path,
 			 "device %u from", dev);
 		return -ENXIO;
 	}
+	/* Root writes a whole device there: a link planted in /tmp must
+	 * not choose where (image_file.h). Resolved once, used from here. */
+	given = malloc(PATH_MAX);
+	if (!given)
+		return -ENOMEM;
+	ret = dg_image_resolve(path, given, PATH_MAX, err, errlen);
+	if (ret == -EPERM) {
+		free(given);
+		return ret;
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", path,
+			 strerror(-ret));
+		free(given);
+		return ret;
+	}
+	path = given;
 	ret = check_target(vol, dev, path, err, errlen);
 	if (ret)
-		return ret;
+		goto out;
 	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
+	if (!r) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	r->dev = dev;
 	r->missing = !vol->devs[dev].present;
 	ret = dg_spare_open(vol, path, &r->tgt, err, errlen);
 	if (ret) {
 		free(r);
-		return ret;
+		goto out;
 	}
 	dg_uuid_new(r->uuid);
 	mark_target(vol, &r->tgt, dev, r->uuid);
@@ -357,6 +377,8 @@ int dg_vol_replace_begin(struct dg_vol *vol, unsigned dev, const char *path,
 		dg_dev_close(&r->tgt);
 		free(r);
 	}
+out:
+	free(given);
 	return ret;
 }
 

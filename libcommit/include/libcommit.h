@@ -63,8 +63,9 @@ struct commit_map;
  * map fails with -EBUSY and write(), truncate() and fallocate(PUNCH_HOLE)
  * from anyone fail with ETXTBSY until the map is deleted. A read-write
  * map that reaches past the end of the file extends the file to
- * offset + len (with zeros). A read-only map may not reach past the last
- * page of the file (-ENXIO).
+ * offset + len (with zeros), and its holes are allocated (zeroed pages).
+ * A read-only map may not reach past the last page of the file (-ENXIO)
+ * and allocates nothing: its holes read as zeros.
  *
  * Every permission decision is the kernel's, when the file is opened
  * (modes, ACLs); the daemon passes no descriptor to the caller. Loads go

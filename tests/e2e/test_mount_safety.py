@@ -242,6 +242,7 @@ def test_two_copies_of_one_volume_have_their_own_sockets(vol,
     w = volume_factory(ndev=4, size="32M")
     for a, b in zip(vol.devs, w.devs):
         shutil.copyfile(a, b)
+        os.chmod(b, 0o600)          # a copy of volume data stays private
     vol.mount()
     w.mount()
     sv, sw = vol.status(), w.status()

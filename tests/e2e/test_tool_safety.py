@@ -4,6 +4,7 @@ over what is not theirs: every target is probed (libblkid) first, and a
 foreign signature, another volume or unclaimed data is refused, named,
 and left byte for byte as it was."""
 import hashlib
+import os
 import random
 import shutil
 import subprocess
@@ -182,6 +183,7 @@ def other_volume_damaged(path, volume_factory):
     w = volume_factory(ndev=2, size="32M")
     w.mkfs()
     shutil.copyfile(w.devs[1], path)
+    os.chmod(path, 0o600)           # a copy of volume data stays private
     with open(path, "r+b") as f:       # both superblock copies fail
         f.seek(100)
         f.write(b"\xff" * 8)

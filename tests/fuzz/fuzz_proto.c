@@ -31,7 +31,10 @@ static void check_rep(const uint8_t *p, size_t n)
 			struct commit_ext x;
 
 			memcpy(&x, (const uint8_t *)e + i * sizeof(x), sizeof(x));
-			if (x.dev >= COMMIT_MAX_DEVS || !(r.dev_mask & 1u << x.dev))
+			/* A hole of a read-only map names no device. */
+			if (x.dev == COMMIT_EXT_HOLE ? x.devoff != 0
+			    : x.dev >= COMMIT_MAX_DEVS ||
+				      !(r.dev_mask & 1u << x.dev))
 				abort();
 			pages += x.pages;
 		}

@@ -129,12 +129,65 @@ static void test_read_only(void)
 	tfs_done(&t);
 }
 
+/* A read-only map of a sparse file allocates nothing: its holes are
+ * extents of DG_FMAP_HOLE, the file's blocks stay as they were, and a
+ * verify passes over them. */
+static void test_read_only_holes(void)
+{
+	struct tfs t;
+	struct dg_fmap *m;
+	const struct dg_fmap_ext *ext;
+	struct dg_attr before, after;
+	unsigned n;
+	uint64_t f, pages = 0, holes = 0, bad = 0;
+
+	REQUIRE(tfs_make(&t, "maproholes"));
+	f = tfs_file(&t, 1, "f");
+	REQUIRE(f);
+	/* Data in page 2 of 8, the rest holes. */
+	REQUIRE(dg_fs_write(t.fs, f, 2 * PG, "data", 4) == 4);
+	{
+		struct dg_setattr sa = { .valid = DG_SET_SIZE, .size = 8 * PG };
+
+		REQUIRE(dg_fs_setattr(t.fs, f, &sa, &before) == 0);
+	}
+	REQUIRE(dg_fs_getattr(t.fs, f, &before) == 0);
+	REQUIRE(dg_fmap_new(t.fs, f, 0, 8 * PG, 0, &m) == 0);
+	dg_fmap_extents(m, &ext, &n);
+	CHECK_EQ(n, 3);
+	for (unsigned i = 0; i < n; i++) {
+		pages += ext[i].pages;
+		if (ext[i].dev == DG_FMAP_HOLE) {
+			holes += ext[i].pages;
+			CHECK_EQ(ext[i].devoff, 0);
+		}
+	}
+	CHECK_EQ(pages, 8);
+	CHECK_EQ(holes, 7);
+	REQUIRE(dg_fs_getattr(t.fs, f, &after) == 0);
+	CHECK_EQ(after.blocks, before.blocks);
+	CHECK(dg_fmap_verify(m, 0, 8 * PG, &bad) <= 0);
+	dg_fmap_delete(m);
+	REQUIRE(dg_fs_getattr(t.fs, f, &after) == 0);
+	CHECK_EQ(after.blocks, before.blocks);
+	/* A read-write map fills them, as before. */
+	REQUIRE(dg_fmap_new(t.fs, f, 0, 8 * PG, DG_FMAP_RW, &m) == 0);
+	dg_fmap_extents(m, &ext, &n);
+	for (unsigned i = 0; i < n; i++)
+		CHECK(ext[i].dev != DG_FMAP_HOLE);
+	dg_fmap_delete(m);
+	REQUIRE(dg_fs_getattr(t.fs, f, &after) == 0);
+	CHECK(after.blocks > before.blocks);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "map_commit_remount", test_map_commit_remount },
 		{ "verify_and_repair", test_verify_and_repair },
 		{ "read_only", test_read_only },
+		{ "read_only_holes", test_read_only_holes },
 		{ NULL, NULL },
 	};
 

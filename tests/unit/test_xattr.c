@@ -138,6 +138,43 @@ static void test_page_check(void)
 	CHECK_EQ(dg_xattr_page_check(pg, 1), -EUCLEAN);
 }
 
+/* system.* is the kernel's: only the POSIX ACL names are stored, the
+ * rest get EOPNOTSUPP as on ext4 (one stored by an older daxguard can
+ * still be removed). */
+static void test_system_names(void)
+{
+	static const uint8_t acl[] = { 2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff,
+				       0xff, 0xff, 4, 0, 4, 0, 0xff, 0xff,
+				       0xff, 0xff, 0x20, 0, 4, 0, 0xff, 0xff,
+				       0xff, 0xff };
+	struct tfs t;
+	char buf[64];
+	uint64_t f;
+
+	REQUIRE(tfs_make(&t, "xattrsys"));
+	f = tfs_file(&t, 1, "f");
+	REQUIRE(f);
+	CHECK_EQ(dg_fs_setxattr(t.fs, f, "system.x", "1", 1, 0), -EOPNOTSUPP);
+	CHECK_EQ(dg_fs_setxattr(t.fs, f, "system.", "1", 1, 0), -EOPNOTSUPP);
+	CHECK_EQ(dg_fs_setxattr(t.fs, f, "system.posix_acl_accessX", "1", 1,
+				0), -EOPNOTSUPP);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "system.x", buf, sizeof(buf)),
+		 -EOPNOTSUPP);
+	CHECK_EQ(dg_fs_removexattr(t.fs, f, "system.x"), -EOPNOTSUPP);
+	CHECK_EQ(dg_fs_listxattr(t.fs, f, buf, sizeof(buf)), 0);
+	/* The ACL names are stored as before. */
+	REQUIRE(dg_fs_setxattr(t.fs, f, "system.posix_acl_access", acl,
+			       sizeof(acl), 0) == 0);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "system.posix_acl_access", buf,
+				sizeof(buf)), (int)sizeof(acl));
+	REQUIRE(dg_fs_setxattr(t.fs, f, "system.posix_acl_default", acl,
+			       sizeof(acl), 0) == 0);
+	CHECK_EQ(dg_fs_removexattr(t.fs, f, "system.posix_acl_default"), 0);
+	/* "systemx" and "user.system.x" are not the namespace. */
+	CHECK_EQ(dg_fs_setxattr(t.fs, f, "user.system.x", "1", 1, 0), 0);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -145,6 +182,7 @@ int main(int argc, char **argv)
 		{ "flags", test_flags },
 		{ "page_full", test_page_full },
 		{ "page_check", test_page_check },
+		{ "system_names", test_system_names },
 		{ NULL, NULL },
 	};
 
