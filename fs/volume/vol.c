@@ -267,6 +267,14 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		    void *ask_arg, struct dg_vol **volp, char *errbuf,
 		    size_t errlen);
 
+/* Why a write of the open failed: the latch's reason (which persist, on
+ * which device) when it is set, else the error. */
+static const char *failure(struct dg_vol *vol, int ret, char why[160])
+{
+	dg_latch_why(&vol->latch, why, 160);
+	return why[0] ? why : strerror(-ret);
+}
+
 int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 		struct dg_vol **volp, char *errbuf, size_t errlen)
 {
@@ -299,7 +307,7 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 	bool degraded = flags & DG_OPEN_DEGRADED;
 	struct cand c[DG_MAX_DEVS];
 	struct dg_vol *vol = NULL;
-	char ubuf[2][37], dummy[1], names[1024];
+	char ubuf[2][37], dummy[1], names[1024], why[160];
 	unsigned missing = 0, nsuspect = 0, lagging;
 	bool suspects;
 	int ret, ref;
@@ -464,14 +472,15 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		ret = dg_super_new_epoch(vol);
 		if (ret)
 			FAIL(ret, "cannot write the superblocks: %s (nothing "
-			     "else was written)", strerror(-ret));
+			     "else was written)", failure(vol, ret, why));
 	}
 	/* Checksum pages are written from here on (journal replay). */
 	dg_gen_init(vol);
 	if (vol->redundancy) {
 		ret = dg_cmap_load(vol);
 		if (ret)
-			FAIL(ret, "checksum init map: %s", strerror(-ret));
+			FAIL(ret, "checksum init map: %s",
+			     failure(vol, ret, why));
 	}
 	ret = dg_journal_open(vol, !vol->read_only &&
 					   !(flags & DG_OPEN_NORECOVER));
@@ -488,7 +497,7 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 	 * next open to redo. */
 	if (ret && dg_latch_on(&vol->latch))
 		FAIL(ret, "journal replay failed, the journal is kept for the "
-		     "next open: %s", vol->latch.why);
+		     "next open: %s", failure(vol, ret, why));
 	if (ret)
 		FAIL(ret, "journal: %s", strerror(-ret));
 	if (dg_journal_dirty(vol) && vol->read_only)
@@ -503,7 +512,7 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 	 * writable. */
 	if (dg_latch_on(&vol->latch))
 		FAIL(vol->latch.err ? vol->latch.err : -EIO, "%s; the journal "
-		     "is kept for the next open", vol->latch.why);
+		     "is kept for the next open", failure(vol, -EIO, why));
 	*volp = vol;
 	return 0;
 fail:
