@@ -481,7 +481,8 @@ out:
 	return ok;
 }
 
-static void replay_fails(void)
+/* ndev devices, parity parity. */
+static void replay_fails(unsigned ndev, unsigned parity)
 {
 	struct model abc = { 0 }, ab = { 0 };
 	struct failer f;
@@ -493,7 +494,7 @@ static void replay_fails(void)
 	char err[512];
 	int ret;
 
-	tvol_make(&tv, "fpreplay", 4, 1, 16ull << 20, false);
+	tvol_make(&tv, "fpreplay", ndev, parity, 16ull << 20, false);
 	if (!make_dirty(&tv, &abc, &ab)) {
 		CHECK(!"setting up a journal with two updates");
 		goto out;
@@ -581,7 +582,7 @@ static struct dg_vol *open_daemon(struct tvol *tv)
  * the failure, and the next open finds D (if it returned) and the failed
  * update all there or not at all.
  */
-static void update_fails(void)
+static void update_fails(unsigned ndev, unsigned parity)
 {
 	struct model m0 = { 0 }, mb = { 0 }, md = { 0 }, me = { 0 };
 	struct failer f;
@@ -597,7 +598,7 @@ static void update_fails(void)
 	bool have_f = false;
 	int retd, rete;
 
-	tvol_make(&tv, "fpupdate", 4, 1, 16ull << 20, false);
+	tvol_make(&tv, "fpupdate", ndev, parity, 16ull << 20, false);
 	if (!bd || !be || !make_dirty(&tv, &m0, &mb)) {
 		CHECK(!"setting up the volume");
 		goto out;
@@ -686,9 +687,31 @@ out:
 	tvol_cleanup(&tv);
 }
 
+static void replay_fails_p1(void)
+{
+	replay_fails(4, 1);
+}
+
+static void update_fails_p1(void)
+{
+	update_fails(4, 1);
+}
+
+static void replay_fails_p2(void)
+{
+	replay_fails(5, 2);
+}
+
+static void update_fails_p2(void)
+{
+	update_fails(5, 2);
+}
+
 static const struct test_case cases[] = {
-	{ "replay_fails", replay_fails },
-	{ "update_fails", update_fails },
+	{ "replay_fails_p1", replay_fails_p1 },
+	{ "update_fails_p1", update_fails_p1 },
+	{ "replay_fails_p2", replay_fails_p2 },
+	{ "update_fails_p2", update_fails_p2 },
 	{ NULL, NULL },
 };
 
