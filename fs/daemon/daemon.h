@@ -188,7 +188,10 @@ struct dg_daemon {
 	char sock_path[108];
 	int sock_fd;
 	pthread_t ctl_thread;
-	volatile int stop;
+	/* Set at unmount by the main thread, read by the socket servers'
+	 * threads (ctl_server.c, commit_server.c): atomic, not volatile,
+	 * which orders nothing between threads (ThreadSanitizer). */
+	atomic_int stop;
 	uint64_t fault_seq;	/* last fault event logged, by faults_lock */
 	pthread_mutex_t faults_lock;
 	/* Data pages found unrecoverable, with the file page they held

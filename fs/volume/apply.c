@@ -746,22 +746,26 @@ static int prepare(struct dg_vol *vol, const struct dg_range *r,
 	return ret;
 }
 
-/* stream: a new row's page, past the caches (dg_dev_stream()). */
-static void write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
-			    const uint8_t *img, uint32_t lo, uint32_t hi,
-			    bool stream, struct dg_flushset *fs)
+/* stream: a new row's page, past the caches (dg_dev_stream()). 0, or
+ * the store's failure (media.h). */
+static int write_page_span(struct dg_vol *vol, unsigned dev, uint64_t row,
+			   const uint8_t *img, uint32_t lo, uint32_t hi,
+			   bool stream, struct dg_flushset *fs)
 {
 	struct dg_dev *d = &vol->devs[dev];
 	uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+	int ret;
 
 	/* Degraded: a missing device's page lives on as parity (data) or
 	 * as the data it is computed from (parity); its checksum is still
 	 * set, on the copies that remain. */
 	if (!d->present)
-		return;
-	(stream ? dg_dev_stream : dg_dev_write)(d, off + lo, img + lo,
-						 hi - lo);
-	dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
+		return 0;
+	ret = (stream ? dg_dev_stream : dg_dev_write)(d, off + lo, img + lo,
+						       hi - lo);
+	if (!ret)
+		dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
+	return ret;
 }
 
 /* One part of writing pages and parity in place (write_pages()). */
@@ -776,6 +780,8 @@ struct wpart {
 	struct dg_csum_upd *u;	/* the checksums written: room for all */
 	unsigned nu;
 	struct dg_flushset *fs;
+	int ret;		/* the first store that failed: the part
+				 * stops there */
 };
 
 static void *write_part(void *arg)
@@ -783,7 +789,7 @@ static void *write_part(void *arg)
 	struct wpart *w = arg;
 	struct dg_vol *vol = w->vol;
 
-	for (unsigned i = 0; i < w->npg; i++) {
+	for (unsigned i = 0; i < w->npg && !w->ret; i++) {
 		struct apage *p = &w->pg[i];
 		bool fresh = p->old_csum == DG_CSUM_NONE;
 
@@ -791,11 +797,14 @@ static void *write_part(void *arg)
 		    !part_has(w->part, w->parts, p->row))
 			continue; /* a companion (unchanged), or not now */
 		/* A never-written page may hold anything: write it whole. */
-		write_page_span(vol, p->dev, p->row, p->new, fresh ? 0 : p->lo,
-				fresh ? DG_PAGE_SIZE : p->hi, w->new_rows,
-				w->fs);
-		if (dg_ditto_has(vol, p->vpn))
-			dg_ditto_write(vol, p->vpn, p->new, w->fs);
+		w->ret = write_page_span(vol, p->dev, p->row, p->new,
+					 fresh ? 0 : p->lo,
+					 fresh ? DG_PAGE_SIZE : p->hi,
+					 w->new_rows, w->fs);
+		if (!w->ret && dg_ditto_has(vol, p->vpn))
+			w->ret = dg_ditto_write(vol, p->vpn, p->new, w->fs);
+		if (w->ret)
+			break;
 		if (vol->page_hook)
 			vol->page_hook(vol->page_hook_arg, p->vpn, p->old,
 				       p->new, p->lo & ~(DG_LINE_SIZE - 1),
@@ -804,20 +813,20 @@ static void *write_part(void *arg)
 		w->u[w->nu++] = (struct dg_csum_upd){ p->dev, p->row,
 						      p->new_csum };
 	}
-	for (unsigned i = 0; i < w->nrows; i++) {
+	for (unsigned i = 0; i < w->nrows && !w->ret; i++) {
 		struct arow *a = &w->rows[i];
 
 		if (a->in_place != w->new_rows ||
 		    !part_has(w->part, w->parts, a->row))
 			continue;
-		for (unsigned j = 0; j < vol->parity; j++) {
+		for (unsigned j = 0; j < vol->parity && !w->ret; j++) {
 			unsigned dev = dg_row_parity_dev(vol, a->row, j);
 			bool fresh = a->par_csum[j] == DG_CSUM_NONE;
 
-			write_page_span(vol, dev, a->row, a->par[j],
-					fresh ? 0 : a->lo,
-					fresh ? DG_PAGE_SIZE : a->hi,
-					w->new_rows, w->fs);
+			w->ret = write_page_span(vol, dev, a->row, a->par[j],
+						 fresh ? 0 : a->lo,
+						 fresh ? DG_PAGE_SIZE : a->hi,
+						 w->new_rows, w->fs);
 			w->u[w->nu++] = (struct dg_csum_upd){
 				dev, a->row, a->new_par_csum[j] };
 		}
@@ -852,15 +861,20 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	for (unsigned i = 0; i < 2; i++)
 		w[i] = (struct wpart){ vol, pg, npg, rows, nrows, new_rows,
 				       i, two ? 2 : 1, u + i * cap, 0,
-				       i ? &fs1 : fs };
+				       i ? &fs1 : fs, 0 };
 	run_parts(write_part, &w[0], &w[1], two);
 	if (two) {
 		memmove(u + w[0].nu, w[1].u, w[1].nu * sizeof(*u));
 		dg_flushset_merge(fs, &fs1);
 	}
 	dg_flushset_fini(&fs1);
-	qsort(u, w[0].nu + w[1].nu, sizeof(*u), dg_csum_upd_cmp);
-	ret = dg_csum_set_batch(vol, u, w[0].nu + w[1].nu, fs);
+	/* A store refused (media.h): no checksum may bless what is not
+	 * there. */
+	ret = w[0].ret ? w[0].ret : w[1].ret;
+	if (!ret) {
+		qsort(u, w[0].nu + w[1].nu, sizeof(*u), dg_csum_upd_cmp);
+		ret = dg_csum_set_batch(vol, u, w[0].nu + w[1].nu, fs);
+	}
 	free(u);
 	return ret;
 }
@@ -1046,9 +1060,12 @@ static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 		for (unsigned i = 0; i < n; i++) {
 			struct dg_loc l = dg_vpn_loc(vol, r[i].vpn);
 			uint64_t off = dg_row_page(vol, l.row) << DG_PAGE_SHIFT;
+			int ret = dg_dev_write(&vol->devs[l.dev],
+					       off + r[i].off, r[i].data,
+					       r[i].len);
 
-			dg_dev_write(&vol->devs[l.dev], off + r[i].off,
-				     r[i].data, r[i].len);
+			if (ret)
+				return ret;
 			dg_flushset_add(fs, l.dev, off, DG_PAGE_SIZE);
 		}
 		return 0;

@@ -92,10 +92,9 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 			if (repair) {
 				struct dg_djhead z = { 0 };
 
-				dg_repair_write(vol, dev[c], off[c],
+				ev.fixed = dg_repair_write(vol, dev[c], off[c],
 						best >= 0 ? &h[best] : &z,
-						sizeof(z));
-				ev.fixed = true;
+						sizeof(z)) == 0;
 			}
 			bad++;
 			dg_chk_emit(fn, arg, &ev);
@@ -117,18 +116,22 @@ int dg_check_journal(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 			nh.tail_off = vol->jrnl.tail_off;
 			nh.tail_seq = vol->jrnl.tail_seq;
 			dg_jhead_seal(vol, &nh);
-			for (unsigned c = 0; c < dg_jrnl_ncopies(vol); c++) {
+			int wret = 0;
+
+			for (unsigned c = 0; c < dg_jrnl_ncopies(vol) && !wret;
+			     c++) {
 				unsigned dev;
 				uint64_t page;
 				bool newest;
 
 				dg_jhead_loc(vol, c, (unsigned)(nh.hseq % 2),
 					     &dev, &page, &newest);
-				dg_repair_write(vol, dev, page << DG_PAGE_SHIFT,
-						&nh, sizeof(nh));
+				wret = dg_repair_write(vol, dev,
+						       page << DG_PAGE_SHIFT,
+						       &nh, sizeof(nh));
 			}
 			vol->jrnl.hseq = nh.hseq;
-			ev.fixed = true;
+			ev.fixed = wret == 0;
 		}
 		bad++;
 		dg_chk_emit(fn, arg, &ev);

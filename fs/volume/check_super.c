@@ -86,8 +86,8 @@ int dg_check_supers(struct dg_vol *vol, bool repair, dg_chk_fn fn, void *arg)
 			snprintf(ev.action, sizeof(ev.action),
 				 "rewrite from the good copies");
 			if (repair) {
-				dg_repair_write(vol, d, off, want, DG_PAGE_SIZE);
-				ev.fixed = true;
+				ev.fixed = dg_repair_write(vol, d, off, want,
+							   DG_PAGE_SIZE) == 0;
 			}
 			bad++;
 			dg_chk_emit(fn, arg, &ev);

@@ -60,8 +60,11 @@ uint64_t dg_gen_next(struct dg_vol *vol)
 {
 	uint64_t g = atomic_fetch_add(&vol->gen, 1) + 1;
 
+	/* Exactly one caller gets here. Its failure is not this
+	 * generation's: it latched the volume (media.h), and the write the
+	 * generation is for is refused by the media layer. */
 	if ((g & GEN_LOW_MASK) == GEN_ROLL)
-		dg_super_new_epoch(vol); /* exactly one caller gets here */
+		(void)dg_super_new_epoch(vol);
 	return g;
 }
 
@@ -122,24 +125,38 @@ static pthread_mutex_t *cpage_lock(struct dg_vol *vol, unsigned owner,
 
 /* Write bytes [from, to) and the generation and seal of img to copy c,
  * durably: each copy is durable before the next is touched, so no
- * crash tears two copies at once. */
-static void write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
-		       unsigned c, const void *img, uint32_t from, uint32_t to)
+ * crash tears two copies at once. 0, or the first failure: the next
+ * copy is then not touched. */
+static int write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
+		      unsigned c, const void *img, uint32_t from, uint32_t to)
 {
 	const uint32_t tail = offsetof(struct dg_dcpage, gen);
 	uint64_t off;
 	struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+	int ret = 0;
 
 	if (!d)
-		return;
+		return 0;
 	if (to > tail)
 		to = tail;
 	if (from < to)
-		dg_dev_write(d, off + from, (const uint8_t *)img + from,
-			     to - from);
-	dg_dev_write(d, off + tail, (const uint8_t *)img + tail,
-		     DG_PAGE_SIZE - tail);
-	dg_dev_persist(d, off, DG_PAGE_SIZE);
+		ret = dg_dev_write(d, off + from, (const uint8_t *)img + from,
+				   to - from);
+	if (!ret)
+		ret = dg_dev_write(d, off + tail, (const uint8_t *)img + tail,
+				   DG_PAGE_SIZE - tail);
+	return ret ? ret : dg_dev_persist(d, off, DG_PAGE_SIZE);
+}
+
+/* Every copy, in order, up to the first failure. */
+static int write_copies(struct dg_vol *vol, unsigned owner, uint64_t index,
+			const void *img, uint32_t from, uint32_t to)
+{
+	int ret = 0;
+
+	for (unsigned c = 0; c < vol->sb.csum_copies && !ret; c++)
+		ret = write_copy(vol, owner, index, c, img, from, to);
+	return ret;
 }
 
 /* The repair primitive for checksum copies: copy c is proven stale or
@@ -164,7 +181,11 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 				      DG_WHAT_CSUM_COPY, "newest copy used");
 		return;
 	}
-	dg_repair_write(vol, dev, page << DG_PAGE_SHIFT, img, DG_PAGE_SIZE);
+	/* The newest copy serves the reader either way; a failure has
+	 * latched the volume (media.h) and is the next writer's to see. */
+	if (dg_repair_write(vol, dev, page << DG_PAGE_SHIFT, img,
+			    DG_PAGE_SIZE))
+		return;
 	if (!quiet)
 		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, page, DG_WHAT_CSUM_COPY,
 			      "rewritten from the newest copy");
@@ -271,45 +292,53 @@ uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot)
 }
 
 /* Write map page p to both slots of every present device (all) or of
- * those marked in differs: slot 0 durable before slot 1 is touched. */
-static void cmap_write(struct dg_vol *vol, uint64_t p, bool all,
-		       const uint8_t *differs)
+ * those marked in differs: slot 0 durable before slot 1 is touched. 0,
+ * or the first failure (nothing more written). */
+static int cmap_write(struct dg_vol *vol, uint64_t p, bool all,
+		      const uint8_t *differs)
 {
 	struct dg_dcmap *m = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	int ret = 0;
 
 	if (!m)
-		return; /* the map on media lags; the next init retries */
+		return -ENOMEM;
 	pthread_mutex_lock(&vol->cmap_lock);
 	memcpy(m->bits, vol->cmap + p * sizeof(m->bits), sizeof(m->bits));
 	pthread_mutex_unlock(&vol->cmap_lock);
 	m->gen = dg_gen_next(vol);
 	dg_cmap_page_seal(vol, p, m);
-	for (unsigned slot = 0; slot < 2; slot++)
-		for (unsigned d = 0; d < vol->ndev; d++) {
+	for (unsigned slot = 0; slot < 2 && !ret; slot++)
+		for (unsigned d = 0; d < vol->ndev && !ret; d++) {
 			uint64_t off = cmap_off(vol, p, slot);
 
 			if (!vol->devs[d].present || (!all && !differs[d]))
 				continue;
-			dg_dev_write(&vol->devs[d], off, m, DG_PAGE_SIZE);
-			dg_dev_persist(&vol->devs[d], off, DG_PAGE_SIZE);
+			ret = dg_dev_write(&vol->devs[d], off, m, DG_PAGE_SIZE);
+			if (!ret)
+				ret = dg_dev_persist(&vol->devs[d], off,
+						     DG_PAGE_SIZE);
 		}
 	free(m);
+	return ret;
 }
 
 int dg_cmap_format(struct dg_vol *vol)
 {
+	int ret = 0;
+
 	vol->cmap = calloc(vol->sb.cmap_pages, DG_CMAP_BITS / 8);
 	if (!vol->cmap)
 		return -ENOMEM;
-	for (uint64_t p = 0; p < vol->sb.cmap_pages; p++)
-		cmap_write(vol, p, true, NULL);
-	return 0;
+	for (uint64_t p = 0; p < vol->sb.cmap_pages && !ret; p++)
+		ret = cmap_write(vol, p, true, NULL);
+	return ret;
 }
 
 int dg_cmap_load(struct dg_vol *vol)
 {
 	const size_t bytes = DG_CMAP_BITS / 8;
 	struct dg_dcmap *m = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	int ret = 0;
 
 	vol->cmap = calloc(vol->sb.cmap_pages, bytes);
 	if (!m || !vol->cmap) {
@@ -375,7 +404,9 @@ int dg_cmap_load(struct dg_vol *vol)
 			fix = true;
 		}
 		if (fix && !vol->read_only) {
-			cmap_write(vol, p, false, differs);
+			ret = cmap_write(vol, p, false, differs);
+			if (ret)
+				break; /* latched (media.h): the open fails */
 			for (unsigned d = 0; d < vol->ndev; d++)
 				if (differs[d] && vol->devs[d].present)
 					dg_fault_note(vol, DG_FAULT_REPAIRED, d,
@@ -385,17 +416,19 @@ int dg_cmap_load(struct dg_vol *vol)
 		}
 	}
 	free(m);
-	return 0;
+	return ret;
 }
 
-void dg_cmap_store(struct dg_vol *vol, uint32_t devs)
+int dg_cmap_store(struct dg_vol *vol, uint32_t devs)
 {
 	uint8_t differs[DG_MAX_DEVS];
+	int ret = 0;
 
 	for (unsigned d = 0; d < DG_MAX_DEVS; d++)
 		differs[d] = (devs >> d) & 1;
-	for (uint64_t p = 0; p < vol->sb.cmap_pages; p++)
-		cmap_write(vol, p, false, differs);
+	for (uint64_t p = 0; p < vol->sb.cmap_pages && !ret; p++)
+		ret = cmap_write(vol, p, false, differs);
+	return ret;
 }
 
 void dg_cmap_free(struct dg_vol *vol)
@@ -445,8 +478,7 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 
 			p->gen = dg_gen_next(vol);
 			dg_csum_page_seal(vol, owner, index, img);
-			for (unsigned c = 0; c < vol->sb.csum_copies; c++)
-				write_copy(vol, owner, index, c, img, 0,
+			ret = write_copies(vol, owner, index, img, 0,
 					   DG_PAGE_SIZE);
 		}
 		pthread_mutex_unlock(lock);
@@ -456,7 +488,11 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 		pthread_mutex_lock(&vol->cmap_lock);
 		vol->cmap[index / 8] |= 1u << (index % 8);
 		pthread_mutex_unlock(&vol->cmap_lock);
-		cmap_write(vol, index / DG_CMAP_BITS, true, NULL);
+		/* Set in core only once the pages are written; should the
+		 * map's write fail, nothing sets an entry of them (the
+		 * volume is latched), and the next open finds the bit
+		 * clear and writes them again. */
+		ret = cmap_write(vol, index / DG_CMAP_BITS, true, NULL);
 	}
 out:
 	pthread_mutex_unlock(&vol->cmap_init_lock);
@@ -608,9 +644,11 @@ static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 		p->csum[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
 	p->gen = dg_gen_next(vol);
 	dg_csum_page_seal(vol, owner, index, p);
-	for (unsigned c = 0; c < vol->sb.csum_copies; c++)
-		write_copy(vol, owner, index, c, p, from, to);
-	if (p == (struct dg_dcpage *)img)
+	ret = write_copies(vol, owner, index, p, from, to);
+	/* On failure the volume is latched (media.h) and takes no more
+	 * updates; the page in core is what was meant to be written,
+	 * which the journal redoes at the next open. */
+	if (!ret && p == (struct dg_dcpage *)img)
 		dg_cpcache_put(vol, owner, index, img, true);
 out:
 	pthread_mutex_unlock(lock);

@@ -50,12 +50,13 @@ struct dg_dev *dg_ditto_copy_at(struct dg_vol *vol, uint64_t vpn, unsigned j,
 	return vol->devs[dev].present ? &vol->devs[dev] : NULL;
 }
 
-void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
-		    struct dg_flushset *fs)
+int dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
+		   struct dg_flushset *fs)
 {
 	for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
 		uint64_t off;
 		struct dg_dev *d = dg_ditto_copy_at(vol, vpn, j, &off);
+		int ret;
 
 		if (!d)
 			continue;
@@ -63,21 +64,28 @@ void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
 		 * was stale or damaged before (missed by a check while its
 		 * page was free, say) is then right again after any update,
 		 * so fsck converges. */
-		dg_dev_write(d, off, page, DG_PAGE_SIZE);
+		ret = dg_dev_write(d, off, page, DG_PAGE_SIZE);
+		if (ret)
+			return ret;
 		dg_flushset_add(fs, d->idx, off, DG_PAGE_SIZE);
 	}
+	return 0;
 }
 
-void dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page)
+int dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page)
 {
-	for (unsigned j = 1; dg_ditto_has(vol, vpn) && j <= vol->sb.ditto_copies;
-	     j++) {
+	int ret = 0;
+
+	for (unsigned j = 1; dg_ditto_has(vol, vpn) &&
+			     j <= vol->sb.ditto_copies && !ret; j++) {
 		uint64_t off;
 		struct dg_dev *d = dg_ditto_copy_at(vol, vpn, j, &off);
 
 		if (d)
-			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
+			ret = dg_repair_write(vol, d->idx, off, page,
+					      DG_PAGE_SIZE);
 	}
+	return ret;
 }
 
 int dg_ditto_read(struct dg_vol *vol, unsigned dev, uint64_t row,

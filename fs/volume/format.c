@@ -39,24 +39,25 @@ static int prepare_file(const char *path, uint64_t size)
  * a hole in a file, BLKZEROOUT on a block device, stores otherwise.
  * This is what keeps mkfs proportional to the metadata.
  */
-static void zero_region(struct dg_dev *d, uint64_t off, uint64_t len)
+static int zero_region(struct dg_dev *d, uint64_t off, uint64_t len)
 {
 	struct stat st;
+	int ret;
 
 	if (fstat(d->fd, &st) == 0) {
 		if (S_ISREG(st.st_mode) &&
 		    fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			      (off_t)off, (off_t)len) == 0)
-			return;
+			return 0;
 		if (S_ISBLK(st.st_mode)) {
 			uint64_t range[2] = { off, len };
 
 			if (ioctl(d->fd, BLKZEROOUT, range) == 0)
-				return;
+				return 0;
 		}
 	}
-	dg_dev_zero(d, off, len);
-	dg_dev_persist(d, off, len);
+	ret = dg_dev_zero(d, off, len);
+	return ret ? ret : dg_dev_persist(d, off, len);
 }
 
 static int check_opts(unsigned ndev, const struct dg_format_opts *o)
@@ -216,26 +217,31 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 		dg_uuid_new(vol->dev_uuid[i]);
 		/* Checksum regions must read as zero ("never written"); the
 		 * journal log needs nothing, its entries carry checksums. */
-		zero_region(d, sb->jrnl_start << DG_PAGE_SHIFT,
-			    2ull * DG_PAGE_SIZE);
-		if (ndev == 1)
-			zero_region(d, (sb->jrnl_start + sb->jrnl_pages / 2)
-					       << DG_PAGE_SHIFT,
-				    2ull * DG_PAGE_SIZE);
+		ret = zero_region(d, sb->jrnl_start << DG_PAGE_SHIFT,
+				  2ull * DG_PAGE_SIZE);
+		if (!ret && ndev == 1)
+			ret = zero_region(d, (sb->jrnl_start +
+					      sb->jrnl_pages / 2)
+						     << DG_PAGE_SHIFT,
+					  2ull * DG_PAGE_SIZE);
 		/* Checksum pages are written when their index is first
 		 * used (the init map says which were); until then what the
 		 * region holds is never read as a checksum. */
-		zero_region(d, sb->csum_start << DG_PAGE_SHIFT,
-			    (uint64_t)sb->csum_copies * sb->csum_pages
-				    << DG_PAGE_SHIFT);
+		if (!ret)
+			ret = zero_region(d, sb->csum_start << DG_PAGE_SHIFT,
+					  (uint64_t)sb->csum_copies *
+						  sb->csum_pages
+						  << DG_PAGE_SHIFT);
+		if (ret)
+			return ret;
 	}
 	pthread_mutex_init(&vol->cmap_lock, NULL);
 	ret = dg_cmap_format(vol);
-	if (ret)
-		return ret;
-	dg_journal_format(vol);
-	dg_write_supers(vol);
-	return 0;
+	if (!ret)
+		ret = dg_journal_format(vol);
+	if (!ret)
+		ret = dg_write_supers(vol);
+	return ret;
 }
 
 int dg_vol_format(const char *const *devs, unsigned ndev,

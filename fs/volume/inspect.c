@@ -453,6 +453,5 @@ int dg_vol_set_label(struct dg_vol *vol, const char *label)
 	memcpy(vol->sb.label, label, strlen(label));
 	/* Both copies of every device's superblock, one at a time, as an
 	 * open does: a crash leaves at most one copy torn. */
-	dg_write_supers(vol);
-	return 0;
+	return dg_write_supers(vol);
 }

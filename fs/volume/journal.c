@@ -176,12 +176,15 @@ static struct dg_dev *copy_dev(struct dg_vol *vol, unsigned c,
 	return vol->devs[j->dev[c]].present ? &vol->devs[j->dev[c]] : NULL;
 }
 
-/* Write both header slots' successor: the slot not written last. */
-static void write_head(struct dg_vol *vol)
+/* Write both header slots' successor: the slot not written last. 0, or
+ * the first failure: no further copy is written, and the in-core tail
+ * is not taken as durable (log_used() measures from the durable one). */
+static int write_head(struct dg_vol *vol)
 {
 	struct dg_journal *j = &vol->jrnl;
 	struct dg_djhead h = { 0 };
 	uint64_t area;
+	int ret = 0;
 
 	h.magic = DG_JHEAD_MAGIC;
 	memcpy(h.vol_uuid, vol->sb.vol_uuid, 16);
@@ -189,19 +192,23 @@ static void write_head(struct dg_vol *vol)
 	h.tail_off = j->tail_off;
 	h.tail_seq = j->tail_seq;
 	dg_jhead_seal(vol, &h);
-	j->disk_tail_off = j->tail_off;
-	j->disk_tail_seq = j->tail_seq;
-	for (unsigned c = 0; c < j->ncopies; c++) {
+	for (unsigned c = 0; c < j->ncopies && !ret; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
 		uint64_t off = area + (h.hseq % 2) * DG_PAGE_SIZE;
 
 		if (!d)
 			continue;
-		dg_dev_write(d, off, &h, sizeof(h));
+		ret = dg_dev_write(d, off, &h, sizeof(h));
 		/* The new tail must be durable before the space behind it
 		 * is reused. */
-		dg_dev_persist(d, off, sizeof(h));
+		if (!ret)
+			ret = dg_dev_persist(d, off, sizeof(h));
 	}
+	if (!ret) {
+		j->disk_tail_off = j->tail_off;
+		j->disk_tail_seq = j->tail_seq;
+	}
+	return ret;
 }
 
 static bool read_head(struct dg_vol *vol, struct dg_djhead *best)
@@ -438,10 +445,14 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		if ((r[i].flags & DG_JRANGE_NO_BYTES) ||
 		    written_later(ip, r[i].dev, r[i].row, e->seq))
 			; /* the page holds its newest bytes already */
-		else if (d->present)
-			dg_dev_write(d, off, data, r[i].len);
-		else if (shadow_put(sh, &r[i], data))
+		else if (d->present) {
+			int ret = dg_dev_write(d, off, data, r[i].len);
+
+			if (ret)
+				return ret;
+		} else if (shadow_put(sh, &r[i], data)) {
 			return -ENOMEM;
+		}
 		data += dg_jrange_bytes(&r[i]);
 		if (*nt == *capt) {
 			size_t cap = *capt ? *capt * 2 : 64;
@@ -488,18 +499,19 @@ static int redo_read(struct dg_vol *vol, const struct shadows *sh,
 
 /* The ditto copies of a missing device's zone page, from its shadow
  * when that matches the checksum the journal recorded. */
-static void redo_ditto_missing(struct dg_vol *vol, const struct shadows *sh,
-			       const struct touched *t, struct dg_flushset *fs)
+static int redo_ditto_missing(struct dg_vol *vol, const struct shadows *sh,
+			      const struct touched *t, struct dg_flushset *fs)
 {
 	const uint8_t *pg = shadow_find(sh, t->dev, t->row);
 	uint64_t vpn;
 
 	if (!pg || dg_row_dev_is_parity(vol, t->row, t->dev))
-		return;
+		return 0;
 	vpn = dg_loc_vpn(vol, t->dev, t->row);
 	if (dg_ditto_has(vol, vpn) &&
 	    dg_csum_page(vol, t->dev, t->row, pg) == t->csum)
-		dg_ditto_write(vol, vpn, pg, fs);
+		return dg_ditto_write(vol, vpn, pg, fs);
+	return 0;
 }
 
 static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
@@ -565,18 +577,22 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 			   dg_ditto_has(vol, dg_loc_vpn(vol, t[i].dev,
 							t[i].row))) {
 			/* the replayed page, verified: its ditto copies */
-			dg_ditto_write(vol, dg_loc_vpn(vol, t[i].dev, t[i].row),
-				       dg_dev_ptr(d, off), fs);
+			ret = dg_ditto_write(vol, dg_loc_vpn(vol, t[i].dev,
+							     t[i].row),
+					     dg_dev_ptr(d, off), fs);
 		} else if (!d->present) {
-			redo_ditto_missing(vol, sh, &t[i], fs);
+			ret = redo_ditto_missing(vol, sh, &t[i], fs);
 		}
+		if (ret)
+			goto out;
 		u[nu++] = (struct dg_csum_upd){ t[i].dev, t[i].row, t[i].csum };
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
 	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
+	if (!ret)
+		ret = dg_flushset_persist(vol->devs, vol->ndev, fs);
 	if (ret)
 		goto out;
-	dg_flushset_persist(vol->devs, vol->ndev, fs);
 
 	nu = 0;
 	for (size_t i = 0; i < nt && vol->parity; i++) {
@@ -631,8 +647,10 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 			/* A missing parity page is its data's: only its
 			 * checksum copies are set, for the rebuild. */
 			if (d->present) {
-				dg_dev_write(d, off, pages[vol->k + j],
-					     DG_PAGE_SIZE);
+				ret = dg_dev_write(d, off, pages[vol->k + j],
+						   DG_PAGE_SIZE);
+				if (ret)
+					goto out;
 				dg_flushset_add(fs, dev, off, DG_PAGE_SIZE);
 			}
 			u[nu++] = (struct dg_csum_upd){
@@ -643,7 +661,8 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
 	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
-	dg_flushset_persist(vol->devs, vol->ndev, fs);
+	if (!ret)
+		ret = dg_flushset_persist(vol->devs, vol->ndev, fs);
 out:
 	free(u);
 	free(buf);
@@ -708,15 +727,16 @@ static int recover(struct dg_vol *vol)
 		dg_flushset_add(&fs, t[i].dev,
 				dg_row_page(vol, t[i].row) << DG_PAGE_SHIFT,
 				DG_PAGE_SIZE);
-	dg_flushset_persist(vol->devs, vol->ndev, &fs);
-	if (vol->redundancy) {
+	ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	if (!ret && vol->redundancy)
 		ret = redo_redundancy(vol, t, nt, &sh, &fs);
-		if (ret)
-			goto out;
-	}
+	if (ret)
+		goto out;
+	/* Retired only once every redone byte and its redundancy are
+	 * durable: on any failure the entries stay for the next open. */
 	j->tail_off = j->head_off;
 	j->tail_seq = j->head_seq;
-	write_head(vol);
+	ret = write_head(vol);
 out:
 	dg_flushset_fini(&fs);
 	free(t);
@@ -733,16 +753,16 @@ out:
  * that never went on (wait_written()). Numbered afresh, they can never
  * pass for successors of the entries appended from here on.
  */
-static void fresh_numbers(struct dg_vol *vol)
+static int fresh_numbers(struct dg_vol *vol)
 {
 	struct dg_journal *j = &vol->jrnl;
 	uint64_t first = (vol->sb.generation << 40) + 1;
 
 	if (j->head_seq >= first)
-		return;
+		return 0;
 	j->tail_off = j->head_off;
 	j->tail_seq = j->head_seq = j->written_seq = first;
-	write_head(vol);
+	return write_head(vol);
 }
 
 int dg_journal_open(struct dg_vol *vol, bool do_recover)
@@ -800,7 +820,7 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 	ret = recover(vol);
 	j->written_seq = j->head_seq;
 	if (!ret)
-		fresh_numbers(vol);
+		ret = fresh_numbers(vol);
 	return ret;
 }
 
@@ -899,19 +919,24 @@ static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
 
 		if (!d)
 			continue;
-		dg_dev_write(d, off, e, hlen);
+		ret = dg_dev_write(d, off, e, hlen);
 		off += hlen;
 		for (uint32_t i = 0; i < e->nranges; i++) {
 			uint32_t pad = ((r[i].len + 7u) & ~7u) - r[i].len;
 
 			if (r[i].flags & DG_JRANGE_NO_BYTES)
 				continue;
-			dg_dev_write(d, off, data[i], r[i].len);
-			if (pad)
-				dg_dev_write(d, off + r[i].len, zeros, pad);
+			if (!ret)
+				ret = dg_dev_write(d, off, data[i], r[i].len);
+			if (pad && !ret)
+				ret = dg_dev_write(d, off + r[i].len, zeros,
+						   pad);
 			off += r[i].len + pad;
 		}
-		dg_dev_zero(d, off, end - off);
+		if (!ret)
+			ret = dg_dev_zero(d, off, end - off);
+		if (ret)
+			return ret; /* latched (media.h): as a torn entry */
 	}
 	for (unsigned c = 0; c < j->ncopies && !ret; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
@@ -997,7 +1022,9 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		retire(j);
 		if (j->disk_tail_off != j->tail_off ||
 		    j->disk_tail_seq != j->tail_seq) {
-			write_head(vol);
+			ret = write_head(vol);
+			if (ret)
+				goto out;
 			continue;
 		}
 		/* Every live entry is still being applied: wait for one. */
@@ -1060,15 +1087,17 @@ int dg_journal_checkpoint(struct dg_vol *vol)
 {
 	struct dg_journal *j = &vol->jrnl;
 
+	int ret = 0;
+
 	pthread_mutex_lock(&j->lock);
 	retire(j);
 	if (j->disk_tail_off != j->tail_off || j->disk_tail_seq != j->tail_seq)
-		write_head(vol);
+		ret = write_head(vol);
 	pthread_mutex_unlock(&j->lock);
-	return 0;
+	return ret;
 }
 
-void dg_journal_format(struct dg_vol *vol)
+int dg_journal_format(struct dg_vol *vol)
 {
 	struct dg_journal *j = &vol->jrnl;
 	uint64_t pages;
@@ -1090,5 +1119,5 @@ void dg_journal_format(struct dg_vol *vol)
 	 * older journal left on a device that comes back stale, or its old
 	 * tail would send recovery to old entries still on that copy. */
 	j->hseq = vol->sb.generation << 40;
-	write_head(vol);
+	return write_head(vol);
 }

@@ -228,19 +228,37 @@ void dg_dev_close(struct dg_dev *d)
 	d->fd = -1;
 }
 
+int dg_dev_refused(const struct dg_dev *d)
+{
+	/* on is set after err (dg_latch_set()), both by the latch's lock:
+	 * whoever sees it set sees the error. */
+	if (!d->latch || !dg_latch_on(d->latch))
+		return 0;
+	return d->latch->err ? d->latch->err : -EIO;
+}
+
+static bool mirrored(const struct dg_dev *d, uint64_t off, size_t len)
+{
+	return d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi;
+}
+
 /*
  * Stores go through the caches: most of what an update writes is read
  * again soon (the journal ring, parity and checksum pages of rows that
  * are updated again) or is too small for anything else to pay.
  */
-void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
-		  size_t len)
+int dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
+		 size_t len)
 {
+	int ret = dg_dev_refused(d);
+
+	if (ret)
+		return ret;
 	if (d->obs)
 		d->obs->write(d->obs->arg, d->path, off, src, len);
 	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
-	if (d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi)
-		dg_dev_write(d->mirror, off, src, len);
+	return mirrored(d, off, len) ? dg_dev_write(d->mirror, off, src, len)
+				     : 0;
 }
 
 /*
@@ -253,25 +271,31 @@ void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
  * keeps cached stores: msync writes back the page cache, which is where
  * they are.
  */
-void dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
-		   size_t len)
+int dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
+		  size_t len)
 {
-	if (d->coarse || len < DG_LINE_SIZE) {
-		dg_dev_write(d, off, src, len);
-		return;
-	}
+	int ret;
+
+	if (d->coarse || len < DG_LINE_SIZE)
+		return dg_dev_write(d, off, src, len);
+	ret = dg_dev_refused(d);
+	if (ret)
+		return ret;
 	if (d->obs)
 		d->obs->write(d->obs->arg, d->path, off, src, len);
 	pmem_memcpy(d->base + off, src, len,
 		    PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
-	if (d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi)
-		dg_dev_stream(d->mirror, off, src, len);
+	return mirrored(d, off, len) ? dg_dev_stream(d->mirror, off, src, len)
+				     : 0;
 }
 
-void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
+int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 {
 	static const uint8_t zeros[4096];
+	int ret = dg_dev_refused(d);
 
+	if (ret)
+		return ret;
 	if (d->obs) {
 		for (size_t done = 0; done < len; done += sizeof(zeros)) {
 			size_t n = len - done < sizeof(zeros) ?
@@ -281,14 +305,18 @@ void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 		}
 	}
 	d->memset_fn(d->base + off, 0, len, PMEM2_F_MEM_NOFLUSH);
-	if (d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi)
-		dg_dev_zero(d->mirror, off, len);
+	return mirrored(d, off, len) ? dg_dev_zero(d->mirror, off, len) : 0;
 }
 
 int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 {
-	int ret = 0;
+	int ret = dg_dev_refused(d);
 
+	/* After a failure nothing is made durable either: what was
+	 * written since the last good persist stays as uncertain as the
+	 * failure left it, for the journal to redo at the next open. */
+	if (ret)
+		return ret;
 	if (d->obs)
 		ret = d->obs->persist(d->obs->arg, d->path, off, len);
 	if (!ret && d->coarse)

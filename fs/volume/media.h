@@ -106,16 +106,29 @@ static inline bool dg_dev_has_row(const struct dg_dev *d, uint64_t row)
 int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, bool nolock,
 		char *err, size_t errlen);
 void dg_dev_close(struct dg_dev *d);
-/* Store without flushing; off + len must lie within the device. */
-void dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
-		  size_t len);
+/*
+ * The one failure rule of the media: once d->latch is set (a persist of
+ * any device of the volume failed), every store function below and
+ * dg_dev_persist() refuse: they store nothing, persist nothing, and
+ * return the latched error (a negative errno). What was written since
+ * the last good persist may be lost, and nothing may be built on it --
+ * least of all a journal header that retires it. The latch is looked at
+ * here, where the media is written, so no caller can forget it.
+ */
+/* The latched error of d's volume, 0 while no persist has failed. */
+int dg_dev_refused(const struct dg_dev *d);
+/* Store without flushing; off + len must lie within the device. 0, or
+ * the latched error (nothing stored). */
+int dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
+		 size_t len);
 /* The same, for bytes not read back soon (new rows): past the caches. */
-void dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
-		   size_t len);
-void dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len);
+int dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
+		  size_t len);
+int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len);
 /* Make [off, off + len) durable: 0, or a negative errno when msync
  * fails (page cache write-back of a file or block device), which also
- * sets d->latch. On pmem and tmpfs a persist cannot fail. */
+ * sets d->latch, or the latched error when an earlier persist failed.
+ * On pmem and tmpfs a persist cannot fail. */
 int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len);
 static inline const uint8_t *dg_dev_ptr(const struct dg_dev *d, uint64_t off)
 {

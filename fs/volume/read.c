@@ -75,8 +75,10 @@ static void put_back(struct dg_vol *vol, unsigned dev, uint64_t row,
 	bool fixed = dg_repair_ok(vol, DG_CHK_PAGE_BAD, dev, row, what,
 				  "checksum mismatch", how);
 
+	/* Repaired only when it was written: a failure latched the volume
+	 * (media.h), and the reader has its bytes either way. */
 	if (fixed)
-		dg_repair_page(vol, dev, row, img);
+		fixed = dg_repair_page(vol, dev, row, img) == 0;
 	dg_fault_note(vol, outcome(fixed), dev, row, what, noted);
 }
 
@@ -154,7 +156,7 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 				     "checksum mismatch",
 				     "rebuild it from parity"));
 		if (fixed && cs[p] != DG_CSUM_NONE)
-			dg_repair_page(vol, pd, row, pages[p]);
+			fixed = dg_repair_page(vol, pd, row, pages[p]) == 0;
 		if (p != want)
 			dg_fault_note(vol, outcome(fixed), pd, row,
 				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,

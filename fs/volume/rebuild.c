@@ -242,7 +242,10 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 		}
 		if (!known[p])
 			continue; /* no checksum proves it: left (G6) */
-		dg_repair_page(vol, dev, row, pages[p]);
+		/* A failure latches the volume (media.h); the rebuild
+		 * sees it before it writes the superblocks. */
+		if (dg_repair_page(vol, dev, row, pages[p]))
+			return 0;
 		if (b->target & (1u << dev))
 			b->pages++;
 	}
@@ -298,7 +301,9 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	ret = rebuild_csum_copies(&b);
 	if (ret)
 		goto out;
-	dg_cmap_store(vol, b.target);
+	ret = dg_cmap_store(vol, b.target);
+	if (ret)
+		goto out;
 	/* Journal copies on rebuilt devices, from a copy that survived;
 	 * with none left, a fresh journal. */
 	{
@@ -318,18 +323,24 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 
 			dg_jrnl_loc(vol, c, &dev, &start, &pages);
 			dg_jrnl_loc(vol, src, &odev, &ostart, &opages);
-			if (b.target & (1u << dev))
-				dg_repair_write(vol, dev, start << DG_PAGE_SHIFT,
-						dg_dev_ptr(&vol->devs[odev],
-							   ostart << DG_PAGE_SHIFT),
-						pages << DG_PAGE_SHIFT);
+			if (!(b.target & (1u << dev)))
+				continue;
+			ret = dg_repair_write(vol, dev, start << DG_PAGE_SHIFT,
+					      dg_dev_ptr(&vol->devs[odev],
+							 ostart << DG_PAGE_SHIFT),
+					      pages << DG_PAGE_SHIFT);
+			if (ret)
+				goto out;
 		}
 		jfresh = src == nj;
 	}
 	vol->missing_mask = 0;
 	vol->degraded = false;
-	if (jfresh)
-		dg_journal_format(vol); /* every copy was lost */
+	if (jfresh) {
+		ret = dg_journal_format(vol); /* every copy was lost */
+		if (ret)
+			goto out;
+	}
 	mem = aligned_alloc(DG_PAGE_SIZE, DG_MAX_DEVS * DG_PAGE_SIZE);
 	if (!mem) {
 		ret = -ENOMEM;
@@ -348,11 +359,19 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 
 		dg_ditto_check(vol, true, &stale);
 	}
+	/* A store or persist failed on the way (media.h): the devices are
+	 * not whole, and their superblocks must not say they are. */
+	if (dg_latch_on(&vol->latch)) {
+		ret = -EIO;
+		goto out;
+	}
 	/* Superblocks of every device, the rebuilt ones included; the
 	 * volume is whole again and closes clean. */
 	vol->read_only = false;
 	vol->sb.generation++;
-	dg_write_supers(vol);
+	ret = dg_write_supers(vol);
+	if (ret)
+		goto out;
 	for (unsigned t = 0; t < vol->ndev; t++) {
 		struct dg_chk_event ev;
 

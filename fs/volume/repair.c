@@ -62,26 +62,31 @@ bool dg_repair_ok(struct dg_vol *vol, int kind, unsigned dev, uint64_t row,
 	return vol->consent(vol->consent_arg, &ev);
 }
 
-void dg_repair_write_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
-			 const void *img, size_t len)
+int dg_repair_write_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
+			const void *img, size_t len)
 {
-	/* After a failed persist nothing more is written (media.h). */
+	int ret;
+
+	/* After a failed persist nothing more is written: the media layer
+	 * refuses (media.h); the volume's latch stands for a target of a
+	 * replace too, which may have none of its own. */
 	if (dg_latch_on(&vol->latch))
-		return;
-	dg_dev_write(d, off, img, len);
-	dg_dev_persist(d, off, len);
+		return vol->latch.err ? vol->latch.err : -EIO;
+	ret = dg_dev_write(d, off, img, len);
+	return ret ? ret : dg_dev_persist(d, off, len);
 }
 
-void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
-		     const void *img, size_t len)
+int dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
+		    const void *img, size_t len)
 {
-	if (vol->devs[dev].present)
-		dg_repair_write_dev(vol, &vol->devs[dev], off, img, len);
+	if (!vol->devs[dev].present)
+		return 0; /* nothing to repair on a missing device */
+	return dg_repair_write_dev(vol, &vol->devs[dev], off, img, len);
 }
 
-void dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
-		    const void *img)
+int dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
+		   const void *img)
 {
-	dg_repair_write(vol, dev, dg_row_page(vol, row) << DG_PAGE_SHIFT, img,
-			DG_PAGE_SIZE);
+	return dg_repair_write(vol, dev, dg_row_page(vol, row) << DG_PAGE_SHIFT,
+			       img, DG_PAGE_SIZE);
 }

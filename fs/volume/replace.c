@@ -166,6 +166,15 @@ static int check_target(struct dg_vol *vol, unsigned dev, const char *path,
 	return -EEXIST;
 }
 
+/*
+ * Failures. Every write of a replace goes through the media layer, which
+ * refuses all of them once a persist failed (media.h); the replace looks
+ * at the volume's latch before each step that builds on the ones before
+ * (dg_vol_replace_begin(), _rows(), _finish()), so the writers below may
+ * drop their own results: T is then left stale (generation 0), as an
+ * interrupted replace leaves it.
+ */
+
 /* T's superblocks, at generation 0 (stale) until the end. */
 static void mark_target(struct dg_vol *vol, struct dg_dev *t, unsigned dev,
 			const uint8_t uuid[16])
@@ -177,9 +186,9 @@ static void mark_target(struct dg_vol *vol, struct dg_dev *t, unsigned dev,
 	memset(s.replace_path, 0, sizeof(s.replace_path));
 	memcpy(s.dev_uuid, uuid, 16);
 	dg_dsuper_seal(&s);
-	dg_repair_write_dev(vol, t, 0, &s, sizeof(s));
-	dg_repair_write_dev(vol, t, (s.dev_pages - 1) << DG_PAGE_SHIFT, &s,
-			    sizeof(s));
+	(void)dg_repair_write_dev(vol, t, 0, &s, sizeof(s)); /* see above */
+	(void)dg_repair_write_dev(vol, t, (s.dev_pages - 1) << DG_PAGE_SHIFT,
+				  &s, sizeof(s));
 }
 
 /* The superblocks name the new path (or none, path NULL). */
@@ -190,7 +199,7 @@ static void set_path(struct dg_vol *vol, const char *path)
 	if (path)
 		snprintf(vol->sb.replace_path, sizeof(vol->sb.replace_path),
 			 "%s", path);
-	dg_write_supers(vol);
+	(void)dg_write_supers(vol); /* see "Failures" above */
 	pthread_mutex_unlock(&vol->epoch_lock);
 }
 
@@ -202,8 +211,8 @@ static void copy_head(struct dg_vol *vol, struct dg_dev *s, struct dg_dev *t)
 {
 	uint64_t bytes = (vol->sb.data_start - 1) << DG_PAGE_SHIFT;
 
-	dg_repair_write_dev(vol, t, DG_PAGE_SIZE, dg_dev_ptr(s, DG_PAGE_SIZE),
-			    bytes);
+	(void)dg_repair_write_dev(vol, t, DG_PAGE_SIZE, /* see "Failures" */
+				  dg_dev_ptr(s, DG_PAGE_SIZE), bytes);
 }
 
 /* Each checksum copy the slot holds, from the newest copy that
@@ -236,8 +245,8 @@ static uint64_t copy_csum_pages(struct dg_vol *vol, unsigned dev,
 						continue;
 					stale++;
 				}
-				dg_repair_write_dev(vol, t, off, img,
-						    DG_PAGE_SIZE);
+				(void)dg_repair_write_dev(vol, t, off, /* above */
+							  img, DG_PAGE_SIZE);
 			}
 		}
 	return stale;
@@ -262,7 +271,8 @@ static void copy_journal(struct dg_vol *vol, unsigned dev, struct dg_dev *t)
 
 		dg_jrnl_loc(vol, c, &d, &start, &pages);
 		if (d == dev)
-			dg_repair_write_dev(vol, t, start << DG_PAGE_SHIFT,
+			(void)dg_repair_write_dev(vol, t, /* "Failures" */
+				start << DG_PAGE_SHIFT,
 				dg_dev_ptr(&vol->devs[sdev],
 					   sstart << DG_PAGE_SHIFT),
 				pages << DG_PAGE_SHIFT);
@@ -288,7 +298,7 @@ static int attach(struct dg_vol *vol, struct dg_repl *r)
 		s->mirror_lo = DG_PAGE_SIZE;
 		s->mirror_hi = (vol->sb.dev_pages - 1) << DG_PAGE_SHIFT;
 		r->stale += copy_csum_pages(vol, r->dev, &r->tgt, img, true);
-		dg_cmap_store(vol, 1u << r->dev);
+		(void)dg_cmap_store(vol, 1u << r->dev); /* "Failures" */
 	} else {
 		copy_csum_pages(vol, r->dev, &r->tgt, img, false);
 		copy_journal(vol, r->dev, &r->tgt);
@@ -300,7 +310,7 @@ static int attach(struct dg_vol *vol, struct dg_repl *r)
 		s->idx = r->dev;
 		s->filling = true;
 		s->fill_row = 0;
-		dg_cmap_store(vol, 1u << r->dev);
+		(void)dg_cmap_store(vol, 1u << r->dev); /* "Failures" */
 	}
 	vol->repl = r;
 	release_all(vol);
@@ -418,8 +428,9 @@ static void replace_dittos(struct dg_vol *vol, uint64_t row, uint8_t *buf)
 			if (!memcmp(dg_dev_ptr(t, page << DG_PAGE_SHIFT), buf,
 				    DG_PAGE_SIZE))
 				continue;
-			dg_repair_write_dev(vol, t, page << DG_PAGE_SHIFT, buf,
-					    DG_PAGE_SIZE);
+			if (dg_repair_write_dev(vol, t, page << DG_PAGE_SHIFT,
+						buf, DG_PAGE_SIZE))
+				return; /* latched: the replace says so */
 			r->stale++;
 		}
 	}
@@ -443,7 +454,8 @@ static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf)
 	 * or not yet rebuilt on T, rebuilt from the row and verified. */
 	if (dg_page_read_locked(vol, r->dev, row, buf, &cs) < 0)
 		return -EIO;
-	dg_repair_write_dev(vol, t, off, buf, DG_PAGE_SIZE);
+	if (dg_repair_write_dev(vol, t, off, buf, DG_PAGE_SIZE))
+		return -EIO; /* latched: dg_vol_replace_rows() says so */
 	return 1;
 }
 
@@ -498,6 +510,7 @@ int dg_vol_replace_finish(struct dg_vol *vol, char *err, size_t errlen)
 	struct dg_repl *r = vol->repl;
 	struct dg_dev *s;
 	uint64_t stale;
+	int ret;
 
 	if (!r) {
 		snprintf(err, errlen, "no replace is running");
@@ -538,8 +551,11 @@ int dg_vol_replace_finish(struct dg_vol *vol, char *err, size_t errlen)
 	pthread_mutex_lock(&vol->epoch_lock);
 	memset(vol->sb.replace_path, 0, sizeof(vol->sb.replace_path));
 	pthread_mutex_unlock(&vol->epoch_lock);
-	dg_super_new_epoch(vol);
-	return 0;
+	ret = dg_super_new_epoch(vol);
+	if (ret)
+		snprintf(err, errlen, "the new superblocks could not be made "
+			 "durable: %s", strerror(-ret));
+	return ret;
 }
 
 void dg_vol_replace_abort(struct dg_vol *vol)

@@ -92,8 +92,10 @@ int dg_dev_read_super(const struct dg_dev *d, struct dg_dsuper *out,
 	return ret;
 }
 
-void dg_super_new_epoch(struct dg_vol *vol)
+int dg_super_new_epoch(struct dg_vol *vol)
 {
+	int ret;
+
 	pthread_mutex_lock(&vol->epoch_lock);
 	/* Two passes: every device learns the new generation (as OPENING)
 	 * before any device says DIRTY, and nothing else is written until
@@ -104,17 +106,21 @@ void dg_super_new_epoch(struct dg_vol *vol)
 	 * stay below the new epoch's. */
 	vol->sb.generation++;
 	vol->sb.state = DG_STATE_OPENING;
-	dg_write_supers(vol);
+	ret = dg_write_supers(vol);
 	vol->sb.state = DG_STATE_DIRTY;
-	dg_write_supers(vol);
+	if (!ret)
+		ret = dg_write_supers(vol);
 	if ((atomic_load(&vol->gen) >> 40) < vol->sb.generation)
 		atomic_store(&vol->gen, vol->sb.generation << 40);
 	pthread_mutex_unlock(&vol->epoch_lock);
+	return ret;
 }
 
-void dg_write_supers(struct dg_vol *vol)
+int dg_write_supers(struct dg_vol *vol)
 {
-	for (unsigned i = 0; i < vol->ndev; i++) {
+	int ret = 0;
+
+	for (unsigned i = 0; i < vol->ndev && !ret; i++) {
 		struct dg_dev *d = &vol->devs[i];
 		struct dg_dsuper s = vol->sb;
 		uint64_t backup = (s.dev_pages - 1) << DG_PAGE_SHIFT;
@@ -130,11 +136,15 @@ void dg_write_supers(struct dg_vol *vol)
 		/* The primary is durable before the backup is written and
 		 * each device's superblock before the next one's, so a crash
 		 * tears at most one copy of one device's. */
-		dg_dev_write(d, 0, &s, sizeof(s));
-		dg_dev_persist(d, 0, sizeof(s));
-		dg_dev_write(d, backup, &s, sizeof(s));
-		dg_dev_persist(d, backup, sizeof(s));
+		ret = dg_dev_write(d, 0, &s, sizeof(s));
+		if (!ret)
+			ret = dg_dev_persist(d, 0, sizeof(s));
+		if (!ret)
+			ret = dg_dev_write(d, backup, &s, sizeof(s));
+		if (!ret)
+			ret = dg_dev_persist(d, backup, sizeof(s));
 	}
+	return ret;
 }
 
 static void uuid_str(const uint8_t u[16], char *out)

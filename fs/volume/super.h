@@ -11,11 +11,13 @@ int dg_dsuper_decode(const void *page, struct dg_dsuper *out);
 void dg_dsuper_seal(struct dg_dsuper *s);
 int dg_dev_read_super(const struct dg_dev *d, struct dg_dsuper *out,
 		      bool *from_backup);
-/* Write and persist the superblock copies of every present device. */
-void dg_write_supers(struct dg_vol *vol);
+/* Write and persist the superblock copies of every present device: 0,
+ * or the first failure (nothing more is written after it). */
+int dg_write_supers(struct dg_vol *vol);
 /* Bump the generation on every device, OPENING first, then DIRTY (the
  * crash rule in dg_vol_open()); at open and when the generations of
- * checksum pages need a new epoch (dg_gen_next()). */
-void dg_super_new_epoch(struct dg_vol *vol);
+ * checksum pages need a new epoch (dg_gen_next()). 0 or the first
+ * failure. */
+int dg_super_new_epoch(struct dg_vol *vol);
 
 #endif /* DG_SUPER_H */

@@ -13,9 +13,11 @@ int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc)
 	struct dg_flushset fs;
 	int ret = 0;
 
-	for (unsigned j = 0; j < vol->parity; j++)
-		dg_repair_page(vol, dg_row_parity_dev(vol, row, j), row,
-			       calc[j]);
+	for (unsigned j = 0; j < vol->parity && !ret; j++)
+		ret = dg_repair_page(vol, dg_row_parity_dev(vol, row, j), row,
+				     calc[j]);
+	if (ret)
+		return ret; /* no checksum for parity not written */
 	dg_flushset_init(&fs);
 	for (unsigned j = 0; j < vol->parity && !ret; j++) {
 		unsigned dev = dg_row_parity_dev(vol, row, j);
@@ -82,7 +84,11 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 					      DG_WHAT_DITTO, "left as it is");
 				continue;
 			}
-			dg_repair_write(vol, d->idx, off, page, DG_PAGE_SIZE);
+			/* A failure latched the volume (media.h): the
+			 * copy stays as it is. */
+			if (dg_repair_write(vol, d->idx, off, page,
+					    DG_PAGE_SIZE))
+				continue;
 			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
 				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
 				      "rewritten from the page");
@@ -165,11 +171,17 @@ int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data)
 		return -ENOMEM;
 	lk = dg_row_lock(vol, l.row);
 	pthread_rwlock_wrlock(lk);
-	dg_repair_page(vol, l.dev, l.row, data);
+	ret = dg_repair_page(vol, l.dev, l.row, data);
 	/* Its copies too, or the next check finds them differing. A copy
 	 * trusted only when it matches the checksum, so the order against
 	 * the checksum below does not matter for a crash. */
-	dg_ditto_repair(vol, vpn, data);
+	if (!ret)
+		ret = dg_ditto_repair(vol, vpn, data);
+	if (ret) {
+		pthread_rwlock_unlock(lk);
+		free(mem);
+		return ret;
+	}
 	for (unsigned p = 0; p < m; p++) {
 		pages[p] = mem + (size_t)p * DG_PAGE_SIZE;
 		if (p < k)

@@ -415,6 +415,14 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		    void *ask_arg, struct dg_vol **volp, char *errbuf,
 		    size_t errlen);
 
+/* Why a write of the open failed: the latch's reason (which persist, on
+ * which device) when it is set, else the error. */
+static const char *failure(struct dg_vol *vol, int ret, char why[160])
+{
+	dg_latch_why(&vol->latch, why, 160);
+	return why[0] ? why : strerror(-ret);
+}
+
 int dg_vol_open(const char *const *paths, unsigned n, unsigned flags,
 		struct dg_vol **volp, char *errbuf, size_t errlen)
 {
@@ -447,7 +455,7 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 	bool degraded = flags & DG_OPEN_DEGRADED;
 	struct cand c[DG_MAX_DEVS];
 	struct dg_vol *vol = NULL;
-	char ubuf[2][37], dummy[1], names[1024];
+	char ubuf[2][37], dummy[1], names[1024], why[160];
 	unsigned missing = 0, nsuspect = 0, lagging;
 	bool suspects;
 	int ret, ref;
@@ -612,14 +620,18 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		FAIL(ret, "out of memory");
 	if (!vol->read_only) {
 		vol->sb.mtime = (uint64_t)time(NULL);
-		dg_super_new_epoch(vol);
+		ret = dg_super_new_epoch(vol);
+		if (ret)
+			FAIL(ret, "cannot write the superblocks: %s (nothing "
+			     "else was written)", failure(vol, ret, why));
 	}
 	/* Checksum pages are written from here on (journal replay). */
 	dg_gen_init(vol);
 	if (vol->redundancy) {
 		ret = dg_cmap_load(vol);
 		if (ret)
-			FAIL(ret, "out of memory");
+			FAIL(ret, "checksum init map: %s",
+			     failure(vol, ret, why));
 	}
 	ret = dg_journal_open(vol, !vol->read_only &&
 					   !(flags & DG_OPEN_NORECOVER));
@@ -631,6 +643,12 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		       "unreplayed updates, if any, are lost");
 		ret = 0;
 	}
+	/* A replay whose writes could not be made durable (media.h) has
+	 * retired nothing: the journal still holds every update, for the
+	 * next open to redo. */
+	if (ret && dg_latch_on(&vol->latch))
+		FAIL(ret, "journal replay failed, the journal is kept for the "
+		     "next open: %s", failure(vol, ret, why));
 	if (ret)
 		FAIL(ret, "journal: %s", strerror(-ret));
 	if (dg_journal_dirty(vol) && vol->read_only)
@@ -640,6 +658,12 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 	if (ret)
 		FAIL(ret, "volume root or allocation bitmap unreadable: %s",
 		     strerror(-ret));
+	/* A repair on the way (read-repair of the root, say) may have
+	 * failed: a volume that cannot write is not handed out as
+	 * writable. */
+	if (dg_latch_on(&vol->latch))
+		FAIL(vol->latch.err ? vol->latch.err : -EIO, "%s; the journal "
+		     "is kept for the next open", failure(vol, -EIO, why));
 	*volp = vol;
 	return 0;
 fail:
@@ -663,26 +687,35 @@ int dg_vol_accept_suspects(struct dg_vol *vol)
 			vol->devs[d].suspect = false;
 			n++;
 		}
-	if (n)
-		dg_write_supers(vol);
+	if (n) {
+		int ret = dg_write_supers(vol);
+
+		if (ret)
+			return ret;
+	}
 	return n;
 }
 
 int dg_vol_close(struct dg_vol *vol)
 {
+	int ret = 0;
+
 	if (!vol)
 		return 0;
 	/* A replace not finished lets go of its new device; its record
 	 * resumes it at the next open. */
 	dg_vol_replace_abort(vol);
 	if (!vol->read_only && !dg_latch_on(&vol->latch)) {
-		dg_journal_checkpoint(vol);
+		/* Clean only once every entry is retired: a failure leaves
+		 * the volume dirty and the journal for the next open. */
+		ret = dg_journal_checkpoint(vol);
 		vol->sb.state = DG_STATE_CLEAN;
-		dg_write_supers(vol);
+		if (!ret)
+			ret = dg_write_supers(vol);
 	}
 	dg_journal_close(vol);
 	vol_free(vol);
-	return 0;
+	return ret;
 }
 
 int dg_vol_sync(struct dg_vol *vol)

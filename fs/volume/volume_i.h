@@ -221,8 +221,9 @@ uint64_t dg_gen_next(struct dg_vol *vol);
 int dg_cmap_format(struct dg_vol *vol);
 int dg_cmap_load(struct dg_vol *vol);
 void dg_cmap_free(struct dg_vol *vol);
-/* Write the whole map to the devices in the mask (a rebuilt device). */
-void dg_cmap_store(struct dg_vol *vol, uint32_t devs);
+/* Write the whole map to the devices in the mask (a rebuilt device):
+ * 0 or the first failure. */
+int dg_cmap_store(struct dg_vol *vol, uint32_t devs);
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
 /* Byte offset of slot (0, 1) of the map's first page on a device. */
 uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot);
@@ -241,15 +242,18 @@ void dg_uuid_new(uint8_t u[16]);
 
 /* ---- repair.c: the one repair path (its crash argument is there) ---- */
 /* Write len bytes at off of d, durably: bytes proven elsewhere (also
- * onto a device not yet in the volume: the target of a replace). */
-void dg_repair_write_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
-			 const void *img, size_t len);
+ * onto a device not yet in the volume: the target of a replace). 0, or
+ * the error of the store or persist (the volume is latched then). A
+ * caller whose own result does not depend on the repair (a read that
+ * has its bytes) may drop it, saying so. */
+int dg_repair_write_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
+			const void *img, size_t len);
 /* Write len bytes at off of dev, durably: bytes proven elsewhere. */
-void dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
-		     const void *img, size_t len);
+int dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
+		    const void *img, size_t len);
 /* The data or parity page (dev, row), proven by its verified checksum. */
-void dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
-		    const void *img);
+int dg_repair_page(struct dg_vol *vol, unsigned dev, uint64_t row,
+		   const void *img);
 /* May the repair of the fault (dev, row, what), a finding of kind (enum
  * dg_chk_kind), be made? Not on a read-only volume; else as the
  * consent hook says (dg_vol_set_consent). why: what is wrong; action:
@@ -267,10 +271,11 @@ void dg_ditto_loc(struct dg_vol *vol, uint64_t vpn, unsigned j,
 		  unsigned *dev, uint64_t *page);
 /* The same through the repair path (repair.c), for a page a repair
  * replaced outside an update; nothing when vpn has no copies. */
-void dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page);
-/* Write page as every ditto copy of vpn, adding the ranges to fs. */
-void dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
-		    struct dg_flushset *fs);
+int dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page);
+/* Write page as every ditto copy of vpn, adding the ranges to fs: 0, or
+ * the first store's error (media.h). */
+int dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
+		   struct dg_flushset *fs);
 /* The data page (dev, row) from a ditto copy that matches csum, its
  * verified checksum; -EIO when none does or it has no copies. */
 int dg_ditto_read(struct dg_vol *vol, unsigned dev, uint64_t row,
@@ -383,7 +388,8 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		      const void *const *data, uint64_t *seq);
 /* The entry's effects are durable in place: it may be retired. */
 void dg_journal_done(struct dg_vol *vol, uint64_t seq);
-/* Retire everything completed, writing the header. */
+/* Retire everything completed, writing the header: 0, or its failure
+ * (media.h: the volume is latched, the entries stay). */
 int dg_journal_checkpoint(struct dg_vol *vol);
 size_t dg_journal_max_entry(const struct dg_vol *vol);
 bool dg_journal_dirty(struct dg_vol *vol);
@@ -405,8 +411,9 @@ int dg_jentry_decode(const struct dg_vol *vol, const void *p, uint64_t avail);
  * structure fits (dg_jentry_decode() says -EBADMSG, not -EUCLEAN). */
 uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e);
 int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r);
-/* Write a fresh, empty journal header to every copy (mkfs). */
-void dg_journal_format(struct dg_vol *vol);
+/* Write a fresh, empty journal header to every copy (mkfs): 0 or the
+ * first failure. */
+int dg_journal_format(struct dg_vol *vol);
 /* The checksum that seals a journal header (fsck checks and writes
  * headers too). */
 uint64_t dg_jhead_csum(const struct dg_vol *vol, const struct dg_djhead *h);

@@ -111,10 +111,10 @@ uint64_t tdata_vpn(struct dg_vol *vol);
 uint64_t tdata_row(struct dg_vol *vol);
 
 /* The signal a forked child dies of when it stores to p (0: it did
- * not; -1: fork or wait failed). Under AddressSanitizer, which takes the
- * SIGSEGV first and aborts, a death by SIGSEGV reads as
- * SIGSEGV_UNDER_ASAN. */
-#ifdef __SANITIZE_ADDRESS__
+ * not; -1: fork or wait failed). Under AddressSanitizer or
+ * ThreadSanitizer, which take the SIGSEGV first and abort or exit, a
+ * death by SIGSEGV reads as SIGSEGV_UNDER_ASAN. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SIGSEGV_UNDER_ASAN SIGSEGV
 #else
 #define SIGSEGV_UNDER_ASAN (-1)
