@@ -474,8 +474,48 @@ static void test_whole_entry_after_torn_one(void)
  * every byte read back be right (docs/integrity.md, "Replay under
  * faults").
  */
+/* A child appends one entry of len bytes v at off of vpn (over the
+ * page's current bytes) and dies without applying it. */
+static bool child_appends_range(struct tvol *tv, uint64_t vpn, uint32_t off,
+				uint32_t len, uint8_t v)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct dg_vol *vol = tvol_open(tv, 0);
+		struct {
+			struct dg_djentry e;
+			struct dg_djrange r;
+		} h;
+		uint8_t page[DG_PAGE_SIZE], bytes[DG_PAGE_SIZE];
+		const void *data[1] = { bytes };
+		struct dg_loc l;
+		uint64_t seq;
+
+		if (!vol || dg_read(vol, vpn, 1, page))
+			_exit(2);
+		l = dg_vpn_loc(vol, vpn);
+		memset(bytes, v, len);
+		memcpy(page + off, bytes, len);
+		memset(&h, 0, sizeof(h));
+		h.e.nranges = 1;
+		h.e.len = (sizeof(h) + ((len + 7) & ~7u) + DG_JALIGN - 1) &
+			  ~(DG_JALIGN - 1);
+		h.r = (struct dg_djrange){
+			.row = l.row, .dev = (uint16_t)l.dev,
+			.off = (uint16_t)off, .len = (uint16_t)len,
+			.page_csum = dg_csum_page(vol, l.dev, l.row, page) };
+		_exit(dg_journal_append(vol, &h.e, data, &seq) ? 3 : 0);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+/* same_page: the entry rewrites bytes [100, 400) of the page, and the
+ * flipped byte is in that page, outside them. */
 static void fault_in_row_case(const char *tag, unsigned ndev,
-			      unsigned parity)
+			      unsigned parity, bool same_page)
 {
 	uint8_t *img = malloc((size_t)DG_MAX_DEVS * DG_PAGE_SIZE);
 	uint8_t *buf = malloc(DG_PAGE_SIZE), entry[DG_PAGE_SIZE];
@@ -501,16 +541,23 @@ static void fault_in_row_case(const char *tag, unsigned ndev,
 	}
 	CHECK_EQ(dg_apply(vol, r, k), 0);
 	/* Another data page of the row, on another device. */
-	victim = (dg_row_data_rank(vol, l.row, l.dev) + 1) % k;
+	victim = same_page ? 0 : 1;
 	vdev = dg_row_data_dev(vol, l.row, victim);
-	off = (dg_row_page(vol, l.row) << DG_PAGE_SHIFT) + 1234;
-	CHECK(vdev != l.dev);
+	off = (dg_row_page(vol, l.row) << DG_PAGE_SHIFT) +
+	      (same_page ? 3000 : 1234);
 	dg_vol_close(vol);
 
-	/* Rank 0's page rewritten whole by an entry never applied. */
-	REQUIRE(child_appends(&tv, &vpn[0], (const uint8_t[]){ 0xc1 }, 1));
+	/* Rank 0's page rewritten by an entry never applied: whole, or
+	 * bytes [100, 400). */
 	memset(entry, 0xc1, sizeof(entry));
-	memcpy(img, entry, DG_PAGE_SIZE);
+	if (same_page) {
+		REQUIRE(child_appends_range(&tv, vpn[0], 100, 300, 0xc1));
+		memcpy(img + 100, entry, 300);
+	} else {
+		REQUIRE(child_appends(&tv, &vpn[0], (const uint8_t[]){ 0xc1 },
+				      1));
+		memcpy(img, entry, DG_PAGE_SIZE);
+	}
 	tvol_peek(&tv, vdev, off, &b, 1);
 	b ^= 0x08;
 	tvol_poke(&tv, vdev, off, &b, 1);
@@ -540,8 +587,17 @@ static void fault_in_row_case(const char *tag, unsigned ndev,
 
 static void test_fault_in_replayed_row(void)
 {
-	fault_in_row_case("jfault1", 4, 1);
-	fault_in_row_case("jfault2", 5, 2);
+	fault_in_row_case("jfault1", 4, 1, false);
+	fault_in_row_case("jfault2", 5, 2, false);
+}
+
+/* The same with the flipped byte in the page the entry rewrites in
+ * part, outside its bytes: rebuilt as found, the redone bytes put back
+ * over it. */
+static void test_fault_in_replayed_page(void)
+{
+	fault_in_row_case("jfault3", 4, 1, true);
+	fault_in_row_case("jfault4", 5, 2, true);
 }
 
 int main(int argc, char **argv)
@@ -562,6 +618,7 @@ int main(int argc, char **argv)
 		{ "whole_entry_after_torn_one",
 		  test_whole_entry_after_torn_one },
 		{ "fault_in_replayed_row", test_fault_in_replayed_row },
+		{ "fault_in_replayed_page", test_fault_in_replayed_page },
 		{ NULL, NULL },
 	};
 
