@@ -484,21 +484,20 @@ static bool shadow_read(struct dg_vol *vol, const struct shadows *sh,
 	return false;
 }
 
-/* A page of a replayed row proven by dg_rproof_page(): written back
- * (its ditto copies too) through the repair path, which writes only
- * proven bytes; a missing device's is only used for the parity. */
+/* A page of a replayed row that failed its checksum, proven by
+ * dg_rproof_page(): written back (its ditto copies too) through the
+ * repair path, which writes only proven bytes. (A missing device's page
+ * is no fault of its own: it is only used for the parity, as any read
+ * rebuilds it.) */
 static void redo_put_back(struct dg_vol *vol, unsigned dev, uint64_t row,
 			  const uint8_t *buf)
 {
 	uint64_t vpn = dg_loc_vpn(vol, dev, row);
 
+	if (!vol->devs[dev].present)
+		return;
 	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, DG_WHAT_DATA,
 		      "checksum mismatch in a row the journal replay redoes");
-	if (!vol->devs[dev].present) {
-		dg_fault_note(vol, DG_FAULT_RECOVERED, dev, row, DG_WHAT_DATA,
-			      "rebuilt from the row as the replay found it");
-		return;
-	}
 	dg_repair_page(vol, dev, row, buf);
 	if (dg_ditto_has(vol, vpn))
 		dg_ditto_repair(vol, vpn, buf);
