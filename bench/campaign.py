@@ -15,6 +15,7 @@ affected files, and every other file must be intact.
   bench/campaign.py lostwrite --trials 10000 --seed 1 --out DIR
   bench/campaign.py speed --used 2G
   bench/campaign.py rebuild --size 1G
+  bench/campaign.py compound --states 50000 --out DIR
 
 lostwrite (issue 15): firmware-style lost, stale, zeroed and misdirected
 writes put into the images from the outside, not with daxguard-inject
@@ -22,11 +23,22 @@ writes put into the images from the outside, not with daxguard-inject
 parity. --trials is the total, spread evenly over the (parity, kind)
 pairs. A failing trial prints the command that reproduces it
 (--repro TRIAL_SEED, with --keep DIR for the faulted images).
+
+compound (issue 29): a crash plus one fault within parity. Runs the
+crash recorder's compound campaign (tests/crash/test_crash.c,
+compound_p1 and compound_p2; the test suite runs a few thousand states
+of it) denser: every crash point (--stride), --faults states per crash
+point and policy, one workload per seed, seeds 1, 2, ... until --states
+states were checked. The table counts fault kind x target x outcome per
+parity: exact (every page right), eio (the faulted page given up, the
+rest right) and failed (a refused open, wrong or old bytes, EIO on
+another page). A failure prints the environment that reproduces it.
 """
 import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -38,7 +50,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from conftest import Volume, run  # noqa: E402
+from conftest import BUILD, Volume, run  # noqa: E402
 from dgfault import KINDS, TARGETS, diff_manifest, fsck, inject, \
     make_tree, manifest, manifest_tolerant  # noqa: E402
 import firmware  # noqa: E402
@@ -402,6 +414,137 @@ def cmd_lostwrite(a):
     return 0 if not bad else 1
 
 
+# compound: the test binary's summary lines (test_crash.c, compound_run())
+COMPOUND_LINE = re.compile(
+    r"^# compound (?P<tag>\S+) seed=(?P<seed>\d+) kind=(?P<kind>\S+) "
+    r"target=(?P<target>\S+) states=(?P<states>\d+) exact=(?P<exact>\d+) "
+    r"eio=(?P<eio>\d+) failed=(?P<failed>\d+)$")
+COMPOUND_COLS = ["states", "exact", "eio", "failed"]
+
+
+def compound_one(parity, seed, a):
+    """One workload: (rows of counts, failure lines, seconds)."""
+    env = dict(os.environ, COMPOUND_SEED=str(seed),
+               COMPOUND_FAULTS=str(a.faults), COMPOUND_STRIDE=str(a.stride),
+               CRASH_JOBS=str(a.jobs))
+    cmd = ["nice", str(BUILD / "tests" / "crash" / "test_crash"),
+           f"compound_p{parity}"]
+    t0 = time.time()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    rows = []
+    for line in p.stdout.splitlines():
+        m = COMPOUND_LINE.match(line)
+        if m:
+            rows.append({"parity": parity, "seed": seed,
+                         "kind": m["kind"], "target": m["target"],
+                         **{c: int(m[c]) for c in COMPOUND_COLS}})
+    fails = [ln for ln in p.stderr.splitlines()
+             if "reproduce:" in ln or "died" in ln or "exited badly" in ln]
+    if p.returncode and not fails:
+        fails = [f"p{parity} seed {seed}: exit {p.returncode}: "
+                 + (p.stderr.strip().splitlines() or ["?"])[-1]]
+    if not rows:
+        fails.append(f"p{parity} seed {seed}: no summary lines "
+                     f"(exit {p.returncode})")
+    env_s = (f"COMPOUND_SEED={seed} COMPOUND_FAULTS={a.faults} "
+             f"COMPOUND_STRIDE={a.stride}")
+    fails = [f"{f} [{env_s} {' '.join(cmd[1:])}]" for f in fails]
+    return rows, fails, time.time() - t0
+
+
+def compound_table(rows, out=sys.stdout):
+    """Markdown: parity x kind x target, outcome columns."""
+    t = defaultdict(lambda: dict.fromkeys(COMPOUND_COLS, 0))
+    for r in rows:
+        for c in COMPOUND_COLS:
+            t[(r["parity"], r["kind"], r["target"])][c] += r[c]
+    print("| parity | fault | target | states | exact | eio (faulted "
+          "page given up) | failed |", file=out)
+    print("|---" * 7 + "|", file=out)
+    tot = dict.fromkeys(COMPOUND_COLS, 0)
+    for key in sorted(t):
+        v = t[key]
+        if not v["states"]:
+            continue
+        print(f"| {key[0]} | {key[1]} | {key[2]} | "
+              + " | ".join(str(v[c]) for c in COMPOUND_COLS) + " |",
+              file=out)
+        for c in COMPOUND_COLS:
+            tot[c] += v[c]
+    print("| all | | | " + " | ".join(str(tot[c]) for c in COMPOUND_COLS)
+          + " |", file=out)
+    return tot
+
+
+def write_compound(out, rows, fails, conf):
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "summary.md", "w") as f:
+        print(f"# compound campaign: {sum(r['states'] for r in rows)} "
+              "crash states, each with one fault within parity\n", file=f)
+        print("```\n" + json.dumps(conf) + "\n```\n", file=f)
+        print("A crash at a persist point of a recorded run (every policy "
+              "for the writes not yet durable), plus one fault on one page "
+              "of one device: a flipped byte, a zeroed page, a lost write "
+              "(the page as the recording began) or a misdirected write "
+              "(another page of the device over it), on a data page of the "
+              "updated region, the parity of its rows or the checksum page "
+              "copies that cover them; then the open (which replays the "
+              "journal) and every page read back, twice. exact: every page "
+              "right; eio: the faulted page given up (docs/integrity.md, "
+              "\"Replay under faults\"), every other page right; failed: a "
+              "refused open, old or wrong bytes, or EIO anywhere else.\n",
+              file=f)
+        compound_table(rows, out=f)
+        if fails:
+            print("\nFailures (first 50):\n", file=f)
+            for x in fails[:50]:
+                print(f"- `{x}`", file=f)
+    with open(out / "summary.json", "w") as f:
+        json.dump({"config": conf, "rows": rows, "failures": fails}, f,
+                  indent=1)
+
+
+def cmd_compound(a):
+    parities = [int(p) for p in a.parity.split(",")]
+    rev = subprocess.run(["git", "-C", str(ROOT), "describe", "--always",
+                          "--dirty"], capture_output=True, text=True)
+    conf = {"states_wanted": a.states, "faults": a.faults,
+            "stride": a.stride, "jobs": a.jobs, "parity": parities,
+            "build": str(BUILD), "label": a.label,
+            "harness": rev.stdout.strip(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    rows, fails, seeds = [], [], []
+    t0 = time.time()
+    seed = a.seed
+    while sum(r["states"] for r in rows) < a.states:
+        for parity in parities:
+            r, f, secs = compound_one(parity, seed, a)
+            rows += r
+            fails += f
+            print(f"  p{parity} seed {seed}: "
+                  f"{sum(x['states'] for x in r)} states, "
+                  f"{sum(x['failed'] for x in r)} failed, {secs:.0f} s; "
+                  f"{sum(x['states'] for x in rows)} in all",
+                  file=sys.stderr)
+        seeds.append(seed)
+        seed += 1
+        if a.out:
+            write_compound(Path(a.out), rows, fails, dict(
+                conf, seeds=seeds, seconds=round(time.time() - t0),
+                partial=True))
+    conf.update(seeds=seeds, seconds=round(time.time() - t0))
+    tot = compound_table(rows)
+    print(f"\n{tot['states']} states in {conf['seconds']} s: "
+          f"{tot['exact']} exact, {tot['eio']} faulted page given up, "
+          f"{tot['failed']} failed")
+    for x in fails[:a.show]:
+        print("FAIL", x)
+    if a.out:
+        write_compound(Path(a.out), rows, fails, conf)
+        print(f"wrote {a.out}/summary.md, summary.json")
+    return 0 if not fails and not tot["failed"] else 1
+
+
 def parse_size(s):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult \
@@ -515,9 +658,26 @@ def main():
                     "summary), e.g. the build's commit")
     lw.add_argument("-v", "--verbose", action="store_true",
                     help="print every failing trial as it ends")
+    cp = sub.add_parser("compound")
+    cp.add_argument("--states", type=int, default=50000,
+                    help="run workloads (seeds) until this many states")
+    cp.add_argument("--faults", type=int, default=4,
+                    help="states (each another fault) per crash point and "
+                    "policy (COMPOUND_FAULTS)")
+    cp.add_argument("--stride", type=int, default=1,
+                    help="every n-th crash point (COMPOUND_STRIDE)")
+    cp.add_argument("--seed", type=int, default=1,
+                    help="first workload seed (COMPOUND_SEED)")
+    cp.add_argument("--parity", default="1,2")
+    cp.add_argument("--jobs", type=int, default=1,
+                    help="worker processes per run (CRASH_JOBS)")
+    cp.add_argument("--out", help="directory for summary.md, summary.json")
+    cp.add_argument("--label", help="what was measured, e.g. the commit")
+    cp.add_argument("--show", type=int, default=10)
     a = ap.parse_args()
     return {"campaign": cmd_campaign, "lostwrite": cmd_lostwrite,
-            "speed": cmd_speed, "rebuild": cmd_rebuild}[a.cmd](a)
+            "speed": cmd_speed, "rebuild": cmd_rebuild,
+            "compound": cmd_compound}[a.cmd](a)
 
 
 if __name__ == "__main__":

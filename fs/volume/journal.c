@@ -5,6 +5,7 @@
 #include "xxh.h"
 
 #include "csum.h"
+#include "replay_prove.h"
 
 /* An appended entry not yet retired. */
 struct dg_jpending {
@@ -422,11 +423,13 @@ static void shadows_free(struct shadows *sh)
 	free(sh->s);
 }
 
-/* Redo the bytes of one entry; remember the pages it touched. A page a
- * later entry wrote in place keeps what it holds. */
+/* Redo the bytes of one entry; remember the pages it touched, and keep
+ * each page as found before its first rewrite (pf). A page a later
+ * entry wrote in place keeps what it holds. */
 static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 			const struct in_places *ip, struct touched **t,
-			size_t *nt, size_t *capt, struct shadows *sh)
+			size_t *nt, size_t *capt, struct shadows *sh,
+			struct dg_rproof *pf)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
 	const uint8_t *data = (const uint8_t *)(r + e->nranges);
@@ -446,8 +449,12 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		    written_later(ip, r[i].dev, r[i].row, e->seq))
 			; /* the page holds its newest bytes already */
 		else if (d->present) {
-			int ret = dg_dev_write(d, off, data, r[i].len);
+			int ret;
 
+			if (dg_rproof_keep(pf, vol, r[i].dev, r[i].row,
+					   r[i].off, r[i].len))
+				return -ENOMEM;
+			ret = dg_dev_write(d, off, data, r[i].len);
 			if (ret)
 				return ret;
 		} else if (shadow_put(sh, &r[i], data)) {
@@ -472,18 +479,10 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 	return 0;
 }
 
-/*
- * Bring the redundancy of the replayed pages up to date: each page must
- * hash to the checksum its last entry recorded (anything else is
- * corruption on top of the crash, reported, never blessed), and the
- * parity of every touched row is recomputed from its verified data --
- * a delta would not be idempotent.
- */
-/* Data page (dev, row) for the parity the replay recomputes: a missing
- * device's from its shadow when that matches its checksum (just set from
- * the journal), else through the read path. */
-static int redo_read(struct dg_vol *vol, const struct shadows *sh,
-		     unsigned dev, uint64_t row, uint8_t *buf)
+/* Data page (dev, row) as a missing device's shadow holds it, when that
+ * matches its checksum (just set from the journal). */
+static bool shadow_read(struct dg_vol *vol, const struct shadows *sh,
+			unsigned dev, uint64_t row, uint8_t *buf)
 {
 	const uint8_t *pg = vol->devs[dev].present ? NULL
 						   : shadow_find(sh, dev, row);
@@ -492,11 +491,88 @@ static int redo_read(struct dg_vol *vol, const struct shadows *sh,
 	if (pg && dg_csum_get(vol, dev, row, &cs) == 0 &&
 	    dg_csum_page(vol, dev, row, pg) == cs) {
 		memcpy(buf, pg, DG_PAGE_SIZE);
-		return 0;
+		return true;
 	}
-	return dg_page_read_locked(vol, dev, row, buf, &cs);
+	return false;
 }
 
+/* A page of a replayed row that failed its checksum, proven by
+ * dg_rproof_page(): written back (its ditto copies too) through the
+ * repair path, which writes only proven bytes. (A missing device's page
+ * is no fault of its own: it is only used for the parity, as any read
+ * rebuilds it.) */
+static int redo_put_back(struct dg_vol *vol, unsigned dev, uint64_t row,
+			 const uint8_t *buf)
+{
+	uint64_t vpn = dg_loc_vpn(vol, dev, row);
+	int ret;
+
+	if (!vol->devs[dev].present)
+		return 0;
+	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, DG_WHAT_DATA,
+		      "checksum mismatch in a row the journal replay redoes");
+	ret = dg_repair_page(vol, dev, row, buf);
+	if (!ret && dg_ditto_has(vol, vpn))
+		ret = dg_ditto_repair(vol, vpn, buf);
+	if (ret)
+		return ret; /* latched: the replay fails, the journal stays */
+	dg_fault_note(vol, DG_FAULT_REPAIRED, dev, row, DG_WHAT_DATA,
+		      "rebuilt from the row as the replay found it");
+	return 0;
+}
+
+/*
+ * Data page (dev, row) of a replayed row, verified, for the parity the
+ * replay recomputes (docs/integrity.md, "Replay under faults"): as it
+ * is; a missing device's from its shadow; else rebuilt from the row as
+ * the replay found it or redid it (dg_rproof_page()) and put back; else
+ * through the read path (the row as it is now, ditto copies). 0 proven;
+ * 1 given up: the page fails its checksum and reads EIO, and buf holds
+ * its bytes as they are, so that the parity still covers the rest of
+ * the row; -EIO when a missing device's page is given up (it has no
+ * bytes but in the parity as found); -ENOMEM.
+ */
+static int redo_data_page(struct dg_vol *vol, const struct shadows *sh,
+			  struct dg_rproof *pf, unsigned dev, uint64_t row,
+			  uint8_t *buf)
+{
+	struct dg_dev *d = &vol->devs[dev];
+	uint64_t cs, off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+	int ret;
+
+	if (shadow_read(vol, sh, dev, row, buf))
+		return 0;
+	if (dg_csum_get(vol, dev, row, &cs) == 0 && cs != DG_CSUM_NONE) {
+		if (d->present) {
+			memcpy(buf, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+			if (dg_csum_page(vol, dev, row, buf) == cs)
+				return 0;
+		}
+		ret = dg_rproof_page(pf, vol, dev, row, cs, buf);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret == 0)
+			return redo_put_back(vol, dev, row, buf);
+	}
+	if (dg_page_read_locked(vol, dev, row, buf, &cs) == 0)
+		return 0;
+	if (!d->present)
+		return -EIO;
+	/* The read path noted it unrecoverable, as for any read. */
+	dg_vol_log(vol, DG_LOG_ERR, "journal replay: row %" PRIu64 ": its "
+		   "page on device %u proves neither as found, as redone "
+		   "nor from its row: given up, it reads EIO", row, dev);
+	memcpy(buf, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+	return 1;
+}
+
+/*
+ * Bring the redundancy of the replayed pages up to date: each page must
+ * hash to the checksum its last entry recorded (anything else is a
+ * fault on top of the crash: proven from its row or given up, never
+ * blessed), and the parity of every touched row is recomputed from its
+ * data -- a delta would not be idempotent.
+ */
 /* The ditto copies of a missing device's zone page, from its shadow
  * when that matches the checksum the journal recorded. */
 static int redo_ditto_missing(struct dg_vol *vol, const struct shadows *sh,
@@ -515,7 +591,8 @@ static int redo_ditto_missing(struct dg_vol *vol, const struct shadows *sh,
 }
 
 static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
-			   const struct shadows *sh, struct dg_flushset *fs)
+			   const struct shadows *sh, struct dg_rproof *pf,
+			   struct dg_flushset *fs)
 {
 	struct dg_csum_upd *u = NULL;
 	size_t nu = 0;
@@ -568,10 +645,17 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 		} else if (d->present &&
 		    dg_csum_page(vol, t[i].dev, t[i].row, dg_dev_ptr(d, off)) !=
 			    t[i].csum) {
-			dg_fault_note(vol, DG_FAULT_DETECTED, t[i].dev, t[i].row,
-				      DG_WHAT_DATA, "replayed page differs from journal");
-			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, t[i].dev,
-				      t[i].row, DG_WHAT_DATA, "none");
+			/* A fault on top of the crash (outside the bytes
+			 * redone): proven from its row or given up with
+			 * it, below (redo_data_page()). */
+			if (!vol->parity) {
+				dg_fault_note(vol, DG_FAULT_DETECTED, t[i].dev,
+					      t[i].row, DG_WHAT_DATA, "replayed "
+					      "page differs from journal");
+				dg_fault_note(vol, DG_FAULT_UNRECOVERABLE,
+					      t[i].dev, t[i].row, DG_WHAT_DATA,
+					      "none");
+			}
 		} else if (d->present && !dg_row_dev_is_parity(vol, t[i].row,
 							       t[i].dev) &&
 			   dg_ditto_has(vol, dg_loc_vpn(vol, t[i].dev,
@@ -615,26 +699,32 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 			continue;
 		for (unsigned p = 0; p < vol->k + vol->parity; p++)
 			pages[p] = buf + p * DG_PAGE_SIZE;
-		for (unsigned r = 0; r < vol->k; r++) {
+		for (unsigned r = 0; r < vol->k && !ret; r++) {
 			unsigned dev = dg_row_data_dev(vol, row, r);
 
-			ret = redo_read(vol, sh, dev, row, pages[r]);
-			if (ret && as_found)
-				break;
-			if (ret) {
+			ret = redo_data_page(vol, sh, pf, dev, row, pages[r]);
+			if (ret == -ENOMEM)
+				goto out;
+			if (ret > 0 && !as_found)
+				ret = 0; /* given up: parity from it as is */
+			if (ret < 0 && !as_found) {
+				/* Its bytes live only in the parity as
+				 * found (design.md, "Degraded"). */
 				dg_vol_log(vol, DG_LOG_ERR, "journal replay: "
 					   "row %" PRIu64 " cannot be made "
 					   "whole: its page on device %u "
-					   "cannot be read%s", row, dev,
-					   vol->degraded ? " (degraded: a "
+					   "cannot be read (degraded: a "
 					   "rebuild needs the missing "
-					   "device's pages)" : "");
+					   "device's pages)", row, dev);
 				goto out;
 			}
 		}
+		if (ret < 0 && dg_latch_on(&vol->latch))
+			goto out; /* a failed persist: the journal stays */
 		if (ret) {
 			/* A free row half written when the crash came,
-			 * with a page missing: nothing in it to keep. */
+			 * with a page missing or given up: nothing in it
+			 * to keep. */
 			ret = 0;
 			continue;
 		}
@@ -679,8 +769,11 @@ static int recover(struct dg_vol *vol)
 	const struct dg_djentry *e;
 	struct shadows sh = { 0 };
 	struct in_places ip = { 0 };
+	struct dg_rproof *pf = dg_rproof_new();
 	int ret = 0;
 
+	if (!pf)
+		return -ENOMEM;
 	dg_flushset_init(&fs);
 	/* First the pages written in place, and by which entry: an earlier
 	 * entry's bytes must not go over them (DG_JRANGE_IN_PLACE). */
@@ -702,7 +795,8 @@ static int recover(struct dg_vol *vol)
 	seq = j->tail_seq;
 	while ((e = entry_any(vol, off, seq))) {
 		if (!(e->flags & DG_JENTRY_WRAP)) {
-			ret = replay_entry(vol, e, &ip, &t, &nt, &capt, &sh);
+			ret = replay_entry(vol, e, &ip, &t, &nt, &capt, &sh,
+					   pf);
 			if (ret)
 				goto out;
 			off += e->len;
@@ -729,7 +823,7 @@ static int recover(struct dg_vol *vol)
 				DG_PAGE_SIZE);
 	ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	if (!ret && vol->redundancy)
-		ret = redo_redundancy(vol, t, nt, &sh, &fs);
+		ret = redo_redundancy(vol, t, nt, &sh, pf, &fs);
 	if (ret)
 		goto out;
 	/* Retired only once every redone byte and its redundancy are
@@ -742,6 +836,7 @@ out:
 	free(t);
 	free(ip.p);
 	shadows_free(&sh);
+	dg_rproof_free(pf);
 	return ret;
 }
 

@@ -383,6 +383,15 @@ void crec_counts(const struct crec *r, uint64_t *writes, uint64_t *pieces,
 		*foreign = r->foreign;
 }
 
+const uint8_t *crec_snapshot(const struct crec *r, unsigned dev,
+			     uint64_t *size)
+{
+	if (dev >= r->n)
+		return NULL;
+	*size = r->img[dev].size;
+	return r->img[dev].snap;
+}
+
 /* Pieces issued before crash point k are a prefix of the recording. */
 static uint32_t issued_before(const struct crec *r, uint64_t k)
 {

@@ -81,6 +81,10 @@ uint64_t crec_npersists(const struct crec *r);
  * (ignored) are counted apart. */
 void crec_counts(const struct crec *r, uint64_t *writes, uint64_t *pieces,
 		 uint64_t *foreign);
+/* Image dev (crec_start() order) as it was when the recording began;
+ * *size gets its bytes. NULL when there is no such image. */
+const uint8_t *crec_snapshot(const struct crec *r, unsigned dev,
+			     uint64_t *size);
 /* Pieces issued before crash point k that are not durable at k. */
 uint64_t crec_inflight(struct crec *r, uint64_t k);
 
