@@ -183,6 +183,9 @@ struct dg_daemon {
 	double timeout;		/* entry and attribute cache, seconds */
 	int writeback;		/* kernel writeback cache */
 	bool acl;		/* POSIX ACLs negotiated (ops.c op_init) */
+	/* -o allow_other: users other than the one who mounted reach the
+	 * files (what the control socket may show them depends on it). */
+	bool allow_other;
 	int debug;
 	/* control socket, ctl_server.c */
 	char sock_path[108];
@@ -233,6 +236,9 @@ int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
 /* The libcommit socket (path in xattr "user.daxguard.commit"). Stop
  * waits until every client's map is released. */
 int dg_commit_start(struct dg_daemon *dd);
+/* Root or the user who mounted (the daemon's uid): past the per-user
+ * caps of both sockets. */
+bool dg_peer_is_privileged(uid_t uid);
 void dg_commit_stop(struct dg_daemon *dd);
 
 /* Offer FUSE_HANDLE_KILLPRIV_V2 in the INIT reply written to fuse_fd
