@@ -2,6 +2,7 @@
 /* main.c -- daxguard: open a volume, mount it with FUSE, serve it */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,7 +52,10 @@ struct dg_opts {
 	int ro;
 	int show_help;
 	int show_version;
+	int allow_other;
 };
+
+enum { KEY_ALLOW_OTHER = 1 };
 
 #define DG_OPT(t, p) { t, offsetof(struct dg_opts, p), 1 }
 static const struct fuse_opt dg_fuse_opts[] = {
@@ -64,6 +68,8 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	DG_OPT("--help", show_help),
 	DG_OPT("-V", show_version),
 	DG_OPT("--version", show_version),
+	/* Noted, and passed on to libfuse. */
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_END
 };
 
@@ -75,6 +81,10 @@ static int opt_proc(void *data, const char *arg, int key,
 	struct dg_opts *o = data;
 
 	(void)outargs;
+	if (key == KEY_ALLOW_OTHER) {
+		o->allow_other = 1;
+		return 1;
+	}
 	if (key == FUSE_OPT_KEY_NONOPT && !o->devs) {
 		o->devs = strdup(arg);
 		return 0;
@@ -144,17 +154,54 @@ static int default_log_path(struct dg_daemon *dd, char *buf, size_t len)
 	return snprintf(buf, len, "%s/%s.log", dir, u) >= (int)len ? -1 : 0;
 }
 
-/* -o log=PATH is opened before the mount, so a path that cannot be
- * written is refused with the devices untouched. */
+/*
+ * The log names damaged files by path: it is the daemon's alone (0600),
+ * whatever the umask. A new one is created with O_EXCL; an existing one
+ * is appended to when it is a regular file of the daemon's user, never
+ * through a symlink (a user's link in /tmp must not make root append to
+ * a file of its choosing), and made 0600 when it was wider. -o log=PATH
+ * is opened before the mount, so a path that cannot be written is
+ * refused with the devices untouched.
+ */
 static int open_log(const char *path)
 {
-	log_file = fopen(path, "ae");
-	if (!log_file) {
-		fprintf(stderr, "daxguard: cannot open log file '%s': %s\n",
-			path, strerror(errno));
-		return -1;
+	struct stat st;
+	int fd = -1, tries = 0;
+
+	while (fd < 0 && tries++ < 8) {
+		fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
+			  O_NOCTTY | O_NONBLOCK);
+		if (fd < 0 && errno == ENOENT)
+			fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL |
+				  O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+		if (fd < 0 && errno != ENOENT && errno != EEXIST)
+			break; /* EEXIST, ENOENT: a race; again */
 	}
+	if (fd < 0)
+		goto fail;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		errno = EPERM;
+		fprintf(stderr, "daxguard: log file '%s' is not a regular file "
+			"of user %u\n", path, (unsigned)geteuid());
+		goto fail_quiet;
+	}
+	if ((st.st_mode & 077) && fchmod(fd, st.st_mode & 0700) < 0)
+		goto fail;
+	if (fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0)
+		goto fail;
+	log_file = fdopen(fd, "ae");
+	if (!log_file)
+		goto fail;
 	return 0;
+fail:
+	fprintf(stderr, "daxguard: cannot open log file '%s': %s\n", path,
+		strerror(errno));
+fail_quiet:
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 /* ENOTCONN: a mount whose daemon died is still there, and only its
@@ -543,6 +590,7 @@ int main(int argc, char *argv[])
 	dd.mountpoint = mnt;
 	dd.timeout = o.timeout;
 	dd.writeback = o.writeback;
+	dd.allow_other = o.allow_other;
 	dd.debug = fo.debug;
 	if (fo.debug)
 		dg_log_set_level(DG_LOG_DEBUG);
