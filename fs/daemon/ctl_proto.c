@@ -11,8 +11,9 @@ long ctl_request_end(const char *buf, size_t n, bool eof)
 {
 	const char *nl = memchr(buf, '\n', n);
 
-	if (nl)
-		return nl - buf < CTL_REQ_MAX ? (long)(nl - buf) : -1;
+	if (nl)	/* an empty line asks nothing: close */
+		return nl > buf && nl - buf < CTL_REQ_MAX ? (long)(nl - buf)
+							  : -1;
 	if (n >= CTL_REQ_MAX)
 		return -1;
 	if (eof)
