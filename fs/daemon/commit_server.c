@@ -52,7 +52,7 @@
 /* Bytes of files one unprivileged user may hold mapped: each mapped
  * page costs the daemon about 270 bytes (line checksums, vpns). */
 #define MAP_BYTES_UID  ((uint64_t)4 << 30)
-#define MAP_BYTES_ALL  ((uint64_t)16 << 30)
+#define MAP_BYTES_ALL  ((uint64_t)8 << 30)
 /* Bodies this small are read into the stack: MAP, VERIFY. */
 #define SMALL_BODY     64
 

@@ -354,8 +354,16 @@ struct ctl_peer;
 static bool peer_sees(struct dg_daemon *dd, const struct ctl_peer *p,
 		      const char *path);
 
-/* Files status lists at most: a reply stays bounded (ctl_proto.h). */
+/* What status lists of the damaged files at most: files, and bytes of
+ * reply (a JSON entry costs at most 8 bytes a byte of its path and some
+ * numbers), so a reply stays bounded (docs/local-users.md). */
 #define STATUS_FILES_MAX 4096
+#define STATUS_LIST_BYTES (512u << 10)
+
+static bool list_full(unsigned listed, size_t bytes)
+{
+	return listed >= STATUS_FILES_MAX || bytes >= STATUS_LIST_BYTES;
+}
 
 /* DESIGN §4: status --json, one line, through json-c (tools/json.h says
  * how a path or label that is not UTF-8 is written). */
@@ -366,7 +374,9 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 			unsigned nlost_files, const char *uuid,
 			const struct ctl_peer *peer)
 {
-	uint64_t hidden = 0, listed = 0;
+	uint64_t hidden = 0;
+	unsigned listed = 0;
+	size_t bytes = 0;
 	struct json_object *r = json_object_new_object();
 	struct json_object *fo = json_object_new_object();
 	struct json_object *files = json_object_new_array();
@@ -426,11 +436,12 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 		struct json_object *x;
 
 		dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
-		if (!peer_sees(dd, peer, path) || listed >= STATUS_FILES_MAX) {
+		if (!peer_sees(dd, peer, path) || list_full(listed, bytes)) {
 			hidden++; /* counted, not named */
 			continue;
 		}
 		listed++;
+		bytes += 8 * strlen(path) + 160;
 		x = json_object_new_object();
 		json_add_bytes(x, "path", path);
 		json_add_u64(x, "ino", d[i].ino);
@@ -542,11 +553,13 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		     nlost_files == 1 ? "it" : "them",
 		     verbose ? "" : " (status -v lists them)");
 	if (verbose && nd) {
+		size_t start = o->len;
+
 		dg_outf(o, "damaged files:\n");
 		for (unsigned i = 0; i < nd; i++) {
 			dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
 			if (!peer_sees(dd, peer, path) ||
-			    listed >= STATUS_FILES_MAX) {
+			    list_full(listed, o->len - start)) {
 				hidden++;
 				continue;
 			}
@@ -563,7 +576,7 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		}
 		if (hidden)
 			dg_outf(o, "  and %u more not listed (%s)\n", hidden,
-				listed >= STATUS_FILES_MAX ? "too many"
+				list_full(listed, o->len - start) ? "too many"
 				: "files you could not stat");
 	}
 	free(d);
