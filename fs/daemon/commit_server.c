@@ -207,7 +207,8 @@ static size_t body_max(const struct conn *c, uint16_t type, int *err)
 
 /* Read exactly n bytes; the first read may carry descriptors. The
  * first byte may take wait_ms (-1: forever), each next one PAYLOAD_WAIT
- * and all of them together total_ms. Returns n, 0 at a clean EOF before
+ * and all of them together total_ms (recvmsg never blocks: poll
+ * waits). Returns n, 0 at a clean EOF before
  * any byte, or -errno. */
 static ssize_t recv_full(int fd, void *buf, size_t n, int *fds, int *nfds,
 			 int wait_ms, uint64_t total_ms)
@@ -223,15 +224,16 @@ static ssize_t recv_full(int fd, void *buf, size_t n, int *fds, int *nfds,
 				     .msg_controllen = sizeof(cbuf) };
 		ssize_t r;
 
-		if (wait_ms >= 0) {
+		{
 			struct pollfd p = { fd, POLLIN, 0 };
 			uint64_t now = dg_now_ms();
+			int ms = wait_ms;
 
 			if (now >= end)
 				return -ETIMEDOUT;
-			if (end - now < (uint64_t)wait_ms)
-				wait_ms = (int)(end - now);
-			r = poll(&p, 1, wait_ms);
+			if (ms >= 0 && end - now < (uint64_t)ms)
+				ms = (int)(end - now);
+			r = poll(&p, 1, ms); /* ms < 0: until a byte comes */
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r != 1)

@@ -991,12 +991,18 @@ static void *ctl_main(void *arg)
 
 	for (unsigned i = 0; i < CONNS_HARD; i++)
 		ctl_conns[i].fd = -1;
+	uint64_t swept = 0;
+
 	while (!dd->stop) {
 		uint64_t now = dg_now_ms();
 		unsigned np = 1;
 
-		dg_ctl_log_faults(dd);
-		prune_lost(dd);
+		/* Every 200 ms, however busy the socket. */
+		if (now - swept >= 200) {
+			dg_ctl_log_faults(dd);
+			prune_lost(dd);
+			swept = now;
+		}
 		p[0] = (struct pollfd){ dd->sock_fd, POLLIN, 0 };
 		for (unsigned i = 0; i < CONNS_HARD; i++) {
 			struct ctl_conn *c = &ctl_conns[i];

@@ -190,6 +190,40 @@ def test_commit_flood_keeps_memory_bounded(shared):
     assert peak - before < 64 << 20, (before, peak)
 
 
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_clients_cost_nothing(shared):
+    """Clients that connect and wait (a map held between syncs, control
+    connections that never ask) cost the daemon no CPU, and root gets
+    through the control socket past the user's cap."""
+    v = shared
+    f = v.mnt / "mapped"
+    f.write_bytes(b"\0" * (4 * PAGE))
+    fd = os.open(f, os.O_RDWR)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    sock = os.getxattr(v.mnt, "user.daxguard.socket").decode()
+    try:
+        s.connect(commit_socket(f))
+        body = struct.pack("<QQII", 0, 0, 1, 0)
+        socket.send_fds(s, [hdr(1, len(body)) + body], [fd])
+        assert struct.unpack("<H", s.recv(16)[6:8])[0] == 2   # mapped
+        with attacker(v, ["ctl-hold", sock, "100", ""]) as (_, line):
+            assert line == "ready"
+            before = cpu_seconds(v.daemon.pid)
+            time.sleep(2)
+            used = cpu_seconds(v.daemon.pid) - before
+            assert used < 0.5, used
+            run([CTL, v.mnt, "status"], timeout=10)
+    finally:
+        s.close()
+        os.close(fd)
+
+
 def long_name_faults(v, nfaults):
     """A file whose path is long and all escapes (so its events are
     large), with nfaults repairable faults, found by a scrub: every
