@@ -382,3 +382,33 @@ def test_status_names_only_what_the_user_could_stat(shared):
     ev = ask(v, "events since=0")
     assert "fault-unrecoverable" in ev, ev
     assert "offer-letter" not in ev and public not in ev, ev
+
+
+def test_the_log_is_private(volume_factory, tmp_path):
+    """The log names damaged files: it is created 0600 whatever the
+    umask, an existing one is tightened, and a symlink at its path is
+    refused (the mount fails, the link's target unchanged)."""
+    v = volume_factory(ndev=4, size="32M", parity=1)
+    v.mkfs()
+    log = tmp_path / "new.log"
+    old = os.umask(0)
+    try:
+        v.mount(f"log={log}")
+    finally:
+        os.umask(old)
+    v.umount()
+    assert log.stat().st_mode & 0o777 == 0o600
+    assert "unmounted cleanly" in log.read_text()
+    os.chmod(log, 0o644)
+    v.mount(f"log={log}")
+    v.umount()
+    assert log.stat().st_mode & 0o777 == 0o600
+    target = tmp_path / "target"
+    target.write_text("root's file\n")
+    os.chmod(target, 0o644)
+    link = tmp_path / "link.log"
+    link.symlink_to(target)
+    with pytest.raises(AssertionError, match="cannot open log file"):
+        v.mount(f"log={link}")
+    assert target.read_text() == "root's file\n"
+    assert target.stat().st_mode & 0o777 == 0o644
