@@ -157,8 +157,8 @@ static int default_log_path(struct dg_daemon *dd, char *buf, size_t len)
 /*
  * The log names damaged files by path: it is the daemon's alone (0600),
  * whatever the umask. A new one is created with O_EXCL; an existing one
- * is appended to when it is a regular file of the daemon's user, never
- * through a symlink (a user's link in /tmp must not make root append to
+ * is appended to when it is a regular file of the daemon's user with no
+ * other name, never through a symlink (a user's link in /tmp must not make root append to
  * a file of its choosing), and made 0600 when it was wider. -o log=PATH
  * is opened before the mount, so a path that cannot be written is
  * refused with the devices untouched.
@@ -181,10 +181,13 @@ static int open_log(const char *path)
 		goto fail;
 	if (fstat(fd, &st) < 0)
 		goto fail;
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		errno = EPERM;
+	/* A second name (a hard link a user made in /tmp to one of
+	 * root's files) would have us append to, and chmod, that file. */
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_nlink != 1) {
 		fprintf(stderr, "daxguard: log file '%s' is not a regular file "
-			"of user %u\n", path, (unsigned)geteuid());
+			"of user %u with one name\n", path,
+			(unsigned)geteuid());
 		goto fail_quiet;
 	}
 	if ((st.st_mode & 077) && fchmod(fd, st.st_mode & 0700) < 0)

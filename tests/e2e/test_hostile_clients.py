@@ -386,8 +386,9 @@ def test_status_names_only_what_the_user_could_stat(shared):
 
 def test_the_log_is_private(volume_factory, tmp_path):
     """The log names damaged files: it is created 0600 whatever the
-    umask, an existing one is tightened, and a symlink at its path is
-    refused (the mount fails, the link's target unchanged)."""
+    umask, an existing one is tightened, and a symlink or a second hard
+    link at its path is refused (the mount fails, the file it names
+    unchanged)."""
     v = volume_factory(ndev=4, size="32M", parity=1)
     v.mkfs()
     log = tmp_path / "new.log"
@@ -410,5 +411,9 @@ def test_the_log_is_private(volume_factory, tmp_path):
     link.symlink_to(target)
     with pytest.raises(AssertionError, match="cannot open log file"):
         v.mount(f"log={link}")
+    hard = tmp_path / "hard.log"
+    os.link(target, hard)
+    with pytest.raises(AssertionError, match="with one name"):
+        v.mount(f"log={hard}")
     assert target.read_text() == "root's file\n"
     assert target.stat().st_mode & 0o777 == 0o644
