@@ -770,12 +770,6 @@ static bool conn_allowed(uid_t uid, bool priv)
 	return mine < MAX_CONNS_UID && unpriv < MAX_CONNS;
 }
 
-/* The user who mounted (the daemon's uid), or root. */
-bool dg_peer_is_privileged(uid_t uid)
-{
-	return uid == 0 || uid == getuid();
-}
-
 static void *accept_main(void *arg)
 {
 	struct dg_daemon *dd = arg;

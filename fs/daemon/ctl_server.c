@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/xattr.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -350,10 +349,6 @@ static void device_table(struct dg_daemon *dd, struct dg_out *o,
 	}
 }
 
-struct ctl_peer;
-static bool peer_sees(struct dg_daemon *dd, const struct ctl_peer *p,
-		      const char *path);
-
 /* What status lists of the damaged files at most: files, and bytes of
  * reply (a JSON entry costs at most 8 bytes a byte of its path and some
  * numbers), so a reply stays bounded (docs/local-users.md). */
@@ -372,7 +367,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 			const struct dg_fs_damage *dmg, const uint64_t *f,
 			const struct damaged *d, unsigned nd,
 			unsigned nlost_files, const char *uuid,
-			const struct ctl_peer *peer)
+			const struct dg_peer *peer)
 {
 	uint64_t hidden = 0;
 	unsigned listed = 0;
@@ -436,7 +431,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 		struct json_object *x;
 
 		dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
-		if (!peer_sees(dd, peer, path) || list_full(listed, bytes)) {
+		if (!dg_peer_sees(dd, peer, path) || list_full(listed, bytes)) {
 			hidden++; /* counted, not named */
 			continue;
 		}
@@ -469,7 +464,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
  * device missing), else "ok" (zpool status, btrfs device stats).
  */
 static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
-		   bool verbose, const struct ctl_peer *peer)
+		   bool verbose, const struct dg_peer *peer)
 {
 	char esc[4 * 4096 + 1];
 	unsigned hidden = 0, listed = 0;
@@ -558,7 +553,7 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		dg_outf(o, "damaged files:\n");
 		for (unsigned i = 0; i < nd; i++) {
 			dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
-			if (!peer_sees(dd, peer, path) ||
+			if (!dg_peer_sees(dd, peer, path) ||
 			    list_full(listed, o->len - start)) {
 				hidden++;
 				continue;
@@ -609,65 +604,6 @@ static void event_json(struct dg_out *o, const struct dg_event *ev)
 	json_object_put(r);
 }
 
-/* Who asks, and which paths of the volume they may be shown. */
-struct ctl_peer {
-	struct dg_who who;
-	uint32_t *groups;	/* malloc'd, who.groups */
-	bool privileged;	/* root or the mount's owner: may change */
-	bool root;		/* sees every path */
-	bool reach;		/* could reach the mount's root at all */
-};
-
-/* Whether w may search the host's directory dir (mode and access ACL):
- * the way to the mountpoint is the kernel's to check too. */
-static bool host_may_search(const char *dir, const struct dg_who *w)
-{
-	static uint32_t acl[(4 + 8 * 1024 + 3) / 4];
-	struct stat st;
-	ssize_t n;
-
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return false;
-	n = getxattr(dir, "system.posix_acl_access", acl, sizeof(acl));
-	return dg_who_may(w, st.st_mode, st.st_uid, st.st_gid,
-			  n > 0 ? acl : NULL, n > 0 ? (size_t)n : 0,
-			  DG_MAY_EXEC);
-}
-
-/* Whether the peer could reach the mount at all: without allow_other
- * only the user who mounted can (the kernel refuses everyone else, root
- * too), and every directory above the mountpoint must let it pass. */
-static bool peer_reach(struct dg_daemon *dd, const struct ctl_peer *p)
-{
-	char dir[4096];
-	size_t n = strlen(dd->mountpoint);
-
-	if (!dd->allow_other && p->who.uid != getuid())
-		return false;
-	if (n >= sizeof(dir))
-		return false;
-	memcpy(dir, dd->mountpoint, n + 1);
-	for (size_t i = 1; i < n; i++) {
-		if (dir[i] != '/')
-			continue;
-		dir[i] = 0;
-		if (!host_may_search(dir, &p->who))
-			return false;
-		dir[i] = '/';
-	}
-	return n == 1 || host_may_search("/", &p->who);
-}
-
-/* Whether the peer may be shown path (from the volume's root): root
- * always; anyone else when they could stat it themselves now. */
-static bool peer_sees(struct dg_daemon *dd, const struct ctl_peer *p,
-		      const char *path)
-{
-	if (p->root)
-		return true;
-	return p->reach && dg_fs_may_stat(dd->fs, path, &p->who, dd->acl);
-}
-
 /* Events whose path is a file of the volume (the others name devices,
  * which status shows anyone). */
 static bool event_names_file(const struct dg_event *ev)
@@ -706,7 +642,7 @@ static void event_text(struct dg_out *o, const struct dg_event *ev)
  * the "next M" line a follower asks from (ctl_proto.h). A file's path
  * is left out of an event for a peer who could not stat it. */
 static void events(struct dg_daemon *dd, const struct ctl_request *rq,
-		   const struct ctl_peer *peer, struct dg_out *o)
+		   const struct dg_peer *peer, struct dg_out *o)
 {
 	uint64_t since = rq->since, dropped, last;
 	struct dg_event *ev = malloc(64 * sizeof(*ev));
@@ -732,7 +668,7 @@ static void events(struct dg_daemon *dd, const struct ctl_request *rq,
 				break;
 			}
 			if (event_names_file(&ev[i]) && ev[i].path[0] &&
-			    !peer_sees(dd, peer, ev[i].path)) {
+			    !dg_peer_sees(dd, peer, ev[i].path)) {
 				ev[i].path[0] = 0;
 				ev[i].offset = -1;
 			}
@@ -808,52 +744,15 @@ static void conn_close(struct ctl_conn *c)
 	c->out = (struct dg_out){ 0 };
 }
 
-/* The peer's identity and groups (SO_PEERCRED, SO_PEERGROUPS), and what
- * it may see. */
-static int peer_get(struct dg_daemon *dd, int fd, struct ctl_peer *p)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	uint32_t *g = NULL;
-
-	memset(p, 0, sizeof(*p));
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return -errno;
-	for (socklen_t cap = 64 * sizeof(gid_t);;) {
-		uint32_t *ng = realloc(g, cap);
-
-		if (!ng) {
-			free(g);
-			return -ENOMEM;
-		}
-		g = ng;
-		len = cap;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0)
-			break;
-		if (errno != ERANGE || len <= cap) {
-			len = 0; /* no groups known: the fewest rights */
-			break;
-		}
-		cap = len;
-	}
-	p->groups = g;
-	p->who = (struct dg_who){ cred.uid, cred.gid, g,
-				  (unsigned)(len / sizeof(gid_t)) };
-	p->root = cred.uid == 0;
-	p->privileged = dg_peer_is_privileged(cred.uid);
-	p->reach = !p->root && peer_reach(dd, p);
-	return 0;
-}
-
 /* Answer the request line of c into c->out. */
 static void answer(struct dg_daemon *dd, struct ctl_conn *c)
 {
 	struct ctl_request rq;
-	struct ctl_peer peer;
+	struct dg_peer peer;
 	struct dg_out *o = &c->out;
 
 	ctl_request_parse(c->req, &rq);
-	if (peer_get(dd, c->fd, &peer)) {
+	if (dg_peer_get(dd, c->fd, &peer)) {
 		reply_error(o, rq.json, "who is asking?");
 		return;
 	}
@@ -886,7 +785,7 @@ static void answer(struct dg_daemon *dd, struct ctl_conn *c)
 			reply_error(o, rq.json, "unknown request");
 		}
 	}
-	free(peer.groups);
+	dg_peer_free(&peer);
 }
 
 /* Take what the client sent; once the request is whole, answer it. */
