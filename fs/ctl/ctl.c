@@ -70,6 +70,10 @@ static const char help_text[] =
 	"  -h, --help      show this help and exit\n"
 	"  -V, --version   show the version and exit\n"
 	"\n"
+	"File names in text output are escaped as ls -b does (\\n, \\t,\n"
+	"\\ooo, \\\\); users other than root see only the paths of files\n"
+	"they could stat themselves.\n"
+	"\n"
 	"Exit status: 0 done (a scrub: clean or all repaired), 1 the daemon\n"
 	"cannot be reached or refused, 2 bad usage, 3 a scrub found damage it\n"
 	"could not repair.\n";
