@@ -47,8 +47,10 @@
 #define MEM_UID	       ((size_t)256 << 20)
 /* A body buffer kept from message to message (a commit of many pages
  * would otherwise be a fresh mapping, faulted in page by page, every
- * time); larger ones are freed after their message. */
-#define KEEP_MAX       ((size_t)1 << 20)
+ * time); larger ones are freed after their message. A kept buffer
+ * still counts, but between messages it is idle, and a connection that
+ * needs bytes the budgets lack takes them from idle buffers first. */
+#define KEEP_MAX       ((size_t)64 << 20)
 /* Bytes of files one unprivileged user may hold mapped: each mapped
  * page costs the daemon about 270 bytes (line checksums, vpns). */
 #define MAP_BYTES_UID  ((uint64_t)4 << 30)
@@ -68,10 +70,12 @@ struct conn {
 	 * far); published by the COMMIT that ends it, dropped with the map
 	 * or the connection. */
 	struct dg_fstage *stage;
-	/* The body buffer; bufcap counts against the budgets (by
-	 * conns_lock). */
+	/* The body buffer; bufcap counts against the budgets. While not
+	 * busy (between messages) another connection may free it. All by
+	 * conns_lock, but buf while busy (its own thread's). */
 	uint8_t *buf;
 	size_t bufcap;
+	bool busy;
 	struct conn *next;	/* by conns_lock */
 };
 
@@ -116,39 +120,70 @@ static void ms_from_now(struct timespec *ts, int ms)
 	}
 }
 
-/* Drop the connection's body buffer and give its bytes back. */
-static void buf_drop(struct conn *c)
+/* Free c's buffer and give its bytes back. Caller holds conns_lock. */
+static void buf_free_locked(struct conn *c)
 {
-	pthread_mutex_lock(&conns_lock);
+	free(c->buf);
+	c->buf = NULL;
 	mem_used -= c->bufcap;
 	c->bufcap = 0;
 	pthread_cond_broadcast(&conns_cond);
-	pthread_mutex_unlock(&conns_lock);
-	free(c->buf);
-	c->buf = NULL;
 }
 
-/* A body buffer of at least n bytes, within the budgets: waits up to
- * PAYLOAD_WAIT for others to give bytes back. -ENOMEM when they do not
- * (the connection ends: its body stays unread). */
+/* Drop the connection's body buffer (its message failed, or it ends). */
+static void buf_drop(struct conn *c)
+{
+	pthread_mutex_lock(&conns_lock);
+	buf_free_locked(c);
+	c->busy = false;
+	pthread_mutex_unlock(&conns_lock);
+}
+
+/* The message is done: the buffer is kept idle, or freed when large. */
+static void buf_done(struct conn *c)
+{
+	pthread_mutex_lock(&conns_lock);
+	c->busy = false;
+	if (c->bufcap > KEEP_MAX)
+		buf_free_locked(c);
+	else if (c->bufcap)
+		pthread_cond_broadcast(&conns_cond); /* reclaimable now */
+	pthread_mutex_unlock(&conns_lock);
+}
+
+/* Whether n more bytes for c fit the budgets. Caller holds conns_lock. */
+static bool buf_fits(const struct conn *c, size_t n)
+{
+	unsigned k;
+	size_t mine;
+	uint64_t mapped;
+
+	uid_use(c->uid, &k, &mine, &mapped);
+	return mem_used + n <= MEM_TOTAL && (c->priv || mine + n <= MEM_UID);
+}
+
+/* A body buffer of at least n bytes, within the budgets: taken from the
+ * idle buffers of other connections, or waited for up to PAYLOAD_WAIT.
+ * -ENOMEM when none comes (the connection ends: its body stays unread).
+ * The buffer is busy until buf_done() or buf_drop(). */
 static int buf_get(struct conn *c, size_t n)
 {
 	struct timespec until;
 	int ret = 0;
 
-	if (n <= c->bufcap)
-		return 0;
-	buf_drop(c);
-	ms_from_now(&until, PAYLOAD_WAIT);
 	pthread_mutex_lock(&conns_lock);
-	for (;;) {
-		unsigned k;
-		size_t mine;
-		uint64_t mapped;
-
-		uid_use(c->uid, &k, &mine, &mapped);
-		if (mem_used + n <= MEM_TOTAL &&
-		    (c->priv || mine + n <= MEM_UID))
+	c->busy = true;
+	if (n <= c->bufcap) {
+		pthread_mutex_unlock(&conns_lock);
+		return 0;
+	}
+	buf_free_locked(c);
+	ms_from_now(&until, PAYLOAD_WAIT);
+	while (!buf_fits(c, n)) {
+		for (struct conn *o = conns; o; o = o->next)
+			if (o != c && !o->busy && o->bufcap)
+				buf_free_locked(o);
+		if (buf_fits(c, n))
 			break;
 		if (c->dd->stop || pthread_cond_timedwait(&conns_cond,
 				&conns_lock, &until) == ETIMEDOUT) {
@@ -163,7 +198,7 @@ static int buf_get(struct conn *c, size_t n)
 	pthread_mutex_unlock(&conns_lock);
 	if (ret)
 		return ret;
-	c->buf = malloc(n);
+	c->buf = malloc(n); /* busy: no one else touches it */
 	if (!c->buf) {
 		buf_drop(c);
 		return -ENOMEM;
@@ -713,8 +748,7 @@ static int serve_one(struct conn *c)
 		ret = send_status(c->fd, h.seq, 0, 0) ? 1 : 0;
 		break;
 	}
-	if (c->bufcap > KEEP_MAX)
-		buf_drop(c);
+	buf_done(c);
 	goto end;
 end_body:
 	buf_drop(c);
