@@ -80,6 +80,17 @@ int commit_commit_decode(const void *p, size_t n, uint32_t *nruns,
 	return 0;
 }
 
+size_t commit_body_max(uint64_t maplen)
+{
+	uint64_t lines = maplen / COMMIT_LINE_SIZE;
+	uint64_t max = sizeof(struct commit_commit_req) +
+		       lines * (sizeof(struct commit_run) + COMMIT_LINE_SIZE);
+
+	if (lines > COMMIT_MSG_MAX || max > COMMIT_MSG_MAX)
+		return COMMIT_MSG_MAX;
+	return (size_t)max;
+}
+
 int commit_verify_req_decode(const void *p, size_t n,
 			     struct commit_verify_req *r)
 {

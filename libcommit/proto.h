@@ -176,6 +176,13 @@ int commit_map_req_decode(const void *p, size_t n, struct commit_map_req *r);
 int commit_commit_decode(const void *p, size_t n, uint32_t *nruns,
 			 const struct commit_run **runs, const uint8_t **data);
 
+/* The largest COMMIT or STAGE payload a map of maplen bytes can need:
+ * a run (and its 64 bytes) per line of the map, and at most
+ * COMMIT_MSG_MAX. The daemon reads no larger body (a client never sends
+ * a line twice in one message), so a header alone cannot make it hold
+ * memory its map does not justify. */
+size_t commit_body_max(uint64_t maplen);
+
 int commit_verify_req_decode(const void *p, size_t n,
 			     struct commit_verify_req *r);
 

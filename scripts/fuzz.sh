@@ -10,7 +10,7 @@
 #   fuzz.sh --seeds   remake the committed seed corpus with mkseeds
 set -eu
 cd "$(dirname "$0")/.."
-all="super jhead jentry inode emap dir xattr cpage cmap fsopen proto"
+all="super jhead jentry inode emap dir xattr cpage cmap fsopen proto ctl"
 if [ "${1:-}" = "--seeds" ]; then
 	scripts/build.sh build
 	rm -rf tests/fuzz/corpus.new
@@ -48,10 +48,16 @@ fail=0
 for h in $harnesses; do
 	mkdir -p build-fuzz/corpus/$h
 	log=build-fuzz/logs/$h.log
+	# The socket protocols' decoders allocate no more than their
+	# input: any single allocation past 64 MiB is a failure.
+	case $h in
+	proto|ctl) limits="-rss_limit_mb=2048 -malloc_limit_mb=64" ;;
+	*) limits="-rss_limit_mb=2048" ;;
+	esac
 	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	   build-fuzz/tests/fuzz/fz_$h -max_total_time="$secs" -timeout=10 \
-		-rss_limit_mb=2048 -max_len=32768 -print_final_stats=1 \
+		$limits -max_len=32768 -print_final_stats=1 \
 		-artifact_prefix=build-fuzz/artifacts/$h- \
 		build-fuzz/corpus/$h tests/fuzz/corpus/$h >"$log" 2>&1; then
 		status=ok

@@ -17,6 +17,7 @@
 
 #include <json.h>
 
+#include "ctl_proto.h"
 #include "version.h"
 
 static const char usage[] =
@@ -68,6 +69,10 @@ static const char help_text[] =
 	"  --json          print the reply as JSON (events: one object a line)\n"
 	"  -h, --help      show this help and exit\n"
 	"  -V, --version   show the version and exit\n"
+	"\n"
+	"File names in text output are escaped as ls -b does (\\n, \\t,\n"
+	"\\ooo, \\\\); users other than root see only the paths of files\n"
+	"they could stat themselves.\n"
 	"\n"
 	"Exit status: 0 done (a scrub: clean or all repaired), 1 the daemon\n"
 	"cannot be reached or refused, 2 bad usage, 3 a scrub found damage it\n"
@@ -268,23 +273,12 @@ static int scrub_wait(const char *mnt, bool json)
 	return ret;
 }
 
-/* The last event number in a reply: "#N" in text, "seq" in JSON. */
-static uint64_t last_seq(const char *reply, bool json, uint64_t seq)
-{
-	const char *p = reply;
-
-	while ((p = strstr(p, json ? "\"seq\":" : " #"))) {
-		char *end;
-		unsigned long long v;
-
-		p += json ? 6 : 2;
-		v = strtoull(p, &end, 10);
-		if (end != p && v > seq)
-			seq = v;
-	}
-	return seq;
-}
-
+/*
+ * events, and --follow: ask for the events after the last one shown,
+ * by the number the daemon's reply ends with ("next N", ctl_proto.h),
+ * never by anything read in the events themselves (a file name may say
+ * anything). A reply cut short ("next N more") is followed at once.
+ */
 static int events(const char *mnt, bool json, bool follow)
 {
 	uint64_t seq = 0;
@@ -293,8 +287,10 @@ static int events(const char *mnt, bool json, bool follow)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, on_signal);
-	do {
+	for (;;) {
 		char *reply;
+		size_t body;
+		bool more = false;
 
 		snprintf(req, sizeof(req), "events since=%llu%s\n",
 			 (unsigned long long)seq, json ? " json" : "");
@@ -303,14 +299,21 @@ static int events(const char *mnt, bool json, bool follow)
 			return EXIT_FAIL;
 		if (is_error(reply))
 			return print_reply(reply);
-		fputs(reply, stdout);
+		if (ctl_events_trailer(reply, strlen(reply), &seq, &more,
+				       &body)) {
+			fprintf(stderr, "daxguard-ctl: an events reply without "
+				"its last line (a daemon of another version?)\n");
+			free(reply);
+			return EXIT_FAIL;
+		}
+		fwrite(reply, 1, body, stdout);
 		fflush(stdout);
-		seq = last_seq(reply, json, seq);
 		free(reply);
-		if (follow && !interrupted)
+		if (interrupted || (!more && !follow))
+			return 0;
+		if (!more)
 			sleep_ms(POLL_MS);
-	} while (follow && !interrupted);
-	return 0;
+	}
 }
 
 /* MB/s (10^6 bytes), as given, to bytes a second; 0 on a bad value. */

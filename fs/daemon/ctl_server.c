@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ctl_proto.h"
 #include "daemon.h"
 #include "devlist.h"
 #include "json.h"
@@ -331,6 +333,8 @@ static struct json_object *device_table_json(struct dg_daemon *dd,
 static void device_table(struct dg_daemon *dd, struct dg_out *o,
 			 const struct dg_vol_info *in)
 {
+	char esc[4 * 4096 + 1];
+
 	dg_outf(o, "%5s  %-9s %8s %8s %8s %8s  %s\n", "INDEX", "STATE",
 		"READ", "CKSUM", "REPAIRED", "UNRECOV", "PATH");
 	for (unsigned d = 0; d < in->ndev; d++) {
@@ -340,8 +344,20 @@ static void device_table(struct dg_daemon *dd, struct dg_out *o,
 		dg_outf(o, "%5u  %-9s %8" PRIu64 " %8" PRIu64 " %8" PRIu64
 			" %8" PRIu64 "  %s\n", d, dg_replace_slot_state(dd, d),
 			c.read_errors, c.csum_errors, c.repaired,
-			c.unrecoverable, slot_path(dd, d));
+			c.unrecoverable,
+			ctl_escape(esc, sizeof(esc), slot_path(dd, d)));
 	}
+}
+
+/* What status lists of the damaged files at most: files, and bytes of
+ * reply (a JSON entry costs at most 8 bytes a byte of its path and some
+ * numbers), so a reply stays bounded (docs/local-users.md). */
+#define STATUS_FILES_MAX 4096
+#define STATUS_LIST_BYTES (512u << 10)
+
+static bool list_full(unsigned listed, size_t bytes)
+{
+	return listed >= STATUS_FILES_MAX || bytes >= STATUS_LIST_BYTES;
 }
 
 /* DESIGN §4: status --json, one line, through json-c (tools/json.h says
@@ -350,8 +366,12 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 			const struct dg_vol_info *in,
 			const struct dg_fs_damage *dmg, const uint64_t *f,
 			const struct damaged *d, unsigned nd,
-			unsigned nlost_files, const char *uuid)
+			unsigned nlost_files, const char *uuid,
+			const struct dg_peer *peer)
 {
+	uint64_t hidden = 0;
+	unsigned listed = 0;
+	size_t bytes = 0;
 	struct json_object *r = json_object_new_object();
 	struct json_object *fo = json_object_new_object();
 	struct json_object *files = json_object_new_array();
@@ -408,9 +428,16 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 			json_object_object_add(r, "replace", x);
 	}
 	for (unsigned i = 0; i < nd; i++) {
-		struct json_object *x = json_object_new_object();
+		struct json_object *x;
 
 		dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
+		if (!dg_peer_sees(dd, peer, path) || list_full(listed, bytes)) {
+			hidden++; /* counted, not named */
+			continue;
+		}
+		listed++;
+		bytes += 8 * strlen(path) + 160;
+		x = json_object_new_object();
 		json_add_bytes(x, "path", path);
 		json_add_u64(x, "ino", d[i].ino);
 		json_add_u64(x, "lost_pages", d[i].pages);
@@ -422,6 +449,9 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 		json_object_array_add(files, x);
 	}
 	json_object_object_add(r, "damaged_files", files);
+	/* Damaged files left out: ones the caller could not stat, and
+	 * past STATUS_FILES_MAX. */
+	json_add_u64(r, "damaged_files_not_listed", hidden);
 	dg_outf(o, "%s\n", json_line(r));
 	json_object_put(r);
 }
@@ -434,8 +464,10 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
  * device missing), else "ok" (zpool status, btrfs device stats).
  */
 static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
-		   bool verbose)
+		   bool verbose, const struct dg_peer *peer)
 {
+	char esc[4 * 4096 + 1];
+	unsigned hidden = 0, listed = 0;
 	struct dg_vol_info in;
 	struct dg_fs_damage dmg;
 	struct damaged *d;
@@ -471,12 +503,17 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 	if (!health[0])
 		snprintf(health, sizeof(health), "ok");
 	if (json) {
-		status_json(dd, o, &in, &dmg, f, d, nd, nlost_files, uuid);
+		status_json(dd, o, &in, &dmg, f, d, nd, nlost_files, uuid,
+			    peer);
 		free(d);
 		return;
 	}
-	dg_outf(o, "volume %s%s%s\n", uuid, in.label[0] ? " label " : "", in.label);
-	dg_outf(o, "mountpoint %s\ndevices %s\n", dd->mountpoint, dd->devs);
+	/* Every name escaped (ctl_escape): one line, one record. */
+	dg_outf(o, "volume %s%s%s\n", uuid, in.label[0] ? " label " : "",
+		ctl_escape(esc, sizeof(esc), in.label));
+	dg_outf(o, "mountpoint %s\n", ctl_escape(esc, sizeof(esc),
+						 dd->mountpoint));
+	dg_outf(o, "devices %s\n", ctl_escape(esc, sizeof(esc), dd->devs));
 	dg_outf(o, "health %s (%u of %u devices present)%s\n", health,
 	     in.present, in.ndev, in.read_only ? ", read-only"
 				  : in.degraded ? ", read-write" : "");
@@ -511,10 +548,18 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		     nlost_files == 1 ? "it" : "them",
 		     verbose ? "" : " (status -v lists them)");
 	if (verbose && nd) {
+		size_t start = o->len;
+
 		dg_outf(o, "damaged files:\n");
 		for (unsigned i = 0; i < nd; i++) {
 			dg_fs_path(dd->fs, d[i].ino, path, sizeof(path));
-			dg_outf(o, "  %s:", path);
+			if (!dg_peer_sees(dd, peer, path) ||
+			    list_full(listed, o->len - start)) {
+				hidden++;
+				continue;
+			}
+			listed++;
+			dg_outf(o, "  %s:", ctl_escape(esc, sizeof(esc), path));
 			if (d[i].pages)
 				dg_outf(o, " %" PRIu64 " %s lost, the first at "
 				     "offset %" PRIu64, d[i].pages,
@@ -524,6 +569,10 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 				dg_outf(o, "%s metadata lost", d[i].pages ? ";" : "");
 			dg_outf(o, "\n");
 		}
+		if (hidden)
+			dg_outf(o, "  and %u more not listed (%s)\n", hidden,
+				list_full(listed, o->len - start) ? "too many"
+				: "files you could not stat");
 	}
 	free(d);
 }
@@ -555,11 +604,19 @@ static void event_json(struct dg_out *o, const struct dg_event *ev)
 	json_object_put(r);
 }
 
-/* zpool events: one line an event, oldest first, "#SEQ" so a follower
- * asks for what came after the last it printed. */
+/* Events whose path is a file of the volume (the others name devices,
+ * which status shows anyone). */
+static bool event_names_file(const struct dg_event *ev)
+{
+	return ev->type <= DG_EV_FAULT_RECOVERED ||
+	       ev->type == DG_EV_PAGE_RESET;
+}
+
+/* zpool events: one line an event, oldest first, "#SEQ"; names escaped
+ * (ctl_escape), so no name can make a line of its own. */
 static void event_text(struct dg_out *o, const struct dg_event *ev)
 {
-	char t[40];
+	char t[40], esc[4 * sizeof(ev->detail) + 4 * sizeof(ev->path)];
 	struct tm tm;
 
 	localtime_r(&ev->time.tv_sec, &tm);
@@ -573,28 +630,31 @@ static void event_text(struct dg_out *o, const struct dg_event *ev)
 	if (ev->type <= DG_EV_FAULT_RECOVERED)	/* the fault events */
 		dg_outf(o, " (%s)", dg_fault_what_name(ev->what));
 	if (ev->path[0])
-		dg_outf(o, " %s", ev->path);
+		dg_outf(o, " %s", ctl_escape(esc, sizeof(esc), ev->path));
 	if (ev->offset >= 0)
 		dg_outf(o, " offset %" PRId64, ev->offset);
 	if (ev->detail[0])
-		dg_outf(o, ": %s", ev->detail);
+		dg_outf(o, ": %s", ctl_escape(esc, sizeof(esc), ev->detail));
 	dg_outf(o, "\n");
 }
 
-static void events(struct dg_daemon *dd, const char *req, bool json,
-		   struct dg_out *o)
+/* The events after rq->since, up to CTL_EVENTS_PAGE bytes of them, and
+ * the "next M" line a follower asks from (ctl_proto.h). A file's path
+ * is left out of an event for a peer who could not stat it. */
+static void events(struct dg_daemon *dd, const struct ctl_request *rq,
+		   const struct dg_peer *peer, struct dg_out *o)
 {
-	const char *p = strstr(req, " since=");
-	uint64_t since = p ? strtoull(p + 7, NULL, 10) : 0, dropped;
+	uint64_t since = rq->since, dropped, last;
 	struct dg_event *ev = malloc(64 * sizeof(*ev));
 	unsigned n;
-	bool first = true;
+	bool first = true, more = false;
 
 	if (!ev)
 		return;
-	while ((n = dg_events_since(&dd->events, since, ev, 64, &dropped))) {
+	while (!more &&
+	       (n = dg_events_since(&dd->events, since, ev, 64, &dropped))) {
 		if (first && dropped) {
-			if (json)
+			if (rq->json)
 				dg_outf(o, "{\"dropped\":%" PRIu64 "}\n",
 					dropped);
 			else
@@ -603,7 +663,16 @@ static void events(struct dg_daemon *dd, const char *req, bool json,
 		}
 		first = false;
 		for (unsigned i = 0; i < n; i++) {
-			if (json)
+			if (o->len >= CTL_EVENTS_PAGE) {
+				more = true;
+				break;
+			}
+			if (event_names_file(&ev[i]) && ev[i].path[0] &&
+			    !dg_peer_sees(dd, peer, ev[i].path)) {
+				ev[i].path[0] = 0;
+				ev[i].offset = -1;
+			}
+			if (rq->json)
 				event_json(o, &ev[i]);
 			else
 				event_text(o, &ev[i]);
@@ -611,6 +680,14 @@ static void events(struct dg_daemon *dd, const char *req, bool json,
 		}
 	}
 	free(ev);
+	/* A number from before a restart (the ring starts at 1 again):
+	 * the follower goes on from now. */
+	pthread_mutex_lock(&dd->events.lock);
+	last = dd->events.seq;
+	pthread_mutex_unlock(&dd->events.lock);
+	if (since > last)
+		since = last;
+	dg_outf(o, "next %" PRIu64 "%s\n", since, more ? " more" : "");
 }
 
 /* An error reply: {"error": msg} with --json (through json-c, as every
@@ -629,81 +706,234 @@ static void reply_error(struct dg_out *o, bool json, const char *msg)
 	json_object_put(r);
 }
 
-/* One request line, one reply, close: every request is answered at once
- * (the scrub runs in its own thread, a follower of events polls), so one
- * thread serves them all. Status, events and scrub status are open to
- * anyone who can reach the socket; what writes or stops work is for
- * root or the mount's owner. */
-static void serve(struct dg_daemon *dd, int fd)
-{
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	struct pollfd p = { fd, POLLIN, 0 };
-	struct dg_out o = { 0 };
-	char req[4400];	/* a replace names a path */
-	ssize_t n = 0;
-	bool json;
+/*
+ * The connections. One thread serves them all, none blocking it: every
+ * request is answered at once (the scrub runs in its own thread, a
+ * follower of events polls), and replies go out as each client reads
+ * them. A client that sends no request within REQ_WAIT, or does not
+ * read its reply within SEND_WAIT, is dropped; unprivileged users each
+ * hold at most CONNS_UID connections and together CONNS, so none can
+ * lock the others (or root) out. Memory: at most CONNS_HARD requests
+ * and replies, each bounded (ctl_proto.h, docs/local-users.md).
+ */
+#define CONNS	   64
+#define CONNS_UID  8
+#define CONNS_HARD (CONNS + 32)
+#define REQ_WAIT   5000		/* ms from accept to a whole request */
+#define SEND_WAIT  10000	/* ms for the client to read its reply */
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0)
+struct ctl_conn {
+	int fd;			/* -1: free slot */
+	uid_t uid;
+	bool priv;
+	uint64_t deadline;	/* dg_now_ms() */
+	size_t reqlen;
+	char req[CTL_REQ_MAX + 1];
+	struct dg_out out;	/* the reply, once the request is whole */
+	size_t sent;
+	bool replying;
+};
+
+static struct ctl_conn ctl_conns[CONNS_HARD];
+
+static void conn_close(struct ctl_conn *c)
+{
+	close(c->fd);
+	c->fd = -1;
+	free(c->out.buf);
+	c->out = (struct dg_out){ 0 };
+}
+
+/* Answer the request line of c into c->out. */
+static void answer(struct dg_daemon *dd, struct ctl_conn *c)
+{
+	struct ctl_request rq;
+	struct dg_peer peer;
+	struct dg_out *o = &c->out;
+
+	ctl_request_parse(c->req, &rq);
+	if (dg_peer_get(dd, c->fd, &peer)) {
+		reply_error(o, rq.json, "who is asking?");
 		return;
-	if (poll(&p, 1, 2000) == 1)
-		n = read(fd, req, sizeof(req) - 1);
-	if (n <= 0)
-		return;
-	req[n] = 0;
-	req[strcspn(req, "\r\n")] = 0;
-	json = strstr(req, " json") != NULL;
+	}
 	/* A read that just failed counts, and a file just deleted no
 	 * longer has lost pages. */
 	dg_ctl_log_faults(dd);
 	prune_lost(dd);
-	if (!strncmp(req, "status", 6)) {
-		status(dd, &o, json, strstr(req, " verbose") != NULL);
-	} else if (!strncmp(req, "events", 6)) {
-		events(dd, req, json, &o);
-	} else if (!strncmp(req, "scrub status", 12)) {
-		dg_scrub_cmd(dd, req + 6, json, &o);
-	} else if (!strncmp(req, "replace status", 14)) {
-		dg_replace_cmd(dd, req + 8, json, &o);
-	} else if (!strncmp(req, "replace ", 8)) {
-		/* "replace start json|text DEV RATE PATH" */
-		if (cred.uid != 0 && cred.uid != getuid())
-			reply_error(&o, json, "permission denied");
-		else
-			dg_replace_cmd(dd, req + 8, json, &o);
-	} else if (!strncmp(req, "scrub ", 6) || !strncmp(req, "clear", 5)) {
-		if (cred.uid != 0 && cred.uid != getuid())
-			reply_error(&o, json, "permission denied");
-		else if (req[1] == 'c')
-			dg_scrub_cmd(dd, req + 6, json, &o);
-		else
-			clear(dd, &o);
+	if (ctl_request_privileged(&rq) && !peer.privileged) {
+		reply_error(o, rq.json, "permission denied");
 	} else {
-		reply_error(&o, json, "unknown request");
+		switch (rq.cmd) {
+		case CTL_STATUS:
+			status(dd, o, rq.json, rq.verbose, &peer);
+			break;
+		case CTL_EVENTS:
+			events(dd, &rq, &peer, o);
+			break;
+		case CTL_SCRUB_STATUS:
+		case CTL_SCRUB:
+			dg_scrub_cmd(dd, rq.args, rq.json, o);
+			break;
+		case CTL_REPLACE_STATUS:
+		case CTL_REPLACE:
+			dg_replace_cmd(dd, rq.args, rq.json, o);
+			break;
+		case CTL_CLEAR:
+			clear(dd, o);
+			break;
+		default:
+			reply_error(o, rq.json, "unknown request");
+		}
 	}
-	if (o.buf && write(fd, o.buf, o.len) < 0)
+	dg_peer_free(&peer);
+}
+
+/* Take what the client sent; once the request is whole, answer it. */
+static void conn_read(struct dg_daemon *dd, struct ctl_conn *c)
+{
+	ssize_t n = read(c->fd, c->req + c->reqlen, CTL_REQ_MAX - c->reqlen);
+	long end;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	c->reqlen += (size_t)n;
+	end = ctl_request_end(c->req, c->reqlen, n == 0);
+	if (end < 0) {
+		conn_close(c);
+		return;
+	}
+	if (end == 0)
+		return;
+	c->req[end] = 0;
+	answer(dd, c);
+	c->replying = true;
+	c->sent = 0;
+	c->deadline = dg_now_ms() + SEND_WAIT;
+	if (!c->out.buf)
+		conn_close(c); /* nothing to say (no memory) */
+}
+
+static void conn_write(struct ctl_conn *c)
+{
+	ssize_t n = send(c->fd, c->out.buf + c->sent, c->out.len - c->sent,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) {
 		dg_log(DG_LOG_DEBUG, "ctl reply: %s", strerror(errno));
-	free(o.buf);
+		conn_close(c);
+		return;
+	}
+	c->sent += (size_t)n;
+	if (c->sent == c->out.len)
+		conn_close(c);
+}
+
+/* Take the waiting connections, each within the caps or closed. */
+static void accept_all(struct dg_daemon *dd)
+{
+	static unsigned refused;
+
+	for (int k = 0; k < 64; k++) {
+		struct ucred cred;
+		socklen_t clen = sizeof(cred);
+		unsigned all = 0, unpriv = 0, mine = 0;
+		struct ctl_conn *slot = NULL;
+		bool priv;
+		int fd = accept4(dd->sock_fd, NULL, NULL,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			return;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+			close(fd);
+			continue;
+		}
+		priv = dg_peer_is_privileged(cred.uid);
+		for (unsigned i = 0; i < CONNS_HARD; i++) {
+			struct ctl_conn *c = &ctl_conns[i];
+
+			if (c->fd < 0) {
+				if (!slot)
+					slot = c;
+				continue;
+			}
+			all++;
+			unpriv += !c->priv;
+			mine += c->uid == cred.uid;
+		}
+		if (!slot || (!priv && (unpriv >= CONNS || mine >= CONNS_UID))) {
+			if (refused++ % 1000 == 0)
+				dg_log(DG_LOG_WARNING, "control socket: "
+				       "refusing clients of uid %u (%u "
+				       "connections, %u refused)",
+				       (unsigned)cred.uid, all, refused);
+			close(fd);
+			continue;
+		}
+		*slot = (struct ctl_conn){ .fd = fd, .uid = cred.uid,
+					   .priv = priv,
+					   .deadline = dg_now_ms() + REQ_WAIT };
+	}
 }
 
 static void *ctl_main(void *arg)
 {
 	struct dg_daemon *dd = arg;
+	struct pollfd p[CONNS_HARD + 1];
+	struct ctl_conn *of[CONNS_HARD + 1];
+
+	for (unsigned i = 0; i < CONNS_HARD; i++)
+		ctl_conns[i].fd = -1;
+	uint64_t swept = 0;
 
 	while (!dd->stop) {
-		struct pollfd p = { dd->sock_fd, POLLIN, 0 };
+		uint64_t now = dg_now_ms();
+		unsigned np = 1;
 
-		dg_ctl_log_faults(dd);
-		prune_lost(dd);
-		if (poll(&p, 1, 200) == 1) {
-			int fd = accept4(dd->sock_fd, NULL, NULL, SOCK_CLOEXEC);
-
-			if (fd >= 0) {
-				serve(dd, fd);
-				close(fd);
-			}
+		/* Every 200 ms, however busy the socket. */
+		if (now - swept >= 200) {
+			dg_ctl_log_faults(dd);
+			prune_lost(dd);
+			swept = now;
 		}
+		p[0] = (struct pollfd){ dd->sock_fd, POLLIN, 0 };
+		for (unsigned i = 0; i < CONNS_HARD; i++) {
+			struct ctl_conn *c = &ctl_conns[i];
+
+			if (c->fd < 0)
+				continue;
+			if (now >= c->deadline) {
+				conn_close(c); /* too slow: dropped */
+				continue;
+			}
+			of[np] = c;
+			p[np++] = (struct pollfd){ c->fd, c->replying ? POLLOUT
+							       : POLLIN, 0 };
+		}
+		if (poll(p, np, 200) <= 0)
+			continue;
+		for (unsigned i = 1; i < np; i++) {
+			struct ctl_conn *c = of[i];
+
+			if (!p[i].revents)
+				continue;
+			if (c->replying)
+				conn_write(c);
+			else
+				conn_read(dd, c);
+		}
+		if (p[0].revents & POLLIN)
+			accept_all(dd);
 	}
+	for (unsigned i = 0; i < CONNS_HARD; i++)
+		if (ctl_conns[i].fd >= 0)
+			conn_close(&ctl_conns[i]);
 	dg_ctl_log_faults(dd);
 	return NULL;
 }
@@ -810,8 +1040,10 @@ int dg_ctl_start(struct dg_daemon *dd)
 	if (dd->sock_fd < 0)
 		goto fail;
 	memcpy(sa.sun_path, dd->sock_path, sizeof(dd->sock_path));
+	/* Non-blocking: the loop accepts until none is left. */
 	if (bind(dd->sock_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(dd->sock_path, 0666) < 0 || listen(dd->sock_fd, 16) < 0)
+	    chmod(dd->sock_path, 0666) < 0 || listen(dd->sock_fd, 64) < 0 ||
+	    fcntl(dd->sock_fd, F_SETFL, O_NONBLOCK) < 0)
 		goto fail;
 	if (pthread_create(&dd->ctl_thread, NULL, ctl_main, dd))
 		goto fail;

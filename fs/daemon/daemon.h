@@ -183,6 +183,9 @@ struct dg_daemon {
 	double timeout;		/* entry and attribute cache, seconds */
 	int writeback;		/* kernel writeback cache */
 	bool acl;		/* POSIX ACLs negotiated (ops.c op_init) */
+	/* -o allow_other: users other than the one who mounted reach the
+	 * files (what the control socket may show them depends on it). */
+	bool allow_other;
 	int debug;
 	/* control socket, ctl_server.c */
 	char sock_path[108];
@@ -236,6 +239,26 @@ int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
 /* The libcommit socket (path in xattr "user.daxguard.commit"). Stop
  * waits until every client's map is released. */
 int dg_commit_start(struct dg_daemon *dd);
+
+/* ---- who asks (peer.c) ------------------------------------------------- */
+
+/* Root or the user who mounted (the daemon's uid): past the per-user
+ * caps of both sockets, and the only ones who may change things. */
+bool dg_peer_is_privileged(uid_t uid);
+/* The client of a socket and what it may be shown (docs/local-users.md). */
+struct dg_peer {
+	struct dg_who who;	/* SO_PEERCRED uid and gid, SO_PEERGROUPS */
+	uint32_t *groups;	/* malloc'd: who.groups */
+	bool privileged;	/* dg_peer_is_privileged() */
+	bool root;		/* sees every path */
+	bool reach;		/* could reach the mount's root at all */
+};
+int dg_peer_get(struct dg_daemon *dd, int fd, struct dg_peer *p);
+void dg_peer_free(struct dg_peer *p);
+/* Whether p may be shown path (from the volume's root): root always;
+ * anyone else when they could stat it themselves now. */
+bool dg_peer_sees(struct dg_daemon *dd, const struct dg_peer *p,
+		  const char *path);
 void dg_commit_stop(struct dg_daemon *dd);
 
 /* Offer FUSE_HANDLE_KILLPRIV_V2 in the INIT reply written to fuse_fd

@@ -53,7 +53,10 @@ struct dg_opts {
 	int ro;
 	int show_help;
 	int show_version;
+	int allow_other;
 };
+
+enum { KEY_ALLOW_OTHER = 1 };
 
 #define DG_OPT(t, p) { t, offsetof(struct dg_opts, p), 1 }
 static const struct fuse_opt dg_fuse_opts[] = {
@@ -66,6 +69,8 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	DG_OPT("--help", show_help),
 	DG_OPT("-V", show_version),
 	DG_OPT("--version", show_version),
+	/* Noted, and passed on to libfuse. */
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_END
 };
 
@@ -77,6 +82,10 @@ static int opt_proc(void *data, const char *arg, int key,
 	struct dg_opts *o = data;
 
 	(void)outargs;
+	if (key == KEY_ALLOW_OTHER) {
+		o->allow_other = 1;
+		return 1;
+	}
 	if (key == FUSE_OPT_KEY_NONOPT && !o->devs) {
 		o->devs = strdup(arg);
 		return 0;
@@ -146,32 +155,70 @@ static int default_log_path(struct dg_daemon *dd, char *buf, size_t len)
 	return snprintf(buf, len, "%s/%s.log", dir, u) >= (int)len ? -1 : 0;
 }
 
-/* -o log=PATH is opened before the mount, so a path that cannot be
- * written is refused with the devices untouched. */
+/*
+ * The log names damaged files by path: it is the daemon's alone (0600),
+ * whatever the umask. A new one is created with O_EXCL; an existing one
+ * is appended to when it is a regular file of the daemon's user with no
+ * other name, never through a symlink (a user's link in /tmp must not
+ * make root append to a file of its choosing), and made 0600 when it
+ * was wider. -o log=PATH
+ * is opened before the mount, so a path that cannot be written is
+ * refused with the devices untouched.
+ */
 static int open_log(const char *path)
 {
 	char buf[PATH_MAX], err[8400];
-	int fd, ret;
+	struct stat st;
+	int fd = -1, tries = 0, ret;
 
-	/* It names files: 0600, never through a planted link
-	 * (image_file.h); an existing log is appended to. */
+	/* Symlinks on the path only under the protected_symlinks rule
+	 * (image_file.h); the last component is never followed. */
 	ret = dg_image_resolve(path, buf, sizeof(buf), err, sizeof(err));
 	if (ret == -EPERM) {
 		fprintf(stderr, "daxguard: cannot open log file: %s\n", err);
 		return -1;
 	}
-	fd = ret ? ret : dg_image_create(buf, O_APPEND);
-	if (fd == -EEXIST)
-		fd = dg_image_open(buf, O_WRONLY | O_APPEND);
-	log_file = fd >= 0 ? fdopen(fd, "ae") : NULL;
-	if (!log_file) {
-		if (fd >= 0)
-			close(fd);
-		fprintf(stderr, "daxguard: cannot open log file '%s': %s\n",
-			path, strerror(fd < 0 ? -fd : errno));
-		return -1;
+	if (ret) {
+		errno = -ret;
+		goto fail;
 	}
+	while (fd < 0 && tries++ < 8) {
+		fd = open(buf, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
+			  O_NOCTTY | O_NONBLOCK);
+		if (fd < 0 && errno == ENOENT)
+			fd = open(buf, O_WRONLY | O_APPEND | O_CREAT | O_EXCL |
+				  O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+		if (fd < 0 && errno != ENOENT && errno != EEXIST)
+			break; /* EEXIST, ENOENT: a race; again */
+	}
+	if (fd < 0)
+		goto fail;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	/* A second name (a hard link a user made in /tmp to one of
+	 * root's files) would have us append to, and chmod, that file. */
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_nlink != 1) {
+		fprintf(stderr, "daxguard: log file '%s' is not a regular file "
+			"of user %u with one name\n", path,
+			(unsigned)geteuid());
+		goto fail_quiet;
+	}
+	if ((st.st_mode & 077) && fchmod(fd, st.st_mode & 0700) < 0)
+		goto fail;
+	if (fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0)
+		goto fail;
+	log_file = fdopen(fd, "ae");
+	if (!log_file)
+		goto fail;
 	return 0;
+fail:
+	fprintf(stderr, "daxguard: cannot open log file '%s': %s\n", path,
+		strerror(errno));
+fail_quiet:
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 /* ENOTCONN: a mount whose daemon died is still there, and only its
@@ -587,6 +634,7 @@ int main(int argc, char *argv[])
 	dd.mountpoint = mnt;
 	dd.timeout = o.timeout;
 	dd.writeback = o.writeback;
+	dd.allow_other = o.allow_other;
 	dd.debug = fo.debug;
 	if (fo.debug)
 		dg_log_set_level(DG_LOG_DEBUG);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_proto.h"
 #include "daemon.h"
 #include "json.h"
 
@@ -264,14 +265,17 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 {
 	struct dg_replace_d *r = &dd->replace;
 	struct dg_vol_info in;
+	char esc[4 * sizeof(r->rec.path) + 4 * sizeof(r->error)];
 
 	dg_vol_get_info(dd->vol, &in);
 	pthread_mutex_lock(&r->lock);
 	if (r->rec.state != DG_REPLACE_NONE) {
+		/* Names escaped, as all text replies (ctl_proto.h). */
 		dg_outf(o, "replace %s: device %u onto %s, %.1f%% (row %"
 			PRIu64 " of %" PRIu64 "), %" PRIu64 " pages written",
 			state_names[r->rec.state], r->rec.dev,
-			r->rec.path[0] ? r->rec.path : "-",
+			ctl_escape(esc, sizeof(esc),
+				   r->rec.path[0] ? r->rec.path : "-"),
 			percent(&r->rec, in.rows), r->rec.next_row, in.rows,
 			r->rec.pages);
 		if (r->rec.lost)
@@ -281,7 +285,8 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 			dg_outf(o, ", %" PRIu64 " stale copies rebuilt",
 				r->rec.stale);
 		if (r->error[0])
-			dg_outf(o, ": %s", r->error);
+			dg_outf(o, ": %s", ctl_escape(esc, sizeof(esc),
+						      r->error));
 		dg_outf(o, "\n");
 	}
 	pthread_mutex_unlock(&r->lock);

@@ -188,6 +188,27 @@ int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
 int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
 		    enum dg_kill why);
 
+/* Someone other than the caller, for the kernel's permission rules
+ * (visible.c): the daemon names to a user only what that user could
+ * reach. groups: the supplementary groups. */
+struct dg_who {
+	uint32_t uid, gid;
+	const uint32_t *groups;
+	unsigned ngroups;
+};
+#define DG_MAY_EXEC  1u
+#define DG_MAY_WRITE 2u
+#define DG_MAY_READ  4u
+/* generic_permission(): want (DG_MAY_*) on a file of this mode and
+ * owner, with its access ACL in xattr form (NULL: none). */
+bool dg_who_may(const struct dg_who *w, uint32_t mode, uint32_t uid,
+		uint32_t gid, const void *acl, size_t acl_size, unsigned want);
+/* Whether w could stat path ("/a/b", from the volume's root) now: search
+ * permission on every directory on it (with ACLs when acl), and the
+ * name there. */
+bool dg_fs_may_stat(struct dg_fs *fs, const char *path,
+		    const struct dg_who *w, bool acl);
+
 /* Path of ino for log messages ("?" parts when unknown); buf gets at
  * most len bytes, NUL terminated. */
 void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len);

@@ -15,6 +15,7 @@ from test_libcommit import PAGE, child, commit_socket, hdr
 from test_libcommit_robust import FAIL_SYSCALLS
 
 ENOMEM = 12
+ENOTCONN = 107
 
 
 def test_media_view_cannot_be_mapped(mounted):
@@ -71,10 +72,43 @@ def test_commit_server_fails_after_control_server(volume_factory):
 
 def test_commit_server_out_of_memory(mounted):
     """A message whose buffer the daemon cannot allocate gets -ENOMEM
-    and ends that connection only; the daemon serves on."""
+    and ends that connection only; the daemon serves on. (A body is
+    read only on a map large enough to need it: without one the header
+    alone gets -ENOTCONN, and nothing is allocated.)"""
     f = mounted.mnt / "oom"
     f.write_bytes(b"\0" * PAGE)
+    big = mounted.mnt / "oom-big"
+    with open(big, "wb") as fh:
+        fh.truncate(128 << 20)
     pid = mounted.daemon.pid
+
+    def status_of(s):
+        rep = b""
+        while len(rep) < 32:
+            b = s.recv(32 - len(rep))
+            assert b, rep
+            rep += b
+        return struct.unpack("<H", rep[6:8])[0], \
+            struct.unpack("<i", rep[16:20])[0]
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(commit_socket(f))
+    s.sendall(hdr(3, 150 << 20))
+    assert status_of(s) == (6, -ENOTCONN)
+    s.close()
+    # A read-write map of 128 MiB allows a 150 MiB COMMIT body.
+    fd = os.open(big, os.O_RDWR)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(60)
+    s.connect(commit_socket(big))
+    body = struct.pack("<QQII", 0, 0, 1, 0)
+    socket.send_fds(s, [hdr(1, len(body)) + body], [fd])
+    os.close(fd)
+    h = s.recv(16, socket.MSG_WAITALL)
+    assert struct.unpack("<H", h[6:8])[0] == 2, h          # MAP_REP
+    n = struct.unpack("<I", h[8:12])[0]
+    assert len(s.recv(n, socket.MSG_WAITALL)) == n
     with open(f"/proc/{pid}/status") as st:
         vm = next(int(l.split()[1]) for l in st if l.startswith("VmSize:"))
     old = resource.prlimit(pid, resource.RLIMIT_AS)
@@ -82,16 +116,9 @@ def test_commit_server_out_of_memory(mounted):
     resource.prlimit(pid, resource.RLIMIT_AS,
                      ((vm << 10) + (96 << 20), old[1]))
     try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(commit_socket(f))
         s.sendall(hdr(3, 150 << 20))
-        rep = s.recv(32)
+        assert status_of(s) == (6, -ENOMEM)
         s.close()
-        assert len(rep) == 32, rep
-        typ = struct.unpack("<H", rep[6:8])[0]
-        status = struct.unpack("<i", rep[16:20])[0]
-        assert (typ, status) == (6, -ENOMEM), rep
         # Serving on, within the same limit.
         child(f, "map rw 0 0", "store 0 41", "sync", "unmap")
     finally:

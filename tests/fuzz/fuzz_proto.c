@@ -54,6 +54,33 @@ static void check_rep(const uint8_t *p, size_t n)
 	}
 }
 
+/* The daemon reads a COMMIT body only up to commit_body_max() of its
+ * map: a message a client could really send (every line once, all in a
+ * map from offset 0 to the last run) must fit. */
+static void check_budget(const struct commit_run *runs, uint32_t nr, size_t n)
+{
+	uint64_t end = 0;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		struct commit_run a;
+
+		memcpy(&a, (const uint8_t *)runs + i * sizeof(a), sizeof(a));
+		if (a.off + a.len > end)
+			end = a.off + a.len;
+		for (uint32_t j = 0; j < i; j++) {
+			struct commit_run b;
+
+			memcpy(&b, (const uint8_t *)runs + j * sizeof(b),
+			       sizeof(b));
+			if (a.off < b.off + b.len && b.off < a.off + a.len)
+				return; /* a line twice: no client sends it */
+		}
+	}
+	end = (end + COMMIT_PAGE_SIZE - 1) / COMMIT_PAGE_SIZE * COMMIT_PAGE_SIZE;
+	if (n > commit_body_max(end) || commit_body_max(end) > COMMIT_MSG_MAX)
+		abort();
+}
+
 static void check_commit(const uint8_t *p, size_t n)
 {
 	const struct commit_run *runs;
@@ -74,6 +101,7 @@ static void check_commit(const uint8_t *p, size_t n)
 		}
 		if (data + sum != p + n)
 			abort();
+		check_budget(runs, nr, n);
 	}
 }
 
@@ -194,6 +222,11 @@ int main(int argc, char **argv)
 		}
 		LLVMFuzzerTestOneInput(buf, n);
 	}
+	/* The budget's bounds: none without a map, the cap for any map. */
+	if (commit_body_max(0) != sizeof(struct commit_commit_req) ||
+	    commit_body_max(UINT64_MAX) != COMMIT_MSG_MAX ||
+	    commit_body_max(1ull << 52) != COMMIT_MSG_MAX)
+		abort();
 	printf("fuzz_proto: %lu inputs, no violation\n", iters);
 	return 0;
 }

@@ -151,6 +151,26 @@ static void proto(void)
 	save("proto", "commit", &h, sizeof(h), b, sizeof(cq) + sizeof(r) + 192);
 }
 
+/* The control socket's protocol (fuzz_ctl.c): requests, a name to
+ * escape, replies with their last line. */
+static void ctl(void)
+{
+	static const char *const seeds[][2] = {
+		{ "status", "status json verbose\n" },
+		{ "events", "events since=12 json\n" },
+		{ "scrub", "scrub start rate=1000000 json\n" },
+		{ "replace", "replace start text 2 0 /tmp/new img\n" },
+		{ "name", "x\n\t\\\x01\xc2\x9b\xe2\x80\xae\xe2\x82\xac\xff" },
+		{ "reply", "2026-01-01 00:00:00.000 #1 counters-cleared\n"
+			   "next 1\n" },
+		{ "more", "next 18446744073709551615 more\n" },
+	};
+
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		save("ctl", seeds[i][0], seeds[i][1], strlen(seeds[i][1]),
+		     NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t pg[4 * DG_PAGE_SIZE];
@@ -209,6 +229,7 @@ int main(int argc, char **argv)
 	save("cmap", "slot0", pg, DG_PAGE_SIZE, NULL, 0);
 	fsopen(vol, ino);
 	proto();
+	ctl();
 	dg_vol_close(vol);
 	for (unsigned i = 0; i < DG_FUZZ_NDEV; i++)
 		unlink(paths[i]);
