@@ -781,6 +781,7 @@ static int run(struct fsck_ctx *c)
 		if (repair) {
 			accept_suspects(c);
 			reset_free_pages(c);
+			give_up_pages(c);
 		}
 		ret = pass_fs(c);
 		if (ret < 0)
