@@ -766,6 +766,8 @@ static int run(struct fsck_ctx *c)
 					c->f[i].fixed = true;
 		pass_journal(c, true);
 		confirm_jheads(c, first_super, last);
+	} else {
+		replay_in_memory(c);
 	}
 
 	for (;;) {

@@ -202,6 +202,8 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 		json_add_bytes(r, "error", c->error);
 	json_object_object_add(r, "passes", json_object_new_int(
 		(int)c->passes));
+	json_object_object_add(r, "replayed_in_memory",
+			       json_object_new_boolean(c->replayed_in_memory));
 	json_object_object_add(r, "converged",
 			       json_object_new_boolean(!c->unconverged));
 	json_object_object_add(r, "rows_checked",
@@ -296,6 +298,13 @@ void report_print(struct fsck_ctx *c, int exit_code)
 	if (c->unconverged)
 		printf("%s: the repairs of pass %u still changed the volume; "
 		       "run fsck.daxguard -y again\n", c->uuid, c->passes);
+	if (c->replayed_in_memory)
+		printf("%s: the journal was replayed in memory only: the "
+		       "devices still need it (the mount or fsck.daxguard -y "
+		       "replays it)%s\n", c->uuid,
+		       c->nf == 1 && c->f[0].code == PR_1_JOURNAL_PENDING
+			       ? "; after the replay the volume is consistent"
+			       : "");
 	if (c->meta_outside > 0)
 		printf("%s: %lld metadata pages lie outside the metadata zone "
 		       "(it was full): they have no ditto copies\n", c->uuid,
