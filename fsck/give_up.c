@@ -8,7 +8,8 @@
  * media), names the file and exits 4, data lost. The next fsck finds
  * the mark and reports the page as a warning (PR_2_PAGE_GIVEN_UP, exit
  * 0): the volume has converged, the loss was reported when it happened.
- * Free pages are reset instead (fsck.c, reset_free_pages()); metadata
+ * Free pages are reset instead (fsck.c, reset_free_pages(), or here
+ * when a lost neighbour keeps that from reading the row); metadata
  * pages are given up by the filesystem pass, which rebuilds what they
  * held (check_fs.c).
  */
@@ -58,6 +59,36 @@ static void parity_fixed(struct fsck_ctx *c, int64_t page)
 	}
 }
 
+/*
+ * A free page lost in a row where a page in use is lost too: the reset
+ * of fsck.c (through the update path) cannot read that neighbour, so
+ * the free page is given zeros and the row's parity recomputed from the
+ * row as it is (dg_row_replace_page()), as for a lost metadata page.
+ */
+static void zero_free_page(struct fsck_ctx *c, struct finding *f)
+{
+	static const uint8_t zero[DG_PAGE_SIZE];
+	struct dg_chk_event ev;
+
+	dg_chk_event_init(&ev, DG_CHK_PAGE_BAD, f->structure);
+	ev.dev = f->dev;
+	ev.page = f->page;
+	ev.vpn = f->vpn;
+	ev.fixable = true;
+	snprintf(ev.detail, sizeof(ev.detail), "%s", f->detail);
+	snprintf(ev.action, sizeof(ev.action), "reset the free page to zeros");
+	if (!fix_problem(c, &ev)) {
+		f->declined = c->mode == MODE_ASK;
+		return;
+	}
+	if (dg_row_replace_page(c->vol, (uint64_t)f->vpn, zero))
+		return;
+	f->fixed = true;
+	f->fixable = true;
+	snprintf(f->action, sizeof(f->action), "free page reset");
+	parity_fixed(c, f->page);
+}
+
 void give_up_pages(struct fsck_ctx *c)
 {
 	uint8_t *cls = NULL;
@@ -72,6 +103,11 @@ void give_up_pages(struct fsck_ctx *c)
 		struct finding *f = &c->f[i];
 		int ret;
 
+		if (lost_page(f) && cls[f->vpn] == DG_PC_FREE &&
+		    !dg_vpn_allocated(c->vol, (uint64_t)f->vpn)) {
+			zero_free_page(c, f);
+			continue;
+		}
 		if (!lost_page(f) || (cls[f->vpn] != DG_PC_FILE &&
 				      cls[f->vpn] != DG_PC_SYMLINK))
 			continue;
