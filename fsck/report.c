@@ -45,6 +45,14 @@ void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev)
 {
 	struct finding *f;
 
+	/* A page given up by this run, found so again by the pass after a
+	 * restart: one finding, the give-up (give_up.c). */
+	if (ev->kind == DG_CHK_PAGE_GIVEN_UP && !ev->fixed)
+		for (size_t i = 0; i < c->nf; i++)
+			if (c->f[i].code == PR_2_PAGE_GIVEN_UP && c->f[i].fixed &&
+			    c->f[i].dev == ev->dev && c->f[i].page == ev->page)
+				return;
+
 	if (c->nf == c->capf) {
 		size_t cap = c->capf ? c->capf * 2 : 64;
 		struct finding *n = realloc(c->f, cap * sizeof(*n));
