@@ -108,6 +108,22 @@ def test_given_up_page_is_a_warning_next_time(one_file, volume_factory):
     rc, _, p = fsck(v.devs, "-y")
     assert rc == 0, p.stdout + p.stderr
     assert lines(p, uuid) == warning, p.stdout
+    # The row is covered again: its parity, lost once more, is rebuilt
+    # from the data, the given-up page's pinned bytes included.
+    with open(v.devs[par["device"]], "r+b") as fh:
+        fh.seek(par["page"] * PAGE)
+        fh.write(b"\xff" * PAGE)          # (zeros: what it holds now)
+    rc, _, p = fsck(v.devs, "-y")
+    assert rc == 1, p.stdout + p.stderr
+    assert lines(p, uuid) == [
+        warning[0],
+        f"PR_2_PAGE_BAD: device {par['device']} page {par['page']} "
+        f"(parity): parity page fails verification (checksum mismatch): "
+        f"rebuilt from parity",
+        "UUID: 1 problems, 1 corrected, 0 left uncorrected, 1 warning",
+    ], p.stdout
+    rc, _, p = fsck(v.devs, "-n")
+    assert rc == 0 and lines(p, uuid) == warning, p.stdout
     v.expect_log(r"fault|read error|EIO")
     v.mount()
     try:
