@@ -37,9 +37,11 @@ void replay_in_memory(struct fsck_ctx *c)
 	dg_vol_get_info(c->vol, &info);
 	/* A degraded or suspect volume is not replayed by a plain open
 	 * either; it stays checked as it lies. */
-	if (info.degraded || info.suspect_mask)
+	if (info.degraded || info.suspect_mask) {
 		ret = -EROFS;
-	else
+		snprintf(err, sizeof(err), "%s", info.degraded
+			 ? "a device is missing" : "devices are behind the volume");
+	} else
 		ret = dg_vol_open(c->paths, c->n, DG_OPEN_SCRATCH, &v, err,
 				  sizeof(err));
 	if (ret) {
