@@ -254,27 +254,28 @@ def test_y_never_says_dash_n(tree, volume_factory):
     repaired'). Rows line up on every device (format.h): the row's
     other pages are the same page number on the other devices."""
     g, _ = tree
-    v = copy_of(g, volume_factory)
+    a = copy_of(g, volume_factory)         # where the page lies
     for seed in range(1, 200):
-        rep, _ = inject(v.devs, "zero", "directory", seed=seed)
+        rep, _ = inject(a.devs, "zero", "directory", seed=seed)
         c = rep["changes"][0]
-        put_page(v.devs[c["device"]], c["page"],
+        put_page(a.devs[c["device"]], c["page"],
                  page_of(g.devs[c["device"]], c["page"]))
-        others = [d for d in range(len(v.devs)) if d != c["device"] and
+        others = [d for d in range(len(a.devs)) if d != c["device"] and
                   page_of(g.devs[d], c["page"]) != bytes(PAGE)]
         if len(others) >= 2 and c.get("file"):
             break
     else:
         pytest.fail("no directory page shares its row with two written "
                     "pages")
+    a.cleanup()
     for seed in range(1, 30):
+        v = copy_of(g, volume_factory)
         lrep, _ = inject(v.devs, "logical", "directory", seed=seed,
                          extra=["--file", c["file"]])
         if lrep["kind"] == "dangling" and \
                 lrep["changes"][0]["vpn"] == c["vpn"]:
             break
-        for d in range(len(v.devs)):       # undo, try another seed
-            put_page(v.devs[d], c["page"], page_of(g.devs[d], c["page"]))
+        v.cleanup()
     else:
         pytest.fail("no dangling entry in that directory page")
     for d in others[:2]:
