@@ -52,10 +52,10 @@ void replay_in_memory(struct fsck_ctx *c)
 			       c->uuid, err[0] ? err : strerror(-ret));
 		return;
 	}
-	/* From here on the checks ask before any repair, as on the
-	 * read-only view: -n declines, so the engine's read-repairs are
-	 * not made even in memory, and findings say what -y would do. */
-	dg_vol_set_consent(v, ctx_ask, c);
+	/* The replay made, the view is read-only like the one it
+	 * replaces: no repair is made or offered, even in memory, and
+	 * each finding says what -y would do. */
+	dg_vol_make_read_only(v);
 	dg_vol_close(c->vol);
 	c->vol = v;
 	c->replayed_in_memory = true;

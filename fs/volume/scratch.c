@@ -116,3 +116,14 @@ fail:
 	dg_dev_close(d);
 	return ret;
 }
+
+/*
+ * After the scratch open's replay, the view takes nothing more: the
+ * checks that follow see the replayed volume as a read-only open sees
+ * a volume, so no repair is made or offered (even in memory) and each
+ * finding says what a repair would do. The close writes nothing either.
+ */
+void dg_vol_make_read_only(struct dg_vol *vol)
+{
+	vol->read_only = true;
+}
