@@ -154,9 +154,8 @@ int report_exit_code(const struct fsck_ctx *c)
 
 /*
  * Why a repairable finding was left as it is, in the words of the mode
- * that ran: -n and -p never make it, the user declined it, or -y (or
- * a "yes") tried and the repair failed (or the run had to stay a
- * check, a degraded volume without parity). Never "-n" in another mode.
+ * that ran: -n and -p never make it, the user declined it, or -y tried
+ * and the repair failed. Never "-n" in another mode.
  */
 static const char *unrepaired(const struct fsck_ctx *c,
 			      const struct finding *f)
@@ -261,6 +260,16 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 	json_print(r, stdout, 1);
 }
 
+/* Nothing found but the journal's pending updates (and warnings). */
+static bool only_pending(const struct fsck_ctx *c)
+{
+	for (size_t i = 0; i < c->nf; i++)
+		if (c->f[i].code != PR_1_JOURNAL_PENDING &&
+		    !report_is_warning(&c->f[i]))
+			return false;
+	return true;
+}
+
 static const char *warn_note(size_t warn)
 {
 	static char buf[64];
@@ -310,9 +319,8 @@ void report_print(struct fsck_ctx *c, int exit_code)
 		printf("%s: the journal was replayed in memory only: the "
 		       "devices still need it (the mount or fsck.daxguard -y "
 		       "replays it)%s\n", c->uuid,
-		       c->nf == 1 && c->f[0].code == PR_1_JOURNAL_PENDING
-			       ? "; after the replay the volume is consistent"
-			       : "");
+		       only_pending(c) ? "; after the replay the volume is "
+					 "consistent" : "");
 	if (c->meta_outside > 0)
 		printf("%s: %lld metadata pages lie outside the metadata zone "
 		       "(it was full): they have no ditto copies\n", c->uuid,
