@@ -817,6 +817,8 @@ static int run(struct fsck_ctx *c)
 					c->f[i].fixed = true;
 		pass_journal(c, true);
 		confirm_jheads(c, first_super, last);
+	} else {
+		replay_in_memory(c);
 	}
 
 	for (;;) {
@@ -832,6 +834,7 @@ static int run(struct fsck_ctx *c)
 		if (repair) {
 			accept_suspects(c);
 			reset_free_pages(c);
+			give_up_pages(c);
 		}
 		ret = pass_fs(c);
 		if (ret < 0)

@@ -59,6 +59,9 @@ struct fsck_ctx {
 				 * devices behind the volume are in use */
 	unsigned passes;	/* page and filesystem passes made */
 	bool unconverged;	/* the last pass still repaired */
+	bool replayed_in_memory; /* -n: the journal needed recovery, and
+				  * the checks saw it replayed in a
+				  * copy-on-write view (replay_check.c) */
 	char error[512];	/* why the run stopped, "" when it did not */
 	/* ask.c: the answers given, by device page; "all" was answered */
 	struct answer *answers;
@@ -85,12 +88,19 @@ int pass_super(struct fsck_ctx *c, bool repair);
 int pass_journal(struct fsck_ctx *c, bool repair);
 int pass_redundancy(struct fsck_ctx *c, bool repair);
 int pass_fs(struct fsck_ctx *c);
+/* Without repairs: a journal that needs recovery replayed into a
+ * copy-on-write view, which the checks then see (replay_check.c). */
+void replay_in_memory(struct fsck_ctx *c);
+/* Give up the pages of files lost beyond parity (give_up.c). */
+void give_up_pages(struct fsck_ctx *c);
 /* Fill in file paths and page classes of findings. */
 void annotate(struct fsck_ctx *c);
 
 /* Report (report.c). */
 void report_progress_end(struct fsck_ctx *c);
 int report_exit_code(const struct fsck_ctx *c);
+/* A finding found as an earlier repair left it (PR_WARNING): exit 0. */
+bool report_is_warning(const struct finding *f);
 void report_print(struct fsck_ctx *c, int exit_code);
 /* "fsck.daxguard: MESSAGE" on stderr, kept for the --json report
  * ("error"), so a run that stops early still says why in JSON. */

@@ -45,6 +45,12 @@ static const struct pr_entry table[PR_NR] = {
 	P(PR_0_DEV_STALE, "device behind the volume, used page by page",
 	  PR_PREEN_OK),
 	P(PR_3_XATTRS_LOST, "extended attribute page unreadable", PR_LOSS),
+	/* Given up now (fixed): data lost, exit 4; found given up by an
+	 * earlier run: a warning, exit 0. -p never gives data up. */
+	P(PR_2_PAGE_GIVEN_UP, "page given up: reads of it give EIO",
+	  PR_LOSS | PR_WARNING),
+	P(PR_3_MOVED_WITH_DIR, "file moved with its directory to "
+	  "/lost+found", 0),
 };
 
 const struct pr_entry *pr_get(int code)

@@ -47,6 +47,8 @@ enum pr_code {
 	PR_3_EXTENTS_LOST = DG_CHK_EXTENTS_LOST,
 	PR_0_DEV_STALE = DG_CHK_DEV_STALE,
 	PR_3_XATTRS_LOST = DG_CHK_XATTRS_LOST,
+	PR_2_PAGE_GIVEN_UP = DG_CHK_PAGE_GIVEN_UP,
+	PR_3_MOVED_WITH_DIR = DG_CHK_MOVED_WITH_DIR,
 	PR_NR = DG_CHK_NR,
 };
 
@@ -54,6 +56,9 @@ enum pr_code {
 #define PR_FATAL    (1u << 1) /* the check cannot go on past it */
 #define PR_NOFIX    (1u << 2) /* no repair exists (G6: report only) */
 #define PR_LOSS	    (1u << 3) /* its repair gives data up: exit 4 even so */
+/* Found again as it was left (not repaired): a warning, exit 0 -- what
+ * an earlier repair gave up and reported then (fsck converges). */
+#define PR_WARNING  (1u << 4)
 
 struct pr_entry {
 	const char *name;	/* "PR_2_PAGE_BAD" */

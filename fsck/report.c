@@ -45,6 +45,14 @@ void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev)
 {
 	struct finding *f;
 
+	/* A page given up by this run, found so again by the pass after a
+	 * restart: one finding, the give-up (give_up.c). */
+	if (ev->kind == DG_CHK_PAGE_GIVEN_UP && !ev->fixed)
+		for (size_t i = 0; i < c->nf; i++)
+			if (c->f[i].code == PR_2_PAGE_GIVEN_UP && c->f[i].fixed &&
+			    c->f[i].dev == ev->dev && c->f[i].page == ev->page)
+				return;
+
 	if (c->nf == c->capf) {
 		size_t cap = c->capf ? c->capf * 2 : 64;
 		struct finding *n = realloc(c->f, cap * sizeof(*n));
@@ -117,14 +125,24 @@ void report_progress_end(struct fsck_ctx *c)
 	c->last_draw = 0;
 }
 
+bool report_is_warning(const struct finding *f)
+{
+	return !f->fixed && (pr_get(f->code)->flags & PR_WARNING);
+}
+
 int report_exit_code(const struct fsck_ctx *c)
 {
 	int code = FSCK_OK;
 
-	for (size_t i = 0; i < c->nf; i++)
-		code |= c->f[i].fixed && !(pr_get(c->f[i].code)->flags & PR_LOSS)
+	for (size_t i = 0; i < c->nf; i++) {
+		const struct finding *f = &c->f[i];
+
+		if (report_is_warning(f))
+			continue;	/* given up earlier, reported then */
+		code |= f->fixed && !(pr_get(f->code)->flags & PR_LOSS)
 				? FSCK_NONDESTRUCT
 				: FSCK_UNCORRECTED;
+	}
 	if (c->unconverged)
 		code |= FSCK_UNCORRECTED;
 	/* As e2fsck: errors left (or data given up) is 4 whatever else was
@@ -132,6 +150,37 @@ int report_exit_code(const struct fsck_ctx *c)
 	if (code & FSCK_UNCORRECTED)
 		code &= ~FSCK_NONDESTRUCT;
 	return code;
+}
+
+/*
+ * Why a repairable finding was left as it is, in the words of the mode
+ * that ran: -n and -p never make it, the user declined it, or -y tried
+ * and the repair failed. Never "-n" in another mode.
+ */
+static const char *unrepaired(const struct fsck_ctx *c,
+			      const struct finding *f)
+{
+	if (f->declined)
+		return "declined";
+	switch (c->mode) {
+	case MODE_N:
+		return "not repaired (-n)";
+	case MODE_P:
+		return "not repaired (-p): run fsck.daxguard -y";
+	case MODE_ASK:
+		return "not repaired";
+	default:
+		return "could not be repaired";
+	}
+}
+
+static const char *unrepaired_json(const struct fsck_ctx *c,
+				   const struct finding *f)
+{
+	if (f->declined)
+		return "none (declined)";
+	return c->mode == MODE_Y ? "none (could not be repaired)"
+				 : "none (not repaired in this mode)";
 }
 
 static const char *dev_path(const struct fsck_ctx *c, int dev)
@@ -145,7 +194,7 @@ static const char *dev_path(const struct fsck_ctx *c, int dev)
 
 /* DESIGN §4: the --json report; codes are pr_get()'s stable names. */
 static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
-			size_t left)
+			size_t left, size_t warn)
 {
 	struct json_object *r = json_object_new_object();
 	struct json_object *list = json_object_new_array();
@@ -160,6 +209,8 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 		json_add_bytes(r, "error", c->error);
 	json_object_object_add(r, "passes", json_object_new_int(
 		(int)c->passes));
+	json_object_object_add(r, "replayed_in_memory",
+			       json_object_new_boolean(c->replayed_in_memory));
 	json_object_object_add(r, "converged",
 			       json_object_new_boolean(!c->unconverged));
 	json_object_object_add(r, "rows_checked",
@@ -176,6 +227,7 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 		c->secs_redundancy, secs));
 	json_object_object_add(r, "corrected", json_object_new_uint64(fixed));
 	json_object_object_add(r, "uncorrected", json_object_new_uint64(left));
+	json_object_object_add(r, "warnings", json_object_new_uint64(warn));
 	for (size_t i = 0; i < c->nf; i++) {
 		const struct finding *f = &c->f[i];
 		struct json_object *o = json_object_new_object();
@@ -193,12 +245,13 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 		json_object_object_add(o, "problem", json_object_new_string(
 			pr_get(f->code)->message));
 		json_add_bytes(o, "detail", f->detail);
-		json_add_bytes(o, "action", f->fixed ? f->action
-			       : f->declined ? "none (declined)"
-			       : f->fixable ? "none (not repaired in this mode)"
-			       : f->action);
+		json_add_bytes(o, "action", f->fixed || !f->fixable
+						    ? f->action
+						    : unrepaired_json(c, f));
 		json_object_object_add(o, "declined",
 				       json_object_new_boolean(f->declined));
+		json_object_object_add(o, "warning", json_object_new_boolean(
+			report_is_warning(f)));
 		json_object_object_add(o, "fixed",
 				       json_object_new_boolean(f->fixed));
 		json_object_array_add(list, o);
@@ -207,14 +260,35 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 	json_print(r, stdout, 1);
 }
 
+/* Nothing found but the journal's pending updates (and warnings). */
+static bool only_pending(const struct fsck_ctx *c)
+{
+	for (size_t i = 0; i < c->nf; i++)
+		if (c->f[i].code != PR_1_JOURNAL_PENDING &&
+		    !report_is_warning(&c->f[i]))
+			return false;
+	return true;
+}
+
+static const char *warn_note(size_t warn)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), ", %zu warning%s", warn,
+		 warn == 1 ? "" : "s");
+	return buf;
+}
+
 void report_print(struct fsck_ctx *c, int exit_code)
 {
-	size_t fixed = 0, left = 0;
+	size_t fixed = 0, left = 0, warn = 0;
 
 	for (size_t i = 0; i < c->nf; i++)
-		c->f[i].fixed ? fixed++ : left++;
+		report_is_warning(&c->f[i]) ? warn++
+		: c->f[i].fixed		    ? fixed++
+					    : left++;
 	if (c->json) {
-		report_json(c, exit_code, fixed, left);
+		report_json(c, exit_code, fixed, left, warn);
 		return;
 	}
 	for (size_t i = 0; i < c->nf; i++) {
@@ -230,13 +304,8 @@ void report_print(struct fsck_ctx *c, int exit_code)
 		printf("(%s%s%s%s): %s: %s\n", f->structure,
 		       f->file[0] ? " of '" : "", f->file,
 		       f->file[0] ? "'" : "", f->detail,
-		       f->fixed ? f->action
-		       : !f->fixable ? f->action
-		       : f->declined ? "declined"
-		       : c->mode == MODE_P ? "not repaired (-p): run "
-					     "fsck.daxguard -y"
-		       : c->mode == MODE_ASK ? "not repaired"
-					   : "not repaired (-n)");
+		       f->fixed || !f->fixable ? f->action
+					       : unrepaired(c, f));
 	}
 	if (c->verbose || c->nf)
 		printf("%s: %llu rows, %llu pages checked in %.2f s\n",
@@ -246,13 +315,23 @@ void report_print(struct fsck_ctx *c, int exit_code)
 	if (c->unconverged)
 		printf("%s: the repairs of pass %u still changed the volume; "
 		       "run fsck.daxguard -y again\n", c->uuid, c->passes);
+	if (c->replayed_in_memory)
+		printf("%s: the journal was replayed in memory only: the "
+		       "devices still need it (the mount or fsck.daxguard -y "
+		       "replays it)%s\n", c->uuid,
+		       only_pending(c) ? "; after the replay the volume is "
+					 "consistent" : "");
 	if (c->meta_outside > 0)
 		printf("%s: %lld metadata pages lie outside the metadata zone "
 		       "(it was full): they have no ditto copies\n", c->uuid,
 		       (long long)c->meta_outside);
 	if (!c->nf)
 		printf("%s: clean\n", c->uuid);
+	else if (c->nf == warn)
+		printf("%s: clean, %zu warning%s: what an earlier repair gave "
+		       "up\n", c->uuid, warn, warn == 1 ? "" : "s");
 	else
 		printf("%s: %zu problems, %zu corrected, %zu left "
-		       "uncorrected\n", c->uuid, c->nf, fixed, left);
+		       "uncorrected%s\n", c->uuid, c->nf - warn, fixed, left,
+		       warn ? warn_note(warn) : "");
 }

@@ -1020,6 +1020,62 @@ int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages)
 	return 0;
 }
 
+/*
+ * A directory that goes to /lost+found takes what it holds with it,
+ * names and all: each file and directory under it is named in the
+ * report where it now is (/lost+found/#INO/...; annotate() in fsck
+ * resolves the path), so that a lost directory's files are not known
+ * by the directory's number alone. fixed: the directory was moved.
+ */
+static void name_subtree(struct walk *w, uint64_t top, bool fixed)
+{
+	uint64_t *q = calloc(w->icap + 1, sizeof(*q));
+	bool *seen = calloc(w->icap, sizeof(*seen));
+	size_t h = 0, t = 0;
+
+	if (!q || !seen)
+		goto out;
+	q[t++] = top;
+	seen[top] = true;
+	while (h < t) {
+		uint64_t d = q[h++];
+
+		for (size_t i = 0; i < w->nents; i++) {
+			const struct went *e = &w->ents[i];
+			const struct wino *wi;
+			struct dg_chk_event ev;
+
+			if (e->dead || e->dir != d || e->ino >= w->icap ||
+			    seen[e->ino])
+				continue;
+			wi = &w->in[e->ino];
+			/* a hard link still reached from the root keeps
+			 * its name there */
+			if (!wi->used || wi->reached)
+				continue;
+			seen[e->ino] = true;
+			if (S_ISDIR(wi->d.mode))
+				q[t++] = e->ino;
+			dg_chk_event_init(&ev, DG_CHK_MOVED_WITH_DIR, "inode");
+			ev_ino(w, &ev, e->ino);
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "%s '%s' (inode %llu) is under directory %llu, "
+				 "not reachable from the root",
+				 S_ISDIR(wi->d.mode) ? "directory" : "file",
+				 e->name, (unsigned long long)e->ino,
+				 (unsigned long long)top);
+			snprintf(ev.action, sizeof(ev.action),
+				 "moved with it to /lost+found/#%llu",
+				 (unsigned long long)top);
+			ev.fixable = true;
+			wreport(w, &ev, fixed);
+		}
+	}
+out:
+	free(q);
+	free(seen);
+}
+
 /* Reconnect inodes no directory names to /lost+found. */
 static void reconnect(struct walk *w)
 {
@@ -1047,6 +1103,8 @@ static void reconnect(struct walk *w)
 			 "move to /lost+found/#%llu", (unsigned long long)ino);
 		if (!wask(w, &ev)) {
 			wreport(w, &ev, false);
+			if (S_ISDIR(wi->d.mode))
+				name_subtree(w, ino, false);
 			continue;
 		}
 		if (!fs) {
@@ -1090,6 +1148,8 @@ static void reconnect(struct walk *w)
 			}
 			dg_txn_free(t);
 			wreport(w, &ev, r == 0);
+			if (S_ISDIR(wi->d.mode))
+				name_subtree(w, ino, r == 0);
 		}
 	}
 	dg_fs_close(fs);

@@ -56,6 +56,10 @@ enum dg_chk_kind {
 	DG_CHK_DEV_STALE,	   /* a device behind the volume, used page
 				    * by page (DG_OPEN_SUSPECT) */
 	DG_CHK_XATTRS_LOST,	   /* an xattr page is unreadable */
+	DG_CHK_PAGE_GIVEN_UP,	   /* a lost page an earlier fsck -y gave up
+				    * (given_up.c): reads give EIO */
+	DG_CHK_MOVED_WITH_DIR,	   /* a file under a directory moved to
+				    * /lost+found, named where it now is */
 	DG_CHK_NR,
 };
 
@@ -162,5 +166,20 @@ void dg_jhead_loc(struct dg_vol *vol, unsigned c, unsigned s, unsigned *dev,
  * Takes the row lock. In verify.c; fsck gives up
  * unreadable metadata pages with it. */
 int dg_row_replace_page(struct dg_vol *vol, uint64_t vpn, const void *data);
+
+/*
+ * Give up the lost page at vpn (given_up.c): its bytes stay, the row's
+ * parity is recomputed from the row as it is, and its checksum entry is
+ * marked "given up" (it still fails verification: reads give EIO).
+ * 0 (also when it was given up already), -EAGAIN when the page can be
+ * read (not lost), -EROFS, -ENXIO degraded, -EIO when a persist failed.
+ * Takes the row lock. Offline (fsck) only.
+ */
+int dg_row_give_up_page(struct dg_vol *vol, uint64_t vpn);
+/* Whether (dev, row) carries the "given up" mark (its checksum entry is
+ * that of its bytes as they are, XOR the tag). */
+bool dg_page_given_up(struct dg_vol *vol, unsigned dev, uint64_t row);
+uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
+			  uint64_t row, const void *page);
 
 #endif /* DG_CHECK_H */

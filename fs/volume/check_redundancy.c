@@ -64,6 +64,25 @@ struct rctx {
 	struct dg_chk_stats *st;
 };
 
+/* An unrecoverable page that an earlier fsck -y gave up (given_up.c):
+ * found as that repair left it, a warning, not a new loss. */
+static void note_given_up(struct rctx *c, struct dg_chk_event *ev)
+{
+	struct dg_vol *vol = c->vol;
+
+	if (ev->kind != DG_CHK_PAGE_BAD || ev->dev < 0 ||
+	    ev->page < (int64_t)vol->sb.data_start ||
+	    !dg_page_given_up(vol, (unsigned)ev->dev,
+			      (uint64_t)ev->page - vol->sb.data_start))
+		return;
+	ev->kind = DG_CHK_PAGE_GIVEN_UP;
+	snprintf(ev->detail, sizeof(ev->detail), "%s page given up by an "
+		 "earlier repair: its bytes are lost", ev->structure);
+	snprintf(ev->action, sizeof(ev->action),
+		 "none: reads of it give EIO");
+	c->unrecoverable--;
+}
+
 static void rflush_one(struct rctx *c, struct dg_chk_event *ev, int res)
 {
 	uint64_t key;
@@ -80,6 +99,7 @@ static void rflush_one(struct rctx *c, struct dg_chk_event *ev, int res)
 		if (!ev->action[0] || res < 0)
 			snprintf(ev->action, sizeof(ev->action),
 				 "none: cannot be verified or rebuilt");
+		note_given_up(c, ev);
 	}
 	key = ((uint64_t)ev->kind << 56) ^ ((uint64_t)(ev->dev + 1) << 48) ^
 	      (uint64_t)ev->page;

@@ -106,6 +106,11 @@ static inline bool dg_dev_has_row(const struct dg_dev *d, uint64_t row)
 int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, bool nolock,
 		char *err, size_t errlen);
 void dg_dev_close(struct dg_dev *d);
+/* Open path read-only (shared lock) and map it copy-on-write: stores
+ * stay in this process's memory, nothing reaches the device (scratch.c,
+ * DG_OPEN_SCRATCH). Regular files and block devices only. */
+int dg_dev_open_scratch(struct dg_dev *d, const char *path, char *err,
+			size_t errlen);
 /*
  * The one failure rule of the media: once d->latch is set (a persist of
  * any device of the volume failed), every store function below and

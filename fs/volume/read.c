@@ -113,6 +113,13 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			continue;
 		}
 		lost[p] = !fetch_verified(vol, pd, row, cs[p], pages[p]);
+		/* A page fsck gave up (given_up.c) holds wrong bytes, but
+		 * the very bytes its row's parity was computed from: they
+		 * count for rebuilding a neighbour (which must still verify
+		 * on its own), and are never returned. */
+		if (lost[p] && dg_dev_has_row(&vol->devs[pd], row) &&
+		    cs[p] == dg_csum_given_up(vol, pd, row, pages[p]))
+			lost[p] = false;
 		/* A bad neighbour in the metadata zone comes back from its
 		 * ditto copy (proven by its own checksum), so that parity
 		 * still covers the page wanted. */

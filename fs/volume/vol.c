@@ -93,7 +93,8 @@ static void vol_free(struct dg_vol *vol)
  * valid ones is the reference the others are judged against.
  */
 static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
-		 bool degraded, char *errbuf, size_t errlen, int *refp)
+		 bool scratch, bool degraded, char *errbuf, size_t errlen,
+		 int *refp)
 {
 	int ret, ref = -1;
 	unsigned opened = 0, absent = 0;
@@ -103,8 +104,10 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
 
 		if (!c[i].path || !*c[i].path)
 			continue;
-		ret = dg_dev_open(&c[i].dev, c[i].path, rdonly, nolock, errbuf,
-				  errlen);
+		ret = scratch ? dg_dev_open_scratch(&c[i].dev, c[i].path,
+						    errbuf, errlen)
+			      : dg_dev_open(&c[i].dev, c[i].path, rdonly,
+					    nolock, errbuf, errlen);
 		if (ret == -ENOENT || ret == -ENOSPC) {
 			/* Missing like a NULL path: -ENXIO below unless
 			 * parity covers it and the caller allows that. An
@@ -481,8 +484,8 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		return -ENOMEM;
 	vol->obs = obs;
 	dg_vol_set_consent(vol, ask, ask_arg);
-	ret = probe(c, n, rdonly, flags & DG_OPEN_NOLOCK, degraded, errbuf,
-		    errlen, &ref);
+	ret = probe(c, n, rdonly, flags & DG_OPEN_NOLOCK,
+		    flags & DG_OPEN_SCRATCH, degraded, errbuf, errlen, &ref);
 	if (ret)
 		goto fail;
 	vol->sb = c[ref].sb;

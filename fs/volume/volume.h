@@ -133,6 +133,14 @@ int dg_vol_format(const char *const *devs, unsigned ndev,
  * devices' superblocks fall behind the generation: they come back only
  * through a rebuild. Without it a degraded volume is read-only. */
 #define DG_OPEN_DEGRADED_RW (1u << 7)
+/* Every device mapped copy-on-write (scratch.c): the open replays the
+ * journal and makes its repairs as a writable one does, into this
+ * process's memory only; nothing is ever written to the devices. For
+ * fsck -n on a volume whose journal needs recovery. */
+#define DG_OPEN_SCRATCH (1u << 8)
+/* From now on the volume takes no updates and makes no repairs, as a
+ * read-only open (a scratch view once its journal is replayed). */
+void dg_vol_make_read_only(struct dg_vol *vol);
 
 /*
  * Open a volume from its device paths, in any order (the superblocks

@@ -2,7 +2,9 @@
 /* test_check.c -- fsck's passes in the engine: superblocks, journal,
  * redundancy and filesystem, each finding reported, repaired when asked,
  * and gone from the next pass */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "fscheck.h"
@@ -160,6 +162,112 @@ static void test_fs_leak(void)
 	tvol_cleanup(&tv);
 }
 
+/* A page lost beyond parity, given up (given_up.c): it reads EIO, the
+ * next check reports it given up (a warning), and its row protects its
+ * other pages again. */
+static void test_give_up(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol = volume(&tv, "checkgiveup");
+	struct dg_chk_stats st = { 0 };
+	struct seen s = { 0 };
+	uint8_t a[PG], b[PG], junk[PG], got[PG];
+	uint64_t seed = 43, va, vb = 0, prow;
+	struct dg_loc l;
+	unsigned pdev = 0;
+
+	REQUIRE(vol);
+	va = tdata_vpn(vol);
+	l = dg_vpn_loc(vol, va);
+	for (unsigned d = 0; d < 3; d++) {
+		if (dg_vol_row_is_parity(vol, l.row, d))
+			pdev = d;
+		else if (d != l.dev)
+			vb = dg_loc_vpn(vol, d, l.row);
+	}
+	REQUIRE(vb);
+	trand_fill(&seed, a, PG);
+	trand_fill(&seed, b, PG);
+	{
+		struct dg_range r[2] = { { va, 0, PG, a }, { vb, 0, PG, b } };
+
+		REQUIRE(dg_apply(vol, r, 2) == 0);
+	}
+	/* Readable: not this repair's to give up. */
+	CHECK_EQ(dg_row_give_up_page(vol, va), -EAGAIN);
+	prow = dg_row_page(vol, l.row) * PG;
+	trand_fill(&seed, junk, PG);
+	tvol_poke(&tv, l.dev, prow, junk, PG);
+	trand_fill(&seed, junk, PG);
+	tvol_poke(&tv, pdev, prow, junk, PG);
+	CHECK_EQ(dg_read(vol, va, 1, got), -EIO);
+	CHECK(!dg_page_given_up(vol, l.dev, l.row));
+	CHECK_EQ(dg_row_give_up_page(vol, va), 0);
+	CHECK(dg_page_given_up(vol, l.dev, l.row));
+	CHECK_EQ(dg_row_give_up_page(vol, va), 0);	/* idempotent */
+	CHECK_EQ(dg_read(vol, va, 1, got), -EIO);
+	dg_vol_close(vol);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	dg_check_redundancy(vol, false, on_event, &s, NULL, NULL, &st);
+	CHECK_EQ(s.kinds[DG_CHK_PAGE_GIVEN_UP], 1);
+	CHECK_EQ(s.kinds[DG_CHK_PAGE_BAD], 0);
+	CHECK_EQ(st.unrecoverable, 0);
+	/* The other page of the row, damaged now, comes back from parity
+	 * and the given-up page's pinned bytes. */
+	trand_fill(&seed, junk, PG);
+	tvol_poke(&tv, dg_vpn_loc(vol, vb).dev, prow, junk, PG);
+	REQUIRE(dg_read(vol, vb, 1, got) == 0);
+	CHECK(memcmp(got, b, PG) == 0);
+	CHECK_EQ(dg_read(vol, va, 1, got), -EIO);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* A scratch open (DG_OPEN_SCRATCH) writes into memory only: what it
+ * stores, superblocks included, is gone at the next open. */
+static void test_scratch_writes_nothing(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol = volume(&tv, "checkscratch");
+	struct dg_vol_info before, after;
+	uint8_t a[PG], b[PG], got[PG], s0[PG], s1[PG];
+	uint64_t seed = 44, v;
+
+	REQUIRE(vol);
+	v = tdata_vpn(vol);
+	trand_fill(&seed, a, PG);
+	trand_fill(&seed, b, PG);
+	{
+		struct dg_range r = { v, 0, PG, a };
+
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	dg_vol_get_info(vol, &before);
+	dg_vol_close(vol);
+	tvol_peek(&tv, 0, 0, s0, PG);
+	vol = tvol_open(&tv, DG_OPEN_SCRATCH);
+	REQUIRE(vol);
+	{
+		struct dg_range r = { v, 0, PG, b };
+
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	REQUIRE(dg_read(vol, v, 1, got) == 0);
+	CHECK(memcmp(got, b, PG) == 0);
+	dg_vol_close(vol);
+	tvol_peek(&tv, 0, 0, s1, PG);
+	CHECK(memcmp(s0, s1, PG) == 0);		/* the superblock too */
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	dg_vol_get_info(vol, &after);
+	CHECK_EQ(after.generation, before.generation);
+	REQUIRE(dg_read(vol, v, 1, got) == 0);
+	CHECK(memcmp(got, a, PG) == 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -167,6 +275,8 @@ int main(int argc, char **argv)
 		{ "superblock", test_superblock },
 		{ "redundancy", test_redundancy },
 		{ "fs_leak", test_fs_leak },
+		{ "give_up", test_give_up },
+		{ "scratch_writes_nothing", test_scratch_writes_nothing },
 		{ NULL, NULL },
 	};
 
