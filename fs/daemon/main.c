@@ -182,6 +182,13 @@ static int open_log(const char *path)
 		errno = -ret;
 		goto fail;
 	}
+	/* The log itself is never a link: it would have root append to,
+	 * and chmod, whatever the link's owner chose. */
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "daxguard: cannot open log file '%s': it is a "
+			"symbolic link\n", path);
+		return -1;
+	}
 	while (fd < 0 && tries++ < 8) {
 		fd = open(buf, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
 			  O_NOCTTY | O_NONBLOCK);

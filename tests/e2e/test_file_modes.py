@@ -223,11 +223,14 @@ def test_replace_target_and_log_are_private(volume_factory, private, umask):
     # The log was written to, and stayed private.
     assert log.stat().st_size > 0 and mode(log) == 0o600
     # An existing log is appended to, never through a link.
+    size = log.stat().st_size
+    v.mount(f"log={log}")
+    v.umount()
+    assert log.stat().st_size > size and mode(log) == 0o600
     link = private / "link.log"
     link.symlink_to(log)
-    size = log.stat().st_size
-    v.mount(f"log={link}")
-    v.umount()
+    with pytest.raises(AssertionError, match="cannot open log file"):
+        v.mount(f"log={link}")
     assert log.stat().st_size > size and mode(log) == 0o600
 
 
