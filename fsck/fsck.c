@@ -584,6 +584,7 @@ static int restart(struct fsck_ctx *c, size_t first, char *err,
 		   size_t errlen)
 {
 	size_t n = first;
+	int ret;
 
 	for (size_t i = first; i < c->nf; i++)
 		if (c->f[i].fixed)
@@ -593,8 +594,13 @@ static int restart(struct fsck_ctx *c, size_t first, char *err,
 		printf("%s: restarting the checks (pass %u of at most %u): "
 		       "the repairs above changed what earlier checks "
 		       "passed\n", c->uuid, c->passes + 1, FSCK_MAX_PASSES);
-	dg_vol_close(c->vol);
+	ret = dg_vol_close(c->vol);
 	c->vol = NULL;
+	if (ret) {
+		snprintf(err, errlen, "the repairs could not be made durable: "
+			 "%s", strerror(-ret));
+		return ret;
+	}
 	return open_vol(c, c->oflags, err, errlen);
 }
 
@@ -712,7 +718,12 @@ static int run(struct fsck_ctx *c)
 			size_t before;
 
 			missing_findings(c, true);
-			dg_vol_close(c->vol);
+			if (dg_vol_close(c->vol)) {
+				c->vol = NULL;
+				say_error(c, "the volume could not be closed "
+					  "cleanly before the rebuild\n");
+				return FSCK_ERROR;
+			}
 			c->vol = NULL;
 			if (create_missing(c))
 				return FSCK_ERROR;
@@ -791,8 +802,13 @@ static int run(struct fsck_ctx *c)
 		}
 		last = c->nf;
 
-		dg_vol_close(c->vol);
+		ret = dg_vol_close(c->vol);
 		c->vol = NULL;
+		if (ret) {
+			say_error(c, "the replayed journal could not be "
+				  "retired: %s\n", strerror(-ret));
+			return FSCK_ERROR;
+		}
 		ret = open_vol(c, c->oflags, err, sizeof(err));
 		if (ret == -EIO) {
 			/* The media failed, not fsck: the volume root, its
@@ -1016,7 +1032,13 @@ int main(int argc, char **argv)
 	}
 	code |= report_exit_code(&c);
 	report_print(&c, code);
-	dg_vol_close(c.vol);
+	/* The last checkpoint and superblocks: a failure here means the
+	 * repairs reported above may not be durable. */
+	if (dg_vol_close(c.vol)) {
+		say_error(&c, "closing the volume failed: the repairs above "
+			  "may not be durable\n");
+		code |= FSCK_ERROR;
+	}
 	free(c.f);
 	free(c.answers);
 	return code;

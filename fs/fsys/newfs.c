@@ -36,13 +36,13 @@ int dg_format(const char *const *devs, unsigned ndev,
 	      const struct dg_format_opts *opts, struct dg_vol_info *info)
 {
 	struct dg_vol *vol;
-	int ret = dg_vol_format(devs, ndev, opts, &vol);
+	int ret = dg_vol_format(devs, ndev, opts, &vol), closed;
 
 	if (ret)
 		return ret;
 	ret = dg_fs_format(vol, getuid(), getgid());
 	if (!ret && info)
 		dg_vol_get_info(vol, info);
-	dg_vol_close(vol);
-	return ret;
+	closed = dg_vol_close(vol); /* the last checkpoint, superblocks */
+	return ret ? ret : closed;
 }

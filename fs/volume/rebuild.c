@@ -261,7 +261,7 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	struct rb b = { .fn = fn, .arg = arg };
 	uint8_t *mem = NULL;
 	bool jfresh = false;
-	int ret;
+	int ret, closed;
 
 	/* No allocator: the root may live only on the lost devices. */
 	/* Devices behind the volume beyond what parity covers are used
@@ -396,6 +396,6 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	ret = b.lost ? -EIO : 0;
 out:
 	free(mem);
-	dg_vol_close(vol);
-	return ret;
+	closed = dg_vol_close(vol); /* the last checkpoint, superblocks */
+	return ret ? ret : closed;
 }

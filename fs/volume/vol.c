@@ -391,9 +391,13 @@ static int resolve_claims(struct dg_vol *vol, struct cand *c, unsigned n,
 			dg_log(DG_LOG_WARNING, "%s: left out (fsck.daxguard "
 			       "-y rebuilds device %d onto it)", why, e->fills);
 			free(vol->missing_why[e->fills]);
-			vol->missing_why[e->fills] = strdup(why);
-			vol->spare_slot[vol->nspare] = (int8_t)(e->fills + 1);
-			vol->spare[vol->nspare++] = strdup(ci->path);
+			vol->missing_why[e->fills] = strdup(why); /* or none */
+			vol->spare[vol->nspare] = strdup(ci->path);
+			if (!vol->spare[vol->nspare]) {
+				ret = -ENOMEM;
+				break;
+			}
+			vol->spare_slot[vol->nspare++] = (int8_t)(e->fills + 1);
 			dg_dev_close(&ci->dev);
 			ci->opened = ci->valid = false;
 		}
@@ -715,6 +719,10 @@ int dg_vol_close(struct dg_vol *vol)
 		vol->sb.state = DG_STATE_CLEAN;
 		if (!ret)
 			ret = dg_write_supers(vol);
+	} else if (!vol->read_only) {
+		/* A persist failed earlier: the volume stays dirty, and the
+		 * caller must not call it closed cleanly. */
+		ret = vol->latch.err ? vol->latch.err : -EIO;
 	}
 	dg_journal_close(vol);
 	vol_free(vol);
