@@ -192,7 +192,25 @@ int dg_image_prepare(const char *path, uint64_t size, bool *created,
 				      : strerror(-fd));
 		return fd;
 	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot stat '%s': %s", path,
+			 strerror(errno));
+		goto out;
+	}
+	/* An existing file that another user owns, or that has another
+	 * name, would let that user read (or chmod back) the device's
+	 * bytes we are about to write: a file a user planted in /tmp. */
+	if (existed && S_ISREG(st.st_mode) &&
+	    (st.st_uid != geteuid() || st.st_nlink != 1)) {
+		ret = -EPERM;
+		snprintf(err, errlen, "'%s' exists and %s: a device written "
+			 "into it could be read by others; remove it or name "
+			 "a new file", path, st.st_uid != geteuid()
+			 ? "belongs to another user" : "has another name");
+		goto out;
+	}
+	if (S_ISREG(st.st_mode) &&
 	    (uint64_t)st.st_size < size && ftruncate(fd, (off_t)size) < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot extend '%s' to %llu bytes: %s",
@@ -201,6 +219,7 @@ int dg_image_prepare(const char *path, uint64_t size, bool *created,
 			unlink(path);
 		*created = false;
 	}
+out:
 	close(fd);
 	return ret;
 }
