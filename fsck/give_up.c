@@ -116,6 +116,15 @@ void give_up_pages(struct fsck_ctx *c)
 			continue;
 		}
 		ret = dg_row_give_up_page(c->vol, (uint64_t)f->vpn);
+		if (ret == -EAGAIN) {
+			/* Its row brought it back since it was found (an
+			 * earlier repair of the row): nothing is lost. */
+			f->fixed = true;
+			f->fixable = true;
+			snprintf(f->action, sizeof(f->action), "reads whole "
+				 "now: repaired from its row");
+			continue;
+		}
 		if (ret) {
 			if (c->verbose)
 				fprintf(stderr, "fsck.daxguard: cannot give up "

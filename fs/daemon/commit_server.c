@@ -823,8 +823,14 @@ static void *accept_main(void *arg)
 		if (poll(&p, 1, 200) != 1)
 			continue;
 		fd = accept4(dd->commit_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			/* Out of descriptors or memory: the socket stays
+			 * readable, so wait a little instead of spinning. */
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				usleep(100 * 1000);
 			continue;
+		}
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
 			close(fd);
 			continue;

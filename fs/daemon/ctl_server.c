@@ -848,8 +848,14 @@ static void accept_all(struct dg_daemon *dd)
 		int fd = accept4(dd->sock_fd, NULL, NULL,
 				 SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-		if (fd < 0)
+		if (fd < 0) {
+			/* Out of descriptors or memory: the socket stays
+			 * readable, so wait a little instead of spinning. */
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				usleep(100 * 1000);
 			return;
+		}
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
 			close(fd);
 			continue;

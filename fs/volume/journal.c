@@ -4,6 +4,7 @@
 #include <string.h>
 #include "xxh.h"
 
+#include "check.h"
 #include "csum.h"
 #include "replay_prove.h"
 
@@ -547,6 +548,10 @@ static int redo_data_page(struct dg_vol *vol, const struct shadows *sh,
 			memcpy(buf, dg_dev_ptr(d, off), DG_PAGE_SIZE);
 			if (dg_csum_page(vol, dev, row, buf) == cs)
 				return 0;
+			/* Given up by fsck already: its bytes as they are,
+			 * which the row's parity covers (given_up.c). */
+			if (dg_page_given_up(vol, dev, row))
+				return 1;
 		}
 		ret = dg_rproof_page(pf, vol, dev, row, cs, buf);
 		if (ret == -ENOMEM)

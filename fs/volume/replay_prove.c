@@ -170,7 +170,8 @@ int dg_rproof_keep(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 	if (!pr)
 		return -ENOMEM;
 	if (!pr->redone[dev]) {
-		pr->found[dev] = copy_page(vol, dev, row);
+		if (!pr->found[dev]) /* a parity page's is kept already */
+			pr->found[dev] = copy_page(vol, dev, row);
 		pr->redone[dev] = calloc(1, MASK_BYTES);
 		if (!pr->found[dev] || !pr->redone[dev])
 			return -ENOMEM; /* freed with p */

@@ -96,8 +96,10 @@ int dg_dev_open_scratch(struct dg_dev *d, const char *path, char *err,
 		snprintf(err, errlen, "'%s' is empty", path);
 		goto fail;
 	}
-	p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
-		 d->fd, 0);
+	/* NORESERVE: only the pages the replay writes are copied; a
+	 * device larger than memory must not fail the overcommit check. */
+	p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_NORESERVE, d->fd, 0);
 	if (p == MAP_FAILED) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot map '%s' copy-on-write: %s",
