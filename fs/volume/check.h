@@ -181,5 +181,17 @@ int dg_row_give_up_page(struct dg_vol *vol, uint64_t vpn);
 bool dg_page_given_up(struct dg_vol *vol, unsigned dev, uint64_t row);
 uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
 			  uint64_t row, const void *page);
+/* Whether csum (a written page's) is the "given up" one of page. */
+bool dg_csum_is_given_up(const struct dg_vol *vol, unsigned dev,
+			 uint64_t row, uint64_t csum, const void *page);
+/*
+ * The bytes of a page fsck gave up, into buf, for a copy to a new device
+ * (replace, rebuild): as its device holds them, or, that device missing
+ * or not yet rebuilt, rebuilt raw from the rest of its row (what parity
+ * pins). 0, or -EIO when (dev, row) does not carry the mark (or cannot
+ * be rebuilt). Never for a reader. Caller holds the row lock for writing.
+ */
+int dg_page_read_given_up(struct dg_vol *vol, unsigned dev, uint64_t row,
+			  void *buf);
 
 #endif /* DG_CHECK_H */

@@ -46,6 +46,13 @@ uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
 	return h == DG_CSUM_NONE ? 1 : h;
 }
 
+bool dg_csum_is_given_up(const struct dg_vol *vol, unsigned dev,
+			 uint64_t row, uint64_t csum, const void *page)
+{
+	return csum != DG_CSUM_NONE &&
+	       csum == dg_csum_given_up(vol, dev, row, page);
+}
+
 bool dg_page_given_up(struct dg_vol *vol, unsigned dev, uint64_t row)
 {
 	struct dg_dev *d = &vol->devs[dev];
@@ -55,9 +62,9 @@ bool dg_page_given_up(struct dg_vol *vol, unsigned dev, uint64_t row)
 	    !dg_dev_has_row(d, row) ||
 	    dg_csum_get(vol, dev, row, &csum) < 0 || csum == DG_CSUM_NONE)
 		return false;
-	return csum == dg_csum_given_up(vol, dev, row,
-					dg_dev_ptr(d, dg_row_page(vol, row)
-							      << DG_PAGE_SHIFT));
+	return dg_csum_is_given_up(vol, dev, row, csum,
+				   dg_dev_ptr(d, dg_row_page(vol, row)
+							 << DG_PAGE_SHIFT));
 }
 
 int dg_row_give_up_page(struct dg_vol *vol, uint64_t vpn)

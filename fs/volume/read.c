@@ -83,7 +83,7 @@ static void put_back(struct dg_vol *vol, unsigned dev, uint64_t row,
 }
 
 static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
-			    uint64_t csum, void *buf)
+			    uint64_t csum, bool pinned, void *buf)
 {
 	unsigned m = vol->k + vol->parity, want = row_pos(vol, row, dev);
 	uint64_t cs[DG_MAX_DEVS];
@@ -118,7 +118,7 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 		 * count for rebuilding a neighbour (which must still verify
 		 * on its own), and are never returned. */
 		if (lost[p] && dg_dev_has_row(&vol->devs[pd], row) &&
-		    cs[p] == dg_csum_given_up(vol, pd, row, pages[p]))
+		    dg_csum_is_given_up(vol, pd, row, cs[p], pages[p]))
 			lost[p] = false;
 		/* A bad neighbour in the metadata zone comes back from its
 		 * ditto copy (proven by its own checksum), so that parity
@@ -143,6 +143,13 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 
 		if (!lost[p])
 			continue;
+		/* pinned: the bytes of a page fsck gave up, which its row's
+		 * parity holds; for a copy to a new device, never a reader. */
+		if (p == want && pinned &&
+		    dg_csum_is_given_up(vol, pd, row, cs[p], pages[p])) {
+			memcpy(buf, pages[p], DG_PAGE_SIZE);
+			continue;
+		}
 		if (!known[p] ||
 		    (cs[p] != DG_CSUM_NONE &&
 		     dg_csum_page(vol, pd, row, pages[p]) != cs[p])) {
@@ -196,7 +203,7 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		return 0;
 	if (!dg_dev_has_row(d, row)) { /* degraded: only in parity */
 		atomic_fetch_add(&vol->dev_read_errors[dev], 1);
-		ret = rebuild_from_row(vol, dev, row, csum, buf);
+		ret = rebuild_from_row(vol, dev, row, csum, false, buf);
 		if (ret == -EIO && dg_ditto_read(vol, dev, row, csum, buf) == 0)
 			return 0;
 		if (ret == -EIO)
@@ -213,7 +220,7 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 						   : DG_WHAT_DATA;
 	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
 		      "checksum mismatch");
-	if (rebuild_from_row(vol, dev, row, csum, buf) == 0) {
+	if (rebuild_from_row(vol, dev, row, csum, false, buf) == 0) {
 		put_back(vol, dev, row, what, buf, "rebuild it from parity",
 			 "rebuilt from parity");
 		return 0;
@@ -232,6 +239,22 @@ int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 			void *buf, uint64_t *csum_out)
 {
 	return dg_page_read_cur(vol, NULL, dev, row, buf, csum_out);
+}
+
+int dg_page_read_given_up(struct dg_vol *vol, unsigned dev, uint64_t row,
+			  void *buf)
+{
+	uint64_t csum;
+
+	if (!vol->redundancy || dg_csum_get(vol, dev, row, &csum) < 0 ||
+	    csum == DG_CSUM_NONE)
+		return -EIO;
+	if (fetch_verified(vol, dev, row, csum, buf))
+		return -EIO;		/* it verifies: not given up */
+	if (dg_dev_has_row(&vol->devs[dev], row))
+		return dg_csum_is_given_up(vol, dev, row, csum, buf) ? 0 : -EIO;
+	/* Missing: what parity pins, rebuilt raw from the rest of the row. */
+	return rebuild_from_row(vol, dev, row, csum, true, buf);
 }
 
 /* Read one batch of pages under shared row locks. Returns the number of

@@ -214,7 +214,10 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 		memcpy(pages[p], dg_dev_ptr(d, dg_row_page(vol, row)
 					       << DG_PAGE_SHIFT),
 		       DG_PAGE_SIZE);
-		if (dg_csum_page(vol, dev, row, pages[p]) != cs[p])
+		/* A page fsck gave up holds the bytes its row's parity
+		 * was computed from (given_up.c): they count. */
+		if (dg_csum_page(vol, dev, row, pages[p]) != cs[p] &&
+		    !dg_csum_is_given_up(vol, dev, row, cs[p], pages[p]))
 			lost[p] = true; /* a fault on top of the loss */
 	}
 	if (!written)
@@ -236,7 +239,10 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 			continue;
 		if (known[p] && cs[p] == DG_CSUM_NONE)
 			continue; /* never written: media ignored */
-		if (known[p] && dg_csum_page(vol, dev, row, pages[p]) != cs[p]) {
+		/* A given-up page goes back as parity pins it: other
+		 * bytes would leave the row's parity wrong. */
+		if (known[p] && dg_csum_page(vol, dev, row, pages[p]) != cs[p] &&
+		    !dg_csum_is_given_up(vol, dev, row, cs[p], pages[p])) {
 			rb_lost(b, dev, row, "rebuilt page fails its checksum");
 			continue;
 		}

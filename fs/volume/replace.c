@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "csum.h"
 #include "image_file.h"
 #include "probe.h"
@@ -451,8 +452,11 @@ static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf)
 	    dg_csum_page(vol, r->dev, row, dg_dev_ptr(t, off)) == cs)
 		return 0;
 	/* S's page verified (repaired from its row when bad), or, missing
-	 * or not yet rebuilt on T, rebuilt from the row and verified. */
-	if (dg_page_read_locked(vol, r->dev, row, buf, &cs) < 0)
+	 * or not yet rebuilt on T, rebuilt from the row and verified. A
+	 * page fsck gave up goes over as its row's parity holds it (else
+	 * T would differ, and parity would no longer cover the row). */
+	if (dg_page_read_locked(vol, r->dev, row, buf, &cs) < 0 &&
+	    dg_page_read_given_up(vol, r->dev, row, buf) < 0)
 		return -EIO;
 	if (dg_repair_write_dev(vol, t, off, buf, DG_PAGE_SIZE))
 		return -EIO; /* latched: dg_vol_replace_rows() says so */

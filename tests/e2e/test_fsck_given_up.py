@@ -7,11 +7,14 @@ compared line for line (the volume's uuid as UUID, without the
 statistics lines, whose timings vary)."""
 import errno
 import hashlib
+import json
 import os
 import re
+import time
 
 import pytest
 
+from conftest import CTL, run
 from dgfault import copy_of, fsck, inject, make_tree, manifest
 
 PAGE = 4096
@@ -45,9 +48,11 @@ def one_file(tmp_path_factory):
     v.mount()
     try:
         (v.mnt / "f").write_bytes(os.urandom(PAGE))
-        (v.mnt / "other").write_bytes(os.urandom(3 * PAGE))
+        other = os.urandom(3 * PAGE)
+        (v.mnt / "other").write_bytes(other)
     finally:
         v.umount()
+    v.other_sha = hashlib.sha256(other).hexdigest()
     yield v
     v.cleanup()
 
@@ -134,6 +139,99 @@ def test_given_up_page_is_a_warning_next_time(one_file, volume_factory):
         (v.mnt / "new").write_bytes(b"still writable")
     finally:
         v.umount()
+
+
+# ---- a device replaced after a page was given up ------------------------
+
+
+def given_up_warning(d):
+    return [
+        f"PR_2_PAGE_GIVEN_UP: device {d['device']} page {d['page']} vpn "
+        f"{d['vpn']} (data of '/f'): data page given up by an earlier "
+        f"repair: its bytes are lost: none: reads of it give EIO",
+        "UUID: clean, 1 warning: what an earlier repair gave up",
+    ]
+
+
+def ctl(v, *args):
+    return run([CTL, v.mnt] + [str(a) for a in args], check=False)
+
+
+def wait_replace(v, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        p = ctl(v, "replace", "status", "--json")
+        assert p.returncode == 0, p.stderr
+        st = json.loads(p.stdout)
+        if st["state"] != "running":
+            return st
+        time.sleep(0.2)
+    raise AssertionError("replace still running")
+
+
+@pytest.mark.parametrize("how,which", [
+    ("rebuild", "given-up"), ("rebuild", "parity"),
+    ("replace-missing", "given-up"), ("replace-present", "given-up")])
+def test_given_up_page_survives_a_device_replaced(one_file, volume_factory,
+                                                  how, which):
+    """After fsck -y gave /f's page up, a device of its row is rebuilt
+    (fsck -y of a missing device) or replaced online (daxguard-ctl
+    replace, the old device missing or present): the given-up page goes
+    to the new device as its row's parity pins it (read or rebuilt raw),
+    the parity's rebuild counts those bytes, nothing is lost; the next
+    fsck -n exits 0 with only the given-up warning, and the row's other
+    files read back intact. Before: the page counted as lost and was
+    never written, so the new device differed from what parity holds
+    and the next fsck found an unmarked bad page (exit 4)."""
+    v, d, par = lose_f(one_file, volume_factory)
+    new = None
+    rc, _, p = fsck(v.devs, "-y")
+    assert rc == 4, p.stdout + p.stderr
+    rc, rep, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 0, p.stdout
+    uuid = rep["volume"]
+    dev = d["device"] if which == "given-up" else par["device"]
+    if how == "rebuild":
+        v.devs[dev].unlink()
+        rc, rep, p = fsck(v.devs, "-y", json_out=True)
+        assert [f["device"] for f in rep["findings"]
+                if f["code"] == "PR_0_DEV_REBUILT"] == [dev], p.stdout
+        assert rep["uncorrected"] == 0 and rc in (0, 1), p.stdout
+    else:
+        if how == "replace-missing":
+            v.devs[dev].unlink()
+            v.mount("degraded")
+        else:
+            v.mount()
+        new = v.devs[dev].with_name(v.devs[dev].stem + "-new.img")
+        try:
+            p = ctl(v, "replace", dev, new)
+            assert p.returncode == 0, p.stdout + p.stderr
+            st = wait_replace(v)
+            assert st["state"] == "finished" and \
+                st["pages_lost"] == 0, st
+        finally:
+            v.umount()
+        if v.devs[dev].exists():
+            v.devs[dev].unlink()    # behind the volume now
+        v.devs[dev] = new
+    try:
+        rc, _, p = fsck(v.devs, "-n")
+        assert rc == 0, p.stdout + p.stderr
+        assert lines(p, uuid) == given_up_warning(d), p.stdout
+        v.expect_log(r"fault|read error|EIO|lost")
+        v.mount()
+        try:
+            with pytest.raises(OSError) as e:
+                (v.mnt / "f").read_bytes()
+            assert e.value.errno == errno.EIO
+            assert hashlib.sha256((v.mnt / "other").read_bytes()) \
+                .hexdigest() == one_file.other_sha
+        finally:
+            v.umount()
+    finally:
+        if new is not None:
+            new.unlink(missing_ok=True)
 
 
 # ---- a lost directory's files -------------------------------------------
