@@ -5,11 +5,18 @@ daxguard-inject."""
 import hashlib
 import json
 import os
+import pwd
 import random
+import re
+import shutil
 import subprocess
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
-from conftest import FSCK, INJECT
+import pytest
+
+from conftest import CTL, FSCK, INJECT, run
 
 KINDS = ["bitflip", "scribble", "zero", "lost-write", "misdirect"]
 TARGETS = ["data", "directory", "inode", "extent", "allocation", "checksum",
@@ -118,3 +125,80 @@ def copy_of(g, volume_factory):
     for s, d in zip(g.devs, v.devs):
         subprocess.run(["cp", "--sparse=always", str(s), str(d)], check=True)
     return v
+
+
+def fsck_lines(p, uuid):
+    """fsck's stdout, uuid replaced, statistics lines left out, the
+    count of pending updates as N (the write and, as timing has it, the
+    times the close updates)."""
+    out = []
+    for line in p.stdout.splitlines():
+        line = line.replace(uuid, "UUID")
+        line = re.sub(r"journal holds \d+ committed", "journal holds N "
+                      "committed", line)
+        if re.match(r"UUID: \d+ rows, \d+ pages checked in [\d.]+ s$",
+                    line) or re.match(r"UUID: \d+ metadata pages lie "
+                                      r"outside the metadata zone", line):
+            continue
+        out.append(line)
+    return out
+
+
+def replace_status(v):
+    """daxguard-ctl replace status --json, parsed."""
+    p = run([CTL, v.mnt, "replace", "status", "--json"], check=False)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def wait_replace(v, timeout=120):
+    """The replace status once it is no longer running."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st = replace_status(v)
+        if st["state"] != "running":
+            return st
+        time.sleep(0.1)
+    raise AssertionError(f"replace still running: {replace_status(v)}")
+
+
+# useradd/userdel exit codes that mean "another process holds the lock
+# of the password (1) or group (10) file": a test or package adding a
+# user at the same time. userdel's 8 (the user still runs processes) is
+# transient too: an attacker process being reaped.
+LOCKED = {"useradd": (1, 10), "userdel": (1, 8, 10)}
+
+
+def retry_locked(cmd, deadline=60):
+    """Run useradd/userdel cmd, again while the lock is held (up to
+    deadline seconds): its last CompletedProcess."""
+    end = time.monotonic() + deadline
+    while True:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if p.returncode not in LOCKED[cmd[0]] or time.monotonic() > end:
+            return p
+        time.sleep(0.2)
+
+
+@contextmanager
+def system_user(name):
+    """A real unprivileged system account: no home, nologin, its own
+    group only; its passwd entry for the block. An account of that name
+    that exists already (left by a run that was killed) is used and
+    removed at the end like one made here. Skips without root or the
+    tools; fails if the account cannot be made or removed."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (useradd)")
+    for tool in ("useradd", "userdel", "setpriv"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is not installed")
+    p = retry_locked(["useradd", "--system", "--no-create-home",
+                      "--user-group", "--shell", "/usr/sbin/nologin", name])
+    if p.returncode not in (0, 9):          # 9: the name exists already
+        pytest.fail(f"useradd {name} ({p.returncode}): {p.stderr}")
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        p = retry_locked(["userdel", name])
+        if p.returncode not in (0, 6):      # 6: it is gone already
+            pytest.fail(f"userdel {name} ({p.returncode}): {p.stderr}")

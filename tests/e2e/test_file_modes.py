@@ -14,18 +14,16 @@ ext4."""
 import errno
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import MKFS, run
-from dgfault import fsck
+from dgfault import fsck, system_user, wait_replace
 
 USER = "dg-modes"
 CHILD = Path(MKFS).parents[1] / "tests" / "e2e" / "commit_child"
@@ -43,30 +41,11 @@ def snapshot(p):
     return (Path(p).read_bytes(), st.st_mode, st.st_uid, st.st_size)
 
 
-def retry_locked(cmd, deadline=30):
-    """Run a useradd/userdel; another test adding a user at the same
-    time holds the password file's lock (exit 10): wait for it."""
-    end = time.time() + deadline
-    while True:
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 10 or time.time() > end:
-            return p
-        time.sleep(0.2)
-
-
 @pytest.fixture(scope="module")
 def user():
-    """A real unprivileged account (an existing one is used, and left)."""
-    made = retry_locked(["useradd", "--system", "--no-create-home",
-                         "--shell", "/usr/sbin/nologin", USER])
-    if made.returncode not in (0, 9):       # 9: the name exists
-        pytest.skip(f"useradd failed: {made.stderr}")
-    try:
-        pw = pwd.getpwnam(USER)
+    """A real unprivileged account, removed at the end."""
+    with system_user(USER) as pw:
         yield pw.pw_uid, pw.pw_gid
-    finally:
-        if made.returncode == 0:
-            retry_locked(["userdel", USER])
 
 
 def as_user(user, cmd, cwd):
@@ -126,16 +105,6 @@ def plant(link, target, user):
     os.symlink(target, link)
     os.lchown(link, *user)
     return link
-
-
-def wait_replace_done(v, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        st = json.loads(v.ctl("replace", "status", "--json").stdout)
-        if st["state"] != "running":
-            return st
-        time.sleep(0.1)
-    raise AssertionError("replace still running")
 
 
 # ---- created files are 0600, whatever the umask --------------------------
@@ -218,7 +187,7 @@ def test_replace_target_and_log_are_private(volume_factory, private, umask):
     v.devs[1] = new                 # the volume's device 1 from now on
     old.unlink()                    # cleanup() removes v.devs
     assert mode(new) == 0o600
-    assert wait_replace_done(v)["state"] == "finished"
+    assert wait_replace(v)["state"] == "finished"
     v.umount()
     # The log was written to, and stayed private.
     assert log.stat().st_size > 0 and mode(log) == 0o600

@@ -7,34 +7,19 @@ compared line for line (the volume's uuid as UUID, without the
 statistics lines, whose timings vary)."""
 import errno
 import hashlib
-import json
 import os
-import re
-import time
 
 import pytest
 
 from conftest import CTL, run
-from dgfault import copy_of, fsck, inject, make_tree, manifest
+from dgfault import (copy_of, fsck, fsck_lines, inject, make_tree,
+                     manifest, wait_replace)
 
 PAGE = 4096
 
 
 def sha(paths):
     return [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
-
-
-def lines(p, rep_uuid):
-    """fsck's stdout, uuid replaced, statistics lines left out."""
-    out = []
-    for line in p.stdout.splitlines():
-        line = line.replace(rep_uuid, "UUID")
-        if re.match(r"UUID: \d+ rows, \d+ pages checked in [\d.]+ s$",
-                    line) or re.match(r"UUID: \d+ metadata pages lie "
-                                      r"outside the metadata zone", line):
-            continue
-        out.append(line)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +69,7 @@ def test_given_up_page_is_a_warning_next_time(one_file, volume_factory):
     uuid = rep["volume"]
     rc, _, p = fsck(v.devs, "-y")
     assert rc == 4, p.stdout + p.stderr
-    assert lines(p, uuid) == [
+    assert fsck_lines(p, uuid) == [
         f"PR_2_PAGE_GIVEN_UP: device {d['device']} page {d['page']} vpn "
         f"{d['vpn']} (data of '/f'): data page fails verification "
         f"(checksum mismatch): given up: marked lost (reads give EIO), "
@@ -103,7 +88,7 @@ def test_given_up_page_is_a_warning_next_time(one_file, volume_factory):
     before = sha(v.devs)
     rc, _, p = fsck(v.devs, "-n")
     assert rc == 0, p.stdout + p.stderr
-    assert lines(p, uuid) == warning, p.stdout
+    assert fsck_lines(p, uuid) == warning, p.stdout
     rc, rep, p = fsck(v.devs, "-n", json_out=True)
     assert rc == 0 and rep["warnings"] == 1 and rep["uncorrected"] == 0
     assert [(f["code"], f["file"], f["warning"], f["fixed"])
@@ -112,7 +97,7 @@ def test_given_up_page_is_a_warning_next_time(one_file, volume_factory):
     assert sha(v.devs) == before            # -n wrote nothing
     rc, _, p = fsck(v.devs, "-y")
     assert rc == 0, p.stdout + p.stderr
-    assert lines(p, uuid) == warning, p.stdout
+    assert fsck_lines(p, uuid) == warning, p.stdout
     # The row is covered again: its parity, lost once more, is rebuilt
     # from the data, the given-up page's pinned bytes included.
     with open(v.devs[par["device"]], "r+b") as fh:
@@ -120,7 +105,7 @@ def test_given_up_page_is_a_warning_next_time(one_file, volume_factory):
         fh.write(b"\xff" * PAGE)          # (zeros: what it holds now)
     rc, _, p = fsck(v.devs, "-y")
     assert rc == 1, p.stdout + p.stderr
-    assert lines(p, uuid) == [
+    assert fsck_lines(p, uuid) == [
         warning[0],
         f"PR_2_PAGE_BAD: device {par['device']} page {par['page']} "
         f"(parity): parity page fails verification (checksum mismatch): "
@@ -128,7 +113,7 @@ def test_given_up_page_is_a_warning_next_time(one_file, volume_factory):
         "UUID: 1 problems, 1 corrected, 0 left uncorrected, 1 warning",
     ], p.stdout
     rc, _, p = fsck(v.devs, "-n")
-    assert rc == 0 and lines(p, uuid) == warning, p.stdout
+    assert rc == 0 and fsck_lines(p, uuid) == warning, p.stdout
     v.expect_log(r"fault|read error|EIO")
     v.mount()
     try:
@@ -155,18 +140,6 @@ def given_up_warning(d):
 
 def ctl(v, *args):
     return run([CTL, v.mnt] + [str(a) for a in args], check=False)
-
-
-def wait_replace(v, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        p = ctl(v, "replace", "status", "--json")
-        assert p.returncode == 0, p.stderr
-        st = json.loads(p.stdout)
-        if st["state"] != "running":
-            return st
-        time.sleep(0.2)
-    raise AssertionError("replace still running")
 
 
 @pytest.mark.parametrize("how,which", [
@@ -218,7 +191,7 @@ def test_given_up_page_survives_a_device_replaced(one_file, volume_factory,
     try:
         rc, _, p = fsck(v.devs, "-n")
         assert rc == 0, p.stdout + p.stderr
-        assert lines(p, uuid) == given_up_warning(d), p.stdout
+        assert fsck_lines(p, uuid) == given_up_warning(d), p.stdout
         v.expect_log(r"fault|read error|EIO|lost")
         v.mount()
         try:

@@ -10,7 +10,6 @@ forge an event line or blind `events --follow`, and a user is shown only
 the paths of damaged files they could stat themselves."""
 import json
 import os
-import pwd
 import re
 import selectors
 import shutil
@@ -19,14 +18,15 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from conftest import CTL, FSCK, run
-from dgfault import inject
+from conftest import CTL, FSCK, is_mounted, run
+from dgfault import inject, system_user
 from test_libcommit import PAGE, commit_socket, hdr
 
 HELPER = Path(__file__).resolve().with_name("hostile_client.py")
@@ -41,20 +41,8 @@ EXPECTED_LOG = (r"refusing clients|fault|unrecoverable|read error|EIO|"
 def hostile():
     """A real unprivileged user, no home, no groups but its own; removed
     at the end (an account left by an earlier run is reused)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root (useradd, mount with allow_other)")
-    for tool in ("useradd", "userdel", "setpriv"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} is not installed")
-    p = subprocess.run(["useradd", "--system", "--no-create-home",
-                        "--user-group", "--shell", "/usr/sbin/nologin", USER],
-                       capture_output=True, text=True)
-    if p.returncode not in (0, 9):          # 9: it exists already
-        pytest.fail(f"useradd {USER}: {p.stderr}")
-    try:
-        yield pwd.getpwnam(USER)
-    finally:
-        subprocess.run(["userdel", USER], capture_output=True)
+    with system_user(USER) as pw:
+        yield pw
 
 
 def as_user(pw, cmd):
@@ -134,8 +122,16 @@ def shared(volume_factory, hostile):
     try:
         yield v
     finally:
-        v.umount()
-        shutil.rmtree(top, ignore_errors=True)
+        try:
+            v.umount()
+        finally:
+            # A mount still live there (umount failed) would have rmtree
+            # delete the volume's files through it: leave the directory.
+            # (is_mounted too: ismount says False for a dead FUSE mount.)
+            if os.path.ismount(v.mnt) or is_mounted(v.mnt):
+                print(f"{v.mnt} is still mounted: {top} left in place")
+            else:
+                shutil.rmtree(top, ignore_errors=True)
 
 
 def rss(pid):
@@ -144,6 +140,30 @@ def rss(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) << 10
     raise AssertionError("no VmRSS")
+
+
+@contextmanager
+def rss_peak(pid, every=0.02):
+    """The daemon's highest RSS seen, sampled every `every` s by a thread
+    while the block runs: a one-item list, complete when the block
+    ends."""
+    peak = [rss(pid)]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(every):
+            try:
+                peak[0] = max(peak[0], rss(pid))
+            except (OSError, AssertionError):
+                return      # the daemon is gone: the test says why
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        t.join(timeout=30)
+    peak[0] = max(peak[0], rss(pid))
 
 
 def root_maps(f):
@@ -177,17 +197,17 @@ def test_commit_flood_keeps_memory_bounded(shared):
     f.write_bytes(b"\0" * (4 * PAGE))
     v.ctl("status")
     before = rss(v.daemon.pid)
-    with attacker(v, ["commit-flood", commit_socket(f), "512",
-                      str(256 << 10)]) as (_, line):
-        rep = json.loads(line)
-        assert rep["connected"] + rep["failed"] == 512, rep
-        assert root_maps(f) == 2                        # MAP_REP
-        run([CTL, v.mnt, "status"], timeout=30)
-        peak = 0
-        for _ in range(10):
-            peak = max(peak, rss(v.daemon.pid))
-            time.sleep(0.1)
-    assert peak - before < 64 << 20, (before, peak)
+    # Sampled all along, as the connections are made and after: the
+    # peak of the flood, not what is left once it is over.
+    with rss_peak(v.daemon.pid) as peak:
+        with attacker(v, ["commit-flood", commit_socket(f), "512",
+                          str(256 << 10)]) as (_, line):
+            rep = json.loads(line)
+            assert rep["connected"] + rep["failed"] == 512, rep
+            assert root_maps(f) == 2                        # MAP_REP
+            run([CTL, v.mnt, "status"], timeout=30)
+            time.sleep(1)       # a few more samples, the flood held
+    assert peak[0] - before < 64 << 20, (before, peak[0])
 
 
 def cpu_seconds(pid):
@@ -214,11 +234,16 @@ def test_idle_clients_cost_nothing(shared):
         assert struct.unpack("<H", s.recv(16)[6:8])[0] == 2   # mapped
         with attacker(v, ["ctl-hold", sock, "100", ""]) as (_, line):
             assert line == "ready"
+            # A daemon spinning on these clients burns the whole window
+            # (or what a loaded machine leaves it of one core); an idle
+            # one almost nothing. A quarter of the window tells them
+            # apart with room for a slow, busy machine.
+            window = 8
             before = cpu_seconds(v.daemon.pid)
-            time.sleep(2)
+            time.sleep(window)
             used = cpu_seconds(v.daemon.pid) - before
-            assert used < 0.5, used
-            run([CTL, v.mnt, "status"], timeout=10)
+            assert used < window / 4, used
+            run([CTL, v.mnt, "status"], timeout=60)
     finally:
         s.close()
         os.close(fd)
@@ -253,7 +278,7 @@ def test_stalled_reader_delays_no_one(shared):
     with attacker(v, ["ctl-hold", sock, "4", "events since=0 json"]) as \
             (_, line):
         assert line == "ready"
-        p = run([CTL, v.mnt, "status"], timeout=10)
+        p = run([CTL, v.mnt, "status"], timeout=60)
         assert "health ok" in p.stdout, p.stdout
         u = subprocess.run(["fusermount3", "-u", str(v.mnt)],
                            capture_output=True, text=True, timeout=60)

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import CTL, run
-from dgfault import fsck
+from dgfault import fsck, replace_status, wait_replace
 
 
 def sha(p):
@@ -24,22 +24,6 @@ def sha(p):
 
 def ctl(v, *args):
     return run([CTL, v.mnt] + [str(a) for a in args], check=False)
-
-
-def rstat(v):
-    p = ctl(v, "replace", "status", "--json")
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
-
-
-def wait_replace(v, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        st = rstat(v)
-        if st["state"] != "running":
-            return st
-        time.sleep(0.1)
-    raise AssertionError(f"replace still running: {rstat(v)}")
 
 
 def fill(v, n=10):
@@ -152,18 +136,18 @@ def test_replace_killed_midway_resumes(volume_factory, missing):
     # Past the first saved position (every 2 s), then a crash. 128 MiB
     # at 8 MB/s: some 17 s, so it is still running.
     deadline = time.time() + 30
-    while rstat(v)["next_row"] == 0:
+    while replace_status(v)["next_row"] == 0:
         assert time.time() < deadline
         time.sleep(0.2)
     time.sleep(2.5)
-    before = rstat(v)
+    before = replace_status(v)
     assert before["state"] == "running", before
     (v.mnt / "during").write_bytes(os.urandom(1 << 20))
     os.sync()
     files["during"] = sha(v.mnt / "during")
     v.kill9()
     v.mount(*opts)
-    st = rstat(v)
+    st = replace_status(v)
     assert st["state"] == "running", st
     assert st["next_row"] >= before["next_row"] // 2 > 0, (before, st)
     types = [json.loads(x)["type"] for x in
@@ -192,7 +176,7 @@ def test_replace_onto_a_file_system_is_refused(volume_factory, tmp_path):
     assert "nothing was written" in p.stdout, p.stdout
     assert sha(ext4) == before
     assert os.path.getsize(ext4) == 32 << 20
-    assert rstat(v)["state"] == "none"
+    assert replace_status(v)["state"] == "none"
     st = v.status()
     assert [d["state"] for d in st["device_table"]] == ["online"] * 4, st
     # Bad input: a clear message and a non-zero exit, nothing started.

@@ -10,30 +10,13 @@ every copy it puts there is checked against the newest verified copy
 first, the stale ones are rebuilt and counted (pages_stale), and fsck -n
 of the volume with the new device is clean at once, every file intact.
 """
-import json
 import os
-import time
 
 from conftest import CTL, run
-from dgfault import fsck, make_tree, manifest
+from dgfault import fsck, make_tree, manifest, wait_replace
 import firmware as fw
 
 DEV = 1
-
-
-def rstat(v):
-    p = run([CTL, v.mnt, "replace", "status", "--json"])
-    return json.loads(p.stdout)
-
-
-def wait_replace(v, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        st = rstat(v)
-        if st["state"] != "running":
-            return st
-        time.sleep(0.1)
-    raise AssertionError(f"replace still running: {rstat(v)}")
 
 
 def metadata_churn(root):
