@@ -11,12 +11,21 @@
 # the sanitizer's runtime must come first; nor the guard page test: the
 # sanitizer takes the SIGSEGV it expects; nor the daemon out of memory:
 # the sanitizer's allocator aborts instead of returning NULL.)
+#
+# Every build here has -Dwerror=true (meson.build leaves it off, so that
+# a distribution's build does not break on a new compiler's warning):
+# the tests keep the code free of warnings, in debug and release.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh build
+scripts/build.sh build -Dwerror=true
 meson test -C build --print-errorlogs --num-processes 2
-scripts/build.sh build-san -Db_sanitize=address,undefined -Db_lundef=false
+# A release build (NDEBUG, -O3) as a distribution makes it: asserts gone,
+# other warnings; its unit suite checks the code does not rely on them.
+scripts/build.sh build-release -Dbuildtype=release -Dwerror=true
+meson test -C build-release --suite unit --num-processes 2 --print-errorlogs
+scripts/build.sh build-san -Db_sanitize=address,undefined -Db_lundef=false \
+	-Dwerror=true
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-san --suite unit --suite fuzz --print-errorlogs \
@@ -31,7 +40,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 # for the medium, not between threads. setarch -R: TSan's fixed memory
 # layout fails on kernels with high mmap randomisation.
 scripts/build.sh build-tsan -Db_sanitize=thread -Db_lundef=false \
-	-Dc_args=-Wno-tsan
+	-Dc_args=-Wno-tsan -Dwerror=true
 TSAN_OPTIONS=halt_on_error=1:detect_deadlocks=0:second_deadlock_stack=1 \
 	setarch "$(uname -m)" -R meson test -C build-tsan --suite unit \
 	--print-errorlogs --num-processes 2
