@@ -18,6 +18,7 @@
 #include <json.h>
 
 #include "ctl_proto.h"
+#include "util.h"
 #include "version.h"
 
 static const char usage[] =
@@ -99,12 +100,12 @@ static void on_signal(int sig)
 static int not_a_mount(const char *mnt, int err)
 {
 	if (err == ENOTCONN)
-		fprintf(stderr, "daxguard-ctl: '%s': %s: its daemon is gone; "
-			"run 'fusermount3 -u %s' and mount it again\n", mnt,
-			strerror(err), mnt);
+		tool_error(EXIT_FAIL, "'%s': %s: its daemon is gone; run "
+			   "'fusermount3 -u %s' and mount it again", mnt,
+			   strerror(err), mnt);
 	else
-		fprintf(stderr, "daxguard-ctl: '%s' is not a daxguard mount: "
-			"%s\n", mnt, strerror(err));
+		tool_error(EXIT_FAIL, "'%s' is not a daxguard mount: %s", mnt,
+			   strerror(err));
 	return EXIT_FAIL;
 }
 
@@ -128,14 +129,14 @@ static char *request_any(const char *mnt, const char *req, bool empty_ok)
 	sa.sun_path[n] = 0;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "daxguard-ctl: cannot reach the daemon at "
-			"'%s': %s\n", sa.sun_path, strerror(errno));
+		tool_error(EXIT_FAIL, "cannot reach the daemon at '%s': %s",
+			   sa.sun_path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
 	}
 	if (write(fd, req, strlen(req)) < 0) {
-		fprintf(stderr, "daxguard-ctl: send: %s\n", strerror(errno));
+		tool_error(EXIT_FAIL, "send: %s", strerror(errno));
 		close(fd);
 		return NULL;
 	}
@@ -145,7 +146,7 @@ static char *request_any(const char *mnt, const char *req, bool empty_ok)
 			char *r = realloc(reply, cap = 2 * cap + 8192);
 
 			if (!r) {
-				fprintf(stderr, "daxguard-ctl: out of memory\n");
+				tool_error(EXIT_FAIL, "out of memory");
 				free(reply);
 				close(fd);
 				return NULL;
@@ -160,8 +161,8 @@ static char *request_any(const char *mnt, const char *req, bool empty_ok)
 	close(fd);
 	reply[len] = 0;
 	if (!len && !empty_ok) {
-		fprintf(stderr, "daxguard-ctl: the daemon closed the "
-			"connection without a reply\n");
+		tool_error(EXIT_FAIL, "the daemon closed the connection "
+			   "without a reply");
 		free(reply);
 		return NULL;
 	}
@@ -237,8 +238,7 @@ static int scrub_wait(const char *mnt, bool json)
 		st = json_tokener_parse(reply);
 		free(reply);
 		if (!st) {
-			fprintf(stderr, "daxguard-ctl: a scrub status that is "
-				"not JSON\n");
+			tool_error(EXIT_FAIL, "a scrub status that is not JSON");
 			return EXIT_FAIL;
 		}
 		if (strcmp(jget_str(st, "state"), "running"))
@@ -301,8 +301,8 @@ static int events(const char *mnt, bool json, bool follow)
 			return print_reply(reply);
 		if (ctl_events_trailer(reply, strlen(reply), &seq, &more,
 				       &body)) {
-			fprintf(stderr, "daxguard-ctl: an events reply without "
-				"its last line (a daemon of another version?)\n");
+			tool_error(EXIT_FAIL, "an events reply without its "
+				   "last line (a daemon of another version?)");
 			free(reply);
 			return EXIT_FAIL;
 		}
@@ -332,8 +332,7 @@ static uint64_t parse_rate(const char *s)
 
 static int bad_option(const char *opt)
 {
-	fprintf(stderr, "daxguard-ctl: unknown option '%s'\n%s", opt, usage);
-	return EXIT_USAGE;
+	usage_error("unknown option '%s'", opt);
 }
 
 int main(int argc, char **argv)
@@ -345,6 +344,9 @@ int main(int argc, char **argv)
 	const char *rdev = NULL, *rpath = NULL;
 	int i;
 
+	tool_init("daxguard-ctl", usage, EXIT_USAGE);
+	if (tool_argv_has(argc, argv, "--json", 0))
+		tool_json_errors();
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage, stdout);
@@ -356,18 +358,14 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	if (argc < 3) {
-		fputs(usage, stderr);
-		return EXIT_USAGE;
-	}
+	if (argc < 3)
+		usage_error("MOUNTPOINT and a command are needed");
 	mnt = argv[1];
 	cmd = argv[2];
 	if (strcmp(cmd, "status") && strcmp(cmd, "scrub") &&
 	    strcmp(cmd, "clear") && strcmp(cmd, "events") &&
 	    strcmp(cmd, "replace")) {
-		fprintf(stderr, "daxguard-ctl: unknown command '%s'\n%s", cmd,
-			usage);
-		return EXIT_USAGE;
+		usage_error("unknown command '%s'", cmd);
 	}
 	i = 3;
 	if (!strcmp(cmd, "scrub")) {
@@ -381,9 +379,7 @@ int main(int argc, char **argv)
 		if (strcmp(sub, "start") && strcmp(sub, "status") &&
 		    strcmp(sub, "pause") && strcmp(sub, "resume") &&
 		    strcmp(sub, "cancel")) {
-			fprintf(stderr, "daxguard-ctl: unknown scrub command "
-				"'%s'\n%s", sub, usage);
-			return EXIT_USAGE;
+			usage_error("unknown scrub command '%s'", sub);
 		}
 	}
 	if (!strcmp(cmd, "replace")) {
@@ -397,14 +393,10 @@ int main(int argc, char **argv)
 			rpath = argv[i++];
 			sub = "rstart";
 		} else {
-			fprintf(stderr, "daxguard-ctl: replace takes DEV "
-				"NEWPATH (or status)\n%s", usage);
-			return EXIT_USAGE;
+			usage_error("replace takes DEV NEWPATH (or status)");
 		}
-		if (strlen(rpath ? rpath : "") > 4000) {
-			fprintf(stderr, "daxguard-ctl: NEWPATH is too long\n");
-			return EXIT_USAGE;
-		}
+		if (strlen(rpath ? rpath : "") > 4000)
+			usage_error("NEWPATH is too long");
 	}
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -424,14 +416,12 @@ int main(int argc, char **argv)
 			follow = true;
 		} else if (!strcmp(a, "--rate") && sub &&
 			   (!strcmp(sub, "start") || !strcmp(sub, "rstart"))) {
-			if (++i == argc || !(rate = parse_rate(argv[i]))) {
-				fprintf(stderr, "daxguard-ctl: --rate takes "
-					"megabytes a second, a number above "
-					"0%s%s%s\n", i < argc ? " (not '" : "",
-					i < argc ? argv[i] : "",
-					i < argc ? "')" : "");
-				return EXIT_USAGE;
-			}
+			if (++i == argc || !(rate = parse_rate(argv[i])))
+				usage_error("--rate takes megabytes a second, "
+					    "a number above 0%s%s%s",
+					    i < argc ? " (not '" : "",
+					    i < argc ? argv[i] : "",
+					    i < argc ? "')" : "");
 		} else {
 			return bad_option(a);
 		}
