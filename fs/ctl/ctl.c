@@ -2,6 +2,7 @@
 /* ctl.c -- daxguard-ctl: ask a mounted volume's daemon for status, a
  * scrub or its events */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -218,6 +219,60 @@ static void sleep_ms(unsigned ms)
 }
 
 /*
+ * The progress of a waited-for scrub on stderr (stdout keeps the final
+ * report, --json's object too): on a terminal one line rewritten with
+ * \r at each poll; else a line at each further 10% or every
+ * PROGRESS_EVERY_MS, so that a log shows it is moving without a flood.
+ */
+#define PROGRESS_EVERY_MS 5000
+
+struct progress_out {
+	bool tty;
+	bool shown;		/* a \r line is on the terminal */
+	int last_tenth;		/* the 10% step last printed (not a tty) */
+	struct timespec last;	/* when a line was last printed */
+};
+
+static uint64_t ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)((now.tv_sec - t->tv_sec) * 1000 +
+			  (now.tv_nsec - t->tv_nsec) / 1000000);
+}
+
+static void show_progress(struct progress_out *po, struct json_object *st)
+{
+	uint64_t rows = jget_u64(st, "rows"), next = jget_u64(st, "next_row");
+	double pct = rows ? 100.0 * (double)next / (double)rows : 0;
+	char done[32], total[32], rate[32], eta[32] = "ETA unknown";
+	struct json_object *v;
+	int64_t eta_s = -1;
+	int tenth = (int)(pct / 10);
+
+	if (!po->tty && tenth <= po->last_tenth &&
+	    ms_since(&po->last) < PROGRESS_EVERY_MS)
+		return;
+	if (json_object_object_get_ex(st, "eta_s", &v))
+		eta_s = json_object_get_int64(v);
+	human_bytes(jget_u64(st, "bytes_scanned"), done, sizeof(done));
+	human_bytes(jget_u64(st, "bytes_total"), total, sizeof(total));
+	human_bytes(jget_u64(st, "rate_bytes_per_s"), rate, sizeof(rate));
+	if (eta_s >= 0)
+		snprintf(eta, sizeof(eta), "ETA %" PRId64 ":%02" PRId64
+			 ":%02" PRId64, eta_s / 3600, eta_s / 60 % 60,
+			 eta_s % 60);
+	fprintf(stderr, "%sscrub: %.1f%% done, %s of %s, %s/s, %s%s",
+		po->tty ? "\r" : "", pct, done, total, rate, eta,
+		po->tty ? "\033[K" : "\n");
+	fflush(stderr);
+	po->shown = po->tty;
+	po->last_tenth = tenth;
+	clock_gettime(CLOCK_MONOTONIC, &po->last);
+}
+
+/*
  * scrub start -w / resume -w (btrfs scrub start -B): ask for the
  * status until the scrub is no longer running, then print it as the
  * user asked. An interrupt cancels the scrub, as btrfs does, so that a
@@ -226,9 +281,11 @@ static void sleep_ms(unsigned ms)
 static int scrub_wait(const char *mnt, bool json)
 {
 	struct json_object *st = NULL;
+	struct progress_out po = { .tty = isatty(STDERR_FILENO) };
 	char *reply;
 	int ret;
 
+	clock_gettime(CLOCK_MONOTONIC, &po.last);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	for (;;) {
@@ -243,6 +300,7 @@ static int scrub_wait(const char *mnt, bool json)
 		}
 		if (strcmp(jget_str(st, "state"), "running"))
 			break;
+		show_progress(&po, st);
 		json_object_put(st);
 		if (interrupted) {
 			print_reply(request(mnt, "scrub cancel\n"));
@@ -251,6 +309,8 @@ static int scrub_wait(const char *mnt, bool json)
 		}
 		sleep_ms(POLL_MS);
 	}
+	if (po.shown)
+		fputc('\n', stderr);	/* the report starts on a line of its own */
 	ret = 0;
 	if (!strcmp(jget_str(st, "state"), "cancelled") ||
 	    !strcmp(jget_str(st, "state"), "paused")) {
