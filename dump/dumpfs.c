@@ -479,6 +479,9 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	tool_init("dumpfs.daxguard", usage_line, 2);
+	if (tool_argv_has(argc, argv, "--json", 'j'))
+		tool_json_errors();
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "jL:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -495,8 +498,7 @@ int main(int argc, char **argv)
 			printf("dumpfs.daxguard (daxguard) %s\n", DG_VERSION);
 			return 0;
 		default:
-			fputs(usage_line, stderr);
-			return 2;
+			usage_bad_option(argv, optind, optopt);
 		}
 	}
 	paths = devlist_args(argv + optind, argc - optind, &n);

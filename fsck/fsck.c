@@ -160,18 +160,14 @@ static const char *resolve_path(const char *path)
 	int ret;
 
 	ret = dg_image_resolve(path, buf, sizeof(buf), err, sizeof(err));
-	if (ret == -EPERM) {
-		fprintf(stderr, "fsck.daxguard: %s\n", err);
-		return NULL;
-	}
-	if (ret) {
-		fprintf(stderr, "fsck.daxguard: cannot resolve '%s': %s\n",
-			path, strerror(-ret));
-		return NULL;
-	}
+	if (ret == -EPERM)
+		die_code(FSCK_ERROR, "%s", err);
+	if (ret)
+		die_code(FSCK_ERROR, "cannot resolve '%s': %s", path,
+			 strerror(-ret));
 	out = !strcmp(buf, path) ? (char *)path : strdup(buf);
 	if (!out)
-		fprintf(stderr, "fsck.daxguard: out of memory\n");
+		die_code(FSCK_ERROR, "out of memory");
 	return out;
 }
 
@@ -893,37 +889,90 @@ static void add_replace(struct fsck_ctx *c, const char *arg)
 }
 
 /*
- * The paths fsck works on: the devices given, plus each --replace path
- * not among them, with every --replace path at the position of its
- * slot (rebuild.c gives a blank or foreign spare the slot of its
- * position; "" pads the list up to it, a missing device).
+ * With every device of the volume listed and a --replace path on top
+ * ("--replace 2=new d0 d1 d2 d3": one more path than the volume has
+ * devices), the listed device that carries the volume's superblock as
+ * device 2 is the old device of that slot: it is set aside, so that the
+ * line means what "--replace 2=new d0 d1 d3" does. A list that does not
+ * overflow keeps every device it names (replacing a device that is
+ * present and current stays refused, check_rebuild_targets()). Also
+ * checks each --replace slot against the device count the superblocks
+ * give. Only reads.
+ */
+static void drop_replaced_olds(struct fsck_ctx *c, const char **devs,
+			       bool *dropped, unsigned n)
+{
+	struct dg_probe p;
+	uint8_t uuid[16];
+	unsigned count = 0, nlisted = 0, nrepl = 0;
+	bool old_of[2 * DG_MAX_DEVS] = { false };
+	char err[512];
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned slot;
+
+		if (!devs[i][0] || replaced(c, devs[i], &slot) ||
+		    dg_dev_probe(devs[i], &p, err, sizeof(err)) ||
+		    p.kind != DG_PROBE_DAXGUARD || !p.sb_valid)
+			continue;
+		if (!count) {
+			memcpy(uuid, p.uuid, sizeof(uuid));
+			count = p.dev_count;
+		} else if (memcmp(uuid, p.uuid, sizeof(uuid))) {
+			continue;	/* another volume: run() says so */
+		}
+		if (p.dev_index < DG_MAX_DEVS && c->replace[p.dev_index])
+			old_of[i] = true;
+	}
+	for (unsigned d = 0; count && d < DG_MAX_DEVS; d++)
+		if (c->replace[d] && d >= count)
+			usage_error("--replace: device %u is not a device of "
+				    "this volume (0-%u)", d, count - 1);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned slot;
+
+		if (!replaced(c, devs[i], &slot))
+			nlisted++;
+	}
+	for (unsigned d = 0; d < DG_MAX_DEVS; d++)
+		nrepl += c->replace[d] != NULL;
+	if (!count || nlisted + nrepl <= count)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		dropped[i] = old_of[i];
+}
+
+/*
+ * The paths fsck works on: the devices given, less the old device of
+ * each replaced slot, plus each --replace path not among them, with
+ * every --replace path at the position of its slot (rebuild.c gives a
+ * blank or foreign spare the slot of its position; "" pads the list up
+ * to it, a missing device).
  */
 static void set_paths(struct fsck_ctx *c, const char **devs, unsigned n)
 {
 	static const char *out[DG_MAX_DEVS];
 	const char *rest[2 * DG_MAX_DEVS];
-	unsigned nrest = 0, total = n, used = 0;
+	bool dropped[2 * DG_MAX_DEVS] = { false };
+	unsigned nrest = 0, total = 0, used = 0;
 
+	drop_replaced_olds(c, devs, dropped, n);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned slot;
+
+		if (!dropped[i] && !replaced(c, devs[i], &slot))
+			rest[nrest++] = devs[i];
+	}
+	total = nrest;
 	for (unsigned d = 0; d < DG_MAX_DEVS; d++) {
-		bool listed = false;
-
 		if (!c->replace[d])
 			continue;
-		for (unsigned i = 0; i < n; i++)
-			listed |= !strcmp(devs[i], c->replace[d]);
-		if (!listed)
-			total++;
+		total++;
 		if (d + 1 > total)
 			total = d + 1;
 	}
 	if (total > DG_MAX_DEVS)
 		usage_error("at most %u devices", DG_MAX_DEVS);
-	for (unsigned i = 0; i < n; i++) {
-		unsigned slot;
-
-		if (!replaced(c, devs[i], &slot))
-			rest[nrest++] = devs[i];
-	}
 	for (unsigned i = 0; i < total; i++) {
 		if (c->replace[i])
 			out[i] = c->replace[i];
@@ -950,6 +999,9 @@ int main(int argc, char **argv)
 
 	c.mode = MODE_N;
 	tool_init("fsck.daxguard", usage_line, FSCK_USAGE);
+	if (tool_argv_has(argc, argv, "--json", 'j'))
+		tool_json_errors();
+	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "nypfvajhV", longopts, NULL)) !=
 	       -1) {
 		switch (opt) {
@@ -986,8 +1038,7 @@ int main(int argc, char **argv)
 			printf("fsck.daxguard (daxguard) %s\n", DG_VERSION);
 			return FSCK_OK;
 		default:
-			fputs(usage_line, stderr);
-			return FSCK_USAGE;
+			usage_bad_option(argv, optind, optopt);
 		}
 	}
 	if (modes > 1)
@@ -1008,12 +1059,11 @@ int main(int argc, char **argv)
 						 &n);
 
 		for (unsigned i = 0; i < n; i++)
-			if (devs[i][0] && !(devs[i] = resolve_path(devs[i])))
-				return FSCK_ERROR;
+			if (devs[i][0])
+				devs[i] = resolve_path(devs[i]);
 		for (unsigned d = 0; d < DG_MAX_DEVS; d++)
-			if (c.replace[d] &&
-			    !(c.replace[d] = resolve_path(c.replace[d])))
-				return FSCK_ERROR;
+			if (c.replace[d])
+				c.replace[d] = resolve_path(c.replace[d]);
 		set_paths(&c, devs, n);
 	}
 	warn_wide_modes(&c);

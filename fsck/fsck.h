@@ -53,6 +53,7 @@ struct fsck_ctx {
 	int64_t meta_outside;
 	const char *phase;
 	double t0, last_draw;
+	uint64_t done0;		/* progress done at t0, for the ETA */
 	char uuid[37];
 	int rebuild_failed;
 	unsigned oflags;	/* DG_OPEN_SUSPECT | DG_OPEN_REPAIR while

@@ -47,7 +47,7 @@ static const char help_text[] =
 	"directory, allocation, extent or xattr; --seed picks the sub-kind,\n"
 	"--file the file. DEV... as separate arguments or one list separated\n"
 	"by ',' or ':'. Numbers take the suffixes K, M, G, T. Exit status: 0\n"
-	"done, 1 failed or bad usage.\n";
+	"done, 1 failed, 2 bad usage.\n";
 
 static uint64_t rng_state;
 
@@ -954,7 +954,10 @@ int main(int argc, char **argv)
 
 	s.bits = 1;
 	s.device = -1;
-	tool_init("daxguard-inject", usage_line, 1);
+	tool_init("daxguard-inject", usage_line, 2);
+	if (tool_argv_has(argc, argv, "--json", 'j'))
+		tool_json_errors();
+	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "k:t:F:c:s:b:l:d:jRhV",
 				  longopts, NULL)) != -1) {
 		switch (opt) {
@@ -1005,8 +1008,7 @@ int main(int argc, char **argv)
 			printf("daxguard-inject (daxguard) %s\n", DG_VERSION);
 			return 0;
 		default:
-			fputs(usage_line, stderr);
-			return 1;
+			usage_bad_option(argv, optind, optopt);
 		}
 	}
 	if (!kname)

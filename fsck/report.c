@@ -102,8 +102,10 @@ void ctx_progress(void *arg, uint64_t done, uint64_t total)
 	if (!c->tty || c->json || (t - c->last_draw < 0.1 && done < total))
 		return;
 	c->last_draw = t;
-	if (!c->t0)
+	if (!c->t0) {
 		c->t0 = t;
+		c->done0 = done;
+	}
 	el = t - c->t0;
 	fprintf(stderr, "\r%-12s [", c->phase);
 	for (int i = 0; i < 30; i++)
@@ -112,6 +114,17 @@ void ctx_progress(void *arg, uint64_t done, uint64_t total)
 	fprintf(stderr, "] %3.0f%% %8.1f MiB/s ",
 		total ? 100.0 * (double)done / (double)total : 100.0,
 		el > 0 ? (double)c->stats.bytes_checked / el / 1048576.0 : 0);
+	/* At the pace since the bar appeared; none before half a second
+	 * (a guess from the first rows swings wildly). */
+	if (done < total && done > c->done0 && el >= 0.5) {
+		double left = el * (double)(total - done) /
+			      (double)(done - c->done0);
+
+		fprintf(stderr, "ETA %d:%02d:%02d ", (int)(left / 3600),
+			(int)(left / 60) % 60, (int)left % 60);
+	} else {
+		fputs("\033[K", stderr);
+	}
 	fflush(stderr);
 }
 
@@ -122,6 +135,7 @@ void report_progress_end(struct fsck_ctx *c)
 		fflush(stderr);
 	}
 	c->t0 = 0;
+	c->done0 = 0;
 	c->last_draw = 0;
 }
 

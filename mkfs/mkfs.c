@@ -49,7 +49,20 @@ static const char help_text[] =
 	"\n"
 	"SIZE is a number of bytes with an optional suffix K, M, G or T (powers\n"
 	"of 1024; KiB, MiB, KB and MB mean the same): 4096, 64M, 1G, 2TiB.\n"
-	"Exit status: 0 formatted, 1 failed or bad usage.\n";
+	"Exit status: 0 formatted, 1 failed, 2 bad usage.\n";
+
+/* Engine messages (dg_format's reasons) under this tool's name. */
+static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
+{
+	fputs(level == DG_LOG_ERR ? "mkfs.daxguard: "
+	      : level == DG_LOG_WARNING ? "mkfs.daxguard: warning: "
+	      : "mkfs.daxguard: note: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
 
 /* Image files this run created: removed again when it fails. */
 static const char *created[DG_MAX_DEVS];
@@ -282,7 +295,9 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int c, ret;
 
-	tool_init("mkfs.daxguard", usage_line, 1);
+	tool_init("mkfs.daxguard", usage_line, 2);
+	dg_log_set_func(log_func);
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "p:s:c:m:L:r:fqhV", longopts,
 				NULL)) != -1) {
 		switch (c) {
@@ -337,8 +352,7 @@ int main(int argc, char **argv)
 			printf("mkfs.daxguard (daxguard) %s\n", DG_VERSION);
 			return 0;
 		default:
-			fputs(usage_line, stderr);
-			return 1;
+			usage_bad_option(argv, optind, optopt);
 		}
 	}
 	if (optind == argc)
@@ -349,6 +363,11 @@ int main(int argc, char **argv)
 		o.parity = (!o.no_redundancy && argc - optind >= 2) ? 1 : 0;
 	if (o.no_redundancy && o.parity)
 		usage_error("--redundancy none excludes --parity");
+	/* Checked here, not only by dg_format(), so that the message names
+	 * the tool and the count given and the exit says "bad usage". */
+	if (o.parity >= (unsigned)(argc - optind))
+		usage_error("parity %u needs at least %u devices (%d given)",
+			    o.parity, o.parity + 1, argc - optind);
 
 	ndev = (unsigned)(argc - optind);
 	if (check_twice((const char *const *)argv + optind, ndev) ||

@@ -9,12 +9,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "util.h"
 
 static const char *tool_prog = "daxguard";
 static const char *tool_usage = "";
 static int tool_usage_exit = 1;
 static void (*tool_cleanup_fn)(void);
+static bool tool_json;
 
 void tool_init(const char *prog, const char *usage, int usage_exit)
 {
@@ -37,14 +39,62 @@ void tool_cleanup(void (*fn)(void))
 	signal(SIGHUP, on_fatal_signal);
 }
 
-static void vmessage(const char *fmt, va_list ap)
-	__attribute__((format(printf, 1, 0)));
-
-static void vmessage(const char *fmt, va_list ap)
+void tool_json_errors(void)
 {
-	fprintf(stderr, "%s: ", tool_prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	tool_json = true;
+}
+
+bool tool_argv_has(int argc, char *const *argv, const char *longopt,
+		   char short_opt)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--"))
+			break;
+		if (longopt && !strcmp(a, longopt))
+			return true;
+		if (short_opt && a[0] == '-' && a[1] != '-' &&
+		    strchr(a + 1, short_opt))
+			return true;
+	}
+	return false;
+}
+
+/* "prog: message" on stderr; with --json also the error object on
+ * stdout, so that a script reading stdout learns why and how it ended. */
+static void vmessage(int code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void vmessage(int code, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, "%s: %s\n", tool_prog, msg);
+	if (tool_json) {
+		struct json_object *o = json_object_new_object();
+
+		json_add_bytes(o, "error", msg);
+		json_add_int(o, "exit", code);
+		printf("%s\n", json_object_to_json_string_ext(
+					o, JSON_C_TO_STRING_PRETTY));
+		json_object_put(o);
+		fflush(stdout);
+	}
+}
+
+void usage_bad_option(char *const *argv, int optind_now, int optopt_now)
+{
+	const char *arg = optind_now > 0 ? argv[optind_now - 1] : "?";
+
+	/* A short option in a cluster ("-qz") is named by its letter. */
+	if (optopt_now > 0 && optopt_now < 128 && arg[0] == '-' &&
+	    arg[1] != '-' && strlen(arg) > 2)
+		usage_error("bad option '-%c' (unknown, or its value is "
+			    "missing)", optopt_now);
+	usage_error("bad option '%s' (unknown, or its value is missing)",
+		    arg);
 }
 
 void die(const char *fmt, ...)
@@ -52,11 +102,32 @@ void die(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmessage(fmt, ap);
+	vmessage(1, fmt, ap);
 	va_end(ap);
 	if (tool_cleanup_fn)
 		tool_cleanup_fn();
 	exit(1);
+}
+
+void tool_error(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage(code, fmt, ap);
+	va_end(ap);
+}
+
+void die_code(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage(code, fmt, ap);
+	va_end(ap);
+	if (tool_cleanup_fn)
+		tool_cleanup_fn();
+	exit(code);
 }
 
 void usage_error(const char *fmt, ...)
@@ -64,7 +135,7 @@ void usage_error(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmessage(fmt, ap);
+	vmessage(tool_usage_exit, fmt, ap);
 	va_end(ap);
 	fputs(tool_usage, stderr);
 	if (tool_cleanup_fn)

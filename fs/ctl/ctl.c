@@ -2,6 +2,7 @@
 /* ctl.c -- daxguard-ctl: ask a mounted volume's daemon for status, a
  * scrub or its events */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 #include <json.h>
 
 #include "ctl_proto.h"
+#include "util.h"
 #include "version.h"
 
 static const char usage[] =
@@ -99,12 +101,12 @@ static void on_signal(int sig)
 static int not_a_mount(const char *mnt, int err)
 {
 	if (err == ENOTCONN)
-		fprintf(stderr, "daxguard-ctl: '%s': %s: its daemon is gone; "
-			"run 'fusermount3 -u %s' and mount it again\n", mnt,
-			strerror(err), mnt);
+		tool_error(EXIT_FAIL, "'%s': %s: its daemon is gone; run "
+			   "'fusermount3 -u %s' and mount it again", mnt,
+			   strerror(err), mnt);
 	else
-		fprintf(stderr, "daxguard-ctl: '%s' is not a daxguard mount: "
-			"%s\n", mnt, strerror(err));
+		tool_error(EXIT_FAIL, "'%s' is not a daxguard mount: %s", mnt,
+			   strerror(err));
 	return EXIT_FAIL;
 }
 
@@ -128,14 +130,14 @@ static char *request_any(const char *mnt, const char *req, bool empty_ok)
 	sa.sun_path[n] = 0;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "daxguard-ctl: cannot reach the daemon at "
-			"'%s': %s\n", sa.sun_path, strerror(errno));
+		tool_error(EXIT_FAIL, "cannot reach the daemon at '%s': %s",
+			   sa.sun_path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
 	}
 	if (write(fd, req, strlen(req)) < 0) {
-		fprintf(stderr, "daxguard-ctl: send: %s\n", strerror(errno));
+		tool_error(EXIT_FAIL, "send: %s", strerror(errno));
 		close(fd);
 		return NULL;
 	}
@@ -145,7 +147,7 @@ static char *request_any(const char *mnt, const char *req, bool empty_ok)
 			char *r = realloc(reply, cap = 2 * cap + 8192);
 
 			if (!r) {
-				fprintf(stderr, "daxguard-ctl: out of memory\n");
+				tool_error(EXIT_FAIL, "out of memory");
 				free(reply);
 				close(fd);
 				return NULL;
@@ -160,8 +162,8 @@ static char *request_any(const char *mnt, const char *req, bool empty_ok)
 	close(fd);
 	reply[len] = 0;
 	if (!len && !empty_ok) {
-		fprintf(stderr, "daxguard-ctl: the daemon closed the "
-			"connection without a reply\n");
+		tool_error(EXIT_FAIL, "the daemon closed the connection "
+			   "without a reply");
 		free(reply);
 		return NULL;
 	}
@@ -217,6 +219,60 @@ static void sleep_ms(unsigned ms)
 }
 
 /*
+ * The progress of a waited-for scrub on stderr (stdout keeps the final
+ * report, --json's object too): on a terminal one line rewritten with
+ * \r at each poll; else a line at each further 10% or every
+ * PROGRESS_EVERY_MS, so that a log shows it is moving without a flood.
+ */
+#define PROGRESS_EVERY_MS 5000
+
+struct progress_out {
+	bool tty;
+	bool shown;		/* a \r line is on the terminal */
+	int last_tenth;		/* the 10% step last printed (not a tty) */
+	struct timespec last;	/* when a line was last printed */
+};
+
+static uint64_t ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)((now.tv_sec - t->tv_sec) * 1000 +
+			  (now.tv_nsec - t->tv_nsec) / 1000000);
+}
+
+static void show_progress(struct progress_out *po, struct json_object *st)
+{
+	uint64_t rows = jget_u64(st, "rows"), next = jget_u64(st, "next_row");
+	double pct = rows ? 100.0 * (double)next / (double)rows : 0;
+	char done[32], total[32], rate[32], eta[32] = "ETA unknown";
+	struct json_object *v;
+	int64_t eta_s = -1;
+	int tenth = (int)(pct / 10);
+
+	if (!po->tty && tenth <= po->last_tenth &&
+	    ms_since(&po->last) < PROGRESS_EVERY_MS)
+		return;
+	if (json_object_object_get_ex(st, "eta_s", &v))
+		eta_s = json_object_get_int64(v);
+	human_bytes(jget_u64(st, "bytes_scanned"), done, sizeof(done));
+	human_bytes(jget_u64(st, "bytes_total"), total, sizeof(total));
+	human_bytes(jget_u64(st, "rate_bytes_per_s"), rate, sizeof(rate));
+	if (eta_s >= 0)
+		snprintf(eta, sizeof(eta), "ETA %" PRId64 ":%02" PRId64
+			 ":%02" PRId64, eta_s / 3600, eta_s / 60 % 60,
+			 eta_s % 60);
+	fprintf(stderr, "%sscrub: %.1f%% done, %s of %s, %s/s, %s%s",
+		po->tty ? "\r" : "", pct, done, total, rate, eta,
+		po->tty ? "\033[K" : "\n");
+	fflush(stderr);
+	po->shown = po->tty;
+	po->last_tenth = tenth;
+	clock_gettime(CLOCK_MONOTONIC, &po->last);
+}
+
+/*
  * scrub start -w / resume -w (btrfs scrub start -B): ask for the
  * status until the scrub is no longer running, then print it as the
  * user asked. An interrupt cancels the scrub, as btrfs does, so that a
@@ -225,9 +281,11 @@ static void sleep_ms(unsigned ms)
 static int scrub_wait(const char *mnt, bool json)
 {
 	struct json_object *st = NULL;
+	struct progress_out po = { .tty = isatty(STDERR_FILENO) };
 	char *reply;
 	int ret;
 
+	clock_gettime(CLOCK_MONOTONIC, &po.last);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	for (;;) {
@@ -237,12 +295,12 @@ static int scrub_wait(const char *mnt, bool json)
 		st = json_tokener_parse(reply);
 		free(reply);
 		if (!st) {
-			fprintf(stderr, "daxguard-ctl: a scrub status that is "
-				"not JSON\n");
+			tool_error(EXIT_FAIL, "a scrub status that is not JSON");
 			return EXIT_FAIL;
 		}
 		if (strcmp(jget_str(st, "state"), "running"))
 			break;
+		show_progress(&po, st);
 		json_object_put(st);
 		if (interrupted) {
 			print_reply(request(mnt, "scrub cancel\n"));
@@ -251,6 +309,8 @@ static int scrub_wait(const char *mnt, bool json)
 		}
 		sleep_ms(POLL_MS);
 	}
+	if (po.shown)
+		fputc('\n', stderr);	/* the report starts on a line of its own */
 	ret = 0;
 	if (!strcmp(jget_str(st, "state"), "cancelled") ||
 	    !strcmp(jget_str(st, "state"), "paused")) {
@@ -301,8 +361,8 @@ static int events(const char *mnt, bool json, bool follow)
 			return print_reply(reply);
 		if (ctl_events_trailer(reply, strlen(reply), &seq, &more,
 				       &body)) {
-			fprintf(stderr, "daxguard-ctl: an events reply without "
-				"its last line (a daemon of another version?)\n");
+			tool_error(EXIT_FAIL, "an events reply without its "
+				   "last line (a daemon of another version?)");
 			free(reply);
 			return EXIT_FAIL;
 		}
@@ -332,8 +392,7 @@ static uint64_t parse_rate(const char *s)
 
 static int bad_option(const char *opt)
 {
-	fprintf(stderr, "daxguard-ctl: unknown option '%s'\n%s", opt, usage);
-	return EXIT_USAGE;
+	usage_error("unknown option '%s'", opt);
 }
 
 int main(int argc, char **argv)
@@ -345,6 +404,9 @@ int main(int argc, char **argv)
 	const char *rdev = NULL, *rpath = NULL;
 	int i;
 
+	tool_init("daxguard-ctl", usage, EXIT_USAGE);
+	if (tool_argv_has(argc, argv, "--json", 0))
+		tool_json_errors();
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage, stdout);
@@ -356,18 +418,14 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	if (argc < 3) {
-		fputs(usage, stderr);
-		return EXIT_USAGE;
-	}
+	if (argc < 3)
+		usage_error("MOUNTPOINT and a command are needed");
 	mnt = argv[1];
 	cmd = argv[2];
 	if (strcmp(cmd, "status") && strcmp(cmd, "scrub") &&
 	    strcmp(cmd, "clear") && strcmp(cmd, "events") &&
 	    strcmp(cmd, "replace")) {
-		fprintf(stderr, "daxguard-ctl: unknown command '%s'\n%s", cmd,
-			usage);
-		return EXIT_USAGE;
+		usage_error("unknown command '%s'", cmd);
 	}
 	i = 3;
 	if (!strcmp(cmd, "scrub")) {
@@ -381,9 +439,7 @@ int main(int argc, char **argv)
 		if (strcmp(sub, "start") && strcmp(sub, "status") &&
 		    strcmp(sub, "pause") && strcmp(sub, "resume") &&
 		    strcmp(sub, "cancel")) {
-			fprintf(stderr, "daxguard-ctl: unknown scrub command "
-				"'%s'\n%s", sub, usage);
-			return EXIT_USAGE;
+			usage_error("unknown scrub command '%s'", sub);
 		}
 	}
 	if (!strcmp(cmd, "replace")) {
@@ -397,14 +453,10 @@ int main(int argc, char **argv)
 			rpath = argv[i++];
 			sub = "rstart";
 		} else {
-			fprintf(stderr, "daxguard-ctl: replace takes DEV "
-				"NEWPATH (or status)\n%s", usage);
-			return EXIT_USAGE;
+			usage_error("replace takes DEV NEWPATH (or status)");
 		}
-		if (strlen(rpath ? rpath : "") > 4000) {
-			fprintf(stderr, "daxguard-ctl: NEWPATH is too long\n");
-			return EXIT_USAGE;
-		}
+		if (strlen(rpath ? rpath : "") > 4000)
+			usage_error("NEWPATH is too long");
 	}
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -424,14 +476,12 @@ int main(int argc, char **argv)
 			follow = true;
 		} else if (!strcmp(a, "--rate") && sub &&
 			   (!strcmp(sub, "start") || !strcmp(sub, "rstart"))) {
-			if (++i == argc || !(rate = parse_rate(argv[i]))) {
-				fprintf(stderr, "daxguard-ctl: --rate takes "
-					"megabytes a second, a number above "
-					"0%s%s%s\n", i < argc ? " (not '" : "",
-					i < argc ? argv[i] : "",
-					i < argc ? "')" : "");
-				return EXIT_USAGE;
-			}
+			if (++i == argc || !(rate = parse_rate(argv[i])))
+				usage_error("--rate takes megabytes a second, "
+					    "a number above 0%s%s%s",
+					    i < argc ? " (not '" : "",
+					    i < argc ? argv[i] : "",
+					    i < argc ? "')" : "");
 		} else {
 			return bad_option(a);
 		}

@@ -21,6 +21,8 @@
 #include "probe.h"
 #include "version.h"
 
+#define EXIT_USAGE 2
+
 static const char usage[] =
 	"usage: daxguard DEV[:DEV...] MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
 	"Serve a daxguard volume at MOUNTPOINT. DEV... are its devices in any\n"
@@ -606,8 +608,10 @@ int main(int argc, char *argv[])
 	int ret = 1;
 
 	dg_log_set_func(log_func);
+	/* Bad usage exits 2, as every daxguard tool but fsck (whose 16
+	 * fsck(8) fixes); a mount that fails for any other reason, 1. */
 	if (fuse_opt_parse(&args, &o, dg_fuse_opts, opt_proc) == -1)
-		return 1;
+		return EXIT_USAGE;
 	if (o.show_help) {
 		fputs(usage, stdout);
 		fuse_cmdline_help();
@@ -622,16 +626,20 @@ int main(int argc, char *argv[])
 		ret = 0;
 		goto out_args;
 	}
+	ret = EXIT_USAGE;
 	if (fuse_parse_cmdline(&args, &fo) != 0)
 		goto out_args;
 	if (!o.devs || !fo.mountpoint) {
-		fputs(usage, stderr);
+		fprintf(stderr, "daxguard: %s\n%s", !o.devs
+			? "no devices and no mountpoint given"
+			: "no mountpoint given", usage);
 		goto out_args;
 	}
 	if (o.timeout < 0) {
 		fprintf(stderr, "daxguard: timeout must not be negative\n");
 		goto out_args;
 	}
+	ret = 1;
 	if (check_mountpoint(fo.mountpoint) || !realpath(fo.mountpoint, mnt))
 		goto out_args;
 	if (o.log && open_log(o.log))
@@ -649,8 +657,10 @@ int main(int argc, char *argv[])
 	fuse_opt_add_arg(&args, "-odefault_permissions");
 	fuse_opt_add_arg(&args, "-osubtype=daxguard");
 	/* Every option is checked before a device is opened. */
-	if (check_fuse_opts(&args))
+	if (check_fuse_opts(&args)) {
+		ret = EXIT_USAGE;
 		goto out_args;
+	}
 	if (o.ro && !o.degraded)
 		fuse_opt_add_arg(&args, "-oro");
 	if (open_volume(&dd, o.degraded, o.ro))

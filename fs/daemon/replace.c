@@ -261,6 +261,54 @@ static double percent(const struct dg_replace_rec *rec, uint64_t rows)
 	return rows ? 100.0 * (double)rec->next_row / (double)rows : 100.0;
 }
 
+/*
+ * The rate of this run (bytes written to the new device a second: one
+ * page a row) and the time left at that rate, as zpool status's scan
+ * line gives them. eta_s: 0 once finished, -1 while unknown (no row
+ * done yet in this run, or not running). r->lock held.
+ */
+struct replace_progress {
+	double rate;
+	int64_t eta_s;
+};
+
+static struct replace_progress progress_of(const struct dg_replace_d *r,
+					   uint64_t rows)
+{
+	struct replace_progress p = { 0, -1 };
+	uint64_t ms, left;
+
+	if (r->rec.state == DG_REPLACE_FINISHED)
+		p.eta_s = 0;
+	if (!r->running)
+		return p;
+	/* None in the first half second: the first batch goes at once
+	 * (the rate limit holds after it), so an early rate is wild. */
+	ms = dg_now_ms() - r->run_since_ms;
+	if (ms < 500 || !r->done)
+		return p;
+	p.rate = (double)r->done * DG_PAGE_SIZE * 1000.0 / (double)ms;
+	if (r->rec.rate && p.rate > (double)r->rec.rate)
+		p.rate = (double)r->rec.rate;
+	/* A resumed run passes the rows done before again, fast: counting
+	 * this run's rows only makes the estimate err long. */
+	left = rows > r->rec.next_row ? rows - r->rec.next_row : 0;
+	p.eta_s = (int64_t)((double)left * DG_PAGE_SIZE / p.rate);
+	return p;
+}
+
+static void human(char *buf, size_t len, double bytes)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	unsigned u = 0;
+
+	while (bytes >= 1024 && u < 4) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, unit[u]);
+}
+
 void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 {
 	struct dg_replace_d *r = &dd->replace;
@@ -278,6 +326,17 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 				   r->rec.path[0] ? r->rec.path : "-"),
 			percent(&r->rec, in.rows), r->rec.next_row, in.rows,
 			r->rec.pages);
+		if (r->running) {
+			struct replace_progress p = progress_of(r, in.rows);
+			char rate[32];
+
+			human(rate, sizeof(rate), p.rate);
+			dg_outf(o, ", %s/s", rate);
+			if (p.eta_s >= 0)
+				dg_outf(o, ", ETA %" PRId64 ":%02" PRId64
+					":%02" PRId64, p.eta_s / 3600,
+					p.eta_s / 60 % 60, p.eta_s % 60);
+		}
 		if (r->rec.lost)
 			dg_outf(o, ", %" PRIu64 " could not be rebuilt",
 				r->rec.lost);
@@ -319,6 +378,13 @@ struct json_object *dg_replace_status_json(struct dg_daemon *dd)
 	 * written from the newest verified copy instead. */
 	json_add_u64(x, "pages_stale", r->rec.stale);
 	json_add_u64(x, "rate_limit_bytes_per_s", r->rec.rate);
+	{
+		struct replace_progress p = progress_of(r, in.rows);
+
+		json_add_u64(x, "rate_bytes_per_s", (uint64_t)p.rate);
+		json_object_object_add(x, "eta_s",
+				       json_object_new_int64(p.eta_s));
+	}
 	json_add_u64(x, "started", r->rec.started);
 	json_add_u64(x, "ended", r->rec.ended);
 	json_add_bytes(x, "error", r->error[0] ? r->error : NULL);

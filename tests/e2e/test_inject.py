@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """daxguard-inject: exact, deterministic reports; faults on a mounted
 volume are detected and repaired by the daemon on access."""
+import json
 import subprocess
 
 import pytest
@@ -80,12 +81,20 @@ def next_big(v):
 def test_usage_errors(populated):
     v, _ = populated
     p = run([INJECT] + v.devs + ["--fault", "nope"], check=False)
-    assert p.returncode == 1 and "unknown fault kind 'nope'" in p.stderr
+    assert p.returncode == 2 and "unknown fault kind 'nope'" in p.stderr
     p = run([INJECT] + v.devs + ["--fault", "zero", "--target", "x"],
             check=False)
-    assert p.returncode == 1 and "unknown target 'x'" in p.stderr
+    assert p.returncode == 2 and "unknown target 'x'" in p.stderr
     p = run([INJECT, "--fault", "zero"], check=False)
-    assert p.returncode == 1 and "no devices given" in p.stderr
+    assert p.returncode == 2 and "no devices given" in p.stderr
+    p = run([INJECT] + v.devs + ["--fault", "zero", "--bogus"], check=False)
+    assert p.returncode == 2
+    assert p.stderr.startswith("daxguard-inject: bad option '--bogus'")
+    # --json: the error as a JSON object on stdout too.
+    p = run([INJECT] + v.devs + ["--fault", "nope", "--json"], check=False)
+    assert p.returncode == 2
+    assert json.loads(p.stdout) == {
+        "error": "unknown fault kind 'nope'", "exit": 2}
 
 
 @pytest.mark.parametrize("kind", ["bitflip", "scribble", "zero", "misdirect"])

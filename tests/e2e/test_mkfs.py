@@ -83,21 +83,28 @@ def test_refuses_same_device_twice(volume_factory):
 @pytest.mark.parametrize("args,msg", [
     ([], "no devices given"),
     (["--parity", "3", "x"], "--parity takes 0, 1 or 2"),
-    (["--parity", "2", "--size", "32M", "a", "b"], "parity 2 needs at least 3"),
+    (["--parity", "2", "--size", "32M", "a", "b"],
+     "mkfs.daxguard: parity 2 needs at least 3 devices (2 given)"),
+    (["--parity", "1", "x"],
+     "mkfs.daxguard: parity 1 needs at least 2 devices (1 given)"),
     (["--size", "12Q", "x"], "bad size"),
     (["--chunk", "1000", "x"], "bad chunk size"),
     (["--redundancy", "some", "x"], "--redundancy takes full or none"),
     (["--redundancy", "none", "--parity", "1", "x"], "excludes"),
-    (["--bogus", "x"], "usage:"),
+    (["--bogus", "x"], "mkfs.daxguard: bad option '--bogus'"),
+    (["--size"], "mkfs.daxguard: bad option '--size'"),
 ])
 def test_argument_errors(args, msg, tmp_path):
     cmd = [str(MKFS)] + [str(tmp_path / a) if a in ("x", "a", "b") else a
                          for a in args]
     p = subprocess.run(cmd, capture_output=True, text=True)
-    assert p.returncode == 1
+    # Bad usage exits 2 in every tool but fsck (issue 32, item 8).
+    assert p.returncode == 2, p
+    assert p.stderr.startswith("mkfs.daxguard: "), p.stderr
     assert msg in p.stderr
+    assert "usage:" in p.stderr
     # Nothing was created for a usage error.
-    assert not (tmp_path / "x").exists() or "parity 2" in msg
+    assert not any(tmp_path.iterdir())
 
 
 def test_unwritable_device(tmp_path):

@@ -191,10 +191,12 @@ def test_usage_and_option_errors(volume_factory):
     v.mkfs()
     p = subprocess.run([str(DAEMON)], capture_output=True, text=True,
                        timeout=10)
-    assert p.returncode != 0 and "usage:" in p.stderr
+    assert p.returncode == 2 and "usage:" in p.stderr
+    assert p.stderr.startswith("daxguard: "), p.stderr
     p = subprocess.run([str(DAEMON), v.devlist], capture_output=True,
                        text=True, timeout=10)
-    assert p.returncode != 0 and "usage:" in p.stderr
+    assert p.returncode == 2 and "usage:" in p.stderr
+    assert p.stderr.startswith("daxguard: no mountpoint given"), p.stderr
     rc, out = try_mount(v.devlist, v.mnt, "timeout=-1")
     assert rc != 0 and "timeout must not be negative" in out
     p = subprocess.run([str(DAEMON), "--help"], capture_output=True,

@@ -126,7 +126,7 @@ def test_device_given_twice(vol):
 def test_options_are_checked_before_devices_are_opened(vol):
     before = [sha(x) for x in vol.devs]
     rc, out = try_mount(vol.devlist, vol.mnt, "bogus")
-    assert rc == 1
+    assert rc == 2      # bad usage (issue 32, item 8)
     assert out == "fuse: unknown option(s): `-o bogus'\n", out
     assert [sha(x) for x in vol.devs] == before
     # Even with the volume in use elsewhere, the option is what is wrong.
@@ -134,7 +134,7 @@ def test_options_are_checked_before_devices_are_opened(vol):
     other = vol.mnt.parent / "other"
     other.mkdir()
     rc, out = try_mount(vol.devlist, other, "bogus")
-    assert rc == 1 and out == "fuse: unknown option(s): `-o bogus'\n", out
+    assert rc == 2 and out == "fuse: unknown option(s): `-o bogus'\n", out
     assert (vol.mnt / "f").read_bytes() == b"some data\n" * 1000
 
 
