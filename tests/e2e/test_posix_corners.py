@@ -7,7 +7,9 @@ import errno
 import os
 import stat
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -66,12 +68,19 @@ def test_seek_hole_and_data(vol):
         os.close(fd)
 
 
-def _open_to_others(vol):
-    # Another user reaches the mount only through directories it may
-    # search (pytest's are 0700).
-    for d in vol.mnt.parents:
-        if str(d).startswith("/tmp/pytest-of-"):
-            os.chmod(d, 0o755)
+@pytest.fixture
+def public_vol(vol):
+    """vol, to be mounted on a directory of its own that any user may
+    search. Not pytest's tmp_path: its /tmp/pytest-of-root is 0700, and
+    a pytest session starting meanwhile (another test file run in
+    parallel) sets it back to 0700 if a test opens it up."""
+    vol.mnt = Path(tempfile.mkdtemp(prefix="dg-posix-"))
+    os.chmod(vol.mnt, 0o755)
+    try:
+        yield vol
+    finally:
+        vol.umount()
+        os.rmdir(vol.mnt)
 
 
 ODIRECT_WRITE = """
@@ -84,11 +93,11 @@ os.close(fd)
 """
 
 
-def test_unprivileged_odirect_write_drops_setid(vol):
+def test_unprivileged_odirect_write_drops_setid(public_vol):
     """An O_DIRECT write by the owner (no CAP_FSETID) drops S_ISUID, and
     keeps S_ISGID on a file the group may not execute (a locking mark),
     as a buffered write does."""
-    _open_to_others(vol)
+    vol = public_vol
     vol.mount("allow_other")
     with system_user("dg-posix") as pw:
         f = vol.mnt / "prog"
@@ -103,7 +112,7 @@ def test_unprivileged_odirect_write_drops_setid(vol):
         assert f.read_bytes() == b"x" * PAGE
 
 
-def test_dev_suid_for_root(vol, tmp_path):
+def test_dev_suid_for_root(vol):
     """Root's -o dev,suid reaches the kernel: device nodes open and
     set-ID bits count; without them, FUSE's nodev,nosuid."""
     vol.mount("dev,suid")
