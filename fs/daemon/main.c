@@ -463,9 +463,13 @@ static int open_volume(struct dg_daemon *dd, bool degraded, bool ro)
 	if (ret == -EBUSY) {
 		for (int i = 0; i < n; i++)
 			if (dg_dev_mountpoint(paths[i], mnt, sizeof(mnt))) {
+				/* A volume has one daemon; a second
+				 * place to see it is the kernel's job. */
 				snprintf(err, sizeof(err), "'%s' is in use: "
-					 "its volume is mounted on '%s'",
-					 paths[i], mnt);
+					 "its volume is mounted on '%s'; to "
+					 "see it at a second place, bind-mount "
+					 "that: mount --bind '%s' DIR",
+					 paths[i], mnt, mnt);
 				goto fail;
 			}
 		dg_log(DG_LOG_NOTICE, "waiting for the daemon of an unmounted "

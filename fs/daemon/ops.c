@@ -651,6 +651,36 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 				       (uint64_t)offset, (uint64_t)length));
 }
 
+/*
+ * SEEK_DATA/SEEK_HOLE, so that cp, tar and backup tools skip holes. The
+ * kernel asks without writing its dirty pages back first: with the
+ * writeback cache the extent map may lack data that is written, and a
+ * hole reported there would make a copy lose it. ENOSYS makes the
+ * kernel answer for this mount from the size alone (all data), as
+ * before.
+ */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	uint64_t pos;
+	int ret;
+
+	(void)fi;
+	if (dd_of(req)->writeback) {
+		reply_err(req, -ENOSYS);
+		return;
+	}
+	if (off < 0) {
+		reply_err(req, -ENXIO);
+		return;
+	}
+	ret = dg_fs_lseek(dd_of(req)->fs, ino, (uint64_t)off, whence, &pos);
+	if (ret)
+		reply_err(req, ret);
+	else
+		fuse_reply_lseek(req, (off_t)pos);
+}
+
 const struct fuse_lowlevel_ops dg_ll_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
@@ -684,4 +714,5 @@ const struct fuse_lowlevel_ops dg_ll_ops = {
 	.listxattr = op_listxattr,
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
+	.lseek = op_lseek,
 };

@@ -112,6 +112,10 @@ struct dg_cred;
 ssize_t dg_fs_write_unpriv(struct dg_fs *fs, uint64_t ino, uint64_t off,
 			   const void *buf, size_t size,
 			   const struct dg_cred *cr);
+/* SEEK_DATA or SEEK_HOLE from off (seek.c): the offset in *out, or
+ * -ENXIO at or past EOF (and for SEEK_DATA in a hole up to EOF). */
+int dg_fs_lseek(struct dg_fs *fs, uint64_t ino, uint64_t off, int whence,
+		uint64_t *out);
 /* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE,
  * FALLOC_FL_ZERO_RANGE (|KEEP_SIZE). */
 int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
