@@ -148,9 +148,11 @@ def double_trial(v, want, parity, seed):
     rc2, rep2, _ = fsck(v.devs, "-y", json_out=True)
     r["detected"] = rc1 == 4
     # A file fsck gave up (its inode went with an unreadable inode table
-    # page) is named by the repair that removed it.
+    # page) is named by the repair that removed it; a file whose page
+    # fsck -y gave up (marked lost, its row re-protected) by that repair.
     named = {f["file"] for f in rep2["findings"] if f.get("file") and
-             (not f["fixed"] or f["code"] == "PR_3_FILE_LOST")}
+             (not f["fixed"] or f["code"] in ("PR_3_FILE_LOST",
+                                              "PR_2_PAGE_GIVEN_UP"))}
     hit = {c["file"] for c in rep["changes"] if c["file"]}
     bad = read_all(v, want)
     # Files that differ must be unreadable (EIO), never wrong bytes, and
