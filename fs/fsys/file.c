@@ -396,6 +396,7 @@ static int note_taken(struct taken *t, uint64_t fpage, uint64_t n)
 static int give_back(struct dg_fs *fs, struct dg_inode *ip,
 		     const struct taken *t)
 {
+	struct dg_dinode saved = ip->d;
 	struct dg_txn *txn;
 	int ret = 0;
 
@@ -410,8 +411,10 @@ static int give_back(struct dg_fs *fs, struct dg_inode *ip,
 		ret = dg_inode_store(fs, txn, ip);
 	if (!ret)
 		ret = dg_fs_commit(fs, txn);
-	else
+	if (ret) {
+		ip->d = saved;
 		dg_ext_load(fs, ip);
+	}
 	dg_txn_free(txn);
 	return ret;
 }
@@ -435,10 +438,13 @@ static int alloc_zeroed(struct dg_fs *fs, struct dg_inode *ip,
 	for (uint64_t p = first; p <= last && !ret; p += step) {
 		uint64_t e = p + step - 1 < last ? p + step - 1 : last;
 		struct fresh_list fl = { 0 };
+		struct dg_dinode saved = ip->d;
 		struct dg_txn *txn = dg_txn_new(fs->vol);
 
-		if (!txn)
-			return -ENOMEM;
+		if (!txn) {
+			ret = -ENOMEM;
+			break;
+		}
 		ret = fill_holes(fs, txn, ip, p, e, &fl);
 		for (unsigned i = 0; !ret && i < fl.n; i++)
 			for (uint64_t j = 0; !ret && j < fl.r[i].n; j++)
@@ -452,8 +458,12 @@ static int alloc_zeroed(struct dg_fs *fs, struct dg_inode *ip,
 		}
 		if (!ret)
 			ret = dg_fs_commit(fs, txn);
-		else
-			dg_ext_load(fs, ip); /* not committed: reload map */
+		if (ret) {
+			/* Not committed: the block count and the map as
+			 * they were before this step. */
+			ip->d = saved;
+			dg_ext_load(fs, ip);
+		}
 		for (unsigned i = 0; !ret && i < fl.n; i++)
 			ret = note_taken(&taken, fl.r[i].fpage, fl.r[i].n);
 		free(fl.r);
