@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import CTL
-from dgfault import inject, replace_status
+from dgfault import fsck, inject, replace_status
 
 PAGE = 4096
 
@@ -79,7 +79,6 @@ def test_rm_of_a_damaged_file_then_umount_is_clean(volume_factory):
     once: the unmount resets the freed lost page, so fsck -n exits 0.
     Before, the reset was left to a background sweep the unmount cut
     short, and fsck found the free page bad (exit 4)."""
-    from dgfault import fsck
     v = volume_factory(ndev=4, size="32M", parity=1)
     v.mkfs("--meta-size", "none")
     v.mount()
@@ -142,3 +141,8 @@ def test_failed_fallocate_gives_the_space_back(volume_factory):
     p = fallocate(v.mnt / "g", 1 << 20)
     assert p.returncode == 0, p
     assert (v.mnt / "g").stat().st_size == 1 << 20
+    # What was given back is accounted on the media too (block counts,
+    # allocation bitmap).
+    v.umount()
+    rc, _, p = fsck(v.devs, "-n")
+    assert rc == 0, p.stdout + p.stderr
