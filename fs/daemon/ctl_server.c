@@ -74,6 +74,32 @@ static void vpn_path(struct dg_daemon *dd, uint64_t vpn, char *path,
 	}
 }
 
+/* Note vpn as free and lost (add) or reset (!add); dmg_lock not held. */
+static void note_gone(struct dg_daemon *dd, uint64_t vpn, bool add)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&dd->dmg_lock);
+	for (i = 0; i < dd->ngone && dd->gone[i] != vpn; i++)
+		;
+	if (!add && i < dd->ngone) {
+		dd->gone[i] = dd->gone[--dd->ngone];
+	} else if (add && i == dd->ngone) {
+		if (dd->ngone == dd->capgone) {
+			unsigned cap = dd->capgone ? 2 * dd->capgone : 16;
+			void *p = realloc(dd->gone, cap * sizeof(*dd->gone));
+
+			if (!p)
+				goto out; /* left to the scrub */
+			dd->gone = p;
+			dd->capgone = cap;
+		}
+		dd->gone[dd->ngone++] = vpn;
+	}
+out:
+	pthread_mutex_unlock(&dd->dmg_lock);
+}
+
 /* Remember a data page that could not be recovered, and which page of
  * which file it was, so status can name the file for as long as the
  * page is still that file's. A page no file holds is reset instead. */
@@ -88,11 +114,14 @@ int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
 		return -1;
 	if (dg_fs_owner(dd->fs, lp.vpn, &lp.ino, &lp.fpage)) {
 		/* A free page: no file lost anything. */
-		if (!reset)
+		if (!reset) {
+			note_gone(dd, lp.vpn, true);
 			return -1;
+		}
 		ret = dg_vol_reset_lost_page(dd->vol, lp.vpn);
 		if (ret)
 			return -1;
+		note_gone(dd, lp.vpn, false);
 		dg_event_init(&e, DG_EV_PAGE_RESET);
 		e.dev = (int)ev->dev;
 		e.page = (int64_t)dg_row_page(dd->vol, ev->row);
@@ -125,8 +154,10 @@ out:
 
 /* Drop lost pages that are no longer the file page they were: the file
  * was deleted or truncated, so what the error named is gone. A page
- * that is now free is reset, so no scrub reports it again. */
-static void prune_lost(struct dg_daemon *dd)
+ * that is now free is reset, so no scrub reports it again. Returns how
+ * many were reset or tried; those past the first 64 freed stay listed
+ * for the next call. */
+static unsigned prune_lost(struct dg_daemon *dd)
 {
 	uint64_t freed[64];
 	unsigned nfreed = 0;
@@ -141,7 +172,11 @@ static void prune_lost(struct dg_daemon *dd)
 			i++;
 			continue;
 		}
-		if (r && nfreed < 64)
+		if (r && nfreed == 64) {
+			i++;	/* reset by the next call */
+			continue;
+		}
+		if (r)
 			freed[nfreed++] = dd->lost[i].vpn;
 		dd->lost[i] = dd->lost[--dd->nlost];
 	}
@@ -158,6 +193,33 @@ static void prune_lost(struct dg_daemon *dd)
 			 "rewritten as zeros with its row");
 		dg_event_post(&dd->events, &e);
 	}
+	return nfreed;
+}
+
+/*
+ * The unmount's last look: lost pages whose file was deleted before any
+ * sweep or scrub could reset them (a file deleted and the volume
+ * unmounted at once). Left as they are, the clean close would leave
+ * unreadable free pages for fsck to report. The FUSE loop has ended
+ * and the scrub has stopped: nothing allocates or resets beside this.
+ * Bounded by the pages listed, a row write each.
+ */
+static void reset_gone(struct dg_daemon *dd)
+{
+	while (dd->nlost && prune_lost(dd))
+		;
+	for (unsigned i = 0; i < dd->ngone; i++) {
+		struct dg_event e;
+
+		if (dg_vol_reset_lost_page(dd->vol, dd->gone[i]))
+			continue;
+		dg_event_init(&e, DG_EV_PAGE_RESET);
+		e.vpn = (int64_t)dd->gone[i];
+		snprintf(e.detail, sizeof(e.detail), "its file gave it up: "
+			 "rewritten as zeros with its row");
+		dg_event_post(&dd->events, &e);
+	}
+	dd->ngone = 0;
 }
 
 static enum dg_ev_type fault_event_type(enum dg_fault kind)
@@ -1077,10 +1139,13 @@ void dg_ctl_stop(struct dg_daemon *dd)
 	dg_scrub_stop(dd);
 	dg_replace_stop(dd);
 	dg_ctl_log_faults(dd);
+	reset_gone(dd);
 	close(dd->sock_fd);
 	unlink(dd->sock_path);
 	free(dd->lost);
 	dd->lost = NULL;
+	free(dd->gone);
+	dd->gone = NULL;
 	for (unsigned d = 0; d < DG_MAX_DEVS; d++) {
 		free(dd->slot_path[d]);
 		dd->slot_path[d] = NULL;

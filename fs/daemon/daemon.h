@@ -206,6 +206,11 @@ struct dg_daemon {
 		uint64_t vpn, ino, fpage;
 	} *lost;
 	unsigned nlost, caplost;
+	/* Lost pages already free when their fault was logged (the file
+	 * deleted at once): reset by the scrub that meets them, or at the
+	 * unmount, whichever comes first. Also by dmg_lock. */
+	uint64_t *gone;
+	unsigned ngone, capgone;
 	uint64_t fault_base[DG_FAULT_NR];
 	struct dg_dev_counts dev_base[DG_MAX_DEVS];
 	/* Per device index, at mount: its path (or what was given for a

@@ -733,6 +733,9 @@ int main(int argc, char *argv[])
 out_ctl:
 	dg_loop_kick_stop();
 	dg_commit_stop(&dd);
+	/* Before the control thread's last look, which resets the lost
+	 * pages that are free by then. */
+	dg_fs_kernel_gone(dd.fs);
 	dg_ctl_stop(&dd);
 out_unmount:
 	fuse_session_unmount(dd.se);

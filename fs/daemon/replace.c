@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ctl_proto.h"
 #include "daemon.h"
@@ -445,6 +446,45 @@ static int resolve_dev(struct dg_daemon *dd, const char *arg, char *msg,
 	return found;
 }
 
+/*
+ * A target on this very mount (or a bind of it: same device number)
+ * would have the daemon's own threads fault on pages of a file it
+ * serves itself, under the row locks those faults need: the daemon
+ * hangs. Refused before anything is opened or created. The target's
+ * directory is what counts (the target may not exist yet), and the
+ * target itself when it exists (a link may lead into the mount). The
+ * stat()s of a path on this mount are served by the FUSE threads, not
+ * this one, and take no lock this one holds. 0 or -1 with a reason.
+ */
+static int on_this_mount(struct dg_daemon *dd, const char *path, char *msg,
+			 size_t len)
+{
+	struct stat mst, st;
+	char dir[4400], *slash;
+	bool same = false;
+
+	if (stat(dd->mountpoint, &mst) < 0)
+		return 0; /* what is wrong is for the open to say */
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	if (stat(dir, &st) == 0 && st.st_dev == mst.st_dev)
+		same = true;
+	if (stat(path, &st) == 0 && st.st_dev == mst.st_dev)
+		same = true;
+	if (!same)
+		return 0;
+	snprintf(msg, len, "'%s' is on this volume's own mount (%s): a "
+		 "device cannot be replaced by a file the volume holds; give "
+		 "a path on another file system", path, dd->mountpoint);
+	return -1;
+}
+
 /* "DEV RATE PATH": start a replace; r->lock held. */
 static void start(struct dg_daemon *dd, const char *args, bool json,
 		  struct dg_out *o)
@@ -473,7 +513,7 @@ static void start(struct dg_daemon *dd, const char *args, bool json,
 		return;
 	}
 	dev = resolve_dev(dd, devarg, msg, sizeof(msg));
-	if (dev < 0) {
+	if (dev < 0 || on_this_mount(dd, path, msg, sizeof(msg))) {
 		reply(o, json, true, msg);
 		return;
 	}

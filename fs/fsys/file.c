@@ -342,22 +342,109 @@ int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 	return 0;
 }
 
+/* Pages the holes of [first, last] need. */
+static uint64_t hole_pages(const struct dg_inode *ip, uint64_t first,
+			   uint64_t last)
+{
+	uint64_t holes = 0;
+
+	for (uint64_t p = first; p <= last;) {
+		uint64_t vpn, run;
+
+		dg_ext_lookup(ip, p, &vpn, &run);
+		if (run > last - p + 1)
+			run = last - p + 1;
+		if (!vpn)
+			holes += run;
+		p += run;
+	}
+	return holes;
+}
+
+/* File pages one fallocate allocated, merged where they touch: what a
+ * failure gives back. */
+struct taken {
+	struct taken_run {
+		uint64_t fpage, n;
+	} *r;
+	unsigned n, cap;
+};
+
+static int note_taken(struct taken *t, uint64_t fpage, uint64_t n)
+{
+	if (t->n && t->r[t->n - 1].fpage + t->r[t->n - 1].n == fpage) {
+		t->r[t->n - 1].n += n;
+		return 0;
+	}
+	if (t->n == t->cap) {
+		unsigned cap = t->cap ? t->cap * 2 : 8;
+		void *r = realloc(t->r, cap * sizeof(*t->r));
+
+		if (!r)
+			return -ENOMEM;
+		t->r = r;
+		t->cap = cap;
+	}
+	t->r[t->n++] = (struct taken_run){ fpage, n };
+	return 0;
+}
+
+/* Free what a failed fallocate allocated in the transactions it did
+ * commit, so that it leaves the space as it found it (ENOSPC must not
+ * keep the volume full). Only pages that were holes before it are
+ * punched: the file's data is untouched. */
+static int give_back(struct dg_fs *fs, struct dg_inode *ip,
+		     const struct taken *t)
+{
+	struct dg_dinode saved = ip->d;
+	struct dg_txn *txn;
+	int ret = 0;
+
+	if (!t->n)
+		return 0;
+	txn = dg_txn_new(fs->vol);
+	if (!txn)
+		return -ENOMEM;
+	for (unsigned i = 0; i < t->n && !ret; i++)
+		ret = dg_ext_punch(fs, txn, ip, t->r[i].fpage, t->r[i].n);
+	if (!ret)
+		ret = dg_inode_store(fs, txn, ip);
+	if (!ret)
+		ret = dg_fs_commit(fs, txn);
+	if (ret) {
+		ip->d = saved;
+		dg_ext_load(fs, ip);
+	}
+	dg_txn_free(txn);
+	return ret;
+}
+
 /* Allocate the holes of [first, last] with zeroed pages, in as many
- * transactions as the journal needs. */
+ * transactions as the journal needs; all or nothing: a request the
+ * free space cannot hold fails before it allocates, and one that fails
+ * on the way frees again what it allocated. */
 static int alloc_zeroed(struct dg_fs *fs, struct dg_inode *ip,
 			uint64_t first, uint64_t last, uint64_t new_size)
 {
 	static const uint8_t zero[DG_PAGE_SIZE];
 	uint64_t step = txn_data_max(fs) / DG_PAGE_SIZE;
+	struct taken taken = { 0 };
 	int ret = 0;
+
+	/* The extent pages it also needs are checked on the way. */
+	if (hole_pages(ip, first, last) > dg_free_vpns(fs->vol))
+		return -ENOSPC;
 
 	for (uint64_t p = first; p <= last && !ret; p += step) {
 		uint64_t e = p + step - 1 < last ? p + step - 1 : last;
 		struct fresh_list fl = { 0 };
+		struct dg_dinode saved = ip->d;
 		struct dg_txn *txn = dg_txn_new(fs->vol);
 
-		if (!txn)
-			return -ENOMEM;
+		if (!txn) {
+			ret = -ENOMEM;
+			break;
+		}
 		ret = fill_holes(fs, txn, ip, p, e, &fl);
 		for (unsigned i = 0; !ret && i < fl.n; i++)
 			for (uint64_t j = 0; !ret && j < fl.r[i].n; j++)
@@ -371,11 +458,22 @@ static int alloc_zeroed(struct dg_fs *fs, struct dg_inode *ip,
 		}
 		if (!ret)
 			ret = dg_fs_commit(fs, txn);
-		else
-			dg_ext_load(fs, ip); /* not committed: reload map */
+		if (ret) {
+			/* Not committed: the block count and the map as
+			 * they were before this step. */
+			ip->d = saved;
+			dg_ext_load(fs, ip);
+		}
+		for (unsigned i = 0; !ret && i < fl.n; i++)
+			ret = note_taken(&taken, fl.r[i].fpage, fl.r[i].n);
 		free(fl.r);
 		dg_txn_free(txn);
 	}
+	if (ret && give_back(fs, ip, &taken))
+		dg_vol_log(fs->vol, DG_LOG_WARNING, "inode %" PRIu64 ": a "
+			   "failed fallocate could not free what it had "
+			   "allocated", ip->ino);
+	free(taken.r);
 	return ret;
 }
 

@@ -58,6 +58,10 @@ int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid);
 /* Load the filesystem of an open volume; frees orphans when writable. */
 int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp);
 void dg_fs_close(struct dg_fs *fs);
+/* The FUSE loop has ended: the kernel holds no name or open file of
+ * any inode any more. Unlinked files are freed now rather than at the
+ * next mount, so that their pages are free before the close. */
+void dg_fs_kernel_gone(struct dg_fs *fs);
 struct dg_vol *dg_fs_vol(struct dg_fs *fs);
 
 /* Lookup counts follow the FUSE rules: every reply that hands the

@@ -226,6 +226,45 @@ fail:
 	return ret;
 }
 
+/*
+ * An unlinked file still open or still named by the kernel when it was
+ * deleted (a release arrives after the unlink it raced) waits for a
+ * forget that an unmount never sends. Freed here as free_orphans()
+ * would at the next mount, with the same exceptions (damaged inodes,
+ * read-only volume), and also none that is a file's stage or mapped
+ * by libcommit: those are the next mount's to finish.
+ */
+void dg_fs_kernel_gone(struct dg_fs *fs)
+{
+	uint8_t *staged;
+
+	if (!fs || dg_vol_read_only(fs->vol))
+		return;
+	pthread_rwlock_wrlock(&fs->lock);
+	staged = calloc(fs->icap / 8 + 1, 1);
+	if (!staged)
+		goto out;	/* the next mount frees them */
+	for (uint64_t ino = 1; ino < fs->icap; ino++) {
+		uint64_t s = fs->itab[ino] ? fs->itab[ino]->d.stage_ino : 0;
+
+		if (s && s < fs->icap)
+			staged[s / 8] |= (uint8_t)(1u << (s % 8));
+	}
+	for (uint64_t ino = 1; ino < fs->icap; ino++) {
+		struct dg_inode *ip = fs->itab[ino];
+
+		if (!ip || ip->d.nlink || ip->map_rw || ip->map_ro ||
+		    (staged[ino / 8] & (1u << (ino % 8))))
+			continue;
+		ip->nlookup = 0;
+		ip->nopen = 0;
+		dg_inode_maybe_destroy(fs, ip);
+	}
+	free(staged);
+out:
+	pthread_rwlock_unlock(&fs->lock);
+}
+
 void dg_fs_close(struct dg_fs *fs)
 {
 	if (!fs)
