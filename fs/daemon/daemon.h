@@ -266,12 +266,6 @@ bool dg_peer_sees(struct dg_daemon *dd, const struct dg_peer *p,
 		  const char *path);
 void dg_commit_stop(struct dg_daemon *dd);
 
-/* A thread that makes sure a stop signal ends libfuse's loop
- * (loop_kick.c). Start from the loop's thread with the stop signals
- * blocked; stop once the loop has returned. */
-int dg_loop_kick_start(struct fuse_session *se);
-void dg_loop_kick_stop(void);
-
 /* Offer FUSE_HANDLE_KILLPRIV_V2 in the INIT reply written to fuse_fd
  * when libfuse cannot (killpriv_v2.c). Call before the session loop. */
 void dg_killpriv_v2_arm(int fuse_fd);

@@ -596,11 +596,6 @@ static int start_servers(struct dg_daemon *dd)
 		if (ret)
 			dg_ctl_stop(dd);
 	}
-	if (!ret && dg_loop_kick_start(dd->se)) {
-		dg_commit_stop(dd);
-		dg_ctl_stop(dd);
-		ret = -1;
-	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ret;
 }
@@ -725,13 +720,11 @@ int main(int argc, char *argv[])
 	fuse_loop_cfg_set_max_threads(cfg, fo.max_threads ? fo.max_threads : 16);
 	ret = fo.singlethread ? fuse_session_loop(dd.se)
 			      : fuse_session_loop_mt(dd.se, cfg);
-	dg_loop_kick_stop();
 	/* 0, -errno, or the number of the signal (TERM, INT, HUP) that
 	 * asked us to stop: that is a clean exit, not a failure. */
 	ret = ret < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(cfg);
 out_ctl:
-	dg_loop_kick_stop();
 	dg_commit_stop(&dd);
 	/* Before the control thread's last look, which resets the lost
 	 * pages that are free by then. */
