@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 
 	/* libcommit maps existing files; the descriptor only names the file
 	 * (the map keeps its own), so it is closed right after. */
-	int fd = open(argv[1], O_RDWR | O_CREAT, 0644);
+	int fd = open(argv[1], O_RDWR | O_CREAT, 0600);
 	if (fd < 0) {
 		perror(argv[1]);
 		return 1;
