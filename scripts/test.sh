@@ -45,8 +45,8 @@ TSAN_OPTIONS=halt_on_error=1:detect_deadlocks=0:second_deadlock_stack=1 \
 	setarch "$(uname -m)" -R meson test -C build-tsan --suite unit \
 	--print-errorlogs --num-processes 2
 # TSan watches the recorded runs' threads; of the crash states, single
-# threaded replays that the plain run checks all of, every 8th will do.
-CRASH_STRIDE=8 TSAN_OPTIONS=halt_on_error=1:detect_deadlocks=0 \
+# threaded replays that the plain run checks all of, every 16th will do.
+CRASH_STRIDE=16 TSAN_OPTIONS=halt_on_error=1:detect_deadlocks=0 \
 	setarch "$(uname -m)" -R meson test -C build-tsan crash-concurrent \
 	crash-split --print-errorlogs --num-processes 2 \
 	--timeout-multiplier 4

@@ -11,7 +11,7 @@ a second fsck -y finds nothing), but nothing may ever read back wrong.
 
 Three populated base volumes per parity (4 devices with parity 1, 5
 with parity 2), built once; every trial copies the images of one of
-them. DG_LOSTWRITE_TRIALS (default 30) trials per kind and parity;
+them. DG_LOSTWRITE_TRIALS (default 16) trials per kind and parity;
 DG_LOSTWRITE_SEED picks the bases and the trial seeds;
 DG_LOSTWRITE_JOBS trials run at a time (at most one per base: copies of
 a base share its volume UUID). Each failure prints the command that
@@ -23,7 +23,7 @@ import pytest
 
 import firmware as fw
 
-TRIALS = int(os.environ.get("DG_LOSTWRITE_TRIALS", "30"))
+TRIALS = int(os.environ.get("DG_LOSTWRITE_TRIALS", "16"))
 SEED = int(os.environ.get("DG_LOSTWRITE_SEED", "1"))
 JOBS = int(os.environ.get("DG_LOSTWRITE_JOBS", "3"))
 
