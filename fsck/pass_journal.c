@@ -1,9 +1,28 @@
 // SPDX-License-Identifier: MIT
-/* pass_journal.c -- pass 1: journal headers and pending entries */
+/* pass_journal.c -- pass 1: journal headers and pending entries, on the
+ * read-only view; then whether pass 0 and 1 are repaired at all */
+#include <stdio.h>
+
 #include "fsck.h"
 
-int pass_journal(struct fsck_ctx *c, bool repair)
+int pass_journal(struct fsck_ctx *c)
 {
 	c->phase = "journal";
-	return dg_check_journal(c->vol, repair, ctx_event, c);
+	dg_check_journal(c->vol, false, ctx_event, c);
+	/* The writable open repairs all of pass 0 and 1 at once (every
+	 * superblock rewritten, the journal replayed): each finding is
+	 * asked about first, and one no keeps the whole run a check. */
+	if (c->repair && !ask_findings(c, c->first_super)) {
+		c->repair = false;
+		for (size_t i = c->first_super; i < c->nf; i++)
+			c->f[i].fixed = false;
+		if (!c->json)
+			printf("%s: a superblock or journal repair was "
+			       "declined: checking only, nothing written\n",
+			       c->uuid);
+	}
+	/* A check only sees the volume as the replay would leave it. */
+	if (!c->repair)
+		replay_in_memory(c);
+	return PASS_NEXT;
 }
