@@ -63,7 +63,8 @@ static void parity_fixed(struct fsck_ctx *c, int64_t page)
  * A free page lost in a row where a page in use is lost too: the reset
  * of pass_redundancy.c (through the update path) cannot read that
  * neighbour, so the free page is given zeros and the row's parity
- * recomputed from the row as it is (dg_row_replace_page()), as for a lost metadata page.
+ * recomputed from the row as it is (dg_row_replace_page()), as for a
+ * lost metadata page.
  */
 static void zero_free_page(struct fsck_ctx *c, struct finding *f)
 {
