@@ -45,6 +45,31 @@ mounted() {
 	wait "$pid"
 }
 
+# crashed CMD...: as mounted, but the daemon is killed (SIGKILL) after
+# CMD instead of unmounted: what CMD wrote without a sync stays in the
+# journal, committed and not yet replayed.
+crashed() {
+	local mnt="$IMG/mnt" pid t
+	mkdir -p "$mnt"
+	"$DAEMON" "$(devlist)" "$mnt" -f >>"$IMG/daemon.log" 2>&1 &
+	pid=$!
+	for ((t = 0; t < 1500; t++)); do
+		mountpoint -q "$mnt" && break
+		kill -0 "$pid" 2>/dev/null || { cat "$IMG/daemon.log" >&2; return 1; }
+		sleep 0.02
+	done
+	(cd "$mnt" && "$@") || true
+	kill -KILL "$pid"
+	wait "$pid" || true
+	fusermount3 -u -z "$mnt" 2>/dev/null || true
+}
+
+# overwrite FILE N SEED: N bytes of pattern SEED over the start of FILE,
+# no sync.
+overwrite() {
+	pattern "$2" "$3" | dd of="$1" conv=notrunc status=none
+}
+
 # pattern N SEED: N bytes that depend only on SEED.
 pattern() {
 	python3 -c 'import random,sys
