@@ -77,7 +77,7 @@ sys.stdout.buffer.write(random.Random(int(sys.argv[2])).randbytes(int(sys.argv[1
 }
 
 # tree: a small fixed tree (files, a directory, a symlink, an xattr),
-# written one file at a time, each synced.
+# written one file at a time (the unmount makes it durable).
 tree() {
 	mkdir -p dir/sub
 	pattern 300000 1 >big
@@ -86,7 +86,6 @@ tree() {
 	echo hello >dir/sub/hello
 	ln -s dir/sub link
 	python3 -c "import os; os.setxattr('dir/small', 'user.note', b'golden')"
-	sync
 }
 
 # inject ARG...: daxguard-inject on the volume, its report kept aside

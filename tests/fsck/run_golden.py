@@ -23,13 +23,17 @@ fsck decided (sed-like, in normalise()):
                         many pages a device rebuild wrote (which rows it
                         may skip is not what these tests pin either)
 
-Usage: run_golden.py [--build DIR] [--update] [f_NAME...]
+Usage: run_golden.py [--build DIR] [--update] [-j N] [f_NAME...]
   --update  write expect.1 and expect.2 from this run (review the diff)
+  -j N      run N tests at a time (default 2; each is a few processes
+            that mostly wait on one another)
 Exit status: 0 all match, 1 a test differs or failed, 2 bad usage,
 77 skipped (no FUSE to write the files through).
 """
 import argparse
+import concurrent.futures
 import difflib
+import io
 import os
 import re
 import shutil
@@ -90,7 +94,13 @@ def cleanup(img):
 
 
 def check(test, build, update):
-    """0 when the test matches (or was updated), else 1."""
+    """(0 when the test matches or was updated, else 1; what to print)"""
+    out = io.StringIO()
+    bad = check_into(test, build, update, out)
+    return bad, out.getvalue()
+
+
+def check_into(test, build, update, log):
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     img = Path(tempfile.mkdtemp(prefix="dg-golden-", dir=base))
     try:
@@ -98,7 +108,7 @@ def check(test, build, update):
         fsck = build / "fsck" / "fsck.daxguard"
         got = [run_fsck(fsck, devs, img), run_fsck(fsck, devs, img)]
     except (RuntimeError, subprocess.TimeoutExpired) as e:
-        print(f"{test.name}: FAILED: {e}")
+        print(f"{test.name}: FAILED: {e}", file=log)
         return 1
     finally:
         cleanup(img)
@@ -111,10 +121,11 @@ def check(test, build, update):
         want = exp.read_text() if exp.exists() else ""
         if out != want:
             bad = 1
-            sys.stdout.writelines(difflib.unified_diff(
+            log.writelines(difflib.unified_diff(
                 want.splitlines(True), out.splitlines(True),
                 str(exp), f"{test.name} run {i}"))
-    print(f"{test.name}: {'updated' if update else 'FAILED' if bad else 'ok'}")
+    print(f"{test.name}: {'updated' if update else 'FAILED' if bad else 'ok'}",
+          file=log)
     return bad
 
 
@@ -123,6 +134,7 @@ def main():
     ap.add_argument("--build", default=os.environ.get("DG_BUILD_DIR",
                                                       "build"))
     ap.add_argument("--update", action="store_true")
+    ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("tests", nargs="*")
     a = ap.parse_args()
     build = Path(a.build).resolve()
@@ -134,7 +146,13 @@ def main():
     if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
         print("skipped: no FUSE")
         return SKIP
-    return 1 if sum(check(t, build, a.update) for t in tests) else 0
+    bad = 0
+    with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        for b, text in pool.map(lambda t: check(t, build, a.update), tests):
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            bad |= b
+    return bad
 
 
 if __name__ == "__main__":
