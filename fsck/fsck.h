@@ -17,7 +17,7 @@
 #define FSCK_USAGE	 16
 
 /* Passes over the volume one run makes at most: the first, and the
- * restarts after repairs that uncover more (pass_restart.c). */
+ * restarts after repairs that uncover more (pass_fs.c). */
 #define FSCK_MAX_PASSES 4
 
 struct finding {
@@ -100,12 +100,12 @@ double now_secs(void);
 #define PASS_RESTART (-2)
 int pass_open(struct fsck_ctx *c);	/* pass_open.c */
 int pass_rebuild(struct fsck_ctx *c);	/* pass_rebuild.c */
-int pass_super(struct fsck_ctx *c);	/* pass_super.c */
-int pass_journal(struct fsck_ctx *c);	/* pass_journal.c */
+int pass_super(struct fsck_ctx *c);	/* pass_super_journal.c */
+int pass_journal(struct fsck_ctx *c);	/* pass_super_journal.c */
 int pass_reopen(struct fsck_ctx *c);	/* pass_reopen.c */
 int pass_redundancy(struct fsck_ctx *c); /* pass_redundancy.c */
 int pass_fs(struct fsck_ctx *c);	/* pass_fs.c */
-int pass_restart(struct fsck_ctx *c);	/* pass_restart.c */
+int pass_restart(struct fsck_ctx *c);	/* pass_fs.c */
 int pass_names(struct fsck_ctx *c);	/* pass_names.c */
 
 /* Open the volume on c->paths into c->vol, waiting for the daemon of

@@ -12,7 +12,8 @@
 
 /* Every repair of a writable volume is asked about, from the open's
  * first read on (ask.c); the superblocks and the journal the open
- * rewrites were asked about as pass 0 and 1 before it (pass_journal.c). */
+ * rewrites were asked about as pass 0 and 1 before it
+ * (pass_super_journal.c). */
 static int vol_open_once(struct fsck_ctx *c, unsigned flags, char *err,
 			 size_t errlen)
 {

@@ -1,9 +1,20 @@
 // SPDX-License-Identifier: MIT
-/* pass_journal.c -- pass 1: journal headers and pending entries, on the
- * read-only view; then whether pass 0 and 1 are repaired at all */
+/* pass_super_journal.c -- passes 0 and 1 on the read-only view: the
+ * superblock copies of every device, the journal's header slots and
+ * pending entries; then whether the run repairs them at all (the
+ * writable open of pass_reopen.c is their repair: it rewrites every
+ * superblock and replays the journal) */
 #include <stdio.h>
 
 #include "fsck.h"
+
+int pass_super(struct fsck_ctx *c)
+{
+	c->first_super = c->nf;
+	c->phase = "superblocks";
+	dg_check_supers(c->vol, false, ctx_event, c);
+	return PASS_NEXT;
+}
 
 int pass_journal(struct fsck_ctx *c)
 {
