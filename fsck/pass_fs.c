@@ -20,6 +20,14 @@ int pass_fs(struct fsck_ctx *c)
 	return PASS_NEXT;
 }
 
+/*
+ * Some repairs uncover work for passes that already ran: a file cut at
+ * a lost extent page frees pages the page pass found bad (reset only
+ * once they are free), a file moved to /lost+found changes that
+ * directory's counts. Like e2fsck's restart_e2fsck, a run whose
+ * filesystem pass changed anything starts the checks over on a fresh
+ * open, so that one fsck -y leaves nothing for the next one.
+ */
 static bool needs_restart(const struct fsck_ctx *c, size_t first)
 {
 	for (size_t i = first; i < c->nf; i++)

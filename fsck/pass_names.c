@@ -18,8 +18,9 @@ static void append_name(char *path, size_t size, const char *name)
 /*
  * An inode no directory entry reaches (its name was on a page given up,
  * or went with its directory) has no path of its own: it is named where
- * fsck -y puts it, /lost+found/#INO (reconnect() in fs/fsys/check_fs.c), with the
- * rest of the path below it, as e2fsck names what it reconnects.
+ * fsck -y puts it, /lost+found/#INO (reconnect() in fs/fsys/check_fs.c),
+ * with the rest of the path below it, as e2fsck names what it
+ * reconnects.
  * dg_fs_path() marks such an inode "?inoN".
  */
 static void name_unattached(char *path, size_t size)

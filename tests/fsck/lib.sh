@@ -72,8 +72,9 @@ overwrite() {
 
 # pattern N SEED: N bytes that depend only on SEED.
 pattern() {
-	python3 -c 'import random,sys
-sys.stdout.buffer.write(random.Random(int(sys.argv[2])).randbytes(int(sys.argv[1])))' "$1" "$2"
+	python3 -c 'import random, sys
+n, seed = int(sys.argv[1]), int(sys.argv[2])
+sys.stdout.buffer.write(random.Random(seed).randbytes(n))' "$1" "$2"
 }
 
 # tree: a small fixed tree (files, a directory, a symlink, an xattr),
