@@ -124,3 +124,39 @@ bool fix_declined(const struct fsck_ctx *c, int dev, int64_t page)
 
 	return a && !a->yes;
 }
+
+/* The question a finding asks (ask.c takes events, as the engine
+ * gives them). */
+bool ask_finding(struct fsck_ctx *c, const struct finding *f,
+			const char *action)
+{
+	struct dg_chk_event ev;
+
+	dg_chk_event_init(&ev, (enum dg_chk_kind)f->code, f->structure);
+	ev.dev = f->dev;
+	ev.page = f->page;
+	ev.vpn = f->vpn;
+	ev.ino = f->ino;
+	ev.fixable = true;
+	snprintf(ev.detail, sizeof(ev.detail), "%s", f->detail);
+	snprintf(ev.action, sizeof(ev.action), "%s", action ? action
+							   : f->action);
+	return fix_problem(c, &ev);
+}
+
+/* Ask about each fixable finding in [first, c->nf); true when every
+ * answer was yes. The ones declined are marked so in the report. */
+bool ask_findings(struct fsck_ctx *c, size_t first)
+{
+	bool all = true;
+
+	for (size_t i = first; i < c->nf; i++) {
+		struct finding *f = &c->f[i];
+
+		if (!f->fixable || ask_finding(c, f, NULL))
+			continue;
+		f->declined = c->mode == MODE_ASK;
+		all = false;
+	}
+	return all;
+}

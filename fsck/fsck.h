@@ -17,7 +17,7 @@
 #define FSCK_USAGE	 16
 
 /* Passes over the volume one run makes at most: the first, and the
- * restarts after repairs that uncover more (fsck.c, needs_restart()). */
+ * restarts after repairs that uncover more (pass_fs.c). */
 #define FSCK_MAX_PASSES 4
 
 struct finding {
@@ -64,6 +64,15 @@ struct fsck_ctx {
 				  * the checks saw it replayed in a
 				  * copy-on-write view (replay_check.c) */
 	char error[512];	/* why the run stopped, "" when it did not */
+	/* The run's state the passes hand on (fsck.c, run()). */
+	bool repair;		/* write repairs: not -n, nothing declined
+				 * that keeps the run a check, no device
+				 * left missing */
+	bool rootless;		/* opened as a device set alone: the root
+				 * lives only on missing devices */
+	size_t first_super;	/* first finding of pass 0 */
+	size_t first_of_pass;	/* first finding of this page pass */
+	char err[512];		/* the last open's or rebuild's message */
 	/* ask.c: the answers given, by device page; "all" was answered */
 	struct answer *answers;
 	size_t nanswers, capanswers;
@@ -84,18 +93,39 @@ bool ctx_ask(void *arg, const struct dg_chk_event *ev);
 void ctx_progress(void *arg, uint64_t done, uint64_t total);
 double now_secs(void);
 
-/* Passes. */
-int pass_super(struct fsck_ctx *c, bool repair);
-int pass_journal(struct fsck_ctx *c, bool repair);
-int pass_redundancy(struct fsck_ctx *c, bool repair);
-int pass_fs(struct fsck_ctx *c);
+/* Passes (fsck.c, run()): each returns PASS_NEXT to go on,
+ * PASS_RESTART to go back to the page pass, or the exit code the run
+ * stops with. */
+#define PASS_NEXT    (-1)
+#define PASS_RESTART (-2)
+int pass_open(struct fsck_ctx *c);	/* pass_open.c */
+int pass_rebuild(struct fsck_ctx *c);	/* pass_rebuild.c */
+int pass_super(struct fsck_ctx *c);	/* pass_super_journal.c */
+int pass_journal(struct fsck_ctx *c);	/* pass_super_journal.c */
+int pass_reopen(struct fsck_ctx *c);	/* pass_reopen.c */
+int pass_redundancy(struct fsck_ctx *c); /* pass_redundancy.c */
+int pass_fs(struct fsck_ctx *c);	/* pass_fs.c */
+int pass_restart(struct fsck_ctx *c);	/* pass_fs.c */
+int pass_names(struct fsck_ctx *c);	/* pass_names.c */
+
+/* Open the volume on c->paths into c->vol, waiting for the daemon of
+ * an unmounted volume to let go (pass_open.c). */
+int open_vol(struct fsck_ctx *c, unsigned flags, char *err, size_t errlen);
+/* Say why the run stops, close the volume: FSCK_ERROR (pass_open.c). */
+int fsck_fail(struct fsck_ctx *c, const char *what, const char *err);
+/* Whether path is a --replace path, and for which slot (fsck.c). */
+bool replace_slot(const struct fsck_ctx *c, const char *path,
+		  unsigned *slot);
+/* Ask about finding f (with action, or its own); ask about each
+ * fixable finding from first on, true when all were agreed to (ask.c). */
+bool ask_finding(struct fsck_ctx *c, const struct finding *f,
+		 const char *action);
+bool ask_findings(struct fsck_ctx *c, size_t first);
 /* Without repairs: a journal that needs recovery replayed into a
  * copy-on-write view, which the checks then see (replay_check.c). */
 void replay_in_memory(struct fsck_ctx *c);
 /* Give up the pages of files lost beyond parity (give_up.c). */
 void give_up_pages(struct fsck_ctx *c);
-/* Fill in file paths and page classes of findings. */
-void annotate(struct fsck_ctx *c);
 
 /* Report (report.c). */
 void report_progress_end(struct fsck_ctx *c);

@@ -8,7 +8,7 @@
  * media), names the file and exits 4, data lost. The next fsck finds
  * the mark and reports the page as a warning (PR_2_PAGE_GIVEN_UP, exit
  * 0): the volume has converged, the loss was reported when it happened.
- * Free pages are reset instead (fsck.c, reset_free_pages(), or here
+ * Free pages are reset instead (pass_redundancy.c, reset_free_pages(), or here
  * when a lost neighbour keeps that from reading the row); metadata
  * pages are given up by the filesystem pass, which rebuilds what they
  * held (check_fs.c).
@@ -61,9 +61,10 @@ static void parity_fixed(struct fsck_ctx *c, int64_t page)
 
 /*
  * A free page lost in a row where a page in use is lost too: the reset
- * of fsck.c (through the update path) cannot read that neighbour, so
- * the free page is given zeros and the row's parity recomputed from the
- * row as it is (dg_row_replace_page()), as for a lost metadata page.
+ * of pass_redundancy.c (through the update path) cannot read that
+ * neighbour, so the free page is given zeros and the row's parity
+ * recomputed from the row as it is (dg_row_replace_page()), as for a
+ * lost metadata page.
  */
 static void zero_free_page(struct fsck_ctx *c, struct finding *f)
 {

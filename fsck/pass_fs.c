@@ -1,87 +1,87 @@
 // SPDX-License-Identifier: MIT
-/* pass_fs.c -- pass 3: inodes, extents, directories, links, bitmap */
+/* pass_fs.c -- pass 3: inodes, extents, directories, links, bitmap
+ * (the engine's dg_check_fs(), each repair asked about); then whether
+ * its repairs uncovered work for the page pass and itself, which start
+ * over on a fresh open */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fsck.h"
 
 int pass_fs(struct fsck_ctx *c)
 {
+	int ret;
+
 	c->phase = "filesystem";
-	return dg_check_fs(c->vol, ctx_event, ctx_ask, c);
-}
-
-static void append_name(char *path, size_t size, const char *name)
-{
-	size_t n = strlen(path);
-
-	snprintf(path + n, size - n, "%s%s",
-		 n && path[n - 1] == '/' ? "" : "/", name);
+	ret = dg_check_fs(c->vol, ctx_event, ctx_ask, c);
+	if (ret < 0)
+		return fsck_fail(c, "filesystem check failed",
+				 strerror(-ret)) | report_exit_code(c);
+	return PASS_NEXT;
 }
 
 /*
- * An inode no directory entry reaches (its name was on a page given up,
- * or went with its directory) has no path of its own: it is named where
- * fsck -y puts it, /lost+found/#INO (reconnect() in check.c), with the
- * rest of the path below it, as e2fsck names what it reconnects.
- * dg_fs_path() marks such an inode "?inoN".
+ * Some repairs uncover work for passes that already ran: a file cut at
+ * a lost extent page frees pages the page pass found bad (reset only
+ * once they are free), a file moved to /lost+found changes that
+ * directory's counts. Like e2fsck's restart_e2fsck, a run whose
+ * filesystem pass changed anything starts the checks over on a fresh
+ * open, so that one fsck -y leaves nothing for the next one.
  */
-static void name_unattached(char *path, size_t size)
+static bool needs_restart(const struct fsck_ctx *c, size_t first)
 {
-	unsigned long long ino;
-	char rest[sizeof(((struct finding *)0)->file)];
-	int n = 0;
-
-	if (sscanf(path, "?ino%llu%n", &ino, &n) != 1 || n <= 0)
-		return;
-	snprintf(rest, sizeof(rest), "%s", path + n);
-	/* (a path too long for the report is cut short) */
-	if (snprintf(path, size, "/lost+found/#%llu%s", ino, rest) < 0)
-		path[0] = 0;
+	for (size_t i = first; i < c->nf; i++)
+		if (c->f[i].fixed &&
+		    !strncmp(pr_get(c->f[i].code)->name, "PR_3_", 5))
+			return true;
+	return false;
 }
 
-/* Name the file each page finding belongs to (G6: the report says
- * which file a page that stays bad belongs to). */
-void annotate(struct fsck_ctx *c)
+/*
+ * Findings of the pass being restarted that were left as they are are
+ * dropped: the next pass finds again whatever still holds (a repair
+ * made since may have resolved them). Repairs made stay in the report.
+ * The volume is closed and opened again, so the next pass reads every
+ * structure afresh and counts only its own fault events.
+ */
+static int restart(struct fsck_ctx *c, size_t first, char *err,
+		   size_t errlen)
 {
-	uint8_t *cls = NULL;
-	uint64_t *owner = NULL;
-	struct dg_fs *fs = NULL;
-	struct dg_vol_info info;
+	size_t n = first;
+	int ret;
 
-	if (!c->nf)
-		return;
-	dg_vol_get_info(c->vol, &info);
-	if (dg_check_classify(c->vol, &cls, &owner))
-		return;
-	if (dg_fs_open(c->vol, &fs))
-		fs = NULL;
-	for (size_t i = 0; i < c->nf; i++) {
-		struct finding *f = &c->f[i];
-
-		if (f->vpn >= 0 && (uint64_t)f->vpn < info.vpns) {
-			if (!f->ino)
-				f->ino = owner[f->vpn];
-			if (!strcmp(f->structure, "data"))
-				snprintf(f->structure, sizeof(f->structure),
-					 "%s", dg_pclass_name(cls[f->vpn]));
-		}
-		if (f->ino && !f->file[0]) {
-			if (fs)
-				dg_fs_path(fs, f->ino, f->file,
-					   sizeof(f->file));
-			else
-				snprintf(f->file, sizeof(f->file),
-					 "?ino%llu",
-					 (unsigned long long)f->ino);
-			name_unattached(f->file, sizeof(f->file));
-			if (f->name[0])	/* an entry of that directory */
-				append_name(f->file, sizeof(f->file),
-					    f->name);
-		}
+	for (size_t i = first; i < c->nf; i++)
+		if (c->f[i].fixed)
+			c->f[n++] = c->f[i];
+	c->nf = n;
+	if (!c->json)
+		printf("%s: restarting the checks (pass %u of at most %u): "
+		       "the repairs above changed what earlier checks "
+		       "passed\n", c->uuid, c->passes + 1, FSCK_MAX_PASSES);
+	ret = dg_vol_close(c->vol);
+	c->vol = NULL;
+	if (ret) {
+		snprintf(err, errlen, "the repairs could not be made durable: "
+			 "%s", strerror(-ret));
+		return ret;
 	}
-	dg_fs_close(fs);
-	free(cls);
-	free(owner);
+	return open_vol(c, c->oflags, err, errlen);
+}
+
+int pass_restart(struct fsck_ctx *c)
+{
+	int ret;
+
+	if (!c->repair || !needs_restart(c, c->first_of_pass))
+		return PASS_NEXT;
+	if (c->passes == FSCK_MAX_PASSES) {
+		c->unconverged = true;
+		return PASS_NEXT;
+	}
+	ret = restart(c, c->first_of_pass, c->err, sizeof(c->err));
+	if (ret)
+		return fsck_fail(c, "cannot reopen to restart",
+				 c->err[0] ? c->err : strerror(-ret)) |
+		       report_exit_code(c);
+	return PASS_RESTART;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "check_kinds.h"
 #include "volume.h"
 
 /*
@@ -21,45 +22,11 @@
  * the structures that reference them.
  */
 enum dg_chk_kind {
-	DG_CHK_SUPER_BAD,	   /* a superblock copy fails validation */
-	DG_CHK_SUPER_DIFFERS,	   /* a valid copy disagrees with the volume */
-	DG_CHK_DEV_MISSING,	   /* a device is missing, blank or stale */
-	DG_CHK_DEV_REBUILT,	   /* ... and was rebuilt from parity */
-	DG_CHK_JHEAD_BAD,	   /* a journal header slot is damaged */
-	DG_CHK_JHEAD_STALE,	   /* a header slot lags its other copy */
-	DG_CHK_JOURNAL_PENDING,	   /* committed entries not yet replayed */
-	DG_CHK_JENTRY_COPY,	   /* a live entry is bad in one copy */
-	DG_CHK_PAGE_BAD,	   /* a data or parity page fails its checksum */
-	DG_CHK_CSUM_BAD,	   /* a checksum page copy is damaged */
-	DG_CHK_CSUM_STALE,	   /* a checksum page copy is stale */
-	DG_CHK_PARITY_STALE,	   /* parity disagrees with verified data */
-	DG_CHK_FS_ROOT,		   /* volume or filesystem root record bad */
-	DG_CHK_ITABLE,		   /* inode table chunk out of range */
-	DG_CHK_INODE_BAD,	   /* an inode record is invalid */
-	DG_CHK_EXTENT_BAD,	   /* an extent is out of range or unsorted */
-	DG_CHK_EXTENT_DUP,	   /* a page is used twice */
-	DG_CHK_DIRENT_BAD,	   /* a directory record is malformed */
-	DG_CHK_DIRENT_DANGLING,	   /* an entry names a free inode */
-	DG_CHK_DIRENT_TYPE,	   /* an entry's type differs from the inode */
-	DG_CHK_DIR_PARENT,	   /* a directory's parent field is wrong */
-	DG_CHK_DIR_MULTI,	   /* a directory has more than one name */
-	DG_CHK_NLINK,		   /* link count wrong */
-	DG_CHK_BLOCKS,		   /* block count wrong */
-	DG_CHK_UNREACHABLE,	   /* an inode is not reachable from the root */
-	DG_CHK_BITMAP_LEAK,	   /* allocated but used by nothing */
-	DG_CHK_BITMAP_MISSING,	   /* used but marked free */
-	DG_CHK_UNREADABLE,	   /* metadata page unreadable (-EIO) */
-	DG_CHK_INODES_LOST,	   /* an inode table page is unreadable */
-	DG_CHK_FILE_LOST,	   /* an entry names an inode lost with it */
-	DG_CHK_DIR_LOST,	   /* a directory page is unreadable */
-	DG_CHK_EXTENTS_LOST,	   /* an extent page is unreadable */
-	DG_CHK_DEV_STALE,	   /* a device behind the volume, used page
-				    * by page (DG_OPEN_SUSPECT) */
-	DG_CHK_XATTRS_LOST,	   /* an xattr page is unreadable */
-	DG_CHK_PAGE_GIVEN_UP,	   /* a lost page an earlier fsck -y gave up
-				    * (given_up.c): reads give EIO */
-	DG_CHK_MOVED_WITH_DIR,	   /* a file under a directory moved to
-				    * /lost+found, named where it now is */
+	/* DG_CHK_SUPER_BAD, ...: one per line of check_kinds.h, which
+	 * says what each means (fsck's problem table comes from it too) */
+#define DG_CHK_ENUM(kind, pass, message, flags) DG_CHK_##kind,
+	DG_CHK_KINDS(DG_CHK_ENUM)
+#undef DG_CHK_ENUM
 	DG_CHK_NR,
 };
 

@@ -73,8 +73,8 @@ def logical(v, target, seed, extra=()):
 
 def repair_cycle(v, code, file=None, ino=None, vpn=None, loss=False):
     """fsck -n finds code (only filesystem findings: every checksum
-    passes), -y fixes everything (exit 1, or 4 when the repair gives
-    data up), -n is clean; returns the -n report."""
+    passes), -y fixes everything (exit 1, or 4 -- never 5 -- when the
+    repair gives data up), -n is clean; returns the -n report."""
     rc, rep, p = fsck(v.devs, "-n", json_out=True)
     assert rc == 4, p.stdout + p.stderr
     assert all(f["code"].startswith("PR_3_") for f in rep["findings"]), rep
@@ -87,7 +87,7 @@ def repair_cycle(v, code, file=None, ino=None, vpn=None, loss=False):
     if vpn is not None:
         assert any(f["vpn"] == vpn for f in hits), (vpn, hits)
     rc, rep_y, p = fsck(v.devs, "-y", json_out=True)
-    assert rc in ((4, 5) if loss else (1,)), p.stdout + p.stderr
+    assert rc == (4 if loss else 1), p.stdout + p.stderr
     assert rep_y["findings"] and all(f["fixed"] for f in rep_y["findings"])
     rc, rep2, p = fsck(v.devs, "-n", json_out=True)
     assert rc == 0 and rep2["findings"] == [], p.stdout + p.stderr
@@ -223,7 +223,7 @@ def test_refuses_mounted_volume(vol):
     v, _, _, _, _ = vol
     v.mount()
     rep, p = inject(v.devs, "logical", "inode", check=False)
-    assert rep is None and p.returncode != 0
+    assert rep is None and p.returncode == 1, p.stderr   # failed
     assert "mounted" in p.stderr, p.stderr
     v.umount()
     assert fsck(v.devs, "-n")[0] == 0
@@ -234,5 +234,6 @@ def test_logical_needs_a_structure_target(vol):
     p = subprocess.run([str(INJECT)] + [str(d) for d in v.devs] +
                        ["--fault", "logical", "--target", "data"],
                        capture_output=True, text=True)
-    assert p.returncode != 0 and "--target inode" in p.stderr
+    assert p.returncode == 2, p.stderr                  # bad usage
+    assert "--target inode" in p.stderr
     assert fsck(v.devs, "-n")[0] == 0

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+/* pass_names.c -- the last pass: name the file each finding belongs to
+ * and count the metadata pages outside the zone, for the report */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsck.h"
+
+static void append_name(char *path, size_t size, const char *name)
+{
+	size_t n = strlen(path);
+
+	snprintf(path + n, size - n, "%s%s",
+		 n && path[n - 1] == '/' ? "" : "/", name);
+}
+
+/*
+ * An inode no directory entry reaches (its name was on a page given up,
+ * or went with its directory) has no path of its own: it is named where
+ * fsck -y puts it, /lost+found/#INO (reconnect() in fs/fsys/check_fs.c),
+ * with the rest of the path below it, as e2fsck names what it
+ * reconnects.
+ * dg_fs_path() marks such an inode "?inoN".
+ */
+static void name_unattached(char *path, size_t size)
+{
+	unsigned long long ino;
+	char rest[sizeof(((struct finding *)0)->file)];
+	int n = 0;
+
+	if (sscanf(path, "?ino%llu%n", &ino, &n) != 1 || n <= 0)
+		return;
+	snprintf(rest, sizeof(rest), "%s", path + n);
+	/* (a path too long for the report is cut short) */
+	if (snprintf(path, size, "/lost+found/#%llu%s", ino, rest) < 0)
+		path[0] = 0;
+}
+
+/* Name the file each page finding belongs to (G6: the report says
+ * which file a page that stays bad belongs to). */
+static void annotate(struct fsck_ctx *c)
+{
+	uint8_t *cls = NULL;
+	uint64_t *owner = NULL;
+	struct dg_fs *fs = NULL;
+	struct dg_vol_info info;
+
+	if (!c->nf)
+		return;
+	dg_vol_get_info(c->vol, &info);
+	if (dg_check_classify(c->vol, &cls, &owner))
+		return;
+	if (dg_fs_open(c->vol, &fs))
+		fs = NULL;
+	for (size_t i = 0; i < c->nf; i++) {
+		struct finding *f = &c->f[i];
+
+		if (f->vpn >= 0 && (uint64_t)f->vpn < info.vpns) {
+			if (!f->ino)
+				f->ino = owner[f->vpn];
+			if (!strcmp(f->structure, "data"))
+				snprintf(f->structure, sizeof(f->structure),
+					 "%s", dg_pclass_name(cls[f->vpn]));
+		}
+		if (f->ino && !f->file[0]) {
+			if (fs)
+				dg_fs_path(fs, f->ino, f->file,
+					   sizeof(f->file));
+			else
+				snprintf(f->file, sizeof(f->file),
+					 "?ino%llu",
+					 (unsigned long long)f->ino);
+			name_unattached(f->file, sizeof(f->file));
+			if (f->name[0])	/* an entry of that directory */
+				append_name(f->file, sizeof(f->file),
+					    f->name);
+		}
+	}
+	dg_fs_close(fs);
+	free(cls);
+	free(owner);
+}
+
+int pass_names(struct fsck_ctx *c)
+{
+	uint64_t outside;
+
+	if (dg_check_meta_outside(c->vol, &outside) == 0)
+		c->meta_outside = (int64_t)outside;
+	else
+		c->meta_outside = -1;
+	annotate(c);
+	return PASS_NEXT;
+}
