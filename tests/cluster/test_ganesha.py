@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """A daxguard mount exported by NFS-Ganesha through FSAL_VFS (issue 33),
 read and written with libnfs's user-space tools over NFSv4 on
-127.0.0.1, on a port of its own; then daxguard and Ganesha restarted
+127.0.0.1, on a port of its own; Ganesha restarted (the NFS file
+handles it gives stay the same); then daxguard and Ganesha restarted
 and the same paths read again.
 
 FSAL_VFS serves the exported filesystem by file handles
@@ -31,8 +32,11 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[0] / "e2e"))
 
+sys.path.insert(0, str(HERE))
+
 from conftest import DAEMON, MKFS, Volume  # noqa: E402
 from dgfault import fsck  # noqa: E402
+import libnfs  # noqa: E402
 
 FSAL_VFS = "/usr/lib/*/ganesha/libfsalvfs.so"
 
@@ -44,6 +48,8 @@ def skip_reason():
                if not shutil.which(t)]
     if not glob.glob(FSAL_VFS):
         missing.append("libfsalvfs.so")
+    if libnfs.load() is None:
+        missing.append("libnfs.so.13")
     if missing:
         return ("NFS-Ganesha or libnfs-utils is not installed (missing "
                 + ", ".join(missing) + "): apt-get install nfs-ganesha "
@@ -193,8 +199,20 @@ def test_ganesha_vfs_export_of_daxguard(exported, tmp_path):
         assert name in listing, listing
     assert read_all(g, want) == want
 
+    # Ganesha restarted, daxguard mounted throughout: the NFS file
+    # handles it gives are the same, so a client's handles hold.
+    lib = libnfs.load()
+    handles = {n: libnfs.file_handle(lib, g.url(n)) for n in want}
+    g.stop()
+    g.start()
+    assert {n: libnfs.file_handle(lib, g.url(n)) for n in want} == handles
+    assert read_all(g, want) == want
+
     # daxguard and Ganesha restarted (Ganesha holds the export open, so
     # the daemon can only go with it): the same paths, the same bytes.
+    # Not the same handles, necessarily: FUSE's statfs f_fsid is 0, so
+    # Ganesha puts the mount's device number into its handles, and the
+    # kernel numbers each new mount anew (docs/cluster.md).
     g.stop()
     vol.umount()
     vol.mount()
