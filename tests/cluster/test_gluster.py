@@ -19,7 +19,6 @@ installs them)."""
 import hashlib
 import os
 import random
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -30,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[0] / "e2e"))
 sys.path.insert(0, str(HERE))
 
-from conftest import CTL, DAEMON, FSCK, MKFS, Volume, run  # noqa: E402
+from conftest import CTL, DAEMON, FSCK, MKFS, Volume  # noqa: E402
 from dgfault import fsck, inject, manifest  # noqa: E402
 import gluster  # noqa: E402
 
