@@ -18,4 +18,6 @@ apt-get $lock install -y -qq --no-install-recommends \
 	fuse3 libfuse3-dev libpmem2-dev libpmem-dev libxxhash-dev libisal-dev libblkid-dev \
 	e2fsprogs libjson-c-dev scdoc groff-base acl \
 	python3 python3-pytest python3-matplotlib \
-	fio dbench postmark clang libclang-rt-14-dev >/dev/null
+	fio dbench postmark clang libclang-rt-14-dev \
+	glusterfs-server glusterfs-client nfs-ganesha nfs-ganesha-vfs \
+	libnfs-utils >/dev/null
