@@ -249,6 +249,12 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 			struct dg_event e;
 			uint64_t vpn;
 
+			dd->fault_seq = ev[i].seq;
+			/* A lost page met again was posted when found. */
+			if (ev[i].repeat) {
+				dg_ctl_lost_page(dd, &ev[i], false);
+				continue;
+			}
 			dg_event_init(&e, fault_event_type(ev[i].kind));
 			e.dev = (int)ev[i].dev;
 			e.what = ev[i].what;
@@ -280,7 +286,6 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 			/* A read that failed: status names the file. Free
 			 * pages are the scrub's to reset (scrub.c). */
 			dg_ctl_lost_page(dd, &ev[i], false);
-			dd->fault_seq = ev[i].seq;
 		}
 	}
 	pthread_mutex_unlock(&dd->faults_lock);
@@ -653,6 +658,7 @@ static void clear(struct dg_daemon *dd, struct dg_out *o)
 		dg_vol_dev_counts(dd->vol, d, &dd->dev_base[d]);
 	dd->nlost = 0;
 	pthread_mutex_unlock(&dd->dmg_lock);
+	dg_vol_fault_forget(dd->vol);
 	dg_event_init(&e, DG_EV_COUNTERS_CLEARED);
 	dg_event_post(&dd->events, &e);
 	dg_outf(o, "cleared\n");

@@ -364,10 +364,18 @@ struct dg_fault_event {
 	uint64_t row;		/* data row, or as enum dg_fault_what says */
 	enum dg_fault_what what;
 	char action[48];
+	/* A lost page met again (the same page, the same checksum): it
+	 * was counted and logged when first found; not again. */
+	bool repeat;
+	/* Met by a scrub (dg_fault_attribute), not by a reader. */
+	bool by_scrub;
 };
 /* Copy events newer than since, oldest first; returns how many. */
 unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
 			     struct dg_fault_event *out, unsigned max);
+/* Forget the lost pages found so far (zpool clear): the next read or
+ * scrub that meets one finds, counts and logs it again. */
+void dg_vol_fault_forget(struct dg_vol *vol);
 
 struct dg_scrub_report {
 	uint64_t rows_checked;	/* rows with at least one written page */
