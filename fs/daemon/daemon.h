@@ -228,6 +228,10 @@ struct dg_daemon {
 };
 
 extern const struct fuse_lowlevel_ops dg_ll_ops;
+/* FITRIM (trim_op.c); every other ioctl is ENOTTY. */
+void dg_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		 struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		 size_t in_bufsz, size_t out_bufsz);
 
 int dg_ctl_start(struct dg_daemon *dd);
 void dg_ctl_stop(struct dg_daemon *dd);
