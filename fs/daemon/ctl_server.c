@@ -454,6 +454,13 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 				  : in->degraded ? "degraded"
 						 : "ok");
 	json_add_u64(r, "devices", in->ndev);
+	{
+		char *now = dg_devlist_now(dd);
+
+		json_add_bytes(r, "device_list", now ? now : dd->devs);
+		json_add_bytes(r, "mount_source", dd->devs);
+		free(now);
+	}
 	json_add_u64(r, "present", in->present);
 	json_add_u64(r, "missing_mask", in->missing_mask);
 	json_add_u64(r, "parity", in->parity);
@@ -580,7 +587,21 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		ctl_escape(esc, sizeof(esc), in.label));
 	dg_outf(o, "mountpoint %s\n", ctl_escape(esc, sizeof(esc),
 						 dd->mountpoint));
-	dg_outf(o, "devices %s\n", ctl_escape(esc, sizeof(esc), dd->devs));
+	{
+		/* The devices as they are; the mount's source (findmnt)
+		 * is the list at mount time, for the mount's life
+		 * (device_list.c). */
+		char *now = dg_devlist_now(dd);
+
+		dg_outf(o, "devices %s\n", ctl_escape(esc, sizeof(esc),
+						       now ? now : dd->devs));
+		if (now && strcmp(now, dd->devs))
+			dg_outf(o, "mounted as %s (the mount's source, as "
+				"findmnt shows it, until the next mount; "
+				"fstab needs the devices line)\n",
+				ctl_escape(esc, sizeof(esc), dd->devs));
+		free(now);
+	}
 	dg_outf(o, "health %s (%u of %u devices present)%s\n", health,
 	     in.present, in.ndev, in.read_only ? ", read-only"
 				  : in.degraded ? ", read-write" : "");
