@@ -310,10 +310,10 @@ int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 
 /*
  * Give [off, off + len) of a device file back to its file system
- * (FITRIM, trim.c): the range then reads as zeros. Only where a page's
- * contents no longer matter (its checksum says "never written", made
- * durable first), so a punch need not be durable: whether it happened
- * or not, nothing reads those bytes. Regular files only: -EOPNOTSUPP for
+ * (FITRIM, trim.c): the range then reads as zeros. Only where the
+ * range holds zeros already, durably (trim.c's step 1), so a punch need
+ * not be durable: whether it happened or not, the bytes read the same.
+ * Regular files only: -EOPNOTSUPP for
  * a block or DAX device (no discard here) or a file system that cannot
  * punch holes.
  */

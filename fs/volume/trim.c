@@ -8,33 +8,35 @@
 
 /*
  * FITRIM (fstrim(8)) for a mounted volume. A row whose every data page
- * is free holds nothing anyone will read: it is made blank, as a row
- * never written is (format.h: every checksum DG_CSUM_NONE, so its pages
- * read as zeros and their media contents are ignored, in parity as
- * everywhere else), and its pages are punched out of the device files.
+ * is free holds nothing anyone will read: its pages are given back to
+ * the device files (punched: they read as zeros after, and take no
+ * space in a sparse image).
  *
- * Crash safety, in three steps under the row's lock, each leaving a row
- * every reader and fsck finds consistent:
- *  1. the data pages are rewritten as zeros through the update path
- *     (journaled, parity recomputed from the new pages: zeros);
- *  2. every checksum of the row, parity included, becomes NONE
- *     (dg_csum_set_batch(): durable on return). The checksum pages of
- *     different devices are written one after another, so a crash may
- *     leave some NONE and some "a page of zeros": both read as zeros,
- *     and zero parity covers either;
- *  3. the pages are punched (dg_dev_punch()). Punched bytes read as
- *     zeros, which match the step 1 checksums too, so the punch needs
- *     no ordering of its own.
- * A row already blank is skipped: nothing to give back (a crash between
- * 2 and 3 leaves such a row unpunched until it is written and freed
- * again; its space is lost to the image, never its data).
+ * Crash safety, in two steps under the row's lock:
+ *  1. the data pages are written as zeros through the update path
+ *     (journaled; parity recomputed from the new pages: zeros), so
+ *     every page of the row, parity included, is a page of zeros with
+ *     its checksum;
+ *  2. the pages are punched (dg_dev_punch()): they read as the zeros
+ *     their checksums say, so a crash before, during or after the
+ *     punch leaves a consistent row, and the punch needs no ordering
+ *     or durability of its own.
+ * Why not "never written" (DG_CSUM_NONE checksums, format.h), which
+ * would say the same with no checksum to keep: the checksum pages of
+ * a row's devices are separate pages with several copies each, and
+ * dg_csum_set_batch() writes them one after another outside the
+ * journal. A crash between two copies leaves the older one stale, which
+ * is exactly what a lost write looks like, and fsck -n reports it
+ * until a repair rewrites it. Step 1's checksums ride on a journal
+ * entry, which replay completes. A row already in that state (every
+ * checksum that of a page of zeros, or NONE) is skipped: nothing to
+ * give back.
  *
  * The race is with an allocation, as for a lost page reset
  * (lost_page.c): the bitmap is looked at under the row's lock, and a
  * page allocated after the look gets its write after the trim.
  * Metadata-zone rows (and the root and bitmap rows of a volume without
- * a zone) are never trimmed: their ditto copies live outside the rows
- * and would not be blank with them.
+ * a zone) are never trimmed: their ditto copies live outside the rows.
  */
 
 /* vpns below this are never trimmed: the metadata zone, or the root and
@@ -67,33 +69,33 @@ static bool row_free(struct dg_vol *vol, uint64_t row, uint64_t lo,
 	return true;
 }
 
-/* Whether every checksum of row is NONE already; -EIO when one cannot
- * be looked up. Row lock held. */
-static int row_blank(struct dg_vol *vol, uint64_t row)
+/* Whether row is given back already: every checksum that of a page of
+ * zeros (step 1, trimmed before), or NONE (never written). Undecidable
+ * (a checksum page that cannot be read, which the read path reports)
+ * counts as given back: nothing is done to it. Row lock held. */
+static bool row_blank(struct dg_vol *vol, uint64_t row, const uint8_t *zeros)
 {
-	int ret = 1;
+	bool blank = true;
 
-	for (unsigned dev = 0; dev < vol->ndev && ret == 1; dev++) {
+	for (unsigned dev = 0; dev < vol->ndev && blank; dev++) {
 		struct dg_csum_cursor cur;
 		uint64_t cs;
 
 		dg_csum_cursor_init(&cur);
-		if (dg_csum_lookup(vol, &cur, dev, row, &cs) < 0)
-			ret = -EIO;
-		else if (cs != DG_CSUM_NONE)
-			ret = 0;
+		if (dg_csum_lookup(vol, &cur, dev, row, &cs) == 0)
+			blank = cs == DG_CSUM_NONE ||
+				cs == dg_csum_page(vol, dev, row, zeros);
 		dg_csum_cursor_fini(&cur);
 	}
-	return ret;
+	return blank;
 }
 
-/* Steps 1 to 3 for one row, its lock held: 1 trimmed, 0 nothing to do,
+/* Steps 1 and 2 for one row, its lock held: 1 trimmed, 0 nothing to do,
  * or a negative errno (the volume refused a write). */
 static int trim_row_locked(struct dg_vol *vol, uint64_t row, uint64_t lo,
 			   uint64_t hi, const uint8_t *zeros)
 {
 	struct dg_range r[DG_MAX_DEVS];
-	struct dg_csum_upd u[DG_MAX_DEVS];
 	unsigned n = 0;
 	int ret;
 
@@ -101,9 +103,7 @@ static int trim_row_locked(struct dg_vol *vol, uint64_t row, uint64_t lo,
 		return -EBUSY;
 	if (!row_free(vol, row, lo, hi))
 		return 0;
-	/* Blank already, or a checksum page that cannot be read (the
-	 * read path reports it): nothing to do here either way. */
-	if (row_blank(vol, row))
+	if (row_blank(vol, row, zeros))
 		return 0;
 	for (unsigned dev = 0; dev < vol->ndev; dev++)
 		if (!dg_vol_row_is_parity(vol, row, dev))
@@ -112,16 +112,11 @@ static int trim_row_locked(struct dg_vol *vol, uint64_t row, uint64_t lo,
 	ret = dg_apply_locked(vol, r, n);
 	if (ret)
 		return ret;
-	for (unsigned dev = 0; dev < vol->ndev; dev++)
-		u[dev] = (struct dg_csum_upd){ dev, row, DG_CSUM_NONE };
-	ret = dg_csum_set_batch(vol, u, vol->ndev, NULL);
-	if (ret)
-		return ret;
 	for (unsigned dev = 0; dev < vol->ndev; dev++) {
 		ret = dg_dev_punch(&vol->devs[dev],
 				   dg_row_page(vol, row) * DG_PAGE_SIZE,
 				   DG_PAGE_SIZE);
-		/* A block device keeps its bytes; they are ignored. */
+		/* A block device keeps its zeros. */
 		if (ret && ret != -EOPNOTSUPP)
 			return ret;
 	}
@@ -137,7 +132,7 @@ int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 
 	*trimmed = 0;
 	if (!vol->redundancy)
-		return -EOPNOTSUPP; /* nothing says "never written" */
+		return -EOPNOTSUPP; /* no checksum says a row was given back */
 	if (vol->read_only)
 		return -EROFS;
 	if (vol->degraded || dg_vol_replacing(vol) >= 0)
@@ -168,6 +163,12 @@ int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 		for (; row < end && !ret; row++) {
 			pthread_rwlock_t *lk = dg_row_lock(vol, row);
 			int r;
+
+			/* No checksum page of the row's index was ever
+			 * written: the row never was either (a big new
+			 * volume is mostly such rows). */
+			if (!dg_cmap_test(vol, row / DG_CSUMS_PER_PAGE))
+				continue;
 
 			pthread_rwlock_wrlock(lk);
 			r = trim_row_locked(vol, row, lo, hi, zeros);

@@ -505,9 +505,9 @@ int dg_vol_replacing(struct dg_vol *vol);
 int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn);
 
 /*
- * FITRIM: make every row whose data pages are all free (and within the
- * volume byte range [start, start + len) of data pages, vpn * page
- * size) blank, and punch its pages out of the device files (trim.c).
+ * FITRIM: rewrite every row whose data pages are all free (and within
+ * the volume byte range [start, start + len) of data pages, vpn * page
+ * size) as zeros, and punch its pages out of the device files (trim.c).
  * Runs of free rows shorter than minlen bytes of data are left alone.
  * *trimmed gets the bytes of data pages given back. -EOPNOTSUPP without
  * redundancy, -EROFS read-only, -EBUSY degraded or while a device is
