@@ -249,6 +249,12 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 			struct dg_event e;
 			uint64_t vpn;
 
+			dd->fault_seq = ev[i].seq;
+			/* A lost page met again was posted when found. */
+			if (ev[i].repeat) {
+				dg_ctl_lost_page(dd, &ev[i], false);
+				continue;
+			}
 			dg_event_init(&e, fault_event_type(ev[i].kind));
 			e.dev = (int)ev[i].dev;
 			e.what = ev[i].what;
@@ -280,7 +286,6 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 			/* A read that failed: status names the file. Free
 			 * pages are the scrub's to reset (scrub.c). */
 			dg_ctl_lost_page(dd, &ev[i], false);
-			dd->fault_seq = ev[i].seq;
 		}
 	}
 	pthread_mutex_unlock(&dd->faults_lock);
@@ -449,6 +454,13 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 				  : in->degraded ? "degraded"
 						 : "ok");
 	json_add_u64(r, "devices", in->ndev);
+	{
+		char *now = dg_devlist_now(dd);
+
+		json_add_bytes(r, "device_list", now ? now : dd->devs);
+		json_add_bytes(r, "mount_source", dd->devs);
+		free(now);
+	}
 	json_add_u64(r, "present", in->present);
 	json_add_u64(r, "missing_mask", in->missing_mask);
 	json_add_u64(r, "parity", in->parity);
@@ -575,7 +587,21 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		ctl_escape(esc, sizeof(esc), in.label));
 	dg_outf(o, "mountpoint %s\n", ctl_escape(esc, sizeof(esc),
 						 dd->mountpoint));
-	dg_outf(o, "devices %s\n", ctl_escape(esc, sizeof(esc), dd->devs));
+	{
+		/* The devices as they are; the mount's source (findmnt)
+		 * is the list at mount time, for the mount's life
+		 * (device_list.c). */
+		char *now = dg_devlist_now(dd);
+
+		dg_outf(o, "devices %s\n", ctl_escape(esc, sizeof(esc),
+						       now ? now : dd->devs));
+		if (now && strcmp(now, dd->devs))
+			dg_outf(o, "mounted as %s (the mount's source, as "
+				"findmnt shows it, until the next mount; "
+				"fstab needs the devices line)\n",
+				ctl_escape(esc, sizeof(esc), dd->devs));
+		free(now);
+	}
 	dg_outf(o, "health %s (%u of %u devices present)%s\n", health,
 	     in.present, in.ndev, in.read_only ? ", read-only"
 				  : in.degraded ? ", read-write" : "");
@@ -653,6 +679,7 @@ static void clear(struct dg_daemon *dd, struct dg_out *o)
 		dg_vol_dev_counts(dd->vol, d, &dd->dev_base[d]);
 	dd->nlost = 0;
 	pthread_mutex_unlock(&dd->dmg_lock);
+	dg_vol_fault_forget(dd->vol);
 	dg_event_init(&e, DG_EV_COUNTERS_CLEARED);
 	dg_event_post(&dd->events, &e);
 	dg_outf(o, "cleared\n");

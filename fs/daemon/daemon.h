@@ -115,6 +115,10 @@ struct dg_replace_d {
 	uint64_t done;		/* rows passed in this run */
 	char error[256];	/* why the last one failed */
 	int save_err;
+	/* The device list naming the devices as they are since a replace
+	 * of this mount finished (device_list.c); NULL: dd->devs. By
+	 * lock. */
+	char *devs_now;
 };
 int dg_replace_init(struct dg_daemon *dd);
 /* "replace DEV RATE PATH" (RATE bytes/s, 0 none); "replace status". */
@@ -125,6 +129,12 @@ bool dg_replace_running(struct dg_daemon *dd);
 /* Device d's state and path for the device table: "replacing" while it
  * is, and the new path once it took the slot. */
 const char *dg_replace_slot_state(struct dg_daemon *dd, unsigned d);
+/* device_list.c: list with device dev's path (as the slots say) made
+ * new_path (malloc'd; NULL when out of memory); the list naming the
+ * devices now (malloc'd). */
+char *dg_devlist_after_replace(struct dg_daemon *dd, const char *list,
+			       unsigned dev, const char *new_path);
+char *dg_devlist_now(struct dg_daemon *dd);
 /* status: the replace's line (text) or object (json, NULL when none). */
 void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o);
 struct json_object *dg_replace_status_json(struct dg_daemon *dd);
@@ -228,6 +238,10 @@ struct dg_daemon {
 };
 
 extern const struct fuse_lowlevel_ops dg_ll_ops;
+/* FITRIM (trim_op.c); every other ioctl is ENOTTY. */
+void dg_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		 struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		 size_t in_bufsz, size_t out_bufsz);
 
 int dg_ctl_start(struct dg_daemon *dd);
 void dg_ctl_stop(struct dg_daemon *dd);

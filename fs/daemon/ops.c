@@ -715,4 +715,5 @@ const struct fuse_lowlevel_ops dg_ll_ops = {
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
 	.lseek = op_lseek,
+	.ioctl = dg_op_ioctl,
 };

@@ -75,12 +75,26 @@ static void hold_rate(struct dg_replace_d *r)
 		;
 }
 
-/* The new device took the slot: status shows it by its new path. */
+/* The new device took the slot: status shows it by its new path, and
+ * the device list that names it (device_list.c) is what fstab needs
+ * now; r->lock held. */
 static void slot_taken(struct dg_daemon *dd, unsigned dev)
 {
+	struct dg_replace_d *r = &dd->replace;
+	char *now = dg_devlist_after_replace(
+		dd, r->devs_now ? r->devs_now : dd->devs, dev, r->rec.path);
+
 	free(dd->slot_path[dev]);
-	dd->slot_path[dev] = strdup(dd->replace.rec.path);
+	dd->slot_path[dev] = strdup(r->rec.path);
 	dd->slot_state[dev] = "online";
+	if (!now)
+		return;
+	free(r->devs_now);
+	r->devs_now = now;
+	dg_log(DG_LOG_NOTICE, "fstab: the device list is now %s; the mount's "
+	       "source (findmnt) stays %s until the next mount: an fstab "
+	       "line that names %s must name %s", now, dd->devs, dd->devs,
+	       now);
 }
 
 /* After the rows: finish, or give up with the reason; r->lock held. */
@@ -310,6 +324,24 @@ static void human(char *buf, size_t len, double bytes)
 	snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", bytes, unit[u]);
 }
 
+/* What to change in fstab after a replace: the list the volume was
+ * mounted with, and the one that names its devices now; r->lock held. */
+static void fstab_hint(struct dg_daemon *dd, struct dg_out *o)
+{
+	struct dg_replace_d *r = &dd->replace;
+	size_t a = 4 * strlen(dd->devs) + 1, b = 4 * strlen(r->devs_now) + 1;
+	char *was = malloc(a), *now = malloc(b);
+
+	if (was && now)
+		dg_outf(o, "fstab: the device list is now %s (the mount's "
+			"source, as findmnt shows it, stays %s until the next "
+			"mount): an fstab line that names the old list must "
+			"name the new one\n", ctl_escape(now, b, r->devs_now),
+			ctl_escape(was, a, dd->devs));
+	free(was);
+	free(now);
+}
+
 void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 {
 	struct dg_replace_d *r = &dd->replace;
@@ -349,6 +381,8 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 						      r->error));
 		dg_outf(o, "\n");
 	}
+	if (r->devs_now)
+		fstab_hint(dd, o);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -374,6 +408,9 @@ struct json_object *dg_replace_status_json(struct dg_daemon *dd)
 			       json_object_new_double(percent(&r->rec,
 							      in.rows)));
 	json_add_u64(x, "pages_written", r->rec.pages);
+	/* After a replace: the list that names the devices now. */
+	json_add_bytes(x, "device_list", r->devs_now ? r->devs_now : dd->devs);
+	json_add_bytes(x, "mount_source", dd->devs);
 	json_add_u64(x, "pages_lost", r->rec.lost);
 	/* Checksum-page and ditto copies the old device held stale,
 	 * written from the newest verified copy instead. */

@@ -89,7 +89,10 @@ static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
 	while ((n = dg_vol_fault_events(dd->vol, s->fault_seq, ev, 32))) {
 		for (unsigned i = 0; i < n; i++) {
 			s->fault_seq = ev[i].seq;
-			if (ev[i].kind != DG_FAULT_UNRECOVERABLE)
+			/* The scrub's own, as its report counts them: a
+			 * reader's faults before or beside it are not. */
+			if (ev[i].kind != DG_FAULT_UNRECOVERABLE ||
+			    !ev[i].by_scrub)
 				continue;
 			switch (dg_ctl_lost_page(dd, &ev[i], true)) {
 			case 1:

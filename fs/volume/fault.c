@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* fault.c -- count, keep and log the faults the read and repair paths meet */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -38,22 +39,13 @@ void dg_fault_attribute(struct dg_scrub_report *rep)
 	scrub_rep = rep;
 }
 
-/* STYLE §5: every fault is logged and counted exactly once per kind. */
-void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
-		   uint64_t row, enum dg_fault_what what, const char *action)
+/* Keep the event in the ring; fault_lock held. */
+static void ring_put(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
+		     uint64_t row, enum dg_fault_what what, const char *action,
+		     bool repeat)
 {
 	struct dg_fault_event *ev;
 
-	atomic_fetch_add(&vol->faults[kind], 1);
-	if (dev < DG_MAX_DEVS)
-		atomic_fetch_add(&vol->dev_faults[dev][kind], 1);
-	/* A read-only scrub's recovered pages count as found only: it
-	 * repaired nothing. */
-	if (scrub_rep && kind != DG_FAULT_RECOVERED)
-		*(kind == DG_FAULT_DETECTED   ? &scrub_rep->detected
-		  : kind == DG_FAULT_REPAIRED ? &scrub_rep->repaired
-					      : &scrub_rep->unrecoverable) += 1;
-	pthread_mutex_lock(&vol->fault_lock);
 	ev = &vol->fault_ring[vol->fault_seq % DG_FAULT_RING];
 	memset(ev, 0, sizeof(*ev));
 	ev->seq = ++vol->fault_seq;
@@ -61,13 +53,128 @@ void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 	ev->dev = dev;
 	ev->row = row;
 	ev->what = what;
+	ev->repeat = repeat;
+	ev->by_scrub = scrub_rep != NULL;
 	snprintf(ev->action, sizeof(ev->action), "%s", action);
+}
+
+static void scrub_count(enum dg_fault kind)
+{
+	/* A read-only scrub's recovered pages count as found only: it
+	 * repaired nothing. */
+	if (scrub_rep && kind != DG_FAULT_RECOVERED)
+		*(kind == DG_FAULT_DETECTED   ? &scrub_rep->detected
+		  : kind == DG_FAULT_REPAIRED ? &scrub_rep->repaired
+					      : &scrub_rep->unrecoverable) += 1;
+}
+
+/* STYLE §5: every fault is logged and counted exactly once per kind. */
+void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
+		   uint64_t row, enum dg_fault_what what, const char *action)
+{
+	atomic_fetch_add(&vol->faults[kind], 1);
+	if (dev < DG_MAX_DEVS)
+		atomic_fetch_add(&vol->dev_faults[dev][kind], 1);
+	scrub_count(kind);
+	pthread_mutex_lock(&vol->fault_lock);
+	ring_put(vol, kind, dev, row, what, action, false);
 	pthread_mutex_unlock(&vol->fault_lock);
 	dg_vol_log(vol, kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR
 						       : DG_LOG_WARNING,
 		   "fault %s dev=%u row=%" PRIu64 " what=%s action=%s",
 		   fault_names[kind], dev, row, dg_fault_what_name(what),
 		   action);
+}
+
+/*
+ * Lost pages (issue 32, item 3). A page beyond parity fails every time
+ * it is read: by the reader, again by the kernel's retry, by the next
+ * scrub. It is one fault, so it is counted, logged and made an event
+ * once, when first found; later meetings are repeats. The key holds
+ * the checksum the page failed against, so a page written since (a
+ * new checksum) that fails again is a new fault. Bounded: past
+ * DG_KNOWN_LOSSES pages, new ones are counted every time they are met,
+ * as before, rather than forgotten.
+ */
+#define DG_KNOWN_LOSSES 4096u
+
+static int loss_find(struct dg_vol *vol, unsigned dev, uint64_t row)
+{
+	for (unsigned i = 0; i < vol->nlosses; i++)
+		if (vol->losses[i].dev == dev && vol->losses[i].row == row)
+			return (int)i;
+	return -1;
+}
+
+bool dg_fault_loss_known(struct dg_vol *vol, unsigned dev, uint64_t row,
+			 uint64_t csum)
+{
+	bool known;
+	int i;
+
+	pthread_mutex_lock(&vol->fault_lock);
+	i = loss_find(vol, dev, row);
+	known = i >= 0 && vol->losses[i].csum == csum;
+	pthread_mutex_unlock(&vol->fault_lock);
+	return known;
+}
+
+void dg_fault_note_loss(struct dg_vol *vol, unsigned dev, uint64_t row,
+			enum dg_fault_what what, uint64_t csum,
+			const char *action)
+{
+	int i;
+
+	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, what, action);
+	pthread_mutex_lock(&vol->fault_lock);
+	i = loss_find(vol, dev, row);
+	if (i >= 0) {
+		vol->losses[i].csum = csum;
+	} else if (vol->nlosses < DG_KNOWN_LOSSES) {
+		if (vol->nlosses == vol->caplosses) {
+			unsigned cap = vol->caplosses ? 2 * vol->caplosses : 16;
+			void *p = realloc(vol->losses,
+					  cap * sizeof(*vol->losses));
+
+			if (p) {
+				vol->losses = p;
+				vol->caplosses = cap;
+			}
+		}
+		if (vol->nlosses < vol->caplosses)
+			vol->losses[vol->nlosses++] =
+				(struct dg_known_loss){ dev, row, csum };
+	}
+	pthread_mutex_unlock(&vol->fault_lock);
+}
+
+void dg_fault_note_repeat(struct dg_vol *vol, unsigned dev, uint64_t row,
+			  enum dg_fault_what what, const char *action)
+{
+	/* The scrub met it: its own report says what it met. */
+	scrub_count(DG_FAULT_DETECTED);
+	scrub_count(DG_FAULT_UNRECOVERABLE);
+	pthread_mutex_lock(&vol->fault_lock);
+	ring_put(vol, DG_FAULT_UNRECOVERABLE, dev, row, what, action, true);
+	pthread_mutex_unlock(&vol->fault_lock);
+}
+
+void dg_fault_loss_forget(struct dg_vol *vol, unsigned dev, uint64_t row)
+{
+	int i;
+
+	pthread_mutex_lock(&vol->fault_lock);
+	i = loss_find(vol, dev, row);
+	if (i >= 0)
+		vol->losses[i] = vol->losses[--vol->nlosses];
+	pthread_mutex_unlock(&vol->fault_lock);
+}
+
+void dg_vol_fault_forget(struct dg_vol *vol)
+{
+	pthread_mutex_lock(&vol->fault_lock);
+	vol->nlosses = 0;
+	pthread_mutex_unlock(&vol->fault_lock);
 }
 
 void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR])

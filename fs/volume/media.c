@@ -308,6 +308,39 @@ int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 	return mirrored(d, off, len) ? dg_dev_zero(d->mirror, off, len) : 0;
 }
 
+/*
+ * Give [off, off + len) of a device file back to its file system
+ * (FITRIM, trim.c): the range then reads as zeros. Only where the
+ * range holds zeros already, durably (trim.c's step 1), so a punch need
+ * not be durable: whether it happened or not, the bytes read the same.
+ * Regular files only: -EOPNOTSUPP for
+ * a block or DAX device (no discard here) or a file system that cannot
+ * punch holes.
+ */
+int dg_dev_punch(struct dg_dev *d, uint64_t off, size_t len)
+{
+	static const uint8_t zeros[4096];
+	struct stat st;
+	int ret = dg_dev_refused(d);
+
+	if (ret)
+		return ret;
+	if (d->fd < 0 || fstat(d->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EOPNOTSUPP;
+	if (d->obs) {
+		for (size_t done = 0; done < len; done += sizeof(zeros)) {
+			size_t n = len - done < sizeof(zeros) ?
+					   len - done : sizeof(zeros);
+			d->obs->write(d->obs->arg, d->path, off + done,
+				      zeros, n);
+		}
+	}
+	if (fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)off, (off_t)len) < 0)
+		return errno == ENOSYS ? -EOPNOTSUPP : -errno;
+	return mirrored(d, off, len) ? dg_dev_punch(d->mirror, off, len) : 0;
+}
+
 int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 {
 	int ret = dg_dev_refused(d);

@@ -130,6 +130,9 @@ int dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 int dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
 		  size_t len);
 int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len);
+/* Punch [off, off + len), which holds zeros, out of a device file;
+ * -EOPNOTSUPP for block and DAX devices. Not persisted (media.c). */
+int dg_dev_punch(struct dg_dev *d, uint64_t off, size_t len);
 /* Make [off, off + len) durable: 0, or a negative errno when msync
  * fails (page cache write-back of a file or block device), which also
  * sets d->latch, or the latched error when an earlier persist failed.

@@ -182,12 +182,26 @@ out:
 	return ret;
 }
 
+/* A page known lost that read back after all (its row's other pages
+ * were repaired since): its detection is noted now, as a new fault, and
+ * the loss forgotten. */
+static void found_after_all(struct dg_vol *vol, unsigned dev, uint64_t row,
+			    enum dg_fault_what what, bool repeat)
+{
+	if (!repeat)
+		return;
+	dg_fault_loss_forget(vol, dev, row);
+	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
+		      "checksum mismatch");
+}
+
 int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		     unsigned dev, uint64_t row, void *buf, uint64_t *csum_out)
 {
 	struct dg_dev *d = &vol->devs[dev];
 	enum dg_fault_what what;
 	uint64_t csum;
+	bool repeat;
 	int ret;
 
 	if (!vol->redundancy) {
@@ -201,14 +215,22 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	*csum_out = csum;
 	if (fetch_verified(vol, dev, row, csum, buf))
 		return 0;
+	/* A page already found lost (fault.c) is met again, not found
+	 * again: counted, logged and an event once (issue 32, item 3). */
+	repeat = dg_fault_loss_known(vol, dev, row, csum);
 	if (!dg_dev_has_row(d, row)) { /* degraded: only in parity */
 		atomic_fetch_add(&vol->dev_read_errors[dev], 1);
 		ret = rebuild_from_row(vol, dev, row, csum, false, buf);
 		if (ret == -EIO && dg_ditto_read(vol, dev, row, csum, buf) == 0)
-			return 0;
-		if (ret == -EIO)
-			dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row,
-				      DG_WHAT_DATA, "EIO: device missing");
+			ret = 0;
+		if (ret == -EIO && repeat)
+			dg_fault_note_repeat(vol, dev, row, DG_WHAT_DATA,
+					     "EIO: device missing");
+		else if (ret == -EIO)
+			dg_fault_note_loss(vol, dev, row, DG_WHAT_DATA, csum,
+					   "EIO: device missing");
+		else if (!ret && repeat)
+			dg_fault_loss_forget(vol, dev, row);
 		return ret;
 	}
 
@@ -218,20 +240,26 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	 * it happens to agree with (DESIGN §6). */
 	what = dg_row_dev_is_parity(vol, row, dev) ? DG_WHAT_PARITY
 						   : DG_WHAT_DATA;
-	dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
-		      "checksum mismatch");
+	if (!repeat)
+		dg_fault_note(vol, DG_FAULT_DETECTED, dev, row, what,
+			      "checksum mismatch");
 	if (rebuild_from_row(vol, dev, row, csum, false, buf) == 0) {
+		found_after_all(vol, dev, row, what, repeat);
 		put_back(vol, dev, row, what, buf, "rebuild it from parity",
 			 "rebuilt from parity");
 		return 0;
 	}
 	/* Beyond parity: the volume's own metadata has ditto copies. */
 	if (dg_ditto_read(vol, dev, row, csum, buf) == 0) {
+		found_after_all(vol, dev, row, what, repeat);
 		put_back(vol, dev, row, what, buf,
 			 "rewrite it from its ditto copy", "from a ditto copy");
 		return 0;
 	}
-	dg_fault_note(vol, DG_FAULT_UNRECOVERABLE, dev, row, what, "EIO");
+	if (repeat)
+		dg_fault_note_repeat(vol, dev, row, what, "EIO");
+	else
+		dg_fault_note_loss(vol, dev, row, what, csum, "EIO");
 	return -EIO;
 }
 

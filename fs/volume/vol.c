@@ -85,6 +85,7 @@ static void vol_free(struct dg_vol *vol)
 	dg_alloc_fini(vol);
 	dg_cpcache_free(vol);
 	dg_cmap_free(vol);
+	free(vol->losses);
 	free(vol);
 }
 

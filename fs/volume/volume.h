@@ -364,10 +364,18 @@ struct dg_fault_event {
 	uint64_t row;		/* data row, or as enum dg_fault_what says */
 	enum dg_fault_what what;
 	char action[48];
+	/* A lost page met again (the same page, the same checksum): it
+	 * was counted and logged when first found; not again. */
+	bool repeat;
+	/* Met by a scrub (dg_fault_attribute), not by a reader. */
+	bool by_scrub;
 };
 /* Copy events newer than since, oldest first; returns how many. */
 unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
 			     struct dg_fault_event *out, unsigned max);
+/* Forget the lost pages found so far (zpool clear): the next read or
+ * scrub that meets one finds, counts and logs it again. */
+void dg_vol_fault_forget(struct dg_vol *vol);
 
 struct dg_scrub_report {
 	uint64_t rows_checked;	/* rows with at least one written page */
@@ -495,6 +503,18 @@ int dg_vol_replacing(struct dg_vol *vol);
  * -EROFS read-only or degraded; -EINVAL not a data page.
  */
 int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn);
+
+/*
+ * FITRIM: rewrite every row whose data pages are all free (and within
+ * the volume byte range [start, start + len) of data pages, vpn * page
+ * size) as zeros, and punch its pages out of the device files (trim.c).
+ * Runs of free rows shorter than minlen bytes of data are left alone.
+ * *trimmed gets the bytes of data pages given back. -EOPNOTSUPP without
+ * redundancy, -EROFS read-only, -EBUSY degraded or while a device is
+ * being replaced.
+ */
+int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
+		uint64_t minlen, uint64_t *trimmed);
 
 /* ---- for the layers above (access.c) -------------------------------- */
 

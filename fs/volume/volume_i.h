@@ -135,6 +135,13 @@ struct dg_vol {
 	pthread_mutex_t fault_lock;
 	struct dg_fault_event fault_ring[DG_FAULT_RING]; /* by fault_lock */
 	uint64_t fault_seq;				 /* by fault_lock */
+	/* Pages found lost (fault.c), by fault_lock: met again, they are
+	 * not counted or logged again (issue 32, item 3). */
+	struct dg_known_loss {
+		unsigned dev;
+		uint64_t row, csum;
+	} *losses;
+	unsigned nlosses, caplosses;
 };
 
 /* The lock of a row (row locks hash rows onto DG_ROW_LOCKS locks). */
@@ -376,6 +383,20 @@ void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 		   uint64_t row, enum dg_fault_what what, const char *action);
 /* Count this thread's faults in rep too (NULL: stop). */
 void dg_fault_attribute(struct dg_scrub_report *rep);
+/* Whether the page (dev, row) with checksum csum was found lost before
+ * (and not forgotten since): it is then met again, not found again. */
+bool dg_fault_loss_known(struct dg_vol *vol, unsigned dev, uint64_t row,
+			 uint64_t csum);
+/* The page was found lost: noted unrecoverable, and remembered. */
+void dg_fault_note_loss(struct dg_vol *vol, unsigned dev, uint64_t row,
+			enum dg_fault_what what, uint64_t csum,
+			const char *action);
+/* A known lost page met again: in the ring (marked repeat) and in this
+ * thread's scrub report, neither counted nor logged again. */
+void dg_fault_note_repeat(struct dg_vol *vol, unsigned dev, uint64_t row,
+			  enum dg_fault_what what, const char *action);
+/* A known lost page that read back after all: forgotten. */
+void dg_fault_loss_forget(struct dg_vol *vol, unsigned dev, uint64_t row);
 
 /* ---- journal.c ------------------------------------------------------- */
 int dg_journal_open(struct dg_vol *vol, bool recover);

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/* trim.c -- give the space of free rows back to sparse device images */
+#include <stdlib.h>
+#include <string.h>
+
+#include "csum.h"
+#include "volume_i.h"
+
+/*
+ * FITRIM (fstrim(8)) for a mounted volume. A row whose every data page
+ * is free holds nothing anyone will read: its pages are given back to
+ * the device files (punched: they read as zeros after, and take no
+ * space in a sparse image).
+ *
+ * Crash safety, in two steps under the row's lock:
+ *  1. the data pages are written as zeros through the update path
+ *     (journaled; parity recomputed from the new pages: zeros), so
+ *     every page of the row, parity included, is a page of zeros with
+ *     its checksum;
+ *  2. the pages are punched (dg_dev_punch()): they read as the zeros
+ *     their checksums say, so a crash before, during or after the
+ *     punch leaves a consistent row, and the punch needs no ordering
+ *     or durability of its own.
+ * Why not "never written" (DG_CSUM_NONE checksums, format.h), which
+ * would say the same with no checksum to keep: the checksum pages of
+ * a row's devices are separate pages with several copies each, and
+ * dg_csum_set_batch() writes them one after another outside the
+ * journal. A crash between two copies leaves the older one stale, which
+ * is exactly what a lost write looks like, and fsck -n reports it
+ * until a repair rewrites it. Step 1's checksums ride on a journal
+ * entry, which replay completes. A row already in that state (every
+ * checksum that of a page of zeros, or NONE) is skipped: nothing to
+ * give back.
+ *
+ * The race is with an allocation, as for a lost page reset
+ * (lost_page.c): the bitmap is looked at under the row's lock, and a
+ * page allocated after the look gets its write after the trim.
+ * Metadata-zone rows (and the root and bitmap rows of a volume without
+ * a zone) are never trimmed: their ditto copies live outside the rows.
+ */
+
+/* vpns below this are never trimmed: the metadata zone, or the root and
+ * bitmap with their ditto copies. */
+static uint64_t guard_vpns(const struct dg_vol *vol)
+{
+	uint64_t g = vol->zone_vpns;
+
+	if (vol->sb.ditto_pages > g)
+		g = vol->sb.ditto_pages;
+	return vol->meta_vpns > g ? vol->meta_vpns : g;
+}
+
+/* Whether every data page of row is free and within [lo, hi). */
+static bool row_free(struct dg_vol *vol, uint64_t row, uint64_t lo,
+		     uint64_t hi)
+{
+	uint64_t guard = guard_vpns(vol);
+
+	for (unsigned dev = 0; dev < vol->ndev; dev++) {
+		uint64_t v;
+
+		if (dg_vol_row_is_parity(vol, row, dev))
+			continue;
+		v = dg_loc_vpn(vol, dev, row);
+		if (v < guard || v < lo || v >= hi || v >= vol->vpns ||
+		    dg_vpn_allocated(vol, v))
+			return false;
+	}
+	return true;
+}
+
+/* Whether row is given back already: every checksum that of a page of
+ * zeros (step 1, trimmed before), or NONE (never written). Undecidable
+ * (a checksum page that cannot be read, which the read path reports)
+ * counts as given back: nothing is done to it. Row lock held. */
+static bool row_blank(struct dg_vol *vol, uint64_t row, const uint8_t *zeros)
+{
+	bool blank = true;
+
+	for (unsigned dev = 0; dev < vol->ndev && blank; dev++) {
+		struct dg_csum_cursor cur;
+		uint64_t cs;
+
+		dg_csum_cursor_init(&cur);
+		if (dg_csum_lookup(vol, &cur, dev, row, &cs) == 0)
+			blank = cs == DG_CSUM_NONE ||
+				cs == dg_csum_page(vol, dev, row, zeros);
+		dg_csum_cursor_fini(&cur);
+	}
+	return blank;
+}
+
+/* Steps 1 and 2 for one row, its lock held: 1 trimmed, 0 nothing to do,
+ * or a negative errno (the volume refused a write). */
+static int trim_row_locked(struct dg_vol *vol, uint64_t row, uint64_t lo,
+			   uint64_t hi, const uint8_t *zeros)
+{
+	struct dg_range r[DG_MAX_DEVS];
+	unsigned n = 0;
+	int ret;
+
+	if (vol->repl)
+		return -EBUSY;
+	if (!row_free(vol, row, lo, hi))
+		return 0;
+	if (row_blank(vol, row, zeros))
+		return 0;
+	for (unsigned dev = 0; dev < vol->ndev; dev++)
+		if (!dg_vol_row_is_parity(vol, row, dev))
+			r[n++] = (struct dg_range){ dg_loc_vpn(vol, dev, row),
+						    0, DG_PAGE_SIZE, zeros };
+	ret = dg_apply_locked(vol, r, n);
+	if (ret)
+		return ret;
+	for (unsigned dev = 0; dev < vol->ndev; dev++) {
+		ret = dg_dev_punch(&vol->devs[dev],
+				   dg_row_page(vol, row) * DG_PAGE_SIZE,
+				   DG_PAGE_SIZE);
+		/* A block device keeps its zeros. */
+		if (ret && ret != -EOPNOTSUPP)
+			return ret;
+	}
+	return 1;
+}
+
+int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
+		uint64_t minlen, uint64_t *trimmed)
+{
+	uint64_t lo, hi, row_bytes, rows = dg_vol_rows(vol);
+	uint8_t *zeros;
+	int ret = 0;
+
+	*trimmed = 0;
+	if (!vol->redundancy)
+		return -EOPNOTSUPP; /* no checksum says a row was given back */
+	if (vol->read_only)
+		return -EROFS;
+	if (vol->degraded || dg_vol_replacing(vol) >= 0)
+		return -EBUSY;
+	lo = (start + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE;
+	hi = len > UINT64_MAX - start ? UINT64_MAX
+				       : (start + len) / DG_PAGE_SIZE;
+	row_bytes = (uint64_t)vol->k * DG_PAGE_SIZE;
+	zeros = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!zeros)
+		return -ENOMEM;
+	memset(zeros, 0, DG_PAGE_SIZE);
+	for (uint64_t row = 0; row < rows && !ret;) {
+		uint64_t end = row;
+
+		/* A run of free rows, looked at unlocked: minlen is about
+		 * runs, the locked look below decides each row. */
+		while (end < rows && row_free(vol, end, lo, hi))
+			end++;
+		if (end == row) {
+			row++;
+			continue;
+		}
+		if ((end - row) * row_bytes < minlen) {
+			row = end;
+			continue;
+		}
+		for (; row < end && !ret; row++) {
+			pthread_rwlock_t *lk = dg_row_lock(vol, row);
+			int r;
+
+			/* No checksum page of the row's index was ever
+			 * written: the row never was either (a big new
+			 * volume is mostly such rows). */
+			if (!dg_cmap_test(vol, row / DG_CSUMS_PER_PAGE))
+				continue;
+
+			pthread_rwlock_wrlock(lk);
+			r = trim_row_locked(vol, row, lo, hi, zeros);
+			pthread_rwlock_unlock(lk);
+			if (r < 0)
+				ret = r;
+			else if (r)
+				*trimmed += row_bytes;
+		}
+	}
+	free(zeros);
+	if (*trimmed)
+		dg_vol_log(vol, DG_LOG_NOTICE, "trim: %" PRIu64 " bytes of free "
+			   "rows given back to the devices", *trimmed);
+	return ret;
+}
