@@ -237,6 +237,37 @@ int dg_dev_refused(const struct dg_dev *d)
 	return d->latch->err ? d->latch->err : -EIO;
 }
 
+/* The counts (media_counts.h): relaxed, each its own word; a reader
+ * sums them without stopping anyone. */
+static inline void count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* The 64-byte lines [off, off + len) touches: what a flush loop over
+ * the range flushes (pmem2's persist, line by line). A device persisted
+ * by msync is counted the same, so counts do not depend on the media. */
+static uint64_t lines_of(uint64_t off, uint64_t len)
+{
+	uint64_t lo = off & ~(uint64_t)(DG_LINE_SIZE - 1);
+	uint64_t hi = (off + len + DG_LINE_SIZE - 1) &
+		      ~(uint64_t)(DG_LINE_SIZE - 1);
+
+	return len ? (hi - lo) / DG_LINE_SIZE : 0;
+}
+
+void dg_dev_counts(const struct dg_dev *d, struct dg_media_counts *c)
+{
+	c->bytes_stored = atomic_load_explicit(&d->tally.stored,
+					       memory_order_relaxed);
+	c->streamed_bytes = atomic_load_explicit(&d->tally.streamed,
+						 memory_order_relaxed);
+	c->lines_flushed = atomic_load_explicit(&d->tally.lines,
+						memory_order_relaxed);
+	c->fences = atomic_load_explicit(&d->tally.fences,
+					 memory_order_relaxed);
+}
+
 static bool mirrored(const struct dg_dev *d, uint64_t off, size_t len)
 {
 	return d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi;
@@ -257,6 +288,7 @@ int dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 	if (d->obs)
 		d->obs->write(d->obs->arg, d->path, off, src, len);
 	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
+	count(&d->tally.stored, len);
 	return mirrored(d, off, len) ? dg_dev_write(d->mirror, off, src, len)
 				     : 0;
 }
@@ -285,6 +317,8 @@ int dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
 		d->obs->write(d->obs->arg, d->path, off, src, len);
 	pmem_memcpy(d->base + off, src, len,
 		    PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
+	count(&d->tally.stored, len);
+	count(&d->tally.streamed, len);
 	return mirrored(d, off, len) ? dg_dev_stream(d->mirror, off, src, len)
 				     : 0;
 }
@@ -305,6 +339,7 @@ int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 		}
 	}
 	d->memset_fn(d->base + off, 0, len, PMEM2_F_MEM_NOFLUSH);
+	count(&d->tally.stored, len);
 	return mirrored(d, off, len) ? dg_dev_zero(d->mirror, off, len) : 0;
 }
 
@@ -319,6 +354,12 @@ int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 		return ret;
 	if (d->obs)
 		ret = d->obs->persist(d->obs->arg, d->path, off, len);
+	if (!ret) {
+		/* pmem2's persist flushes the lines and drains: one fence
+		 * (tmpfs_persist: the fence alone); msync counts as one. */
+		count(&d->tally.lines, lines_of(off, len));
+		count(&d->tally.fences, 1);
+	}
 	if (!ret && d->coarse)
 		ret = sync_pages(d->base + off, len);
 	else if (!ret)

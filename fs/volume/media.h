@@ -12,6 +12,7 @@
 #include <libpmem2.h>
 
 #include "format.h"
+#include "media_counts.h"
 
 /*
  * The devices of one volume share one latch. The first persist that
@@ -89,7 +90,16 @@ struct dg_dev {
 	 * superblocks are written only when it is whole. */
 	bool filling;
 	uint64_t fill_row;
+	/* media_counts.h, since the open: relaxed atomics, as every
+	 * thread of the volume writes them. */
+	struct dg_media_tally {
+		_Atomic uint64_t stored, streamed, lines, fences;
+	} tally;
 };
+
+/* d's counts since it was opened (a device rebuilt or replaced in
+ * starts from zero). */
+void dg_dev_counts(const struct dg_dev *d, struct dg_media_counts *c);
 
 /* Whether row's page of d can be read (present, and rebuilt there when
  * d is being filled in). */
