@@ -144,6 +144,10 @@ static int dev_map(struct dg_dev *d, char *err, size_t errlen)
 	d->persist_fn = pmem2_get_persist_fn(d->map);
 	d->coarse = pmem2_map_get_store_granularity(d->map) ==
 		    PMEM2_GRANULARITY_PAGE;
+	if (!d->coarse) {
+		d->flush_fn = pmem2_get_flush_fn(d->map);
+		d->drain_fn = pmem2_get_drain_fn(d->map);
+	}
 	if (d->coarse && on_tmpfs(d->fd)) {
 		d->persist_fn = tmpfs_persist;
 		d->coarse = false;
@@ -343,7 +347,12 @@ int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 	return mirrored(d, off, len) ? dg_dev_zero(d->mirror, off, len) : 0;
 }
 
-int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
+/*
+ * The persist of [off, off + len), of which only the lines of r[0, n)
+ * need flushing (r NULL: every line), counted as lines flushed.
+ */
+static int persist(struct dg_dev *d, uint64_t off, size_t len,
+		   const struct dg_span *r, unsigned n, uint64_t lines)
 {
 	int ret = dg_dev_refused(d);
 
@@ -357,13 +366,18 @@ int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 	if (!ret) {
 		/* pmem2's persist flushes the lines and drains: one fence
 		 * (tmpfs_persist: the fence alone); msync counts as one. */
-		count(&d->tally.lines, lines_of(off, len));
+		count(&d->tally.lines, lines);
 		count(&d->tally.fences, 1);
 	}
-	if (!ret && d->coarse)
+	if (!ret && d->coarse) {
 		ret = sync_pages(d->base + off, len);
-	else if (!ret)
+	} else if (!ret && r && d->flush_fn && d->drain_fn) {
+		for (unsigned i = 0; i < n; i++)
+			d->flush_fn(d->base + r[i].off, r[i].len);
+		d->drain_fn();
+	} else if (!ret) {
 		d->persist_fn(d->base + off, len);
+	}
 	if (ret && d->latch)
 		dg_latch_set(d->latch, ret, "persist of %s at byte %llu failed: "
 			     "%s", d->path, (unsigned long long)off,
@@ -376,6 +390,36 @@ int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 		ret = dg_dev_persist(d->mirror, lo, hi - lo);
 	}
 	return ret;
+}
+
+int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
+{
+	return persist(d, off, len, NULL, 0, lines_of(off, len));
+}
+
+int dg_dev_persist_lines(struct dg_dev *d, const struct dg_span *r,
+			 unsigned n)
+{
+	uint64_t lines = 0, done = 0;	/* lines below done are counted */
+
+	if (!n)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t a = r[i].off & ~(uint64_t)(DG_LINE_SIZE - 1);
+		uint64_t b = (r[i].off + r[i].len + DG_LINE_SIZE - 1) &
+			     ~(uint64_t)(DG_LINE_SIZE - 1);
+
+		if (!r[i].len)
+			continue;
+		if (a < done)	/* a line shared with the range before */
+			a = done;
+		if (a < b) {
+			lines += (b - a) / DG_LINE_SIZE;
+			done = b;
+		}
+	}
+	return persist(d, r[0].off, r[n - 1].off + r[n - 1].len - r[0].off,
+		       r, n, lines);
 }
 
 void dg_latch_init(struct dg_latch *l)
