@@ -15,6 +15,7 @@ repair workload writes its faults there (see repair.py).
 """
 
 import contextlib
+import json
 import os
 import resource
 import shutil
@@ -306,6 +307,17 @@ class Daxguard(System):
 
     def stop(self):
         self._stop_fuse_daemon()
+
+    def media(self):
+        """status --json's media counts (docs/design.md, "What a write costs
+        the media"), or None when this build or mount has none."""
+        if not self.have("ctl") or not is_mounted(self.mnt):
+            return None
+        cp = run([self.bin["ctl"], self.mnt, "status", "--json"], check=False, timeout=60)
+        try:
+            return json.loads(cp.stdout).get("media") if cp.returncode == 0 else None
+        except ValueError:
+            return None
 
     def status(self):
         if not self.have("ctl") or not is_mounted(self.mnt):

@@ -52,7 +52,9 @@ class Workload:
         wdir = os.path.join(system.mnt, f"dgb-{self.name}-{rep}")
         os.makedirs(wdir, exist_ok=True)
         try:
-            return self._run(wdir, system, ctx, rep)
+            before = _media(system)
+            recs = self._run(wdir, system, ctx, rep)
+            return recs + media_records(before, _media(system), self.durable)
         finally:
             shutil.rmtree(wdir, ignore_errors=True)
             os.sync()
@@ -62,6 +64,30 @@ class Workload:
         with open(path, "w") as f:
             f.write(text)
         return path
+
+
+def _media(system):
+    media = getattr(system, "media", None)
+    return media() if media else None
+
+
+def media_records(before, after, durable=True):
+    """What the job cost the media (daxguard's status --json "media" counts
+    around it; docs/design.md, "What a write costs the media"): bytes stored
+    per byte written and fences per write request. Exact counts, not times,
+    so one repetition says it; they include whatever the job wrote, fio's
+    laying out of its files too. None on systems without the counts, or a
+    job that wrote nothing."""
+    if not before or not after:
+        return []
+    written = after["bytes_written"] - before["bytes_written"]
+    writes = after["writes"] - before["writes"]
+    if written <= 0 or writes <= 0:
+        return []
+    stored = after["bytes_stored"] - before["bytes_stored"]
+    fences = after["fences"] - before["fences"]
+    return [_rec("stored/written", stored / written, "x", better="lower", durable=durable),
+            _rec("fences/write", fences / writes, "fences", better="lower", durable=durable)]
 
 
 def _rec(metric, value, unit, better="higher", durable=True, error=None):

@@ -484,6 +484,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(r, "updates_verified_in_two_threads", in->updates_split);
 	json_add_u64(r, "journal_appends_waited", in->appends_waited);
 	json_add_u64(r, "generation", in->generation);
+	json_object_object_add(r, "media", dg_media_status_json(dd));
 	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);
 	json_add_u64(fo, "repaired", f[DG_FAULT_REPAIRED]);
 	json_add_u64(fo, "unrecoverable", f[DG_FAULT_UNRECOVERABLE]);
@@ -623,6 +624,7 @@ static void status(struct dg_daemon *dd, struct dg_out *o, bool json,
 		dg_outf(o, ", recovered but not repaired %" PRIu64,
 			f[DG_FAULT_RECOVERED]);
 	dg_outf(o, "\n");
+	dg_media_status_text(dd, o);
 	device_table(dd, o, &in);
 	dg_replace_status_text(dd, o);
 	if (needs_fsck)

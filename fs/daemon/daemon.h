@@ -139,6 +139,11 @@ char *dg_devlist_now(struct dg_daemon *dd);
 void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o);
 struct json_object *dg_replace_status_json(struct dg_daemon *dd);
 
+/* ---- status: what writes cost the media (media_status.c) ------------- */
+/* The "media" object of status --json, and status's one line. */
+struct json_object *dg_media_status_json(struct dg_daemon *dd);
+void dg_media_status_text(struct dg_daemon *dd, struct dg_out *o);
+
 /* ---- the kernel's cached pages after direct writes (dio_inval.c) ------ */
 
 #define DG_DIO_SLOTS 1024u

@@ -237,7 +237,17 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 	pthread_rwlock_unlock(&ip->lock);
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
+	if (done) {
+		__atomic_fetch_add(&fs->writes, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&fs->bytes_written, done, __ATOMIC_RELAXED);
+	}
 	return done ? (ssize_t)done : ret;
+}
+
+void dg_fs_write_counts(struct dg_fs *fs, uint64_t *writes, uint64_t *bytes)
+{
+	*writes = __atomic_load_n(&fs->writes, __ATOMIC_RELAXED);
+	*bytes = __atomic_load_n(&fs->bytes_written, __ATOMIC_RELAXED);
 }
 
 ssize_t dg_fs_write(struct dg_fs *fs, uint64_t ino, uint64_t off,

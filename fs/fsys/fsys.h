@@ -116,6 +116,11 @@ struct dg_cred;
 ssize_t dg_fs_write_unpriv(struct dg_fs *fs, uint64_t ino, uint64_t off,
 			   const void *buf, size_t size,
 			   const struct dg_cred *cr);
+/* Write requests served by dg_fs_write() and dg_fs_write_unpriv() since
+ * the mount, and the bytes they wrote: what the media's counts are
+ * divided by (dg_vol_media_counts(), docs/design.md "What a write costs
+ * the media"). A request that wrote nothing is not counted. */
+void dg_fs_write_counts(struct dg_fs *fs, uint64_t *writes, uint64_t *bytes);
 /* SEEK_DATA or SEEK_HOLE from off (seek.c): the offset in *out, or
  * -ENXIO at or past EOF (and for SEEK_DATA in a hole up to EOF). */
 int dg_fs_lseek(struct dg_fs *fs, uint64_t ino, uint64_t off, int whence,

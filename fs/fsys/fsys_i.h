@@ -125,6 +125,8 @@ struct dg_fs {
 	pthread_rwlock_t map_lock;
 	struct dg_fmap *maps;	/* by map_lock */
 	bool map_hooked;	/* the hook is installed; by map_lock */
+	/* dg_fs_write_counts(); atomic (__atomic builtins) */
+	uint64_t writes, bytes_written;
 };
 
 /* Whether ino's inode table page is lost (see dg_fs.lost_ino). */

@@ -145,7 +145,25 @@ static int write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 	if (!ret)
 		ret = dg_dev_write(d, off + tail, (const uint8_t *)img + tail,
 				   DG_PAGE_SIZE - tail);
-	return ret ? ret : dg_dev_persist(d, off, DG_PAGE_SIZE);
+	if (ret)
+		return ret;
+	/* Only the lines stored: every other line of the copy is durable
+	 * already (each writer of a copy persists what it stores before
+	 * it lets go: this, repairs, the format), so flushing it would
+	 * make nothing more durable. The outcome is the same as a persist
+	 * of the page: a crash before it leaves this copy sealed at the
+	 * older generation (stale) or failing its seal (bad), and either
+	 * way the copies before it whole (docs/design.md, "What a write
+	 * costs the media"). */
+	{
+		struct dg_span r[2] = {
+			{ off + from, from < to ? to - from : 0 },
+			{ off + tail, DG_PAGE_SIZE - tail },
+		};
+
+		return from < to ? dg_dev_persist_lines(d, r, 2)
+				 : dg_dev_persist_lines(d, r + 1, 1);
+	}
 }
 
 /* Every copy, in order, up to the first failure. */

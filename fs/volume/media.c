@@ -144,6 +144,10 @@ static int dev_map(struct dg_dev *d, char *err, size_t errlen)
 	d->persist_fn = pmem2_get_persist_fn(d->map);
 	d->coarse = pmem2_map_get_store_granularity(d->map) ==
 		    PMEM2_GRANULARITY_PAGE;
+	if (!d->coarse) {
+		d->flush_fn = pmem2_get_flush_fn(d->map);
+		d->drain_fn = pmem2_get_drain_fn(d->map);
+	}
 	if (d->coarse && on_tmpfs(d->fd)) {
 		d->persist_fn = tmpfs_persist;
 		d->coarse = false;
@@ -237,6 +241,37 @@ int dg_dev_refused(const struct dg_dev *d)
 	return d->latch->err ? d->latch->err : -EIO;
 }
 
+/* The counts (media_counts.h): relaxed, each its own word; a reader
+ * sums them without stopping anyone. */
+static inline void count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* The 64-byte lines [off, off + len) touches: what a flush loop over
+ * the range flushes (pmem2's persist, line by line). A device persisted
+ * by msync is counted the same, so counts do not depend on the media. */
+static uint64_t lines_of(uint64_t off, uint64_t len)
+{
+	uint64_t lo = off & ~(uint64_t)(DG_LINE_SIZE - 1);
+	uint64_t hi = (off + len + DG_LINE_SIZE - 1) &
+		      ~(uint64_t)(DG_LINE_SIZE - 1);
+
+	return len ? (hi - lo) / DG_LINE_SIZE : 0;
+}
+
+void dg_dev_counts(const struct dg_dev *d, struct dg_media_counts *c)
+{
+	c->bytes_stored = atomic_load_explicit(&d->tally.stored,
+					       memory_order_relaxed);
+	c->streamed_bytes = atomic_load_explicit(&d->tally.streamed,
+						 memory_order_relaxed);
+	c->lines_flushed = atomic_load_explicit(&d->tally.lines,
+						memory_order_relaxed);
+	c->fences = atomic_load_explicit(&d->tally.fences,
+					 memory_order_relaxed);
+}
+
 static bool mirrored(const struct dg_dev *d, uint64_t off, size_t len)
 {
 	return d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi;
@@ -257,6 +292,7 @@ int dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 	if (d->obs)
 		d->obs->write(d->obs->arg, d->path, off, src, len);
 	d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
+	count(&d->tally.stored, len);
 	return mirrored(d, off, len) ? dg_dev_write(d->mirror, off, src, len)
 				     : 0;
 }
@@ -285,6 +321,8 @@ int dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
 		d->obs->write(d->obs->arg, d->path, off, src, len);
 	pmem_memcpy(d->base + off, src, len,
 		    PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
+	count(&d->tally.stored, len);
+	count(&d->tally.streamed, len);
 	return mirrored(d, off, len) ? dg_dev_stream(d->mirror, off, src, len)
 				     : 0;
 }
@@ -305,6 +343,7 @@ int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 		}
 	}
 	d->memset_fn(d->base + off, 0, len, PMEM2_F_MEM_NOFLUSH);
+	count(&d->tally.stored, len);
 	return mirrored(d, off, len) ? dg_dev_zero(d->mirror, off, len) : 0;
 }
 
@@ -341,7 +380,12 @@ int dg_dev_punch(struct dg_dev *d, uint64_t off, size_t len)
 	return mirrored(d, off, len) ? dg_dev_punch(d->mirror, off, len) : 0;
 }
 
-int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
+/*
+ * The persist of [off, off + len), of which only the lines of r[0, n)
+ * need flushing (r NULL: every line), counted as lines flushed.
+ */
+static int persist(struct dg_dev *d, uint64_t off, size_t len,
+		   const struct dg_span *r, unsigned n, uint64_t lines)
 {
 	int ret = dg_dev_refused(d);
 
@@ -352,10 +396,21 @@ int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 		return ret;
 	if (d->obs)
 		ret = d->obs->persist(d->obs->arg, d->path, off, len);
-	if (!ret && d->coarse)
+	if (!ret) {
+		/* pmem2's persist flushes the lines and drains: one fence
+		 * (tmpfs_persist: the fence alone); msync counts as one. */
+		count(&d->tally.lines, lines);
+		count(&d->tally.fences, 1);
+	}
+	if (!ret && d->coarse) {
 		ret = sync_pages(d->base + off, len);
-	else if (!ret)
+	} else if (!ret && r && d->flush_fn && d->drain_fn) {
+		for (unsigned i = 0; i < n; i++)
+			d->flush_fn(d->base + r[i].off, r[i].len);
+		d->drain_fn();
+	} else if (!ret) {
 		d->persist_fn(d->base + off, len);
+	}
 	if (ret && d->latch)
 		dg_latch_set(d->latch, ret, "persist of %s at byte %llu failed: "
 			     "%s", d->path, (unsigned long long)off,
@@ -368,6 +423,36 @@ int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 		ret = dg_dev_persist(d->mirror, lo, hi - lo);
 	}
 	return ret;
+}
+
+int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
+{
+	return persist(d, off, len, NULL, 0, lines_of(off, len));
+}
+
+int dg_dev_persist_lines(struct dg_dev *d, const struct dg_span *r,
+			 unsigned n)
+{
+	uint64_t lines = 0, done = 0;	/* lines below done are counted */
+
+	if (!n)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t a = r[i].off & ~(uint64_t)(DG_LINE_SIZE - 1);
+		uint64_t b = (r[i].off + r[i].len + DG_LINE_SIZE - 1) &
+			     ~(uint64_t)(DG_LINE_SIZE - 1);
+
+		if (!r[i].len)
+			continue;
+		if (a < done)	/* a line shared with the range before */
+			a = done;
+		if (a < b) {
+			lines += (b - a) / DG_LINE_SIZE;
+			done = b;
+		}
+	}
+	return persist(d, r[0].off, r[n - 1].off + r[n - 1].len - r[0].off,
+		       r, n, lines);
 }
 
 void dg_latch_init(struct dg_latch *l)

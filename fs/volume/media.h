@@ -12,6 +12,7 @@
 #include <libpmem2.h>
 
 #include "format.h"
+#include "media_counts.h"
 
 /*
  * The devices of one volume share one latch. The first persist that
@@ -75,6 +76,10 @@ struct dg_dev {
 	pmem2_memcpy_fn memcpy_fn;
 	pmem2_memset_fn memset_fn;
 	pmem2_persist_fn persist_fn; /* fine-grained devices only */
+	/* Real pmem (pmem2's own persist): flush and drain apart, for
+	 * dg_dev_persist_lines(); NULL elsewhere. */
+	pmem2_flush_fn flush_fn;
+	pmem2_drain_fn drain_fn;
 	struct dg_latch *latch;	/* the volume's; NULL: failures only returned */
 	const struct dg_media_observer *obs; /* tests only; NULL */
 	/* Online replace of this present device (replace.c): every write
@@ -89,7 +94,16 @@ struct dg_dev {
 	 * superblocks are written only when it is whole. */
 	bool filling;
 	uint64_t fill_row;
+	/* media_counts.h, since the open: relaxed atomics, as every
+	 * thread of the volume writes them. */
+	struct dg_media_tally {
+		_Atomic uint64_t stored, streamed, lines, fences;
+	} tally;
 };
+
+/* d's counts since it was opened (a device rebuilt or replaced in
+ * starts from zero). */
+void dg_dev_counts(const struct dg_dev *d, struct dg_media_counts *c);
 
 /* Whether row's page of d can be read (present, and rebuilt there when
  * d is being filled in). */
@@ -138,6 +152,20 @@ int dg_dev_punch(struct dg_dev *d, uint64_t off, size_t len);
  * sets d->latch, or the latched error when an earlier persist failed.
  * On pmem and tmpfs a persist cannot fail. */
 int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len);
+/*
+ * The same for the lines of n ranges, in ascending order within one
+ * span, with one fence: the cache lines the ranges touch are flushed,
+ * the ones between are not. Only for a span whose other bytes are
+ * durable already (every store to them was persisted): flushing a
+ * clean line makes nothing more durable, so the result is that of
+ * dg_dev_persist() over the span (the observer sees that persist).
+ * Devices persisted by msync or a fence alone persist the span.
+ */
+struct dg_span {
+	uint64_t off, len;
+};
+int dg_dev_persist_lines(struct dg_dev *d, const struct dg_span *r,
+			 unsigned n);
 static inline const uint8_t *dg_dev_ptr(const struct dg_dev *d, uint64_t off)
 {
 	return d->base + off;

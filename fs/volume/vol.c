@@ -786,6 +786,21 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	pthread_mutex_unlock(&vol->alloc_lock);
 }
 
+void dg_vol_media_counts(struct dg_vol *vol, struct dg_media_counts *total,
+			 struct dg_media_counts *per_dev)
+{
+	memset(total, 0, sizeof(*total));
+	for (unsigned d = 0; d < vol->ndev; d++) {
+		struct dg_media_counts c = { 0 };
+
+		if (vol->devs[d].present)
+			dg_dev_counts(&vol->devs[d], &c);
+		dg_media_counts_add(total, &c);
+		if (per_dev)
+			per_dev[d] = c;
+	}
+}
+
 void dg_vol_set_observer(struct dg_vol *vol,
 			 const struct dg_media_observer *obs)
 {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "format.h"
+#include "media_counts.h"
 
 struct dg_vol;
 
@@ -173,6 +174,12 @@ int dg_vol_accept_suspects(struct dg_vol *vol);
 /* Persist, mark clean (if writable) and release. NULL is fine. */
 int dg_vol_close(struct dg_vol *vol);
 void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info);
+/* What the media was asked to do since the open (media_counts.h): the
+ * volume's total, and when per_dev is not NULL each device index's
+ * (per_dev[0, ndev); zero for a missing device). A device rebuilt or
+ * replaced in brings its own counts, from its own open. */
+void dg_vol_media_counts(struct dg_vol *vol, struct dg_media_counts *total,
+			 struct dg_media_counts *per_dev);
 
 /* ---- data access (read.c, apply.c) ----------------------------------- */
 

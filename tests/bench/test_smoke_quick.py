@@ -40,6 +40,11 @@ def test_quick_smoke(tmp_path):
             vals = [r["value"] for r in res["raw"] if r["system"] == sysname
                     and r["workload"] == w and r["unit"] != "us"]
             assert vals and all(v and v > 0 for v in vals), (sysname, w, vals)
+    if built:
+        # What each job cost the media, from status --json (media_records).
+        amp = [r["value"] for r in res["raw"] if r["system"] == "daxguard-p1"
+               and r["workload"] == "fio-rand-write-1j" and r["metric"] == "stored/written"]
+        assert amp and all(v >= 2 for v in amp), amp
     md = (out / "results.md").read_text()
     assert "| passthrough | ok |" in md
     assert (out / "plots" / "fio.png").read_bytes()[:4] == b"\x89PNG"
