@@ -226,7 +226,7 @@ int dg_inspect_free(struct dg_vol *vol, dg_field_fn fn, void *arg)
 	uint64_t free_vpns = 0, extents = 0, largest = 0, run = 0;
 	uint64_t zone_free = 0;
 
-	if (!vol->bitmap)
+	if (!vol->bm)
 		return -ENODATA; /* opened without the volume root */
 
 	/* The in-core bitmap alloc.c loaded; vpns below meta_vpns are
