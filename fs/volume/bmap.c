@@ -77,11 +77,17 @@ static int take_page(struct dg_vol *vol, uint64_t p, const uint8_t *img,
 
 	if (zlim > cap)
 		zlim = cap;
+	if (all_bytes(img, 0))
+		return 0; /* all free: the entry as calloc left it */
+	if (all_bytes(img, 0xff)) {
+		e->used = (uint32_t)cap; /* all in use: a count says it all */
+		*used += cap;
+		*zused += zlim;
+		return 0;
+	}
 	e->used = (uint32_t)count_below(img, cap);
 	*used += e->used;
 	*zused += count_below(img, zlim);
-	if (all_bytes(img, 0) || all_bytes(img, 0xff))
-		return 0; /* a count says it all */
 	e->bits = malloc(DG_PAGE_SIZE);
 	if (!e->bits)
 		return -ENOMEM;
@@ -307,4 +313,43 @@ void dg_bm_bytes(const struct dg_vol *vol, uint64_t b0, uint32_t len,
 uint64_t dg_bm_images(const struct dg_vol *vol)
 {
 	return vol->bm_images;
+}
+
+void dg_bm_free_stats(const struct dg_vol *vol, struct dg_bm_stats *st)
+{
+	uint64_t run = 0;
+
+	memset(st, 0, sizeof(*st));
+	for (uint64_t p = 0; p < vol->bitmap_pages; p++) {
+		const struct dg_bmpage *e = &vol->bm[p];
+		uint64_t start = p * DG_BM_BITS, cap = page_cap(vol, p);
+
+		if (!e->bits && e->used) {
+			run = 0;
+			continue;
+		}
+		if (!e->bits) {
+			uint64_t z = vol->zone_vpns > start ? vol->zone_vpns - start
+							    : 0;
+
+			st->free += cap;
+			st->zone_free += z < cap ? z : cap;
+			st->extents += run == 0;
+			run += cap;
+			if (run > st->largest)
+				st->largest = run;
+			continue;
+		}
+		for (uint64_t i = 0; i < cap; i++) {
+			if (e->bits[i / 8] & (1u << (i % 8))) {
+				run = 0;
+				continue;
+			}
+			st->free++;
+			st->zone_free += start + i < vol->zone_vpns;
+			st->extents += run == 0;
+			if (++run > st->largest)
+				st->largest = run;
+		}
+	}
 }

@@ -39,6 +39,12 @@ bool dg_bm_word_full(const struct dg_vol *vol, uint64_t vpn);
 /* len bytes of the bitmap from byte b0 on, as they stand in core. */
 void dg_bm_bytes(const struct dg_vol *vol, uint64_t b0, uint32_t len,
 		 uint8_t *out);
+/* Free space as the bitmap has it: a walk over the table, page by page
+ * where a page is a count (dumpfs). */
+struct dg_bm_stats {
+	uint64_t free, zone_free, extents, largest;
+};
+void dg_bm_free_stats(const struct dg_vol *vol, struct dg_bm_stats *st);
 /* Bitmap pages holding their own image (the rest are counts). */
 uint64_t dg_bm_images(const struct dg_vol *vol);
 

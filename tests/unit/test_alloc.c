@@ -754,6 +754,40 @@ static void test_rows_fragmented(void)
 	tvol_cleanup(&tv);
 }
 
+/* The free-space walk (dumpfs) agrees with the model. */
+static bool stats_match(const struct amodel *m, struct dg_vol *vol)
+{
+	struct dg_bm_stats st;
+	uint64_t free = 0, zfree = 0, ext = 0, big = 0, run = 0;
+
+	for (uint64_t v = 0; v < m->vpns; v++) {
+		if (m->map[v]) {
+			run = 0;
+			continue;
+		}
+		free++;
+		zfree += v < vol->zone_vpns;
+		ext += run == 0;
+		if (++run > big)
+			big = run;
+	}
+	pthread_mutex_lock(&vol->alloc_lock);
+	dg_bm_free_stats(vol, &st);
+	pthread_mutex_unlock(&vol->alloc_lock);
+	if (st.free != free || st.zone_free != zfree || st.extents != ext ||
+	    st.largest != big) {
+		fprintf(stderr, "stats %llu %llu %llu %llu, model %llu %llu "
+			"%llu %llu\n", (unsigned long long)st.free,
+			(unsigned long long)st.zone_free,
+			(unsigned long long)st.extents,
+			(unsigned long long)st.largest, (unsigned long long)free,
+			(unsigned long long)zfree, (unsigned long long)ext,
+			(unsigned long long)big);
+		return false;
+	}
+	return free == dg_free_vpns(vol);
+}
+
 /* Take [s, s + n) whole in t (it is free): dg_alloc() from s on. */
 static void take_range(struct dg_txn *t, struct dg_vol *vol,
 		       struct amodel *m, uint64_t s, uint64_t n)
@@ -797,6 +831,7 @@ static void lazy_case(bool no_redundancy)
 	 * bits) is the only one held whole. */
 	CHECK_EQ(dg_bm_images(vol), 1);
 	CHECK(model_matches(&m, vol));
+	CHECK(stats_match(&m, vol));
 
 	t = dg_txn_new(vol);
 	REQUIRE(t);
@@ -821,6 +856,7 @@ static void lazy_case(bool no_redundancy)
 	REQUIRE(vol);
 	CHECK(model_matches(&m, vol));
 	CHECK_EQ(dg_bm_images(vol), 2);		/* pages 0 and 4 */
+	CHECK(stats_match(&m, vol));
 	CHECK(vol->bm[2].bits == NULL);
 	CHECK_EQ(vol->bm[2].used, B);
 	CHECK(vol->bm[3].bits == NULL && vol->bm[5].bits == NULL);
@@ -845,6 +881,7 @@ static void lazy_case(bool no_redundancy)
 	REQUIRE(vol);
 	CHECK(model_matches(&m, vol));
 	CHECK(vol->bm[2].bits == NULL);		/* full again: a count */
+	CHECK(stats_match(&m, vol));
 	dg_vol_close(vol);
 	tvol_cleanup(&tv);
 	free(m.map);
