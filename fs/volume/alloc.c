@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "volume_i.h"
+#include "bmap.h"
 
 struct txn_write {
 	uint64_t vpn;
@@ -26,19 +26,10 @@ struct dg_txn {
 	unsigned bm_first;	/* w[bm_first..]: the bitmap's bytes */
 };
 
-static bool bit_get(const uint8_t *bm, uint64_t i)
+/* The in-core bitmap is bmap.c's table of pages; alloc_lock held. */
+static bool bit_get(const struct dg_vol *vol, uint64_t i)
 {
-	return bm[i / 8] & (1u << (i % 8));
-}
-
-static void bits_set(uint8_t *bm, uint64_t start, uint64_t n, bool on)
-{
-	for (uint64_t i = start; i < start + n; i++) {
-		if (on)
-			bm[i / 8] |= (uint8_t)(1u << (i % 8));
-		else
-			bm[i / 8] &= (uint8_t)~(1u << (i % 8));
-	}
+	return dg_bm_get(vol, i);
 }
 
 /* Free counts after n pages from start were taken (or given back). */
@@ -94,21 +85,12 @@ int dg_alloc_load(struct dg_vol *vol)
 	vol->bitmap_pages = root->bitmap_pages;
 	vol->meta_vpns = root->meta_vpns;
 	vol->zone_vpns = root->zone_vpns ? root->zone_vpns : root->meta_vpns;
-	vol->bitmap = aligned_alloc(DG_PAGE_SIZE,
-				    vol->bitmap_pages * DG_PAGE_SIZE);
-	if (!vol->bitmap) {
-		ret = -ENOMEM;
+	/* Only the pages that may have been written are read (bmap.c). */
+	ret = dg_bm_load(vol);
+	if (ret) {
+		dg_bm_fini(vol);
 		goto out;
 	}
-	ret = dg_read(vol, vol->bitmap_vpn, vol->bitmap_pages, vol->bitmap);
-	if (ret)
-		goto out;
-	vol->free_vpns = vol->zone_free = 0;
-	for (uint64_t i = 0; i < vol->vpns; i++)
-		if (!bit_get(vol->bitmap, i)) {
-			vol->free_vpns++;
-			vol->zone_free += i < vol->zone_vpns;
-		}
 	vol->alloc_cursor = vol->zone_vpns;
 	vol->meta_cursor = vol->meta_vpns;
 	vol->meta_spill = 0;
@@ -144,7 +126,8 @@ int dg_alloc_format(struct dg_vol *vol)
 	}
 	/* Only the first bitmap page has bits set; the rest were never
 	 * written and read as zeros (free). */
-	bits_set(bm, 0, root->meta_vpns, true);
+	for (uint64_t i = 0; i < root->meta_vpns; i++)
+		bm[i / 8] |= (uint8_t)(1u << (i % 8));
 	r[0] = (struct dg_range){ 0, 0, DG_PAGE_SIZE, root };
 	r[1] = (struct dg_range){ 1, 0, DG_PAGE_SIZE, bm };
 	ret = dg_apply(vol, r, 2);
@@ -154,25 +137,24 @@ int dg_alloc_format(struct dg_vol *vol)
 
 void dg_alloc_fini(struct dg_vol *vol)
 {
-	free(vol->bitmap);
-	vol->bitmap = NULL;
+	dg_bm_fini(vol);
 }
 
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn)
 {
 	bool on;
 
-	if (vpn >= vol->vpns || !vol->bitmap)
+	if (vpn >= vol->vpns || !vol->bm)
 		return false;
 	pthread_mutex_lock(&vol->alloc_lock);
-	on = bit_get(vol->bitmap, vpn);
+	on = bit_get(vol, vpn);
 	pthread_mutex_unlock(&vol->alloc_lock);
 	return on;
 }
 
 uint64_t dg_alloc_meta_vpns(struct dg_vol *vol)
 {
-	return vol->bitmap ? vol->meta_vpns : 0;
+	return vol->bm ? vol->meta_vpns : 0;
 }
 
 void dg_alloc_bit(struct dg_vol *vol, uint64_t vpn, uint64_t *bvpn,
@@ -181,7 +163,7 @@ void dg_alloc_bit(struct dg_vol *vol, uint64_t vpn, uint64_t *bvpn,
 	*bvpn = vol->bitmap_vpn + vpn / 8 / DG_PAGE_SIZE;
 	*off = (uint32_t)(vpn / 8 % DG_PAGE_SIZE);
 	pthread_mutex_lock(&vol->alloc_lock);
-	*byte = vol->bitmap[vpn / 8];
+	dg_bm_bytes(vol, vpn / 8, 1, byte);
 	pthread_mutex_unlock(&vol->alloc_lock);
 }
 
@@ -193,17 +175,17 @@ int dg_alloc_mark(struct dg_vol *vol, uint64_t vpn, bool used)
 	uint8_t byte;
 	int ret;
 
-	if (vpn >= vol->vpns || !vol->bitmap)
+	if (vpn >= vol->vpns || !vol->bm)
 		return -EINVAL;
 	pthread_mutex_lock(&vol->alloc_lock);
-	if (bit_get(vol->bitmap, vpn) != used) {
-		bits_set(vol->bitmap, vpn, 1, used);
-		if (used)
-			vol->free_vpns--;
-		else
-			vol->free_vpns++;
+	ret = dg_bm_prepare(vol, vpn, 1);
+	if (!ret && bit_get(vol, vpn) != used) {
+		dg_bm_set(vol, vpn, 1, used);
+		account(vol, vpn, 1, !used);
 	}
 	pthread_mutex_unlock(&vol->alloc_lock);
+	if (ret)
+		return ret;
 	dg_alloc_bit(vol, vpn, &bvpn, &off, &byte);
 	t = dg_txn_new(vol);
 	if (!t)
@@ -243,8 +225,8 @@ static void txn_reset(struct dg_txn *t, bool committed)
 		pthread_mutex_lock(&vol->alloc_lock);
 		for (unsigned i = 0; i < t->nop; i++)
 			if (!t->op[i].is_free) {
-				bits_set(vol->bitmap, t->op[i].start,
-					 t->op[i].n, false);
+				dg_bm_set(vol, t->op[i].start, t->op[i].n,
+					  false);
 				account(vol, t->op[i].start, t->op[i].n, true);
 			}
 		pthread_mutex_unlock(&vol->alloc_lock);
@@ -346,25 +328,15 @@ static int add_op(struct dg_txn *t, uint64_t start, uint64_t n, bool is_free)
 static uint64_t find_free(struct dg_vol *vol, uint64_t lo, uint64_t hi,
 			  uint64_t from)
 {
-	const uint64_t *w = (const uint64_t *)vol->bitmap;
+	uint64_t i;
 
 	if (from < lo || from >= hi)
 		from = lo;
-	for (int pass = 0; pass < 2; pass++) {
-		uint64_t i = pass ? lo : from;
-		uint64_t end = pass ? from : hi;
-
-		while (i < end) {
-			if (i % 64 == 0 && i + 64 <= end && w[i / 64] == ~0ull) {
-				i += 64;
-				continue;
-			}
-			if (!bit_get(vol->bitmap, i))
-				return i;
-			i++;
-		}
-	}
-	return hi;
+	i = dg_bm_next_free(vol, from, hi);
+	if (i < hi)
+		return i;
+	i = dg_bm_next_free(vol, lo, from);
+	return i < from ? i : hi;
 }
 
 /* Take up to want free vpns from the first free one in [lo, hi) at or
@@ -381,12 +353,14 @@ static int take_run(struct dg_txn *t, uint64_t lo, uint64_t hi,
 		return -ENOSPC;
 	/* A run may cross chunks: extents are runs of vpns, and whoever
 	 * needs device addresses (libcommit maps) splits them per page. */
-	while (n < want && s + n < hi && !bit_get(vol->bitmap, s + n))
+	while (n < want && s + n < hi && !bit_get(vol, s + n))
 		n++;
-	ret = add_op(t, s, n, false);
+	ret = dg_bm_prepare(vol, s, n);
+	if (!ret)
+		ret = add_op(t, s, n, false);
 	if (ret)
 		return ret;
-	bits_set(vol->bitmap, s, n, true);
+	dg_bm_set(vol, s, n, true);
 	account(vol, s, n, false);
 	*start = s;
 	*got = n;
@@ -459,7 +433,7 @@ static bool band_row_free(const struct dg_vol *vol, uint64_t g, uint64_t o)
 	uint64_t cp = vol->sb.chunk_pages;
 
 	for (unsigned r = 0; r < vol->k; r++)
-		if (bit_get(vol->bitmap, (g * vol->k + r) * cp + o))
+		if (bit_get(vol, (g * vol->k + r) * cp + o))
 			return false;
 	return true;
 }
@@ -470,7 +444,6 @@ static bool band_row_free(const struct dg_vol *vol, uint64_t g, uint64_t o)
 static uint64_t band_find(const struct dg_vol *vol, uint64_t g,
 			  uint64_t from, uint64_t want, uint64_t *o)
 {
-	const uint64_t *w = (const uint64_t *)vol->bitmap;
 	uint64_t cp = vol->sb.chunk_pages, base = g * vol->k * cp, best = 0;
 
 	for (uint64_t i = from; i < cp && best < want;) {
@@ -478,7 +451,7 @@ static uint64_t band_find(const struct dg_vol *vol, uint64_t g,
 
 		/* Rank 0's pages 64 at a time where they are all in use. */
 		if ((base + i) % 64 == 0 && i + 64 <= cp &&
-		    w[(base + i) / 64] == ~0ull) {
+		    dg_bm_word_full(vol, base + i)) {
 			i += 64;
 			continue;
 		}
@@ -534,10 +507,12 @@ int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
 		uint64_t take = left < best ? left : best;
 		uint64_t s = (bg * k + r) * cp + bo;
 
-		ret = add_op(t, s, take, false);
+		ret = dg_bm_prepare(vol, s, take);
+		if (!ret)
+			ret = add_op(t, s, take, false);
 		if (ret)
 			break;
-		bits_set(vol->bitmap, s, take, true);
+		dg_bm_set(vol, s, take, true);
 		account(vol, s, take, false);
 		runs[n++] = (struct dg_vrun){ s, take };
 		left -= take;
@@ -608,7 +583,7 @@ static int take_exact(struct dg_txn *t, uint64_t lo, uint64_t hi,
 	for (uint64_t i = lo; i < hi; i++) {
 		int ret;
 
-		if (bit_get(vol->bitmap, i)) {
+		if (bit_get(vol, i)) {
 			run = 0;
 			continue;
 		}
@@ -616,10 +591,12 @@ static int take_exact(struct dg_txn *t, uint64_t lo, uint64_t hi,
 			s = i;
 		if (run < want)
 			continue;
-		ret = add_op(t, s, want, false);
+		ret = dg_bm_prepare(vol, s, want);
+		if (!ret)
+			ret = add_op(t, s, want, false);
 		if (ret)
 			return ret;
-		bits_set(vol->bitmap, s, want, true);
+		dg_bm_set(vol, s, want, true);
 		account(vol, s, want, false);
 		*start = s;
 		return 0;
@@ -656,17 +633,24 @@ int dg_free(struct dg_txn *t, uint64_t start, uint64_t n)
 {
 	struct dg_vol *vol = t->vol;
 	bool ok = true;
+	int ret = 0;
 
 	if (start < vol->meta_vpns || start >= vol->vpns ||
 	    n > vol->vpns - start)
 		return -EINVAL;
 	pthread_mutex_lock(&vol->alloc_lock);
 	for (uint64_t i = start; i < start + n && ok; i++)
-		ok = bit_get(vol->bitmap, i);
+		ok = bit_get(vol, i);
+	/* frees_durable() clears them and cannot fail: each page gets its
+	 * image now (a page full at the open was held as a count). */
+	if (ok)
+		ret = dg_bm_prepare(vol, start, n);
 	pthread_mutex_unlock(&vol->alloc_lock);
 	if (!ok)
 		return DG_CORRUPT(vol, "freeing unallocated vpns %" PRIu64
 				  "+%" PRIu64, start, n);
+	if (ret)
+		return ret;
 	/* The bits clear at commit: freed space must not be reused before
 	 * the metadata that stops using it is durable. */
 	return add_op(t, start, n, true);
@@ -728,7 +712,7 @@ static void bitmap_fill(void *arg)
 		uint64_t b0 = (t->w[i].vpn - vol->bitmap_vpn) * DG_PAGE_SIZE +
 			      t->w[i].off;
 
-		memcpy(b, vol->bitmap + b0, t->w[i].len);
+		dg_bm_bytes(vol, b0, t->w[i].len, b);
 		for (unsigned k = 0; k < t->nop; k++) {
 			uint64_t s = t->op[k].start, e = s + t->op[k].n;
 
@@ -757,7 +741,7 @@ static void frees_durable(void *arg)
 	for (unsigned i = 0; i < t->nop; i++) {
 		if (!t->op[i].is_free)
 			continue;
-		bits_set(vol->bitmap, t->op[i].start, t->op[i].n, false);
+		dg_bm_set(vol, t->op[i].start, t->op[i].n, false);
 		account(vol, t->op[i].start, t->op[i].n, true);
 		/* Reuse freed space before untouched space: on file-backed
 		 * devices (images on tmpfs) untouched pages cost no memory,
@@ -788,7 +772,7 @@ int dg_txn_commit(struct dg_txn *t)
 	for (unsigned i = 0; i < t->nop && !ret; i++)
 		for (uint64_t b = t->op[i].start;
 		     t->op[i].is_free && b < t->op[i].start + t->op[i].n; b++)
-			if (!bit_get(vol->bitmap, b)) {
+			if (!bit_get(vol, b)) {
 				ret = DG_CORRUPT(vol, "double free of vpn %"
 						 PRIu64, b);
 				break;

@@ -7,7 +7,7 @@
 #include <xxhash.h>
 
 #include "csum.h"
-#include "volume_i.h"
+#include "bmap.h"
 #include "super.h"
 
 /*
@@ -223,26 +223,22 @@ void dg_inspect_geometry(struct dg_vol *vol, dg_field_fn fn, void *arg)
 
 int dg_inspect_free(struct dg_vol *vol, dg_field_fn fn, void *arg)
 {
-	uint64_t free_vpns = 0, extents = 0, largest = 0, run = 0;
-	uint64_t zone_free = 0;
+	struct dg_bm_stats st;
+	uint64_t free_vpns, zone_free, extents, largest;
 
-	if (!vol->bitmap)
+	if (!vol->bm)
 		return -ENODATA; /* opened without the volume root */
 
-	/* The in-core bitmap alloc.c loaded; vpns below meta_vpns are
-	 * metadata and always in use. */
-	for (uint64_t v = 0; v < vol->vpns; v++) {
-		if (dg_vpn_allocated(vol, v)) {
-			run = 0;
-			continue;
-		}
-		free_vpns++;
-		zone_free += v < vol->zone_vpns;
-		if (run++ == 0)
-			extents++;
-		if (run > largest)
-			largest = run;
-	}
+	/* The in-core bitmap alloc.c loaded (bmap.c): pages held as a count
+	 * are counted whole; vpns below meta_vpns are metadata and always
+	 * in use. */
+	pthread_mutex_lock(&vol->alloc_lock);
+	dg_bm_free_stats(vol, &st);
+	pthread_mutex_unlock(&vol->alloc_lock);
+	free_vpns = st.free;
+	zone_free = st.zone_free;
+	extents = st.extents;
+	largest = st.largest;
 	put(fn, arg, "vpns", DG_FIELD_UINT, vol->vpns, NULL);
 	put(fn, arg, "free_vpns", DG_FIELD_UINT, free_vpns, NULL);
 	put(fn, arg, "used_vpns", DG_FIELD_UINT, vol->vpns - free_vpns, NULL);

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "volume_i.h"
+#include "bmap.h"
 
 /*
  * What fsck does offline (fs/fsys/reclaim.c), for a mounted volume and
@@ -58,7 +58,7 @@ int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
 
 		used[dev] = !dg_vol_row_is_parity(vol, l.row, dev) &&
 			    (v < vol->meta_vpns ||
-			     (vol->bitmap[v / 8] & (1u << (v % 8))));
+			     dg_bm_get(vol, v));
 	}
 	pthread_mutex_unlock(&vol->alloc_lock);
 	for (unsigned dev = 0; dev < vol->ndev && !ret; dev++) {

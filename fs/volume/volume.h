@@ -621,7 +621,8 @@ const char *dg_feature_name(unsigned which, uint64_t bit);
 /* The volume as opened: devices, parity, rows, vpns, metadata area. */
 void dg_inspect_geometry(struct dg_vol *vol, dg_field_fn fn, void *arg);
 /* Free space from the allocation bitmap: free and used vpns, free
- * extents and the largest one. O(vpns). -ENODATA when the volume was
+ * extents and the largest one. O(bitmap pages), and a pass over the
+ * bits of each page partly in use. -ENODATA when the volume was
  * opened without its root (DG_OPEN_FORMAT). */
 int dg_inspect_free(struct dg_vol *vol, dg_field_fn fn, void *arg);
 /* Journal state: copies, header sequence, tail and head, live entries. */

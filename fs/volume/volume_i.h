@@ -25,6 +25,7 @@
 #define DG_CSUM_LOCKS 256u
 
 struct dg_jpending;
+struct dg_bmpage;
 
 struct dg_journal {
 	pthread_mutex_t lock;
@@ -100,7 +101,9 @@ struct dg_vol {
 
 	/* allocator, alloc.c */
 	pthread_mutex_t alloc_lock;
-	uint8_t *bitmap;			/* protected by alloc_lock */
+	/* The bitmap by page, compact (bmap.h); NULL until loaded. */
+	struct dg_bmpage *bm;			/* protected by alloc_lock */
+	uint64_t bm_images;			/* pages of it held whole */
 	uint64_t bitmap_vpn, bitmap_pages, meta_vpns;
 	/* [meta_vpns, zone_vpns): the metadata zone's allocatable pages;
 	 * zone_vpns == meta_vpns without a zone (format.h) */

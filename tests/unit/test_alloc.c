@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_alloc.c -- the allocation bitmap: txns, alloc, free, persistence */
 #include "harness.h"
-#include "volume_i.h"
+#include "bmap.h"
 
 #define PG DG_PAGE_SIZE
 
@@ -754,6 +754,149 @@ static void test_rows_fragmented(void)
 	tvol_cleanup(&tv);
 }
 
+/* The free-space walk (dumpfs) agrees with the model. */
+static bool stats_match(const struct amodel *m, struct dg_vol *vol)
+{
+	struct dg_bm_stats st;
+	uint64_t free = 0, zfree = 0, ext = 0, big = 0, run = 0;
+
+	for (uint64_t v = 0; v < m->vpns; v++) {
+		if (m->map[v]) {
+			run = 0;
+			continue;
+		}
+		free++;
+		zfree += v < vol->zone_vpns;
+		ext += run == 0;
+		if (++run > big)
+			big = run;
+	}
+	pthread_mutex_lock(&vol->alloc_lock);
+	dg_bm_free_stats(vol, &st);
+	pthread_mutex_unlock(&vol->alloc_lock);
+	if (st.free != free || st.zone_free != zfree || st.extents != ext ||
+	    st.largest != big) {
+		fprintf(stderr, "stats %llu %llu %llu %llu, model %llu %llu "
+			"%llu %llu\n", (unsigned long long)st.free,
+			(unsigned long long)st.zone_free,
+			(unsigned long long)st.extents,
+			(unsigned long long)st.largest, (unsigned long long)free,
+			(unsigned long long)zfree, (unsigned long long)ext,
+			(unsigned long long)big);
+		return false;
+	}
+	return free == dg_free_vpns(vol);
+}
+
+/* Take [s, s + n) whole in t (it is free): dg_alloc() from s on. */
+static void take_range(struct dg_txn *t, struct dg_vol *vol,
+		       struct amodel *m, uint64_t s, uint64_t n)
+{
+	for (uint64_t v = s; v < s + n;) {
+		uint64_t start, got;
+
+		REQUIRE(alloc_checked(t, vol, m, v, s + n - v, &start,
+				      &got) == 0);
+		REQUIRE(start == v);
+		v += got;
+	}
+}
+
+/*
+ * The in-core bitmap is a table of pages (bmap.c): a page full or free
+ * is held as a count, only a mixed one as its image, and the open reads
+ * only pages that may have been written. Pages in every state -- full,
+ * written then emptied, mixed, never written -- come back from a reopen
+ * with exact bits and free counts, and a page held as "full" can be
+ * freed from. With and without redundancy (no init map: every page is
+ * read, and kept as compact).
+ */
+static void lazy_case(bool no_redundancy)
+{
+	const uint64_t B = DG_BM_BITS;
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct amodel m;
+	uint64_t s, got;
+
+	tvol_make(&tv, no_redundancy ? "alazyn" : "alazy", 4, no_redundancy ? 0 : 1,
+		  256ull << 20, no_redundancy);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(vol->bitmap_pages >= 6);
+	REQUIRE(vol->zone_vpns < B);
+	REQUIRE(model_load(&m, vol));
+	/* A fresh volume: the first page (the root's and bitmap's own
+	 * bits) is the only one held whole. */
+	CHECK_EQ(dg_bm_images(vol), 1);
+	CHECK(model_matches(&m, vol));
+	CHECK(stats_match(&m, vol));
+
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	take_range(t, vol, &m, 2 * B, B);	/* page 2: full */
+	take_range(t, vol, &m, 3 * B + 7, 100);	/* page 3: emptied below */
+	take_range(t, vol, &m, 4 * B + 1, 10);	/* page 4: mixed */
+	REQUIRE(dg_txn_commit(t) == 0);
+	REQUIRE(dg_alloc(t, 3 * B + 7, 1, &s, &got) == 0); /* abort: back */
+	dg_txn_free(t);
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(dg_free(t, 3 * B + 7, 100) == 0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	model_set(&m, 3 * B + 7, 100, false);
+	CHECK(model_matches(&m, vol));
+	/* Page 3 is free again: its image went. */
+	CHECK(vol->bm[3].bits == NULL);
+	CHECK_EQ(vol->bm[3].used, 0);
+
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	CHECK_EQ(dg_bm_images(vol), 2);		/* pages 0 and 4 */
+	CHECK(stats_match(&m, vol));
+	CHECK(vol->bm[2].bits == NULL);
+	CHECK_EQ(vol->bm[2].used, B);
+	CHECK(vol->bm[3].bits == NULL && vol->bm[5].bits == NULL);
+
+	/* Free from the page held as "full". */
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(dg_free(t, 2 * B + 500, 5) == 0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	model_set(&m, 2 * B + 500, 5, false);
+	CHECK(model_matches(&m, vol));
+	/* Allocation skips full pages and finds the hole. */
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(alloc_checked(t, vol, &m, 2 * B, 100, &s, &got) == 0);
+	CHECK_EQ(s, 2 * B + 500);
+	CHECK_EQ(got, 5);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+	vol = reopen(&tv, vol);
+	REQUIRE(vol);
+	CHECK(model_matches(&m, vol));
+	CHECK(vol->bm[2].bits == NULL);		/* full again: a count */
+	CHECK(stats_match(&m, vol));
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(m.map);
+}
+
+static void test_lazy_pages(void)
+{
+	lazy_case(false);
+}
+
+static void test_lazy_pages_noredundancy(void)
+{
+	lazy_case(true);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -768,6 +911,8 @@ int main(int argc, char **argv)
 		{ "zone_classes", test_zone_classes },
 		{ "rows", test_rows },
 		{ "rows_fragmented", test_rows_fragmented },
+		{ "lazy_pages", test_lazy_pages },
+		{ "lazy_pages_noredundancy", test_lazy_pages_noredundancy },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
