@@ -135,6 +135,11 @@ int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 		return -EOPNOTSUPP; /* no checksum says a row was given back */
 	if (vol->read_only)
 		return -EROFS;
+	/* Without the allocation state every page would look free
+	 * (dg_vpn_allocated() answers false): trim nothing rather than
+	 * take a live page for a free one. */
+	if (!vol->bm)
+		return -EIO;
 	if (vol->degraded || dg_vol_replacing(vol) >= 0)
 		return -EBUSY;
 	lo = (start + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE;
