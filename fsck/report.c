@@ -206,7 +206,7 @@ static const char *dev_path(const struct fsck_ctx *c, int dev)
 	return p ? p : "";
 }
 
-/* DESIGN §4: the --json report; codes are pr_get()'s stable names. */
+/* The --json report; codes are pr_get()'s stable names. */
 static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 			size_t left, size_t warn)
 {

@@ -292,7 +292,7 @@ static uint8_t *reserve(size_t len)
 
 /*
  * Lay out guard + data + guard and map every extent over the data.
- * DESIGN §5: never write access to the media; stores land in private
+ * Never write access to the media; stores land in private
  * copies. A read-write map also gets a shared read-only view of the
  * same extents, so a sync diffs the copies against the media in place
  * instead of reading every dirty page into a buffer first.

@@ -16,7 +16,7 @@
 #include "commit_i.h"
 
 /*
- * DESIGN §5: dirty pages are found in time proportional to their number.
+ * Dirty pages are found in time proportional to their number.
  * Data pages are mapped PROT_READ; the first store to one faults, the
  * handler makes that page writable (its MAP_PRIVATE copy is made by the
  * kernel) and appends it to the map's dirty list (with the pages after

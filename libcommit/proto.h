@@ -45,7 +45,7 @@
  * cannot be resynchronised after a bad length.
  *
  * Every decoder below checks every field against the bytes it was given
- * (STYLE §7: never assert on socket bytes) and is fuzzed by
+ * (never assert on socket bytes) and is fuzzed by
  * tests/fuzz/fuzz_proto.c.
  */
 #include <stddef.h>

@@ -16,7 +16,7 @@
 #include "proto.h"
 
 /*
- * DESIGN §5 "libcommit server". One socket per mounted volume; its path
+ * The libcommit server (docs/design.md "Layers"). One socket per mounted volume; its path
  * is the xattr COMMIT_XATTR of any file. One thread per connection and
  * one map per connection: the map lives until UNMAP or until the client
  * goes away (a killed program's unsynced stores die with it; its last

@@ -427,7 +427,7 @@ static bool list_full(unsigned listed, size_t bytes)
 	return listed >= STATUS_FILES_MAX || bytes >= STATUS_LIST_BYTES;
 }
 
-/* DESIGN §4: status --json, one line, through json-c (tools/json.h says
+/* status --json, one line, through json-c (tools/json.h says
  * how a path or label that is not UTF-8 is written). */
 static void status_json(struct dg_daemon *dd, struct dg_out *o,
 			const struct dg_vol_info *in,

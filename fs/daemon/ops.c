@@ -16,7 +16,7 @@ static struct dg_daemon *dd_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-/* STYLE §2: engine results become FUSE replies in one place: every
+/* Engine results become FUSE replies in one place: every
  * error reply, and every bare 0, goes through here (ret is 0 or a
  * negative errno). */
 static void reply_err(fuse_req_t req, int ret)

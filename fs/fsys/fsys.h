@@ -233,7 +233,7 @@ int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino,
 /* ---- libcommit maps (mapped.c) ---------------------------------------- */
 
 /*
- * One libcommit map of a file range (DESIGN §5 "libcommit server"). While
+ * One libcommit map of a file range (commit_server.c). While
  * it exists the file's pages in the range are allocated and pinned (never
  * moved or freed: the map holds an open reference, so unlink frees the
  * space only at unmap), and, on a redundant volume, every 64-byte line of

@@ -40,7 +40,7 @@ struct dg_fmap {
 	struct dg_fmap *next_map; /* fs->maps, by fs->map_lock */
 };
 
-/* DESIGN §6: line checksums are seeded with the line's volume address,
+/* Line checksums are seeded with the line's volume address,
  * so a line read from the wrong place fails too. */
 static uint32_t line_csum(const struct dg_vol *vol, uint64_t vpn, unsigned l,
 			  const void *line)
@@ -438,7 +438,7 @@ static int check_lines(struct dg_fmap *m, uint64_t p, unsigned l0, unsigned l1)
 
 /* A line of page p failed: repair the page through the read path, which
  * verifies it against its page checksum and rebuilds it from parity
- * (DESIGN §3 G1), then check again. The page checksum is the authority;
+ * (G1, docs/design.md "Guarantees"), then check again. The page checksum is the authority;
  * line checksums are a cache, rebuilt if they disagree with a page that
  * verifies. */
 static int repair_page(struct dg_fmap *m, uint64_t p)

@@ -39,7 +39,8 @@ uint64_t dg_seed_from_uuid(const uint8_t uuid[16])
 	return XXH3_64bits(uuid, 16);
 }
 
-/* DESIGN §6: checksum seed = volume identity + page address. */
+/* Checksum seed = volume identity + page address (format.h,
+ * "Checksums"): a misdirected page fails verification. */
 uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
 		      const void *page)
 {

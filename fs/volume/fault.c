@@ -68,7 +68,7 @@ static void scrub_count(enum dg_fault kind)
 					      : &scrub_rep->unrecoverable) += 1;
 }
 
-/* STYLE §5: every fault is logged and counted exactly once per kind. */
+/* Every fault is logged and counted exactly once per kind. */
 void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 		   uint64_t row, enum dg_fault_what what, const char *action)
 {

@@ -30,7 +30,7 @@
  * device. With parity P > 0, P pages of each row hold parity of the other
  * K = ndev - P pages. The parity position rotates per chunk of
  * chunk_pages rows (RAID-5 left-symmetric style), so a run of data pages
- * within one chunk stays contiguous on one device (DESIGN §6):
+ * within one chunk stays contiguous on one device:
  *
  *   chunk c = r / chunk_pages
  *   first parity device  p0 = ndev - 1 - (c % ndev)
@@ -43,7 +43,7 @@
  *   vpn = (c * K + i) * chunk_pages + (r % chunk_pages)
  * so vpns within one chunk-sized aligned run are contiguous on one device.
  *
- * Checksums (DESIGN §6). Each page of the data rows (data and parity
+ * Checksums. Each page of the data rows (data and parity
  * alike) has a 64-bit XXH3 checksum seeded with the volume seed, the
  * device index and the page number, so a page read from or written to the
  * wrong address fails verification. The checksum of row r on device d
@@ -494,7 +494,7 @@ struct dg_dinode {
 	uint32_t nextents;	/* extents in use */
 	uint32_t generation;	/* bumped when the slot is reused */
 	struct dg_dextent inl[DG_INLINE_EXTENTS];
-	/* libcommit (DESIGN §4): a read-write map of the file is open.
+	/* libcommit (libcommit/README.md): a read-write map of the file is open.
 	 * Set by the map's transaction, cleared by the unmap's; a mount
 	 * that finds it set knows the file was mapped at a crash (the
 	 * file holds its last completed sync; nothing else to undo). */

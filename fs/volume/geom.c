@@ -4,7 +4,7 @@
 
 #include "volume_i.h"
 
-/* DESIGN §6: parity rotates per chunk so extents stay on one device. */
+/* Parity rotates per chunk so extents stay on one device. */
 unsigned dg_row_parity_first(const struct dg_vol *vol, uint64_t row)
 {
 	uint64_t chunk = row / vol->sb.chunk_pages;
@@ -174,7 +174,8 @@ void dg_geom_layout(struct dg_dsuper *sb, uint64_t dev_pages,
 		    uint64_t zone_chunks)
 {
 	uint64_t jrnl = dev_pages / 64, avail, rows, cp, meta, ditto_region;
-	/* DESIGN §6 asks for parity + 1 copies on different devices. One
+	/* Parity + 1 copies on different devices outlive any fault parity
+	 * covers. One
 	 * more, where there are devices for it: then even devices beyond
 	 * what parity covers that all lose the same checksum page write
 	 * leave a newer copy, so their old data reads as EIO, never as

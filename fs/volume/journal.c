@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* journal.c -- the redo journal: append, retire, recover (DESIGN §5, G4) */
+/* journal.c -- the redo journal: append, retire, recover (docs/design.md "The update path", G4) */
 #include <stdlib.h>
 #include <string.h>
 #include "xxh.h"

@@ -115,7 +115,7 @@ static bool on_tmpfs(int fd)
 
 /*
  * Map the whole device shared. Page store granularity is what plain
- * files on tmpfs give (DESIGN: no pmem here); on real pmem libpmem2
+ * files on tmpfs give (no pmem here); on real pmem libpmem2
  * picks cache-line flushing by itself.
  */
 static int dev_map(struct dg_dev *d, char *err, size_t errlen)

@@ -20,8 +20,8 @@
  * or repairs: what was written since the last good persist may or may
  * not be durable, and nothing may be built on it. The journal still
  * holds every update not known to be in place, so the next open redoes
- * them (DESIGN: a persist that fails is a crash that the process
- * survives).
+ * them (a persist that fails is a crash that the process survives:
+ * docs/integrity.md "Replay under faults").
  */
 struct dg_latch {
 	atomic_bool on;
@@ -42,7 +42,7 @@ static inline bool dg_latch_on(struct dg_latch *l)
 void dg_latch_why(struct dg_latch *l, char *buf, size_t len);
 
 /*
- * Test hook (DESIGN §7 crash states): every write and every persist of
+ * Test hook (the crash states of tests/crash/): every write and every persist of
  * a device that has one is reported, in program order, before it
  * happens. Per device, set through its volume: dg_vol_open_observed()
  * and dg_vol_set_observer() (volume_i.h).

@@ -36,7 +36,8 @@ void dg_parity_fini(struct dg_vol *vol)
 	vol->ec_matrix = vol->ec_tables = NULL;
 }
 
-/* Pangolin §3.5: parity patches from data diffs commute; the caller
+/* Parity patches from data diffs commute (XOR, and GF(2^8) sums for
+ * Q, are associative and commutative); the caller
  * holds the row lock, so patches to one parity page do not interleave. */
 void dg_parity_delta(const struct dg_vol *vol, unsigned rank,
 		     const uint8_t *delta, size_t len, uint8_t **parity)

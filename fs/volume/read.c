@@ -237,7 +237,7 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	/* The checksum came from the newest verified copy of its page, so
 	 * a page that matches only an older copy is stale: it is rebuilt
 	 * from parity like any other bad page, never "proven" by the copy
-	 * it happens to agree with (DESIGN §6). */
+	 * it happens to agree with (docs/integrity.md "The rules"). */
 	what = dg_row_dev_is_parity(vol, row, dev) ? DG_WHAT_PARITY
 						   : DG_WHAT_DATA;
 	if (!repeat)

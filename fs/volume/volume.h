@@ -193,7 +193,7 @@ struct dg_range {
 
 /*
  * The one update path. Applies all ranges atomically: journal, data,
- * page checksums, parity, persist (DESIGN §5). Old contents are verified
+ * page checksums, parity, persist (docs/design.md "The update path"). Old contents are verified
  * (and repaired) before they are folded into parity. Ranges may not
  * cross a page boundary; several may hit the same page (later wins).
  * Returns 0, -EIO when an old page cannot be verified or repaired,

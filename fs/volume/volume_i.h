@@ -11,7 +11,8 @@
 #include "volume.h"
 #include "media.h"
 
-/* Lock classes, in the order they are taken (DESIGN §5):
+/* Lock classes, in the order they are taken (docs/design.md,
+ * "Parallel commits"):
  *   alloc_lock (a commit that changes the bitmap, the reset of a lost
  *   free page)  ->  row locks (sorted by index)  ->  journal lock  ->
  *   cmap init lock
