@@ -33,6 +33,7 @@ static int hash_rebuild(struct dg_dir *dir, size_t cap)
 
 	if (!h)
 		return -ENOMEM;
+	dir->work += dir->nents;
 	for (size_t i = 0; i < dir->nents; i++) {
 		size_t j;
 
@@ -48,6 +49,28 @@ static int hash_rebuild(struct dg_dir *dir, size_t cap)
 	dir->hcap = cap;
 	dir->ntomb = 0;
 	return 0;
+}
+
+/*
+ * Room in the hash for one more name. A rebuild visits every record,
+ * deleted ones too, and only a create brings the next one nearer (an
+ * unlink turns a live slot into a tombstone: the count stays). Sized
+ * for four times the live names alone, a directory that once held a
+ * million names and now holds ten would rebuild every twenty creates,
+ * each time over the million records. At least one slot per record
+ * (4 bytes, beside the record's own 32 in core) keeps the creates
+ * between two rebuilds at a quarter of the records or more, so each
+ * create pays O(1) of rebuilding, however large the directory grew.
+ */
+static int hash_make_room(struct dg_dir *dir)
+{
+	size_t cap = 16;
+
+	if ((dir->nlive + dir->ntomb + 1) * 2 <= dir->hcap)
+		return 0;
+	while (cap < (dir->nlive + 1) * 4 || cap < dir->nents)
+		cap *= 2;
+	return hash_rebuild(dir, cap);
 }
 
 /* Slot of name in the hash, or of the empty slot that ends its probe. */
@@ -84,15 +107,9 @@ static int dir_index(struct dg_dir *dir, const char *name, size_t namelen,
 	struct dg_dent *e;
 	int ret;
 
-	if ((dir->nlive + dir->ntomb + 1) * 2 > dir->hcap) {
-		size_t cap = 16;
-
-		while (cap < (dir->nlive + 1) * 4)
-			cap *= 2;
-		ret = hash_rebuild(dir, cap);
-		if (ret)
-			return ret;
-	}
+	ret = hash_make_room(dir);
+	if (ret)
+		return ret;
 	if (dir->nents == dir->cap) {
 		size_t cap = dir->cap ? dir->cap * 2 : 16;
 		struct dg_dent *n = realloc(dir->ents, cap * sizeof(*n));
@@ -103,8 +120,9 @@ static int dir_index(struct dg_dir *dir, const char *name, size_t namelen,
 		dir->cap = cap;
 	}
 	e = &dir->ents[dir->nents];
-	e->name = strndup(name, namelen);
-	if (!e->name)
+	/* A deleted record needs no name in core: its length is its use. */
+	e->name = ino ? strndup(name, namelen) : NULL;
+	if (ino && !e->name)
 		return -ENOMEM;
 	e->ino = ino;
 	e->type = type;
@@ -145,6 +163,7 @@ static ssize_t take_dead(struct dg_dir *dir, uint32_t len)
 		size_t j = dir->ndead - 1 - k;
 		uint32_t idx = dir->dead[j];
 
+		dir->work++;
 		if (dir->ents[idx].reclen >= len) {
 			dir->dead[j] = dir->dead[--dir->ndead];
 			return idx;
@@ -319,17 +338,11 @@ static int reuse(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 		note_dead(dir, idx);
 		return ret;
 	}
-	if ((dir->nlive + dir->ntomb + 1) * 2 > dir->hcap) {
-		size_t cap = 16;
-
-		while (cap < (dir->nlive + 1) * 4)
-			cap *= 2;
-		ret = hash_rebuild(dir, cap);
-		if (ret) {
-			free(copy);
-			note_dead(dir, idx);
-			return ret;
-		}
+	ret = hash_make_room(dir);
+	if (ret) {
+		free(copy);
+		note_dead(dir, idx);
+		return ret;
 	}
 	free(e->name);
 	e->name = copy;
@@ -427,6 +440,8 @@ int dg_dir_remove(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *dp,
 	dir->hash[slot] = HASH_TOMB;
 	dir->ntomb++;
 	dir->nlive--;
+	free(de->name);
+	de->name = NULL;
 	/* The record stays on media with ino 0; failing to remember it
 	 * only costs its reuse. */
 	note_dead(dir, (size_t)(de - dir->ents));

@@ -45,6 +45,10 @@ struct dg_dir {
 	size_t ndead, capdead;
 	uint64_t tail_page;	/* where the next record goes */
 	uint32_t tail_off;
+	/* Records visited by index rebuilds and free-slot searches: what
+	 * tests count to see a change cost O(1) however big the directory
+	 * is (test_dir.c). */
+	uint64_t work;
 };
 
 struct dg_inode {
@@ -111,6 +115,13 @@ struct dg_fs {
 	struct dg_dfsroot root;	/* in-core copy of the fs root record */
 	uint64_t inodes_used;
 	uint64_t next_free_pos;	/* search hint: ino_at() order */
+	/* Slots of each inode table chunk in core (live or reaped): the
+	 * search for a free slot steps over a full chunk at once, so a
+	 * create costs O(chunks + one chunk), not O(inodes), whatever
+	 * order slots were freed in. ino_scanned counts the slots looked
+	 * at, for the tests (test_inode.c). Under ino_lock. */
+	uint16_t chunk_used[DG_MAX_ICHUNKS];
+	uint64_t ino_scanned;
 	pthread_mutex_t ino_lock; /* itab slot allocation and counts */
 	bool broken;		/* a commit failed: refuse changes */
 	uint32_t gen_counter;	/* protected by ino_lock */

@@ -220,6 +220,36 @@ static bool ino_free(const struct dg_fs *fs, uint64_t ino)
 	return ino > 0 && !fs->itab[ino] && !dg_ino_lost(fs, ino);
 }
 
+/* Every slot of chunk c is in core (ino 0, never used, counts as taken). */
+static bool chunk_full(const struct dg_fs *fs, uint64_t c)
+{
+	return fs->chunk_used[c] >= DG_INODES_PER_CHUNK - (c == 0);
+}
+
+/*
+ * The first free slot in [pos, end) in ino_at() order, its inode in
+ * *ino; end if none. A full chunk is stepped over whole: freeing an old
+ * inode moves the hint back to it, and the create after the one that
+ * takes it would otherwise walk every live inode up to the next hole.
+ */
+static uint64_t find_free(struct dg_fs *fs, uint64_t pos, uint64_t end,
+			  uint64_t *ino)
+{
+	while (pos < end) {
+		uint64_t c = pos / DG_INODES_PER_CHUNK;
+
+		fs->ino_scanned++;
+		if (chunk_full(fs, c)) {
+			pos = (c + 1) * DG_INODES_PER_CHUNK;
+			continue;
+		}
+		if (ino_free(fs, *ino = ino_at(pos)))
+			return pos;
+		pos++;
+	}
+	return end;
+}
+
 int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 		 uint32_t uid, uint32_t gid, struct dg_inode **ipp)
 {
@@ -228,13 +258,9 @@ int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 	int ret;
 
 	pthread_mutex_lock(&fs->ino_lock);
-	for (pos = fs->next_free_pos; pos < fs->icap; pos++)
-		if (ino_free(fs, ino = ino_at(pos)))
-			break;
+	pos = find_free(fs, fs->next_free_pos, fs->icap, &ino);
 	if (pos >= fs->icap) {
-		for (pos = 0; pos < fs->next_free_pos; pos++)
-			if (ino_free(fs, ino = ino_at(pos)))
-				break;
+		pos = find_free(fs, 0, fs->next_free_pos, &ino);
 		if (pos >= fs->next_free_pos) {
 			ret = add_chunk(fs, txn);
 			if (ret)
@@ -259,6 +285,7 @@ int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 	ip->d.generation = ++fs->gen_counter;
 	fs->itab[ino] = ip;
 	fs->inodes_used++;
+	fs->chunk_used[ino / DG_INODES_PER_CHUNK]++;
 	fs->next_free_pos = pos + 1;
 	*ipp = ip;
 	ret = 0;
@@ -272,6 +299,7 @@ void dg_inode_discard(struct dg_fs *fs, struct dg_inode *ip)
 	pthread_mutex_lock(&fs->ino_lock);
 	fs->itab[ip->ino] = NULL;
 	fs->inodes_used--;
+	fs->chunk_used[ip->ino / DG_INODES_PER_CHUNK]--;
 	if (pos_of(ip->ino) < fs->next_free_pos)
 		fs->next_free_pos = pos_of(ip->ino);
 	pthread_mutex_unlock(&fs->ino_lock);

@@ -92,6 +92,7 @@ static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 		ip->d = *d;
 		fs->itab[ino] = ip;
 		fs->inodes_used++;
+		fs->chunk_used[c]++;
 		if (d->generation > fs->gen_counter)
 			fs->gen_counter = d->generation;
 		ret = dg_ext_load(fs, ip);
