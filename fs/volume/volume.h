@@ -297,6 +297,10 @@ int dg_alloc_exact(struct dg_txn *txn, uint64_t want, bool meta,
 		   uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);
+/* The first vpn in [vpn, end) marked in use, else end (fsck walks the
+ * bitmap by words with it rather than vpn by vpn). */
+uint64_t dg_vpn_next_allocated(struct dg_vol *vol, uint64_t vpn,
+			       uint64_t end);
 uint64_t dg_free_vpns(struct dg_vol *vol);
 /* vpns [0, this) hold the volume root and the allocation bitmap; 0
  * when the bitmap is not loaded (DG_OPEN_FORMAT). */
