@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FSCK, MKFS, Volume, run
+from conftest import BUILD, FSCK, MKFS, Volume, run
+from dgfault import fsck
+
+DUMPFS = BUILD / "dump" / "dumpfs.daxguard"
 
 DISK_DIR = Path("/var/tmp")
 NR_CACHESTAT = 451          # x86_64 and the generic table alike
@@ -143,3 +146,56 @@ def test_fsck_pages_grow_with_data(disk_dir, tmp_path):
           f"{loaded}")
     # every data page and its row's parity, read to be verified
     assert loaded - empty >= mib * (1 << 20) // PAGE
+
+
+def geometry(devs):
+    import json
+    p = run([DUMPFS, "--json"] + devs)
+    f = json.loads(p.stdout)["devices"][0]["superblocks"][0]["fields"]
+    rows = json.loads(p.stdout)["geometry"]["rows"]
+    return {k: int(f[k]) for k in ("cmap_start", "data_start")} | {
+        "rows": int(rows)}
+
+
+def test_faults_where_the_map_says_empty_do_not_matter(volume_factory):
+    """A row the init map calls never written is skipped by fsck: a
+    fault there, on every device (beyond parity), changes nothing read;
+    a damaged copy of the map itself is found and rewritten."""
+    v = volume_factory()
+    v.mkfs()
+    mnt = v.mount()
+    data = os.urandom(3 << 20)
+    (mnt / "f").write_bytes(data)
+    v.umount()
+    devs = [str(d) for d in v.devs]
+    g = geometry(devs)
+    with open(devs[0], "rb") as f:
+        f.seek(g["cmap_start"] * PAGE)
+        bits = f.read(PAGE - 16)
+    per = 510                                   # DG_CSUMS_PER_PAGE
+    clear = [i for i in range(g["rows"] // per)
+             if not bits[i // 8] & (1 << (i % 8))]
+    assert clear, "the volume should have blocks never written"
+    row = clear[-1] * per + 7
+    junk = os.urandom(PAGE)
+    for d in devs:                              # every device
+        with open(d, "r+b") as f:
+            f.seek((g["data_start"] + row) * PAGE)
+            f.write(junk)
+    with open(devs[1], "r+b") as f:             # one copy of the map
+        f.seek(g["cmap_start"] * PAGE)
+        f.write(os.urandom(PAGE))
+    rc, rep, p = fsck(devs, "-n", json_out=True)
+    assert rc == 4, p.stdout + p.stderr
+    # the map's copy and nothing else: the junk lies where nothing is
+    where = {(f["device"], f["page"]) for f in rep["findings"]}
+    assert where == {(1, g["cmap_start"])}, p.stdout
+    rc, rep, p = fsck(devs, "-y", json_out=True)
+    assert rc == 1, p.stdout + p.stderr
+    where = {(f["device"], f["page"], f["fixed"]) for f in rep["findings"]}
+    assert where == {(1, g["cmap_start"], True)}, p.stdout
+    rc, rep, p = fsck(devs, "-n")
+    assert rc == 0, p.stdout + p.stderr
+    mnt = v.mount()
+    assert (mnt / "f").read_bytes() == data
+    v.umount()
