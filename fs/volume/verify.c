@@ -412,6 +412,14 @@ int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
 	return scrub_pass(vol, &p, rep);
 }
 
+uint64_t dg_vol_next_used_row(struct dg_vol *vol, uint64_t row,
+			      uint64_t end)
+{
+	if (end > vol->sb.rows)
+		end = vol->sb.rows;
+	return vol->redundancy ? dg_cmap_next_row(vol, row, end) : row;
+}
+
 int dg_vol_scrub_ditto(struct dg_vol *vol, bool repair,
 		       struct dg_scrub_report *rep)
 {

@@ -399,6 +399,12 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
  */
 int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
 		      uint64_t end, struct dg_scrub_report *rep);
+/* The first row in [row, end) of a block the checksum-page init map
+ * says was written, else end: the rows before it were never written,
+ * and the row passes skip them (docs/design.md, "What the passes
+ * visit"). The daemon's scrub and replace stretch a batch over them. */
+uint64_t dg_vol_next_used_row(struct dg_vol *vol, uint64_t row,
+			      uint64_t end);
 int dg_vol_scrub_ditto(struct dg_vol *vol, bool repair,
 		       struct dg_scrub_report *rep);
 
