@@ -140,6 +140,16 @@ static void *replace_main(void *arg)
 		uint64_t end = row + BATCH_ROWS < in.rows ? row + BATCH_ROWS
 							  : in.rows;
 		uint64_t pages = 0, lost = 0;
+		/* Unpaced, a stretch of rows never written is one batch,
+		 * which the engine skips whole (a blank row needs no
+		 * rebuild). A rate limit counts every row passed, as it
+		 * always has: batches stay small, so the position saved
+		 * and shown moves as evenly as the rate. */
+		uint64_t used = r->rec.rate ? row
+				: dg_vol_next_used_row(dd->vol, row, in.rows);
+
+		if (used > end)
+			end = used;
 
 		pthread_mutex_unlock(&r->lock);
 		ret = dg_vol_replace_rows(dd->vol, row, end, &pages, &lost);

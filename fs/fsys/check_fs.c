@@ -135,11 +135,33 @@ static bool mark(struct walk *w, uint64_t vpn, uint64_t n, uint8_t cls,
 			ok = false;
 	if (!ok)
 		return false;
+	if (!w->marked)
+		w->marked = calloc(w->vpns / DG_WALK_GROUP / 8 + 1, 1);
 	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++) {
 		w->cls[i] = cls;
 		w->owner[i] = ino;
+		if (w->marked)
+			w->marked[i / DG_WALK_GROUP / 8] |=
+				(uint8_t)(1u << (i / DG_WALK_GROUP % 8));
 	}
 	return true;
+}
+
+/* The first vpn at or after v in a group some mark touched, else
+ * w->vpns. Without the summary (nothing marked, or no memory for it):
+ * v, every vpn taken as touched. */
+static uint64_t next_marked(const struct walk *w, uint64_t v)
+{
+	uint64_t g = v / DG_WALK_GROUP, ng;
+
+	if (!w->marked)
+		return v;
+	ng = (w->vpns + DG_WALK_GROUP - 1) / DG_WALK_GROUP;
+	while (g < ng && !(w->marked[g / 8] & (1u << (g % 8))))
+		g = w->marked[g / 8] ? g + 1 : (g / 8 + 1) * 8;
+	if (g >= ng)
+		return w->vpns;
+	return v > g * DG_WALK_GROUP ? v : g * DG_WALK_GROUP;
 }
 
 static uint8_t data_class(uint32_t mode)
@@ -888,17 +910,16 @@ static void check_stages(struct walk *w)
 	}
 }
 
-static void check_bitmap(struct walk *w)
+static void check_bitmap_vpn(struct walk *w, uint64_t v)
 {
 	struct dg_vol *vol = w->vol;
+	bool used = w->cls[v] != DG_PC_FREE, on;
+	struct dg_chk_event ev;
 
-	for (uint64_t v = 0; v < w->vpns; v++) {
-		bool used = w->cls[v] != DG_PC_FREE, on;
-		struct dg_chk_event ev;
-
-		on = dg_vpn_allocated(vol, v);
-		if (used == on)
-			continue;
+	on = dg_vpn_allocated(vol, v);
+	if (used == on)
+		return;
+	{
 		dg_chk_event_init(&ev, used ? DG_CHK_BITMAP_MISSING
 					    : DG_CHK_BITMAP_LEAK, "allocation");
 		ev_vpn(w, &ev, v);
@@ -916,6 +937,30 @@ static void check_bitmap(struct walk *w)
 	}
 }
 
+/* The bitmap against what the structures use: only the groups of vpns
+ * that one of them marked or that hold an allocated vpn (a vpn neither
+ * marked nor allocated agrees), so the cost is the used space, not the
+ * volume's size. */
+static void check_bitmap(struct walk *w)
+{
+	uint64_t v = 0;
+
+	while (v < w->vpns) {
+		uint64_t a = dg_vpn_next_allocated(w->vol, v, w->vpns);
+		uint64_t m = next_marked(w, v);
+		uint64_t end;
+
+		v = a < m ? a : m;
+		if (v >= w->vpns)
+			break;
+		end = (v / DG_WALK_GROUP + 1) * DG_WALK_GROUP;
+		if (end > w->vpns)
+			end = w->vpns;
+		for (; v < end; v++)
+			check_bitmap_vpn(w, v);
+	}
+}
+
 void dg_walk_free(struct walk *w)
 {
 	if (w->in)
@@ -929,6 +974,8 @@ void dg_walk_free(struct walk *w)
 	free(w->in);
 	free(w->root);
 	free(w->page);
+	free(w->marked);
+	w->marked = NULL;
 }
 
 /* Load the root records and every structure, tolerantly. */
@@ -1002,22 +1049,34 @@ int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner)
 
 int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages)
 {
+	struct walk w = { .vol = vol, .classify_only = true };
 	struct dg_vol_info info;
-	uint8_t *cls;
-	uint64_t *owner;
-	int ret = dg_check_classify(vol, &cls, &owner);
+	int ret;
 
-	if (ret)
-		return ret;
+	w.cls = calloc(dg_vol_vpns(vol), 1);
+	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
+	ret = dg_walk_load(&w);
+	if (ret && ret != -EUCLEAN)
+		goto out;
+	ret = 0;
 	dg_vol_get_info(vol, &info);
 	*pages = 0;
 	/* Without a zone zone_vpns is 0 and every metadata page counts:
-	 * none has copies beyond the root and bitmap's. */
-	for (uint64_t v = info.zone_vpns; v < info.vpns; v++)
-		*pages += cls[v] != DG_PC_FREE && cls[v] != DG_PC_FILE;
-	free(cls);
-	free(owner);
-	return 0;
+	 * none has copies beyond the root and bitmap's. Only the groups
+	 * the walk marked hold a class. */
+	for (uint64_t v = next_marked(&w, info.zone_vpns); v < w.vpns;
+	     v = next_marked(&w, v)) {
+		uint64_t end = (v / DG_WALK_GROUP + 1) * DG_WALK_GROUP;
+
+		for (; v < end && v < w.vpns; v++)
+			*pages += w.cls[v] != DG_PC_FREE &&
+				  w.cls[v] != DG_PC_FILE;
+	}
+out:
+	dg_walk_free(&w);
+	free(w.cls);
+	free(w.owner);
+	return ret;
 }
 
 /*

@@ -29,6 +29,8 @@ struct wino {
 	bool reached;
 };
 
+#define DG_WALK_GROUP 4096u
+
 struct walk {
 	struct dg_vol *vol;
 	dg_chk_fn fn;
@@ -38,6 +40,10 @@ struct walk {
 	uint64_t vpns;
 	uint8_t *cls;
 	uint64_t *owner;
+	/* Bit g: some vpn of [g, g + 1) * DG_WALK_GROUP was marked used
+	 * (allocated by the first mark): the passes over every vpn visit
+	 * those groups and the allocated ones only. */
+	uint8_t *marked;
 	struct dg_droot *root;
 	struct dg_dfsroot fsr;
 	uint64_t icap;

@@ -222,14 +222,25 @@ static void drain(void *arg)
  * replaced only when a newer verified copy proves it wrong; data never
  * decides). A page of which no copy verifies, while the init map says it
  * was written, leaves the pages it covers unverifiable.
+ *
+ * Only the indexes the init map says were written: no entry of the
+ * others was ever set (a bit is set before any entry of its pages), so
+ * every page they cover is "never written" whatever their copies hold;
+ * a copy left by an initialisation a crash cut short is made equal to
+ * the others by the next one (cmap_init_index()). The map's own copies were verified at open
+ * (dg_cmap_load(): the union of the copies that verify, the stale and
+ * damaged ones noted, and rewritten when repairing); those findings are
+ * drained before this pass. docs/design.md, "What the passes visit".
  */
 static void check_csum_pages(struct rctx *c, uint8_t *img)
 {
 	struct dg_vol *vol = c->vol;
 	unsigned flags = DG_CPX_QUIET | (c->repair ? DG_CPX_REPAIR : 0);
+	const uint64_t np = vol->sb.csum_pages;
 
 	for (unsigned d = 0; d < vol->ndev; d++) {
-		for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
+		for (uint64_t i = dg_cmap_next_set(vol, 0, np); i < np;
+		     i = dg_cmap_next_set(vol, i + 1, np)) {
 			pthread_mutex_t *lk = &vol->csum_locks[dg_cpage_lock_idx(
 				dg_cpage_key(d, i))];
 			struct dg_cpage_view v;

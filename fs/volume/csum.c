@@ -468,6 +468,43 @@ bool dg_cmap_test(struct dg_vol *vol, uint64_t index)
 	return set;
 }
 
+uint64_t dg_cmap_next_set(struct dg_vol *vol, uint64_t index, uint64_t end)
+{
+	if (!vol->cmap)
+		return index < end ? index : end; /* no map: all written */
+	pthread_mutex_lock(&vol->cmap_lock);
+	/* Bit by bit to a byte boundary, then whole zero bytes at a time:
+	 * an empty map of a terabyte device is a few hundred KiB. */
+	while (index < end) {
+		uint8_t b = vol->cmap[index / 8];
+
+		if (b & (1u << (index % 8)))
+			break;
+		if (!b) {
+			index = (index / 8 + 1) * 8;
+			continue;
+		}
+		index++;
+	}
+	pthread_mutex_unlock(&vol->cmap_lock);
+	return index < end ? index : end;
+}
+
+uint64_t dg_cmap_next_row(struct dg_vol *vol, uint64_t row, uint64_t end)
+{
+	uint64_t index, next;
+
+	if (row >= end)
+		return end;
+	index = row / DG_CSUMS_PER_PAGE;
+	next = dg_cmap_next_set(vol, index,
+				(end - 1) / DG_CSUMS_PER_PAGE + 1);
+	if (next == index)
+		return row;
+	next *= DG_CSUMS_PER_PAGE;
+	return next < end ? next : end;
+}
+
 /*
  * Write the checksum pages of index on every device (empty, or the
  * newest copy where one verifies), then set the index in the map. Only

@@ -224,20 +224,22 @@ static void copy_head(struct dg_vol *vol, struct dg_dev *s, struct dg_dev *t)
 static uint64_t copy_csum_pages(struct dg_vol *vol, unsigned dev,
 				struct dg_dev *t, uint8_t *img, bool present)
 {
+	const uint64_t np = vol->sb.csum_pages;
 	uint64_t stale = 0;
 
+	/* Initialised indexes only: the others hold no entry. */
 	for (unsigned owner = 0; owner < vol->ndev; owner++)
 		for (unsigned c = 0; c < vol->sb.csum_copies; c++) {
 			if (dg_cpage_copy_dev(vol, owner, c) != dev)
 				continue;
-			for (uint64_t i = 0; i < vol->sb.csum_pages; i++) {
+			for (uint64_t i = dg_cmap_next_set(vol, 0, np);
+			     i < np; i = dg_cmap_next_set(vol, i + 1, np)) {
 				struct dg_cpage_view v;
 
 				uint64_t off = dg_cpage_copy_page(vol, i, c)
 					       << DG_PAGE_SHIFT;
 
-				if (!dg_cmap_test(vol, i) ||
-				    dg_cpage_examine(vol, owner, i, img, &v,
+				if (dg_cpage_examine(vol, owner, i, img, &v,
 						     DG_CPX_QUIET) != 1)
 					continue;
 				if (present) {
@@ -437,6 +439,32 @@ static void replace_dittos(struct dg_vol *vol, uint64_t row, uint8_t *buf)
 	}
 }
 
+/*
+ * Rows [row, next) lie in blocks the init map calls never written: a
+ * blank row needs no rebuild (its pages' media is ignored everywhere,
+ * and a page written there later is written whole, T's included: apply.c
+ * writes a never-written page whole, wherever it goes). A filling T's
+ * fill_row moves past them under the lock of the last one, in order
+ * with the updates of that row; an update of an earlier row of the
+ * range in flight meanwhile finds the page never written, whether T's
+ * row reads as missing or not, and writes T whole. Bits are never
+ * cleared, so no block with live pages is skipped; one initialised
+ * after the test holds new data, written to T as above. True when the
+ * rows were skipped.
+ */
+static bool skip_blank(struct dg_vol *vol, struct dg_dev *t, uint64_t row,
+		       uint64_t next)
+{
+	pthread_rwlock_t *lk = dg_row_lock(vol, next - 1);
+
+	pthread_rwlock_wrlock(lk);
+	if (t->filling && __atomic_load_n(&t->fill_row, __ATOMIC_RELAXED) ==
+			  row)
+		__atomic_store_n(&t->fill_row, next, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(lk);
+	return true;
+}
+
 /* Row's page of the slot exact on T; under the row's lock. 1 written, 0
  * nothing to do, -EIO could not be rebuilt. */
 static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf)
@@ -476,10 +504,19 @@ int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
 	if (!buf)
 		return -ENOMEM;
 	for (uint64_t row = first; row < end; row++) {
-		pthread_rwlock_t *lk = dg_row_lock(vol, row);
+		pthread_rwlock_t *lk;
 		struct dg_dev *t = target(vol);
 		int ret;
 
+		if (row == first || row % DG_CSUMS_PER_PAGE == 0) {
+			uint64_t next = dg_cmap_next_row(vol, row, end);
+
+			if (next != row && skip_blank(vol, t, row, next))
+				row = next;
+			if (row >= end)
+				break;
+		}
+		lk = dg_row_lock(vol, row);
 		pthread_rwlock_wrlock(lk);
 		/* A missing S's copies come from dg_ditto_check() at the
 		 * end: T holds none of them to compare. */

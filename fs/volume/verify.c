@@ -31,72 +31,100 @@ int dg_repair_parity(struct dg_vol *vol, uint64_t row, uint8_t *const *calc)
 	return ret;
 }
 
+/* Compare each ditto copy of vpn with its page, rewriting a stale one
+ * from the page when repairing. */
+static void ditto_check_page(struct dg_vol *vol, uint64_t vpn, bool repair,
+			     uint8_t *page, uint8_t *copy, uint64_t *stale)
+{
+	struct dg_loc l = dg_vpn_loc(vol, vpn);
+	pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
+	uint64_t csum;
+
+	/* Free pages too: the bitmap may be what fsck is about to
+	 * repair, and a page it then marks in use must not keep a
+	 * stale copy. Never-written pages are skipped below. */
+	pthread_rwlock_wrlock(lk);
+	if (dg_page_read_locked(vol, l.dev, l.row, page, &csum) < 0 ||
+	    csum == DG_CSUM_NONE) {
+		/* unreadable: counted by the read path; never
+		 * written: the copies are never read */
+		pthread_rwlock_unlock(lk);
+		return;
+	}
+	for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
+		uint64_t off;
+		struct dg_dev *d = dg_ditto_copy_at(vol, vpn, j, &off);
+
+		if (!d)
+			continue;
+		memcpy(copy, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+		if (!memcmp(copy, page, DG_PAGE_SIZE))
+			continue;
+		(*stale)++;
+		dg_fault_note(vol, DG_FAULT_DETECTED, d->idx,
+			      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
+			      "copy differs from the page");
+		if (!repair ||
+		    !dg_repair_ok(vol, DG_CHK_PAGE_BAD, d->idx,
+				  off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
+				  "copy differs from the page",
+				  "rewrite it from the page")) {
+			/* The page itself is right; the copy stays
+			 * as it is, repairable. */
+			dg_fault_note(vol, DG_FAULT_RECOVERED, d->idx,
+				      off >> DG_PAGE_SHIFT,
+				      DG_WHAT_DITTO, "left as it is");
+			continue;
+		}
+		/* A failure latched the volume (media.h): the
+		 * copy stays as it is. */
+		if (dg_repair_write(vol, d->idx, off, page,
+				    DG_PAGE_SIZE))
+			continue;
+		dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
+			      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
+			      "rewritten from the page");
+	}
+	pthread_rwlock_unlock(lk);
+}
+
 /* Compare each ditto copy with its page: a stale copy is never read
- * (ditto.c), so the scrub and fsck rewrite it from the page here. */
+ * (ditto.c), so the scrub and fsck rewrite it from the page here. By
+ * rows, those of the vpns with copies, skipping blocks of rows never
+ * written (their pages are never written: their copies are never read;
+ * dg_vol_pass_rows() says why the map can be trusted). */
 int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 {
 	uint8_t *page = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
-	uint8_t *copy = page + DG_PAGE_SIZE;
-	int ret = 0;
+	uint64_t zone = vol->sb.ditto_pages < vol->vpns ? vol->sb.ditto_pages
+							: vol->vpns;
+	uint64_t run = (uint64_t)vol->k * vol->sb.chunk_pages;
+	uint64_t end = run ? (zone + run - 1) / run * vol->sb.chunk_pages : 0;
 
 	*stale = 0;
 	if (!page)
 		return -ENOMEM;
-	for (uint64_t vpn = 0; vol->redundancy && vpn < vol->sb.ditto_pages &&
-			       vpn < vol->vpns; vpn++) {
-		struct dg_loc l = dg_vpn_loc(vol, vpn);
-		pthread_rwlock_t *lk = dg_row_lock(vol, l.row);
-		uint64_t csum;
-
-		/* Free pages too: the bitmap may be what fsck is about to
-		 * repair, and a page it then marks in use must not keep a
-		 * stale copy. Never-written pages are skipped below. */
-		pthread_rwlock_wrlock(lk);
-		if (dg_page_read_locked(vol, l.dev, l.row, page, &csum) < 0 ||
-		    csum == DG_CSUM_NONE) {
-			/* unreadable: counted by the read path; never
-			 * written: the copies are never read */
-			pthread_rwlock_unlock(lk);
-			continue;
+	if (end > vol->sb.rows)
+		end = vol->sb.rows;
+	for (uint64_t row = 0; vol->redundancy && row < end; row++) {
+		if (row % DG_CSUMS_PER_PAGE == 0) {
+			row = dg_cmap_next_row(vol, row, end);
+			if (row >= end)
+				break;
 		}
-		for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
-			uint64_t off;
-			struct dg_dev *d = dg_ditto_copy_at(vol, vpn, j, &off);
+		for (unsigned d = 0; d < vol->ndev; d++) {
+			uint64_t vpn;
 
-			if (!d)
+			if (dg_row_dev_is_parity(vol, row, d))
 				continue;
-			memcpy(copy, dg_dev_ptr(d, off), DG_PAGE_SIZE);
-			if (!memcmp(copy, page, DG_PAGE_SIZE))
-				continue;
-			(*stale)++;
-			dg_fault_note(vol, DG_FAULT_DETECTED, d->idx,
-				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
-				      "copy differs from the page");
-			if (!repair ||
-			    !dg_repair_ok(vol, DG_CHK_PAGE_BAD, d->idx,
-					  off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
-					  "copy differs from the page",
-					  "rewrite it from the page")) {
-				/* The page itself is right; the copy stays
-				 * as it is, repairable. */
-				dg_fault_note(vol, DG_FAULT_RECOVERED, d->idx,
-					      off >> DG_PAGE_SHIFT,
-					      DG_WHAT_DITTO, "left as it is");
-				continue;
-			}
-			/* A failure latched the volume (media.h): the
-			 * copy stays as it is. */
-			if (dg_repair_write(vol, d->idx, off, page,
-					    DG_PAGE_SIZE))
-				continue;
-			dg_fault_note(vol, DG_FAULT_REPAIRED, d->idx,
-				      off >> DG_PAGE_SHIFT, DG_WHAT_DITTO,
-				      "rewritten from the page");
+			vpn = dg_loc_vpn(vol, d, row);
+			if (vpn < zone)
+				ditto_check_page(vol, vpn, repair, page,
+						 page + DG_PAGE_SIZE, stale);
 		}
-		pthread_rwlock_unlock(lk);
 	}
 	free(page);
-	return ret;
+	return 0;
 }
 
 /* True when a page of the row was written: its checksum is not NONE, or
@@ -261,11 +289,32 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 		dg_csum_cursor_init(&cur[d]);
 		cur[d].uncached = true;
 	}
-	for (uint64_t row = p->first; row < end; row++) {
-		pthread_rwlock_t *lk = dg_row_lock(vol, row);
+	for (uint64_t row = p->first, report = row; row < end; row++) {
+		pthread_rwlock_t *lk;
 
-		if (p->progress && row % 1024 == 0)
+		/*
+		 * Whole blocks of rows whose checksum page index is clear in
+		 * the init map were never written (format.h): no live page,
+		 * no parity obligation, nothing to verify. The map in core is
+		 * the union of its verified copies (dg_cmap_load(); none
+		 * verifying sets every bit), and bits are never cleared, so
+		 * a block skipped here holds nothing written before the pass
+		 * began. Online, a block may be initialised after its test:
+		 * what lands there is new data, written with its checksums
+		 * and parity by the update path (G2), and the next pass sees
+		 * it; a scrub is for what decays at rest.
+		 */
+		if (row == p->first || row % DG_CSUMS_PER_PAGE == 0) {
+			row = dg_cmap_next_row(vol, row, end);
+			if (row >= end)
+				break;
+		}
+		/* every 1024 rows visited, and once after each skip */
+		if (p->progress && row >= report) {
 			p->progress(p->parg, row, vol->sb.rows);
+			report = (row / 1024 + 1) * 1024;
+		}
+		lk = dg_row_lock(vol, row);
 		/* One row's lock at a time, only while that row is checked:
 		 * reads and updates of every other row go on. */
 		pthread_rwlock_wrlock(lk);
@@ -361,6 +410,14 @@ int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
 	if (first >= end)
 		return 0;
 	return scrub_pass(vol, &p, rep);
+}
+
+uint64_t dg_vol_next_used_row(struct dg_vol *vol, uint64_t row,
+			      uint64_t end)
+{
+	if (end > vol->sb.rows)
+		end = vol->sb.rows;
+	return vol->redundancy ? dg_cmap_next_row(vol, row, end) : row;
 }
 
 int dg_vol_scrub_ditto(struct dg_vol *vol, bool repair,

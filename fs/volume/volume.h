@@ -304,6 +304,10 @@ int dg_alloc_exact(struct dg_txn *txn, uint64_t want, bool meta,
 		   uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);
+/* The first vpn in [vpn, end) marked in use, else end (fsck walks the
+ * bitmap by words with it rather than vpn by vpn). */
+uint64_t dg_vpn_next_allocated(struct dg_vol *vol, uint64_t vpn,
+			       uint64_t end);
 uint64_t dg_free_vpns(struct dg_vol *vol);
 /* vpns [0, this) hold the volume root and the allocation bitmap; 0
  * when the bitmap is not loaded (DG_OPEN_FORMAT). */
@@ -410,6 +414,12 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
  */
 int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
 		      uint64_t end, struct dg_scrub_report *rep);
+/* The first row in [row, end) of a block the checksum-page init map
+ * says was written, else end: the rows before it were never written,
+ * and the row passes skip them (docs/design.md, "What the passes
+ * visit"). The daemon's scrub and replace stretch a batch over them. */
+uint64_t dg_vol_next_used_row(struct dg_vol *vol, uint64_t row,
+			      uint64_t end);
 int dg_vol_scrub_ditto(struct dg_vol *vol, bool repair,
 		       struct dg_scrub_report *rep);
 

@@ -236,6 +236,14 @@ void dg_cmap_free(struct dg_vol *vol);
  * 0 or the first failure. */
 int dg_cmap_store(struct dg_vol *vol, uint32_t devs);
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
+/* The first index in [index, end) whose bit is set, else end: a scan of
+ * the map in core, 8 clear indexes per byte. */
+uint64_t dg_cmap_next_set(struct dg_vol *vol, uint64_t index, uint64_t end);
+/* The first row in [row, end) whose checksum page index is set, else
+ * end: rows of a clear index were never written (format.h), nothing of
+ * them is live, so the passes over rows skip them (docs/design.md,
+ * "What the passes visit"). */
+uint64_t dg_cmap_next_row(struct dg_vol *vol, uint64_t row, uint64_t end);
 /* Byte offset of slot (0, 1) of the map's first page on a device. */
 uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot);
 /* A copy of init map page p: 1 its seal holds, -EUCLEAN otherwise. */
