@@ -157,26 +157,12 @@ uint64_t dg_vpn_next_allocated(struct dg_vol *vol, uint64_t vpn,
 {
 	if (end > vol->vpns)
 		end = vol->vpns;
-	if (!vol->bitmap)
+	if (!vol->bm || vpn >= end)
 		return end;
 	pthread_mutex_lock(&vol->alloc_lock);
-	/* Bit by bit to a word boundary, then whole zero words. */
-	while (vpn < end) {
-		if (vpn % 64 == 0 && vpn + 64 <= end) {
-			uint64_t word;
-
-			memcpy(&word, vol->bitmap + vpn / 8, sizeof(word));
-			if (!word) {
-				vpn += 64;
-				continue;
-			}
-		}
-		if (bit_get(vol->bitmap, vpn))
-			break;
-		vpn++;
-	}
+	vpn = dg_bm_next_used(vol, vpn, end);
 	pthread_mutex_unlock(&vol->alloc_lock);
-	return vpn < end ? vpn : end;
+	return vpn;
 }
 
 uint64_t dg_alloc_meta_vpns(struct dg_vol *vol)

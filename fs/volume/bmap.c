@@ -247,8 +247,11 @@ void dg_bm_set(struct dg_vol *vol, uint64_t start, uint64_t n, bool on)
 	}
 }
 
-uint64_t dg_bm_next_free(const struct dg_vol *vol, uint64_t from,
-			 uint64_t end)
+/* The first bit in [from, end) that is set (want) or clear (!want), or
+ * end: a page held as a count is passed over whole, an image a word at
+ * a time. */
+static uint64_t next_bit(const struct dg_vol *vol, uint64_t from,
+			 uint64_t end, bool want)
 {
 	uint64_t i = from;
 
@@ -260,17 +263,18 @@ uint64_t dg_bm_next_free(const struct dg_vol *vol, uint64_t from,
 		const uint64_t *w = (const uint64_t *)e->bits;
 
 		if (!e->bits) {
-			if (!e->used)
+			if ((e->used != 0) == want)
 				return i;
 			i = pend;
 			continue;
 		}
 		while (i < pend) {
 			uint64_t o = i % DG_BM_BITS;
-			uint64_t freeb = ~w[o / 64] >> (o % 64);
+			uint64_t hit = (want ? w[o / 64] : ~w[o / 64]) >>
+				       (o % 64);
 
-			if (freeb) {
-				uint64_t f = i + (uint64_t)__builtin_ctzll(freeb);
+			if (hit) {
+				uint64_t f = i + (uint64_t)__builtin_ctzll(hit);
 
 				if (f < pend)
 					return f;
@@ -281,6 +285,18 @@ uint64_t dg_bm_next_free(const struct dg_vol *vol, uint64_t from,
 		i = pend;
 	}
 	return end;
+}
+
+uint64_t dg_bm_next_free(const struct dg_vol *vol, uint64_t from,
+			 uint64_t end)
+{
+	return next_bit(vol, from, end, false);
+}
+
+uint64_t dg_bm_next_used(const struct dg_vol *vol, uint64_t from,
+			 uint64_t end)
+{
+	return next_bit(vol, from, end, true);
 }
 
 bool dg_bm_word_full(const struct dg_vol *vol, uint64_t vpn)

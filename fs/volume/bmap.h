@@ -34,6 +34,9 @@ void dg_bm_set(struct dg_vol *vol, uint64_t start, uint64_t n, bool on);
 /* The first clear bit in [from, end), or end. */
 uint64_t dg_bm_next_free(const struct dg_vol *vol, uint64_t from,
 			 uint64_t end);
+/* The first set bit in [from, end), or end. */
+uint64_t dg_bm_next_used(const struct dg_vol *vol, uint64_t from,
+			 uint64_t end);
 /* The 64-bit word that holds vpn (vpn % 64 == 0) is all in use. */
 bool dg_bm_word_full(const struct dg_vol *vol, uint64_t vpn);
 /* len bytes of the bitmap from byte b0 on, as they stand in core. */
