@@ -135,8 +135,11 @@ static bool mark(struct walk *w, uint64_t vpn, uint64_t n, uint8_t cls,
 			ok = false;
 	if (!ok)
 		return false;
-	if (!w->marked)
+	/* One try: a summary allocated after some marks would miss them. */
+	if (!w->marked && !w->no_summary) {
 		w->marked = calloc(w->vpns / DG_WALK_GROUP / 8 + 1, 1);
+		w->no_summary = !w->marked;
+	}
 	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++) {
 		w->cls[i] = cls;
 		w->owner[i] = ino;
@@ -154,7 +157,7 @@ static uint64_t next_marked(const struct walk *w, uint64_t v)
 {
 	uint64_t g = v / DG_WALK_GROUP, ng;
 
-	if (!w->marked)
+	if (!w->marked || w->no_summary)
 		return v;
 	ng = (w->vpns + DG_WALK_GROUP - 1) / DG_WALK_GROUP;
 	while (g < ng && !(w->marked[g / 8] & (1u << (g % 8))))

@@ -44,6 +44,7 @@ struct walk {
 	 * (allocated by the first mark): the passes over every vpn visit
 	 * those groups and the allocated ones only. */
 	uint8_t *marked;
+	bool no_summary; /* no memory for it: every group is visited */
 	struct dg_droot *root;
 	struct dg_dfsroot fsr;
 	uint64_t icap;

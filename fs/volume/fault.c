@@ -141,9 +141,11 @@ void dg_fault_note_loss(struct dg_vol *vol, unsigned dev, uint64_t row,
 				vol->caplosses = cap;
 			}
 		}
-		if (vol->nlosses < vol->caplosses)
+		if (vol->nlosses < vol->caplosses) {
 			vol->losses[vol->nlosses++] =
 				(struct dg_known_loss){ dev, row, csum };
+			atomic_store(&vol->any_losses, true);
+		}
 	}
 	pthread_mutex_unlock(&vol->fault_lock);
 }
@@ -167,13 +169,21 @@ void dg_fault_loss_forget(struct dg_vol *vol, unsigned dev, uint64_t row)
 	i = loss_find(vol, dev, row);
 	if (i >= 0)
 		vol->losses[i] = vol->losses[--vol->nlosses];
+	atomic_store(&vol->any_losses, vol->nlosses != 0);
 	pthread_mutex_unlock(&vol->fault_lock);
+}
+
+void dg_fault_loss_verified(struct dg_vol *vol, unsigned dev, uint64_t row)
+{
+	if (atomic_load_explicit(&vol->any_losses, memory_order_relaxed))
+		dg_fault_loss_forget(vol, dev, row);
 }
 
 void dg_vol_fault_forget(struct dg_vol *vol)
 {
 	pthread_mutex_lock(&vol->fault_lock);
 	vol->nlosses = 0;
+	atomic_store(&vol->any_losses, false);
 	pthread_mutex_unlock(&vol->fault_lock);
 }
 

@@ -213,8 +213,10 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	if (ret < 0)
 		return -EIO;
 	*csum_out = csum;
-	if (fetch_verified(vol, dev, row, csum, buf))
+	if (fetch_verified(vol, dev, row, csum, buf)) {
+		dg_fault_loss_verified(vol, dev, row);
 		return 0;
+	}
 	/* A page already found lost (fault.c) is met again, not found
 	 * again: counted, logged and an event once (issue 32, item 3). */
 	repeat = dg_fault_loss_known(vol, dev, row, csum);

@@ -13,10 +13,11 @@
 
 /* Lock classes, in the order they are taken (docs/design.md,
  * "Parallel commits"):
- *   alloc_lock (a commit that changes the bitmap, the reset of a lost
- *   free page)  ->  row locks (sorted by index)  ->  journal lock  ->
- *   cmap init lock
+ *   row locks (sorted by index)  ->  journal lock  ->  cmap init lock
  *   ->  csum page locks  ->  cmap lock
+ * alloc_lock is a leaf: taken alone (allocation) or inside row locks
+ * (a commit's bitmap fill and frees, the reset of a lost free page,
+ * trim), never around a row, journal or checksum lock.
  * Row locks serialise everything that touches one row: a page's
  * read-modify-write, its parity delta, and reconstruction from the row,
  * so a reconstruction never sees a row whose data and parity disagree.
@@ -146,6 +147,8 @@ struct dg_vol {
 		uint64_t row, csum;
 	} *losses;
 	unsigned nlosses, caplosses;
+	/* nlosses != 0, for the read path to look without the lock */
+	atomic_bool any_losses;
 };
 
 /* The lock of a row (row locks hash rows onto DG_ROW_LOCKS locks). */
@@ -409,6 +412,10 @@ void dg_fault_note_repeat(struct dg_vol *vol, unsigned dev, uint64_t row,
 			  enum dg_fault_what what, const char *action);
 /* A known lost page that read back after all: forgotten. */
 void dg_fault_loss_forget(struct dg_vol *vol, unsigned dev, uint64_t row);
+/* A page that verified: if it was known lost (it has been written
+ * since, perhaps with the same bytes), it is forgotten, so that its
+ * next loss is a new fault. Costs an atomic load when nothing is lost. */
+void dg_fault_loss_verified(struct dg_vol *vol, unsigned dev, uint64_t row);
 
 /* ---- journal.c ------------------------------------------------------- */
 int dg_journal_open(struct dg_vol *vol, bool recover);
