@@ -40,8 +40,29 @@ mounted() {
 		sleep 0.02
 	done
 	mountpoint -q "$mnt" || { echo "mount timed out" >&2; return 1; }
-	(cd "$mnt" && "$@") || { fusermount3 -u -z "$mnt"; wait "$pid"; return 1; }
-	fusermount3 -u "$mnt"
+	(cd "$mnt" && "$@") || { unmounted "$mnt" "$pid"; return 1; }
+	unmounted "$mnt" "$pid"
+}
+
+# unmounted MNT PID: unmount (a few tries while something still has the
+# mount busy, then lazily) and wait, boundedly, for the daemon to exit.
+unmounted() {
+	local mnt=$1 pid=$2 t
+	for ((t = 0; t < 50; t++)); do
+		fusermount3 -u "$mnt" 2>/dev/null && break
+		sleep 0.1
+	done
+	mountpoint -q "$mnt" && fusermount3 -u -z "$mnt"
+	for ((t = 0; t < 1500; t++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.02
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "the daemon did not exit after the unmount" >&2
+		kill -KILL "$pid"
+		wait "$pid" || true
+		return 1
+	fi
 	wait "$pid"
 }
 
@@ -58,6 +79,12 @@ crashed() {
 		kill -0 "$pid" 2>/dev/null || { cat "$IMG/daemon.log" >&2; return 1; }
 		sleep 0.02
 	done
+	if ! mountpoint -q "$mnt"; then
+		echo "mount timed out" >&2
+		kill -KILL "$pid"
+		wait "$pid" || true
+		return 1
+	fi
 	(cd "$mnt" && "$@") || true
 	kill -KILL "$pid"
 	wait "$pid" || true
