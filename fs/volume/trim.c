@@ -151,11 +151,20 @@ int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 		return -ENOMEM;
 	memset(zeros, 0, DG_PAGE_SIZE);
 	for (uint64_t row = 0; row < rows && !ret;) {
-		uint64_t end = row;
+		uint64_t end = dg_cmap_next_row(vol, row, rows);
 
-		/* A run of free rows, looked at unlocked: minlen is about
-		 * runs, the locked look below decides each row. */
-		while (end < rows && row_free(vol, end, lo, hi))
+		/* Rows of a checksum page index never written were never
+		 * written either (a big new volume is mostly such rows):
+		 * nothing to give back, and passed over a block at a time,
+		 * so that the work is what the volume holds. */
+		if (end > row) {
+			row = end;
+			continue;
+		}
+		/* A run of free written rows, looked at unlocked: minlen is
+		 * about runs, the locked look below decides each row. */
+		while (end < rows && dg_cmap_test(vol, end / DG_CSUMS_PER_PAGE) &&
+		       row_free(vol, end, lo, hi))
 			end++;
 		if (end == row) {
 			row++;
@@ -168,12 +177,6 @@ int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 		for (; row < end && !ret; row++) {
 			pthread_rwlock_t *lk = dg_row_lock(vol, row);
 			int r;
-
-			/* No checksum page of the row's index was ever
-			 * written: the row never was either (a big new
-			 * volume is mostly such rows). */
-			if (!dg_cmap_test(vol, row / DG_CSUMS_PER_PAGE))
-				continue;
 
 			pthread_rwlock_wrlock(lk);
 			r = trim_row_locked(vol, row, lo, hi, zeros);
