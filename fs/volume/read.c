@@ -40,7 +40,11 @@ static int fetch_verified(struct dg_vol *vol, unsigned dev, uint64_t row,
 	if (!dg_dev_has_row(d, row))
 		return 0;
 	memcpy(buf, dg_dev_ptr(d, page_off(vol, row)), DG_PAGE_SIZE);
-	return dg_csum_page(vol, dev, row, buf) == csum;
+	if (dg_csum_page(vol, dev, row, buf) != csum)
+		return 0;
+	/* Verified: if it was known lost, its next loss is a new one. */
+	dg_fault_loss_verified(vol, dev, row);
+	return 1;
 }
 
 /* The checksum of (dev, row) from the newest copy that verifies; cur
@@ -213,10 +217,8 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	if (ret < 0)
 		return -EIO;
 	*csum_out = csum;
-	if (fetch_verified(vol, dev, row, csum, buf)) {
-		dg_fault_loss_verified(vol, dev, row);
+	if (fetch_verified(vol, dev, row, csum, buf))
 		return 0;
-	}
 	/* A page already found lost (fault.c) is met again, not found
 	 * again: counted, logged and an event once (issue 32, item 3). */
 	repeat = dg_fault_loss_known(vol, dev, row, csum);

@@ -682,6 +682,58 @@ static void test_unwritten_zero(void)
 	tvol_cleanup(&tv);
 }
 
+/*
+ * A page lost beyond parity counts once however often it is met; once it
+ * verifies again (here its bytes are put back, as a rewrite of the same
+ * bytes would), its next loss is a new fault, counted again -- not
+ * hidden as the old one met again.
+ */
+static void test_loss_again_after_recovery(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t seed = 3, base[DG_FAULT_NR], got[DG_FAULT_NR];
+	uint8_t *model = malloc(8 * PG), *buf = malloc(PG);
+	uint64_t z;
+	struct dg_loc l;
+	unsigned pdev;
+
+	REQUIRE(model && buf);
+	tvol_make(&tv, "rdagain", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	z = tdata_vpn(vol);
+	REQUIRE(fill(vol, z + 400, 8, model, &seed));
+	l = dg_vpn_loc(vol, z + 403);
+	pdev = dg_row_parity_dev(vol, l.row, 0);
+	REQUIRE(pdev != l.dev);
+	dg_vol_fault_counts(vol, base);
+
+	corrupt(&tv, l.dev, row_off(vol, l.row));
+	corrupt(&tv, pdev, row_off(vol, l.row));
+	CHECK_EQ(dg_read(vol, z + 403, 1, buf), -EIO);
+	CHECK_EQ(dg_read(vol, z + 403, 1, buf), -EIO);
+	fault_delta(vol, base, got);
+	CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 1);
+
+	/* The flips undone: the page verifies, with its old checksum. */
+	corrupt(&tv, l.dev, row_off(vol, l.row));
+	corrupt(&tv, pdev, row_off(vol, l.row));
+	REQUIRE(dg_read(vol, z + 403, 1, buf) == 0);
+	CHECK(memcmp(buf, model + 3 * PG, PG) == 0);
+
+	/* Lost again: a second fault. */
+	corrupt(&tv, l.dev, row_off(vol, l.row));
+	corrupt(&tv, pdev, row_off(vol, l.row));
+	CHECK_EQ(dg_read(vol, z + 403, 1, buf), -EIO);
+	fault_delta(vol, base, got);
+	CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 2);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(model);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -695,6 +747,7 @@ int main(int argc, char **argv)
 		{ "degraded", test_degraded },
 		{ "degraded_plus_fault", test_degraded_plus_fault },
 		{ "unwritten_zero", test_unwritten_zero },
+		{ "loss_again_after_recovery", test_loss_again_after_recovery },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
