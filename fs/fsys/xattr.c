@@ -25,9 +25,9 @@ static uint32_t rec_bytes(const struct dg_dxattr *x)
 }
 
 /* Pages the inode's attributes may take on this volume: one more than
- * DG_XATTR_MAX_PAGES, which only an area with a value of more than
- * HUGE_VALUE bytes may use (do_set()); store() sets XATTR_64K before a
- * run grows past DG_XATTR_MAX_PAGES. */
+ * DG_XATTR_MAX_PAGES, which only an area with a value of HUGE_VALUE
+ * bytes or more may use (do_set()); store() sets XATTR_64K before a run
+ * grows past DG_XATTR_MAX_PAGES. */
 static uint32_t cap_pages(const struct dg_fs *fs)
 {
 	return dg_vol_has_incompat(fs->vol, DG_FEAT_INCOMPAT_XATTR_RUN)
@@ -139,9 +139,10 @@ static int store(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	bool moved = false;
 	int ret;
 
-	/* Only a run past 16 pages can hold a value of 64 KiB (the two
-	 * headers take the rest), so the run's length alone says whether
-	 * the volume must say XATTR_64K before this transaction uses it. */
+	/* A run past 16 pages is the new form, and every record with a
+	 * 17-bit length is in one (with the two headers it does not fit
+	 * 16 pages): the run's length alone says whether the volume must
+	 * say XATTR_64K before this transaction uses it. */
 	if (need > DG_XATTR_MAX_PAGES) {
 		ret = dg_vol_set_incompat(fs->vol, DG_FEAT_INCOMPAT_XATTR_64K);
 		if (ret)
