@@ -494,7 +494,10 @@ static void load_itable(struct walk *w)
 		load_extents(w, ino);
 		xn = dg_xattr_run_pages(&wi->d);
 		if (xn && (xn == 1 ? wi->d.xattr_pages != 0
-				   : xn > DG_XATTR_MAX_PAGES ||
+				   : xn > (dg_vol_has_incompat(w->vol,
+					     DG_FEAT_INCOMPAT_XATTR_64K)
+						   ? DG_XATTR_64K_PAGES
+						   : DG_XATTR_MAX_PAGES) ||
 				     !dg_vol_has_incompat(
 					     w->vol, DG_FEAT_INCOMPAT_XATTR_RUN)))
 			xn = 0;	/* reported below as out of range */

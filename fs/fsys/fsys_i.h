@@ -299,8 +299,9 @@ int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
  * fit, and pages is the fewest that hold them (0 or -EUCLEAN); and, on a
  * checked run, the value of name (its length; -ENODATA, -ERANGE) and the
  * NUL-separated list of names (its length; -ERANGE), size 0 asking only
- * for the length. */
-int dg_xattr_page_check(const uint8_t *buf, uint32_t pages);
+ * for the length. big: the volume has DG_FEAT_INCOMPAT_XATTR_64K, so a
+ * record's length has 17 bits. */
+int dg_xattr_page_check(const uint8_t *buf, uint32_t pages, bool big);
 int dg_xattr_page_get(const uint8_t *buf, const char *name, void *out,
 		      size_t size);
 int dg_xattr_page_list(const uint8_t *buf, char *out, size_t size);

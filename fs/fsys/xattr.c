@@ -7,26 +7,52 @@
 
 #include "fsys_i.h"
 
+/* Bytes of the record's value: 17 bits (format.h, XATTR_64K). */
+static uint32_t val_len(const struct dg_dxattr *x)
+{
+	return x->vallen | (uint32_t)x->vallen_hi << 16;
+}
+
 static uint32_t rec_size(size_t namelen, size_t vallen)
 {
 	return (uint32_t)((sizeof(struct dg_dxattr) + namelen + vallen + 3) &
 			  ~3u);
 }
 
-/* Bytes the inode's attributes may take on this volume. */
-static uint32_t cap_bytes(const struct dg_fs *fs)
+static uint32_t rec_bytes(const struct dg_dxattr *x)
+{
+	return rec_size(x->namelen, val_len(x));
+}
+
+/* Pages the inode's attributes may take on this volume: one more than
+ * DG_XATTR_MAX_PAGES, which only an area with a value of HUGE_VALUE
+ * bytes or more may use (do_set()); store() sets XATTR_64K before a run
+ * grows past DG_XATTR_MAX_PAGES. */
+static uint32_t cap_pages(const struct dg_fs *fs)
 {
 	return dg_vol_has_incompat(fs->vol, DG_FEAT_INCOMPAT_XATTR_RUN)
-		       ? DG_XATTR_MAX_PAGES * DG_PAGE_SIZE
-		       : DG_PAGE_SIZE;
+		       ? DG_XATTR_64K_PAGES
+		       : 1;
 }
+
+/* Pages a run may have on the media of this volume, as it is. */
+static uint32_t media_pages(const struct dg_fs *fs)
+{
+	return !dg_vol_has_incompat(fs->vol, DG_FEAT_INCOMPAT_XATTR_RUN)
+		       ? 1
+	       : dg_vol_has_incompat(fs->vol, DG_FEAT_INCOMPAT_XATTR_64K)
+		       ? DG_XATTR_64K_PAGES
+		       : DG_XATTR_MAX_PAGES;
+}
+
+#define AREA_BYTES ((size_t)DG_XATTR_64K_PAGES * DG_PAGE_SIZE)
 
 uint32_t dg_xattr_run_pages(const struct dg_dinode *d)
 {
 	return !d->xattr_vpn ? 0 : d->xattr_pages ? d->xattr_pages : 1;
 }
 
-int dg_xattr_page_check(const uint8_t *buf, uint32_t pages)
+int dg_xattr_page_check(const uint8_t *buf, uint32_t pages, bool big)
 {
 	const struct dg_dxattr_hdr *h = (const void *)buf;
 	uint32_t off = sizeof(*h);
@@ -38,20 +64,23 @@ int dg_xattr_page_check(const uint8_t *buf, uint32_t pages)
 	for (uint32_t i = 0; i < h->count; i++) {
 		const struct dg_dxattr *x = (const void *)(buf + off);
 
+		/* Without XATTR_64K the byte is a pad, zero. */
 		if (off + sizeof(*x) > h->used || x->namelen == 0 ||
-		    off + rec_size(x->namelen, x->vallen) > h->used)
+		    x->vallen_hi > (big ? 1 : 0) ||
+		    val_len(x) > DG_XATTR_VALUE_MAX ||
+		    off + rec_bytes(x) > h->used)
 			return -EUCLEAN;
 		/* listxattr hands names out NUL-terminated: one with a NUL
 		 * inside would list as names that do not exist. */
 		if (memchr(x + 1, 0, x->namelen))
 			return -EUCLEAN;
-		off += rec_size(x->namelen, x->vallen);
+		off += rec_bytes(x);
 	}
 	return off == h->used ? 0 : -EUCLEAN;
 }
 
 /* Load the inode's xattr run (or an empty area) into buf, which holds
- * DG_XATTR_MAX_PAGES pages, checked. */
+ * AREA_BYTES, checked. */
 static int load(struct dg_fs *fs, struct dg_inode *ip, uint8_t *buf)
 {
 	struct dg_dxattr_hdr *h = (void *)buf;
@@ -60,16 +89,17 @@ static int load(struct dg_fs *fs, struct dg_inode *ip, uint8_t *buf)
 
 	/* Bytes past used are zero on the media and in core: a record
 	 * that grows into a new page leaves zeros after it. */
-	memset(buf, 0, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
+	memset(buf, 0, AREA_BYTES);
 	if (!n) {
 		h->used = sizeof(*h);
 		return 0;
 	}
-	if (n <= cap_bytes(fs) / DG_PAGE_SIZE) {
+	if (n <= media_pages(fs)) {
 		ret = dg_read(fs->vol, ip->d.xattr_vpn, n, buf);
 		if (ret)
 			return ret;
-		if (!dg_xattr_page_check(buf, n))
+		if (!dg_xattr_page_check(buf, n, dg_vol_has_incompat(
+				fs->vol, DG_FEAT_INCOMPAT_XATTR_64K)))
 			return 0;
 	}
 	return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": xattr pages", ip->ino);
@@ -87,7 +117,7 @@ static uint32_t find(const uint8_t *buf, const char *name)
 
 		if (x->namelen == n && !memcmp(x + 1, name, n))
 			return off;
-		off += rec_size(x->namelen, x->vallen);
+		off += rec_bytes(x);
 	}
 	return 0;
 }
@@ -99,8 +129,8 @@ static uint32_t find(const uint8_t *buf, const char *name)
  * old one freed in the same transaction. In place, only the pages that
  * changed are written.
  */
-static int store(struct dg_txn *txn, struct dg_inode *ip, const uint8_t *buf,
-		 const uint8_t *old)
+static int store(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		 const uint8_t *buf, const uint8_t *old)
 {
 	const struct dg_dxattr_hdr *h = (const void *)buf;
 	uint32_t have = dg_xattr_run_pages(&ip->d);
@@ -109,6 +139,15 @@ static int store(struct dg_txn *txn, struct dg_inode *ip, const uint8_t *buf,
 	bool moved = false;
 	int ret;
 
+	/* A run past 16 pages is the new form, and every record with a
+	 * 17-bit length is in one (with the two headers it does not fit
+	 * 16 pages): the run's length alone says whether the volume must
+	 * say XATTR_64K before this transaction uses it. */
+	if (need > DG_XATTR_MAX_PAGES) {
+		ret = dg_vol_set_incompat(fs->vol, DG_FEAT_INCOMPAT_XATTR_64K);
+		if (ret)
+			return ret;
+	}
 	if (need < have) {
 		ret = dg_free(txn, ip->d.xattr_vpn + need, have - need);
 		if (ret)
@@ -149,8 +188,7 @@ static int store(struct dg_txn *txn, struct dg_inode *ip, const uint8_t *buf,
 
 static uint8_t *area_new(void)
 {
-	return aligned_alloc(DG_PAGE_SIZE, 2 * DG_XATTR_MAX_PAGES *
-						   DG_PAGE_SIZE);
+	return aligned_alloc(DG_PAGE_SIZE, 2 * AREA_BYTES);
 }
 
 /* Common frame: look up ino, load its attributes, run op, commit if
@@ -167,7 +205,7 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 
 	if (!buf)
 		return -ENOMEM;
-	old = buf + DG_XATTR_MAX_PAGES * DG_PAGE_SIZE;
+	old = buf + AREA_BYTES;
 	if (write)
 		pthread_rwlock_wrlock(&fs->lock);
 	else
@@ -179,8 +217,8 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 	if (ret)
 		goto out;
 	if (write)
-		memcpy(old, buf, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
-	ret = op(buf, cap_bytes(fs), arg);
+		memcpy(old, buf, AREA_BYTES);
+	ret = op(buf, cap_pages(fs) * DG_PAGE_SIZE, arg);
 	if (ret < 0 || !write)
 		goto out;
 	txn = dg_txn_new(fs->vol);
@@ -190,7 +228,7 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 	}
 	saved = ip->d;
 	ip->xabsent = 0;
-	r = store(txn, ip, buf, old);
+	r = store(fs, txn, ip, buf, old);
 	if (!r) {
 		dg_inode_touch(ip, false, true);
 		r = dg_inode_store(fs, txn, ip);
@@ -216,6 +254,28 @@ struct xarg {
 	int flags;
 };
 
+/* A value this long or longer may take the page past DG_XATTR_MAX_PAGES:
+ * every length up to XATTR_SIZE_MAX then fits, with its headers and
+ * some small attributes beside it. */
+#define HUGE_VALUE ((DG_XATTR_MAX_PAGES - 1) * DG_PAGE_SIZE)
+
+/* Whether a record other than the one at skip has a value of at least
+ * HUGE_VALUE bytes. */
+static bool holds_huge(const uint8_t *buf, uint32_t skip)
+{
+	const struct dg_dxattr_hdr *h = (const void *)buf;
+	uint32_t off = sizeof(*h);
+
+	for (uint32_t i = 0; i < h->count; i++) {
+		const struct dg_dxattr *x = (const void *)(buf + off);
+
+		if (off != skip && val_len(x) >= HUGE_VALUE)
+			return true;
+		off += rec_bytes(x);
+	}
+	return false;
+}
+
 static int do_set(uint8_t *buf, uint32_t cap, void *a)
 {
 	struct xarg *x = a;
@@ -224,13 +284,21 @@ static int do_set(uint8_t *buf, uint32_t cap, void *a)
 	uint32_t off = find(buf, x->name), need = rec_size(n, x->size);
 	struct dg_dxattr *r;
 
+	/* The limit stays DG_XATTR_MAX_PAGES (64 KiB) of attributes; the
+	 * page more is for the headers around a value of up to 64 KiB, so
+	 * only an area that holds one may use it (and the volume says
+	 * XATTR_64K only where one has been stored). */
+	if (cap > DG_XATTR_MAX_PAGES * DG_PAGE_SIZE && x->size < HUGE_VALUE &&
+	    !holds_huge(buf, off))
+		cap = DG_XATTR_MAX_PAGES * DG_PAGE_SIZE;
+
 	if (off && (x->flags & XATTR_CREATE))
 		return -EEXIST;
 	if (!off && (x->flags & XATTR_REPLACE))
 		return -ENODATA;
 	if (off) {
 		r = (void *)(buf + off);
-		uint32_t old = rec_size(r->namelen, r->vallen);
+		uint32_t old = rec_bytes(r);
 
 		if (h->used - old + need > cap)
 			return -ENOSPC;
@@ -244,6 +312,7 @@ static int do_set(uint8_t *buf, uint32_t cap, void *a)
 	memset(r, 0, need);
 	r->namelen = (uint8_t)n;
 	r->vallen = (uint16_t)x->size;
+	r->vallen_hi = (uint8_t)(x->size >> 16);
 	memcpy(r + 1, x->name, n);
 	memcpy((uint8_t *)(r + 1) + n, x->value, x->size);
 	h->used += need;
@@ -260,11 +329,11 @@ int dg_xattr_page_get(const uint8_t *buf, const char *name, void *out,
 	if (!off)
 		return -ENODATA;
 	if (size == 0)
-		return r->vallen;
-	if (size < r->vallen)
+		return (int)val_len(r);
+	if (size < val_len(r))
 		return -ERANGE;
-	memcpy(out, (const uint8_t *)(r + 1) + r->namelen, r->vallen);
-	return r->vallen;
+	memcpy(out, (const uint8_t *)(r + 1) + r->namelen, val_len(r));
+	return (int)val_len(r);
 }
 
 static int do_get(uint8_t *buf, uint32_t cap, void *a)
@@ -291,7 +360,7 @@ int dg_xattr_page_list(const uint8_t *buf, char *out, size_t size)
 			out[total + r->namelen] = 0;
 		}
 		total += r->namelen + 1u;
-		off += rec_size(r->namelen, r->vallen);
+		off += rec_bytes(r);
 	}
 	return (int)total;
 }
@@ -314,7 +383,7 @@ static int do_remove(uint8_t *buf, uint32_t cap, void *a)
 	(void)cap;
 	if (!off)
 		return -ENODATA;
-	old = rec_size(r->namelen, r->vallen);
+	old = rec_bytes(r);
 	memmove(buf + off, buf + off + old, h->used - off - old);
 	memset(buf + h->used - old, 0, old);
 	h->used -= old;
@@ -344,8 +413,9 @@ static int check(const char *name, size_t size)
 		return -ERANGE;
 	if (foreign_system_name(name))
 		return -EOPNOTSUPP;
-	/* The record's own limit; whether it fits is do_set()'s question. */
-	if (size > UINT16_MAX)
+	/* The record's own limit (the kernel's too); whether it fits is
+	 * do_set()'s question. */
+	if (size > DG_XATTR_VALUE_MAX)
 		return -E2BIG;
 	return 0;
 }
@@ -413,7 +483,7 @@ int dg_xattr_get_locked(struct dg_fs *fs, struct dg_inode *ip,
 		return -ENOMEM;
 	ret = load(fs, ip, buf);
 	if (!ret)
-		ret = do_get(buf, cap_bytes(fs), &x);
+		ret = do_get(buf, cap_pages(fs) * DG_PAGE_SIZE, &x);
 	if (ret == -ENODATA)
 		ip->xabsent |= bit;
 	free(buf);
@@ -437,16 +507,16 @@ int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
 	buf = area_new();
 	if (!buf)
 		return -ENOMEM;
-	old = buf + DG_XATTR_MAX_PAGES * DG_PAGE_SIZE;
+	old = buf + AREA_BYTES;
 	ret = load(fs, ip, buf);
 	if (!ret)
-		memcpy(old, buf, DG_XATTR_MAX_PAGES * DG_PAGE_SIZE);
+		memcpy(old, buf, AREA_BYTES);
 	for (unsigned i = 0; i < n && !ret; i++) {
 		struct xarg x = { sets[i].name, sets[i].value, NULL,
 				  sets[i].size, 0 };
 
-		ret = x.value ? do_set(buf, cap_bytes(fs), &x)
-			      : do_remove(buf, cap_bytes(fs), &x);
+		ret = x.value ? do_set(buf, cap_pages(fs) * DG_PAGE_SIZE, &x)
+			      : do_remove(buf, cap_pages(fs) * DG_PAGE_SIZE, &x);
 		if (ret == -ENODATA) /* nothing to remove */
 			ret = 0;
 	}
@@ -454,7 +524,7 @@ int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
 	 * would read the media, not this transaction. */
 	ip->xabsent = 0;
 	if (!ret)
-		ret = store(txn, ip, buf, old);
+		ret = store(fs, txn, ip, buf, old);
 	free(buf);
 	return ret;
 }

@@ -28,7 +28,9 @@ bool dg_vol_redundant(const struct dg_vol *vol)
 
 bool dg_vol_has_incompat(const struct dg_vol *vol, uint64_t bit)
 {
-	return (vol->sb.incompat & bit) == bit;
+	/* Atomic: dg_vol_set_incompat() may add a bit meanwhile. */
+	return (__atomic_load_n(&vol->sb.incompat, __ATOMIC_ACQUIRE) & bit) ==
+	       bit;
 }
 
 uint64_t dg_vol_seed(const struct dg_vol *vol)

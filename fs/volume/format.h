@@ -166,11 +166,31 @@
  * mkfs on every new volume with redundancy; without it every byte of
  * an update is journaled, as before. */
 #define DG_FEAT_INCOMPAT_NEW_ROWS (1ull << 6)
+/* An xattr value may be 65,536 bytes (XATTR_SIZE_MAX): dg_dxattr.vallen_hi
+ * holds bit 16 of its length, and an inode's run may be
+ * DG_XATTR_64K_PAGES pages. A reader that does not know it would read
+ * such a record 64 KiB short and take the run for damage. Not set by
+ * mkfs: set on first use (see "Features set on first use" below). */
+#define DG_FEAT_INCOMPAT_XATTR_64K (1ull << 7)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
 	 DG_FEAT_INCOMPAT_STAGED_SYNC | DG_FEAT_INCOMPAT_JOURNAL_COPIES |    \
-	 DG_FEAT_INCOMPAT_NEW_ROWS)
+	 DG_FEAT_INCOMPAT_NEW_ROWS | DG_FEAT_INCOMPAT_XATTR_64K)
+/*
+ * Features set on first use. A volume that never needs the new form
+ * stays readable by a daxguard that does not know it. The superblocks
+ * are not written through the journal, so the flag is made durable on
+ * every present device's superblocks (both copies, one device at a time,
+ * as dg_write_supers() does) BEFORE the transaction that first writes
+ * the new form: a crash in between leaves the flag set and unused, which
+ * only asks for a reader that knows it. A crash while the flag is being
+ * written leaves devices that disagree on these bits alone; the open
+ * does not take that for another volume's geometry, takes the flags of
+ * the device it reads the volume from (nothing uses them yet either
+ * way), and the next open for writing, or fsck, rewrites the others.
+ */
+#define DG_FEAT_INCOMPAT_ON_USE DG_FEAT_INCOMPAT_XATTR_64K
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -446,7 +466,13 @@ _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
  * as one byte area; hdr.used says how much of it is in use, and the run
  * is the fewest pages that hold it. The limit is in bytes, as ext4's:
  * DG_XATTR_MAX_PAGES pages (64 KiB, the kernel's XATTR_LIST_MAX), which
- * holds some 2,000 small attributes.
+ * holds some 2,000 small attributes. A value of the kernel's largest
+ * size (XATTR_SIZE_MAX, 65,536 bytes) does not fit in 16 pages with its
+ * headers: an area that holds a value of 15 pages or more may take one
+ * page more, DG_XATTR_64K_PAGES, and a record's length has 17 bits
+ * (dg_dxattr.vallen_hi), under DG_FEAT_INCOMPAT_XATTR_64K, set when a
+ * run first grows past DG_XATTR_MAX_PAGES; without it vallen_hi is zero
+ * and the run at most DG_XATTR_MAX_PAGES.
  *
  * Symlink targets are the contents of the symlink's (single) page.
  */
@@ -461,6 +487,8 @@ _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
 #define DG_NAME_MAX	      255u
 #define DG_ROOT_INO	      1ull
 #define DG_XATTR_MAX_PAGES    16u
+#define DG_XATTR_64K_PAGES    17u    /* with DG_FEAT_INCOMPAT_XATTR_64K */
+#define DG_XATTR_VALUE_MAX    65536u /* XATTR_SIZE_MAX, with XATTR_64K */
 
 struct dg_dfsroot {
 	uint64_t magic;		/* DG_FS_MAGIC */
@@ -501,8 +529,9 @@ struct dg_dinode {
 	uint32_t map_flags;	/* DG_DINODE_MAPPED_RW or 0 */
 	uint32_t map_pad;	/* zero */
 	uint64_t map_gen;	/* counts read-write maps of this inode */
-	/* Pages of the xattr run at xattr_vpn, 2..DG_XATTR_MAX_PAGES, or 0
-	 * for one page (as every inode before DG_FEAT_INCOMPAT_XATTR_RUN). */
+	/* Pages of the xattr run at xattr_vpn, 2..DG_XATTR_MAX_PAGES
+	 * (DG_XATTR_64K_PAGES with DG_FEAT_INCOMPAT_XATTR_64K), or 0 for
+	 * one page (as every inode before DG_FEAT_INCOMPAT_XATTR_RUN). */
 	uint32_t xattr_pages;
 	uint32_t xattr_pad;	/* zero */
 	/* libcommit staged sync (fs/fsys/stage.c), on volumes with
@@ -542,8 +571,10 @@ struct dg_dxattr_hdr {
 };
 struct dg_dxattr {
 	uint8_t namelen;	/* 1..255 */
-	uint8_t pad;		/* zero */
-	uint16_t vallen;	/* bytes of value */
+	/* Bit 16 of the value's length: 0 or 1, and only with
+	 * DG_FEAT_INCOMPAT_XATTR_64K (zero before it, as a pad byte). */
+	uint8_t vallen_hi;
+	uint16_t vallen;	/* bytes of value, low 16 bits */
 	/* name, then value */
 };
 

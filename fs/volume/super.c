@@ -116,7 +116,42 @@ int dg_super_new_epoch(struct dg_vol *vol)
 	return ret;
 }
 
+static int dg_write_supers_with(struct dg_vol *vol, uint64_t incompat);
+
+int dg_vol_set_incompat(struct dg_vol *vol, uint64_t bit)
+{
+	int ret = 0;
+
+	if (!(bit & DG_FEAT_INCOMPAT_ON_USE) || (bit & ~DG_FEAT_INCOMPAT_ON_USE))
+		return -EINVAL;
+	/* The epoch lock orders this against a generation bump, which
+	 * writes the superblocks from vol->sb too. */
+	pthread_mutex_lock(&vol->epoch_lock);
+	if ((vol->sb.incompat & bit) == bit)
+		goto out;
+	if (vol->read_only) {
+		ret = -EROFS;
+		goto out;
+	}
+	ret = dg_write_supers_with(vol, bit);
+	/* Not durable everywhere: the caller must not use the form, and
+	 * the next try writes every device again. Devices that took it
+	 * keep a flag nothing uses, which the open accepts. */
+	if (!ret)
+		__atomic_or_fetch(&vol->sb.incompat, bit, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&vol->epoch_lock);
+	return ret;
+}
+
 int dg_write_supers(struct dg_vol *vol)
+{
+	return dg_write_supers_with(vol, 0);
+}
+
+/* dg_write_supers() with extra incompat bits in what is written: the
+ * bits reach vol->sb (and the readers) only once they are durable. */
+static int dg_write_supers_with(struct dg_vol *vol, uint64_t incompat)
 {
 	int ret = 0;
 
@@ -124,6 +159,8 @@ int dg_write_supers(struct dg_vol *vol)
 		struct dg_dev *d = &vol->devs[i];
 		struct dg_dsuper s = vol->sb;
 		uint64_t backup = (s.dev_pages - 1) << DG_PAGE_SHIFT;
+
+		s.incompat |= incompat;
 
 		/* A suspect keeps its old superblock until fsck has checked
 		 * every page of it: a crash before that must find it

@@ -32,7 +32,11 @@ static bool same_volume_geometry(const struct dg_dsuper *a,
 {
 	return a->dev_count == b->dev_count && a->parity == b->parity &&
 	       a->chunk_pages == b->chunk_pages &&
-	       a->dev_pages == b->dev_pages && a->incompat == b->incompat;
+	       a->dev_pages == b->dev_pages &&
+	       /* A crash while a feature set on first use was written
+		* leaves devices apart on it alone (format.h). */
+	       (a->incompat & ~DG_FEAT_INCOMPAT_ON_USE) ==
+		       (b->incompat & ~DG_FEAT_INCOMPAT_ON_USE);
 }
 
 static int vol_init_core(struct dg_vol *vol)
@@ -152,7 +156,13 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
 			dg_log(DG_LOG_WARNING, "'%s': primary superblock bad, "
 			       "using the backup", c[i].path);
 		c[i].valid = true;
-		if (ref < 0 || c[i].sb.generation > c[ref].sb.generation)
+		/* Of equal generations, the one with more features set on
+		 * first use: the flag is written before anything uses it,
+		 * so the reference that has it is never wrong. */
+		if (ref < 0 || c[i].sb.generation > c[ref].sb.generation ||
+		    (c[i].sb.generation == c[ref].sb.generation &&
+		     (c[i].sb.incompat & ~c[ref].sb.incompat &
+		      DG_FEAT_INCOMPAT_ON_USE)))
 			ref = (int)i;
 	}
 	if (ref < 0 && absent && !opened)

@@ -543,6 +543,11 @@ bool dg_vol_redundant(const struct dg_vol *vol);
 /* The volume was made with incompatible feature bit (format.h
  * DG_FEAT_INCOMPAT_*): how the layer above reads what it stores. */
 bool dg_vol_has_incompat(const struct dg_vol *vol, uint64_t bit);
+/* Set an incompat feature of DG_FEAT_INCOMPAT_ON_USE on every present
+ * device's superblocks, durably, before the caller's transaction writes
+ * the form it names (format.h, "Features set on first use"). 0 when it
+ * is set already; -EROFS on a read-only volume. */
+int dg_vol_set_incompat(struct dg_vol *vol, uint64_t bit);
 /* The volume's checksum seed (from its uuid), for checksums a layer
  * above keeps of its own, so they differ between volumes. */
 uint64_t dg_vol_seed(const struct dg_vol *vol);

@@ -1147,17 +1147,23 @@ def test_xattr_sizes(mnt):
     os.setxattr(p, "user.big", v)
     assert os.getxattr(p, "user.big") == v
     assert os.stat(p).st_blocks == blocks + 2 * PAGE // 512
-    # The largest value for this name fills the run exactly: 64 KiB less
-    # the 8-byte header, the 4-byte record header and the name.
+    # The largest value that fits 16 pages fills them exactly: 64 KiB
+    # less the 8-byte header, the 4-byte record header and the name.
     vmax = 16 * PAGE - 8 - 4 - len("user.big")
     big = os.urandom(vmax)
     os.setxattr(p, "user.big", big)
     assert os.getxattr(p, "user.big") == big
     assert os.stat(p).st_blocks == blocks + 16 * PAGE // 512
-    err(errno.ENOSPC, os.setxattr, p, "user.big", os.urandom(vmax + 1))
+    # A value of 15 pages or more may take a 17th page, up to the
+    # kernel's largest (XATTR_SIZE_MAX; format.h, XATTR_64K).
+    big = os.urandom(65536)
+    os.setxattr(p, "user.big", big)
     assert os.getxattr(p, "user.big") == big
-    # The run is full: another attribute does not fit.
-    err(errno.ENOSPC, os.setxattr, p, "user.x", b"1")
+    assert os.stat(p).st_blocks == blocks + 17 * PAGE // 512
+    # 17 pages and no more: 69632 - 8 - (4 + 8 + 65536) leaves 4076
+    # bytes, a record of 4 + 6 + 4066 at most.
+    err(errno.ENOSPC, os.setxattr, p, "user.x", os.urandom(4067))
+    assert os.getxattr(p, "user.big") == big
     os.setxattr(p, "user.big", b"small")
     assert os.stat(p).st_blocks == blocks + PAGE // 512
     os.setxattr(p, "user.x", b"1")

@@ -123,19 +123,19 @@ static void test_page_check(void)
 	x->vallen = 2;
 	memcpy(x + 1, "user.aOK", 8);
 	h->used = sizeof(*h) + 12;
-	CHECK_EQ(dg_xattr_page_check(pg, 1), 0);
+	CHECK_EQ(dg_xattr_page_check(pg, 1, false), 0);
 	CHECK_EQ(dg_xattr_page_get(pg, "user.a", NULL, 0), 2);
 	h->used = sizeof(*h) + 16; /* a record short of the bytes used */
-	CHECK_EQ(dg_xattr_page_check(pg, 1), -EUCLEAN);
+	CHECK_EQ(dg_xattr_page_check(pg, 1, false), -EUCLEAN);
 	h->used = sizeof(*h) + 12;
 	x->vallen = 100; /* past the bytes used */
-	CHECK_EQ(dg_xattr_page_check(pg, 1), -EUCLEAN);
+	CHECK_EQ(dg_xattr_page_check(pg, 1, false), -EUCLEAN);
 	x->vallen = 2;
 	((char *)(x + 1))[2] = 0; /* a NUL inside the name */
-	CHECK_EQ(dg_xattr_page_check(pg, 1), -EUCLEAN);
+	CHECK_EQ(dg_xattr_page_check(pg, 1, false), -EUCLEAN);
 	((char *)(x + 1))[2] = 'e';
 	h->used = DG_PAGE_SIZE + 8;
-	CHECK_EQ(dg_xattr_page_check(pg, 1), -EUCLEAN);
+	CHECK_EQ(dg_xattr_page_check(pg, 1, false), -EUCLEAN);
 }
 
 /* system.* is the kernel's: only the POSIX ACL names are stored, the
