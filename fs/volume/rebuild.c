@@ -342,6 +342,39 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 	return 0;
 }
 
+/* Write pages [start, start + pages) of dev from src; on a returning
+ * member only the runs of pages that differ (most of its journal copy
+ * is what it held when it left). */
+static int copy_changed(struct dg_vol *vol, unsigned dev, uint64_t start,
+			const uint8_t *src, uint64_t pages, bool member)
+{
+	const uint8_t *cur = dg_dev_ptr(&vol->devs[dev],
+					start << DG_PAGE_SHIFT);
+
+	if (!member)
+		return dg_repair_write(vol, dev, start << DG_PAGE_SHIFT, src,
+				       pages << DG_PAGE_SHIFT);
+	for (uint64_t p = 0; p < pages;) {
+		uint64_t q = p;
+		int ret;
+
+		while (q < pages && memcmp(cur + (q << DG_PAGE_SHIFT),
+					   src + (q << DG_PAGE_SHIFT),
+					   DG_PAGE_SIZE))
+			q++;
+		if (q > p) {
+			ret = dg_repair_write(vol, dev,
+					      (start + p) << DG_PAGE_SHIFT,
+					      src + (p << DG_PAGE_SHIFT),
+					      (q - p) << DG_PAGE_SHIFT);
+			if (ret)
+				return ret;
+		}
+		p = q + 1;
+	}
+	return 0;
+}
+
 int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		   void *arg, dg_progress_fn progress, void *parg,
 		   char *errbuf, size_t errlen)
@@ -436,10 +469,10 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 			dg_jrnl_loc(vol, src, &odev, &ostart, &opages);
 			if (!(b.target & (1u << dev)))
 				continue;
-			ret = dg_repair_write(vol, dev, start << DG_PAGE_SHIFT,
-					      dg_dev_ptr(&vol->devs[odev],
-							 ostart << DG_PAGE_SHIFT),
-					      pages << DG_PAGE_SHIFT);
+			ret = copy_changed(vol, dev, start, dg_dev_ptr(
+					       &vol->devs[odev],
+					       ostart << DG_PAGE_SHIFT),
+					   pages, b.member & (1u << dev));
 			if (ret)
 				goto out;
 		}
