@@ -113,7 +113,7 @@ int dg_spare_open(struct dg_vol *vol, const char *path, struct dg_dev *t,
  * device left out while a degraded mount went on): its own superblock
  * names the volume and the slot, with the same geometry and an older
  * generation. Such a device keeps everything written before it left,
- * so only what changed meanwhile is rebuilt (resync_changed()). *sb is
+ * so only what changed meanwhile is rebuilt (resync_note()). *sb is
  * its superblock.
  */
 static bool returning_member(struct dg_vol *vol, unsigned idx,
@@ -219,11 +219,13 @@ static bool index_changed(const struct rb *b, uint64_t i)
 static void resync_note(struct rb *b, unsigned dev, uint64_t i,
 			const struct dg_cpage_view *v)
 {
-	uint64_t known = (b->member_gen[dev] + 1) << 40;
+	uint64_t known = (b->member_gen[dev] + 1) << DG_GEN_SHIFT;
 
 	b->nwritten[dev]++;
-	if (v->state[0] == DG_COPY_CURRENT && v->copy_gen[0] < known)
-		return;
+	for (unsigned c = 0; v && c < b->vol->sb.csum_copies; c++)
+		if (dg_cpage_copy_dev(b->vol, dev, c) == dev &&
+		    v->state[c] == DG_COPY_CURRENT && v->copy_gen[c] < known)
+			return;
 	if (!index_changed(b, i))
 		b->changed[i / 8] |= (uint8_t)(1u << (i % 8));
 	b->nchanged[dev]++;
@@ -254,11 +256,16 @@ static int rebuild_csum_copies(struct rb *b)
 		     i = dg_cmap_next_set(vol, i + 1, np)) {
 			struct dg_cpage_view v;
 
-			if (dg_cpage_examine(vol, owner, i, img, &v, DG_CPX_REPAIR) < 0)
+			bool ok = dg_cpage_examine(vol, owner, i, img, &v,
+						   DG_CPX_REPAIR) >= 0;
+
+			if (!ok)
 				rb_lost(b, owner, i * DG_CSUMS_PER_PAGE,
 					"no copy of its checksum page verifies");
-			else if (b->member & (1u << owner))
-				resync_note(b, owner, i, &v);
+			/* No copy verifies: its rows go as in a full
+			 * rebuild (their pages cannot be proven). */
+			if (b->member & (1u << owner))
+				resync_note(b, owner, i, ok ? &v : NULL);
 		}
 	}
 	free(img);
