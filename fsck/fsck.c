@@ -278,7 +278,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct fsck_ctx c = { .meta_outside = -1 };
+	struct fsck_ctx c = { .meta_outside = -1, .secs_rebuild = -1 };
 	int opt, modes = 0, code;
 
 	c.mode = MODE_N;

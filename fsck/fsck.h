@@ -48,6 +48,7 @@ struct fsck_ctx {
 	size_t nf, capf;
 	struct dg_chk_stats stats;
 	double secs_redundancy;
+	double secs_rebuild;	/* the device rebuild or resync; < 0: none */
 	/* metadata pages a full zone put among the data rows (no ditto
 	 * copies); -1: not known */
 	int64_t meta_outside;

@@ -203,6 +203,7 @@ int pass_rebuild(struct fsck_ctx *c)
 	struct dg_vol_info info;
 	bool rebuild;
 	size_t before;
+	double t0;
 	int ret;
 
 	dg_vol_get_info(c->vol, &info);
@@ -244,8 +245,10 @@ int pass_rebuild(struct fsck_ctx *c)
 		return FSCK_ERROR;
 	c->phase = "rebuild";
 	before = c->nf;
+	t0 = now_secs();
 	ret = dg_vol_rebuild(c->paths, c->n, ctx_event, c, ctx_progress, c,
 			     c->err, sizeof(c->err));
+	c->secs_rebuild = now_secs() - t0;
 	report_progress_end(c);
 	if (ret && ret != -EIO) {
 		for (size_t i = 0; i < before; i++)

@@ -239,6 +239,11 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 	snprintf(secs, sizeof(secs), "%.3f", c->secs_redundancy);
 	json_object_object_add(r, "seconds", json_object_new_double_s(
 		c->secs_redundancy, secs));
+	/* How long the rebuild or resync of devices took (null: none). */
+	snprintf(secs, sizeof(secs), "%.3f", c->secs_rebuild);
+	json_object_object_add(r, "rebuild_seconds", c->secs_rebuild < 0 ? NULL
+			       : json_object_new_double_s(c->secs_rebuild,
+							  secs));
 	json_object_object_add(r, "corrected", json_object_new_uint64(fixed));
 	json_object_object_add(r, "uncorrected", json_object_new_uint64(left));
 	json_object_object_add(r, "warnings", json_object_new_uint64(warn));

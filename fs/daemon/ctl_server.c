@@ -1066,10 +1066,32 @@ static void remove_dead_sockets(const char *dir)
 }
 
 /*
+ * The path a missing slot was last known by: the one given in its
+ * place in the device list (slot order when the list names every
+ * slot), unless that path is a device the volume opened. NULL when the
+ * list does not say.
+ */
+static char *last_known_path(struct dg_daemon *dd,
+			     const struct dg_vol_info *in, char **given,
+			     int ng, unsigned d)
+{
+	if (ng != (int)in->ndev)
+		return NULL;
+	for (unsigned o = 0; o < in->ndev; o++) {
+		const char *p = dg_vol_dev_path(dd->vol, o);
+
+		if (p && !strcmp(p, given[d]))
+			return NULL;
+	}
+	return strdup(given[d]);
+}
+
+/*
  * Each device index's path and state, as status shows them: a present
  * device by the path it was opened by; a slot left out by the path
  * given for it when that path carries this volume's superblock for the
- * slot (stale), else none (missing). Each slot left out is an event.
+ * slot (stale), else by the path it was given as, if any (missing: the
+ * path it was last known by). Each slot left out is an event.
  */
 static void slots_init(struct dg_daemon *dd, const struct dg_vol_info *in)
 {
@@ -1095,8 +1117,12 @@ static void slots_init(struct dg_daemon *dd, const struct dg_vol_info *in)
 			    memcmp(pr.uuid, in->uuid, 16) || pr.dev_index != d)
 				continue;
 			dd->slot_state[d] = "stale";
+			free(dd->slot_path[d]);
 			dd->slot_path[d] = strdup(given[i]);
 		}
+		if (!dd->slot_path[d])
+			dd->slot_path[d] = last_known_path(dd, in, given,
+							   ng, d);
 		dg_event_init(&e, dd->slot_state[d][0] == 's'
 					  ? DG_EV_DEVICE_STALE
 					  : DG_EV_DEVICE_MISSING);

@@ -28,7 +28,7 @@
 
 /* Generations: dg_dsuper.generation (bumped at every open for writing)
  * in the high bits, writes since in the low ones. */
-#define GEN_SHIFT 40
+#define GEN_SHIFT DG_GEN_SHIFT
 #define GEN_LOW_MASK ((1ull << GEN_SHIFT) - 1)
 /* Start a new epoch this far before the low bits would run out: the
  * writes already under way stay below the boundary. */

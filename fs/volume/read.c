@@ -223,7 +223,8 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	 * again: counted, logged and an event once (issue 32, item 3). */
 	repeat = dg_fault_loss_known(vol, dev, row, csum);
 	if (!dg_dev_has_row(d, row)) { /* degraded: only in parity */
-		atomic_fetch_add(&vol->dev_read_errors[dev], 1);
+		/* Absence is not a read error (issue 32, item 7): the
+		 * device's state says it is missing or stale. */
 		ret = rebuild_from_row(vol, dev, row, csum, false, buf);
 		if (ret == -EIO && dg_ditto_read(vol, dev, row, csum, buf) == 0)
 			ret = 0;

@@ -108,7 +108,44 @@ int dg_spare_open(struct dg_vol *vol, const char *path, struct dg_dev *t,
 }
 
 
+/*
+ * Whether path is device idx of this volume come back behind it (a
+ * device left out while a degraded mount went on): its own superblock
+ * names the volume and the slot, with the same geometry and an older
+ * generation. Such a device keeps everything written before it left,
+ * so only what changed meanwhile is rebuilt (resync_note()). *sb is
+ * its superblock.
+ */
+static bool returning_member(struct dg_vol *vol, unsigned idx,
+			     const char *path, struct dg_dsuper *sb)
+{
+	struct dg_dev d;
+	bool backup, ok;
+	char e[256];
+
+	if (dg_dev_open(&d, path, true, true, e, sizeof(e)))
+		return false;
+	ok = dg_dev_read_super(&d, sb, &backup) == 0 &&
+	     !memcmp(sb->vol_uuid, vol->sb.vol_uuid, 16) &&
+	     sb->dev_index == idx && sb->dev_count == vol->sb.dev_count &&
+	     sb->parity == vol->sb.parity &&
+	     sb->chunk_pages == vol->sb.chunk_pages &&
+	     sb->dev_pages == vol->sb.dev_pages &&
+	     sb->incompat == vol->sb.incompat &&
+	     sb->csum_start == vol->sb.csum_start &&
+	     sb->csum_pages == vol->sb.csum_pages &&
+	     sb->csum_copies == vol->sb.csum_copies &&
+	     sb->data_start == vol->sb.data_start &&
+	     sb->rows == vol->sb.rows &&
+	     sb->generation < vol->sb.generation &&
+	     !sb->replace_path[0] &&
+	     d.size >= vol->sb.dev_pages * DG_PAGE_SIZE;
+	dg_dev_close(&d);
+	return ok;
+}
+
 static int prepare_spare(struct dg_vol *vol, unsigned idx, const char *path,
+			 bool member, const struct dg_dsuper *sb,
 			 char *errbuf, size_t errlen)
 {
 	struct dg_dev *d = &vol->devs[idx];
@@ -117,7 +154,11 @@ static int prepare_spare(struct dg_vol *vol, unsigned idx, const char *path,
 	if (ret)
 		return ret;
 	d->idx = idx;
-	dg_uuid_new(vol->dev_uuid[idx]);
+	/* A returning device is the same media: it keeps its identity. */
+	if (member)
+		memcpy(vol->dev_uuid[idx], sb->dev_uuid, 16);
+	else
+		dg_uuid_new(vol->dev_uuid[idx]);
 	return 0;
 }
 
@@ -125,6 +166,10 @@ static int prepare_spare(struct dg_vol *vol, unsigned idx, const char *path,
 struct rb {
 	struct dg_vol *vol;
 	uint32_t target;	/* mask of devices being rebuilt */
+	uint32_t member;	/* of these, returning members (resync) */
+	uint64_t member_gen[DG_MAX_DEVS]; /* their superblock generation */
+	uint8_t *changed;	/* resync: checksum page indexes to rebuild */
+	uint64_t nchanged[DG_MAX_DEVS], nwritten[DG_MAX_DEVS];
 	uint64_t pages, lost;
 	dg_chk_fn fn;
 	void *arg;
@@ -149,6 +194,41 @@ static void rb_lost(struct rb *b, unsigned dev, uint64_t row,
 	b->lost++;
 	if (b->fn)
 		b->fn(b->arg, &ev);
+}
+
+static bool index_changed(const struct rb *b, uint64_t i)
+{
+	return b->changed[i / 8] & (1u << (i % 8));
+}
+
+/*
+ * Whether the rows of checksum page index i of a returning member dev
+ * changed while it was away, from the view examined before the copies
+ * are repaired. Copy 0 of (dev, i) lives on dev itself (format.h). A
+ * degraded write sets the checksum of every page of the missing device
+ * it changes, data or parity, on the copies left (docs/design.md,
+ * "Degraded writes"): each gets a newer generation, and the copy on dev
+ * stays behind. So a copy on dev that is current means that no page of
+ * dev in those rows changed since; anything else (stale, failing its
+ * seal, newer than the generation its superblock knows of: written in a
+ * history this volume does not share) marks them to be rebuilt.
+ * Rows kept are still verified against the newest checksum page at
+ * every read and by fsck's page pass (docs/integrity.md, "A device that
+ * comes back").
+ */
+static void resync_note(struct rb *b, unsigned dev, uint64_t i,
+			const struct dg_cpage_view *v)
+{
+	uint64_t known = (b->member_gen[dev] + 1) << DG_GEN_SHIFT;
+
+	b->nwritten[dev]++;
+	for (unsigned c = 0; v && c < b->vol->sb.csum_copies; c++)
+		if (dg_cpage_copy_dev(b->vol, dev, c) == dev &&
+		    v->state[c] == DG_COPY_CURRENT && v->copy_gen[c] < known)
+			return;
+	if (!index_changed(b, i))
+		b->changed[i / 8] |= (uint8_t)(1u << (i % 8));
+	b->nchanged[dev]++;
 }
 
 /* Every checksum page copy that lives on a rebuilt device, written from
@@ -176,9 +256,16 @@ static int rebuild_csum_copies(struct rb *b)
 		     i = dg_cmap_next_set(vol, i + 1, np)) {
 			struct dg_cpage_view v;
 
-			if (dg_cpage_examine(vol, owner, i, img, &v, DG_CPX_REPAIR) < 0)
+			bool ok = dg_cpage_examine(vol, owner, i, img, &v,
+						   DG_CPX_REPAIR) >= 0;
+
+			if (!ok)
 				rb_lost(b, owner, i * DG_CSUMS_PER_PAGE,
 					"no copy of its checksum page verifies");
+			/* No copy verifies: its rows go as in a full
+			 * rebuild (their pages cannot be proven). */
+			if (b->member & (1u << owner))
+				resync_note(b, owner, i, ok ? &v : NULL);
 		}
 	}
 	free(img);
@@ -262,6 +349,39 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 	return 0;
 }
 
+/* Write pages [start, start + pages) of dev from src; on a returning
+ * member only the runs of pages that differ (most of its journal copy
+ * is what it held when it left). */
+static int copy_changed(struct dg_vol *vol, unsigned dev, uint64_t start,
+			const uint8_t *src, uint64_t pages, bool member)
+{
+	const uint8_t *cur = dg_dev_ptr(&vol->devs[dev],
+					start << DG_PAGE_SHIFT);
+
+	if (!member)
+		return dg_repair_write(vol, dev, start << DG_PAGE_SHIFT, src,
+				       pages << DG_PAGE_SHIFT);
+	for (uint64_t p = 0; p < pages;) {
+		uint64_t q = p;
+		int ret;
+
+		while (q < pages && memcmp(cur + (q << DG_PAGE_SHIFT),
+					   src + (q << DG_PAGE_SHIFT),
+					   DG_PAGE_SIZE))
+			q++;
+		if (q > p) {
+			ret = dg_repair_write(vol, dev,
+					      (start + p) << DG_PAGE_SHIFT,
+					      src + (p << DG_PAGE_SHIFT),
+					      (q - p) << DG_PAGE_SHIFT);
+			if (ret)
+				return ret;
+		}
+		p = q + 1;
+	}
+	return 0;
+}
+
 int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		   void *arg, dg_progress_fn progress, void *parg,
 		   char *errbuf, size_t errlen)
@@ -294,13 +414,34 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		goto out;
 	b.vol = vol;
 	for (unsigned s = 0; s < vol->nspare; s++) {
+		struct dg_dsuper sb;
+		bool member;
+
 		if (slot[s] < 0)
 			continue;
+		member = returning_member(vol, (unsigned)slot[s],
+					  vol->spare[s], &sb);
 		ret = prepare_spare(vol, (unsigned)slot[s], vol->spare[s],
-				    errbuf, errlen);
+				    member, &sb, errbuf, errlen);
 		if (ret)
 			goto out;
 		b.target |= 1u << slot[s];
+		if (member) {
+			b.member |= 1u << slot[s];
+			b.member_gen[slot[s]] = sb.generation;
+		}
+	}
+	/* Returning members are resynced: only the rows of the checksum
+	 * page indexes that changed while they were away (resync_note()),
+	 * unless a blank device is rebuilt in the same pass (every row). */
+	if (b.member == b.target) {
+		b.changed = calloc(vol->sb.csum_pages / 8 + 1, 1);
+		if (!b.changed) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	} else {
+		b.member = 0;
 	}
 	/* Checksum pages first, each copy on a rebuilt device from the
 	 * newest copy that verifies elsewhere (there are at least parity
@@ -335,10 +476,10 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 			dg_jrnl_loc(vol, src, &odev, &ostart, &opages);
 			if (!(b.target & (1u << dev)))
 				continue;
-			ret = dg_repair_write(vol, dev, start << DG_PAGE_SHIFT,
-					      dg_dev_ptr(&vol->devs[odev],
-							 ostart << DG_PAGE_SHIFT),
-					      pages << DG_PAGE_SHIFT);
+			ret = copy_changed(vol, dev, start, dg_dev_ptr(
+					       &vol->devs[odev],
+					       ostart << DG_PAGE_SHIFT),
+					   pages, b.member & (1u << dev));
 			if (ret)
 				goto out;
 		}
@@ -362,11 +503,15 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	 * their media is ignored everywhere (docs/design.md, "What the
 	 * passes visit"). Offline: nothing sets a bit meanwhile. */
 	for (uint64_t row = 0, report = 0; row < vol->sb.rows; row++) {
-		if (row % DG_CSUMS_PER_PAGE == 0) {
+		while (row % DG_CSUMS_PER_PAGE == 0) {
 			row = dg_cmap_next_row(vol, row, vol->sb.rows);
-			if (row >= vol->sb.rows)
+			if (row >= vol->sb.rows || !b.member ||
+			    index_changed(&b, row / DG_CSUMS_PER_PAGE))
 				break;
+			row += DG_CSUMS_PER_PAGE; /* unchanged: kept */
 		}
+		if (row >= vol->sb.rows)
+			break;
 		if (progress && row >= report) {
 			progress(parg, row, vol->sb.rows);
 			report = (row / 1024 + 1) * 1024;
@@ -396,6 +541,7 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		goto out;
 	for (unsigned t = 0; t < vol->ndev; t++) {
 		struct dg_chk_event ev;
+		char resync[64];
 
 		if (!(b.target & (1u << t)))
 			continue;
@@ -407,9 +553,22 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		ev.structure = "device";
 		ev.fixable = true;
 		ev.fixed = true;
+		resync[0] = 0;
+		if (b.member & (1u << t)) {
+			dg_log(DG_LOG_NOTICE, "device %u on '%s' came back: "
+			       "resync: %llu of %llu blocks changed", t,
+			       vol->devs[t].path,
+			       (unsigned long long)b.nchanged[t],
+			       (unsigned long long)b.nwritten[t]);
+			snprintf(resync, sizeof(resync),
+				 " (resync: %llu of %llu blocks changed)",
+				 (unsigned long long)b.nchanged[t],
+				 (unsigned long long)b.nwritten[t]);
+		}
 		snprintf(ev.detail, sizeof(ev.detail),
-			 "device %u rebuilt on '%s': %llu pages from parity%s",
+			 "device %u rebuilt on '%s': %llu pages from parity%s%s",
 			 t, vol->devs[t].path, (unsigned long long)b.pages,
+			 resync,
 			 b.lost ? ", some pages could not be rebuilt" : "");
 		snprintf(ev.action, sizeof(ev.action), "rebuilt from parity");
 		if (fn)
@@ -418,6 +577,7 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	ret = b.lost ? -EIO : 0;
 out:
 	free(mem);
+	free(b.changed);
 	closed = dg_vol_close(vol); /* the last checkpoint, superblocks */
 	return ret ? ret : closed;
 }

@@ -348,9 +348,10 @@ enum dg_fault_what {
 /* "data", "parity", "csum-page", "csum-copy", "cmap", "ditto". */
 const char *dg_fault_what_name(enum dg_fault_what what);
 void dg_vol_fault_counts(struct dg_vol *vol, uint64_t counts[DG_FAULT_NR]);
-/* Counters of one device, as zpool status shows them: pages it could
- * not serve (read_errors: it is missing, so each page read from it came
- * from the rest of its row or failed), pages of it that failed their
+/* Counters of one device, as zpool status shows them: pages its media
+ * could not serve (read_errors; the pages of a missing or stale device
+ * come from the rest of their rows and are not counted: absence is not
+ * a read error, the device's state says it), pages of it that failed their
  * checksum (csum_errors; a checksum page that no copy verifies counts
  * on its owner), and of those, repaired and unrecoverable. */
 struct dg_dev_counts {
