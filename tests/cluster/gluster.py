@@ -227,7 +227,11 @@ class GlusterVolume:
             return []
         bad = re.compile(r"Operation failed on|Mismatching|[Hh]eal fail|"
                          r"Input/output error|checksum")
-        return [ln for ln in text.splitlines() if bad.search(ln)]
+        # Log messages only ("[date time] E [file:line] ..."): a client
+        # that mounts also dumps its volume file ("  5:     option
+        # volfile-checksum 0"), which is not a finding.
+        return [ln for ln in text.splitlines()
+                if ln.startswith("[") and bad.search(ln)]
 
     def log_size(self):
         try:

@@ -277,8 +277,9 @@ def test_mount_on_a_dead_mount_says_to_unmount_it(vol):
     finally:
         subprocess.run(["fusermount3", "-u", "-z", str(vol.mnt)],
                        capture_output=True)
-    # The next daemon removes the dead one's sockets.
-    assert os.path.exists(sock)
+    # The next daemon removes the dead one's sockets. (Any daemon that
+    # starts does, for every volume: with tests running side by side,
+    # another test's may have done it already.)
     vol.mount()
     assert not os.path.exists(sock)
     assert not os.path.exists(sock[:-len(".sock")] + ".commit")
