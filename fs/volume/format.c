@@ -149,18 +149,6 @@ static int open_devs(struct dg_vol *vol, const char *const *devs,
 	return 0;
 }
 
-void dg_uuid_new(uint8_t u[16])
-{
-	if (getrandom(u, 16, 0) != 16) {
-		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid();
-
-		memcpy(u, &t, 8);
-		memcpy(u + 8, &u, 8);
-	}
-	u[6] = (u[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
-	u[8] = (u[8] & 0x3f) | 0x80;
-}
-
 /* Write the skeleton: metadata regions zeroed, journal header,
  * superblocks (CLEAN, generation 1). */
 static int write_skeleton(struct dg_vol *vol, unsigned ndev,
