@@ -18,6 +18,7 @@ import sys
 IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+MEMBER = re.compile(r"(?:\.|->)\s*[A-Za-z_]\w*")
 
 
 def definitions(path):
@@ -38,13 +39,14 @@ def graph(folder):
     owner = {}
     for f, d in defs.items():
         for name, static in d.items():
-            if not static:
+            if not static and name != "main":  # main is never called
                 owner.setdefault(name, []).append(f)
     owner = {n: fs[0] for n, fs in owner.items() if len(fs) == 1}
     edges = {f: {} for f in files}
     for f in files:
         with open(os.path.join(folder, f), encoding="utf-8") as fh:
             text = STRING.sub('""', COMMENT.sub(" ", fh.read()))
+        text = MEMBER.sub(" ", text)  # a struct's member, not a call
         for name in set(IDENT.findall(text)):
             g = owner.get(name)
             if g and g != f and name not in defs[f]:
