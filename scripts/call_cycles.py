@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """call_cycles.py -- loops of calls between the C files of one folder.
 
-Usage: scripts/call_cycles.py [FOLDER ...]   (default: fs/volume fs/fsys fs/daemon)
+Usage: scripts/call_cycles.py [FOLDER ...]
+  (default: fs/volume fs/fsys fs/daemon of the checkout the script is in)
 
 An arrow A -> B means A.c names a function that B.c alone defines with
 external linkage (a call, or its address taken as a hook).  Headers are not
@@ -12,7 +13,6 @@ exits 1 if any folder has one (0 if none; 2 on a usage error).
 """
 import os
 import re
-import subprocess
 import sys
 
 IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -21,15 +21,28 @@ STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 MEMBER = re.compile(r"(?:\.|->)\s*[A-Za-z_]\w*")
 
 
+SIGNATURE = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+ATTRIBUTE = re.compile(r"^__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*")
+
+
 def definitions(path):
-    """Functions a file defines: (name, is_static)."""
-    out = subprocess.run(["ctags", "-x", "--c-kinds=f", "--fields=+f",
-                          "--_xformat=%N %{file}", path],
-                         check=True, capture_output=True, text=True).stdout
+    """Functions a file defines: {name: is_static}.  The kernel style the
+    project keeps: a definition's body opens with a "{" alone at the
+    start of a line, under its signature, whose first line starts at
+    column 0."""
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
     defs = {}
-    for line in out.splitlines():
-        name, _, scope = line.partition(" ")
-        defs[name] = scope.strip() == "file"
+    for i, line in enumerate(lines):
+        if line.rstrip() != "{":
+            continue
+        j = i - 1
+        while j > 0 and lines[j][:1] in ("\t", " "):
+            j -= 1
+        sig = ATTRIBUTE.sub("", lines[j])
+        m = SIGNATURE.search(sig)
+        if m and not sig.startswith("#"):
+            defs[m.group(1)] = sig.startswith("static")
     return defs
 
 
@@ -86,7 +99,9 @@ def sccs(edges):
 
 
 def main(argv):
-    folders = argv or ["fs/volume", "fs/fsys", "fs/daemon"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    folders = argv or [os.path.join(root, "fs", d)
+                       for d in ("volume", "fsys", "daemon")]
     for d in folders:
         if not os.path.isdir(d):
             print(f"usage: call_cycles.py [FOLDER ...]: no folder {d}",
@@ -96,7 +111,7 @@ def main(argv):
     for d in folders:
         edges = graph(d)
         comps = sccs(edges)
-        print(f"{d}: {len(comps)} loop(s)")
+        print(f"{os.path.relpath(d)}: {len(comps)} loop(s)")
         for comp in comps:
             found = True
             print(f"  loop: {' '.join(comp)}")

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "bmap.h"
-#include "txn.h"
 
 /* The in-core bitmap is bmap.c's table of pages; alloc_lock held. */
 static bool bit_get(const struct dg_vol *vol, uint64_t i)
@@ -198,7 +197,7 @@ uint64_t dg_free_vpns(struct dg_vol *vol)
 
 static int add_op(struct dg_txn *t, uint64_t start, uint64_t n, bool is_free)
 {
-	if (grow((void **)&t->op, &t->capop, t->nop, sizeof(*t->op)))
+	if (dg_grow((void **)&t->op, &t->capop, t->nop, sizeof(*t->op)))
 		return -ENOMEM;
 	t->op[t->nop++] = (struct txn_op){ start, n, is_free };
 	return 0;

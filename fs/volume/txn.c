@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "txn.h"
+#include "volume_i.h"
 
 struct dg_txn *dg_txn_new(struct dg_vol *vol)
 {
@@ -46,7 +46,7 @@ static int add_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
 {
 	uint8_t *c = NULL;
 
-	if (grow((void **)&t->w, &t->capw, t->nw, sizeof(*t->w)))
+	if (dg_grow((void **)&t->w, &t->capw, t->nw, sizeof(*t->w)))
 		return -ENOMEM;
 	if (copy) {
 		c = malloc(len);

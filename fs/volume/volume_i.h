@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "volume.h"
 #include "media.h"
@@ -465,5 +466,51 @@ int dg_alloc_format(struct dg_vol *vol);
 void dg_alloc_fini(struct dg_vol *vol);
 /* The fewest pages dg_alloc_rows() gives a band for. */
 uint64_t dg_alloc_band_pages(const struct dg_vol *vol);
+
+/* ---- txn.c, alloc.c: a transaction's record -------------------------- */
+/* Its writes (txn.c) and the allocator's allocations and frees in it
+ * (alloc.c). */
+struct txn_write {
+	uint64_t vpn;
+	uint32_t off, len;
+	const uint8_t *data;
+	bool owned;		/* data was copied and is freed with the txn */
+};
+
+struct txn_op {
+	uint64_t start, n;
+	bool is_free;
+};
+
+struct dg_txn {
+	struct dg_vol *vol;
+	struct txn_write *w;
+	unsigned nw, capw;
+	struct txn_op *op;
+	unsigned nop, capop;
+	unsigned bm_first;	/* w[bm_first..]: the bitmap's bytes */
+};
+
+static inline int dg_grow(void **p, unsigned *cap, unsigned n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	unsigned c = *cap ? *cap * 2 : 16;
+	void *np = realloc(*p, c * size);
+
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+/* The allocator's side of a commit (alloc.c): the allocations of a txn that was not committed go back. */
+void dg_alloc_undo(struct dg_txn *t);
+/* 0, or corrupt when a page t frees is free already. */
+int dg_alloc_check_frees(struct dg_txn *t);
+/* The hooks dg_apply_new() calls: the bitmap bytes t writes, filled
+ * under their rows' locks, and t's frees once its entry is durable. */
+struct dg_apply_hooks dg_alloc_hooks(struct dg_txn *t);
 
 #endif /* DG_ENGINE_I_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* format.c -- dg_vol_format(): lay a new volume over devices (mkfs) */
+/* newvol.c -- dg_vol_format(): lay a new volume over devices (mkfs) */
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
