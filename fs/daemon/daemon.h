@@ -71,19 +71,62 @@ void dg_event_init(struct dg_event *ev, enum dg_ev_type type);
 unsigned dg_events_since(struct dg_events *e, uint64_t since,
 			 struct dg_event *out, unsigned max, uint64_t *dropped);
 
+/* ---- background jobs (job.c): the scrub's and the replace's runner --- */
+/* What a job's thread is asked: go on, or stop for a reason. */
+enum dg_job_req { DG_JOB_GO, DG_JOB_PAUSE, DG_JOB_CANCEL, DG_JOB_STOP };
+/* Save the job's record every DG_JOB_SAVE_MS while it runs: a crash
+ * repeats at most this much of it. */
+#define DG_JOB_SAVE_MS 2000
+/* One background job: a thread over the rows, its lock, its requests,
+ * its clock. The job's own record and counters sit beside it, by lock. */
+struct dg_job {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* a request, or the thread ended */
+	pthread_t thread;
+	bool thread_live;	/* joined at the next launch or at stop */
+	bool running;		/* the thread is working */
+	enum dg_job_req req;
+	uint64_t run_since_ms;	/* monotonic ms when this run began */
+	uint64_t last_save_ms;	/* monotonic ms of the last save */
+	void *(*main)(void *arg);	/* the thread */
+	void (*save)(void *arg);	/* the record saved; lock held */
+	void *arg;
+};
+/* Lock and cond made; main and save with their arg. */
+void dg_job_init(struct dg_job *j, void *(*main)(void *),
+		 void (*save)(void *), void *arg);
+/* The job's thread that ended, joined; lock held (dropped for the
+ * join). Nothing when none is left to join. Before a launch sets the
+ * job's record for a new run. */
+void dg_job_reap(struct dg_job *j);
+/* Start the thread on the record as it stands, saved first; lock held,
+ * dg_job_reap() called. 0, or -EAGAIN (not running) when no thread. */
+int dg_job_launch(struct dg_job *j);
+/* The thread, between batches (lock held): save when DG_JOB_SAVE_MS have
+ * passed since the last save. */
+void dg_job_tick(struct dg_job *j);
+/* The thread, between batches (lock held): sleep until bytes done in
+ * this run are within rate bytes/s (0: none), or a request comes. */
+void dg_job_pace(struct dg_job *j, uint64_t bytes, uint64_t rate);
+/* The thread's end (lock held, then dropped): no longer running, and
+ * whoever waits for it woken. */
+void dg_job_done(struct dg_job *j);
+/* Ask the running thread to stop for req and wait until it has (lock
+ * held): a job said paused or cancelled does no more work. */
+void dg_job_ask(struct dg_job *j, enum dg_job_req req);
+/* Whether the thread is working (takes the lock). */
+bool dg_job_running(struct dg_job *j);
+/* The job's end at unmount: a running thread asked DG_JOB_STOP (its
+ * record stays "running", so the next mount resumes it), joined; lock
+ * and cond destroyed. */
+void dg_job_stop(struct dg_job *j);
+
 /* ---- background scrub (scrub.c) --------------------------------------- */
 
 struct dg_daemon;
 struct dg_scrub {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;	/* a request, or the thread ended */
-	pthread_t thread;
-	bool thread_live;	/* joined when it ends or at stop */
-	bool running;		/* the thread is scrubbing */
-	enum { DG_SCRUB_GO, DG_SCRUB_PAUSE, DG_SCRUB_CANCEL,
-	       DG_SCRUB_STOP } req;
-	struct dg_scrub_rec rec;	/* by lock; saved in the root */
-	uint64_t run_since_ms;	/* monotonic ms when this run began */
+	struct dg_job job;	/* its thread, lock and requests */
+	struct dg_scrub_rec rec;	/* by job.lock; saved in the root */
 	uint64_t run_ms0;	/* rec.run_ms when this run began */
 	uint64_t verified0;	/* bytes verified when this run began */
 	uint64_t lost_in_use;	/* unrecoverable pages a file holds */
@@ -104,14 +147,8 @@ void dg_scrub_stop(struct dg_daemon *dd);
 
 /* ---- online replace (replace.c) -------------------------------------- */
 struct dg_replace_d {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;	/* the thread ended, or a stop */
-	pthread_t thread;
-	bool thread_live;	/* joined at the next start or at stop */
-	bool running;
-	bool stop;		/* unmount: leave the record running */
-	struct dg_replace_rec rec;	/* by lock; saved in the root */
-	uint64_t run_since_ms;	/* monotonic ms when this run began */
+	struct dg_job job;	/* its thread, lock and stop */
+	struct dg_replace_rec rec;	/* by job.lock; saved in the root */
 	uint64_t done;		/* rows passed in this run */
 	char error[256];	/* why the last one failed */
 	int save_err;
@@ -164,24 +201,11 @@ void dg_dio_note(struct dg_dio *d, fuse_ino_t ino);
 int dg_dio_inval(struct dg_dio *d, struct fuse_session *se, fuse_ino_t ino,
 		 off_t off, off_t len);
 
-/* ---- pacing (pace.c): the scrub's and the replace's clock and rate ---- */
-
+/* ---- the clock (job.c) ---------------------------------------------- */
 /* Monotonic milliseconds. */
 uint64_t dg_now_ms(void);
-/* Work of bytes done since since_ms (dg_now_ms) at rate bytes/s (0:
- * unlimited): true, with the CLOCK_REALTIME instant to wait until in
- * *until, when it ran ahead of the rate. */
-/* A background job's thread that ended, joined; lock held by the caller
- * (dropped for the join) and *live cleared. Nothing when !*live. */
-void dg_job_reap(pthread_mutex_t *lock, pthread_t thread, bool *live);
-/* The job's end at unmount, its stop asked under lock (held): wake it,
- * drop the lock, join the thread, destroy lock and cond. */
-void dg_job_end(pthread_mutex_t *lock, pthread_cond_t *cond, pthread_t thread,
-		bool *live);
-bool dg_pace_deadline(uint64_t bytes, uint64_t rate, uint64_t since_ms,
-		      struct timespec *until);
 
-/* ---- a growing reply buffer (ctl_server.c) ----------------------------- */
+/* ---- a growing reply buffer (out.c) ------------------------------------ */
 struct dg_out {
 	char *buf;
 	size_t len, cap;
@@ -250,6 +274,7 @@ void dg_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 
 int dg_ctl_start(struct dg_daemon *dd);
 void dg_ctl_stop(struct dg_daemon *dd);
+/* ---- lost pages (lost_pages.c) ---- */
 /* Turn fault events the engine recorded since the last call into
  * events, with the file each page belongs to. */
 void dg_ctl_log_faults(struct dg_daemon *dd);
@@ -259,6 +284,11 @@ void dg_ctl_log_faults(struct dg_daemon *dd);
  * (parity, checksum, free and not reset, read-only). */
 int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
 		     bool reset);
+/* Drop lost pages that are no longer the file page they were, resetting
+ * those now free; how many were reset or tried (lost_pages.c). */
+unsigned dg_ctl_prune_lost(struct dg_daemon *dd);
+/* The unmount's last look: reset the lost pages no file holds. */
+void dg_ctl_reset_gone(struct dg_daemon *dd);
 
 /* The libcommit socket (path in xattr "user.daxguard.commit"). Stop
  * waits until every client's map is released. */

@@ -87,8 +87,8 @@ char *dg_devlist_now(struct dg_daemon *dd)
 	struct dg_replace_d *r = &dd->replace;
 	char *s;
 
-	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->job.lock);
 	s = strdup(r->devs_now ? r->devs_now : dd->devs);
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->job.lock);
 	return s;
 }

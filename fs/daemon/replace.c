@@ -25,7 +25,6 @@
 #include "json.h"
 
 #define BATCH_ROWS 16
-#define SAVE_MS 2000
 
 static const char *const state_names[] = {
 	[DG_REPLACE_NONE] = "none", [DG_REPLACE_RUNNING] = "running",
@@ -50,9 +49,11 @@ static void post(struct dg_daemon *dd, enum dg_ev_type t, unsigned dev,
 	dg_event_post(&dd->events, &ev);
 }
 
-/* Save the record; r->lock held (the update path never takes it). */
-static void save(struct dg_daemon *dd)
+/* Save the record; r->job.lock held (the update path never takes
+ * it). */
+static void save(void *arg)
 {
+	struct dg_daemon *dd = arg;
 	struct dg_replace_d *r = &dd->replace;
 
 	r->save_err = dg_vol_replace_save(dd->vol, &r->rec);
@@ -61,23 +62,9 @@ static void save(struct dg_daemon *dd)
 		       strerror(-r->save_err));
 }
 
-/* Sleep until the rows passed in this run are within the rate (a row
- * is a page of the new device), or a stop; r->lock held. */
-static void hold_rate(struct dg_replace_d *r)
-{
-	struct timespec until;
-
-	if (!dg_pace_deadline(r->done * DG_PAGE_SIZE, r->rec.rate,
-			      r->run_since_ms, &until))
-		return;
-	while (!r->stop &&
-	       pthread_cond_timedwait(&r->cond, &r->lock, &until) == 0)
-		;
-}
-
 /* The new device took the slot: status shows it by its new path, and
  * the device list that names it (device_list.c) is what fstab needs
- * now; r->lock held. */
+ * now; r->job.lock held. */
 static void slot_taken(struct dg_daemon *dd, unsigned dev)
 {
 	struct dg_replace_d *r = &dd->replace;
@@ -97,7 +84,8 @@ static void slot_taken(struct dg_daemon *dd, unsigned dev)
 	       now);
 }
 
-/* After the rows: finish, or give up with the reason; r->lock held. */
+/* After the rows: finish, or give up with the reason; r->job.lock
+ * held. */
 static void conclude(struct dg_daemon *dd, int ret)
 {
 	struct dg_replace_d *r = &dd->replace;
@@ -131,12 +119,12 @@ static void *replace_main(void *arg)
 	struct dg_daemon *dd = arg;
 	struct dg_replace_d *r = &dd->replace;
 	struct dg_vol_info in;
-	uint64_t row = 0, last_save = dg_now_ms();
+	uint64_t row = 0;
 	int ret = 0;
 
 	dg_vol_get_info(dd->vol, &in);
-	pthread_mutex_lock(&r->lock);
-	while (!r->stop && row < in.rows) {
+	pthread_mutex_lock(&r->job.lock);
+	while (r->job.req == DG_JOB_GO && row < in.rows) {
 		uint64_t end = row + BATCH_ROWS < in.rows ? row + BATCH_ROWS
 							  : in.rows;
 		uint64_t pages = 0, lost = 0;
@@ -151,9 +139,9 @@ static void *replace_main(void *arg)
 		if (used > end)
 			end = used;
 
-		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&r->job.lock);
 		ret = dg_vol_replace_rows(dd->vol, row, end, &pages, &lost);
-		pthread_mutex_lock(&r->lock);
+		pthread_mutex_lock(&r->job.lock);
 		if (ret)
 			break;
 		r->rec.pages += pages;
@@ -165,42 +153,30 @@ static void *replace_main(void *arg)
 		 * they are exact); the position never goes back. */
 		if (row > r->rec.next_row)
 			r->rec.next_row = row;
-		if (dg_now_ms() - last_save >= SAVE_MS) {
-			save(dd);
-			last_save = dg_now_ms();
-		}
-		hold_rate(r);
+		dg_job_tick(&r->job);
+		/* The rows passed in this run within the rate (a row is a
+		 * page of the new device). */
+		dg_job_pace(&r->job, r->done * DG_PAGE_SIZE, r->rec.rate);
 	}
-	/* r->stop (unmount): the record stays "running" for the next
+	/* A stop (unmount): the record stays "running" for the next
 	 * mount; the engine lets the new device go at close. */
-	if (!r->stop)
+	if (r->job.req == DG_JOB_GO)
 		conclude(dd, ret);
 	save(dd);
-	r->running = false;
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
+	dg_job_done(&r->job);
 	return NULL;
 }
 
-/* Start the thread on r->rec as it stands; r->lock held. */
+/* Start the thread on r->rec as it stands; r->job.lock held. */
 static int launch(struct dg_daemon *dd)
 {
 	struct dg_replace_d *r = &dd->replace;
 
-	dg_job_reap(&r->lock, r->thread, &r->thread_live);
-	r->stop = false;
+	dg_job_reap(&r->job);
 	r->rec.state = DG_REPLACE_RUNNING;
-	r->run_since_ms = dg_now_ms();
 	r->done = 0;
 	r->error[0] = 0;
-	r->running = true;
-	save(dd);
-	if (pthread_create(&r->thread, NULL, replace_main, dd)) {
-		r->running = false;
-		return -EAGAIN;
-	}
-	r->thread_live = true;
-	return 0;
+	return dg_job_launch(&r->job);
 }
 
 int dg_replace_init(struct dg_daemon *dd)
@@ -210,8 +186,7 @@ int dg_replace_init(struct dg_daemon *dd)
 	char err[512];
 	int ret;
 
-	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->cond, NULL);
+	dg_job_init(&r->job, replace_main, save, dd);
 	ret = dg_vol_replace_load(dd->vol, &r->rec);
 	if (ret) {
 		dg_log(DG_LOG_WARNING, "replace: cannot read its record: %s",
@@ -230,7 +205,7 @@ int dg_replace_init(struct dg_daemon *dd)
 	/* Cut short by an unmount or a crash: go on. */
 	ret = dg_vol_replace_begin(dd->vol, r->rec.dev, r->rec.path, true,
 				   err, sizeof(err));
-	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->job.lock);
 	if (!ret)
 		ret = launch(dd);
 	if (ret) {
@@ -244,28 +219,18 @@ int dg_replace_init(struct dg_daemon *dd)
 		post(dd, DG_EV_REPLACE_RESUMED, r->rec.dev, "after remount, "
 		     "at row %" PRIu64, r->rec.next_row);
 	}
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->job.lock);
 	return ret;
 }
 
 void dg_replace_stop(struct dg_daemon *dd)
 {
-	struct dg_replace_d *r = &dd->replace;
-
-	pthread_mutex_lock(&r->lock);
-	if (r->running)
-		r->stop = true;
-	dg_job_end(&r->lock, &r->cond, r->thread, &r->thread_live);
+	dg_job_stop(&dd->replace.job);
 }
 
 bool dg_replace_running(struct dg_daemon *dd)
 {
-	bool running;
-
-	pthread_mutex_lock(&dd->replace.lock);
-	running = dd->replace.running;
-	pthread_mutex_unlock(&dd->replace.lock);
-	return running;
+	return dg_job_running(&dd->replace.job);
 }
 
 const char *dg_replace_slot_state(struct dg_daemon *dd, unsigned d)
@@ -273,9 +238,9 @@ const char *dg_replace_slot_state(struct dg_daemon *dd, unsigned d)
 	struct dg_replace_d *r = &dd->replace;
 	bool repl;
 
-	pthread_mutex_lock(&r->lock);
-	repl = r->running && r->rec.dev == d;
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&r->job.lock);
+	repl = r->job.running && r->rec.dev == d;
+	pthread_mutex_unlock(&r->job.lock);
 	return repl ? "replacing" : dd->slot_state[d];
 }
 
@@ -290,7 +255,7 @@ static double percent(const struct dg_replace_rec *rec, uint64_t rows)
  * The rate of this run (bytes written to the new device a second: one
  * page a row) and the time left at that rate, as zpool status's scan
  * line gives them. eta_s: 0 once finished, -1 while unknown (no row
- * done yet in this run, or not running). r->lock held.
+ * done yet in this run, or not running). r->job.lock held.
  */
 struct replace_progress {
 	double rate;
@@ -305,11 +270,11 @@ static struct replace_progress progress_of(const struct dg_replace_d *r,
 
 	if (r->rec.state == DG_REPLACE_FINISHED)
 		p.eta_s = 0;
-	if (!r->running)
+	if (!r->job.running)
 		return p;
 	/* None in the first half second: the first batch goes at once
 	 * (the rate limit holds after it), so an early rate is wild. */
-	ms = dg_now_ms() - r->run_since_ms;
+	ms = dg_now_ms() - r->job.run_since_ms;
 	if (ms < 500 || !r->done)
 		return p;
 	p.rate = (double)r->done * DG_PAGE_SIZE * 1000.0 / (double)ms;
@@ -335,7 +300,8 @@ static void human(char *buf, size_t len, double bytes)
 }
 
 /* What to change in fstab after a replace: the list the volume was
- * mounted with, and the one that names its devices now; r->lock held. */
+ * mounted with, and the one that names its devices now; r->job.lock
+ * held. */
 static void fstab_hint(struct dg_daemon *dd, struct dg_out *o)
 {
 	struct dg_replace_d *r = &dd->replace;
@@ -359,7 +325,7 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 	char esc[4 * sizeof(r->rec.path) + 4 * sizeof(r->error)];
 
 	dg_vol_get_info(dd->vol, &in);
-	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->job.lock);
 	if (r->rec.state != DG_REPLACE_NONE) {
 		/* Names escaped, as all text replies (ctl_proto.h). */
 		dg_outf(o, "replace %s: device %u onto %s, %.1f%% (row %"
@@ -369,7 +335,7 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 				   r->rec.path[0] ? r->rec.path : "-"),
 			percent(&r->rec, in.rows), r->rec.next_row, in.rows,
 			r->rec.pages);
-		if (r->running) {
+		if (r->job.running) {
 			struct replace_progress p = progress_of(r, in.rows);
 			char rate[32];
 
@@ -393,7 +359,7 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 	}
 	if (r->devs_now)
 		fstab_hint(dd, o);
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->job.lock);
 }
 
 struct json_object *dg_replace_status_json(struct dg_daemon *dd)
@@ -403,9 +369,9 @@ struct json_object *dg_replace_status_json(struct dg_daemon *dd)
 	struct dg_vol_info in;
 
 	dg_vol_get_info(dd->vol, &in);
-	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->job.lock);
 	if (r->rec.state == DG_REPLACE_NONE) {
-		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&r->job.lock);
 		return NULL;
 	}
 	x = json_object_new_object();
@@ -437,7 +403,7 @@ struct json_object *dg_replace_status_json(struct dg_daemon *dd)
 	json_add_u64(x, "ended", r->rec.ended);
 	json_add_bytes(x, "error", r->error[0] ? r->error : NULL);
 	json_add_bool(x, "position_saved", r->save_err == 0);
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->job.lock);
 	return x;
 }
 
@@ -532,7 +498,7 @@ static int on_this_mount(struct dg_daemon *dd, const char *path, char *msg,
 	return -1;
 }
 
-/* "DEV RATE PATH": start a replace; r->lock held. */
+/* "DEV RATE PATH": start a replace; r->job.lock held. */
 static void start(struct dg_daemon *dd, const char *args, bool json,
 		  struct dg_out *o)
 {
@@ -553,7 +519,7 @@ static void start(struct dg_daemon *dd, const char *args, bool json,
 	    !strcmp(pbuf + strlen(pbuf) - 5, " json"))
 		pbuf[strlen(pbuf) - 5] = 0;
 	path = pbuf;
-	if (r->running) {
+	if (r->job.running) {
 		snprintf(msg, sizeof(msg), "device %u is being replaced: "
 			 "'daxguard-ctl status' shows how far", r->rec.dev);
 		reply(o, json, true, msg);
@@ -601,13 +567,13 @@ void dg_replace_cmd(struct dg_daemon *dd, const char *args, bool json,
 	struct dg_replace_d *r = &dd->replace;
 
 	if (!strncmp(args, "start ", 6)) {
-		pthread_mutex_lock(&r->lock);
-		if (dd->scrub.running)
+		pthread_mutex_lock(&r->job.lock);
+		if (dd->scrub.job.running)
 			reply(o, json, true, "a scrub is running: 'scrub "
 			      "cancel' or 'scrub pause' it first");
 		else
 			start(dd, args + 6, json, o);
-		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&r->job.lock);
 		return;
 	}
 	if (!strncmp(args, "status", 6)) {

@@ -14,9 +14,6 @@
  * one of the row locks for a few microseconds, a batch is well under a
  * millisecond, so pause and cancel answer at once. */
 #define BATCH_ROWS 8
-/* How often the position is saved while running: a crash repeats at
- * most this much of the scrub. */
-#define SAVE_MS 2000
 
 static const char *const state_names[] = {
 	[DG_SCRUB_NONE] = "none",	    [DG_SCRUB_RUNNING] = "running",
@@ -47,10 +44,11 @@ static void post(struct dg_daemon *dd, enum dg_ev_type t, const char *fmt,
 	dg_event_post(&dd->events, &ev);
 }
 
-/* Save the record; s->lock held. A read-only mount keeps it in memory
- * only (nothing may be written), and says so in status. */
-static void save(struct dg_daemon *dd)
+/* Save the record; s->job.lock held. A read-only mount keeps it in
+ * memory only (nothing may be written), and says so in status. */
+static void save(void *arg)
 {
+	struct dg_daemon *dd = arg;
 	struct dg_scrub *s = &dd->scrub;
 	struct dg_scrub_rec rec = s->rec;
 	struct dg_vol_info in;
@@ -61,7 +59,7 @@ static void save(struct dg_daemon *dd)
 		return;
 	}
 	if (rec.state == DG_SCRUB_RUNNING)
-		rec.run_ms = s->run_ms0 + (dg_now_ms() - s->run_since_ms);
+		rec.run_ms = s->run_ms0 + (dg_now_ms() - s->job.run_since_ms);
 	/* The update path takes row locks, never the scrub's lock: safe
 	 * to call with it held. */
 	s->save_err = dg_vol_scrub_save(dd->vol, &rec);
@@ -124,34 +122,20 @@ static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
 	}
 }
 
-/* Sleep until the bytes verified in this run are within the rate, or a
- * command comes; s->lock held. */
-static void hold_rate(struct dg_scrub *s, uint64_t verified)
-{
-	struct timespec until;
-
-	if (!dg_pace_deadline(verified - s->verified0, s->rec.rate,
-			      s->run_since_ms, &until))
-		return;
-	while (s->req == DG_SCRUB_GO &&
-	       pthread_cond_timedwait(&s->cond, &s->lock, &until) == 0)
-		;
-}
-
 static void *scrub_main(void *arg)
 {
 	struct dg_daemon *dd = arg;
 	struct dg_scrub *s = &dd->scrub;
 	struct dg_vol_info in;
-	uint64_t rows, rb = row_bytes(dd), last_save = dg_now_ms();
+	uint64_t rows, rb = row_bytes(dd);
 	bool repair;
 	int ret = 0;
 
 	dg_vol_get_info(dd->vol, &in);
 	rows = in.rows;
 	repair = !in.read_only;
-	pthread_mutex_lock(&s->lock);
-	while (s->req == DG_SCRUB_GO && s->rec.next_row < rows) {
+	pthread_mutex_lock(&s->job.lock);
+	while (s->job.req == DG_JOB_GO && s->rec.next_row < rows) {
 		uint64_t first = s->rec.next_row;
 		uint64_t end = first + BATCH_ROWS < rows ? first + BATCH_ROWS
 							 : rows;
@@ -166,7 +150,7 @@ static void *scrub_main(void *arg)
 
 		/* The rows unlocked: status, pause and cancel answer while
 		 * the batch runs; each row's lock is the engine's. */
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&s->job.lock);
 		ret = dg_vol_scrub_rows(dd->vol, repair, first, end, &r);
 		look_at_faults(dd, &in_use, &other, &reset);
 		/* The engine keeps its last DG_FAULT_RING events: past that,
@@ -174,7 +158,7 @@ static void *scrub_main(void *arg)
 		 * count as not repaired, so -w never exits 0 on them. */
 		if (r.unrecoverable > in_use + other + reset)
 			other += r.unrecoverable - (in_use + other + reset);
-		pthread_mutex_lock(&s->lock);
+		pthread_mutex_lock(&s->job.lock);
 		if (ret)
 			break;
 		s->rec.next_row = end;
@@ -187,20 +171,20 @@ static void *scrub_main(void *arg)
 		s->lost_in_use += in_use;
 		s->lost_other += other;
 		s->pages_reset += reset;
-		if (dg_now_ms() - last_save >= SAVE_MS) {
-			save(dd);
-			last_save = dg_now_ms();
-		}
-		hold_rate(s, s->rec.rep.rows_checked * rb);
+		dg_job_tick(&s->job);
+		/* The bytes verified in this run within the rate. */
+		dg_job_pace(&s->job,
+			    s->rec.rep.rows_checked * rb - s->verified0,
+			    s->rec.rate);
 	}
-	if (!ret && s->req == DG_SCRUB_GO) {
+	if (!ret && s->job.req == DG_JOB_GO) {
 		struct dg_scrub_report r = { 0 };
 		uint64_t in_use = 0, other = 0, reset = 0;
 
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&s->job.lock);
 		ret = dg_vol_scrub_ditto(dd->vol, repair, &r);
 		look_at_faults(dd, &in_use, &other, &reset);
-		pthread_mutex_lock(&s->lock);
+		pthread_mutex_lock(&s->job.lock);
 		s->rec.rep.detected += r.detected;
 		s->rec.rep.repaired += r.repaired;
 		s->rec.rep.unrecoverable += r.unrecoverable;
@@ -208,14 +192,14 @@ static void *scrub_main(void *arg)
 		s->lost_other += other;
 		s->pages_reset += reset;
 	}
-	s->rec.run_ms = s->run_ms0 + (dg_now_ms() - s->run_since_ms);
+	s->rec.run_ms = s->run_ms0 + (dg_now_ms() - s->job.run_since_ms);
 	if (ret) {
 		dg_log(DG_LOG_ERR, "scrub stopped at row %" PRIu64 ": %s",
 		       s->rec.next_row, strerror(-ret));
 		s->rec.state = DG_SCRUB_PAUSED;
 		post(dd, DG_EV_SCRUB_PAUSED, "stopped by an error at row %"
 		     PRIu64 ": %s", s->rec.next_row, strerror(-ret));
-	} else if (s->req == DG_SCRUB_GO) {
+	} else if (s->job.req == DG_JOB_GO) {
 		s->rec.state = DG_SCRUB_FINISHED;
 		s->rec.ended = (uint64_t)time(NULL);
 		post(dd, DG_EV_SCRUB_FINISHED, "rows checked %" PRIu64
@@ -224,44 +208,36 @@ static void *scrub_main(void *arg)
 		     s->rec.rep.rows_checked, s->rec.rep.detected,
 		     s->rec.rep.repaired, s->rec.rep.unrecoverable,
 		     s->pages_reset);
-	} else if (s->req == DG_SCRUB_PAUSE) {
+	} else if (s->job.req == DG_JOB_PAUSE) {
 		s->rec.state = DG_SCRUB_PAUSED;
 		post(dd, DG_EV_SCRUB_PAUSED, "at row %" PRIu64 " of %" PRIu64,
 		     s->rec.next_row, rows);
-	} else if (s->req == DG_SCRUB_CANCEL) {
+	} else if (s->job.req == DG_JOB_CANCEL) {
 		s->rec.state = DG_SCRUB_CANCELLED;
 		s->rec.ended = (uint64_t)time(NULL);
 		post(dd, DG_EV_SCRUB_CANCELLED, "at row %" PRIu64 " of %"
 		     PRIu64, s->rec.next_row, rows);
 	}
-	/* DG_SCRUB_STOP (unmount): the state stays "running", so the
+	/* DG_JOB_STOP (unmount): the state stays "running", so the
 	 * next mount resumes it. */
 	save(dd);
-	s->running = false;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+	dg_job_done(&s->job);
 	return NULL;
 }
 
-/* Start the thread on s->rec as it stands; s->lock held. */
+/* Start the thread on s->rec as it stands; s->job.lock held. */
 static int launch(struct dg_daemon *dd)
 {
 	struct dg_scrub *s = &dd->scrub;
 
-	dg_job_reap(&s->lock, s->thread, &s->thread_live);
-	s->req = DG_SCRUB_GO;
+	dg_job_reap(&s->job);
 	s->rec.state = DG_SCRUB_RUNNING;
-	s->run_since_ms = dg_now_ms();
 	s->run_ms0 = s->rec.run_ms;
 	s->verified0 = s->rec.rep.rows_checked * row_bytes(dd);
-	s->running = true;
-	save(dd);
-	if (pthread_create(&s->thread, NULL, scrub_main, dd)) {
-		s->running = false;
+	if (dg_job_launch(&s->job)) {
 		s->rec.state = DG_SCRUB_PAUSED;
 		return -EAGAIN;
 	}
-	s->thread_live = true;
 	return 0;
 }
 
@@ -270,8 +246,7 @@ int dg_scrub_init(struct dg_daemon *dd)
 	struct dg_scrub *s = &dd->scrub;
 	int ret;
 
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
+	dg_job_init(&s->job, scrub_main, save, dd);
 	ret = dg_vol_scrub_load(dd->vol, &s->rec);
 	if (ret) {
 		dg_log(DG_LOG_WARNING, "scrub: cannot read its record: %s",
@@ -289,9 +264,9 @@ int dg_scrub_init(struct dg_daemon *dd)
 		return 0;
 	/* Running at an unmount or a crash: go on from where it was, as
 	 * zpool does after an import. */
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->job.lock);
 	ret = launch(dd);
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->job.lock);
 	if (!ret)
 		post(dd, DG_EV_SCRUB_RESUMED, "after remount, at row %" PRIu64,
 		     s->rec.next_row);
@@ -300,12 +275,7 @@ int dg_scrub_init(struct dg_daemon *dd)
 
 void dg_scrub_stop(struct dg_daemon *dd)
 {
-	struct dg_scrub *s = &dd->scrub;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->running)
-		s->req = DG_SCRUB_STOP;
-	dg_job_end(&s->lock, &s->cond, s->thread, &s->thread_live);
+	dg_job_stop(&dd->scrub.job);
 }
 
 /* ---- status ----------------------------------------------------------- */
@@ -329,8 +299,9 @@ static void progress_of(struct dg_daemon *dd, struct progress *p)
 	p->total = p->rows * p->row_bytes;
 	p->scanned = s->rec.next_row * p->row_bytes;
 	p->verified = s->rec.rep.rows_checked * p->row_bytes;
-	p->run_ms = s->running ? s->run_ms0 + (dg_now_ms() - s->run_since_ms)
-			       : s->rec.run_ms;
+	p->run_ms = s->job.running
+			    ? s->run_ms0 + (dg_now_ms() - s->job.run_since_ms)
+			    : s->rec.run_ms;
 	p->rate = p->run_ms ? (double)p->verified * 1000.0 / (double)p->run_ms
 			    : 0;
 	p->eta_s = -1;
@@ -468,7 +439,7 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 	struct dg_scrub *s = &dd->scrub;
 	char msg[160];
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->job.lock);
 	if (!strncmp(args, "status", 6)) {
 		if (json)
 			status_json(dd, o);
@@ -481,7 +452,7 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 			reply(o, json, true, "a device is being replaced: "
 			      "'daxguard-ctl status' shows how far; scrub "
 			      "after it");
-		} else if (s->running) {
+		} else if (s->job.running) {
 			reply(o, json, true, "a scrub is running: 'scrub "
 			      "status' shows it, 'scrub cancel' stops it");
 		} else if (s->rec.state == DG_SCRUB_PAUSED) {
@@ -505,13 +476,11 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 	} else if (!strncmp(args, "pause", 5) || !strncmp(args, "cancel", 6)) {
 		bool cancel = args[0] == 'c';
 
-		if (s->running) {
-			s->req = cancel ? DG_SCRUB_CANCEL : DG_SCRUB_PAUSE;
-			pthread_cond_broadcast(&s->cond);
+		if (s->job.running) {
 			/* Answer once it has stopped: a scrub said paused
 			 * or cancelled does no more work. */
-			while (s->running)
-				pthread_cond_wait(&s->cond, &s->lock);
+			dg_job_ask(&s->job, cancel ? DG_JOB_CANCEL
+						   : DG_JOB_PAUSE);
 			reply(o, json, false, cancel ? "scrub cancelled"
 						     : "scrub paused");
 		} else if (cancel && s->rec.state == DG_SCRUB_PAUSED) {
@@ -527,7 +496,7 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 			reply(o, json, true, msg);
 		}
 	} else if (!strncmp(args, "resume", 6)) {
-		if (s->running) {
+		if (s->job.running) {
 			reply(o, json, true, "the scrub is running already");
 		} else if (s->rec.state != DG_SCRUB_PAUSED) {
 			snprintf(msg, sizeof(msg), "no scrub to resume (the "
@@ -544,5 +513,5 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 	} else {
 		reply(o, json, true, "unknown scrub command");
 	}
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->job.lock);
 }

@@ -305,7 +305,6 @@ int dg_xattr_page_check(const uint8_t *buf, uint32_t pages, bool big);
 int dg_xattr_page_get(const uint8_t *buf, const char *name, void *out,
 		      size_t size);
 int dg_xattr_page_list(const uint8_t *buf, char *out, size_t size);
-int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
 #define DG_XABSENT_CAPS   1u /* security.capability */
 #define DG_XABSENT_ACL	  2u /* system.posix_acl_access */
 #define DG_XABSENT_DEFACL 4u /* system.posix_acl_default */
@@ -323,8 +322,11 @@ struct dg_xset {
 int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
 		     struct dg_inode *ip, const struct dg_xset *sets,
 		     unsigned n);
+/* ---- xattr_run.c: the run's pages, freed with the inode ---- */
 /* Pages of the inode's xattr run (0: none). */
 uint32_t dg_xattr_run_pages(const struct dg_dinode *d);
+/* Free the inode's xattr run in txn (dg_inode_destroy). */
+int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
 
 /* ---- acl.c: POSIX ACLs in xattr form, in 4-byte aligned buffers ---- */
 #define DG_ACL_ACCESS  "system.posix_acl_access"

@@ -47,11 +47,6 @@ static uint32_t media_pages(const struct dg_fs *fs)
 
 #define AREA_BYTES ((size_t)DG_XATTR_64K_PAGES * DG_PAGE_SIZE)
 
-uint32_t dg_xattr_run_pages(const struct dg_dinode *d)
-{
-	return !d->xattr_vpn ? 0 : d->xattr_pages ? d->xattr_pages : 1;
-}
-
 int dg_xattr_page_check(const uint8_t *buf, uint32_t pages, bool big)
 {
 	const struct dg_dxattr_hdr *h = (const void *)buf;
@@ -527,16 +522,4 @@ int dg_xattr_set_txn(struct dg_fs *fs, struct dg_txn *txn,
 		ret = store(fs, txn, ip, buf, old);
 	free(buf);
 	return ret;
-}
-
-int dg_xattr_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
-{
-	uint32_t n = dg_xattr_run_pages(&ip->d);
-
-	(void)fs;
-	if (!n)
-		return 0;
-	ip->d.blocks -= n;
-	ip->xabsent = 0;
-	return dg_free(txn, ip->d.xattr_vpn, n);
 }

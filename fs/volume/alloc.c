@@ -1,30 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* alloc.c -- the allocation bitmap and transactions that carry it */
+/* alloc.c -- the allocation bitmap: a txn's allocations and frees */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bmap.h"
-
-struct txn_write {
-	uint64_t vpn;
-	uint32_t off, len;
-	const uint8_t *data;
-	bool owned;		/* data was copied and is freed with the txn */
-};
-
-struct txn_op {
-	uint64_t start, n;
-	bool is_free;
-};
-
-struct dg_txn {
-	struct dg_vol *vol;
-	struct txn_write *w;
-	unsigned nw, capw;
-	struct txn_op *op;
-	unsigned nop, capop;
-	unsigned bm_first;	/* w[bm_first..]: the bitmap's bytes */
-};
 
 /* The in-core bitmap is bmap.c's table of pages; alloc_lock held. */
 static bool bit_get(const struct dg_vol *vol, uint64_t i)
@@ -182,7 +161,7 @@ void dg_alloc_bit(struct dg_vol *vol, uint64_t vpn, uint64_t *bvpn,
 
 int dg_alloc_mark(struct dg_vol *vol, uint64_t vpn, bool used)
 {
-	struct dg_txn *t;
+	struct dg_range r;
 	uint64_t bvpn;
 	uint32_t off;
 	uint8_t byte;
@@ -200,14 +179,10 @@ int dg_alloc_mark(struct dg_vol *vol, uint64_t vpn, bool used)
 	if (ret)
 		return ret;
 	dg_alloc_bit(vol, vpn, &bvpn, &off, &byte);
-	t = dg_txn_new(vol);
-	if (!t)
-		return -ENOMEM;
-	ret = dg_txn_write(t, bvpn, off, &byte, 1);
-	if (!ret)
-		ret = dg_txn_commit(t);
-	dg_txn_free(t);
-	return ret;
+	/* One byte of one bitmap page, no allocation: the update path
+	 * itself, as a txn of one write would call it. */
+	r = (struct dg_range){ bvpn, off, 1, &byte };
+	return dg_apply(vol, &r, 1);
 }
 
 uint64_t dg_free_vpns(struct dg_vol *vol)
@@ -220,117 +195,9 @@ uint64_t dg_free_vpns(struct dg_vol *vol)
 	return n;
 }
 
-struct dg_txn *dg_txn_new(struct dg_vol *vol)
-{
-	struct dg_txn *t = calloc(1, sizeof(*t));
-
-	if (t)
-		t->vol = vol;
-	return t;
-}
-
-/* Forget the buffered writes; allocations not committed go back. */
-static void txn_reset(struct dg_txn *t, bool committed)
-{
-	struct dg_vol *vol = t->vol;
-
-	if (!committed && t->nop) {
-		pthread_mutex_lock(&vol->alloc_lock);
-		for (unsigned i = 0; i < t->nop; i++)
-			if (!t->op[i].is_free) {
-				dg_bm_set(vol, t->op[i].start, t->op[i].n,
-					  false);
-				account(vol, t->op[i].start, t->op[i].n, true);
-			}
-		pthread_mutex_unlock(&vol->alloc_lock);
-	}
-	for (unsigned i = 0; i < t->nw; i++)
-		if (t->w[i].owned)
-			free((void *)t->w[i].data);
-	t->nw = 0;
-	t->nop = 0;
-}
-
-void dg_txn_free(struct dg_txn *t)
-{
-	if (!t)
-		return;
-	txn_reset(t, false);
-	free(t->w);
-	free(t->op);
-	free(t);
-}
-
-static int grow(void **p, unsigned *cap, unsigned n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	unsigned c = *cap ? *cap * 2 : 16;
-	void *np = realloc(*p, c * size);
-
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
-static int add_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
-		     const void *data, uint32_t len, bool copy)
-{
-	uint8_t *c = NULL;
-
-	if (grow((void **)&t->w, &t->capw, t->nw, sizeof(*t->w)))
-		return -ENOMEM;
-	if (copy) {
-		c = malloc(len);
-		if (!c)
-			return -ENOMEM;
-		memcpy(c, data, len);
-	}
-	t->w[t->nw++] = (struct txn_write){ vpn, off, len, copy ? c : data,
-					    copy };
-	return 0;
-}
-
-static int txn_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
-		     const void *data, uint32_t len, bool copy)
-{
-	const uint8_t *p = data;
-
-	/* Split at page boundaries: a dg_range lies within one page. */
-	while (len) {
-		uint32_t n = DG_PAGE_SIZE - off < len ? DG_PAGE_SIZE - off : len;
-		int ret;
-
-		if (vpn >= t->vol->vpns)
-			return -EINVAL;
-		ret = add_write(t, vpn, off, p, n, copy);
-		if (ret)
-			return ret;
-		p += n;
-		len -= n;
-		vpn++;
-		off = 0;
-	}
-	return 0;
-}
-
-int dg_txn_write(struct dg_txn *t, uint64_t vpn, uint32_t off,
-		 const void *data, uint32_t len)
-{
-	return txn_write(t, vpn, off, data, len, true);
-}
-
-int dg_txn_write_ref(struct dg_txn *t, uint64_t vpn, uint32_t off,
-		     const void *data, uint32_t len)
-{
-	return txn_write(t, vpn, off, data, len, false);
-}
-
 static int add_op(struct dg_txn *t, uint64_t start, uint64_t n, bool is_free)
 {
-	if (grow((void **)&t->op, &t->capop, t->nop, sizeof(*t->op)))
+	if (dg_grow((void **)&t->op, &t->capop, t->nop, sizeof(*t->op)))
 		return -ENOMEM;
 	t->op[t->nop++] = (struct txn_op){ start, n, is_free };
 	return 0;
@@ -439,6 +306,11 @@ uint64_t dg_alloc_band_pages(const struct dg_vol *vol)
 	uint64_t n = 64ull * vol->k;
 
 	return n < 256 ? n : 256;
+}
+
+uint64_t dg_vol_new_row_min(struct dg_vol *vol)
+{
+	return dg_new_row_allowed(vol) ? dg_alloc_band_pages(vol) : 0;
 }
 
 static bool band_row_free(const struct dg_vol *vol, uint64_t g, uint64_t o)
@@ -669,41 +541,6 @@ int dg_free(struct dg_txn *t, uint64_t start, uint64_t n)
 	return add_op(t, start, n, true);
 }
 
-/* Append writes of the bitmap bytes covering [start, start + n), their
- * content left to bitmap_fill(). */
-static int bitmap_writes(struct dg_txn *t, uint64_t start, uint64_t n)
-{
-	static const uint8_t zero[DG_PAGE_SIZE];
-	struct dg_vol *vol = t->vol;
-	uint64_t b0 = start / 8, b1 = (start + n - 1) / 8 + 1;
-
-	while (b0 < b1) {
-		uint64_t page = b0 / DG_PAGE_SIZE;
-		uint32_t off = (uint32_t)(b0 % DG_PAGE_SIZE);
-		uint64_t len = DG_PAGE_SIZE - off;
-		int ret;
-
-		if (len > b1 - b0)
-			len = b1 - b0;
-		ret = add_write(t, vol->bitmap_vpn + page, off, zero,
-				(uint32_t)len, true);
-		if (ret)
-			return ret;
-		b0 += len;
-	}
-	return 0;
-}
-
-/* vpn was allocated by this txn: nothing live is in it. */
-static bool allocated_here(const struct dg_txn *t, uint64_t vpn)
-{
-	for (unsigned i = 0; i < t->nop; i++)
-		if (!t->op[i].is_free && vpn >= t->op[i].start &&
-		    vpn - t->op[i].start < t->op[i].n)
-			return true;
-	return false;
-}
-
 /*
  * The bitmap bytes a commit writes, taken afresh once the update holds
  * the locks of their rows (dg_apply_new() calls this): the in-core bitmap
@@ -770,17 +607,31 @@ static void frees_durable(void *arg)
 	pthread_mutex_unlock(&vol->alloc_lock);
 }
 
-int dg_txn_commit(struct dg_txn *t)
+
+/* The allocations of a txn that was not committed go back. */
+void dg_alloc_undo(struct dg_txn *t)
 {
-	const struct dg_apply_hooks hooks = { bitmap_fill, frees_durable, t };
 	struct dg_vol *vol = t->vol;
-	struct dg_range *r = NULL;
-	bool *fresh = NULL;
+
+	if (t->nop) {
+		pthread_mutex_lock(&vol->alloc_lock);
+		for (unsigned i = 0; i < t->nop; i++)
+			if (!t->op[i].is_free) {
+				dg_bm_set(vol, t->op[i].start, t->op[i].n,
+					  false);
+				account(vol, t->op[i].start, t->op[i].n, true);
+			}
+		pthread_mutex_unlock(&vol->alloc_lock);
+	}
+}
+
+/* 0, or corrupt: another commit may have freed a page since dg_free()
+ * looked. */
+int dg_alloc_check_frees(struct dg_txn *t)
+{
+	struct dg_vol *vol = t->vol;
 	int ret = 0;
 
-	if (!t->nw && !t->nop)
-		return 0;
-	/* Another commit may have freed a page since dg_free() looked. */
 	pthread_mutex_lock(&vol->alloc_lock);
 	for (unsigned i = 0; i < t->nop && !ret; i++)
 		for (uint64_t b = t->op[i].start;
@@ -791,25 +642,13 @@ int dg_txn_commit(struct dg_txn *t)
 				break;
 			}
 	pthread_mutex_unlock(&vol->alloc_lock);
-	/* Room for the bitmap bytes; bitmap_fill() gives them content. */
-	t->bm_first = t->nw;
-	for (unsigned i = 0; i < t->nop && !ret; i++)
-		ret = bitmap_writes(t, t->op[i].start, t->op[i].n);
-	r = ret ? NULL : malloc(t->nw * sizeof(*r));
-	if (!ret && !r)
-		ret = -ENOMEM;
-	fresh = ret ? NULL : malloc(t->nw * sizeof(*fresh));
-	if (!ret && !fresh)
-		ret = -ENOMEM;
-	for (unsigned i = 0; !ret && i < t->nw; i++) {
-		r[i] = (struct dg_range){ t->w[i].vpn, t->w[i].off,
-					  t->w[i].len, t->w[i].data };
-		fresh[i] = allocated_here(t, t->w[i].vpn);
-	}
-	if (!ret)
-		ret = dg_apply_new(vol, r, t->nw, fresh, t->nop ? &hooks : NULL);
-	free(fresh);
-	free(r);
-	txn_reset(t, ret == 0);
 	return ret;
+}
+
+/* The hooks dg_apply_new() calls for t's bitmap bytes and frees. */
+struct dg_apply_hooks dg_alloc_hooks(struct dg_txn *t)
+{
+	const struct dg_apply_hooks hooks = { bitmap_fill, frees_durable, t };
+
+	return hooks;
 }

@@ -233,14 +233,9 @@ static int apage_row_cmp(const void *a, const void *b)
  * a degraded volume (a missing page rides in the journal) nor during a
  * replace (whose argument is the journaled update's).
  */
-static bool new_row_allowed(const struct dg_vol *vol)
+bool dg_new_row_allowed(const struct dg_vol *vol)
 {
 	return vol->new_rows && vol->parity && !vol->degraded && !vol->repl;
-}
-
-uint64_t dg_vol_new_row_min(struct dg_vol *vol)
-{
-	return new_row_allowed(vol) ? dg_alloc_band_pages(vol) : 0;
 }
 
 /*
@@ -264,7 +259,7 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 			by_row[nwhole++] = &pg[i];
 	qsort(by_row, nwhole, sizeof(*by_row), apage_row_cmp);
 	for (unsigned i = 0, j; i < nwhole; i = j) {
-		bool fresh = new_row_allowed(vol);
+		bool fresh = dg_new_row_allowed(vol);
 
 		for (j = i + 1; j < nwhole && by_row[j]->row == by_row[i]->row;
 		     j++)
@@ -1011,7 +1006,7 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 	nl = lock_rows(vol, pg, npg, true, locks);
 	/* A replace may have begun, or a device gone, since they were
 	 * marked: journal them like any full row after all. */
-	if (!new_row_allowed(vol)) {
+	if (!dg_new_row_allowed(vol)) {
 		for (unsigned i = 0; i < npg; i++)
 			pg[i].in_place = false;
 		goto unlock;

@@ -739,3 +739,26 @@ int dg_csum_set(struct dg_vol *vol, unsigned dev, uint64_t row,
 
 	return dg_csum_set_batch(vol, &u, 1, fs);
 }
+
+/* The "given up" mark of a page fsck -y gave up (given_up.c says
+ * why and when): a checksum rule, here so the read path asks it of the
+ * checksums alone. */
+/* "DXGLOST!" */
+#define DG_CSUM_GIVEN_UP_TAG 0x2154534f4c475844ull
+
+uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
+			  uint64_t row, const void *page)
+{
+	uint64_t h = dg_csum_page(vol, dev, row, page) ^ DG_CSUM_GIVEN_UP_TAG;
+
+	/* Never "never written"; 1 is no page's checksum of these bytes
+	 * (that one differs from it by the tag). */
+	return h == DG_CSUM_NONE ? 1 : h;
+}
+
+bool dg_csum_is_given_up(const struct dg_vol *vol, unsigned dev,
+			 uint64_t row, uint64_t csum, const void *page)
+{
+	return csum != DG_CSUM_NONE &&
+	       csum == dg_csum_given_up(vol, dev, row, page);
+}

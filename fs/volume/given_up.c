@@ -33,26 +33,6 @@
 #include "check.h"
 #include "csum.h"
 
-/* "DXGLOST!" */
-#define DG_CSUM_GIVEN_UP_TAG 0x2154534f4c475844ull
-
-uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
-			  uint64_t row, const void *page)
-{
-	uint64_t h = dg_csum_page(vol, dev, row, page) ^ DG_CSUM_GIVEN_UP_TAG;
-
-	/* Never "never written"; 1 is no page's checksum of these bytes
-	 * (that one differs from it by the tag). */
-	return h == DG_CSUM_NONE ? 1 : h;
-}
-
-bool dg_csum_is_given_up(const struct dg_vol *vol, unsigned dev,
-			 uint64_t row, uint64_t csum, const void *page)
-{
-	return csum != DG_CSUM_NONE &&
-	       csum == dg_csum_given_up(vol, dev, row, page);
-}
-
 bool dg_page_given_up(struct dg_vol *vol, unsigned dev, uint64_t row)
 {
 	struct dg_dev *d = &vol->devs[dev];

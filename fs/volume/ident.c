@@ -2,8 +2,12 @@
 /* ident.c -- which slot each device given to an open really is (the
  * rules are in ident.h; the reasons in docs/integrity.md) */
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ident.h"
+#include "volume_i.h" /* dg_uuid_new() */
 
 static bool same_device(const struct dg_ident_id *a,
 			const struct dg_ident_id *b)
@@ -94,4 +98,16 @@ void dg_ident_resolve(struct dg_ident *c, unsigned n, unsigned ndev)
 			c[i].fills = __builtin_ctz(free_slots);
 		held |= 1u << c[i].fills;
 	}
+}
+
+void dg_uuid_new(uint8_t u[16])
+{
+	if (getrandom(u, 16, 0) != 16) {
+		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+
+		memcpy(u, &t, 8);
+		memcpy(u + 8, &u, 8);
+	}
+	u[6] = (u[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
+	u[8] = (u[8] & 0x3f) | 0x80;
 }

@@ -316,6 +316,7 @@ static int attach(struct dg_vol *vol, struct dg_repl *r)
 		(void)dg_cmap_store(vol, 1u << r->dev); /* "Failures" */
 	}
 	vol->repl = r;
+	vol->repl_abort = dg_vol_replace_abort;
 	release_all(vol);
 	free(img);
 	return 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* super.h -- superblock helpers shared by super.c and format.c */
+/* super.h -- superblock helpers shared by super.c and newvol.c */
 #ifndef DG_SUPER_H
 #define DG_SUPER_H
 

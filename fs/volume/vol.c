@@ -722,7 +722,8 @@ int dg_vol_close(struct dg_vol *vol)
 		return 0;
 	/* A replace not finished lets go of its new device; its record
 	 * resumes it at the next open. */
-	dg_vol_replace_abort(vol);
+	if (vol->repl_abort)
+		vol->repl_abort(vol);
 	if (!vol->read_only && !dg_latch_on(&vol->latch)) {
 		/* Clean only once every entry is retired: a failure leaves
 		 * the volume dirty and the journal for the next open. */

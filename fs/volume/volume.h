@@ -42,7 +42,7 @@ void dg_vol_set_log(struct dg_vol *vol, dg_log_func func,
 void dg_vol_log(const struct dg_vol *vol, enum dg_log_level level,
 		const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* ---- formatting (format.c) ------------------------------------------ */
+/* ---- formatting (newvol.c) ------------------------------------------ */
 
 struct dg_format_opts {
 	unsigned parity;	 /* 0..2 */

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "volume.h"
 #include "media.h"
@@ -127,6 +128,10 @@ struct dg_vol {
 	/* Online replace (replace.c); NULL when none runs. Set and
 	 * cleared with every row lock and the journal lock held. */
 	struct dg_repl *repl;
+	/* replace.c's dg_vol_replace_abort(), set with repl: what the
+	 * close calls to let a replace's new device go (the close stays
+	 * below the replace that opens volumes). */
+	void (*repl_abort)(struct dg_vol *vol);
 
 	dg_page_hook page_hook;
 	void *page_hook_arg;
@@ -253,14 +258,16 @@ uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot);
 int dg_cmap_page_check(const struct dg_vol *vol, uint64_t p, const void *page);
 void dg_cmap_page_seal(const struct dg_vol *vol, uint64_t p, void *page);
 
+/* ---- ident.c: a new identity (format, rebuild, replace) -------------- */
+/* A random (version 4) device or volume uuid. */
+void dg_uuid_new(uint8_t u[16]);
+
 /* ---- rebuild.c, replace.c: a device made anew ----------------------- */
 /* Open path for writing as a new device of vol: created when absent and
  * grown to the device size (a regular file), refused when smaller (a
  * block device). The caller has proven it blank or this volume's. */
 int dg_spare_open(struct dg_vol *vol, const char *path, struct dg_dev *d,
 		  char *err, size_t errlen);
-/* A random (version 4) device or volume uuid. */
-void dg_uuid_new(uint8_t u[16]);
 
 /* ---- repair.c: the one repair path (its crash argument is there) ---- */
 /* Write len bytes at off of d, durably: bytes proven elsewhere (also
@@ -329,8 +336,9 @@ int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
  * ranges touch, for writing: a check and the update it decides on then
  * see the same row (reclaim.c). */
 int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n);
-/* The fewest pages dg_alloc_rows() gives a band for. */
-uint64_t dg_alloc_band_pages(const struct dg_vol *vol);
+/* New rows (below) are written in place: not on a degraded volume, nor
+ * during a replace. */
+bool dg_new_row_allowed(const struct dg_vol *vol);
 /* What dg_apply_new() calls, with arg, while it holds the rows' locks:
  * locked() before any range's bytes are read (it may set them: the
  * bitmap's, alloc.c), journaled() once the update's entry is durable. */
@@ -463,5 +471,53 @@ int dg_alloc_load(struct dg_vol *vol);
 /* Write the volume root and first bitmap page (mkfs). */
 int dg_alloc_format(struct dg_vol *vol);
 void dg_alloc_fini(struct dg_vol *vol);
+/* The fewest pages dg_alloc_rows() gives a band for. */
+uint64_t dg_alloc_band_pages(const struct dg_vol *vol);
+
+/* ---- txn.c, alloc.c: a transaction's record -------------------------- */
+/* Its writes (txn.c) and the allocator's allocations and frees in it
+ * (alloc.c). */
+struct txn_write {
+	uint64_t vpn;
+	uint32_t off, len;
+	const uint8_t *data;
+	bool owned;		/* data was copied and is freed with the txn */
+};
+
+struct txn_op {
+	uint64_t start, n;
+	bool is_free;
+};
+
+struct dg_txn {
+	struct dg_vol *vol;
+	struct txn_write *w;
+	unsigned nw, capw;
+	struct txn_op *op;
+	unsigned nop, capop;
+	unsigned bm_first;	/* w[bm_first..]: the bitmap's bytes */
+};
+
+static inline int dg_grow(void **p, unsigned *cap, unsigned n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	unsigned c = *cap ? *cap * 2 : 16;
+	void *np = realloc(*p, c * size);
+
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+/* The allocator's side of a commit (alloc.c): the allocations of a txn that was not committed go back. */
+void dg_alloc_undo(struct dg_txn *t);
+/* 0, or corrupt when a page t frees is free already. */
+int dg_alloc_check_frees(struct dg_txn *t);
+/* The hooks dg_apply_new() calls: the bitmap bytes t writes, filled
+ * under their rows' locks, and t's frees once its entry is durable. */
+struct dg_apply_hooks dg_alloc_hooks(struct dg_txn *t);
 
 #endif /* DG_ENGINE_I_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* format.c -- dg_vol_format(): lay a new volume over devices (mkfs) */
+/* newvol.c -- dg_vol_format(): lay a new volume over devices (mkfs) */
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
@@ -147,18 +147,6 @@ static int open_devs(struct dg_vol *vol, const char *const *devs,
 		return -ENOSPC;
 	}
 	return 0;
-}
-
-void dg_uuid_new(uint8_t u[16])
-{
-	if (getrandom(u, 16, 0) != 16) {
-		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid();
-
-		memcpy(u, &t, 8);
-		memcpy(u + 8, &u, 8);
-	}
-	u[6] = (u[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
-	u[8] = (u[8] & 0x3f) | 0x80;
 }
 
 /* Write the skeleton: metadata regions zeroed, journal header,
