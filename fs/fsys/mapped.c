@@ -287,7 +287,7 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 	int ret;
 
 	if (off % DG_PAGE_SIZE || len == 0 || off + len < off ||
-	    off + len > (1ull << 52) || (flags & ~DG_FMAP_RW))
+	    off + len > DG_MAX_FILE_SIZE || (flags & ~DG_FMAP_RW))
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
