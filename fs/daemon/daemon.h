@@ -102,7 +102,7 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
  * running now resumes at the next mount. */
 void dg_scrub_stop(struct dg_daemon *dd);
 
-/* ---- online replace (replace.c) -------------------------------------- */
+/* ---- online replace (replace.c, device_list.c) -------------------------- */
 struct dg_replace_d {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* the thread ended, or a stop */
@@ -181,7 +181,7 @@ void dg_job_end(pthread_mutex_t *lock, pthread_cond_t *cond, pthread_t thread,
 bool dg_pace_deadline(uint64_t bytes, uint64_t rate, uint64_t since_ms,
 		      struct timespec *until);
 
-/* ---- a growing reply buffer (ctl_server.c) ----------------------------- */
+/* ---- a growing reply buffer (ctl_server.c, trim_op.c, commit_server.c) -- */
 struct dg_out {
 	char *buf;
 	size_t len, cap;
@@ -264,7 +264,7 @@ int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
  * waits until every client's map is released. */
 int dg_commit_start(struct dg_daemon *dd);
 
-/* ---- who asks (peer.c) ------------------------------------------------- */
+/* ---- who asks (peer.c, commit_server.c, killpriv_v2.c) ------------------ */
 
 /* Root or the user who mounted (the daemon's uid): past the per-user
  * caps of both sockets, and the only ones who may change things. */

@@ -453,7 +453,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	reply_err(req, 0);
 }
 
-/* Data and metadata are durable when an operation returns (fs.h); only
+/* Data and metadata are durable when an operation returns (fsys.h); only
  * the times of overwritten files wait for fsync. */
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)

@@ -230,7 +230,7 @@ void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len);
 int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino,
 		uint64_t *fpage);
 
-/* ---- libcommit maps (mapped.c) ---------------------------------------- */
+/* ---- libcommit maps (mapped.c, stage.c) --------------------------------- */
 
 /*
  * One libcommit map of a file range (commit_server.c). While
