@@ -53,8 +53,6 @@ struct dg_setattr {
  * the new volume's summary. */
 int dg_format(const char *const *devs, unsigned ndev,
 	      const struct dg_format_opts *opts, struct dg_vol_info *info);
-/* Create the root directory of a new volume (dg_format calls it). */
-int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid);
 /* Load the filesystem of an open volume; frees orphans when writable. */
 int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp);
 void dg_fs_close(struct dg_fs *fs);
@@ -62,7 +60,6 @@ void dg_fs_close(struct dg_fs *fs);
  * any inode any more. Unlinked files are freed now rather than at the
  * next mount, so that their pages are free before the close. */
 void dg_fs_kernel_gone(struct dg_fs *fs);
-struct dg_vol *dg_fs_vol(struct dg_fs *fs);
 
 /* Lookup counts follow the FUSE rules: every reply that hands the
  * kernel an inode (lookup, create, mknod, mkdir, symlink, link,

@@ -51,7 +51,7 @@ void dg_gen_init(struct dg_vol *vol)
 	atomic_store(&vol->gen, dg_gen_base(vol->sb.generation));
 }
 
-uint64_t dg_gen_next(struct dg_vol *vol)
+static uint64_t dg_gen_next(struct dg_vol *vol)
 {
 	uint64_t g = atomic_fetch_add(&vol->gen, 1) + 1;
 

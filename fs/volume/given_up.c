@@ -36,8 +36,8 @@
 /* "DXGLOST!" */
 #define DG_CSUM_GIVEN_UP_TAG 0x2154534f4c475844ull
 
-uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
-			  uint64_t row, const void *page)
+static uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
+				 uint64_t row, const void *page)
 {
 	uint64_t h = dg_csum_page(vol, dev, row, page) ^ DG_CSUM_GIVEN_UP_TAG;
 

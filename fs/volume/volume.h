@@ -31,8 +31,6 @@ void dg_log_set_func(dg_log_func func);
 void dg_log_set_level(enum dg_log_level level);
 void dg_log(enum dg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* True if a message at level would be emitted. */
-bool dg_log_enabled(enum dg_log_level level);
 /* A volume's messages go to its own sink once set here (func NULL:
  * stderr), at up to level; until then, and for what is said outside any
  * volume, to the process's above. Call before other threads use vol. */
