@@ -519,6 +519,13 @@ int dg_vol_replacing(struct dg_vol *vol);
  * -EROFS read-only or degraded; -EINVAL not a data page.
  */
 int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn);
+/* The same, the one function both use, with used (NULL: none) naming
+ * pages in use beyond what the allocation bitmap says: fsck passes what
+ * a structure points at, so that a page a file still maps is never
+ * zeroed. Logs nothing (the caller reports). */
+typedef bool (*dg_vpn_used_fn)(const void *arg, uint64_t vpn);
+int dg_vol_reset_free_page(struct dg_vol *vol, uint64_t vpn,
+			   dg_vpn_used_fn used, const void *arg);
 
 /*
  * FITRIM: rewrite every row whose data pages are all free (and within
