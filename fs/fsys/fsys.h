@@ -41,11 +41,16 @@ struct dg_attr {
 #define DG_SET_MTIME_NOW (1u << 7)
 #define DG_SET_CTIME	 (1u << 8)
 
+struct dg_cred;
 struct dg_setattr {
 	unsigned valid;
 	uint32_t mode, uid, gid;
 	uint64_t size;
 	struct timespec atime, mtime, ctime;
+	/* Who asks: a chown or truncate drops set-ID bits and file
+	 * capabilities by the kernel's rules (setid.c) in the change's own
+	 * transaction. NULL: no drop. */
+	const struct dg_cred *cr;
 };
 
 /* Format devs as a new filesystem (mkfs): the volume (dg_vol_format())
@@ -93,8 +98,12 @@ int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
  * retire the journal. Everything else is durable already. */
 int dg_fs_fsync(struct dg_fs *fs, uint64_t ino);
 
-/* Open files keep an unlinked inode alive until the last release. */
-int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate);
+/* Open files keep an unlinked inode alive until the last release. A
+ * truncating open (O_TRUNC) of a regular file by cr (NULL: no drop)
+ * drops set-ID bits and capabilities as truncate(2) does, in the
+ * truncate's transaction. */
+int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate,
+		   const struct dg_cred *cr);
 void dg_fs_release(struct dg_fs *fs, uint64_t ino);
 
 /*
@@ -193,10 +202,6 @@ int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
  * the mode (acl.c). */
 int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
 		  const void *value, size_t size, const struct dg_cred *cr);
-/* Clear set-ID bits and file capabilities before a write, truncate or
- * chown, as the kernel would without HANDLE_KILLPRIV. */
-int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
-		    enum dg_kill why);
 
 /* Someone other than the caller, for the kernel's permission rules
  * (visible.c): the daemon names to a user only what that user could
