@@ -264,6 +264,19 @@ static inline uint64_t dg_gen_count(uint64_t seq)
 #define DG_SEED_K_ROW	0xc2b2ae3d27d4eb4full
 #define DG_SEED_K_CPAGE 0x165667b19e3779f9ull
 #define DG_SEED_K_CMAP	0x27d4eb2f165667c5ull
+/* A page fsck gave up on (check.h, given_up.c): its checksum entry is
+ * that of its bytes as they are, XOR this tag ("DXGLOST!"). */
+#define DG_CSUM_GIVEN_UP_TAG 0x2154534f4c475844ull
+/* The xattr form of a POSIX ACL ("system.posix_acl_access" and
+ * "..._default", stored as the kernel passes it: acl.c): a
+ * little-endian version word, then entries of tag, perm and id. */
+#define DG_ACL_VERSION	    2u
+#define DG_ACL_USER_OBJ	    0x01
+#define DG_ACL_USER	    0x02
+#define DG_ACL_GROUP_OBJ    0x04
+#define DG_ACL_GROUP	    0x08
+#define DG_ACL_MASK	    0x10
+#define DG_ACL_OTHER	    0x20
 /* Largest dg_dsuper.chunk_pages and dev_pages a superblock may claim. */
 #define DG_MAX_CHUNK_PAGES (UINT32_C(1) << 20)
 #define DG_MAX_DEV_PAGES   (UINT64_C(1) << 40)

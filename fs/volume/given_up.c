@@ -33,9 +33,6 @@
 #include "check.h"
 #include "csum.h"
 
-/* "DXGLOST!" */
-#define DG_CSUM_GIVEN_UP_TAG 0x2154534f4c475844ull
-
 static uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
 				 uint64_t row, const void *page)
 {
