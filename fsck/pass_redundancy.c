@@ -90,7 +90,7 @@ static void reset_free_pages(struct fsck_ctx *c)
 			f->declined = c->mode == MODE_ASK;
 			continue;
 		}
-		ret = dg_vol_reset_free_pages(c->vol, l.row, cls);
+		ret = dg_check_reset_free_page(c->vol, (uint64_t)f->vpn, cls);
 		if (ret) {
 			if (c->verbose)
 				fprintf(stderr, "fsck.daxguard: cannot reset "

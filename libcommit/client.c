@@ -15,6 +15,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "bsearch.h"
 #include "commit_i.h"
 
 static __thread char errmsg[256];
@@ -557,20 +558,17 @@ size_t commit_map_len(const struct commit_map *m)
 
 /* ---- sync -------------------------------------------------------------- */
 
+static bool ext_ends_by(const void *set, size_t i, uint64_t fpage)
+{
+	const struct commit_map *m = set;
+
+	return m->ext[i].fpage + m->ext[i].pages <= fpage;
+}
+
 static const struct commit_ext *ext_of(const struct commit_map *m,
 				       uint64_t fpage)
 {
-	uint32_t lo = 0, hi = m->next;
-
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (m->ext[mid].fpage + m->ext[mid].pages <= fpage)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return &m->ext[lo];
+	return &m->ext[dg_partition_point(0, m->next, ext_ends_by, m, fpage)];
 }
 
 int commit_map_is_direct(const struct commit_map *m)

@@ -39,7 +39,7 @@ int commit_map_req_decode(const void *p, size_t n, struct commit_map_req *r)
 		return -EBADMSG;
 	memcpy(&t, p, sizeof(t));
 	if (t.pad || (t.flags & ~COMMIT_REQ_RW) || t.off % COMMIT_PAGE_SIZE ||
-	    t.off + t.len < t.off || t.off + t.len > (1ull << 52))
+	    t.off + t.len < t.off || t.off + t.len > COMMIT_FILE_MAX)
 		return -EINVAL;
 	*r = t;
 	return 0;
@@ -67,7 +67,7 @@ int commit_commit_decode(const void *p, size_t n, uint32_t *nruns,
 		if (r.pad || r.len == 0 || r.len % COMMIT_LINE_SIZE ||
 		    r.off % COMMIT_LINE_SIZE ||
 		    r.off % COMMIT_PAGE_SIZE + r.len > COMMIT_PAGE_SIZE ||
-		    r.off > (1ull << 52))
+		    r.off > COMMIT_FILE_MAX)
 			return -EINVAL;
 		sum += r.len;
 	}
@@ -150,7 +150,7 @@ int commit_map_rep_decode(const void *p, size_t n, struct commit_map_rep *r,
 	if (t.status != 0 || t.pad || t.next == 0 ||
 	    t.dev_mask >= (1u << COMMIT_MAX_DEVS) ||
 	    t.off % COMMIT_PAGE_SIZE || t.len % COMMIT_PAGE_SIZE || !t.len ||
-	    t.off + t.len < t.off || t.off + t.len > (1ull << 52))
+	    t.off + t.len < t.off || t.off + t.len > COMMIT_FILE_MAX)
 		return -EBADMSG;
 	if ((uint64_t)t.next * sizeof(struct commit_ext) > n - sizeof(t))
 		return -EBADMSG;

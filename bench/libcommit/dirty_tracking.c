@@ -2,17 +2,15 @@
 /* dirty_tracking.c -- the two ways libcommit finds dirty pages, timed */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/userfaultfd.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "commit_i.h"
 
 /*
  * usage: dirty_tracking mprotect|uffd FILE SIZE_MIB NDIRTY...
@@ -21,40 +19,18 @@
  * libcommit maps a device, reads every page, then 20 times: stores to
  * NDIRTY random even pages, finds them and re-protects them, drops the
  * private copies. No daemon, no diff, no commit: only what the tracking
- * itself costs.
- *   mprotect: PROT_READ + SIGSEGV handler + mprotect per page; at sync
- *             mprotect(PROT_READ) and a fresh mmap per page.
- *   uffd:     userfaultfd async write-protect over the map; at sync one
- *             PAGEMAP_SCAN (written pages, re-protected in the same call)
- *             and MADV_DONTNEED per run.
+ * itself costs, with libcommit's own tracking code (dirty.c):
+ *   mprotect: its SIGSEGV handler lists each page (cm_region_take());
+ *             at sync mprotect(PROT_READ) and a fresh mmap per page.
+ *   uffd:     the region in overflow (cm_region_overflow() arms the
+ *             userfaultfd write-protect); at sync cm_uffd_scan() (one
+ *             PAGEMAP_SCAN: written pages, re-protected in the same
+ *             call) and MADV_DONTNEED per run.
+ * Even pages only: the handler's fault-around never claims neighbours.
  * Prints the mean microseconds per round of each phase.
  */
 
-#define PG 4096ul
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
-#endif
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC (1 << 15)
-#endif
-#ifndef PAGEMAP_SCAN
-struct page_region {
-	uint64_t start, end, categories;
-};
-struct pm_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask;
-	uint64_t return_mask;
-};
-#define PAGEMAP_SCAN	      _IOWR('f', 16, struct pm_scan_arg)
-#define PM_SCAN_WP_MATCHING   (1 << 0)
-#define PM_SCAN_CHECK_WPASYNC (1 << 1)
-#define PAGE_IS_WRITTEN	      (1 << 1)
-#endif
-
-static uint8_t *base;
-static uint32_t *list;
-static size_t nlist;
+#define PG CM_PAGE
 
 static double now_us(void)
 {
@@ -64,89 +40,49 @@ static double now_us(void)
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
-static void on_segv(int sig, siginfo_t *si, void *uc)
-{
-	size_t pg = ((uintptr_t)si->si_addr - (uintptr_t)base) / PG;
-
-	(void)sig;
-	(void)uc;
-	if (mprotect(base + pg * PG, PG, PROT_READ | PROT_WRITE))
-		abort();
-	list[nlist++] = (uint32_t)pg;
-}
-
-static int uffd_arm(size_t size)
-{
-	struct uffdio_api api = {
-		.api = UFFD_API,
-		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
-	};
-	struct uffdio_register reg = { .range = { (uintptr_t)base, size },
-				       .mode = UFFDIO_REGISTER_MODE_WP };
-	struct uffdio_writeprotect wp = { .range = { (uintptr_t)base, size },
-					  .mode = UFFDIO_WRITEPROTECT_MODE_WP };
-	int uffd = (int)syscall(SYS_userfaultfd,
-				O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-
-	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) ||
-	    ioctl(uffd, UFFDIO_REGISTER, &reg) ||
-	    mprotect(base, size, PROT_READ | PROT_WRITE) ||
-	    ioctl(uffd, UFFDIO_WRITEPROTECT, &wp)) {
-		perror("userfaultfd");
-		return -1;
-	}
-	return uffd;
-}
-
 /* One sync's worth of tracking work after the stores; returns pages. */
-static size_t sync_uffd(int pm, size_t size, struct page_region *vec,
-			size_t veclen, double *t_scan, double *t_drop)
+static size_t sync_uffd(struct cm_region *r, uint32_t *pg, double *t_scan,
+			double *t_drop)
 {
-	struct pm_scan_arg a = {
-		.size = sizeof(a),
-		.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
-		.start = (uintptr_t)base,
-		.end = (uintptr_t)base + size,
-		.vec = (uintptr_t)vec,
-		.vec_len = veclen,
-		.category_mask = PAGE_IS_WRITTEN,
-		.return_mask = PAGE_IS_WRITTEN,
-	};
 	double t0 = now_us(), t1;
-	long k = ioctl(pm, PAGEMAP_SCAN, &a);
-	size_t n = 0;
+	ssize_t n = cm_uffd_scan(r, 0, r->npages, pg);
 
-	if (k < 0) {
-		perror("PAGEMAP_SCAN");
+	if (n < 0) {
+		fprintf(stderr, "PAGEMAP_SCAN: %s\n", strerror((int)-n));
 		exit(1);
 	}
 	t1 = now_us();
-	for (long j = 0; j < k; j++) {
-		n += (vec[j].end - vec[j].start) / PG;
-		madvise((void *)vec[j].start, vec[j].end - vec[j].start,
+	for (ssize_t j = 0; j < n;) {
+		ssize_t k = j + 1;
+
+		while (k < n && pg[k] == pg[k - 1] + 1)
+			k++;
+		madvise((void *)(r->base + pg[j] * PG), (size_t)(k - j) * PG,
 			MADV_DONTNEED);
+		j = k;
 	}
 	*t_scan += t1 - t0;
 	*t_drop += now_us() - t1;
-	return n;
+	return (size_t)n;
 }
 
-static size_t sync_mprotect(int fd, double *t_scan, double *t_drop)
+static size_t sync_mprotect(struct cm_region *r, int fd, uint32_t *pg,
+			    double *t_scan, double *t_drop)
 {
 	double t0 = now_us(), t1;
-	size_t n = nlist;
+	size_t n = cm_region_take(r, 0, r->npages, pg);
 
-	for (size_t j = 0; j < nlist; j++)
-		mprotect(base + list[j] * PG, PG, PROT_READ);
+	for (size_t j = 0; j < n; j++)
+		mprotect((void *)(r->base + pg[j] * PG), PG, PROT_READ);
 	t1 = now_us();
-	for (size_t j = 0; j < nlist; j++)
-		if (mmap(base + list[j] * PG, PG, PROT_READ,
+	for (size_t j = 0; j < n; j++)
+		if (mmap((void *)(r->base + pg[j] * PG), PG, PROT_READ,
 			 MAP_PRIVATE | MAP_FIXED, fd,
-			 (off_t)(list[j] * PG)) == MAP_FAILED) {
+			 (off_t)pg[j] * PG) == MAP_FAILED) {
 			perror("mmap");
 			exit(1);
 		}
-	nlist = 0;
+	cm_region_clean(r, pg, n);
 	*t_scan += t1 - t0;
 	*t_drop += now_us() - t1;
 	return n;
@@ -155,12 +91,14 @@ static size_t sync_mprotect(int fd, double *t_scan, double *t_drop)
 int main(int argc, char **argv)
 {
 	const unsigned reps = 20;
-	struct page_region *vec;
-	size_t size, np, veclen;
-	int uffd_mode, fd, pm = -1;
+	static struct cm_region reg;
+	uint32_t *pg;
+	uint8_t *base;
+	size_t size, np;
+	int uffd_mode, fd, err;
 	volatile uint8_t sum = 0;
 
-	if (argc < 5) {
+	if (argc < 5 || (strcmp(argv[1], "uffd") && strcmp(argv[1], "mprotect"))) {
 		fprintf(stderr, "usage: dirty_tracking mprotect|uffd FILE "
 			"SIZE_MIB NDIRTY...\n");
 		return 2;
@@ -168,6 +106,10 @@ int main(int argc, char **argv)
 	uffd_mode = !strcmp(argv[1], "uffd");
 	size = strtoull(argv[3], NULL, 0) << 20;
 	np = size / PG;
+	if (np < 2) {
+		fprintf(stderr, "dirty_tracking: SIZE_MIB must be > 0\n");
+		return 2;
+	}
 	fd = open(argv[2], O_RDWR | O_CREAT, 0600);
 	if (fd < 0 || ftruncate(fd, (off_t)size) < 0) {
 		perror(argv[2]);
@@ -182,22 +124,30 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < np; i++)
 		sum += base[i * PG];
 	(void)sum;
-	list = malloc(np * sizeof(*list));
-	veclen = np / 2 + 1;
-	vec = malloc(veclen * sizeof(*vec));
-	if (!list || !vec)
+	reg.base = (uintptr_t)base;
+	reg.npages = np;
+	reg.writable = true;
+	reg.uffd = reg.pagemap = -1;
+	reg.bits = calloc((np + 63) / 64, sizeof(*reg.bits));
+	reg.list = malloc(np * sizeof(*reg.list));
+	pg = malloc(np * sizeof(*pg));
+	if (!reg.bits || !reg.list || !pg)
 		return 1;
 	if (uffd_mode) {
-		if (uffd_arm(size) < 0)
+		/* Registered, then armed and made writable as an
+		 * escalation does; the handler is never called. */
+		if (cm_uffd_setup(&reg) || reg.uffd < 0 ||
+		    cm_region_overflow(&reg)) {
+			fprintf(stderr, "dirty_tracking: no userfaultfd "
+				"write-protect with PAGEMAP_SCAN\n");
 			return 1;
-		pm = open("/proc/self/pagemap", O_RDONLY);
-		if (pm < 0)
-			return 1;
-	} else {
-		struct sigaction sa = { .sa_sigaction = on_segv,
-					.sa_flags = SA_SIGINFO | SA_NODEFER };
-
-		sigaction(SIGSEGV, &sa, NULL);
+		}
+	}
+	/* mprotect mode: uffd stays -1, so the handler never escalates. */
+	err = cm_region_add(&reg);
+	if (err) {
+		fprintf(stderr, "cm_region_add: %s\n", strerror(-err));
+		return 1;
 	}
 	for (int a = 4; a < argc; a++) {
 		size_t nd = strtoull(argv[a], NULL, 0), found = 0;
@@ -208,14 +158,14 @@ int main(int argc, char **argv)
 			double t0 = now_us();
 
 			for (size_t i = 0; i < nd; i++) {
-				size_t pg = (size_t)random() % (np / 2) * 2;
+				size_t p = (size_t)random() % (np / 2) * 2;
 
-				base[pg * PG + 8] = (uint8_t)(r + 1);
+				base[p * PG + 8] = (uint8_t)(r + 1);
 			}
 			t_store += now_us() - t0;
-			found += uffd_mode ? sync_uffd(pm, size, vec, veclen,
-						       &t_scan, &t_drop)
-					   : sync_mprotect(fd, &t_scan, &t_drop);
+			found += uffd_mode ? sync_uffd(&reg, pg, &t_scan, &t_drop)
+					   : sync_mprotect(&reg, fd, pg, &t_scan,
+							   &t_drop);
 		}
 		printf("tracking=%s map_mib=%zu dirty=%zu found=%zu "
 		       "store_us=%.0f reprotect_us=%.0f drop_us=%.0f "
@@ -223,5 +173,7 @@ int main(int argc, char **argv)
 		       t_store / reps, t_scan / reps, t_drop / reps,
 		       (t_store + t_scan + t_drop) / reps);
 	}
+	cm_region_del(&reg);
+	cm_uffd_close(&reg);
 	return 0;
 }

@@ -15,6 +15,9 @@
 #include "daemon.h"
 #include "proto.h"
 
+_Static_assert(COMMIT_FILE_MAX == DG_MAX_FILE_SIZE,
+	       "libcommit and the filesystem agree on the largest file");
+
 /*
  * The libcommit server (docs/design.md "Layers"). One socket per mounted volume; its path
  * is the xattr COMMIT_XATTR of any file. One thread per connection and

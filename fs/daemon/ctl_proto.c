@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* ctl_proto.c -- the control socket's protocol: request lines, escaped
- * names, the events reply's last line (fuzzed: tests/fuzz/fz_ctl.c) */
+ * names, the events reply's last line (fuzzed: tests/fuzz/fuzz_ctl.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

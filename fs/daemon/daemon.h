@@ -145,7 +145,7 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
  * running now resumes at the next mount. */
 void dg_scrub_stop(struct dg_daemon *dd);
 
-/* ---- online replace (replace.c) -------------------------------------- */
+/* ---- online replace (replace.c, device_list.c) -------------------------- */
 struct dg_replace_d {
 	struct dg_job job;	/* its thread, lock and stop */
 	struct dg_replace_rec rec;	/* by job.lock; saved in the root */
@@ -205,7 +205,7 @@ int dg_dio_inval(struct dg_dio *d, struct fuse_session *se, fuse_ino_t ino,
 /* Monotonic milliseconds. */
 uint64_t dg_now_ms(void);
 
-/* ---- a growing reply buffer (out.c) ------------------------------------ */
+/* ---- a growing reply buffer (out.c; ctl_server.c, trim_op.c, commit_server.c) */
 struct dg_out {
 	char *buf;
 	size_t len, cap;
@@ -294,7 +294,7 @@ void dg_ctl_reset_gone(struct dg_daemon *dd);
  * waits until every client's map is released. */
 int dg_commit_start(struct dg_daemon *dd);
 
-/* ---- who asks (peer.c) ------------------------------------------------- */
+/* ---- who asks (peer.c, commit_server.c, killpriv_v2.c) ------------------ */
 
 /* Root or the user who mounted (the daemon's uid): past the per-user
  * caps of both sockets, and the only ones who may change things. */

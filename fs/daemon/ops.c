@@ -176,26 +176,15 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 		       int to_set, struct fuse_file_info *fi)
 {
+	struct dg_cred cr = req_cred(req);
 	struct dg_setattr sa = { 0 };
 	struct dg_attr a;
 
 	(void)fi;
 	/* KILLPRIV: a chown or a truncate drops setuid/setgid/capabilities
-	 * here, as the kernel would have (setid.c has the rules). */
-	if (to_set &
-	    (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE)) {
-		struct dg_cred cr = req_cred(req);
-		int ret = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr,
-					  (to_set & (FUSE_SET_ATTR_UID |
-						     FUSE_SET_ATTR_GID))
-						  ? DG_KILL_CHOWN
-						  : DG_KILL_WRITE);
-
-		if (ret) {
-			reply_err(req, ret);
-			return;
-		}
-	}
+	 * in its own transaction, as the kernel would have (setid.c has the
+	 * rules). */
+	sa.cr = &cr;
 	if (to_set & FUSE_SET_ATTR_MODE)
 		sa.valid |= DG_SET_MODE, sa.mode = st->st_mode;
 	if (to_set & FUSE_SET_ATTR_UID)
@@ -295,13 +284,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct dg_cred cr = req_cred(req);
 	int ret = 0;
 
-	/* An O_TRUNC open truncates here (atomic_o_trunc): the same
-	 * privilege drop as truncate(2). */
-	if (fi->flags & O_TRUNC)
-		ret = dg_fs_kill_priv(dd_of(req)->fs, ino, &cr, DG_KILL_WRITE);
-	if (!ret)
-		ret = dg_fs_open_ino(dd_of(req)->fs, ino,
-				     (fi->flags & O_TRUNC) != 0);
+	/* An O_TRUNC open truncates here (atomic_o_trunc), with the same
+	 * privilege drop as truncate(2), in the same transaction. */
+	ret = dg_fs_open_ino(dd_of(req)->fs, ino, (fi->flags & O_TRUNC) != 0,
+			     &cr);
 	if (ret) {
 		reply_err(req, ret);
 		return;
@@ -323,7 +309,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			       0, &cr, &a);
 
 	if (!ret)
-		ret = dg_fs_open_ino(dd->fs, a.ino, false);
+		ret = dg_fs_open_ino(dd->fs, a.ino, false, NULL);
 	if (ret) {
 		reply_err(req, ret);
 		return;
@@ -453,7 +439,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	reply_err(req, 0);
 }
 
-/* Data and metadata are durable when an operation returns (fs.h); only
+/* Data and metadata are durable when an operation returns (fsys.h); only
  * the times of overwritten files wait for fsync. */
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)

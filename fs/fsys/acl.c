@@ -18,14 +18,6 @@
 
 #include "fsys_i.h"
 
-#define ACL_VERSION   2u
-#define ACL_USER_OBJ  0x01
-#define ACL_USER      0x02
-#define ACL_GROUP_OBJ 0x04
-#define ACL_GROUP     0x08
-#define ACL_MASK      0x10
-#define ACL_OTHER     0x20
-
 struct acl_ent {
 	uint16_t tag;
 	uint16_t perm;
@@ -54,22 +46,22 @@ int dg_acl_check(const void *v, size_t size)
 	    nents(size) == 0)
 		return -EINVAL;
 	memcpy(&version, v, 4);
-	if (version != ACL_VERSION)
+	if (version != DG_ACL_VERSION)
 		return -EOPNOTSUPP;
 	for (size_t i = 0; i < nents(size); i++) {
 		if (e[i].perm & ~7u || e[i].tag < prev)
 			return -EINVAL;
 		switch (e[i].tag) {
-		case ACL_USER:
-		case ACL_GROUP:
+		case DG_ACL_USER:
+		case DG_ACL_GROUP:
 			if (e[i].tag == prev && e[i].id <= prev_id)
 				return -EINVAL;
 			named++;
 			break;
-		case ACL_USER_OBJ:
-		case ACL_GROUP_OBJ:
-		case ACL_MASK:
-		case ACL_OTHER:
+		case DG_ACL_USER_OBJ:
+		case DG_ACL_GROUP_OBJ:
+		case DG_ACL_MASK:
+		case DG_ACL_OTHER:
 			if (seen & e[i].tag)
 				return -EINVAL;
 			break;
@@ -80,8 +72,8 @@ int dg_acl_check(const void *v, size_t size)
 		prev = e[i].tag;
 		prev_id = e[i].id;
 	}
-	if (!(seen & ACL_USER_OBJ) || !(seen & ACL_GROUP_OBJ) ||
-	    !(seen & ACL_OTHER) || (named && !(seen & ACL_MASK)))
+	if (!(seen & DG_ACL_USER_OBJ) || !(seen & DG_ACL_GROUP_OBJ) ||
+	    !(seen & DG_ACL_OTHER) || (named && !(seen & DG_ACL_MASK)))
 		return -EINVAL;
 	return 0;
 }
@@ -97,16 +89,16 @@ int dg_acl_equiv_mode(const void *v, size_t size, uint32_t *mode)
 
 	for (size_t i = 0; i < nents(size); i++) {
 		switch (e[i].tag) {
-		case ACL_USER_OBJ:
+		case DG_ACL_USER_OBJ:
 			m |= (e[i].perm & 7u) << 6;
 			break;
-		case ACL_GROUP_OBJ:
+		case DG_ACL_GROUP_OBJ:
 			m |= (e[i].perm & 7u) << 3;
 			break;
-		case ACL_OTHER:
+		case DG_ACL_OTHER:
 			m |= e[i].perm & 7u;
 			break;
-		case ACL_MASK:
+		case DG_ACL_MASK:
 			m = (m & ~(uint32_t)S_IRWXG) | (e[i].perm & 7u) << 3;
 			not_equiv = 1;
 			break;
@@ -126,13 +118,13 @@ void dg_acl_chmod(void *v, size_t size, uint32_t mode)
 	struct acl_ent *e = ents(v), *group = NULL, *mask = NULL;
 
 	for (size_t i = 0; i < nents(size); i++) {
-		if (e[i].tag == ACL_USER_OBJ)
+		if (e[i].tag == DG_ACL_USER_OBJ)
 			e[i].perm = (uint16_t)((mode & S_IRWXU) >> 6);
-		else if (e[i].tag == ACL_OTHER)
+		else if (e[i].tag == DG_ACL_OTHER)
 			e[i].perm = (uint16_t)(mode & S_IRWXO);
-		else if (e[i].tag == ACL_GROUP_OBJ)
+		else if (e[i].tag == DG_ACL_GROUP_OBJ)
 			group = &e[i];
-		else if (e[i].tag == ACL_MASK)
+		else if (e[i].tag == DG_ACL_MASK)
 			mask = &e[i];
 	}
 	if (mask)
@@ -152,22 +144,22 @@ int dg_acl_create_masq(void *v, size_t size, uint32_t *mode_p)
 
 	for (size_t i = 0; i < nents(size); i++) {
 		switch (e[i].tag) {
-		case ACL_USER_OBJ:
+		case DG_ACL_USER_OBJ:
 			e[i].perm &= (uint16_t)((mode >> 6) | ~7u);
 			mode &= ((uint32_t)e[i].perm << 6) | ~(uint32_t)S_IRWXU;
 			break;
-		case ACL_USER:
-		case ACL_GROUP:
+		case DG_ACL_USER:
+		case DG_ACL_GROUP:
 			not_equiv = 1;
 			break;
-		case ACL_GROUP_OBJ:
+		case DG_ACL_GROUP_OBJ:
 			group = &e[i];
 			break;
-		case ACL_OTHER:
+		case DG_ACL_OTHER:
 			e[i].perm &= (uint16_t)(mode | ~7u);
 			mode &= e[i].perm | ~(uint32_t)S_IRWXO;
 			break;
-		case ACL_MASK:
+		case DG_ACL_MASK:
 			mask = &e[i];
 			not_equiv = 1;
 			break;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <string.h>
 
+#include "bsearch.h"
 #include "fsys_i.h"
 
 /* A place in the map: slot of leaf (slot == n: just after the leaf). */
@@ -89,35 +90,33 @@ static int leaf0(struct dg_inode *ip)
 
 /* The leaf fpage belongs in: the last whose first extent starts at or
  * before it; leaf 0 when none does. */
+static bool leaf_starts_at_or_before(const void *set, size_t i,
+				     uint64_t fpage)
+{
+	const struct dg_inode *ip = set;
+
+	return ip->leaf[i]->e[0].fpage <= fpage;
+}
+
 static uint32_t leaf_find(const struct dg_inode *ip, uint64_t fpage)
 {
-	uint32_t lo = 1, hi = ip->nleaf;
+	return (uint32_t)dg_partition_point(1, ip->nleaf,
+					    leaf_starts_at_or_before, ip,
+					    fpage) - 1;
+}
 
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
+static bool extent_ends_by(const void *set, size_t i, uint64_t fpage)
+{
+	const struct dg_eleaf *lf = set;
 
-		if (ip->leaf[mid]->e[0].fpage <= fpage)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo - 1;
+	return lf->e[i].fpage + lf->e[i].len <= fpage;
 }
 
 /* In lf, the first extent that ends after fpage (may be lf->n). */
 static uint32_t slot_find(const struct dg_eleaf *lf, uint64_t fpage)
 {
-	uint32_t lo = 0, hi = lf->n;
-
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (lf->e[mid].fpage + lf->e[mid].len <= fpage)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (uint32_t)dg_partition_point(0, lf->n, extent_ends_by, lf,
+					    fpage);
 }
 
 static struct epos pos_find(const struct dg_inode *ip, uint64_t fpage)

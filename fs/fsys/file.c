@@ -160,7 +160,7 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 
 	if (size == 0)
 		return 0;
-	if (off + size < off || off + size > (1ull << 52))
+	if (off + size < off || off + size > DG_MAX_FILE_SIZE)
 		return -EFBIG;
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
@@ -338,7 +338,7 @@ int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 	uint64_t keep = (size + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE;
 	int ret;
 
-	if (size > (1ull << 52))
+	if (size > DG_MAX_FILE_SIZE)
 		return -EFBIG;
 	if (size < ip->d.size) {
 		ret = dg_ext_punch(fs, txn, ip, keep, UINT64_MAX / 2 - keep);
@@ -539,7 +539,7 @@ int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
 	uint64_t end = off + len;
 	int ret;
 
-	if (len == 0 || end < off || end > (1ull << 52))
+	if (len == 0 || end < off || end > DG_MAX_FILE_SIZE)
 		return len == 0 ? -EINVAL : -EFBIG;
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
 		     FALLOC_FL_ZERO_RANGE))

@@ -18,11 +18,14 @@
  */
 int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg);
 
-/* Rewrite a row whose unreadable pages are free (and its parity) so it
- * verifies again: reclaim.c. Offline only; cls from dg_check_classify()
- * (or NULL: the allocation bitmap alone says what is in use). */
-int dg_vol_reset_free_pages(struct dg_vol *vol, uint64_t row,
-			    const uint8_t *cls);
+/* Give the free data page vpn, unreadable, fresh contents (zeros) and
+ * rewrite its row and parity so it verifies again: reclaim.c, through
+ * the volume layer's dg_vol_reset_free_page(). cls from
+ * dg_check_classify() (or NULL: the allocation bitmap alone says what
+ * is in use). 0, -EBUSY (vpn in use), -EIO (a page in use in its row
+ * cannot be read), -EROFS, -EINVAL. */
+int dg_check_reset_free_page(struct dg_vol *vol, uint64_t vpn,
+			     const uint8_t *cls);
 
 /* ---- page classes, for inject and reports -------------------------- */
 enum dg_pclass {

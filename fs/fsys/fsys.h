@@ -41,11 +41,16 @@ struct dg_attr {
 #define DG_SET_MTIME_NOW (1u << 7)
 #define DG_SET_CTIME	 (1u << 8)
 
+struct dg_cred;
 struct dg_setattr {
 	unsigned valid;
 	uint32_t mode, uid, gid;
 	uint64_t size;
 	struct timespec atime, mtime, ctime;
+	/* Who asks: a chown or truncate drops set-ID bits and file
+	 * capabilities by the kernel's rules (setid.c) in the change's own
+	 * transaction. NULL: no drop. */
+	const struct dg_cred *cr;
 };
 
 /* Format devs as a new filesystem (mkfs): the volume (dg_vol_format())
@@ -53,8 +58,6 @@ struct dg_setattr {
  * the new volume's summary. */
 int dg_format(const char *const *devs, unsigned ndev,
 	      const struct dg_format_opts *opts, struct dg_vol_info *info);
-/* Create the root directory of a new volume (dg_format calls it). */
-int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid);
 /* Load the filesystem of an open volume; frees orphans when writable. */
 int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp);
 void dg_fs_close(struct dg_fs *fs);
@@ -62,7 +65,6 @@ void dg_fs_close(struct dg_fs *fs);
  * any inode any more. Unlinked files are freed now rather than at the
  * next mount, so that their pages are free before the close. */
 void dg_fs_kernel_gone(struct dg_fs *fs);
-struct dg_vol *dg_fs_vol(struct dg_fs *fs);
 
 /* Lookup counts follow the FUSE rules: every reply that hands the
  * kernel an inode (lookup, create, mknod, mkdir, symlink, link,
@@ -96,8 +98,12 @@ int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
  * retire the journal. Everything else is durable already. */
 int dg_fs_fsync(struct dg_fs *fs, uint64_t ino);
 
-/* Open files keep an unlinked inode alive until the last release. */
-int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate);
+/* Open files keep an unlinked inode alive until the last release. A
+ * truncating open (O_TRUNC) of a regular file by cr (NULL: no drop)
+ * drops set-ID bits and capabilities as truncate(2) does, in the
+ * truncate's transaction. */
+int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate,
+		   const struct dg_cred *cr);
 void dg_fs_release(struct dg_fs *fs, uint64_t ino);
 
 /*
@@ -196,10 +202,6 @@ int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
  * the mode (acl.c). */
 int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
 		  const void *value, size_t size, const struct dg_cred *cr);
-/* Clear set-ID bits and file capabilities before a write, truncate or
- * chown, as the kernel would without HANDLE_KILLPRIV. */
-int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
-		    enum dg_kill why);
 
 /* Someone other than the caller, for the kernel's permission rules
  * (visible.c): the daemon names to a user only what that user could
@@ -230,7 +232,7 @@ void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len);
 int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino,
 		uint64_t *fpage);
 
-/* ---- libcommit maps (mapped.c) ---------------------------------------- */
+/* ---- libcommit maps (mapped.c, stage.c) --------------------------------- */
 
 /*
  * One libcommit map of a file range (commit_server.c). While

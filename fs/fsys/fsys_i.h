@@ -65,7 +65,7 @@ struct dg_inode {
 	 * overwrite is one page of work, not two. Under lock. */
 	bool times_dirty;
 	/* Freed on media in the transaction that dropped its last name
-	 * (dg_inode_reap); kept in core only until the kernel forgets it,
+	 * (dg_inode_drop_last()); kept in core only until the kernel forgets it,
 	 * invisible to dg_inode_get(). Under fs->lock (write). */
 	bool reaped;
 	/* libcommit maps (mapped.c): a read-write map pins the file for

@@ -10,6 +10,7 @@
  * of the volume's page checksums (volume/xxh.h) to matter. */
 #include <xxhash.h>
 
+#include "bsearch.h"
 #include "fsys_i.h"
 
 #define LINES_PER_PAGE (DG_PAGE_SIZE / DG_LINE_SIZE)
@@ -57,18 +58,18 @@ static void page_csums(const struct dg_vol *vol, uint64_t vpn,
 		out[l] = line_csum(vol, vpn, l, pg + l * DG_LINE_SIZE);
 }
 
+static bool vrun_ends_by(const void *set, size_t i, uint64_t vpn)
+{
+	const struct dg_fmap *m = set;
+
+	return m->vr[i].vpn + m->vr[i].n <= vpn;
+}
+
 static int vrun_find(const struct dg_fmap *m, uint64_t vpn)
 {
-	unsigned lo = 0, hi = m->nvr;
+	unsigned lo = (unsigned)dg_partition_point(0, m->nvr, vrun_ends_by,
+						   m, vpn);
 
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-
-		if (m->vr[mid].vpn + m->vr[mid].n <= vpn)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < m->nvr && m->vr[lo].vpn <= vpn)
 		return (int)lo;
 	return -1;
@@ -287,7 +288,7 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 	int ret;
 
 	if (off % DG_PAGE_SIZE || len == 0 || off + len < off ||
-	    off + len > (1ull << 52) || (flags & ~DG_FMAP_RW))
+	    off + len > DG_MAX_FILE_SIZE || (flags & ~DG_FMAP_RW))
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)

@@ -6,11 +6,6 @@
 
 #include "fsys_i.h"
 
-struct dg_vol *dg_fs_vol(struct dg_fs *fs)
-{
-	return fs->vol;
-}
-
 int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
 		    const struct dg_dinode *d)
 {

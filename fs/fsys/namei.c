@@ -149,7 +149,18 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 	if (ret)
 		goto out;
 	saved = ip->d;
-	if (sa->valid & DG_SET_MODE) {
+	/* KILLPRIV: a chown or a truncate drops setuid/setgid/capabilities
+	 * first, from the mode and group before the change (setid.c). */
+	if (sa->cr && (sa->valid & (DG_SET_UID | DG_SET_GID | DG_SET_SIZE))) {
+		bool changed;
+
+		ret = dg_inode_kill_priv(fs, txn, ip, sa->cr,
+					 (sa->valid & (DG_SET_UID | DG_SET_GID))
+						 ? DG_KILL_CHOWN
+						 : DG_KILL_WRITE,
+					 &changed);
+	}
+	if (!ret && (sa->valid & DG_SET_MODE)) {
 		ip->d.mode = (ip->d.mode & S_IFMT) | (sa->mode & 07777);
 		/* Mode and access ACL stay one truth (acl.c). */
 		ret = dg_acl_chmod_inode(fs, txn, ip);
@@ -613,7 +624,8 @@ out:
 	return ret;
 }
 
-int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate)
+int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate,
+		   const struct dg_cred *cr)
 {
 	struct dg_inode *ip;
 	int ret = 0;
@@ -622,21 +634,36 @@ int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate)
 	ip = dg_inode_get(fs, ino);
 	if (!ip) {
 		ret = -ENOENT;
-	} else if (truncate && S_ISREG(ip->d.mode) && ip->d.size) {
+	} else if (truncate && S_ISREG(ip->d.mode) && (ip->d.size || cr)) {
+		/* The drop and the truncate in one transaction, as
+		 * truncate(2) (setattr) and a write do: no crash keeps
+		 * the one without the other. */
 		struct dg_txn *txn = dg_txn_new(fs->vol);
+		struct dg_dinode saved = ip->d;
+		bool changed = false;
 
-		ret = !txn ? -ENOMEM : fs->broken ? -EROFS
-				     : dg_inode_intact(ip);
-		if (!ret)
-			ret = dg_inode_map_check(ip, true);
-		if (!ret)
-			ret = dg_file_truncate(fs, txn, ip, 0);
-		if (!ret) {
-			dg_inode_touch(ip, true, true);
-			ret = dg_inode_store(fs, txn, ip);
+		ret = !txn ? -ENOMEM : fs->broken ? -EROFS : 0;
+		if (!ret && ip->d.size) {
+			ret = dg_inode_intact(ip);
+			if (!ret)
+				ret = dg_inode_map_check(ip, true);
 		}
-		if (!ret)
+		if (!ret && cr)
+			ret = dg_inode_kill_priv(fs, txn, ip, cr,
+						 DG_KILL_WRITE, &changed);
+		if (!ret && ip->d.size) {
+			ret = dg_file_truncate(fs, txn, ip, 0);
+			dg_inode_touch(ip, true, true);
+			changed = true;
+		}
+		if (!ret && changed)
+			ret = dg_inode_store(fs, txn, ip);
+		if (!ret && changed)
 			ret = dg_fs_commit(fs, txn);
+		if (ret) {
+			ip->d = saved;
+			dg_ext_load(fs, ip);
+		}
 		dg_txn_free(txn);
 	}
 	if (!ret)

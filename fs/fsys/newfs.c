@@ -6,7 +6,8 @@
 
 #include "fsys_i.h"
 
-int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid)
+/* Create the root directory of a new volume (dg_format calls it). */
+static int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid)
 {
 	struct dg_fs fs = { .vol = vol };
 	struct dg_inode *root;

@@ -1,64 +1,24 @@
 // SPDX-License-Identifier: MIT
-/* reclaim.c -- give unreadable free pages of a row fresh contents */
-#include <stdlib.h>
-#include <string.h>
-
+/* reclaim.c -- fsck's reset of an unreadable free page */
 #include "fscheck.h"
 
-/*
- * A page that no copy verifies stays bad after its file is deleted: the
- * checksum still says what it should hold, parity still covers it, and
- * every scrub and fsck reports it, for ever. Once nothing uses it, what
- * it holds does not matter. This rewrites the row whole with one
- * dg_apply(): the free data pages as zeros, the pages in use as they
- * read (verified, repaired from parity where they can be), so parity is
- * computed from the new data alone and no unreadable old page or old
- * parity is read (apply.c, full-row writes). Returns 0, -EIO when a page
- * in use cannot be read (that is data lost, not this repair's to hide),
- * -EROFS on a read-only or degraded volume, -EINVAL for a row out of
- * range. A page counts as in use when the allocation bitmap says so or,
- * given cls (dg_check_classify()), when a structure uses it: a page a
- * file still maps is never zeroed, whatever the bitmap says. The caller
- * must be the volume's only writer (fsck): a page in
- * use is read and written back, and a change in between would be lost.
- */
-int dg_vol_reset_free_pages(struct dg_vol *vol, uint64_t row,
-			    const uint8_t *cls)
+/* cls (dg_check_classify()): a page some structure uses is in use,
+ * whatever the allocation bitmap says. */
+static bool structure_uses(const void *arg, uint64_t vpn)
 {
-	struct dg_range r[DG_MAX_DEVS];
-	struct dg_vol_info in;
-	uint8_t *buf;
-	unsigned n = 0;
-	int ret = 0;
+	const uint8_t *cls = arg;
 
-	dg_vol_get_info(vol, &in);
-	if (row >= in.rows)
-		return -EINVAL;
-	if (in.read_only || in.degraded || in.no_redundancy)
-		return -EROFS;
-	buf = aligned_alloc(DG_PAGE_SIZE, (size_t)in.ndev * DG_PAGE_SIZE);
-	if (!buf)
-		return -ENOMEM;
-	for (unsigned dev = 0; dev < in.ndev; dev++) {
-		uint64_t vpn;
-		uint8_t *pg = buf + (size_t)n * DG_PAGE_SIZE;
-
-		if (dg_vol_row_is_parity(vol, row, dev))
-			continue;
-		vpn = dg_loc_vpn(vol, dev, row);
-		if (dg_vpn_allocated(vol, vpn) ||
-		    (cls && cls[vpn] != DG_PC_FREE)) {
-			ret = dg_read(vol, vpn, 1, pg);
-			if (ret)
-				goto out;
-		} else {
-			memset(pg, 0, DG_PAGE_SIZE);
-		}
-		r[n++] = (struct dg_range){ vpn, 0, DG_PAGE_SIZE, pg };
-	}
-	ret = dg_apply(vol, r, n);
-out:
-	free(buf);
-	return ret;
+	return cls[vpn] != DG_PC_FREE;
 }
 
+/*
+ * The volume layer's reset (dg_vol_reset_free_page(), lost_page.c:
+ * the row rewritten whole, its free data pages as zeros), told what the
+ * filesystem uses besides the bitmap.
+ */
+int dg_check_reset_free_page(struct dg_vol *vol, uint64_t vpn,
+			     const uint8_t *cls)
+{
+	return dg_vol_reset_free_page(vol, vpn, cls ? structure_uses : NULL,
+				      cls);
+}

@@ -133,32 +133,3 @@ int dg_inode_kill_priv(struct dg_fs *fs, struct dg_txn *txn,
 		dg_inode_touch(ip, false, true);
 	return 0;
 }
-
-int dg_fs_kill_priv(struct dg_fs *fs, uint64_t ino, const struct dg_cred *cr,
-		    enum dg_kill why)
-{
-	struct dg_txn *txn = dg_txn_new(fs->vol);
-	struct dg_inode *ip;
-	struct dg_dinode saved;
-	bool changed = false;
-	int ret;
-
-	if (!txn)
-		return -ENOMEM;
-	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
-	if (!ret) {
-		saved = ip->d;
-		ret = dg_inode_kill_priv(fs, txn, ip, cr, why, &changed);
-		if (!ret && changed)
-			ret = dg_inode_store(fs, txn, ip);
-		if (!ret && changed)
-			ret = dg_fs_commit(fs, txn);
-		if (ret)
-			ip->d = saved;
-	}
-	pthread_rwlock_unlock(&fs->lock);
-	dg_txn_free(txn);
-	return ret;
-}

@@ -11,13 +11,6 @@
 
 #include "fsys_i.h"
 
-#define ACL_USER_OBJ  0x01
-#define ACL_USER      0x02
-#define ACL_GROUP_OBJ 0x04
-#define ACL_GROUP     0x08
-#define ACL_MASK      0x10
-#define ACL_OTHER     0x20
-
 static bool in_group(const struct dg_who *w, uint32_t gid)
 {
 	if (w->gid == gid)
@@ -45,19 +38,19 @@ static bool acl_permits(const struct dg_who *w, uint32_t fgid,
 		memcpy(&perm, acl + 4 + i * 8 + 2, 2);
 		memcpy(&id, acl + 4 + i * 8 + 4, 4);
 		switch (tag) {
-		case ACL_USER:
+		case DG_ACL_USER:
 			if (id == w->uid)
 				match = (int)i; /* checked with the mask */
 			break;
-		case ACL_GROUP_OBJ:
-		case ACL_GROUP:
-			if (in_group(w, tag == ACL_GROUP ? id : fgid)) {
+		case DG_ACL_GROUP_OBJ:
+		case DG_ACL_GROUP:
+			if (in_group(w, tag == DG_ACL_GROUP ? id : fgid)) {
 				found = true;
 				if ((perm & want) == want)
 					match = (int)i;
 			}
 			break;
-		case ACL_OTHER:
+		case DG_ACL_OTHER:
 			if (found)
 				return false;
 			return (perm & want) == want;
@@ -76,7 +69,7 @@ static bool acl_permits(const struct dg_who *w, uint32_t fgid,
 
 			memcpy(&tag, acl + 4 + i * 8, 2);
 			memcpy(&mperm, acl + 4 + i * 8 + 2, 2);
-			if (tag == ACL_MASK)
+			if (tag == DG_ACL_MASK)
 				return (perm & mperm & want) == want;
 		}
 		return (perm & want) == want;

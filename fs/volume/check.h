@@ -146,6 +146,7 @@ int dg_row_give_up_page(struct dg_vol *vol, uint64_t vpn);
 /* Whether (dev, row) carries the "given up" mark (its checksum entry is
  * that of its bytes as they are, XOR the tag). */
 bool dg_page_given_up(struct dg_vol *vol, unsigned dev, uint64_t row);
+/* The "given up" checksum of page at (dev, row). */
 uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
 			  uint64_t row, const void *page);
 /* Whether csum (a written page's) is the "given up" one of page. */

@@ -21,18 +21,11 @@
 #include "csum.h"
 #include "super.h"
 
-#define K_DEV	0x9e3779b97f4a7c15ull
-#define K_ROW	0xc2b2ae3d27d4eb4full
-#define K_CPAGE 0x165667b19e3779f9ull
-#define K_CMAP	0x27d4eb2f165667c5ull
-
 /* Generations: dg_dsuper.generation (bumped at every open for writing)
- * in the high bits, writes since in the low ones. */
-#define GEN_SHIFT DG_GEN_SHIFT
-#define GEN_LOW_MASK ((1ull << GEN_SHIFT) - 1)
-/* Start a new epoch this far before the low bits would run out: the
- * writes already under way stay below the boundary. */
-#define GEN_ROLL (GEN_LOW_MASK - (1ull << 24))
+ * in the high bits, writes since in the low ones (format.h,
+ * dg_gen_base()). Start a new epoch this far before the low bits would
+ * run out: the writes already under way stay below the boundary. */
+#define GEN_ROLL (dg_gen_count(UINT64_MAX) - (1ull << 24))
 
 uint64_t dg_seed_from_uuid(const uint8_t uuid[16])
 {
@@ -44,7 +37,8 @@ uint64_t dg_seed_from_uuid(const uint8_t uuid[16])
 uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
 		      const void *page)
 {
-	uint64_t seed = vol->seed ^ ((dev + 1) * K_DEV) ^ ((row + 1) * K_ROW);
+	uint64_t seed = vol->seed ^ ((dev + 1) * DG_SEED_K_DEV) ^
+			((row + 1) * DG_SEED_K_ROW);
 	uint64_t h = XXH3_64bits_withSeed(page, DG_PAGE_SIZE, seed);
 
 	return h == DG_CSUM_NONE ? 1 : h;
@@ -54,17 +48,17 @@ uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
 
 void dg_gen_init(struct dg_vol *vol)
 {
-	atomic_store(&vol->gen, vol->sb.generation << GEN_SHIFT);
+	atomic_store(&vol->gen, dg_gen_base(vol->sb.generation));
 }
 
-uint64_t dg_gen_next(struct dg_vol *vol)
+static uint64_t dg_gen_next(struct dg_vol *vol)
 {
 	uint64_t g = atomic_fetch_add(&vol->gen, 1) + 1;
 
 	/* Exactly one caller gets here. Its failure is not this
 	 * generation's: it latched the volume (media.h), and the write the
 	 * generation is for is refused by the media layer. */
-	if ((g & GEN_LOW_MASK) == GEN_ROLL)
+	if (dg_gen_count(g) == GEN_ROLL)
 		(void)dg_super_new_epoch(vol);
 	return g;
 }
@@ -74,8 +68,8 @@ uint64_t dg_gen_next(struct dg_vol *vol)
 static uint64_t cpage_seal(const struct dg_vol *vol, unsigned owner,
 			   uint64_t index, const void *page)
 {
-	uint64_t seed = vol->seed ^ ((owner + 1) * K_DEV) ^
-			((index + 1) * K_CPAGE);
+	uint64_t seed = vol->seed ^ ((owner + 1) * DG_SEED_K_DEV) ^
+			((index + 1) * DG_SEED_K_CPAGE);
 
 	return XXH3_64bits_withSeed(page, offsetof(struct dg_dcpage, seal),
 				    seed);
@@ -281,7 +275,7 @@ static uint64_t cmap_seal(const struct dg_vol *vol, uint64_t p,
 			  const void *page)
 {
 	return XXH3_64bits_withSeed(page, offsetof(struct dg_dcmap, seal),
-				    vol->seed ^ ((p + 1) * K_CMAP));
+				    vol->seed ^ ((p + 1) * DG_SEED_K_CMAP));
 }
 
 int dg_cmap_page_check(const struct dg_vol *vol, uint64_t p, const void *page)
@@ -743,9 +737,6 @@ int dg_csum_set(struct dg_vol *vol, unsigned dev, uint64_t row,
 /* The "given up" mark of a page fsck -y gave up (given_up.c says
  * why and when): a checksum rule, here so the read path asks it of the
  * checksums alone. */
-/* "DXGLOST!" */
-#define DG_CSUM_GIVEN_UP_TAG 0x2154534f4c475844ull
-
 uint64_t dg_csum_given_up(const struct dg_vol *vol, unsigned dev,
 			  uint64_t row, const void *page)
 {

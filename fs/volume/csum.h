@@ -39,10 +39,6 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		     unsigned dev, uint64_t row, void *buf, uint64_t *csum_out);
 
 /* What examining the copies of one checksum page found. */
-/* A checksum page generation is the superblock generation of the open
- * that wrote it << DG_GEN_SHIFT | writes since that open (format.h). */
-#define DG_GEN_SHIFT 40
-
 enum dg_copy_state {
 	DG_COPY_ABSENT,		/* its device is missing */
 	DG_COPY_CURRENT,	/* verifies, newest generation */

@@ -58,8 +58,9 @@
  * a one-device volume keeps both on its device):
  * copy c of (d, i) is page csum_start + c * csum_pages + i of device
  * (d + c) % ndev. Each copy carries a generation, drawn from a counter
- * that only grows over the volume's life (dg_dsuper.generation << 40 |
- * writes since the open), and a seal seeded with (d, i). The copy with
+ * that only grows over the volume's life (dg_dsuper.generation <<
+ * DG_GEN_SHIFT | writes since the open, dg_gen_base()), and a seal
+ * seeded with (d, i). The copy with
  * the highest generation whose seal verifies is the checksum page;
  * every other copy is stale or damaged and is rewritten from it. Data
  * that matches only an older copy is rebuilt from parity.
@@ -251,6 +252,56 @@ struct dg_dsuper {
 _Static_assert(sizeof(struct dg_dsuper) == DG_PAGE_SIZE, "dsuper size");
 _Static_assert(offsetof(struct dg_dsuper, csum) == DG_PAGE_SIZE - 8,
 	       "dsuper csum offset");
+
+/*
+ * Numbers the format fixes beside the superblock (kept in one block so
+ * that no file writes them as literals).
+ *
+ * Sequence numbers (checksum-page generations, journal sequence numbers
+ * and header numbers) are dg_dsuper.generation << DG_GEN_SHIFT | a
+ * count of writes since that open: each open for writing starts a range
+ * above every number an earlier open can have used.
+ */
+#define DG_GEN_SHIFT 40
+static inline uint64_t dg_gen_base(uint64_t generation)
+{
+	return generation << DG_GEN_SHIFT;
+}
+/* The open (dg_dsuper.generation) a sequence number was drawn in. */
+static inline uint64_t dg_gen_of(uint64_t seq)
+{
+	return seq >> DG_GEN_SHIFT;
+}
+/* Writes since that open. */
+static inline uint64_t dg_gen_count(uint64_t seq)
+{
+	return seq & ((UINT64_C(1) << DG_GEN_SHIFT) - 1);
+}
+/* Checksum seeds: the volume's seed (from its uuid) ^ (n + 1) * one of
+ * these per coordinate: a data page's (device, row), a checksum page's
+ * (owner device, index), an init map page's index. */
+#define DG_SEED_K_DEV	0x9e3779b97f4a7c15ull
+#define DG_SEED_K_ROW	0xc2b2ae3d27d4eb4full
+#define DG_SEED_K_CPAGE 0x165667b19e3779f9ull
+#define DG_SEED_K_CMAP	0x27d4eb2f165667c5ull
+/* A page fsck gave up on (check.h, given_up.c): its checksum entry is
+ * that of its bytes as they are, XOR this tag ("DXGLOST!"). */
+#define DG_CSUM_GIVEN_UP_TAG 0x2154534f4c475844ull
+/* The xattr form of a POSIX ACL ("system.posix_acl_access" and
+ * "..._default", stored as the kernel passes it: acl.c): a
+ * little-endian version word, then entries of tag, perm and id. */
+#define DG_ACL_VERSION	    2u
+#define DG_ACL_USER_OBJ	    0x01
+#define DG_ACL_USER	    0x02
+#define DG_ACL_GROUP_OBJ    0x04
+#define DG_ACL_GROUP	    0x08
+#define DG_ACL_MASK	    0x10
+#define DG_ACL_OTHER	    0x20
+/* Largest dg_dsuper.chunk_pages and dev_pages a superblock may claim. */
+#define DG_MAX_CHUNK_PAGES (UINT32_C(1) << 20)
+#define DG_MAX_DEV_PAGES   (UINT64_C(1) << 40)
+/* Largest file size (and end of any byte range in a file): 4 PiB. */
+#define DG_MAX_FILE_SIZE   (UINT64_C(1) << 52)
 
 /*
  * A checksum page copy. seal is XXH3-64 of the bytes before it, seeded

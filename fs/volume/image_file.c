@@ -163,7 +163,9 @@ int dg_image_create(const char *path, int extra_flags)
 	return fd;
 }
 
-int dg_image_open(const char *path, int flags)
+/* An existing file at path, never through a symlink in its last
+ * component: open(2) with O_NOFOLLOW | O_CLOEXEC added. fd or -errno. */
+static int dg_image_open(const char *path, int flags)
 {
 	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
 

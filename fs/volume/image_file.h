@@ -38,9 +38,6 @@ int dg_image_resolve(const char *path, char *out, size_t outlen, char *err,
  * path, a symlink included). */
 int dg_image_create(const char *path, int extra_flags);
 
-/* An existing file at path, never through a symlink in its last
- * component: open(2) with O_NOFOLLOW | O_CLOEXEC added. fd or -errno. */
-int dg_image_open(const char *path, int flags);
 
 /*
  * Make path a regular file of at least size bytes, for a tool about to

@@ -436,9 +436,9 @@ int dg_inspect_csum(struct dg_vol *vol, dg_field_fn fn, void *arg)
 	put(fn, arg, "copies_bad", DG_FIELD_UINT, count[DG_COPY_BAD], NULL);
 	put(fn, arg, "copies_absent", DG_FIELD_UINT, count[DG_COPY_ABSENT],
 	    NULL);
-	/* format.h: generation << 40 | writes since that open. */
+	/* format.h: generation << DG_GEN_SHIFT | writes since that open. */
 	snprintf(gen, sizeof(gen), "open %" PRIu64 ", write %" PRIu64,
-		 newest >> 40, newest & ((UINT64_C(1) << 40) - 1));
+		 dg_gen_of(newest), dg_gen_count(newest));
 	put(fn, arg, "newest_gen", DG_FIELD_UINT, newest, newest ? gen : NULL);
 	return 0;
 }

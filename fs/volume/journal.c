@@ -856,7 +856,7 @@ out:
 static int fresh_numbers(struct dg_vol *vol)
 {
 	struct dg_journal *j = &vol->jrnl;
-	uint64_t first = (vol->sb.generation << 40) + 1;
+	uint64_t first = dg_gen_base(vol->sb.generation) + 1;
 
 	if (j->head_seq >= first)
 		return 0;
@@ -895,7 +895,7 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 			   "copy: starting an empty journal");
 		/* Above every header an earlier journal of the volume
 		 * wrote (as dg_journal_format()). */
-		h.hseq = vol->sb.generation << 40;
+		h.hseq = dg_gen_base(vol->sb.generation);
 		h.tail_off = 0;
 		h.tail_seq = 1;
 	}
@@ -1213,11 +1213,11 @@ int dg_journal_format(struct dg_vol *vol)
 	 * have used (each open's generation starts a new range), so an old
 	 * entry left on a stale device can never pass for a live one. */
 	j->tail_seq = j->head_seq = j->written_seq =
-		(vol->sb.generation << 40) + 1;
+		dg_gen_base(vol->sb.generation) + 1;
 	/* The same for the header: the highest hseq over every copy wins
 	 * (read_head()), so a fresh journal's headers must outrank any an
 	 * older journal left on a device that comes back stale, or its old
 	 * tail would send recovery to old entries still on that copy. */
-	j->hseq = vol->sb.generation << 40;
+	j->hseq = dg_gen_base(vol->sb.generation);
 	return write_head(vol);
 }

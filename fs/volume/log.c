@@ -18,7 +18,8 @@ void dg_log_set_level(enum dg_log_level level)
 	log_level = level;
 }
 
-bool dg_log_enabled(enum dg_log_level level)
+/* True if a message at level would be emitted. */
+static bool dg_log_enabled(enum dg_log_level level)
 {
 	return level <= log_level;
 }

@@ -6,12 +6,21 @@
 #include "bmap.h"
 
 /*
- * What fsck does offline (fs/fsys/reclaim.c), for a mounted volume and
- * one page: the daemon calls it for a data page it saw fail beyond
- * parity once no file holds it (the file was deleted or truncated, or
- * the scrub met it free), so the error goes away without waiting for an
- * offline fsck. In the volume layer because everything it decides on is
- * the volume's: the allocation bitmap, the row locks, the update path.
+ * A page that no copy verifies stays bad after its file is deleted: the
+ * checksum still says what it should hold, parity still covers it, and
+ * every scrub and fsck reports it, for ever. Once nothing uses it, what
+ * it holds does not matter. This rewrites the row whole with one
+ * update: the free data pages as zeros, the pages in use as they read
+ * (verified, repaired from parity where they can be), so parity is
+ * computed from the new data alone and no unreadable old page or old
+ * parity is read (apply.c, full-row writes).
+ *
+ * The daemon calls it for a data page it saw fail beyond parity once no
+ * file holds it (the file was deleted or truncated, or the scrub met it
+ * free), so the error goes away without waiting for an offline fsck;
+ * fsck calls it offline (fs/fsys/reclaim.c, with what its walk found in
+ * use). In the volume layer because everything it decides on is the
+ * volume's: the allocation bitmap, the row locks, the update path.
  *
  * The race is with an allocation: a page zeroed here must not be one a
  * writer has just been given. Everything is decided and written under
@@ -32,7 +41,8 @@
  * page in use in its row cannot be read (lost data: not this repair's
  * to hide), -EROFS read-only or degraded, -EINVAL out of range.
  */
-int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
+int dg_vol_reset_free_page(struct dg_vol *vol, uint64_t vpn,
+			   dg_vpn_used_fn is_used, const void *arg)
 {
 	struct dg_range r[DG_MAX_DEVS];
 	bool used[DG_MAX_DEVS];
@@ -57,10 +67,14 @@ int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
 		uint64_t v = dg_loc_vpn(vol, dev, l.row);
 
 		used[dev] = !dg_vol_row_is_parity(vol, l.row, dev) &&
-			    (v < vol->meta_vpns ||
-			     dg_bm_get(vol, v));
+			    (v < vol->meta_vpns || dg_bm_get(vol, v));
 	}
 	pthread_mutex_unlock(&vol->alloc_lock);
+	/* The caller's knowledge: not under alloc_lock (it may take its
+	 * own locks); it only ever adds pages in use. */
+	for (unsigned dev = 0; dev < vol->ndev && is_used; dev++)
+		if (!used[dev] && !dg_vol_row_is_parity(vol, l.row, dev))
+			used[dev] = is_used(arg, dg_loc_vpn(vol, dev, l.row));
 	for (unsigned dev = 0; dev < vol->ndev && !ret; dev++) {
 		uint8_t *pg = buf + (size_t)n * DG_PAGE_SIZE;
 		uint64_t v, cs;
@@ -84,8 +98,19 @@ int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
 		ret = dg_apply_locked(vol, r, n);
 	pthread_rwlock_unlock(lk);
 	free(buf);
-	if (!ret)
-		dg_vol_log(vol, DG_LOG_NOTICE, "free page vpn=%" PRIu64 " dev=%u row=%"
-		       PRIu64 " reset: no file held it", vpn, l.dev, l.row);
+	return ret;
+}
+
+int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn)
+{
+	int ret = dg_vol_reset_free_page(vol, vpn, NULL, NULL);
+
+	if (!ret) {
+		struct dg_loc l = dg_vpn_loc(vol, vpn);
+
+		dg_vol_log(vol, DG_LOG_NOTICE, "free page vpn=%" PRIu64
+			   " dev=%u row=%" PRIu64 " reset: no file held it",
+			   vpn, l.dev, l.row);
+	}
 	return ret;
 }

@@ -232,7 +232,8 @@ void dg_dev_close(struct dg_dev *d)
 	d->fd = -1;
 }
 
-int dg_dev_refused(const struct dg_dev *d)
+/* The latched error of d's volume, 0 while no persist has failed. */
+static int dg_dev_refused(const struct dg_dev *d)
 {
 	/* on is set after err (dg_latch_set()), both by the latch's lock:
 	 * whoever sees it set sees the error. */

@@ -134,8 +134,6 @@ int dg_dev_open_scratch(struct dg_dev *d, const char *path, char *err,
  * least of all a journal header that retires it. The latch is looked at
  * here, where the media is written, so no caller can forget it.
  */
-/* The latched error of d's volume, 0 while no persist has failed. */
-int dg_dev_refused(const struct dg_dev *d);
 /* Store without flushing; off + len must lie within the device. 0, or
  * the latched error (nothing stored). */
 int dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,

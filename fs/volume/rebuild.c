@@ -219,7 +219,7 @@ static bool index_changed(const struct rb *b, uint64_t i)
 static void resync_note(struct rb *b, unsigned dev, uint64_t i,
 			const struct dg_cpage_view *v)
 {
-	uint64_t known = (b->member_gen[dev] + 1) << DG_GEN_SHIFT;
+	uint64_t known = dg_gen_base(b->member_gen[dev] + 1);
 
 	b->nwritten[dev]++;
 	for (unsigned c = 0; v && c < b->vol->sb.csum_copies; c++)

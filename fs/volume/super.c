@@ -28,7 +28,8 @@ static bool layout_ok(const struct dg_dsuper *s)
 	if (s->dev_count < 1 || s->dev_count > DG_MAX_DEVS ||
 	    s->dev_index >= s->dev_count || s->parity > DG_MAX_PARITY ||
 	    s->parity >= s->dev_count || s->chunk_pages == 0 ||
-	    s->chunk_pages > (1u << 20) || s->dev_pages > (1ull << 40))
+	    s->chunk_pages > DG_MAX_CHUNK_PAGES ||
+	    s->dev_pages > DG_MAX_DEV_PAGES)
 		return false;
 	if ((s->incompat & DG_FEAT_INCOMPAT_META_ZONE) &&
 	    (s->ditto_pages == 0 ||
@@ -110,8 +111,8 @@ int dg_super_new_epoch(struct dg_vol *vol)
 	vol->sb.state = DG_STATE_DIRTY;
 	if (!ret)
 		ret = dg_write_supers(vol);
-	if ((atomic_load(&vol->gen) >> 40) < vol->sb.generation)
-		atomic_store(&vol->gen, vol->sb.generation << 40);
+	if (dg_gen_of(atomic_load(&vol->gen)) < vol->sb.generation)
+		atomic_store(&vol->gen, dg_gen_base(vol->sb.generation));
 	pthread_mutex_unlock(&vol->epoch_lock);
 	return ret;
 }

@@ -31,8 +31,6 @@ void dg_log_set_func(dg_log_func func);
 void dg_log_set_level(enum dg_log_level level);
 void dg_log(enum dg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* True if a message at level would be emitted. */
-bool dg_log_enabled(enum dg_log_level level);
 /* A volume's messages go to its own sink once set here (func NULL:
  * stderr), at up to level; until then, and for what is said outside any
  * volume, to the process's above. Call before other threads use vol. */
@@ -109,7 +107,7 @@ struct dg_vol_info {
 int dg_vol_format(const char *const *devs, unsigned ndev,
 		  const struct dg_format_opts *opts, struct dg_vol **volp);
 
-/* ---- open / close (super.c) ----------------------------------------- */
+/* ---- open / close (vol.c, marks.c, scratch.c) --------------------------- */
 
 #define DG_OPEN_RDONLY	 (1u << 0) /* no writes at all, shared lock */
 #define DG_OPEN_NORECOVER (1u << 1) /* do not replay the journal */
@@ -181,7 +179,7 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info);
 void dg_vol_media_counts(struct dg_vol *vol, struct dg_media_counts *total,
 			 struct dg_media_counts *per_dev);
 
-/* ---- data access (read.c, apply.c) ----------------------------------- */
+/* ---- data access (read.c, apply.c, vol.c, csum_cache.c) ----------------- */
 
 /* A change to one data page: len bytes at off within page vpn. */
 struct dg_range {
@@ -239,14 +237,14 @@ int dg_vol_sync(struct dg_vol *vol);
  */
 int dg_vol_cache_csum_pages(struct dg_vol *vol, size_t max_bytes);
 
-/* ---- allocation (alloc.c) ------------------------------------------- */
+/* ---- allocation (alloc.c, apply.c) -------------------------------------- */
 
 /*
  * Allocation changes ride on the caller's update: dg_alloc() picks free
  * vpns and marks them in core, appending the bitmap change to *txn so the
  * caller commits it in the same dg_apply() as the metadata that uses
- * them. dg_alloc_abort() undoes the in-core marking if the caller does
- * not commit. Extents stay within one device's chunk where they can.
+ * them. dg_txn_free() of a transaction never committed undoes the
+ * in-core marking. Extents stay within one device's chunk where they can.
  */
 struct dg_txn;
 struct dg_txn *dg_txn_new(struct dg_vol *vol);
@@ -320,7 +318,8 @@ void dg_alloc_bit(struct dg_vol *vol, uint64_t vpn, uint64_t *bvpn,
  * whatever the bitmap said. */
 int dg_alloc_mark(struct dg_vol *vol, uint64_t vpn, bool used);
 
-/* ---- redundancy checks (verify.c) ----------------------------------- */
+/* ---- redundancy checks (verify.c, fault.c, scrub_rec.c, replace.c,
+ * lost_page.c, trim.c) ----- */
 
 enum dg_fault {
 	DG_FAULT_DETECTED,	/* a page failed verification */
@@ -521,6 +520,13 @@ int dg_vol_replacing(struct dg_vol *vol);
  * -EROFS read-only or degraded; -EINVAL not a data page.
  */
 int dg_vol_reset_lost_page(struct dg_vol *vol, uint64_t vpn);
+/* The same, the one function both use, with used (NULL: none) naming
+ * pages in use beyond what the allocation bitmap says: fsck passes what
+ * a structure points at, so that a page a file still maps is never
+ * zeroed. Logs nothing (the caller reports). */
+typedef bool (*dg_vpn_used_fn)(const void *arg, uint64_t vpn);
+int dg_vol_reset_free_page(struct dg_vol *vol, uint64_t vpn,
+			   dg_vpn_used_fn used, const void *arg);
 
 /*
  * FITRIM: rewrite every row whose data pages are all free (and within
@@ -568,7 +574,7 @@ void dg_vpn_fault(struct dg_vol *vol, uint64_t vpn, enum dg_fault kind,
 /* A new read-only descriptor of device dev (O_CLOEXEC), or -errno. */
 int dg_vol_dev_open_ro(struct dg_vol *vol, unsigned dev);
 
-/* ---- geometry, for fsck and inject (geom.c) ------------------------- */
+/* ---- geometry, for fsck and inject (geom.c, super.c) -------------------- */
 
 struct dg_loc {
 	unsigned dev;

@@ -230,10 +230,9 @@ int dg_csum_page_check(const struct dg_vol *vol, unsigned owner,
 		       uint64_t index, const void *page);
 void dg_csum_page_seal(const struct dg_vol *vol, unsigned owner,
 		       uint64_t index, void *page);
-/* Generations (format.h): set from the superblock at open; the next one,
- * beginning a new epoch (dg_super_new_epoch) when the low bits run out. */
+/* Generations (format.h): set from the superblock at open (csum.c draws
+ * the next ones, beginning a new epoch when the low bits run out). */
 void dg_gen_init(struct dg_vol *vol);
-uint64_t dg_gen_next(struct dg_vol *vol);
 /* The checksum-page init map: written empty by mkfs, loaded at open
  * (the union of the verified copies; stale copies rewritten when
  * writable). dg_cmap_test(): the checksum pages of index were written. */

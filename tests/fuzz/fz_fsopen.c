@@ -113,7 +113,7 @@ static void visit(struct dg_fs *fs, uint64_t ino, const struct dg_attr *a,
 	FUZZ_ASSERT(dg_fs_getattr(fs, ino, &b) != 0 || b.ino == a->ino);
 	if (S_ISDIR(a->mode) && depth < 4)
 		walk_dir(fs, ino, depth + 1);
-	if (S_ISREG(a->mode) && dg_fs_open_ino(fs, ino, false) == 0) {
+	if (S_ISREG(a->mode) && dg_fs_open_ino(fs, ino, false, NULL) == 0) {
 		ssize_t n = dg_fs_read(fs, ino, 0, 16 * DG_PAGE_SIZE, pages,
 				       &data);
 

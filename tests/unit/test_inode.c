@@ -121,7 +121,7 @@ static void test_orphan(void)
 	REQUIRE(f);
 	REQUIRE(dg_fs_write(t.fs, f, 0, buf, sizeof(buf)) == sizeof(buf));
 	free0 = dg_free_vpns(t.vol);
-	REQUIRE(dg_fs_open_ino(t.fs, f, false) == 0);
+	REQUIRE(dg_fs_open_ino(t.fs, f, false, NULL) == 0);
 	REQUIRE(dg_fs_unlink(t.fs, 1, "f") == 0);
 	CHECK(dg_fs_getattr(t.fs, f, &a) == 0); /* still open */
 	CHECK_EQ(dg_free_vpns(t.vol), free0);

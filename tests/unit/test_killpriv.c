@@ -131,7 +131,7 @@ static void failed_unpriv_write_keeps_privileges(void)
 
 	REQUIRE(kp_make(&k, "kp-fail", 04755));
 	/* Past the largest file: refused before anything is queued. */
-	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, 1ull << 52, "x", 1, &user), -EFBIG);
+	CHECK_EQ(dg_fs_write_unpriv(k.fs, k.ino, DG_MAX_FILE_SIZE, "x", 1, &user), -EFBIG);
 	REQUIRE(dg_fs_getattr(k.fs, k.ino, &a) == 0);
 	CHECK_EQ(a.mode & 07777, 04755);
 	kp_free(&k);

@@ -209,6 +209,55 @@ static void test_reset_lost_page(void)
 	free(buf);
 }
 
+static bool is_kept(const void *arg, uint64_t vpn)
+{
+	return vpn == *(const uint64_t *)arg;
+}
+
+/* fsck's form of the reset (the same function): a page the caller says
+ * is in use keeps its contents though the bitmap says free. */
+static void test_reset_keeps_what_the_caller_uses(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t seed = 23, vpn, start, keep = 0;
+	uint8_t *buf = aligned_alloc(PG, 3 * PG), *zero = buf + PG,
+		*before = buf + 2 * PG;
+	struct dg_loc l;
+
+	REQUIRE(buf);
+	memset(zero, 0, PG);
+	tvol_make(&tv, "scrubkeep", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	start = write_pages(vol, 32, &seed);
+	REQUIRE(start && !free_pages(vol, start, 32));
+	vpn = start + 5;
+	l = dg_vpn_loc(vol, vpn);
+	/* A free neighbour in the row with contents (extents stay on one
+	 * device, so the row's other pages were never written). */
+	for (unsigned dev = 0; dev < 4 && !keep; dev++)
+		if (dev != l.dev && !dg_vol_row_is_parity(vol, l.row, dev))
+			keep = dg_loc_vpn(vol, dev, l.row);
+	REQUIRE(keep);
+	memset(before, 0x5a, PG);
+	REQUIRE(dg_apply(vol, &(struct dg_range){ keep, 0, PG, before }, 1) ==
+		0);
+	poke_junk(&tv, l.dev, dg_row_page(vol, l.row), &seed);
+	poke_junk(&tv, dg_row_parity_dev(vol, l.row, 0),
+		  dg_row_page(vol, l.row), &seed);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), -EIO);
+	CHECK_EQ(dg_vol_reset_free_page(vol, keep, is_kept, &keep), -EBUSY);
+	CHECK_EQ(dg_vol_reset_free_page(vol, vpn, is_kept, &keep), 0);
+	REQUIRE(dg_read(vol, keep, 1, buf) == 0);
+	CHECK(memcmp(buf, before, PG) == 0);
+	REQUIRE(dg_read(vol, vpn, 1, buf) == 0);
+	CHECK(memcmp(buf, zero, PG) == 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(buf);
+}
+
 /* A page in use in the row that cannot be read: the reset refuses
  * (-EIO) rather than write the row without it. */
 static void test_reset_keeps_a_lost_neighbour(void)
@@ -345,6 +394,8 @@ int main(int argc, char **argv)
 		{ "rows_in_pieces", test_rows_in_pieces },
 		{ "record_round_trip", test_record_round_trip },
 		{ "reset_lost_page", test_reset_lost_page },
+		{ "reset_keeps_what_the_caller_uses",
+		  test_reset_keeps_what_the_caller_uses },
 		{ "reset_keeps_a_lost_neighbour",
 		  test_reset_keeps_a_lost_neighbour },
 		{ "reset_races_allocation", test_reset_races_allocation },

@@ -5,6 +5,7 @@
 
 #include "harness.h"
 #include "fsys_i.h"
+#include "tfs.h"
 
 static bool member_of_7(const struct dg_cred *cr, uint32_t gid)
 {
@@ -82,6 +83,68 @@ static void test_init_owner(void)
 	CHECK_EQ(gid, 100u);
 }
 
+/* A setuid/setgid file of uid 1000, group 1000 (not the user's). */
+static uint64_t setid_file(struct tfs *t, const char *name, bool data)
+{
+	struct dg_attr a;
+
+	if (dg_fs_mknod(t->fs, 1, name, S_IFREG | 06755, 0, 1000, 1000, &a))
+		return 0;
+	if (data && dg_fs_write(t->fs, a.ino, 0, "data", 4) != 4)
+		return 0;
+	return a.ino;
+}
+
+static uint32_t mode_of(struct tfs *t, uint64_t ino)
+{
+	struct dg_attr a;
+
+	return dg_fs_getattr(t->fs, ino, &a) ? 0 : a.mode;
+}
+
+/* The engine drops the bits itself, in the change's own transaction:
+ * truncate(2), chown(2) and an O_TRUNC open (of an empty file too, as
+ * the kernel's do_truncate() does). What the media holds says so. */
+static void test_drop_with_the_change(void)
+{
+	struct tfs t;
+	struct dg_setattr sz = { .valid = DG_SET_SIZE, .size = 1,
+				 .cr = &user };
+	struct dg_setattr own = { .valid = DG_SET_UID, .uid = 1000,
+				  .cr = &user };
+	struct dg_setattr keep = { .valid = DG_SET_SIZE, .size = 2 };
+	struct dg_attr a;
+	uint64_t f1, f2, f3, f4;
+
+	REQUIRE(tfs_make(&t, "setid_txn"));
+	f1 = setid_file(&t, "trunc", true);
+	f2 = setid_file(&t, "chown", false);
+	f3 = setid_file(&t, "otrunc", true);
+	f4 = setid_file(&t, "otrunc_empty", false);
+	REQUIRE(f1 && f2 && f3 && f4);
+	CHECK_EQ(dg_fs_setattr(t.fs, f1, &sz, &a), 0);
+	CHECK_EQ(a.mode, S_IFREG | 0755u);
+	CHECK_EQ(a.size, 1u);
+	CHECK_EQ(dg_fs_setattr(t.fs, f2, &own, &a), 0);
+	CHECK_EQ(a.mode, S_IFREG | 0755u);
+	CHECK_EQ(dg_fs_open_ino(t.fs, f3, true, &user), 0);
+	dg_fs_release(t.fs, f3);
+	CHECK_EQ(dg_fs_open_ino(t.fs, f4, true, &user), 0);
+	dg_fs_release(t.fs, f4);
+	/* No cred: no drop (fsck, tools). */
+	REQUIRE(dg_fs_mknod(t.fs, 1, "nocred", S_IFREG | 06755, 0, 1000,
+			    1000, &a) == 0);
+	CHECK_EQ(dg_fs_setattr(t.fs, a.ino, &keep, &a), 0);
+	CHECK_EQ(a.mode, S_IFREG | 06755u);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(mode_of(&t, f1), S_IFREG | 0755u);
+	CHECK_EQ(mode_of(&t, f2), S_IFREG | 0755u);
+	CHECK_EQ(mode_of(&t, f3), S_IFREG | 0755u);
+	CHECK_EQ(mode_of(&t, f4), S_IFREG | 0755u);
+	CHECK_EQ(mode_of(&t, a.ino), S_IFREG | 06755u);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -89,6 +152,7 @@ int main(int argc, char **argv)
 		{ "chown", test_chown },
 		{ "chmod", test_chmod },
 		{ "init_owner", test_init_owner },
+		{ "drop_with_the_change", test_drop_with_the_change },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
