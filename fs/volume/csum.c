@@ -233,9 +233,26 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 		}
 		v->state[c] = DG_COPY_CURRENT;
 		v->copy_gen[c] = p->gen;
+		if (vol->cpx_rebuilding & (1u << (unsigned)(d - vol->devs)))
+			continue; /* a candidate below, if no other verifies */
 		if (ref < 0 || p->gen > best->gen) {
 			memcpy(best, tmp, DG_PAGE_SIZE);
 			ref = (int)c;
+		}
+	}
+	/* Only copies on devices being rebuilt verify: the newest of them,
+	 * the only evidence left. */
+	if (ref < 0) {
+		for (unsigned c = 0; c < n; c++)
+			if (v->state[c] == DG_COPY_CURRENT &&
+			    (ref < 0 || v->copy_gen[c] > v->copy_gen[ref]))
+				ref = (int)c;
+		if (ref >= 0) {
+			uint64_t off;
+			struct dg_dev *d = copy_dev(vol, owner, index,
+						    (unsigned)ref, &off);
+
+			memcpy(best, dg_dev_ptr(d, off), DG_PAGE_SIZE);
 		}
 	}
 	free(tmp);
@@ -255,8 +272,18 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 	v->gen = best->gen;
 	v->source = (unsigned)ref;
 	for (unsigned c = 0; c < n; c++) {
+		uint64_t off;
+		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+
 		if (v->state[c] == DG_COPY_CURRENT &&
 		    v->copy_gen[c] < best->gen)
+			v->state[c] = DG_COPY_STALE;
+		/* A copy on a device being rebuilt that is not the winner's
+		 * bytes (newer, or as new but other: written in a history
+		 * of its own) is rewritten from the winner too. */
+		if (v->state[c] == DG_COPY_CURRENT && (int)c != ref && d &&
+		    (vol->cpx_rebuilding & (1u << (unsigned)(d - vol->devs))) &&
+		    memcmp(dg_dev_ptr(d, off), best, DG_PAGE_SIZE))
 			v->state[c] = DG_COPY_STALE;
 		if (v->state[c] == DG_COPY_BAD || v->state[c] == DG_COPY_STALE) {
 			v->bad++;

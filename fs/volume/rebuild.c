@@ -211,21 +211,50 @@ static bool index_changed(const struct rb *b, uint64_t i)
  * stays behind. So a copy on dev that is current means that no page of
  * dev in those rows changed since; anything else (stale, failing its
  * seal, newer than the generation its superblock knows of: written in a
- * history this volume does not share) marks them to be rebuilt.
+ * history this volume does not share) marks them to be rebuilt, and so
+ * does a copy on dev that no copy on a device that stayed matches in
+ * generation (resync_keeps()).
  * Rows kept are still verified against the newest checksum page at
  * every read and by fsck's page pass (docs/integrity.md, "A device that
  * comes back").
  */
+static bool resync_keeps(const struct rb *b, unsigned dev,
+			 const struct dg_cpage_view *v)
+{
+	uint64_t known = dg_gen_base(b->member_gen[dev] + 1);
+	unsigned n = b->vol->sb.csum_copies;
+	int own = -1;
+
+	if (!v)
+		return false;
+	for (unsigned c = 0; c < n; c++)
+		if (dg_cpage_copy_dev(b->vol, dev, c) == dev)
+			own = (int)c;
+	if (own < 0 || v->state[own] != DG_COPY_CURRENT ||
+	    v->copy_gen[own] >= known)
+		return false;
+	/* A copy on a device that stayed (not rebuilt in this pass) is
+	 * current at the same generation: the volume that stayed agrees
+	 * the device's copy is the newest. A copy newest only on the
+	 * returning device was written where the others did not see it
+	 * (a mount of that device alone): its rows are rebuilt. */
+	for (unsigned c = 0; c < n; c++) {
+		unsigned cd = dg_cpage_copy_dev(b->vol, dev, c);
+
+		if (cd != dev && !(b->target & (1u << cd)) &&
+		    v->state[c] == DG_COPY_CURRENT &&
+		    v->copy_gen[c] == v->copy_gen[own])
+			return true;
+	}
+	return false;
+}
+
 static void resync_note(struct rb *b, unsigned dev, uint64_t i,
 			const struct dg_cpage_view *v)
 {
-	uint64_t known = dg_gen_base(b->member_gen[dev] + 1);
-
 	b->nwritten[dev]++;
-	for (unsigned c = 0; v && c < b->vol->sb.csum_copies; c++)
-		if (dg_cpage_copy_dev(b->vol, dev, c) == dev &&
-		    v->state[c] == DG_COPY_CURRENT && v->copy_gen[c] < known)
-			return;
+	if (resync_keeps(b, dev, v))
+		return;
 	if (!index_changed(b, i))
 		b->changed[i / 8] |= (uint8_t)(1u << (i % 8));
 	b->nchanged[dev]++;
@@ -449,7 +478,9 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	 * covers);
 	 * then the init map, from the union loaded at open. */
 	vol->read_only = false;	/* the rebuilt devices are written now */
+	vol->cpx_rebuilding = b.target;
 	ret = rebuild_csum_copies(&b);
+	vol->cpx_rebuilding = 0;
 	if (ret)
 		goto out;
 	ret = dg_cmap_store(vol, b.target);

@@ -67,6 +67,12 @@ struct dg_vol {
 	struct dg_dsuper sb;			/* in-core copy, common fields */
 	uint8_t dev_uuid[DG_MAX_DEVS][16];
 	char *spare[DG_MAX_DEVS];		/* paths left out: rebuild targets */
+	/* Devices being rebuilt (rebuild.c, while it rewrites their
+	 * checksum copies): a copy on one of them never decides which copy
+	 * of a checksum page is newest while a copy elsewhere verifies
+	 * (dg_cpage_examine()). A device that comes back may have been
+	 * written in a history of its own. */
+	uint32_t cpx_rebuilding;
 	/* The slot + 1 a spare is to be rebuilt as, 0: rebuild.c picks.
 	 * A byte copy of another device stands for the slot that the
 	 * open found it in place of (ident.c). */

@@ -9,6 +9,7 @@ by the checks that follow, never read wrong."""
 import hashlib
 import os
 import re
+import shutil
 
 from dgfault import fsck, inject
 
@@ -112,6 +113,61 @@ def test_resync_fault_in_kept_block(volume_factory):
            if f["code"] not in ("PR_0_DEV_MISSING", "PR_0_DEV_REBUILT")
            and f.get("device") == AWAY and f.get("page") in pages]
     assert hit and all(f["fixed"] for f in hit), (rep, frep)
+    rc, _, p = fsck(v.devs, "-n")
+    assert rc == 0, p.stdout + p.stderr
+    v.mount()
+    check_files(v, want)
+    v.umount()
+
+
+def test_device_written_elsewhere_is_not_mixed_in(volume_factory):
+    """Split brain: a copy of the whole volume was mounted without
+    device 0 and written, so its device AWAY holds a history of its own
+    (newer checksum copies than the volume's for what it wrote); the
+    volume itself went on twice without AWAY. When that device comes
+    back, nothing of the other history is kept: every file is the
+    volume's, and fsck -n is clean."""
+    v, want = make_volume(volume_factory)
+    main = [p.with_suffix(".main") for p in v.devs]
+    other = v.devs[AWAY].with_suffix(".other")
+    for p, m in zip(v.devs, main):
+        shutil.copyfile(p, m)
+        os.chmod(m, 0o600)
+    # The other history: these images, without device 0.
+    gone = v.devs[0].with_suffix(".gone")
+    os.rename(v.devs[0], gone)
+    try:
+        v.mount("degraded")
+        for i in range(4):
+            (v.mnt / f"elsewhere{i}").write_bytes(os.urandom(3 << 20))
+        b = bytearray((v.mnt / "old3").read_bytes())
+        b[0:1 << 20] = os.urandom(1 << 20)
+        (v.mnt / "old3").write_bytes(b)
+        os.sync()
+        v.umount()
+    finally:
+        v.umount()
+        os.unlink(gone)
+    os.rename(v.devs[AWAY], other)
+    for p, m in zip(v.devs, main):
+        if p.exists():
+            os.unlink(p)
+        os.rename(m, p)
+    # The volume's history: twice without AWAY, then AWAY from the
+    # other history comes back.
+    away_and_back(v, want)
+    os.rename(v.devs[AWAY], v.devs[AWAY].with_suffix(".away"))
+    try:
+        v.mount("degraded")
+        (v.mnt / "late").write_bytes(b"late")
+        want["late"] = sha(b"late")
+        v.umount()
+    finally:
+        v.umount()
+    os.unlink(v.devs[AWAY].with_suffix(".away"))
+    os.rename(other, v.devs[AWAY])
+    rc, rep, p = fsck(v.devs, "-y", json_out=True)
+    assert rc in (0, 1), p.stdout + p.stderr
     rc, _, p = fsck(v.devs, "-n")
     assert rc == 0, p.stdout + p.stderr
     v.mount()
