@@ -159,6 +159,22 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 						 ? DG_KILL_CHOWN
 						 : DG_KILL_WRITE,
 					 &changed);
+		/* A mode change rewrites the access ACL in the xattr run,
+		 * which reads the run from the media: one edit of the run a
+		 * transaction, so a kill that changed it is committed first
+		 * (as a kill on its own would be). */
+		if (!ret && changed && (sa->valid & DG_SET_MODE)) {
+			ret = dg_inode_store(fs, txn, ip);
+			if (!ret)
+				ret = dg_fs_commit(fs, txn);
+			if (!ret) {
+				dg_txn_free(txn);
+				saved = ip->d;
+				txn = dg_txn_new(fs->vol);
+				if (!txn)
+					ret = -ENOMEM;
+			}
+		}
 	}
 	if (!ret && (sa->valid & DG_SET_MODE)) {
 		ip->d.mode = (ip->d.mode & S_IFMT) | (sa->mode & 07777);

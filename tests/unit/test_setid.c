@@ -145,6 +145,43 @@ static void test_drop_with_the_change(void)
 	tfs_done(&t);
 }
 
+/* A chown that drops a file capability together with a mode change
+ * that rewrites the access ACL: both edit the xattr run; after a
+ * remount the capability is gone, the ACL follows the new mode, and
+ * the run reads back whole. */
+static void test_drop_with_acl_chmod(void)
+{
+	struct tfs t;
+	/* version 2: user::rw-, user 5 rwx, group::r--, mask rwx, other r-- */
+	static const struct {
+		uint32_t version;
+		struct { uint16_t tag, perm; uint32_t id; } e[5];
+	} acl = { 2, { { 0x01, 6, 0 }, { 0x02, 7, 5 }, { 0x04, 4, 0 },
+		       { 0x10, 7, 0 }, { 0x20, 4, 0 } } };
+	static const uint8_t cap[20] = { 0, 0, 0, 2 }; /* VFS_CAP v2 */
+	struct dg_setattr sa = { .valid = DG_SET_UID | DG_SET_MODE,
+				 .uid = 1000, .mode = 0750, .cr = &user };
+	uint8_t buf[64];
+	struct dg_attr a;
+	uint64_t f;
+
+	REQUIRE(tfs_make(&t, "setid_acl"));
+	f = setid_file(&t, "capacl", true);
+	REQUIRE(f);
+	REQUIRE(dg_fs_setxattr(t.fs, f, "system.posix_acl_access", &acl,
+			       sizeof(acl), 0) == 0);
+	REQUIRE(dg_fs_setxattr(t.fs, f, "security.capability", cap,
+			       sizeof(cap), 0) == 0);
+	CHECK_EQ(dg_fs_setattr(t.fs, f, &sa, &a), 0);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(mode_of(&t, f), S_IFREG | 0750u);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "security.capability", buf,
+				sizeof(buf)), -ENODATA);
+	CHECK(dg_fs_getxattr(t.fs, f, "system.posix_acl_access", buf,
+			     sizeof(buf)) > 0);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -153,6 +190,7 @@ int main(int argc, char **argv)
 		{ "chmod", test_chmod },
 		{ "init_owner", test_init_owner },
 		{ "drop_with_the_change", test_drop_with_the_change },
+		{ "drop_with_acl_chmod", test_drop_with_acl_chmod },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
