@@ -796,24 +796,43 @@ static void remove_dead_sockets(const char *dir)
 }
 
 /*
- * The path a missing slot was last known by: the one given in its
- * place in the device list (slot order when the list names every
- * slot), unless that path is a device the volume opened. NULL when the
- * list does not say.
+ * The path the one missing slot was last known by: the path of the
+ * device list (which names every slot) that no device was opened by.
+ * NULL when the list does not say: it does not name every slot, or more
+ * than one slot is missing.
  */
 static char *last_known_path(struct dg_daemon *dd,
 			     const struct dg_vol_info *in, char **given,
-			     int ng, unsigned d)
+			     int ng)
 {
+	const char *left = NULL;
+	unsigned missing = 0;
+
 	if (ng != (int)in->ndev)
 		return NULL;
-	for (unsigned o = 0; o < in->ndev; o++) {
-		const char *p = dg_vol_dev_path(dd->vol, o);
+	for (unsigned o = 0; o < in->ndev; o++)
+		missing += !dg_vol_dev_path(dd->vol, o);
+	/* One slot missing: the one path of the list that no device was
+	 * opened by is its, whatever the list's order. With more, which
+	 * path was which slot's cannot be told from the list. */
+	if (missing != 1)
+		return NULL;
+	for (int i = 0; i < ng; i++) {
+		bool opened = false;
 
-		if (p && !strcmp(p, given[d]))
-			return NULL;
+		for (unsigned o = 0; o < in->ndev; o++) {
+			const char *p = dg_vol_dev_path(dd->vol, o);
+
+			if (p && !strcmp(p, given[i]))
+				opened = true;
+		}
+		if (!opened) {
+			if (left)
+				return NULL;
+			left = given[i];
+		}
 	}
-	return strdup(given[d]);
+	return left ? strdup(left) : NULL;
 }
 
 /*
@@ -851,8 +870,7 @@ static void slots_init(struct dg_daemon *dd, const struct dg_vol_info *in)
 			dd->slot_path[d] = strdup(given[i]);
 		}
 		if (!dd->slot_path[d])
-			dd->slot_path[d] = last_known_path(dd, in, given,
-							   ng, d);
+			dd->slot_path[d] = last_known_path(dd, in, given, ng);
 		dg_event_init(&e, dd->slot_state[d][0] == 's'
 					  ? DG_EV_DEVICE_STALE
 					  : DG_EV_DEVICE_MISSING);
