@@ -98,6 +98,11 @@ void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
  */
 #define DG_KNOWN_LOSSES 4096u
 
+static unsigned loss_bit(unsigned dev, uint64_t row)
+{
+	return (unsigned)(((row * 0x9e3779b97f4a7c15ull) ^ dev) >> 52) & 4095u;
+}
+
 static int loss_find(struct dg_vol *vol, unsigned dev, uint64_t row)
 {
 	for (unsigned i = 0; i < vol->nlosses; i++)
@@ -142,9 +147,12 @@ void dg_fault_note_loss(struct dg_vol *vol, unsigned dev, uint64_t row,
 			}
 		}
 		if (vol->nlosses < vol->caplosses) {
+			unsigned b = loss_bit(dev, row);
+
 			vol->losses[vol->nlosses++] =
 				(struct dg_known_loss){ dev, row, csum };
-			atomic_store(&vol->any_losses, true);
+			atomic_fetch_or(&vol->loss_filter[b / 64],
+					1ull << (b % 64));
 		}
 	}
 	pthread_mutex_unlock(&vol->fault_lock);
@@ -169,13 +177,17 @@ void dg_fault_loss_forget(struct dg_vol *vol, unsigned dev, uint64_t row)
 	i = loss_find(vol, dev, row);
 	if (i >= 0)
 		vol->losses[i] = vol->losses[--vol->nlosses];
-	atomic_store(&vol->any_losses, vol->nlosses != 0);
 	pthread_mutex_unlock(&vol->fault_lock);
 }
 
 void dg_fault_loss_verified(struct dg_vol *vol, unsigned dev, uint64_t row)
 {
-	if (atomic_load_explicit(&vol->any_losses, memory_order_relaxed))
+	unsigned b = loss_bit(dev, row);
+
+	/* Every verified page passes here: the lock and the list only for
+	 * a page that may be known lost. */
+	if (atomic_load_explicit(&vol->loss_filter[b / 64],
+				 memory_order_relaxed) & (1ull << (b % 64)))
 		dg_fault_loss_forget(vol, dev, row);
 }
 
@@ -183,7 +195,8 @@ void dg_vol_fault_forget(struct dg_vol *vol)
 {
 	pthread_mutex_lock(&vol->fault_lock);
 	vol->nlosses = 0;
-	atomic_store(&vol->any_losses, false);
+	for (unsigned i = 0; i < 64; i++)
+		atomic_store(&vol->loss_filter[i], 0);
 	pthread_mutex_unlock(&vol->fault_lock);
 }
 

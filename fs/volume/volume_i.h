@@ -158,8 +158,10 @@ struct dg_vol {
 		uint64_t row, csum;
 	} *losses;
 	unsigned nlosses, caplosses;
-	/* nlosses != 0, for the read path to look without the lock */
-	atomic_bool any_losses;
+	/* A filter of the (dev, row) ever known lost since the last
+	 * forget-all, for the read path to look without the lock: a clear
+	 * bit means not known (dg_fault_loss_verified()). */
+	_Atomic uint64_t loss_filter[64];
 };
 
 /* The lock of a row (row locks hash rows onto DG_ROW_LOCKS locks). */
