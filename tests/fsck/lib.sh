@@ -27,21 +27,35 @@ devlist() {
 	echo "${DEVS[*]}"
 }
 
+# started: start the daemon on IMG/mnt in the foreground and wait for the
+# mount; DAEMON_PID is its pid. On failure (the daemon exits, or 30 s
+# without a mount) nothing is left running.
+started() {
+	local mnt="$IMG/mnt" t
+	mkdir -p "$mnt"
+	"$DAEMON" "$(devlist)" "$mnt" -f >>"$IMG/daemon.log" 2>&1 &
+	DAEMON_PID=$!
+	for ((t = 0; t < 1500; t++)); do
+		mountpoint -q "$mnt" && return 0
+		kill -0 "$DAEMON_PID" 2>/dev/null || {
+			cat "$IMG/daemon.log" >&2
+			return 1
+		}
+		sleep 0.02
+	done
+	echo "mount timed out" >&2
+	kill -KILL "$DAEMON_PID"
+	wait "$DAEMON_PID" || true
+	fusermount3 -u -z "$mnt" 2>/dev/null || true
+	return 1
+}
+
 # mounted CMD...: mount the volume on IMG/mnt, run CMD there (cwd is
 # the mount point), unmount and wait for the daemon to let go.
 mounted() {
-	local mnt="$IMG/mnt" pid t
-	mkdir -p "$mnt"
-	"$DAEMON" "$(devlist)" "$mnt" -f >>"$IMG/daemon.log" 2>&1 &
-	pid=$!
-	for ((t = 0; t < 1500; t++)); do
-		mountpoint -q "$mnt" && break
-		kill -0 "$pid" 2>/dev/null || { cat "$IMG/daemon.log" >&2; return 1; }
-		sleep 0.02
-	done
-	mountpoint -q "$mnt" || { echo "mount timed out" >&2; return 1; }
-	(cd "$mnt" && "$@") || { unmounted "$mnt" "$pid"; return 1; }
-	unmounted "$mnt" "$pid"
+	started || return 1
+	(cd "$IMG/mnt" && "$@") || { unmounted "$IMG/mnt" "$DAEMON_PID"; return 1; }
+	unmounted "$IMG/mnt" "$DAEMON_PID"
 }
 
 # unmounted MNT PID: unmount (a few tries while something still has the
@@ -70,25 +84,11 @@ unmounted() {
 # CMD instead of unmounted: what CMD wrote without a sync stays in the
 # journal, committed and not yet replayed.
 crashed() {
-	local mnt="$IMG/mnt" pid t
-	mkdir -p "$mnt"
-	"$DAEMON" "$(devlist)" "$mnt" -f >>"$IMG/daemon.log" 2>&1 &
-	pid=$!
-	for ((t = 0; t < 1500; t++)); do
-		mountpoint -q "$mnt" && break
-		kill -0 "$pid" 2>/dev/null || { cat "$IMG/daemon.log" >&2; return 1; }
-		sleep 0.02
-	done
-	if ! mountpoint -q "$mnt"; then
-		echo "mount timed out" >&2
-		kill -KILL "$pid"
-		wait "$pid" || true
-		return 1
-	fi
-	(cd "$mnt" && "$@") || true
-	kill -KILL "$pid"
-	wait "$pid" || true
-	fusermount3 -u -z "$mnt" 2>/dev/null || true
+	started || return 1
+	(cd "$IMG/mnt" && "$@") || true
+	kill -KILL "$DAEMON_PID"
+	wait "$DAEMON_PID" || true
+	fusermount3 -u -z "$IMG/mnt" 2>/dev/null || true
 }
 
 # overwrite FILE N SEED: N bytes of pattern SEED over the start of FILE,
