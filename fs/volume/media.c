@@ -328,21 +328,28 @@ int dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
 				     : 0;
 }
 
-int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
+/* Zeros over [off, off + len), as the observer (tests) sees them. */
+static void observe_zeros(struct dg_dev *d, uint64_t off, size_t len)
 {
 	static const uint8_t zeros[4096];
+
+	if (!d->obs)
+		return;
+	for (size_t done = 0; done < len; done += sizeof(zeros)) {
+		size_t n = len - done < sizeof(zeros) ? len - done
+						      : sizeof(zeros);
+
+		d->obs->write(d->obs->arg, d->path, off + done, zeros, n);
+	}
+}
+
+int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
+{
 	int ret = dg_dev_refused(d);
 
 	if (ret)
 		return ret;
-	if (d->obs) {
-		for (size_t done = 0; done < len; done += sizeof(zeros)) {
-			size_t n = len - done < sizeof(zeros) ?
-					   len - done : sizeof(zeros);
-			d->obs->write(d->obs->arg, d->path, off + done,
-					zeros, n);
-		}
-	}
+	observe_zeros(d, off, len);
 	d->memset_fn(d->base + off, 0, len, PMEM2_F_MEM_NOFLUSH);
 	count(&d->tally.stored, len);
 	return mirrored(d, off, len) ? dg_dev_zero(d->mirror, off, len) : 0;
@@ -359,7 +366,6 @@ int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
  */
 int dg_dev_punch(struct dg_dev *d, uint64_t off, size_t len)
 {
-	static const uint8_t zeros[4096];
 	struct stat st;
 	int ret = dg_dev_refused(d);
 
@@ -367,14 +373,7 @@ int dg_dev_punch(struct dg_dev *d, uint64_t off, size_t len)
 		return ret;
 	if (d->fd < 0 || fstat(d->fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return -EOPNOTSUPP;
-	if (d->obs) {
-		for (size_t done = 0; done < len; done += sizeof(zeros)) {
-			size_t n = len - done < sizeof(zeros) ?
-					   len - done : sizeof(zeros);
-			d->obs->write(d->obs->arg, d->path, off + done,
-				      zeros, n);
-		}
-	}
+	observe_zeros(d, off, len);
 	if (fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		      (off_t)off, (off_t)len) < 0)
 		return errno == ENOSYS ? -EOPNOTSUPP : -errno;
