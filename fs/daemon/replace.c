@@ -226,6 +226,10 @@ int dg_replace_init(struct dg_daemon *dd)
 void dg_replace_stop(struct dg_daemon *dd)
 {
 	dg_job_stop(&dd->replace.job);
+	/* Its thread is joined, and so is the control thread (dg_ctl_stop()):
+	 * nothing reads the device list any more. */
+	free(dd->replace.devs_now);
+	dd->replace.devs_now = NULL;
 }
 
 bool dg_replace_running(struct dg_daemon *dd)
