@@ -130,9 +130,15 @@ bool fix_declined(const struct fsck_ctx *c, int dev, int64_t page)
 bool ask_finding(struct fsck_ctx *c, const struct finding *f,
 			const char *action)
 {
+	return ask_finding_as(c, f, (enum dg_chk_kind)f->code, action);
+}
+
+bool ask_finding_as(struct fsck_ctx *c, const struct finding *f,
+		    enum dg_chk_kind kind, const char *action)
+{
 	struct dg_chk_event ev;
 
-	dg_chk_event_init(&ev, (enum dg_chk_kind)f->code, f->structure);
+	dg_chk_event_init(&ev, kind, f->structure);
 	ev.dev = f->dev;
 	ev.page = f->page;
 	ev.vpn = f->vpn;

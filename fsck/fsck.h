@@ -121,6 +121,9 @@ bool replace_slot(const struct fsck_ctx *c, const char *path,
  * fixable finding from first on, true when all were agreed to (ask.c). */
 bool ask_finding(struct fsck_ctx *c, const struct finding *f,
 		 const char *action);
+/* ... as a finding of another kind (a repair its own question asks). */
+bool ask_finding_as(struct fsck_ctx *c, const struct finding *f,
+		    enum dg_chk_kind kind, const char *action);
 bool ask_findings(struct fsck_ctx *c, size_t first);
 /* Without repairs: a journal that needs recovery replayed into a
  * copy-on-write view, which the checks then see (replay_check.c). */

@@ -28,18 +28,8 @@ static bool lost_page(const struct finding *f)
 
 static bool ask_give_up(struct fsck_ctx *c, const struct finding *f)
 {
-	struct dg_chk_event ev;
-
-	dg_chk_event_init(&ev, DG_CHK_PAGE_GIVEN_UP, f->structure);
-	ev.dev = f->dev;
-	ev.page = f->page;
-	ev.vpn = f->vpn;
-	ev.ino = f->ino;
-	ev.fixable = true;
-	snprintf(ev.detail, sizeof(ev.detail), "%s", f->detail);
-	snprintf(ev.action, sizeof(ev.action), "give the page up (its file "
-		 "reads EIO there)");
-	return fix_problem(c, &ev);
+	return ask_finding_as(c, f, DG_CHK_PAGE_GIVEN_UP,
+			      "give the page up (its file reads EIO there)");
 }
 
 /* The row's other findings that the give-up resolved: its parity pages,
