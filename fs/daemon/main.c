@@ -42,6 +42,11 @@ static const char usage[] =
 	"                      stderr in the foreground, else a file named at\n"
 	"                      mount in /run/daxguard)\n"
 	"    timeout=SECONDS   entry and attribute cache timeout (1.0)\n"
+	"    allow_dev         (root) device nodes on the volume open: the mount\n"
+	"                      is not nodev; the same as -o dev, which mount(8)\n"
+	"                      does not pass on to its helpers\n"
+	"    allow_suid        (root) set-ID bits and file capabilities take\n"
+	"                      effect: the mount is not nosuid; as -o suid\n"
 	"    writeback         kernel writeback cache: faster small writes, but\n"
 	"                      a write() is durable only at fsync (default off:\n"
 	"                      every write() is on the media, redundant, on return)\n";
@@ -56,6 +61,8 @@ struct dg_opts {
 	int show_help;
 	int show_version;
 	int allow_other;
+	int allow_dev;
+	int allow_suid;
 };
 
 enum { KEY_ALLOW_OTHER = 1 };
@@ -67,6 +74,8 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	DG_OPT("writeback", writeback),
 	DG_OPT("degraded", degraded),
 	DG_OPT("ro", ro),
+	DG_OPT("allow_dev", allow_dev),
+	DG_OPT("allow_suid", allow_suid),
 	DG_OPT("-h", show_help),
 	DG_OPT("--help", show_help),
 	DG_OPT("-V", show_version),
@@ -631,6 +640,16 @@ int main(int argc, char *argv[])
 		goto out_args;
 	}
 	ret = EXIT_USAGE;
+	/* mount(8) keeps dev and suid for itself (they are its defaults)
+	 * and hands neither to mount.fuse3, so a root mount through mount(8)
+	 * or fstab could never have them: these names get through. An
+	 * unprivileged mount goes through fusermount3, which makes every
+	 * mount nodev,nosuid: refused here rather than ignored there. */
+	if ((o.allow_dev || o.allow_suid) && geteuid() != 0) {
+		fprintf(stderr, "daxguard: %s needs root\n",
+			o.allow_dev ? "allow_dev" : "allow_suid");
+		goto out_args;
+	}
 	if (fuse_parse_cmdline(&args, &fo) != 0)
 		goto out_args;
 	if (!o.devs || !fo.mountpoint) {
@@ -641,6 +660,11 @@ int main(int argc, char *argv[])
 	}
 	if (o.timeout < 0) {
 		fprintf(stderr, "daxguard: timeout must not be negative\n");
+		goto out_args;
+	}
+	if ((o.allow_dev && fuse_opt_add_arg(&args, "-odev")) ||
+	    (o.allow_suid && fuse_opt_add_arg(&args, "-osuid"))) {
+		ret = 1;
 		goto out_args;
 	}
 	ret = 1;

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """POSIX corners from issue 32 item 13 and SEEK_DATA/SEEK_HOLE (item 11):
 holes found by lseek, set-ID bits dropped by an unprivileged O_DIRECT
-write, -o dev,suid honoured for root, and a second mount of a volume
+write, -o dev,suid (and allow_dev,allow_suid through mount.fuse3) honoured
+for root, and a second mount of a volume
 refused with the bind mount named as the answer."""
 import errno
 import os
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DAEMON, is_mounted
+from conftest import DAEMON, FSCK, is_mounted
 from dgfault import system_user
 
 PAGE = 4096
@@ -127,6 +129,57 @@ def test_dev_suid_for_root(vol):
     assert st.f_flag & os.ST_NODEV and st.f_flag & os.ST_NOSUID
     with pytest.raises(PermissionError):
         open(vol.mnt / "null", "wb")
+
+
+def test_allow_dev_suid_through_the_mount_helper(vol):
+    """mount(8) keeps dev and suid for itself and hands mount.fuse3
+    neither (util-linux 2.38), so an fstab line or `mount -t
+    fuse.daxguard -o dev,suid` cannot give them. allow_dev and
+    allow_suid are daxguard's names, which mount(8) passes on: run
+    through mount.fuse3 as mount(8) runs it, they take effect. (mount(8)
+    gives helpers a fixed PATH, so the helper is called directly with
+    the build directory on the PATH, as in test_toolbox.)"""
+    helper = shutil.which("mount.fuse3") or "/sbin/mount.fuse3"
+    if not os.path.exists(helper):
+        pytest.skip("mount.fuse3 missing")
+    env = dict(os.environ, PATH=f"{DAEMON.parent}:{os.environ['PATH']}")
+    src = ":".join(map(str, vol.devs))
+    try:
+        subprocess.run([helper, src, str(vol.mnt), "-t", "fuse.daxguard",
+                        "-o", "rw,allow_dev,allow_suid"], env=env,
+                       check=True, timeout=60)
+        st = os.statvfs(vol.mnt)
+        assert not st.f_flag & (os.ST_NODEV | os.ST_NOSUID)
+        os.mknod(vol.mnt / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        with open(vol.mnt / "null", "wb") as f:
+            f.write(b"to /dev/null")
+    finally:
+        subprocess.run(["fusermount3", "-u", "-z", str(vol.mnt)],
+                       capture_output=True)
+        # The daemon ran in the background: wait until it let go of the
+        # images before the next mount or the cleanup.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            p = subprocess.run([str(FSCK), "-n", src], capture_output=True,
+                               text=True)
+            if "in use" not in p.stderr and "mounted" not in p.stderr:
+                break
+            time.sleep(0.1)
+
+
+def test_allow_suid_refused_without_root(vol):
+    """An unprivileged mount is nodev,nosuid whatever it asks
+    (fusermount3 adds both): asking is refused with a message, exit 2,
+    before any device is opened."""
+    with system_user("dg-nosuid") as pw:
+        p = subprocess.run(["setpriv", f"--reuid={pw.pw_uid}",
+                            f"--regid={pw.pw_gid}", "--clear-groups",
+                            str(DAEMON), "-o", "allow_suid", vol.devlist,
+                            str(vol.mnt), "-f"],
+                           capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert "allow_suid needs root" in p.stderr
+    assert not is_mounted(vol.mnt)
 
 
 def test_second_mount_names_bind_mount(vol, tmp_path):
