@@ -98,11 +98,6 @@ static void dev_counts(struct dg_daemon *dd, unsigned d,
 	pthread_mutex_unlock(&dd->dmg_lock);
 }
 
-static const char *slot_path(struct dg_daemon *dd, unsigned d)
-{
-	return dd->slot_path[d] ? dd->slot_path[d] : "-";
-}
-
 static struct json_object *device_table_json(struct dg_daemon *dd,
 					     const struct dg_vol_info *in)
 {
@@ -111,10 +106,12 @@ static struct json_object *device_table_json(struct dg_daemon *dd,
 	for (unsigned d = 0; d < in->ndev; d++) {
 		struct json_object *x = json_object_new_object();
 		struct dg_dev_counts c;
+		char path[PATH_MAX];
 
 		dev_counts(dd, d, &c);
 		json_add_u64(x, "index", d);
-		json_add_bytes(x, "path", slot_path(dd, d));
+		json_add_bytes(x, "path", dg_replace_slot_path(dd, d, path,
+								  sizeof(path)));
 		json_add_str(x, "state", dg_replace_slot_state(dd, d));
 		json_add_u64(x, "read_errors", c.read_errors);
 		json_add_u64(x, "checksum_errors", c.csum_errors);
@@ -136,13 +133,16 @@ static void device_table(struct dg_daemon *dd, struct dg_out *o,
 		"READ", "CKSUM", "REPAIRED", "UNRECOV", "PATH");
 	for (unsigned d = 0; d < in->ndev; d++) {
 		struct dg_dev_counts c;
+		char path[PATH_MAX];
 
 		dev_counts(dd, d, &c);
 		dg_outf(o, "%5u  %-9s %8" PRIu64 " %8" PRIu64 " %8" PRIu64
 			" %8" PRIu64 "  %s\n", d, dg_replace_slot_state(dd, d),
 			c.read_errors, c.csum_errors, c.repaired,
 			c.unrecoverable,
-			ctl_escape(esc, sizeof(esc), slot_path(dd, d)));
+			ctl_escape(esc, sizeof(esc),
+				   dg_replace_slot_path(dd, d, path,
+							sizeof(path))));
 	}
 }
 

@@ -163,9 +163,12 @@ void dg_replace_cmd(struct dg_daemon *dd, const char *args, bool json,
 		    struct dg_out *o);
 void dg_replace_stop(struct dg_daemon *dd);
 bool dg_replace_running(struct dg_daemon *dd);
-/* Device d's state and path for the device table: "replacing" while it
- * is, and the new path once it took the slot. */
+/* Device d's state for the device table: "replacing" while it is. */
 const char *dg_replace_slot_state(struct dg_daemon *dd, unsigned d);
+/* Slot d's path ("-" if none) copied into buf, safe against a replace
+ * that finishes meanwhile. */
+const char *dg_replace_slot_path(struct dg_daemon *dd, unsigned d, char *buf,
+				 size_t len);
 /* device_list.c: list with device dev's path (as the slots say) made
  * new_path (malloc'd; NULL when out of memory); the list naming the
  * devices now (malloc'd). */
@@ -253,7 +256,9 @@ struct dg_daemon {
 	uint64_t fault_base[DG_FAULT_NR];
 	struct dg_dev_counts dev_base[DG_MAX_DEVS];
 	/* Per device index, at mount: its path (or what was given for a
-	 * slot left out) and state. */
+	 * slot left out) and state; a finishing replace changes its slot's
+	 * under replace.job.lock, so others read them through
+	 * dg_replace_slot_path() and dg_replace_slot_state(). */
 	char *slot_path[DG_MAX_DEVS];
 	const char *slot_state[DG_MAX_DEVS];	/* online, missing, stale */
 	struct dg_events events;

@@ -240,12 +240,27 @@ bool dg_replace_running(struct dg_daemon *dd)
 const char *dg_replace_slot_state(struct dg_daemon *dd, unsigned d)
 {
 	struct dg_replace_d *r = &dd->replace;
-	bool repl;
+	const char *state;
 
 	pthread_mutex_lock(&r->job.lock);
-	repl = r->job.running && r->rec.dev == d;
+	state = r->job.running && r->rec.dev == d ? "replacing"
+						  : dd->slot_state[d];
 	pthread_mutex_unlock(&r->job.lock);
-	return repl ? "replacing" : dd->slot_state[d];
+	return state;
+}
+
+/* Slot d's path, as status shows it, copied into buf under the lock a
+ * finishing replace holds while it gives the slot its new path (the old
+ * string is freed then). */
+const char *dg_replace_slot_path(struct dg_daemon *dd, unsigned d, char *buf,
+				 size_t len)
+{
+	struct dg_replace_d *r = &dd->replace;
+
+	pthread_mutex_lock(&r->job.lock);
+	snprintf(buf, len, "%s", dd->slot_path[d] ? dd->slot_path[d] : "-");
+	pthread_mutex_unlock(&r->job.lock);
+	return buf;
 }
 
 /* ---- status ----------------------------------------------------------- */
