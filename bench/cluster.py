@@ -107,11 +107,7 @@ class DaxguardNode:
         if self.proc is not None:
             subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)],
                            capture_output=True)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            gluster.wait_or_kill(self.proc)
             self.proc = None
         if self.logf:
             self.logf.close()

@@ -68,12 +68,18 @@ class Glusterd:
         if self.proc is None:
             return
         self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        wait_or_kill(self.proc)
         self.proc = None
+
+
+def wait_or_kill(proc, timeout=30):
+    """Wait for a process asked to stop (a signal, an unmount); kill it
+    if it has not gone in `timeout` seconds."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def is_mounted(mnt):

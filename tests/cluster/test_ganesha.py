@@ -36,6 +36,7 @@ sys.path.insert(0, str(HERE))
 
 from conftest import DAEMON, MKFS, Volume  # noqa: E402
 from dgfault import fsck  # noqa: E402
+import gluster  # noqa: E402
 import libnfs  # noqa: E402
 
 FSAL_VFS = "/usr/lib/*/ganesha/libfsalvfs.so"
@@ -134,11 +135,7 @@ class Ganesha:
         if self.proc is None:
             return
         self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        gluster.wait_or_kill(self.proc)
         self.proc = None
 
 
