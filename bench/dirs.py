@@ -27,8 +27,8 @@ per phase and unlink/create per system (the issue's check: unlink within
 facts) and DIR/results.md.
 
 Limit: daxguard's inode table has at most DG_MAX_ICHUNKS (470) chunks of
-1,024 inodes whatever the volume size (fs/volume/format.h), so a volume
-holds at most 481,279 files besides the root; --n above what statfs
+1,024 inodes whatever the volume size (fs/volume/include/format.h), so a
+volume holds at most 481,279 files besides the root; --n above what statfs
 reports free exits 2 with that figure (1,000,000 files need a format
 change). 1,000,000 names in one directory fit (hard links, for example):
 the limit is the inode count, not the directory.

@@ -59,8 +59,8 @@
 #define COMMIT_LINE_SIZE     64u
 #define COMMIT_MAX_DEVS	     16u
 /* Largest file offset a request may name: the filesystem's largest file
- * size (DG_MAX_FILE_SIZE in fs/volume/format.h; the daemon checks that
- * they agree). */
+ * size (DG_MAX_FILE_SIZE in fs/volume/include/format.h; the daemon checks
+ * that they agree). */
 #define COMMIT_FILE_MAX	     (UINT64_C(1) << 52)
 #define COMMIT_XATTR	     "user.daxguard.commit"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* check.h -- the volume layer's checks, for fsck.daxguard and the rebuild:
  * what a finding is, and the checks of superblocks, journal and
- * redundancy (the filesystem layer's are in fsys/fscheck.h) */
+ * redundancy (the filesystem layer's are in fsys/include/fscheck.h) */
 #ifndef DG_CHECK_H
 #define DG_CHECK_H
 
