@@ -654,7 +654,8 @@ class Base:
         self.lock = threading.Lock()
         self.ops = []
         self.build_secs = 0
-        self.alloc_pages = []  # per device: {page: "bitmap" | "cmap"}
+        self._alloc_pages = None  # see alloc_pages
+        self._locate_lock = threading.Lock()
 
     @property
     def devs(self):
@@ -708,7 +709,6 @@ class Base:
                                 changed_pages(old, new)}
                                for old, new in zip(s, final)])
         self.data = {f: bytes(d) for f, d in self.model.files.items()}
-        self.alloc_pages = self._locate_alloc()
         # The control: a trial without a fault, read through a fresh
         # mount (no page cache), must give the model, fsck nothing.
         r = run_trial(self, "none", 0, self.work)
@@ -717,6 +717,15 @@ class Base:
                                  + report(r))
         self.build_secs = time.time() - t
         return self
+
+    @property
+    def alloc_pages(self):
+        """Per device: {page: "bitmap" | "cmap"}, found once, when a
+        trial of an allocation-state kind first asks."""
+        with self._locate_lock:
+            if self._alloc_pages is None:
+                self._alloc_pages = self._locate_alloc()
+            return self._alloc_pages
 
     def _locate_alloc(self, tries=24):
         """Where the bitmap pages (those written) and every copy of the
