@@ -96,6 +96,8 @@ struct cfg {
 	unsigned nupd;		/* updates recorded */
 	unsigned stride;	/* check every stride-th crash point */
 	uint64_t seed;
+	bool alloc;		/* some vpns allocated before recording, so
+				 * the bitmap has bits to get wrong */
 };
 
 struct run {
@@ -220,6 +222,25 @@ static struct dg_vol *open_images(char **paths, unsigned n, char *err,
 	return *retp ? NULL : vol;
 }
 
+/* A few runs of vpns allocated (nothing written to them), far from the
+ * region and spread over the volume: the compound campaign checks that
+ * every open loads the bitmap as recorded (issue 34). */
+static int alloc_some(struct dg_vol *vol)
+{
+	struct dg_txn *t = dg_txn_new(vol);
+	uint64_t nv = vol->vpns, s, got;
+	const uint64_t hint[3][2] = { { BASE_VPN + 4 * SPAN, 20 },
+				      { nv / 2, 50 }, { nv - 300, 10 } };
+	int ret = t ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; i < 3 && !ret; i++)
+		ret = dg_alloc(t, hint[i][0], hint[i][1], &s, &got);
+	if (!ret)
+		ret = dg_txn_commit(t);
+	dg_txn_free(t);
+	return ret;
+}
+
 /* Apply entries of whole pages past the checked region until the
  * journal head is less than room_to_end bytes from the end of the log
  * or, with wrap, until it has wrapped. */
@@ -322,6 +343,11 @@ static bool record_run(struct run *ru, const struct cfg *c)
 	ru->span = SPAN;
 	if (info.vpns < BASE_VPN + 2 * SPAN) {
 		fprintf(stderr, "%s: volume too small\n", c->tag);
+		dg_vol_close(vol);
+		return false;
+	}
+	if (c->alloc && (ret = alloc_some(vol))) {
+		fprintf(stderr, "%s: allocate: %s\n", c->tag, strerror(-ret));
 		dg_vol_close(vol);
 		return false;
 	}
@@ -1289,6 +1315,7 @@ static void compound_run(const struct cfg *c0, unsigned stride)
 	double t0 = now();
 
 	c.seed = env_uint("COMPOUND_SEED", (unsigned)c.seed);
+	c.alloc = true;
 	stride = env_uint("COMPOUND_STRIDE", stride);
 	if (!stride)
 		stride = 1;
@@ -1458,11 +1485,11 @@ static void recover_run(const struct cfg *c, unsigned nstates,
 
 /* 4 devices, single parity; 64-page chunks (the smallest the inode
  * table allows) so the region spans every data column of its rows. */
-static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11 };
+static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11, false };
 /* 5 devices, double parity: sampled, every 3rd crash point. */
-static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22 };
+static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22, false };
 /* One device, no parity: both journal copies share it. */
-static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33 };
+static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33, false };
 
 static void test_crash_p1(void)
 {
