@@ -22,7 +22,10 @@ writes put into the images from the outside, not with daxguard-inject
 (tests/e2e/firmware.py); the table counts kind x target x outcome per
 parity. --trials is the total, spread evenly over the (parity, kind)
 pairs. A failing trial prints the command that reproduces it
-(--repro TRIAL_SEED, with --keep DIR for the faulted images).
+(--repro TRIAL_SEED, with --keep DIR for the faulted images). The kinds
+alloc-lost, alloc-zero, alloc-misdirect and garbage (issue 34) hit the
+allocation bitmap, the init map (both slots) and all-zero pages (rows
+never written): docs/integrity.md, "Faults in the allocation state".
 
 compound (issue 29): a crash plus one fault within parity. Runs the
 crash recorder's compound campaign (tests/crash/test_crash.c,
@@ -32,7 +35,11 @@ point and policy, one workload per seed, seeds 1, 2, ... until --states
 states were checked. The table counts fault kind x target x outcome per
 parity: exact (every page right), eio (the faulted page given up, the
 rest right) and failed (a refused open, wrong or old bytes, EIO on
-another page). A failure prints the environment that reproduces it.
+another page). The targets bitmap, cmap and free (issue 34) put one
+state in eight on the allocation bitmap, the init map or never-written
+pages; every open must then load the bitmap as recorded, and the map
+must cover every page in use. A failure prints the environment that
+reproduces it.
 """
 import argparse
 import json
@@ -275,10 +282,12 @@ def cmd_campaign(a):
 
 # lostwrite: the kinds per parity that the test suite runs too
 # (tests/e2e/test_lost_writes.py); zero2 under parity 1 is beyond parity.
+# The allocation-state kinds (issue 34) run under both.
 LW_KINDS = {1: ["lost", "older", "stale", "window", "zero", "misdirect",
-                "misdirect-old", "lost2", "zero2"],
+                "misdirect-old", "lost2", "zero2"] + list(firmware.ALLOC_KINDS),
             2: ["lost", "older", "stale", "window", "zero", "zero2",
-                "misdirect", "misdirect-old", "lost2", "lost3"]}
+                "misdirect", "misdirect-old", "lost2", "lost3"]
+            + list(firmware.ALLOC_KINDS)}
 
 
 def lostwrite_table(results, out=sys.stdout):
@@ -490,7 +499,11 @@ def write_compound(out, rows, fails, conf):
               "(the page as the recording began) or a misdirected write "
               "(another page of the device over it), on a data page of the "
               "updated region, the parity of its rows or the checksum page "
-              "copies that cover them; then the open (which replays the "
+              "copies that cover them, or (one state in eight) on a page "
+              "of the allocation bitmap, a copy of the init map or a "
+              "never-written page (bitmap, cmap, free: the bitmap must "
+              "load as recorded, the map cover every page in use, a "
+              "never-written page read zeros); then the open (which replays the "
               "journal) and every page read back, twice. exact: every page "
               "right; eio: the faulted page given up (docs/integrity.md, "
               "\"Replay under faults\"), every other page right; failed: a "

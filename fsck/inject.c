@@ -30,8 +30,8 @@ static const char help_text[] =
 	"  -k, --fault KIND     bitflip scribble zero lost-write misdirect\n"
 	"                       device-loss stale-device logical\n"
 	"  -t, --target WHAT    data directory inode extent allocation checksum\n"
-	"                       parity superblock journal xattr any (default\n"
-	"                       any)\n"
+	"                       parity superblock journal xattr bitmap cmap\n"
+	"                       free any (default any)\n"
 	"  -F, --file PATH      damage this file of the volume (with data)\n"
 	"  -c, --count N        faults to inject, 1 to 1000 (default 1)\n"
 	"  -s, --seed S         seed of the random choices (default: the time)\n"
@@ -46,7 +46,11 @@ static const char help_text[] =
 	"logical (unmounted volume; checksums stay valid): WHAT is inode,\n"
 	"directory, allocation, extent or xattr; --seed picks the sub-kind,\n"
 	"--file the file. DEV... as separate arguments or one list separated\n"
-	"by ',' or ':'. Numbers take the suffixes K, M, G, T. Exit status: 0\n"
+	"by ',' or ':'. bitmap: an allocation bitmap page; cmap: a copy of a\n"
+	"checksum-page init map page (lost-write: both slots of one device\n"
+	"miss the map's next update); free: a page of a vpn nothing uses that\n"
+	"was never written (garbage there must stay invisible).\n"
+	"Numbers take the suffixes K, M, G, T. Exit status: 0\n"
 	"done, 1 failed, 2 bad usage.\n";
 
 static uint64_t rng_state;
@@ -71,14 +75,18 @@ static const char *const kinds[] = { "bitflip", "scribble", "zero",
 				     "lost-write", "misdirect",
 				     "device-loss", "stale-device", "logical",
 				     NULL };
-/* T_XATTR comes after T_JOURNAL: "any" picks among the targets up to
- * T_JOURNAL, so a seed hits what it hit before xattr pages were one. */
+/* T_XATTR and after come after T_JOURNAL: "any" picks among the
+ * targets up to T_JOURNAL, so a seed hits what it hit before they were
+ * targets. T_BITMAP: allocation bitmap pages only (T_ALLOC has the root
+ * too); T_CMAP: an init map page copy; T_FREE: a never-written page of
+ * a vpn nothing uses (issue 34: rows the allocation state calls empty). */
 enum target { T_DATA, T_DIR, T_INODE, T_EXTENT, T_ALLOC, T_CSUM, T_PARITY,
-	      T_SUPER, T_JOURNAL, T_XATTR, T_ANY };
+	      T_SUPER, T_JOURNAL, T_XATTR, T_BITMAP, T_CMAP, T_FREE, T_ANY };
 static const char *const targets[] = { "data", "directory", "inode",
 				       "extent", "allocation", "checksum",
 				       "parity", "superblock", "journal",
-				       "xattr", "any", NULL };
+				       "xattr", "bitmap", "cmap", "free",
+				       "any", NULL };
 
 static int lookup(const char *const *tab, const char *s)
 {
@@ -125,6 +133,8 @@ struct inj {
 	uint64_t len;
 	int device;
 	bool same_row;		/* later faults hit the first one's row */
+	bool lost;		/* a lost write: a free target is a data page
+				 * (a write goes to it through the engine) */
 	char *devpath[DG_MAX_DEVS];	/* malloc'd; NULL: device absent */
 };
 
@@ -203,6 +213,10 @@ static bool class_fits(enum target t, uint8_t c)
 		return c == DG_PC_XATTR;
 	case T_ALLOC:
 		return c == DG_PC_ROOT || c == DG_PC_BITMAP;
+	case T_BITMAP:
+		return c == DG_PC_BITMAP;
+	case T_FREE:
+		return c == DG_PC_FREE;
 	default:
 		return c != DG_PC_FREE;
 	}
@@ -218,7 +232,10 @@ static bool vpn_fits(struct inj *s, enum target t, bool need_nonzero,
 	if (s->file_ino && s->owner[v] != s->file_ino)
 		return false;
 	l = dg_vpn_loc(s->vol, v);
-	if (!s->devpath[l.dev] || !page_written(s, l.dev, l.row) ||
+	/* A free target is a page never written: its checksum says so (or
+	 * its rows' index was never initialised), whatever the media holds. */
+	if (!s->devpath[l.dev] ||
+	    page_written(s, l.dev, l.row) != (t != T_FREE) ||
 	    taken(s, l.dev, dg_row_page(s->vol, l.row)))
 		return false;
 	if (s->device >= 0 && l.dev != (unsigned)s->device)
@@ -372,6 +389,49 @@ static int pick1(struct inj *s, enum target t, bool need_nonzero,
 		o->lim = DG_PAGE_SIZE;
 		o->what = "superblock";
 		return s->devpath[o->dev] ? 0 : -ENOENT;
+	case T_CMAP:
+		if (!s->info.cmap_pages)
+			return -ENOENT;
+		for (int tries = 0; tries < 64; tries++) {
+			unsigned slot = (unsigned)rndn(2);
+
+			o->dev = s->device >= 0 ? (unsigned)s->device
+						: (unsigned)rndn(s->info.ndev);
+			o->page = s->info.cmap_start +
+				  slot * s->info.cmap_pages +
+				  rndn(s->info.cmap_pages);
+			if (o->dev >= s->info.ndev || !s->devpath[o->dev] ||
+			    taken(s, o->dev, o->page) ||
+			    (need_nonzero && page_zero(s, o->dev, o->page)))
+				continue;
+			o->lim = DG_PAGE_SIZE;
+			o->what = "cmap";
+			return 0;
+		}
+		return -ENOENT;
+	case T_FREE:
+		if (pick_vpn(s, T_FREE, need_nonzero, o))
+			return -ENOENT;
+		/* Half the time the row's parity page instead, where it was
+		 * never written either: garbage there must not leak into the
+		 * parity of the row's first write. */
+		if (s->info.parity && !s->lost && rndn(2)) {
+			unsigned pd = dg_row_parity_dev(
+				s->vol, (uint64_t)o->row,
+				(unsigned)rndn(s->info.parity));
+
+			if (s->devpath[pd] &&
+			    !page_written(s, pd, (uint64_t)o->row) &&
+			    !taken(s, pd, o->page) &&
+			    (s->device < 0 || pd == (unsigned)s->device) &&
+			    (!need_nonzero || !page_zero(s, pd, o->page))) {
+				o->dev = pd;
+				o->vpn = -1;
+				o->ino = 0;
+				o->what = "free-parity";
+			}
+		}
+		return 0;
 	case T_JOURNAL: {
 		bool newest = false;
 		unsigned c = (unsigned)rndn(dg_jrnl_ncopies(s->vol));
@@ -584,6 +644,47 @@ static void reopen(struct inj *s, unsigned flags)
 		s->fs = NULL;
 }
 
+/*
+ * The init map's next update lost on both slots of t->dev: both copies
+ * of the map page as they stand, then a write through the engine to a
+ * vpn nothing uses in rows whose index was never initialised (that sets
+ * a bit of this map page and rewrites it on every device), then both
+ * copies on t->dev put back: a device whose map is behind the others'.
+ */
+static void lost_map_write(struct inj *s, struct tgt *t)
+{
+	static uint8_t old[2][DG_PAGE_SIZE];
+	uint64_t p = (t->page - s->info.cmap_start) % s->info.cmap_pages;
+	uint64_t nv = s->info.vpns, start = rndn(nv), v = nv, pg[2];
+
+	for (unsigned sl = 0; sl < 2; sl++) {
+		pg[sl] = s->info.cmap_start + sl * s->info.cmap_pages + p;
+		rd(s, t->dev, pg[sl] * DG_PAGE_SIZE, old[sl], DG_PAGE_SIZE);
+	}
+	for (uint64_t i = 0; i < nv; i++) {
+		uint64_t c = (start + i) % nv;
+		struct dg_loc l = dg_vpn_loc(s->vol, c);
+
+		if (s->cls[c] != DG_PC_FREE ||
+		    l.row / DG_CSUMS_PER_PAGE / DG_CMAP_BITS != p ||
+		    dg_vol_next_used_row(s->vol, l.row, l.row + 1) == l.row)
+			continue;
+		v = c;
+		break;
+	}
+	if (v == nv)
+		die("every checksum index of init map page %llu is set: no "
+		    "map write to lose", (unsigned long long)p);
+	reopen(s, 0);
+	engine_bounce(s, v, NULL, NULL);
+	reopen(s, DG_OPEN_RDONLY);
+	for (unsigned sl = 0; sl < 2; sl++) {
+		t->page = pg[sl];
+		wr(s, t->dev, pg[sl] * DG_PAGE_SIZE, old[sl], DG_PAGE_SIZE);
+		note(s, t, pg[sl] * DG_PAGE_SIZE, DG_PAGE_SIZE, "lost-write");
+	}
+}
+
 static void do_lost_write(struct inj *s, enum target what, struct tgt *t)
 {
 	static uint8_t snap[DG_PAGE_SIZE];
@@ -613,6 +714,10 @@ static void do_lost_write(struct inj *s, enum target what, struct tgt *t)
 		reopen(s, DG_OPEN_RDONLY);
 		wr(s, t->dev, t->page * DG_PAGE_SIZE, snap, t->lim);
 		note(s, t, t->page * DG_PAGE_SIZE, t->lim, "lost-write");
+		return;
+	}
+	if (what == T_CMAP) {
+		lost_map_write(s, t);
 		return;
 	}
 	/* The vpn whose write changes the target page. */
@@ -1023,6 +1128,7 @@ int main(int argc, char **argv)
 	if (file && target != T_DATA && target != T_ANY && kind != K_LOGICAL)
 		usage_error("--file goes with --target data");
 	rng_state = seed;
+	s.lost = kind == K_LOST;
 	dg_log_set_level(DG_LOG_ERR);
 	if (kind == K_LOGICAL)
 		return do_logical(&s, (enum target)target, tname, file, seed,
@@ -1061,7 +1167,10 @@ int main(int argc, char **argv)
 	}
 	for (uint64_t i = 0; i < count; i++) {
 		struct tgt t;
-		bool nonzero = kind == K_ZERO || kind == K_MISDIRECT;
+		/* A never-written page is zeros: misdirecting onto it is a
+		 * fault, zeroing it only where garbage is there already. */
+		bool nonzero = kind == K_ZERO ||
+			       (kind == K_MISDIRECT && target != T_FREE);
 
 		if (pick(&s, (enum target)target, nonzero, &t))
 			die("no %s page to damage on this volume%s", tname,

@@ -101,16 +101,52 @@ static int take_page(struct dg_vol *vol, uint64_t p, const uint8_t *img,
 static bool maybe_written(struct dg_vol *vol, uint64_t p, uint64_t *idx,
 			  bool *set)
 {
+	struct dg_loc l;
 	uint64_t i;
 
 	if (!vol->redundancy)
 		return true;
-	i = dg_vpn_loc(vol, vol->bitmap_vpn + p).row / DG_CSUMS_PER_PAGE;
+	l = dg_vpn_loc(vol, vol->bitmap_vpn + p);
+	i = l.row / DG_CSUMS_PER_PAGE;
 	if (i != *idx) {
 		*idx = i;
-		*set = dg_cmap_test(vol, i);
+		/* A bit lost from the map (beyond parity) must not make a
+		 * written bitmap page read as all free: its checksum page
+		 * says whether it was ever written (dg_cmap_recover()). */
+		*set = dg_cmap_test(vol, i) || dg_cmap_recover(vol, l.dev, i);
 	}
 	return *set;
+}
+
+/*
+ * Every index with a page in use must be set in the map: the passes
+ * skip the rows of a clear one (docs/design.md, "What the passes
+ * visit"), so a bit lost from every copy of the map would leave live
+ * pages never verified, rebuilt or replaced. Such an index whose
+ * checksum pages verify gets its bit back (dg_cmap_recover()); one
+ * whose pages do not was never written (pages allocated, none written
+ * yet), and reads as zeros. The vpns of a chunk lie on consecutive rows
+ * of one device, so each step passes the rest of an index within a
+ * chunk: O(chunks in use), no media read unless an index is clear. At
+ * the open, before anything else uses the map: read without its lock.
+ */
+static void map_covers_used(struct dg_vol *vol)
+{
+	uint64_t cp = vol->sb.chunk_pages, end = vol->vpns, v;
+
+	if (!vol->redundancy || !vol->cmap)
+		return;
+	for (v = dg_bm_next_used(vol, 0, end); v < end;
+	     v = dg_bm_next_used(vol, v, end)) {
+		struct dg_loc l = dg_vpn_loc(vol, v);
+		uint64_t i = l.row / DG_CSUMS_PER_PAGE;
+		uint64_t cend = (v / cp + 1) * cp;
+		uint64_t iend = v + (i + 1) * DG_CSUMS_PER_PAGE - l.row;
+
+		if (!(vol->cmap[i / 8] & (1u << (i % 8))))
+			dg_cmap_recover(vol, l.dev, i);
+		v = cend < iend ? cend : iend;
+	}
 }
 
 int dg_bm_load(struct dg_vol *vol)
@@ -148,6 +184,8 @@ int dg_bm_load(struct dg_vol *vol)
 	free(buf);
 	vol->free_vpns = vol->vpns - used;
 	vol->zone_free = vol->zone_vpns - zused;
+	if (!ret)
+		map_covers_used(vol);
 	return ret;
 }
 

@@ -527,6 +527,62 @@ uint64_t dg_cmap_next_row(struct dg_vol *vol, uint64_t row, uint64_t end)
 }
 
 /*
+ * Index is clear in the map, but was it only lost from it? Every copy of
+ * the map page gone back on every device (beyond parity: the map is on
+ * all of them), or a crash between an initialisation's checksum pages
+ * and its bit. Skipping the index's rows would then leave pages in use
+ * never verified, rebuilt or read at the open (docs/integrity.md,
+ * "Faults in the allocation state"). The evidence: a copy of the
+ * owner's checksum page of index that verifies (its seal names this
+ * volume, owner and index). Then the bit is set again, in core, and on
+ * every device when writable; true. Pages after a cut-short
+ * initialisation hold no entry (an entry is set only after the bit), so
+ * setting it then changes nothing read.
+ */
+bool dg_cmap_recover(struct dg_vol *vol, unsigned owner, uint64_t index)
+{
+	uint8_t *img;
+	bool found;
+
+	if (!vol->cmap || index >= vol->sb.csum_pages ||
+	    dg_cmap_test(vol, index))
+		return false;
+	img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!img)
+		return false;
+	pthread_mutex_lock(&vol->cmap_init_lock);
+	{
+		pthread_mutex_t *lock = cpage_lock(vol, owner, index);
+		struct dg_cpage_view v;
+
+		pthread_mutex_lock(lock);
+		found = dg_cpage_examine(vol, owner, index, img, &v,
+					 DG_CPX_QUIET) == 1;
+		pthread_mutex_unlock(lock);
+	}
+	free(img);
+	if (found) {
+		uint64_t p = index / DG_CMAP_BITS;
+
+		pthread_mutex_lock(&vol->cmap_lock);
+		vol->cmap[index / 8] |= 1u << (index % 8);
+		pthread_mutex_unlock(&vol->cmap_lock);
+		dg_vol_log(vol, DG_LOG_ERR, "checksum init map: index %" PRIu64
+			   " is clear on every copy, but its checksum pages "
+			   "were written: taken as set", index);
+		dg_fault_note(vol, DG_FAULT_DETECTED, owner,
+			      vol->sb.cmap_start + p, DG_WHAT_CMAP,
+			      "an index in use is clear");
+		if (!vol->read_only && !cmap_write(vol, p, true, NULL))
+			dg_fault_note(vol, DG_FAULT_REPAIRED, owner,
+				      vol->sb.cmap_start + p, DG_WHAT_CMAP,
+				      "bit set again");
+	}
+	pthread_mutex_unlock(&vol->cmap_init_lock);
+	return found;
+}
+
+/*
  * Write the checksum pages of index on every device (empty, or the
  * newest copy where one verifies), then set the index in the map. Only
  * then may an entry of those pages be set: a set bit always means the

@@ -781,6 +781,8 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->generation = vol->sb.generation;
 	info->csum_pages = vol->sb.csum_pages;
 	info->jrnl_pages = vol->sb.jrnl_pages;
+	info->cmap_start = vol->redundancy ? vol->sb.cmap_start : 0;
+	info->cmap_pages = vol->redundancy ? vol->sb.cmap_pages : 0;
 	pthread_mutex_lock(&vol->alloc_lock);
 	/* zone_vpns == meta_vpns without a zone: report none */
 	info->zone_vpns = vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE

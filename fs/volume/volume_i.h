@@ -251,6 +251,9 @@ void dg_cmap_free(struct dg_vol *vol);
  * 0 or the first failure. */
 int dg_cmap_store(struct dg_vol *vol, uint32_t devs);
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
+/* Index is clear, but owner's checksum page of it verifies: the bit
+ * was lost from the map; set it again (written when writable): true. */
+bool dg_cmap_recover(struct dg_vol *vol, unsigned owner, uint64_t index);
 /* The first index in [index, end) whose bit is set, else end: a scan of
  * the map in core, 8 clear indexes per byte. */
 uint64_t dg_cmap_next_set(struct dg_vol *vol, uint64_t index, uint64_t end);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bmap.h"
 #include "volume_i.h"
 #include "harness.h"
 #include "recorder.h"
@@ -95,6 +96,8 @@ struct cfg {
 	unsigned nupd;		/* updates recorded */
 	unsigned stride;	/* check every stride-th crash point */
 	uint64_t seed;
+	bool alloc;		/* some vpns allocated before recording, so
+				 * the bitmap has bits to get wrong */
 };
 
 struct run {
@@ -219,6 +222,25 @@ static struct dg_vol *open_images(char **paths, unsigned n, char *err,
 	return *retp ? NULL : vol;
 }
 
+/* A few runs of vpns allocated (nothing written to them), far from the
+ * region and spread over the volume: the compound campaign checks that
+ * every open loads the bitmap as recorded (issue 34). */
+static int alloc_some(struct dg_vol *vol)
+{
+	struct dg_txn *t = dg_txn_new(vol);
+	uint64_t nv = vol->vpns, s, got;
+	const uint64_t hint[3][2] = { { BASE_VPN + 4 * SPAN, 20 },
+				      { nv / 2, 50 }, { nv - 300, 10 } };
+	int ret = t ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; i < 3 && !ret; i++)
+		ret = dg_alloc(t, hint[i][0], hint[i][1], &s, &got);
+	if (!ret)
+		ret = dg_txn_commit(t);
+	dg_txn_free(t);
+	return ret;
+}
+
 /* Apply entries of whole pages past the checked region until the
  * journal head is less than room_to_end bytes from the end of the log
  * or, with wrap, until it has wrapped. */
@@ -321,6 +343,11 @@ static bool record_run(struct run *ru, const struct cfg *c)
 	ru->span = SPAN;
 	if (info.vpns < BASE_VPN + 2 * SPAN) {
 		fprintf(stderr, "%s: volume too small\n", c->tag);
+		dg_vol_close(vol);
+		return false;
+	}
+	if (c->alloc && (ret = alloc_some(vol))) {
+		fprintf(stderr, "%s: allocate: %s\n", c->tag, strerror(-ret));
 		dg_vol_close(vol);
 		return false;
 	}
@@ -431,7 +458,7 @@ static struct expect expect_at(const struct run *ru, uint64_t k)
 
 /* Compound faults (below): what a fault is, and where. */
 enum { FK_FLIP, FK_ZERO, FK_LOST, FK_MISDIRECT, FK_NR };
-enum { TG_DATA, TG_PARITY, TG_CSUM, TG_NR };
+enum { TG_DATA, TG_PARITY, TG_CSUM, TG_BITMAP, TG_CMAP, TG_FREE, TG_NR };
 /* How a compound state ended: every page exact; the faulted page
  * given up (EIO), the rest exact; against the rules. */
 enum { CO_EXACT, CO_EIO, CO_FAILED, CO_NR };
@@ -801,7 +828,12 @@ static void report(const char *tag, const char *what, uint64_t points,
  * as it was when the recording began: an older content of it) or a
  * misdirected write (another such page of the same device written over
  * it). The pages: the data pages of the updated region, the parity of
- * their rows, and the checksum page copies that cover them. The open
+ * their rows, and the checksum page copies that cover them; and (one
+ * state in eight, issue 34) the allocation bitmap's pages, every copy
+ * of the init map and never-written pages far from the region, the
+ * parity of their rows among them (compound_alloc_targets()), after
+ * which the bitmap must load exactly as recorded and the map cover
+ * every page in use (compound_alloc_ok()). The open
  * must never be refused; every page of the region must read back as
  * the updates before the crash left it (the one in flight all or
  * nothing, never old bytes), except the faulted page, which may read
@@ -814,7 +846,8 @@ static void report(const char *tag, const char *what, uint64_t points,
  */
 static const char *const fk_names[FK_NR] = { "flip", "zero", "lost",
 					     "misdirect" };
-static const char *const tg_names[TG_NR] = { "data", "parity", "csum" };
+static const char *const tg_names[TG_NR] = { "data", "parity", "csum",
+					     "bitmap", "cmap", "free" };
 
 struct ctarget {
 	unsigned dev, kind;
@@ -825,11 +858,16 @@ struct ctarget {
 
 /* Pages compound faults go to; hot[u * n + i]: target i is a data or
  * parity page of a row update u changes (a fault there meets the replay
- * of u when the crash comes while u is in flight). */
+ * of u when the crash comes while u is in flight). bm: the allocation
+ * bitmap as the recording left it (the updates allocate nothing), which
+ * every open must load exactly, whatever page of it or of the init map
+ * a fault hit (issue 34: a page wrongly skipped reads as all free). */
 struct ctargets {
 	struct ctarget *t;
 	unsigned n, cap;
 	bool *hot;
+	uint8_t *bm;
+	uint64_t bm_len, free_vpns;
 };
 
 static void ct_add(struct ctargets *c, unsigned dev, uint64_t page,
@@ -845,6 +883,61 @@ static void ct_add(struct ctargets *c, unsigned dev, uint64_t page,
 			abort();
 	}
 	c->t[c->n++] = (struct ctarget){ dev, kind, page, vpn, row };
+}
+
+static bool never_written(struct dg_vol *vol, unsigned dev, uint64_t row)
+{
+	uint64_t cs;
+
+	return dg_csum_get(vol, dev, row, &cs) == 0 && cs == DG_CSUM_NONE;
+}
+
+/*
+ * Issue 34: the allocation state and rows it calls empty. The bitmap's
+ * pages; every copy of the init map (each device, both slots);
+ * and a few never-written vpns far past what the run writes, with the
+ * parity of their rows where never written either: garbage put there
+ * must stay unread (a read gives zeros; compound_alloc_ok()).
+ */
+static void compound_alloc_targets(struct dg_vol *vol, struct ctargets *c)
+{
+	uint64_t nv = vol->vpns;
+
+	/* Written or not: a page never written must stay all free. */
+	for (uint64_t p = 0; p < vol->bitmap_pages && p < 64; p++) {
+		struct dg_loc l = dg_vpn_loc(vol, vol->bitmap_vpn + p);
+
+		ct_add(c, l.dev, dg_row_page(vol, l.row), TG_BITMAP,
+		       UINT64_MAX, UINT64_MAX);
+	}
+	for (unsigned d = 0; d < vol->ndev; d++)
+		for (uint64_t p = 0; p < 2ull * vol->sb.cmap_pages; p++)
+			ct_add(c, d, vol->sb.cmap_start + p, TG_CMAP,
+			       UINT64_MAX, UINT64_MAX);
+	for (unsigned j = 1; j <= 8; j++) {
+		uint64_t v = nv - 1 - (nv - BASE_VPN - 4 * SPAN) * (j - 1) / 8;
+		struct dg_loc l = dg_vpn_loc(vol, v);
+		uint64_t page = dg_row_page(vol, l.row);
+
+		if (v < BASE_VPN + 4 * SPAN || dg_vpn_allocated(vol, v) ||
+		    !never_written(vol, l.dev, l.row))
+			continue;
+		/* vpn: read back as zeros, whatever the media holds */
+		ct_add(c, l.dev, page, TG_FREE, v, UINT64_MAX);
+		for (unsigned k = 0; k < vol->parity; k++) {
+			unsigned pd = dg_row_parity_dev(vol, l.row, k);
+
+			if (never_written(vol, pd, l.row))
+				ct_add(c, pd, page, TG_FREE, UINT64_MAX,
+				       UINT64_MAX);
+		}
+	}
+	c->bm_len = vol->bitmap_pages * DG_PAGE_SIZE;
+	c->bm = malloc(c->bm_len);
+	if (!c->bm)
+		abort();
+	dg_bm_bytes(vol, 0, (uint32_t)c->bm_len, c->bm);
+	c->free_vpns = vol->free_vpns;
 }
 
 /* The targets of the recorded volume (opened read-only, closed clean). */
@@ -877,6 +970,7 @@ static bool compound_targets(struct run *ru, struct ctargets *c)
 			       UINT64_MAX);
 		}
 	}
+	compound_alloc_targets(vol, c);
 	c->hot = calloc((size_t)ru->cfg->nupd * c->n, sizeof(bool));
 	if (!c->hot)
 		abort();
@@ -905,8 +999,24 @@ static const struct ctarget *pick_target(const struct ctargets *c,
 {
 	const bool *hot = e->inflight ? c->hot + (size_t)e->done * c->n
 				      : NULL;
-	unsigned nhot = 0, i;
+	unsigned nhot = 0, nk[TG_NR] = { 0 }, i;
 
+	/* One in eight: the allocation state or a never-written page, a
+	 * kind of them drawn first (few pages among many, and the bitmap
+	 * fewer than the rest: drawn apart to be hit at all). */
+	for (i = 0; i < c->n; i++)
+		nk[c->t[i].kind]++;
+	if (nk[TG_BITMAP] + nk[TG_CMAP] + nk[TG_FREE] &&
+	    trand(rs) % 8 == 0) {
+		unsigned g;
+
+		do
+			g = TG_BITMAP + (unsigned)(trand(rs) % 3);
+		while (!nk[g]);
+		for (unsigned x = (unsigned)(trand(rs) % nk[g]), j = 0;; j++)
+			if (c->t[j].kind == g && !x--)
+				return &c->t[j];
+	}
 	for (i = 0; hot && i < c->n; i++)
 		nhot += hot[i];
 	if (!nhot || trand(rs) % 4 == 0)
@@ -984,6 +1094,76 @@ static void compound_fault(struct sweep *sw, const struct ctargets *c,
 	page_io(paths, f->at->dev, f->at->page, cur, true);
 }
 
+static const struct ctargets *compound_tg;	/* of the run being swept */
+
+/*
+ * The allocation state after an open (issue 34), whatever fault the
+ * state holds: the bitmap exactly as recorded (a bitmap page skipped or
+ * taken from a bad copy would differ), the init map set for every index
+ * with a page of the region that reads non-zero and for the bitmap's
+ * rows (else the passes would skip live pages), and every never-written
+ * page among the targets reading zeros, garbage or not.
+ */
+static bool compound_alloc_ok(struct sweep *sw, struct dg_vol *vol,
+			      const uint8_t *buf, const bool *eio,
+			      uint64_t k, unsigned pol, const char *what)
+{
+	const struct ctargets *c = compound_tg;
+	static const uint8_t zero[DG_PAGE_SIZE];
+	uint8_t *bm, pg[DG_PAGE_SIZE];
+	bool ok = true;
+
+	if (!c || !c->bm)
+		return true;
+	bm = malloc(c->bm_len);
+	if (!bm)
+		abort();
+	dg_bm_bytes(vol, 0, (uint32_t)c->bm_len, bm);
+	if (memcmp(bm, c->bm, c->bm_len) || vol->free_vpns != c->free_vpns) {
+		fail(sw, k, pol, "%s open: allocation bitmap not as recorded "
+		     "(%" PRIu64 " free, recorded %" PRIu64 ")", what,
+		     vol->free_vpns, c->free_vpns);
+		ok = false;
+	}
+	free(bm);
+	for (uint64_t i = 0; ok && i < sw->ru->span; i++) {
+		struct dg_loc l = dg_vpn_loc(vol, BASE_VPN + i);
+
+		if (eio[i] || !memcmp(buf + i * DG_PAGE_SIZE, zero,
+				      DG_PAGE_SIZE) ||
+		    dg_cmap_test(vol, l.row / DG_CSUMS_PER_PAGE))
+			continue;
+		fail(sw, k, pol, "%s open: vpn %" PRIu64 " holds data but "
+		     "the init map has its rows' index clear", what,
+		     BASE_VPN + i);
+		ok = false;
+	}
+	for (uint64_t p = 0; ok && p < vol->bitmap_pages; p++) {
+		struct dg_loc l = dg_vpn_loc(vol, vol->bitmap_vpn + p);
+
+		if (c->bm_len && !dg_cmap_test(vol, l.row / DG_CSUMS_PER_PAGE)
+		    && memcmp(c->bm + p * DG_PAGE_SIZE, zero, DG_PAGE_SIZE)) {
+			fail(sw, k, pol, "%s open: bitmap page %" PRIu64
+			     " is in use but its index is clear", what, p);
+			ok = false;
+		}
+	}
+	for (unsigned t = 0; ok && t < c->n; t++) {
+		int ret;
+
+		if (c->t[t].kind != TG_FREE || c->t[t].vpn == UINT64_MAX)
+			continue;
+		ret = dg_read(vol, c->t[t].vpn, 1, pg);
+		if (ret || memcmp(pg, zero, DG_PAGE_SIZE)) {
+			fail(sw, k, pol, "%s open: never-written vpn %" PRIu64
+			     " reads %s", what, c->t[t].vpn,
+			     ret ? strerror(-ret) : "other than zeros");
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 /*
  * Open the images (the open recovers), read the region page by page
  * into buf, eio[i] set where page i read EIO; false (reported) when the
@@ -1012,6 +1192,10 @@ static bool compound_read(struct sweep *sw, char **paths, uint8_t *buf,
 			dg_vol_close(vol);
 			return false;
 		}
+	}
+	if (!compound_alloc_ok(sw, vol, buf, eio, k, pol, what)) {
+		dg_vol_close(vol);
+		return false;
 	}
 	dg_vol_close(vol);
 	return true;
@@ -1074,8 +1258,6 @@ static unsigned compound_check(struct sweep *sw, const struct expect *e,
 	return any ? CO_EIO : CO_EXACT;
 }
 
-static const struct ctargets *compound_tg;	/* of the run being swept */
-
 static unsigned env_uint(const char *var, unsigned dflt)
 {
 	const char *v = getenv(var);
@@ -1133,6 +1315,7 @@ static void compound_run(const struct cfg *c0, unsigned stride)
 	double t0 = now();
 
 	c.seed = env_uint("COMPOUND_SEED", (unsigned)c.seed);
+	c.alloc = true;
 	stride = env_uint("COMPOUND_STRIDE", stride);
 	if (!stride)
 		stride = 1;
@@ -1141,6 +1324,7 @@ static void compound_run(const struct cfg *c0, unsigned stride)
 		run_free(&ru);
 		free(tg.t);
 		free(tg.hot);
+		free(tg.bm);
 		return;
 	}
 	compound_tg = &tg;
@@ -1172,6 +1356,7 @@ static void compound_run(const struct cfg *c0, unsigned stride)
 	compound_tg = NULL;
 	free(tg.t);
 	free(tg.hot);
+	free(tg.bm);
 	run_free(&ru);
 }
 
@@ -1300,11 +1485,11 @@ static void recover_run(const struct cfg *c, unsigned nstates,
 
 /* 4 devices, single parity; 64-page chunks (the smallest the inode
  * table allows) so the region spans every data column of its rows. */
-static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11 };
+static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11, false };
 /* 5 devices, double parity: sampled, every 3rd crash point. */
-static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22 };
+static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22, false };
 /* One device, no parity: both journal copies share it. */
-static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33 };
+static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33, false };
 
 static void test_crash_p1(void)
 {

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from conftest import BUILD, CTL, Volume, run
-from dgfault import fsck, make_tree
+from dgfault import fsck, inject, make_tree
 
 PAGE = 4096
 CHILD = BUILD / "tests" / "e2e" / "commit_child"
@@ -62,7 +62,15 @@ KINDS = {
     "lost2": 2,           # "lost" on two devices
     "zero2": 2,           # "zero" on two devices
     "lost3": 3,           # "lost" on three devices
+    # Issue 34: the allocation state (bitmap pages, both slots of the
+    # init map) and rows it calls empty. The one layout fact they need,
+    # where those pages lie, daxguard-inject tells (Base.alloc_pages).
+    "alloc-lost": 1,      # its changed bitmap/map pages back to a snapshot
+    "alloc-zero": 1,      # some of its bitmap/map pages zeroed
+    "alloc-misdirect": 1,  # another page written over a bitmap/map page
+    "garbage": 1,         # random bytes in pages that are all zeros
 }
+ALLOC_KINDS = ("alloc-lost", "alloc-zero", "alloc-misdirect", "garbage")
 
 # Daemon or fsck output that means it crashed rather than answered.
 CRASH_LOG = re.compile(r"AddressSanitizer|UndefinedBehaviorSanitizer|"
@@ -646,6 +654,8 @@ class Base:
         self.lock = threading.Lock()
         self.ops = []
         self.build_secs = 0
+        self._alloc_pages = None  # see alloc_pages
+        self._locate_lock = threading.Lock()
 
     @property
     def devs(self):
@@ -708,6 +718,38 @@ class Base:
         self.build_secs = time.time() - t
         return self
 
+    @property
+    def alloc_pages(self):
+        """Per device: {page: "bitmap" | "cmap"}, found once, when a
+        trial of an allocation-state kind first asks."""
+        with self._locate_lock:
+            if self._alloc_pages is None:
+                self._alloc_pages = self._locate_alloc()
+            return self._alloc_pages
+
+    def _locate_alloc(self, tries=24):
+        """Where the bitmap pages (those written) and every copy of the
+        init map lie, as daxguard-inject picks them (on a scratch copy:
+        a bitflip per pick, seeds 1 .. tries)."""
+        out = [dict() for _ in range(self.ndev)]
+        d = self.work / f"locate-{self.tag}"
+        d.mkdir(parents=True, exist_ok=True)
+        v = Volume(d, ndev=self.ndev, size=self.size, parity=self.parity,
+                   tag=f"{self.tag}-loc")
+        try:
+            for s, t in zip(self.devs, v.devs):
+                copy_image(s, t)
+            for target in ("bitmap", "cmap"):
+                for seed in range(1, tries + 1):
+                    rep, _ = inject(v.devs, "bitflip", target, seed=seed,
+                                    check=False)
+                    for c in (rep or {}).get("changes", []):
+                        out[c["device"]][c["page"]] = target
+        finally:
+            v.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+        return out
+
     def changed(self, snap, dev):
         return sorted(self.snaps[snap][dev])
 
@@ -744,6 +786,7 @@ class Fault:
         self.pool_sizes = []      # candidate pages per device, in order
         self.window = None        # "window": the snapshot it ends at
         self.scrub = False
+        self.label = None         # alloc kinds: what was hit
 
     @property
     def target(self):
@@ -755,6 +798,8 @@ class Fault:
             return "now"
         if not self.edits:
             return ""
+        if self.label:
+            return self.label
         t = f"snap{self.snap}" if self.snap is not None else ""
         if self.kind == "window":
             return f"{t}-{self.window if self.window else 'now'}"
@@ -783,6 +828,8 @@ class Fault:
             return base.final_page(dev, src[1])
         if src[0] == "snapof":
             return base.snaps[src[1]][dev][src[2]]
+        if src[0] == "bytes":
+            return src[1]
         raise ValueError(src)
 
     def apply(self, base, devs):
@@ -795,7 +842,9 @@ class Fault:
         for dev in self.devices:
             e = self.edits[dev]
             moves = [(n, s) for n, s in e if s[0] in ("final", "snapof")]
-            plain = [n for n, s in e if s[0] not in ("final", "snapof")]
+            plain = [n for n, s in e if s[0] not in ("final", "snapof",
+                                                     "bytes")]
+            junk = [n for n, s in e if s[0] == "bytes"]
             what = []
             if plain:
                 of = ""
@@ -806,6 +855,8 @@ class Fault:
                 if self.window:
                     src += f" (unchanged since snapshot {self.window})"
                 what.append(f"{len(plain)}{of} pages {src}: {ranges(plain)}")
+            if junk:
+                what.append(f"random bytes in zero pages {ranges(junk)}")
             for n, s in moves:
                 what.append(f"page {s[-1]} ({'now' if s[0] == 'final' else 'snapshot %d' % s[1]}) written at {n}")
             parts.append(f"dev {dev}: " + "; ".join(what))
@@ -836,6 +887,8 @@ def make_fault(base, kind, rng):
         return f
     if kind.startswith("zero") or kind.startswith("misdirect"):
         f.snap = None if kind != "misdirect-old" else snap
+    if kind in ALLOC_KINDS:
+        return make_alloc_fault(base, kind, rng, f)
     cands = [d for d in range(base.ndev) if base.snaps[snap][d]]
     devs = sorted(rng.sample(cands, min(ndevs, len(cands))))
     for dev in devs:
@@ -889,6 +942,65 @@ def make_fault(base, kind, rng):
             f.edits[dev] = e
         else:
             raise ValueError(kind)
+    f.scrub = rng.random() < 0.5
+    return f
+
+
+def make_alloc_fault(base, kind, rng, f):
+    """Issue 34: one device's allocation state (bitmap pages, the init
+    map's pages in both slots) lost, zeroed or overwritten, or garbage
+    in pages that hold only zeros (rows never written, mostly)."""
+    if kind == "garbage":
+        f.snap = None
+        dev = rng.randrange(base.ndev)
+        nz = set(base.nonzero[dev]) | superblock_pages(base.npages[dev])
+        pages = set()
+        while len(pages) < rng.randint(1, 8):
+            n = rng.randrange(base.npages[dev])
+            if n not in nz:
+                pages.add(n)
+        f.edits[dev] = [(n, ("bytes", rng.randbytes(PAGE)))
+                        for n in sorted(pages)]
+        f.label = "never-written"
+        f.scrub = rng.random() < 0.5
+        return f
+    # bitmap or map first (the map has pages on every device, the bitmap
+    # few), then a device that has such pages
+    classes = sorted({c for d in base.alloc_pages for c in d.values()})
+    if not classes:
+        return f                  # nothing located: an empty fault
+    cls = rng.choice(classes)
+    dev = rng.choice([d for d in range(base.ndev)
+                      if cls in base.alloc_pages[d].values()])
+    where = {n: c for n, c in base.alloc_pages[dev].items() if c == cls}
+    if kind == "alloc-lost":
+        # the snapshot whose pages differ most from now on this device
+        snaps = [s for s in range(len(base.snaps))
+                 if set(base.snaps[s][dev]) & set(where)]
+        if not snaps:
+            return f
+        f.snap = rng.choice(snaps)
+        pool = sorted(set(base.snaps[f.snap][dev]) & set(where))
+        f.edits[dev] = [(n, ("snap", f.snap)) for n in
+                        pick_subset(rng, pool)]
+    elif kind == "alloc-zero":
+        f.snap = None
+        f.edits[dev] = [(n, ("zero",)) for n in
+                        pick_subset(rng, sorted(where))]
+    else:
+        f.snap = None
+        e, k = [], rng.randint(1, 2)
+        for _ in range(100):
+            if len(e) == k:
+                break
+            n = rng.choice(sorted(where))
+            q = rng.choice(base.nonzero[dev])
+            if q != n and base.final_page(dev, q) != \
+                    base.final_page(dev, n):
+                e.append((n, ("final", q)))
+        f.edits[dev] = e
+    hit = {where[n] for n, _ in f.edits.get(dev, [])}
+    f.label = "+".join(sorted(hit))
     f.scrub = rng.random() < 0.5
     return f
 

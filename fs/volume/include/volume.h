@@ -81,6 +81,8 @@ struct dg_vol_info {
 	uint64_t generation;
 	uint64_t csum_pages;	/* per device, each of checksum and replica */
 	uint64_t jrnl_pages;
+	uint64_t cmap_start;	/* device page of init map slot 0's first */
+	uint32_t cmap_pages;	/* pages of one slot (slot 1 follows) */
 	uint64_t zone_vpns;	/* metadata zone: vpns [0, zone_vpns) */
 	uint64_t zone_free;	/* unallocated pages in the zone */
 	unsigned ditto_copies;	/* copies of each zone page beside it */
