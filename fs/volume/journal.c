@@ -993,6 +993,36 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
 	return 0;
 }
 
+/*
+ * Make [at, at + len) of the log durable on every copy, in one round:
+ * the copies are flushed apart and drained by one fence (media.h). A
+ * crash before the fence may keep any part of any copy; the entry
+ * counts only where some copy holds it whole, at the place and number
+ * the chain expects and with its checksum (find_entry()), so a crash
+ * that tears every copy leaves an entry that never happened -- and
+ * nothing of its update is in place yet (wait_written()). That is the
+ * state a crash before the first of the copies' persists left already.
+ */
+static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len)
+{
+	struct dg_journal *j = &vol->jrnl;
+	struct dg_flushset fs;
+	uint64_t area;
+	int ret;
+
+	dg_flushset_init(&fs);
+	for (unsigned c = 0; c < j->ncopies; c++) {
+		struct dg_dev *d = copy_dev(vol, c, &area);
+
+		if (d)
+			dg_flushset_add(&fs, (unsigned)(d - vol->devs),
+					area + j->log_off + at, len);
+	}
+	ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	dg_flushset_fini(&fs);
+	return ret;
+}
+
 /* Write entry e, numbered seq, at log offset at of every copy: the
  * header and descriptors from e, the bytes of range i from data[i] (a
  * wrap entry has no ranges: data may be NULL), with the zero padding the
@@ -1038,13 +1068,7 @@ static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
 		if (ret)
 			return ret; /* latched (media.h): as a torn entry */
 	}
-	for (unsigned c = 0; c < j->ncopies && !ret; c++) {
-		struct dg_dev *d = copy_dev(vol, c, &area);
-
-		if (d)
-			ret = dg_dev_persist(d, area + j->log_off + at, e->len);
-	}
-	return ret;
+	return persist_copies(vol, at, e->len);
 }
 
 static struct dg_jpending *pend_of(struct dg_journal *j, uint64_t seq)

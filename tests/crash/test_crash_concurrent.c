@@ -82,8 +82,16 @@ static int slow_persist(void *arg, const char *path, uint64_t off,
 	return o ? o->persist(o->arg, path, off, len) : 0;
 }
 
+static int slow_round(void *arg, const struct dg_obs_span *s, unsigned n)
+{
+	const struct dg_media_observer *o = crec_observer();
+
+	(void)arg;
+	return o ? o->persist_round(o->arg, s, n) : 0;
+}
+
 static const struct dg_media_observer slow = { slow_write, slow_persist,
-					       NULL };
+					       NULL, slow_round };
 
 /* Update i of thread t: page 2i whole, PART_LEN bytes of page 2i + 1. */
 static uint64_t vpn_of(unsigned t, unsigned i, unsigned which)
