@@ -8,6 +8,7 @@ not a target. The numbers are printed (pytest -s) for the table in the
 design document."""
 import os
 import random
+import threading
 
 import pytest
 
@@ -105,3 +106,59 @@ def test_sequential_1m(vol):
             assert ratios[0] >= 4 / (4 - v.parity)
     finally:
         os.close(fd)
+
+
+def random_writes(path, n, seed, start):
+    """n random 4 KiB overwrites of the 4 MiB file at path, once start
+    is set."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        rnd = random.Random(seed)
+        start.wait(30)
+        for _ in range(n):
+            os.pwrite(fd, os.urandom(4 * KIB),
+                      rnd.randrange(4 * MIB // (4 * KIB)) * 4 * KIB)
+    finally:
+        os.close(fd)
+
+
+def writers_cost(v, paths, n):
+    """Fences and ratios a write of len(paths) writers at once, n
+    random 4 KiB overwrites each, one file each."""
+    start = threading.Event()
+    threads = [threading.Thread(target=random_writes,
+                                args=(p, n, 31 + i, start))
+               for i, p in enumerate(paths)]
+    before = media(v)
+    for t in threads:
+        t.start()
+    start.set()
+    for t in threads:
+        t.join(120)
+        assert not t.is_alive(), "a writer did not finish in 120 s"
+    after = media(v)
+    d, ratios = costs(before, after, lambda d: d["writes"])
+    assert (d["writes"], d["bytes_written"]) == \
+        (n * len(paths), n * len(paths) * 4 * KIB), d
+    return d, ratios
+
+
+def test_random_4k_four_writers(vol):
+    """Group commit (docs/design.md, "Parallel commits"): four random
+    writers share the journal's rounds, so a write costs them no more
+    fences than it costs one writer alone."""
+    v, n = vol, 64
+    paths = [v.mnt / f"w{i}" for i in range(4)]
+    for p in paths:
+        with open(p, "wb") as f:
+            f.write(os.urandom(4 * MIB))
+            os.fsync(f.fileno())
+    d1, one = writers_cost(v, paths[:1], n)
+    report("4 KiB random overwrite, 1 writer", v.parity, d1, one, "write")
+    d4, four = writers_cost(v, paths, n)
+    report("4 KiB random overwrite, 4 writers", v.parity, d4, four,
+           "write")
+    check(one, RANDOM_4K[v.parity])
+    check(four, RANDOM_4K[v.parity])
+    assert four[1] <= one[1], \
+        f"4 writers: {four[1]:.2f} fences a write, 1 writer: {one[1]:.2f}"
