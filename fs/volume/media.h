@@ -88,7 +88,8 @@ struct dg_dev {
 	pmem2_memset_fn memset_fn;
 	pmem2_persist_fn persist_fn; /* fine-grained devices only */
 	/* Real pmem (pmem2's own persist): flush and drain apart, for
-	 * dg_dev_persist_lines(); NULL elsewhere. */
+	 * rounds (dg_flushset_persist()) and dg_dev_persist_lines(); NULL
+	 * elsewhere. */
 	pmem2_flush_fn flush_fn;
 	pmem2_drain_fn drain_fn;
 	/* persist_fn is a fence alone (tmpfs, scratch): ranges of a round
