@@ -635,11 +635,14 @@ int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 {
 	uint64_t lo[DG_MAX_DEVS], hi[DG_MAX_DEVS];
 	bool any[DG_MAX_DEVS] = { false };
-	struct rspan *s;
+	struct rspan small[32], *s = small;
 	unsigned n = 0, cap = 2 * (fs->n + ndev) + 1;
 	int ret = 0, r;
 
-	s = malloc(cap * sizeof(*s));
+	/* Room for each range and its mirror's part; an update's rounds
+	 * fit the stack. */
+	if (cap > sizeof(small) / sizeof(small[0]))
+		s = malloc(cap * sizeof(*s));
 	if (!s) {
 		/* Without room for the round: range by range, as before. */
 		for (unsigned i = 0; i < fs->n; i++)
@@ -677,7 +680,8 @@ int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 	if (s) {
 		r = round_drain(s, n);
 		ret = ret ? ret : r;
-		free(s);
+		if (s != small)
+			free(s);
 	}
 	/* A range the set could not record: persist every device whole. */
 	if (fs->oom)
