@@ -118,16 +118,25 @@ static pthread_mutex_t *cpage_lock(struct dg_vol *vol, unsigned owner,
 	return &vol->csum_locks[dg_cpage_lock_idx(dg_cpage_key(owner, index))];
 }
 
-/* Write bytes [from, to) and the generation and seal of img to copy c,
- * durably: each copy is durable before the next is touched, so no
- * crash tears two copies at once. 0, or the first failure: the next
- * copy is then not touched. */
-static int write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
-		      unsigned c, const void *img, uint32_t from, uint32_t to)
+/*
+ * Store bytes [from, to) and the generation and seal of img in copy c,
+ * and add the lines stored to fs, the round that makes them durable.
+ * Only those lines: every other line of the copy is durable already
+ * (each writer of a copy persists what it stores before it lets go:
+ * updates, repairs, the format), so flushing it would make nothing more
+ * durable. A crash before the round's fence leaves this copy sealed at
+ * the older generation (stale) or failing its seal (bad), as a crash
+ * inside a persist of the whole page would (docs/design.md, "What a
+ * write costs the media"). 0, or the store's failure (latched).
+ */
+static int store_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
+		      unsigned c, const void *img, uint32_t from, uint32_t to,
+		      struct dg_flushset *fs)
 {
 	const uint32_t tail = offsetof(struct dg_dcpage, gen);
 	uint64_t off;
 	struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+	unsigned dev = dg_cpage_copy_dev(vol, owner, c);
 	int ret = 0;
 
 	if (!d)
@@ -142,34 +151,83 @@ static int write_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 				   DG_PAGE_SIZE - tail);
 	if (ret)
 		return ret;
-	/* Only the lines stored: every other line of the copy is durable
-	 * already (each writer of a copy persists what it stores before
-	 * it lets go: this, repairs, the format), so flushing it would
-	 * make nothing more durable. The outcome is the same as a persist
-	 * of the page: a crash before it leaves this copy sealed at the
-	 * older generation (stale) or failing its seal (bad), and either
-	 * way the copies before it whole (docs/design.md, "What a write
-	 * costs the media"). */
-	{
-		struct dg_span r[2] = {
-			{ off + from, from < to ? to - from : 0 },
-			{ off + tail, DG_PAGE_SIZE - tail },
-		};
-
-		return from < to ? dg_dev_persist_lines(d, r, 2)
-				 : dg_dev_persist_lines(d, r + 1, 1);
-	}
+	if (from < to)
+		dg_flushset_add(fs, dev, off + from, to - from);
+	dg_flushset_add(fs, dev, off + tail, DG_PAGE_SIZE - tail);
+	return 0;
 }
 
-/* Every copy, in order, up to the first failure. */
-static int write_copies(struct dg_vol *vol, unsigned owner, uint64_t index,
-			const void *img, uint32_t from, uint32_t to)
+/* The first copy of (owner, index) on a present device: the one made
+ * durable alone, before the others are touched. ncopies if none. */
+static unsigned first_copy(struct dg_vol *vol, unsigned owner, uint64_t index)
 {
-	int ret = 0;
+	unsigned c;
+	uint64_t off;
 
-	for (unsigned c = 0; c < vol->sb.csum_copies && !ret; c++)
-		ret = write_copy(vol, owner, index, c, img, from, to);
-	return ret;
+	for (c = 0; c < vol->sb.csum_copies; c++)
+		if (copy_dev(vol, owner, index, c, &off))
+			break;
+	return c;
+}
+
+/* One checksum page being written: its new image and the bytes of it
+ * that changed. */
+struct cpw {
+	unsigned owner;
+	uint64_t index;
+	const void *img;
+	uint32_t from, to;
+};
+
+/*
+ * Write the n pages w to their copies in two rounds. First the first
+ * present copy of every page, in one round with the caller's stores fs
+ * (they may become durable in any order with those copies); then every
+ * other copy, in a second round. So no crash tears every copy of a
+ * page: until the first round's fence the other copies are untouched
+ * and whole (the older generation), from it on the first copy is whole
+ * at the new one and wins (dg_cpage_examine(), newest verified copy),
+ * whatever the crash left of the others (stale or bad: rewritten from
+ * it). The generation is the page's, not the copy's, so a copy written
+ * in the second round is never newer than the first. 0, or the first
+ * failure (the volume is latched, media.h: nothing more is stored).
+ */
+static int write_pages_copies(struct dg_vol *vol, const struct cpw *w,
+			      unsigned n, struct dg_flushset *fs)
+{
+	struct dg_flushset rest;
+	int ret = 0, r;
+
+	for (unsigned i = 0; i < n && !ret; i++) {
+		unsigned c = first_copy(vol, w[i].owner, w[i].index);
+
+		if (c < vol->sb.csum_copies)
+			ret = store_copy(vol, w[i].owner, w[i].index, c,
+					 w[i].img, w[i].from, w[i].to, fs);
+	}
+	r = dg_flushset_persist(vol->devs, vol->ndev, fs);
+	ret = ret ? ret : r;
+	if (ret)
+		return ret;
+	dg_flushset_init(&rest);
+	for (unsigned i = 0; i < n && !ret; i++) {
+		unsigned first = first_copy(vol, w[i].owner, w[i].index);
+
+		for (unsigned c = first + 1; c < vol->sb.csum_copies && !ret;
+		     c++)
+			ret = store_copy(vol, w[i].owner, w[i].index, c,
+					 w[i].img, w[i].from, w[i].to, &rest);
+	}
+	r = dg_flushset_persist(vol->devs, vol->ndev, &rest);
+	dg_flushset_fini(&rest);
+	return ret ? ret : r;
+}
+
+static int lock_idx_cmp(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 /* The repair primitive for checksum copies: copy c is proven stale or
@@ -347,7 +405,15 @@ static int cmap_write(struct dg_vol *vol, uint64_t p, bool all,
 	pthread_mutex_unlock(&vol->cmap_lock);
 	m->gen = dg_gen_next(vol);
 	dg_cmap_page_seal(vol, p, m);
-	for (unsigned slot = 0; slot < 2 && !ret; slot++)
+	/* A round a slot (media.h): slot 0 of every device, then slot 1.
+	 * A crash that tears slot 0 everywhere leaves slot 1 whole, and
+	 * the map is the union of the copies that verify (bits are only
+	 * set, and one that did not make it is set again). */
+	for (unsigned slot = 0; slot < 2 && !ret; slot++) {
+		struct dg_flushset fs;
+		int r;
+
+		dg_flushset_init(&fs);
 		for (unsigned d = 0; d < vol->ndev && !ret; d++) {
 			uint64_t off = cmap_off(vol, p, slot);
 
@@ -355,9 +421,12 @@ static int cmap_write(struct dg_vol *vol, uint64_t p, bool all,
 				continue;
 			ret = dg_dev_write(&vol->devs[d], off, m, DG_PAGE_SIZE);
 			if (!ret)
-				ret = dg_dev_persist(&vol->devs[d], off,
-						     DG_PAGE_SIZE);
+				dg_flushset_add(&fs, d, off, DG_PAGE_SIZE);
 		}
+		r = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+		dg_flushset_fini(&fs);
+		ret = ret ? ret : r;
+	}
 	free(m);
 	return ret;
 }
@@ -590,7 +659,11 @@ bool dg_cmap_recover(struct dg_vol *vol, unsigned owner, uint64_t index)
  */
 static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 {
-	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	uint8_t *img = aligned_alloc(DG_PAGE_SIZE,
+				     (size_t)vol->ndev * DG_PAGE_SIZE);
+	unsigned locks[DG_MAX_DEVS], nl = 0, nw = 0;
+	struct cpw w[DG_MAX_DEVS];
+	struct dg_flushset fs;
 	int ret = 0;
 
 	if (!img)
@@ -598,25 +671,39 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 	pthread_mutex_lock(&vol->cmap_init_lock);
 	if (dg_cmap_test(vol, index))
 		goto out;
+	/* The pages of every owner together, in two rounds
+	 * (write_pages_copies()), under their locks in ascending order. */
+	for (unsigned owner = 0; owner < vol->ndev; owner++)
+		locks[owner] = dg_cpage_lock_idx(dg_cpage_key(owner, index));
+	qsort(locks, vol->ndev, sizeof(*locks), lock_idx_cmp);
+	for (unsigned i = 0; i < vol->ndev; i++)
+		if (i == 0 || locks[i] != locks[i - 1])
+			locks[nl++] = locks[i];
+	for (unsigned i = 0; i < nl; i++)
+		pthread_mutex_lock(&vol->csum_locks[locks[i]]);
 	for (unsigned owner = 0; owner < vol->ndev && !ret; owner++) {
-		pthread_mutex_t *lock = cpage_lock(vol, owner, index);
+		uint8_t *pg = img + (size_t)owner * DG_PAGE_SIZE;
 		struct dg_cpage_view v;
 
-		pthread_mutex_lock(lock);
 		/* The map says "never written", so no EIO: a copy verifies
 		 * (kept, the others made equal to it) or none does. */
-		ret = dg_cpage_examine(vol, owner, index, img, &v, DG_CPX_REPAIR);
+		ret = dg_cpage_examine(vol, owner, index, pg, &v, DG_CPX_REPAIR);
 		if (ret == 0) {
-			struct dg_dcpage *p = (void *)img;
+			struct dg_dcpage *p = (void *)pg;
 
 			p->gen = dg_gen_next(vol);
-			dg_csum_page_seal(vol, owner, index, img);
-			ret = write_copies(vol, owner, index, img, 0,
-					   DG_PAGE_SIZE);
+			dg_csum_page_seal(vol, owner, index, pg);
+			w[nw++] = (struct cpw){ owner, index, pg, 0,
+						DG_PAGE_SIZE };
 		}
-		pthread_mutex_unlock(lock);
 		ret = ret < 0 ? ret : 0;
 	}
+	dg_flushset_init(&fs);
+	if (!ret)
+		ret = write_pages_copies(vol, w, nw, &fs);
+	dg_flushset_fini(&fs);
+	for (unsigned i = 0; i < nl; i++)
+		pthread_mutex_unlock(&vol->csum_locks[locks[i]]);
 	if (!ret) {
 		pthread_mutex_lock(&vol->cmap_lock);
 		vol->cmap[index / 8] |= 1u << (index % 8);
@@ -729,28 +816,26 @@ int dg_csum_get(struct dg_vol *vol, unsigned dev, uint64_t row,
 
 /* ---- updates ------------------------------------------------------------ */
 
-/* Apply the updates u[0..n) that share one checksum page to every copy:
- * the current image (cached, or examined and its copies made equal) with
- * the new entries and a new generation. */
-static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
-			unsigned n, uint8_t *img)
+/*
+ * The new image of the checksum page the updates u[0..n) share: the
+ * current image (cached, or examined and its copies made equal) with
+ * the new entries and a new generation, into w. img is a page of the
+ * caller's for a page not cached; *put says it is to be cached once
+ * written. Caller holds the page's lock.
+ */
+static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
+			unsigned n, uint8_t *img, struct cpw *w, bool *put)
 {
 	unsigned owner = u[0].dev;
 	uint64_t index = u[0].row / DG_CSUMS_PER_PAGE;
 	uint32_t from = (uint32_t)(u[0].row % DG_CSUMS_PER_PAGE) * 8;
 	uint32_t to = (uint32_t)(u[n - 1].row % DG_CSUMS_PER_PAGE) * 8 + 8;
-	pthread_mutex_t *lock = cpage_lock(vol, owner, index);
 	struct dg_dcpage *p;
 	uint8_t *cached;
 	bool all = false;
-	int ret = 0;
+	int ret;
 
-	if (!dg_cmap_test(vol, index)) {
-		ret = cmap_init_index(vol, index);
-		if (ret)
-			return ret;
-	}
-	pthread_mutex_lock(lock);
+	*put = false;
 	cached = dg_cpcache_get(vol, owner, index, &all);
 	if (cached && all) {
 		p = (struct dg_dcpage *)cached;
@@ -765,46 +850,93 @@ static int set_one_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 			 * cannot happen after cmap_init_index() unless the
 			 * pages were lost since; either way nothing proves
 			 * the other entries, so refuse (G6). */
-			ret = ret ? ret : -EIO;
-			goto out;
+			return ret ? ret : -EIO;
 		}
-		ret = 0;
 		p = (struct dg_dcpage *)img;
 		from = 0;
 		to = DG_PAGE_SIZE;
+		*put = true;
 	}
 	for (unsigned i = 0; i < n; i++)
 		p->csum[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
 	p->gen = dg_gen_next(vol);
 	dg_csum_page_seal(vol, owner, index, p);
-	ret = write_copies(vol, owner, index, p, from, to);
-	/* On failure the volume is latched (media.h) and takes no more
-	 * updates; the page in core is what was meant to be written,
-	 * which the journal redoes at the next open. */
-	if (!ret && p == (struct dg_dcpage *)img)
-		dg_cpcache_put(vol, owner, index, img, true);
-out:
-	pthread_mutex_unlock(lock);
-	return ret;
+	*w = (struct cpw){ owner, index, p, from, to };
+	return 0;
 }
 
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs)
 {
-	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	unsigned np = 0, nl = 0, *locks = NULL, *first = NULL;
+	struct cpw *w = NULL;
+	bool *put = NULL;
+	uint8_t *img = NULL;
 	int ret = 0;
 
-	(void)fs; /* checksum pages are persisted here, copy by copy */
-	if (!img)
+	if (!n)
+		return 0;
+	/* The pages, each a run of u: u is sorted by (dev, row). */
+	first = malloc((n + 1) * sizeof(*first));
+	if (!first)
 		return -ENOMEM;
-	for (unsigned i = 0, j; i < n && !ret; i = j) {
-		for (j = i + 1; j < n && u[j].dev == u[i].dev &&
-				u[j].row / DG_CSUMS_PER_PAGE ==
-					u[i].row / DG_CSUMS_PER_PAGE;
-		     j++)
-			;
-		ret = set_one_page(vol, u + i, j - i, img);
+	for (unsigned i = 0; i < n; i++)
+		if (i == 0 || u[i].dev != u[i - 1].dev ||
+		    u[i].row / DG_CSUMS_PER_PAGE !=
+			    u[i - 1].row / DG_CSUMS_PER_PAGE)
+			first[np++] = i;
+	first[np] = n;
+	w = calloc(np, sizeof(*w));
+	put = calloc(np, sizeof(*put));
+	locks = malloc(np * sizeof(*locks));
+	img = aligned_alloc(DG_PAGE_SIZE, (size_t)np * DG_PAGE_SIZE);
+	if (!w || !put || !locks || !img) {
+		ret = -ENOMEM;
+		goto out;
 	}
+	/* Indexes first written take their own locks, one at a time. */
+	for (unsigned i = 0; i < np && !ret; i++) {
+		uint64_t index = u[first[i]].row / DG_CSUMS_PER_PAGE;
+
+		if (!dg_cmap_test(vol, index))
+			ret = cmap_init_index(vol, index);
+	}
+	if (ret)
+		goto out;
+	/* Every page's lock, held until its copies are all durable: in
+	 * ascending order, so two batches never wait on each other in a
+	 * cycle (cmap_init_index() takes its in the same order; everyone
+	 * else holds one at a time). */
+	for (unsigned i = 0; i < np; i++)
+		locks[i] = dg_cpage_lock_idx(dg_cpage_key(
+			u[first[i]].dev, u[first[i]].row / DG_CSUMS_PER_PAGE));
+	qsort(locks, np, sizeof(*locks), lock_idx_cmp);
+	for (unsigned i = 0; i < np; i++)
+		if (i == 0 || locks[i] != locks[i - 1])
+			locks[nl++] = locks[i];
+	for (unsigned i = 0; i < nl; i++)
+		pthread_mutex_lock(&vol->csum_locks[locks[i]]);
+	for (unsigned i = 0; i < np && !ret; i++)
+		ret = prepare_page(vol, u + first[i], first[i + 1] - first[i],
+				   img + (size_t)i * DG_PAGE_SIZE, &w[i],
+				   &put[i]);
+	if (!ret)
+		ret = write_pages_copies(vol, w, np, fs);
+	/* On failure the volume is latched (media.h) and takes no more
+	 * updates; a page cached is what was meant to be written, which
+	 * the journal redoes at the next open. Cached only now: a put
+	 * may take the slot of a page cached above. */
+	for (unsigned i = 0; i < np && !ret; i++)
+		if (put[i])
+			dg_cpcache_put(vol, w[i].owner, w[i].index, w[i].img,
+				       true);
+	for (unsigned i = 0; i < nl; i++)
+		pthread_mutex_unlock(&vol->csum_locks[locks[i]]);
+out:
+	free(first);
+	free(w);
+	free(put);
+	free(locks);
 	free(img);
 	return ret;
 }

@@ -76,8 +76,12 @@ struct dg_csum_upd {
 };
 /* Store checksums in every copy, with a new generation. u must be sorted
  * by (dev, row); the caller holds every row lock. The pages are durable
- * on return: each copy is persisted before the next is written, so a
- * crash leaves at most one copy torn. fs is not used. */
+ * on return, in two rounds (media.h): the first present copy of every
+ * page, then the other copies, so no crash tears every copy of a page
+ * (csum.c, write_pages_copies()). fs: stores of the caller's that may
+ * become durable in any order with the first copies (an update's
+ * pages in place, its entry durable): made durable in the first round,
+ * and emptied. */
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs);
 int dg_csum_upd_cmp(const void *a, const void *b);

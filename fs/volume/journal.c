@@ -11,9 +11,13 @@
 /* An appended entry not yet retired. */
 struct dg_jpending {
 	uint64_t seq;
+	uint64_t at, len;	/* log bytes of the entry */
 	uint64_t end_off;	/* log offset just past the entry */
+	int stored;		/* 0 being copied, 1 copied (not yet known
+				 * durable), else the store's failure */
 	int written;		/* 0 being written, 1 durable, else the
 				 * persist failure */
+	bool grouped;		/* in the round a leader is making */
 	bool done;
 };
 
@@ -185,8 +189,9 @@ static int write_head(struct dg_vol *vol)
 {
 	struct dg_journal *j = &vol->jrnl;
 	struct dg_djhead h = { 0 };
+	struct dg_flushset fs;
 	uint64_t area;
-	int ret = 0;
+	int ret = 0, r;
 
 	h.magic = DG_JHEAD_MAGIC;
 	memcpy(h.vol_uuid, vol->sb.vol_uuid, 16);
@@ -194,6 +199,12 @@ static int write_head(struct dg_vol *vol)
 	h.tail_off = j->tail_off;
 	h.tail_seq = j->tail_seq;
 	dg_jhead_seal(vol, &h);
+	/* Every copy in one round (media.h): the slot written is the one
+	 * not written last, so a crash that tears it on every copy leaves
+	 * the other slot, the header before, whole on each: the older tail,
+	 * whose entries are all still in the log (the space behind the new
+	 * tail is reused only once it is durable, below). */
+	dg_flushset_init(&fs);
 	for (unsigned c = 0; c < j->ncopies && !ret; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
 		uint64_t off = area + (h.hseq % 2) * DG_PAGE_SIZE;
@@ -201,11 +212,14 @@ static int write_head(struct dg_vol *vol)
 		if (!d)
 			continue;
 		ret = dg_dev_write(d, off, &h, sizeof(h));
-		/* The new tail must be durable before the space behind it
-		 * is reused. */
 		if (!ret)
-			ret = dg_dev_persist(d, off, sizeof(h));
+			dg_flushset_add(&fs, j->dev[c], off, sizeof(h));
 	}
+	/* The new tail must be durable before the space behind it is
+	 * reused. */
+	r = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	dg_flushset_fini(&fs);
+	ret = ret ? ret : r;
 	if (!ret) {
 		j->disk_tail_off = j->tail_off;
 		j->disk_tail_seq = j->tail_seq;
@@ -971,8 +985,8 @@ static uint64_t log_used(const struct dg_journal *j)
 	return j->log_bytes - j->disk_tail_off + j->head_off;
 }
 
-static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
-		     bool done)
+static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
+		     uint64_t len, uint64_t end, bool done)
 {
 	if (j->npend == j->pend_cap) {
 		unsigned cap = j->pend_cap ? j->pend_cap * 2 : 64;
@@ -988,19 +1002,50 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t end,
 		j->pend_first = 0;
 	}
 	j->pend[(j->pend_first + j->npend++) % j->pend_cap] =
-		(struct dg_jpending){ .seq = seq, .end_off = end,
+		(struct dg_jpending){ .seq = seq, .at = at, .len = len,
+				      .end_off = end,
 				      .done = done };
 	return 0;
 }
 
-/* Write entry e, numbered seq, at log offset at of every copy: the
+/*
+ * Make [at, at + len) of the log durable on every copy, in one round:
+ * the copies are flushed apart and drained by one fence (media.h). A
+ * crash before the fence may keep any part of any copy; the entry
+ * counts only where some copy holds it whole, at the place and number
+ * the chain expects and with its checksum (find_entry()), so a crash
+ * that tears every copy leaves an entry that never happened -- and
+ * nothing of its update is in place yet (wait_written()). That is the
+ * state a crash before the first of the copies' persists left already.
+ */
+static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len)
+{
+	struct dg_journal *j = &vol->jrnl;
+	struct dg_flushset fs;
+	uint64_t area;
+	int ret;
+
+	dg_flushset_init(&fs);
+	for (unsigned c = 0; c < j->ncopies; c++) {
+		struct dg_dev *d = copy_dev(vol, c, &area);
+
+		if (d)
+			dg_flushset_add(&fs, (unsigned)(d - vol->devs),
+					area + j->log_off + at, len);
+	}
+	ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	dg_flushset_fini(&fs);
+	return ret;
+}
+
+/* Store entry e, numbered seq, at log offset at of every copy: the
  * header and descriptors from e, the bytes of range i from data[i] (a
  * wrap entry has no ranges: data may be NULL), with the zero padding the
- * layout asks for. The space is the caller's (reserved, or the lock
- * held). Returns the first persist failure: the entry may then be
- * durable or not, as after a crash. */
-static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
-		     const void *const *data, uint64_t seq, uint64_t at)
+ * layout asks for. Not persisted. The space is the caller's (reserved,
+ * or the lock held). Returns the first failure (latched, media.h): the
+ * entry is then as torn by a crash. */
+static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
+		       const void *const *data, uint64_t seq, uint64_t at)
 {
 	int ret = 0;
 	static const uint8_t zeros[8];
@@ -1038,13 +1083,17 @@ static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
 		if (ret)
 			return ret; /* latched (media.h): as a torn entry */
 	}
-	for (unsigned c = 0; c < j->ncopies && !ret; c++) {
-		struct dg_dev *d = copy_dev(vol, c, &area);
+	return 0;
+}
 
-		if (d)
-			ret = dg_dev_persist(d, area + j->log_off + at, e->len);
-	}
-	return ret;
+/* store_entry() and its own round: for entries written under the lock
+ * (the wrap). */
+static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
+		     const void *const *data, uint64_t seq, uint64_t at)
+{
+	int ret = store_entry(vol, e, data, seq, at);
+
+	return ret ? ret : persist_copies(vol, at, e->len);
 }
 
 static struct dg_jpending *pend_of(struct dg_journal *j, uint64_t seq)
@@ -1067,8 +1116,95 @@ static void mark_written(struct dg_journal *j, uint64_t seq, int ret)
 }
 
 /*
- * Entry seq is written (ret: how its persist went). Returns once every
- * entry before it is durable too, or the first failure among them. The
+ * Group commit. Entry seq is stored (ret: how the stores went); return
+ * once it is durable, or its failure. Entries stored while a round of
+ * the journal is being made wait for it to end and join the next one:
+ * one of them leads -- waits for every entry reserved before it that is
+ * still being copied (a copy in memory away: nothing blocks it), then
+ * persists all stored entries not yet durable in one round, the ranges
+ * of every copy of each -- and the others wait for their entry to be
+ * marked. So concurrent updates pay one round of persists, not one each
+ * (design.md, "Parallel commits"). Entries stay separate records in the
+ * ring; a round makes nothing durable out of order that the replay
+ * could misread (each entry counts alone, and wait_written() still
+ * keeps an update from writing in place before the entries before it
+ * are durable). Caller holds the lock.
+ */
+static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
+{
+	struct dg_journal *j = &vol->jrnl;
+	struct dg_flushset fs;
+
+	pend_of(j, seq)->stored = ret ? ret : 1;
+	if (ret)
+		mark_written(j, seq, ret); /* torn: never durable */
+	else if (j->wwaiters)
+		pthread_cond_broadcast(&j->wcond); /* a leader may wait */
+	while (!pend_of(j, seq)->written) {
+		uint64_t end = j->head_seq, from = j->written_seq, n = 0;
+		bool copying;
+		int r;
+
+		if (j->committing) {
+			j->wwaiters++;
+			pthread_cond_wait(&j->wcond, &j->lock);
+			j->wwaiters--;
+			continue;
+		}
+		j->committing = true;
+		do {
+			copying = false;
+			for (uint64_t s = from; s < end && !copying; s++)
+				copying = !pend_of(j, s)->stored;
+			if (copying) {
+				j->wwaiters++;
+				pthread_cond_wait(&j->wcond, &j->lock);
+				j->wwaiters--;
+			}
+		} while (copying);
+		dg_flushset_init(&fs);
+		for (uint64_t s = from; s < end; s++) {
+			struct dg_jpending *p = pend_of(j, s);
+			uint64_t area;
+
+			if (p->stored != 1 || p->written)
+				continue;
+			p->grouped = true;
+			n++;
+			for (unsigned c = 0; c < j->ncopies; c++) {
+				struct dg_dev *d = copy_dev(vol, c, &area);
+
+				if (d)
+					dg_flushset_add(&fs,
+						(unsigned)(d - vol->devs),
+						area + j->log_off + p->at,
+						p->len);
+			}
+		}
+		pthread_mutex_unlock(&j->lock);
+		r = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+		dg_flushset_fini(&fs);
+		pthread_mutex_lock(&j->lock);
+		if (n > 1)
+			__atomic_fetch_add(&j->appends_grouped, n - 1,
+					   __ATOMIC_RELAXED);
+		for (uint64_t s = from; s < end; s++) {
+			struct dg_jpending *p = pend_of(j, s);
+
+			if (p->grouped) {
+				p->grouped = false;
+				mark_written(j, s, r);
+			}
+		}
+		j->committing = false;
+		pthread_cond_broadcast(&j->wcond);
+	}
+	return pend_of(j, seq)->written < 0 ? pend_of(j, seq)->written : 0;
+}
+
+/*
+ * Entry seq is durable (ret: 0), or failed. Returns once every entry
+ * before it is durable too, or the first failure among them. The
  * replay stops at the first entry that is not whole, so an update must
  * not write in place while an earlier entry may still be torn: the
  * replay would not redo it. Caller holds the lock.
@@ -1077,7 +1213,8 @@ static int wait_written(struct dg_journal *j, uint64_t seq, int ret)
 {
 	unsigned waited = 0;
 
-	mark_written(j, seq, ret);
+	if (ret)
+		return ret;
 	for (;;) {
 		int w;
 
@@ -1098,8 +1235,9 @@ static int wait_written(struct dg_journal *j, uint64_t seq, int ret)
 /*
  * Appends run side by side: the lock is held only to reserve the space
  * and the number, and to wait for the entries before (wait_written());
- * the copies and their persists are made without it, so concurrent
- * updates share the journal instead of queueing on it.
+ * the copies are made without it, and persisted in rounds shared by the
+ * entries stored meanwhile (commit_group()), so concurrent updates share
+ * the journal instead of queueing on it.
  */
 int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		      const void *const *data, uint64_t *seq)
@@ -1134,19 +1272,20 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		struct dg_djentry wrap = { .len = DG_JALIGN,
 					   .flags = DG_JENTRY_WRAP };
 
-		ret = pend_push(j, j->head_seq, 0, true);
+		ret = pend_push(j, j->head_seq, j->head_off, DG_JALIGN, 0, true);
 		if (ret)
 			goto out;
 		/* Written under the lock: the next entry waits for it. */
 		ret = put_entry(vol, &wrap, NULL, j->head_seq, j->head_off);
+		pend_of(j, j->head_seq)->stored = ret ? ret : 1;
 		mark_written(j, j->head_seq, ret);
 		j->head_seq++;
 		j->head_off = 0;
 		if (ret)
 			goto out;
 	}
-	ret = pend_push(j, j->head_seq, (j->head_off + len) % j->log_bytes,
-			false);
+	ret = pend_push(j, j->head_seq, j->head_off, len,
+			(j->head_off + len) % j->log_bytes, false);
 	if (ret)
 		goto out;
 	*seq = j->head_seq++;
@@ -1154,9 +1293,10 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 	j->head_off = (j->head_off + len) % j->log_bytes;
 	pthread_mutex_unlock(&j->lock);
 
-	ret = put_entry(vol, entry, data, *seq, at);
+	ret = store_entry(vol, entry, data, *seq, at);
 
 	pthread_mutex_lock(&j->lock);
+	ret = commit_group(vol, *seq, ret);
 	ret = wait_written(j, *seq, ret);
 out:
 	pthread_mutex_unlock(&j->lock);

@@ -150,6 +150,7 @@ static int dev_map(struct dg_dev *d, char *err, size_t errlen)
 	}
 	if (d->coarse && on_tmpfs(d->fd)) {
 		d->persist_fn = tmpfs_persist;
+		d->fence_only = true;
 		d->coarse = false;
 	}
 	ret = 0;
@@ -531,14 +532,128 @@ void dg_flushset_fini(struct dg_flushset *fs)
 	memset(fs, 0, sizeof(*fs));
 }
 
+/* One range of a round, on a device flushed by the line. */
+struct rspan {
+	struct dg_dev *d;
+	uint64_t off, len;
+};
+
+/* Add [off, off + len) of d to a round, and its mirror's part (a
+ * replace: the new device is as durable as the old one). A device
+ * persisted by msync is persisted here and now, apart: its call drains
+ * nothing else. */
+static int round_add(struct rspan *s, unsigned *n, struct dg_dev *d,
+		     uint64_t off, uint64_t len)
+{
+	int ret = 0;
+
+	if (!d->coarse)
+		s[(*n)++] = (struct rspan){ d, off, len };
+	else
+		ret = persist(d, off, len, NULL, 0, lines_of(off, len));
+	if (d->mirror && d->coarse)
+		return ret; /* persist() did the mirror */
+	if (d->mirror && off < d->mirror_hi && off + len > d->mirror_lo) {
+		uint64_t lo = off > d->mirror_lo ? off : d->mirror_lo;
+		uint64_t hi = off + len < d->mirror_hi ? off + len
+						       : d->mirror_hi;
+		int r = round_add(s, n, d->mirror, lo, hi - lo);
+
+		ret = ret ? ret : r;
+	}
+	return ret;
+}
+
+/*
+ * The fine-grained part of a round: every range flushed (pmem), then
+ * one drain. The observer sees one persist of every range; the counts
+ * one fence.
+ */
+static int round_drain(struct rspan *s, unsigned n)
+{
+	pmem2_drain_fn drain = NULL;
+	bool fence = false;
+	const struct dg_media_observer *obs = NULL;
+	int ret = 0;
+
+	for (unsigned i = 0; i < n && !ret; i++) {
+		ret = dg_dev_refused(s[i].d);
+		if (s[i].d->obs)
+			obs = s[i].d->obs;
+	}
+	if (ret || !n)
+		return ret;
+	if (obs && obs->persist_round) {
+		struct dg_obs_span *o = malloc(n * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		for (unsigned i = 0; i < n; i++)
+			o[i] = (struct dg_obs_span){ s[i].d->path, s[i].off,
+						     s[i].len };
+		ret = obs->persist_round(obs->arg, o, n);
+		free(o);
+	} else if (obs) {
+		for (unsigned i = 0; i < n && !ret; i++)
+			if (s[i].d->obs)
+				ret = obs->persist(obs->arg, s[i].d->path,
+						   s[i].off, s[i].len);
+	}
+	if (ret) {
+		if (s[0].d->latch)
+			dg_latch_set(s[0].d->latch, ret,
+				     "persist of %u ranges (%s at byte %llu) "
+				     "failed: %s", n, s[0].d->path,
+				     (unsigned long long)s[0].off,
+				     strerror(-ret));
+		return ret;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct dg_dev *d = s[i].d;
+
+		count(&d->tally.lines, lines_of(s[i].off, s[i].len));
+		if (d->flush_fn && d->drain_fn) {
+			d->flush_fn(d->base + s[i].off, s[i].len);
+			drain = d->drain_fn;
+		} else if (d->fence_only) {
+			fence = true;
+		} else {
+			d->persist_fn(d->base + s[i].off, s[i].len);
+		}
+	}
+	/* One fence for the round, whatever the devices. */
+	count(&s[0].d->tally.fences, 1);
+	if (drain)
+		drain();
+	else if (fence)
+		tmpfs_persist(NULL, 0);
+	return 0;
+}
+
 int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 			struct dg_flushset *fs)
 {
 	uint64_t lo[DG_MAX_DEVS], hi[DG_MAX_DEVS];
 	bool any[DG_MAX_DEVS] = { false };
+	struct rspan small[32], *s = small;
+	unsigned n = 0, cap = 2 * (fs->n + ndev) + 1;
 	int ret = 0, r;
 
-	for (unsigned i = 0; i < fs->n; i++) {
+	/* Room for each range and its mirror's part; an update's rounds
+	 * fit the stack. */
+	if (cap > sizeof(small) / sizeof(small[0]))
+		s = malloc(cap * sizeof(*s));
+	if (!s) {
+		/* Without room for the round: range by range, as before. */
+		for (unsigned i = 0; i < fs->n; i++)
+			if (devs[fs->r[i].dev].present) {
+				r = dg_dev_persist(&devs[fs->r[i].dev],
+						   fs->r[i].off, fs->r[i].len);
+				ret = ret ? ret : r;
+			}
+		fs->oom = true;
+	}
+	for (unsigned i = 0; s && i < fs->n; i++) {
 		struct dg_flushrange *f = &fs->r[i];
 
 		/* A missing device's pages (a degraded journal replay
@@ -546,7 +661,7 @@ int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 		if (!devs[f->dev].present)
 			continue;
 		if (!devs[f->dev].coarse) {
-			r = dg_dev_persist(&devs[f->dev], f->off, f->len);
+			r = round_add(s, &n, &devs[f->dev], f->off, f->len);
 			ret = ret ? ret : r;
 			continue;
 		}
@@ -557,11 +672,17 @@ int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 			hi[f->dev] = f->off + f->len;
 		any[f->dev] = true;
 	}
-	for (unsigned d = 0; d < ndev; d++)
+	for (unsigned d = 0; s && d < ndev; d++)
 		if (any[d]) {
 			r = dg_dev_persist(&devs[d], lo[d], hi[d] - lo[d]);
 			ret = ret ? ret : r;
 		}
+	if (s) {
+		r = round_drain(s, n);
+		ret = ret ? ret : r;
+		if (s != small)
+			free(s);
+	}
 	/* A range the set could not record: persist every device whole. */
 	if (fs->oom)
 		for (unsigned d = 0; d < ndev; d++)

@@ -47,6 +47,10 @@ void dg_latch_why(struct dg_latch *l, char *buf, size_t len);
  * happens. Per device, set through its volume: dg_vol_open_observed()
  * and dg_vol_set_observer() (volume_i.h).
  */
+struct dg_obs_span {
+	const char *path;
+	uint64_t off, len;
+};
 struct dg_media_observer {
 	void (*write)(void *arg, const char *path, uint64_t off,
 		      const void *src, size_t len);
@@ -54,6 +58,13 @@ struct dg_media_observer {
 	 * device that cannot write back would (tests of the latch). */
 	int (*persist)(void *arg, const char *path, uint64_t off, size_t len);
 	void *arg;
+	/* A round (dg_flushset_persist()): ranges of several devices
+	 * flushed apart and drained by one fence, so they become durable
+	 * together and none before the drain: one persist, reported once
+	 * with every range. Nonzero fails the whole round. NULL: each range
+	 * is reported to persist() in turn. */
+	int (*persist_round)(void *arg, const struct dg_obs_span *s,
+			     unsigned n);
 };
 
 /* One device of a volume. Reads are plain loads from base; every store
@@ -77,9 +88,13 @@ struct dg_dev {
 	pmem2_memset_fn memset_fn;
 	pmem2_persist_fn persist_fn; /* fine-grained devices only */
 	/* Real pmem (pmem2's own persist): flush and drain apart, for
-	 * dg_dev_persist_lines(); NULL elsewhere. */
+	 * rounds (dg_flushset_persist()) and dg_dev_persist_lines(); NULL
+	 * elsewhere. */
 	pmem2_flush_fn flush_fn;
 	pmem2_drain_fn drain_fn;
+	/* persist_fn is a fence alone (tmpfs, scratch): ranges of a round
+	 * need no flush, and one fence drains them all. */
+	bool fence_only;
 	struct dg_latch *latch;	/* the volume's; NULL: failures only returned */
 	const struct dg_media_observer *obs; /* tests only; NULL */
 	/* Online replace of this present device (replace.c): every write
@@ -170,7 +185,7 @@ static inline const uint8_t *dg_dev_ptr(const struct dg_dev *d, uint64_t off)
 }
 
 /* A set of device ranges written but not yet persisted, coalesced so a
- * commit persists each touched region once. */
+ * commit persists each touched region once: a round. */
 struct dg_flushset {
 	struct dg_flushrange {
 		unsigned dev;
@@ -185,9 +200,19 @@ void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
 void dg_flushset_fini(struct dg_flushset *fs);
 /* Add every range of from to to (from is left as it was). */
 void dg_flushset_merge(struct dg_flushset *to, const struct dg_flushset *from);
-/* Persist every range of fs (each device region once: msync costs a
- * call, not bytes) and empty it. devs is indexed by device index.
- * Returns the first failure (dg_dev_persist), having tried them all. */
+/*
+ * Persist every range of fs as one round and empty it. devs is indexed
+ * by device index. On devices persisted by a flush per line and a fence
+ * (pmem; tmpfs, whose persist is the fence alone) the ranges of every
+ * device are flushed apart and drained by one fence: an sfence drains
+ * all of the CPU's outstanding flushes, whatever device they went to.
+ * So nothing of the round is known durable before the fence, and a
+ * crash before it may keep any subset of its stores: put in one round
+ * only stores that may become durable in any order (docs/design.md,
+ * "What a write costs the media"). A device persisted by msync gets one
+ * msync over its ranges (a call costs, not bytes). Returns the first
+ * failure, having tried them all.
+ */
 int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 			struct dg_flushset *fs);
 

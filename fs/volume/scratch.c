@@ -111,6 +111,7 @@ int dg_dev_open_scratch(struct dg_dev *d, const char *path, char *err,
 	d->memcpy_fn = scratch_memcpy;
 	d->memset_fn = scratch_memset;
 	d->persist_fn = scratch_persist;
+	d->fence_only = true;
 	d->coarse = false;
 	d->present = true;
 	return 0;

@@ -795,6 +795,8 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->updates_split = vol->updates_split;
 	info->appends_waited = __atomic_load_n(&vol->jrnl.appends_waited,
 					       __ATOMIC_RELAXED);
+	info->appends_grouped = __atomic_load_n(&vol->jrnl.appends_grouped,
+						__ATOMIC_RELAXED);
 	info->ditto_copies = vol->sb.ditto_copies;
 	pthread_mutex_unlock(&vol->alloc_lock);
 }

@@ -49,6 +49,10 @@ struct dg_journal {
 	pthread_cond_t wcond;	/* signalled when written_seq moves */
 	unsigned wwaiters;	/* protected by lock: waiting on wcond */
 	uint64_t appends_waited; /* status; atomic */
+	bool committing;	/* protected by lock: a leader is making a
+				 * round of entries durable (group commit) */
+	uint64_t appends_grouped; /* entries made durable in another's
+				   * round; atomic */
 	unsigned ncopies;
 	unsigned dev[DG_MAX_JCOPIES];	/* device of each copy */
 	uint64_t start[DG_MAX_JCOPIES];	/* first page of each copy */

@@ -166,26 +166,17 @@ out:
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* Every pending piece on the pages the range touches becomes durable:
- * non-DAX persists (msync) work on whole pages. */
-static int obs_persist(void *arg, const char *path, uint64_t off,
-		       size_t len)
+/* Every pending piece on the pages [off, off + len) of image dev touches
+ * becomes durable at the current persist: non-DAX persists (msync) work
+ * on whole pages. Caller holds the lock. */
+static void make_durable(struct crec *r, unsigned dev, uint64_t off,
+			 uint64_t len)
 {
-	struct crec *r = arg;
-	struct cimage *c;
+	struct cimage *c = &r->img[dev];
 	uint64_t first, last;
-	int dev;
 
-	pthread_mutex_lock(&r->lock);
-	dev = r->recording ? find_dev(r, path) : -1;
-	if (dev < 0) {
-		r->foreign++;
-		goto out;
-	}
-	r->npersists++;
-	c = &r->img[dev];
 	if (!len || off >= c->size)
-		goto out;
+		return;
 	first = off / DG_PAGE_SIZE;
 	last = (off + len - 1) / DG_PAGE_SIZE;
 	if (last >= c->pages)
@@ -196,7 +187,54 @@ static int obs_persist(void *arg, const char *path, uint64_t off,
 			r->p[i].durable = r->npersists;
 		c->pend_head[pg] = c->pend_tail[pg] = NO_PIECE;
 	}
+}
+
+static int obs_persist(void *arg, const char *path, uint64_t off,
+		       size_t len)
+{
+	struct crec *r = arg;
+	int dev;
+
+	pthread_mutex_lock(&r->lock);
+	dev = r->recording ? find_dev(r, path) : -1;
+	if (dev < 0) {
+		r->foreign++;
+		goto out;
+	}
+	r->npersists++;
+	make_durable(r, (unsigned)dev, off, len);
 out:
+	pthread_mutex_unlock(&r->lock);
+	return 0; /* recorded, never failed */
+}
+
+/*
+ * A round (media.h): ranges of several images flushed apart and drained
+ * by one fence. One persist: nothing of it is durable before, so every
+ * crash point before it may keep any subset of its pieces (crec_build()'s
+ * policies over the pieces not durable), and all of it after.
+ */
+static int obs_persist_round(void *arg, const struct dg_obs_span *s,
+			     unsigned n)
+{
+	struct crec *r = arg;
+	bool any = false;
+
+	pthread_mutex_lock(&r->lock);
+	for (unsigned i = 0; i < n && r->recording; i++) {
+		int dev = find_dev(r, s[i].path);
+
+		if (dev < 0) {
+			r->foreign++;
+			continue;
+		}
+		if (!any)
+			r->npersists++;
+		any = true;
+		make_durable(r, (unsigned)dev, s[i].off, s[i].len);
+	}
+	if (!r->recording)
+		r->foreign++;
 	pthread_mutex_unlock(&r->lock);
 	return 0; /* recorded, never failed */
 }
@@ -274,7 +312,8 @@ struct crec *crec_start(const char *const *paths, unsigned n)
 			return NULL;
 		}
 	}
-	r->obs = (struct dg_media_observer){ obs_write, obs_persist, r };
+	r->obs = (struct dg_media_observer){ obs_write, obs_persist, r,
+					    obs_persist_round };
 	r->recording = true;
 	active = r;
 	return r;

@@ -29,7 +29,11 @@
  * Durability model (non-DAX files: persists are page granular). A write
  * is split into its per-page pieces, since pages reach the media
  * independently. A piece is durable at k once some persist numbered
- * <= k, issued after the piece, on the same image covers its page.
+ * <= k, issued after the piece, on the same image covers its page. A
+ * round (media.h: ranges of several images flushed apart and drained by
+ * one fence) is one persist covering all its ranges: nothing of it is
+ * durable before, and every crash point before it may keep any subset
+ * of its pieces.
  * Pieces issued before the crash but not durable may or may not have
  * reached the media: crec_build() applies a subset chosen by a policy,
  * in program order, on top of snapshot + durable pieces.

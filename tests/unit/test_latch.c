@@ -28,6 +28,15 @@ static int obs_persist(void *arg, const char *path, uint64_t off, size_t len)
 	return ++f->persists == f->fail_at ? -EIO : 0;
 }
 
+/* A round (media.h) is one persist: it fails whole or not at all. */
+static int obs_round(void *arg, const struct dg_obs_span *s, unsigned n)
+{
+	struct failer *f = arg;
+
+	(void)s, (void)n;
+	return ++f->persists == f->fail_at ? -EIO : 0;
+}
+
 static void fill(uint8_t *p, uint64_t seed)
 {
 	trand_fill(&seed, p, 2 * PG);
@@ -39,7 +48,8 @@ static void fill(uint8_t *p, uint64_t seed)
 static uint64_t fail_one(uint64_t k)
 {
 	struct failer f = { 0, 0 };
-	struct dg_media_observer obs = { obs_write, obs_persist, &f };
+	struct dg_media_observer obs = { obs_write, obs_persist, &f,
+					 obs_round };
 	uint8_t *old = aligned_alloc(PG, 2 * PG), *new = aligned_alloc(PG, 2 * PG);
 	uint8_t *got = aligned_alloc(PG, 2 * PG);
 	struct dg_range r[2];
@@ -127,7 +137,8 @@ static void every_persist_of_an_update_may_fail(void)
 static void fail_one_new_rows(uint64_t k, uint64_t *madep)
 {
 	struct failer f = { 0, 0 };
-	struct dg_media_observer obs = { obs_write, obs_persist, &f };
+	struct dg_media_observer obs = { obs_write, obs_persist, &f,
+					 obs_round };
 	uint8_t *new = aligned_alloc(PG, NEW_PAGES * PG);
 	uint8_t *got = aligned_alloc(PG, PG);
 	struct dg_vrun runs[DG_MAX_DEVS];

@@ -98,6 +98,9 @@ struct dg_vol_info {
 				   read and verified, since the open */
 	uint64_t appends_waited; /* journal appends that waited for an
 				    earlier entry still being written */
+	uint64_t appends_grouped; /* journal entries made durable in a
+				     round another append led (group
+				     commit), since the open */
 };
 
 /* Format devs as one volume: superblocks, checksum areas, journal, the
