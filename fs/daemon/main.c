@@ -52,7 +52,7 @@ static const char usage[] =
 	"                      this often (5)\n"
 	"    bdi_ratio=PERCENT with writeback, as root: the share of the kernel's\n"
 	"                      dirty limit this mount may use, without FUSE's\n"
-	"                      strict limit (20; 0 leaves the kernel's 1%% strict)\n";
+	"                      strict limit (20; 0 leaves the kernel's 1% strict)\n";
 
 struct dg_opts {
 	char *devs;

@@ -158,23 +158,32 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_entry(req, ret, &a);
 }
 
+/* The last forget may free an unlinked inode: nothing of it may be held
+ * past that, nor an error of it be told to a new file reusing the
+ * number. */
+static void forget_one(struct dg_daemon *dd, fuse_ino_t ino, uint64_t n)
+{
+	struct dg_attr a;
+	bool known = dd->wb_on && dg_wb_knows(&dd->wb, ino);
+
+	if (known)
+		wb_drain(dd, ino);
+	dg_fs_forget(dd->fs, ino, n);
+	if (known && dg_fs_getattr(dd->fs, ino, &a) == -ENOENT)
+		dg_wb_take_err(&dd->wb, ino);
+}
+
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	/* The last forget may free an unlinked inode: nothing of it may
-	 * be held past that, for a new file reusing the number. */
-	wb_drain(dd_of(req), ino);
-	dg_fs_forget(dd_of(req)->fs, ino, nlookup);
+	forget_one(dd_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count,
 			    struct fuse_forget_data *forgets)
 {
-	for (size_t i = 0; i < count; i++) {
-		wb_drain(dd_of(req), forgets[i].ino);
-		dg_fs_forget(dd_of(req)->fs, forgets[i].ino,
-			     forgets[i].nlookup);
-	}
+	for (size_t i = 0; i < count; i++)
+		forget_one(dd_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -202,6 +211,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	struct dg_cred cr = req_cred(req);
 	struct dg_setattr sa = { 0 };
 	struct dg_attr a;
+	int ret;
 
 	(void)fi;
 	/* KILLPRIV: a chown or a truncate drops setuid/setgid/capabilities
@@ -229,7 +239,17 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 		sa.valid |= DG_SET_MTIME_NOW;
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		sa.valid |= DG_SET_CTIME, sa.ctime = st->st_ctim;
-	reply_attr(req, dg_fs_setattr(dd_of(req)->fs, ino, &sa, &a), &a);
+	ret = dg_fs_setattr(dd_of(req)->fs, ino, &sa, &a);
+	/* With the writeback cache the kernel writes an evicted inode's
+	 * times back after its unlink freed it (reaped, dg_inode_drop_last):
+	 * nothing is left to keep them in, and an error would be kept as a
+	 * writeback error that syncfs(2) reports. */
+	if (ret == -ENOENT && dd_of(req)->writeback &&
+	    !(sa.valid & ~(DG_SET_ATIME | DG_SET_MTIME | DG_SET_CTIME |
+			   DG_SET_ATIME_NOW | DG_SET_MTIME_NOW)) &&
+	    !dg_fs_getattr(dd_of(req)->fs, ino, &a) && a.nlink == 0)
+		ret = 0;
+	reply_attr(req, ret, &a);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)

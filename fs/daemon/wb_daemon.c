@@ -21,6 +21,10 @@ static int commit_batch(void *arg, uint64_t ino, const struct dg_wseg *seg,
 	struct dg_daemon *dd = arg;
 	int ret = dg_fs_write_batch(dd->fs, ino, seg, n, requests);
 
+	/* Unlinked and closed since (dg_inode_drop_last()): its bytes go
+	 * with it, as a page cache's would. */
+	if (ret == -ENOENT)
+		return 0;
 	if (ret)
 		dg_log(DG_LOG_ERR, "ino %" PRIu64 ": writing back held data "
 		       "failed (%s); the next fsync or close of it says so",

@@ -468,6 +468,16 @@ bool dg_wb_holds(struct dg_wb *wb, uint64_t ino)
 	return ret;
 }
 
+bool dg_wb_knows(struct dg_wb *wb, uint64_t ino)
+{
+	bool ret;
+
+	pthread_mutex_lock(&wb->lock);
+	ret = find(wb, ino) != NULL;
+	pthread_mutex_unlock(&wb->lock);
+	return ret;
+}
+
 void dg_wb_get_counts(struct dg_wb *wb, struct dg_wb_counts *c)
 {
 	pthread_mutex_lock(&wb->lock);

@@ -87,6 +87,8 @@ int dg_wb_take_err(struct dg_wb *wb, uint64_t ino);
 uint64_t dg_wb_end(struct dg_wb *wb, uint64_t ino);
 /* Whether ino holds anything or has a batch in flight. */
 bool dg_wb_holds(struct dg_wb *wb, uint64_t ino);
+/* Whether the hold knows ino at all: held bytes, or an error untold. */
+bool dg_wb_knows(struct dg_wb *wb, uint64_t ino);
 
 struct dg_wb_counts {
 	uint64_t held, held_peak, max, batches, bytes_committed,
