@@ -250,6 +250,12 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
  * to the next transaction: each page is written once per transaction.
  * The bytes taken are added to *bytes, the file's new end to *end.
  */
+/* A batch's transactions carry at most a FUSE write's 1 MiB: a larger
+ * one, with several allocations, got fewer whole rows (128 MiB written
+ * in order: 4480 rows patched against 1176, 1.90 bytes stored a byte
+ * against 1.54), and small runs still share an entry 256 at a time. */
+#define BATCH_TXN_MAX (1u << 20)
+
 static int batch_fill(struct dg_fs *fs, struct dg_txn *txn,
 		      struct dg_inode *ip, const struct dg_wseg *seg,
 		      unsigned n, unsigned *i, size_t *pos, size_t max,
@@ -293,6 +299,9 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 	size_t done = 0, max = txn_data_max(fs);
 	unsigned i = 0;
 	size_t pos = 0;
+
+	if (max > BATCH_TXN_MAX)
+		max = BATCH_TXN_MAX;
 	bool relocating = true;
 	int ret = 0;
 
