@@ -129,8 +129,8 @@ struct dg_wseg {
 	size_t len;
 };
 /*
- * Write n runs of one file, sorted by offset and not overlapping, as few
- * transactions as the journal takes: runs share a journal entry and its
+ * Write n runs of one file, sorted by offset and not overlapping, in
+ * transactions of up to 1 MiB each: runs share a journal entry and its
  * persists, and whole rows of them go to new pages (the "Whole rows"
  * path) rather than into the journal. The daemon's write-back hold
  * (-o writeback) commits what it gathered of a file with one call. Each
