@@ -462,6 +462,10 @@ static int do_map(struct conn *c, const struct commit_map_req *rq, int ffd,
 	acc &= O_ACCMODE;
 	if (acc == O_WRONLY || (rw && acc != O_RDWR))
 		return -EBADF;
+	/* -o writeback: the map reads the pages where they are, so what
+	 * the hold keeps of the file is committed first. */
+	if (dd->wb_on && dg_wb_holds(&dd->wb, st.st_ino))
+		dg_wb_drain(&dd->wb, st.st_ino, false);
 	ret = dg_fs_getattr(dd->fs, st.st_ino, &a);
 	if (ret)
 		return ret;

@@ -215,6 +215,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(r, "journal_appends_waited", in->appends_waited);
 	json_add_u64(r, "generation", in->generation);
 	json_object_object_add(r, "media", dg_media_status_json(dd));
+	json_object_object_add(r, "writeback", dg_wbd_status_json(dd));
 	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);
 	json_add_u64(fo, "repaired", f[DG_FAULT_REPAIRED]);
 	json_add_u64(fo, "unrecoverable", f[DG_FAULT_UNRECOVERABLE]);

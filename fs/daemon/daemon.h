@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "fsys.h"
+#include "wb_hold.h"
 
 /* ---- events (events.c) ------------------------------------------------ */
 
@@ -224,6 +225,13 @@ struct dg_daemon {
 	char *mountpoint;	/* absolute */
 	double timeout;		/* entry and attribute cache, seconds */
 	int writeback;		/* kernel writeback cache */
+	/* -o writeback: the pages written back, held and batched
+	 * (wb_hold.c, wb_daemon.c); wb_on once it runs. */
+	struct dg_wb wb;
+	bool wb_on;
+	size_t wb_max;		/* -o wb_max= */
+	unsigned wb_commit_ms;	/* -o commit= */
+	int bdi_ratio;		/* -o bdi_ratio=, 0: the kernel's */
 	bool acl;		/* POSIX ACLs negotiated (ops.c op_init) */
 	/* -o allow_other: users other than the one who mounted reach the
 	 * files (what the control socket may show them depends on it). */
@@ -270,6 +278,16 @@ struct dg_daemon {
 	int commit_fd;
 	pthread_t commit_thread;
 };
+
+/* ---- -o writeback (wb_daemon.c) ---------------------------------------- */
+/* The hold and its flusher, when -o writeback. */
+int dg_wbd_start(struct dg_daemon *dd);
+/* Everything held committed, the flusher stopped (unmount). */
+void dg_wbd_stop(struct dg_daemon *dd);
+/* status --json "writeback". */
+struct json_object *dg_wbd_status_json(struct dg_daemon *dd);
+/* -o bdi_ratio: the connection's dirty limit in sysfs, at mount. */
+void dg_wbd_tune_bdi(struct dg_daemon *dd);
 
 extern const struct fuse_lowlevel_ops dg_ll_ops;
 /* FITRIM (trim_op.c); every other ioctl is ENOTTY. */

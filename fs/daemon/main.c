@@ -49,13 +49,24 @@ static const char usage[] =
 	"                      effect: the mount is not nosuid; as -o suid\n"
 	"    writeback         kernel writeback cache: faster small writes, but\n"
 	"                      a write() is durable only at fsync (default off:\n"
-	"                      every write() is on the media, redundant, on return)\n";
+	"                      every write() is on the media, redundant, on return);\n"
+	"                      the daemon holds what the kernel writes back and\n"
+	"                      commits it in batches\n"
+	"    wb_max=SIZE       with writeback: bytes held at most (64M; K, M, G)\n"
+	"    commit=SECONDS    with writeback: held data is committed at least\n"
+	"                      this often (5)\n"
+	"    bdi_ratio=PERCENT with writeback, as root: the share of the kernel's\n"
+	"                      dirty limit this mount may use, without FUSE's\n"
+	"                      strict limit (20; 0 leaves the kernel's 1% strict)\n";
 
 struct dg_opts {
 	char *devs;
 	char *log;
 	double timeout;
 	int writeback;
+	char *wb_max;
+	int commit;
+	int bdi_ratio;
 	int degraded;
 	int ro;
 	int show_help;
@@ -72,6 +83,9 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	{ "timeout=%lf", offsetof(struct dg_opts, timeout), 0 },
 	{ "log=%s", offsetof(struct dg_opts, log), 0 },
 	DG_OPT("writeback", writeback),
+	{ "wb_max=%s", offsetof(struct dg_opts, wb_max), 0 },
+	{ "commit=%d", offsetof(struct dg_opts, commit), 0 },
+	{ "bdi_ratio=%d", offsetof(struct dg_opts, bdi_ratio), 0 },
 	DG_OPT("degraded", degraded),
 	DG_OPT("ro", ro),
 	DG_OPT("allow_dev", allow_dev),
@@ -609,11 +623,35 @@ static int start_servers(struct dg_daemon *dd)
 	return ret;
 }
 
+/* "64M": bytes, with K, M or G; at least 1 MiB (one request). */
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case 'G': case 'g': v <<= 10; /* fall through */
+	case 'M': case 'm': v <<= 10; /* fall through */
+	case 'K': case 'k': v <<= 10; end++; break;
+	case 0: break;
+	default: return -1;
+	}
+	if (*end || v < (1u << 20) || v > (1ull << 40))
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts fo = { 0 };
-	struct dg_opts o = { .timeout = 1.0 };
+	struct dg_opts o = { .timeout = 1.0, .commit = 5, .bdi_ratio = 20 };
+	size_t wb_max = 64u << 20;
 	struct dg_daemon dd = { .sock_fd = -1, .commit_fd = -1 };
 	struct fuse_loop_config *cfg = NULL;
 	char mnt[PATH_MAX];
@@ -662,6 +700,17 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "daxguard: timeout must not be negative\n");
 		goto out_args;
 	}
+	if (o.wb_max && parse_size(o.wb_max, &wb_max)) {
+		fprintf(stderr, "daxguard: wb_max: a size from 1M, as 64M\n");
+		goto out_args;
+	}
+	if (o.commit < 1 || o.commit > 86400 || o.bdi_ratio < 0 ||
+	    o.bdi_ratio > 100) {
+		fprintf(stderr, "daxguard: %s\n", o.commit < 1 || o.commit > 86400
+			? "commit: 1 to 86400 seconds"
+			: "bdi_ratio: 0 to 100");
+		goto out_args;
+	}
 	if ((o.allow_dev && fuse_opt_add_arg(&args, "-odev")) ||
 	    (o.allow_suid && fuse_opt_add_arg(&args, "-osuid"))) {
 		ret = 1;
@@ -677,6 +726,9 @@ int main(int argc, char *argv[])
 	dd.mountpoint = mnt;
 	dd.timeout = o.timeout;
 	dd.writeback = o.writeback;
+	dd.wb_max = wb_max;
+	dd.wb_commit_ms = (unsigned)o.commit * 1000u;
+	dd.bdi_ratio = o.bdi_ratio;
 	dd.allow_other = o.allow_other;
 	dd.debug = fo.debug;
 	if (fo.debug)
@@ -736,6 +788,9 @@ int main(int argc, char *argv[])
 	/* Threads only after daemonize: fork keeps just the caller. */
 	if (start_servers(&dd))
 		goto out_unmount;
+	if (dg_wbd_start(&dd))
+		goto out_ctl;
+	dg_wbd_tune_bdi(&dd);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		goto out_ctl;
@@ -749,6 +804,8 @@ int main(int argc, char *argv[])
 	ret = ret < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(cfg);
 out_ctl:
+	/* What the kernel wrote back at unmount is held: commit it. */
+	dg_wbd_stop(&dd);
 	dg_commit_stop(&dd);
 	/* Before the control thread's last look, which resets the lost
 	 * pages that are free by then. */
@@ -770,6 +827,7 @@ out_args:
 		fclose(log_file);
 	}
 	free(o.log);
+	free(o.wb_max);
 	free(fo.mountpoint);
 	free(o.devs);
 	free(dd.devs);

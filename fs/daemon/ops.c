@@ -98,6 +98,15 @@ static void reply_attr(fuse_req_t req, int ret, const struct dg_attr *a)
 	fuse_reply_attr(req, &st, dd_of(req)->timeout);
 }
 
+/* -o writeback: commit what the hold keeps of ino before a request
+ * that must see it on the media (wb_hold.c). An error stays for the
+ * file's next fsync or flush. */
+static void wb_drain(struct dg_daemon *dd, fuse_ino_t ino)
+{
+	if (dd->wb_on && dg_wb_holds(&dd->wb, ino))
+		dg_wb_drain(&dd->wb, ino, false);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dg_daemon *dd = userdata;
@@ -149,9 +158,24 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_entry(req, ret, &a);
 }
 
+/* The last forget may free an unlinked inode: nothing of it may be held
+ * past that, nor an error of it be told to a new file reusing the
+ * number. */
+static void forget_one(struct dg_daemon *dd, fuse_ino_t ino, uint64_t n)
+{
+	struct dg_attr a;
+	bool known = dd->wb_on && dg_wb_knows(&dd->wb, ino);
+
+	if (known)
+		wb_drain(dd, ino);
+	dg_fs_forget(dd->fs, ino, n);
+	if (known && dg_fs_getattr(dd->fs, ino, &a) == -ENOENT)
+		dg_wb_take_err(&dd->wb, ino);
+}
+
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	dg_fs_forget(dd_of(req)->fs, ino, nlookup);
+	forget_one(dd_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -159,18 +183,26 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 			    struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
-		dg_fs_forget(dd_of(req)->fs, forgets[i].ino,
-			     forgets[i].nlookup);
+		forget_one(dd_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
+	struct dg_daemon *dd = dd_of(req);
 	struct dg_attr a;
+	int ret = dg_fs_getattr(dd->fs, ino, &a);
 
 	(void)fi;
-	reply_attr(req, dg_fs_getattr(dd_of(req)->fs, ino, &a), &a);
+	/* The size counts what the hold keeps of the file. */
+	if (!ret && dd->wb_on) {
+		uint64_t end = dg_wb_end(&dd->wb, ino);
+
+		if (end > a.size)
+			a.size = end;
+	}
+	reply_attr(req, ret, &a);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
@@ -179,6 +211,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 	struct dg_cred cr = req_cred(req);
 	struct dg_setattr sa = { 0 };
 	struct dg_attr a;
+	int ret;
 
 	(void)fi;
 	/* KILLPRIV: a chown or a truncate drops setuid/setgid/capabilities
@@ -191,8 +224,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 		sa.valid |= DG_SET_UID, sa.uid = st->st_uid;
 	if (to_set & FUSE_SET_ATTR_GID)
 		sa.valid |= DG_SET_GID, sa.gid = st->st_gid;
-	if (to_set & FUSE_SET_ATTR_SIZE)
+	if (to_set & FUSE_SET_ATTR_SIZE) {
 		sa.valid |= DG_SET_SIZE, sa.size = (uint64_t)st->st_size;
+		/* Held bytes land before the new size, not after it. */
+		wb_drain(dd_of(req), ino);
+	}
 	if (to_set & FUSE_SET_ATTR_ATIME)
 		sa.valid |= DG_SET_ATIME, sa.atime = st->st_atim;
 	if (to_set & FUSE_SET_ATTR_MTIME)
@@ -203,7 +239,17 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st,
 		sa.valid |= DG_SET_MTIME_NOW;
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		sa.valid |= DG_SET_CTIME, sa.ctime = st->st_ctim;
-	reply_attr(req, dg_fs_setattr(dd_of(req)->fs, ino, &sa, &a), &a);
+	ret = dg_fs_setattr(dd_of(req)->fs, ino, &sa, &a);
+	/* With the writeback cache the kernel writes an evicted inode's
+	 * times back after its unlink freed it (reaped, dg_inode_drop_last):
+	 * nothing is left to keep them in, and an error would be kept as a
+	 * writeback error that syncfs(2) reports. */
+	if (ret == -ENOENT && dd_of(req)->writeback &&
+	    !(sa.valid & ~(DG_SET_ATIME | DG_SET_MTIME | DG_SET_CTIME |
+			   DG_SET_ATIME_NOW | DG_SET_MTIME_NOW)) &&
+	    !dg_fs_getattr(dd_of(req)->fs, ino, &a) && a.nlink == 0)
+		ret = 0;
+	reply_attr(req, ret, &a);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -285,7 +331,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret = 0;
 
 	/* An O_TRUNC open truncates here (atomic_o_trunc), with the same
-	 * privilege drop as truncate(2), in the same transaction. */
+	 * privilege drop as truncate(2), in the same transaction; held
+	 * bytes land before it. */
+	if (fi->flags & O_TRUNC)
+		wb_drain(dd_of(req), ino);
 	ret = dg_fs_open_ino(dd_of(req)->fs, ino, (fi->flags & O_TRUNC) != 0,
 			     &cr);
 	if (ret) {
@@ -384,6 +433,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (!(fi->flags & O_DIRECT))
 		dg_dio_note(&dd_of(req)->dio, ino);
+	/* Reads see what is held: committed first. */
+	wb_drain(dd_of(req), ino);
 	n = dg_fs_read(dd_of(req)->fs, ino, (uint64_t)off, size, buf, &data);
 	if (n < 0)
 		reply_err(req, (int)n);
@@ -400,6 +451,18 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 
 	if (!direct)
 		dg_dio_note(&dd_of(req)->dio, ino);
+	/* -o writeback: a page the kernel writes back is held, committed
+	 * with others at fsync, at the commit interval or when the hold is
+	 * full. Any other write (O_DIRECT, a write-through) is committed
+	 * now, after what is held of the file. */
+	if (dd_of(req)->wb_on) {
+		if (fi->writepage &&
+		    !dg_wb_put(&dd_of(req)->wb, ino, (uint64_t)off, buf, size)) {
+			fuse_reply_write(req, size);
+			return;
+		}
+		wb_drain(dd_of(req), ino);
+	}
 	/* KILLPRIV_V2: dropping set-ID bits and capabilities on write is
 	 * ours, in the write's own transaction. Not for pages written back
 	 * from the kernel's cache: for a file with bits to drop the kernel
@@ -424,29 +487,48 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, (size_t)n);
 }
 
+/* close(): in -o writeback, not a sync (as on ext4), but where an
+ * earlier batch's failure of the file is told, if no fsync told it. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct dg_daemon *dd = dd_of(req);
+
 	(void)fi;
-	reply_err(req, 0);
+	reply_err(req, dd->wb_on ? dg_wb_take_err(&dd->wb, ino) : 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
+	struct dg_daemon *dd = dd_of(req);
+
 	(void)fi;
-	dg_fs_release(dd_of(req)->fs, ino);
+	/* The last release of an unlinked file frees it: commit (or see
+	 * fail) what is held of it before. */
+	if (dd->wb_on && dg_wb_holds(&dd->wb, ino)) {
+		struct dg_attr a;
+
+		if (dg_fs_getattr(dd->fs, ino, &a) || a.nlink == 0)
+			dg_wb_drain(&dd->wb, ino, false);
+	}
+	dg_fs_release(dd->fs, ino);
 	reply_err(req, 0);
 }
 
 /* Data and metadata are durable when an operation returns (fsys.h); only
- * the times of overwritten files wait for fsync. */
+ * the times of overwritten files wait for fsync. In -o writeback, the
+ * bytes held of the file are committed first, and a failure of an
+ * earlier batch of it is told here. */
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
+	struct dg_daemon *dd = dd_of(req);
+	int held = dd->wb_on ? dg_wb_drain(&dd->wb, ino, true) : 0;
+	int ret = dg_fs_fsync(dd->fs, ino);
+
 	(void)datasync;
 	(void)fi;
-	reply_err(req, dg_fs_fsync(dd_of(req)->fs, ino));
+	reply_err(req, held ? held : ret);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -633,6 +715,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		reply_err(req, -EINVAL);
 		return;
 	}
+	wb_drain(dd_of(req), ino);
 	reply_err(req, dg_fs_fallocate(dd_of(req)->fs, ino, mode,
 				       (uint64_t)offset, (uint64_t)length));
 }

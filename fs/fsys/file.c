@@ -244,6 +244,150 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 	return done ? (ssize_t)done : ret;
 }
 
+/*
+ * Fill one transaction with runs from seg[*i] at byte *pos on, up to max
+ * bytes. A run that starts in the page the one before it ended in goes
+ * to the next transaction: each page is written once per transaction.
+ * The bytes taken are added to *bytes, the file's new end to *end.
+ */
+/* A batch's transactions carry at most a FUSE write's 1 MiB: a larger
+ * one, with several allocations, got fewer whole rows (128 MiB written
+ * in order: 4480 rows patched against 1176, 1.90 bytes stored a byte
+ * against 1.54), and small runs still share an entry 256 at a time. */
+#define BATCH_TXN_MAX (1u << 20)
+
+static int batch_fill(struct dg_fs *fs, struct dg_txn *txn,
+		      struct dg_inode *ip, const struct dg_wseg *seg,
+		      unsigned n, unsigned *i, size_t *pos, size_t max,
+		      bool *moved, size_t *bytes, uint64_t *end)
+{
+	uint64_t last_page = UINT64_MAX;
+
+	while (*i < n && *bytes < max) {
+		const struct dg_wseg *s = &seg[*i];
+		uint64_t off = s->off + *pos;
+		size_t take = s->len - *pos;
+		int ret;
+
+		if (take > max - *bytes)
+			take = max - *bytes;
+		if (last_page != UINT64_MAX && off / DG_PAGE_SIZE <= last_page)
+			break;
+		ret = dg_file_write_txn(fs, txn, ip, off,
+					(const uint8_t *)s->buf + *pos, take,
+					moved);
+		if (ret)
+			return ret;
+		last_page = (off + take - 1) / DG_PAGE_SIZE;
+		if (off + take > *end)
+			*end = off + take;
+		*bytes += take;
+		*pos += take;
+		if (*pos == s->len) {
+			(*i)++;
+			*pos = 0;
+		}
+	}
+	return 0;
+}
+
+int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
+		      const struct dg_wseg *seg, unsigned n, unsigned requests)
+{
+	struct dg_inode *ip;
+	struct dg_txn *txn;
+	size_t done = 0, max = txn_data_max(fs);
+	unsigned i = 0;
+	size_t pos = 0;
+
+	if (max > BATCH_TXN_MAX)
+		max = BATCH_TXN_MAX;
+	bool relocating = true;
+	int ret = 0;
+
+	for (unsigned k = 0; k < n; k++)
+		if (seg[k].off + seg[k].len < seg[k].off ||
+		    seg[k].off + seg[k].len > DG_MAX_FILE_SIZE)
+			return -EFBIG;
+	while (i < n && seg[i].len == 0)
+		i++;
+	if (i == n)
+		return 0;
+	pthread_rwlock_rdlock(&fs->lock);
+	ip = dg_inode_get(fs, ino);
+	if (!ip || !S_ISREG(ip->d.mode) || ip->damaged) {
+		pthread_rwlock_unlock(&fs->lock);
+		return !ip ? -ENOENT : ip->damaged ? -EIO : -EINVAL;
+	}
+	if (fs->broken) {
+		pthread_rwlock_unlock(&fs->lock);
+		return -EROFS;
+	}
+	ret = dg_inode_map_check(ip, false); /* libcommit: one writer */
+	if (ret) {
+		pthread_rwlock_unlock(&fs->lock);
+		return ret;
+	}
+	txn = dg_txn_new(fs->vol);
+	if (!txn) {
+		pthread_rwlock_unlock(&fs->lock);
+		return -ENOMEM;
+	}
+	pthread_rwlock_wrlock(&ip->lock);
+	/* One transaction a loop: as many runs as the journal takes. */
+	while (i < n) {
+		struct dg_dinode saved = ip->d;
+		unsigned i0 = i;
+		size_t pos0 = pos, bytes = 0;
+		uint64_t end = 0;
+		bool moved = false;
+
+		ret = batch_fill(fs, txn, ip, seg, n, &i, &pos, max,
+				 relocating ? &moved : NULL, &bytes, &end);
+		if (!ret) {
+			bool meta = moved || end > ip->d.size ||
+				    ip->d.blocks != saved.blocks;
+
+			if (end > ip->d.size)
+				ip->d.size = end;
+			dg_inode_touch(ip, true, true);
+			if (meta)
+				ret = dg_inode_store(fs, txn, ip);
+			else
+				ip->times_dirty = true;
+		}
+		if (!ret)
+			ret = dg_fs_commit(fs, txn);
+		if (ret) {
+			if (ret == -ENOSPC) {
+				/* As write_file(): nothing of this
+				 * transaction is on the media. */
+				dg_txn_free(txn);
+				txn = NULL;
+				ip->d = saved;
+				dg_ext_load(fs, ip);
+				if (moved && (txn = dg_txn_new(fs->vol))) {
+					relocating = false;
+					i = i0;
+					pos = pos0;
+					continue;
+				}
+			}
+			break;
+		}
+		done += bytes;
+	}
+	pthread_rwlock_unlock(&ip->lock);
+	dg_txn_free(txn);
+	pthread_rwlock_unlock(&fs->lock);
+	if (done) {
+		__atomic_fetch_add(&fs->writes, requests ? requests : 1,
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_add(&fs->bytes_written, done, __ATOMIC_RELAXED);
+	}
+	return ret;
+}
+
 void dg_fs_write_counts(struct dg_fs *fs, uint64_t *writes, uint64_t *bytes)
 {
 	*writes = __atomic_load_n(&fs->writes, __ATOMIC_RELAXED);

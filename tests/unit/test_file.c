@@ -328,6 +328,50 @@ static void test_parallel_writers(void)
 	free(got);
 }
 
+/* dg_fs_write_batch() (the -o writeback hold's commit): runs that share
+ * a page, a run larger than a transaction, counted as the requests they
+ * stand for; read back after a remount as a reference says. */
+static void test_write_batch(void)
+{
+	struct tfs t;
+	uint64_t seed = 31, f, w0, b0, w1, b1;
+	size_t span = 200 * PG + (3u << 20);
+	uint8_t *want = calloc(1, span), *got = malloc(span + PG);
+	struct dg_wseg seg[4] = {
+		{ 1000, NULL, 5 * PG + 123 },
+		{ 7 * PG + 10, NULL, 20 },
+		{ 7 * PG + 100, NULL, 50 },	/* the page of the one before */
+		{ 100 * PG, NULL, 3u << 20 },	/* more than one transaction */
+	};
+	struct dg_attr a;
+	size_t bytes = 0;
+
+	REQUIRE(want && got);
+	REQUIRE(tfs_make_size(&t, "filebatch", 32ull << 20));
+	f = tfs_file(&t, 1, "f");
+	REQUIRE(f);
+	for (unsigned i = 0; i < 4; i++) {
+		trand_fill(&seed, want + seg[i].off, seg[i].len);
+		seg[i].buf = want + seg[i].off;
+		bytes += seg[i].len;
+	}
+	dg_fs_write_counts(t.fs, &w0, &b0);
+	CHECK_EQ(dg_fs_write_batch(t.fs, f, seg, 4, 9), 0);
+	dg_fs_write_counts(t.fs, &w1, &b1);
+	CHECK_EQ(w1 - w0, 9);
+	CHECK_EQ(b1 - b0, bytes);
+	CHECK_EQ(dg_fs_write_batch(t.fs, f, seg, 0, 1), 0);
+	REQUIRE(tfs_remount(&t));
+	REQUIRE(dg_fs_getattr(t.fs, f, &a) == 0);
+	CHECK_EQ(a.size, 100 * PG + (3u << 20));
+	CHECK_EQ(fread_at(&t, f, 0, (size_t)a.size, got), (ssize_t)a.size);
+	CHECK(memcmp(got, want, (size_t)a.size) == 0);
+	CHECK_EQ(dg_fs_write_batch(t.fs, 999999, seg, 1, 1), -ENOENT);
+	tfs_done(&t);
+	free(want);
+	free(got);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -337,6 +381,7 @@ int main(int argc, char **argv)
 		{ "whole_rows", test_whole_rows },
 		{ "whole_rows_full_volume", test_whole_rows_full_volume },
 		{ "parallel_writers", test_parallel_writers },
+		{ "write_batch", test_write_batch },
 		{ NULL, NULL },
 	};
 

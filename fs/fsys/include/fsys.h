@@ -122,8 +122,27 @@ struct dg_cred;
 ssize_t dg_fs_write_unpriv(struct dg_fs *fs, uint64_t ino, uint64_t off,
 			   const void *buf, size_t size,
 			   const struct dg_cred *cr);
-/* Write requests served by dg_fs_write() and dg_fs_write_unpriv() since
- * the mount, and the bytes they wrote: what the media's counts are
+/* One run of bytes of a batched write (dg_fs_write_batch()). */
+struct dg_wseg {
+	uint64_t off;
+	const void *buf;
+	size_t len;
+};
+/*
+ * Write n runs of one file, sorted by offset and not overlapping, in
+ * transactions of up to 1 MiB each: runs share a journal entry and its
+ * persists, and whole rows of them go to new pages (the "Whole rows"
+ * path) rather than into the journal. The daemon's write-back hold
+ * (-o writeback) commits what it gathered of a file with one call. Each
+ * transaction is atomic. Returns 0, or the negative errno of the
+ * transaction that failed (those committed before it stay). Counted as
+ * requests write requests (those the runs gathered), so that the
+ * media's cost per write compares across modes.
+ */
+int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
+		      const struct dg_wseg *seg, unsigned n, unsigned requests);
+/* Write requests served by dg_fs_write(), dg_fs_write_unpriv() and
+ * dg_fs_write_batch() since the mount, and the bytes they wrote: what the media's counts are
  * divided by (dg_vol_media_counts(), docs/design.md "What a write costs
  * the media"). A request that wrote nothing is not counted. */
 void dg_fs_write_counts(struct dg_fs *fs, uint64_t *writes, uint64_t *bytes);
