@@ -190,9 +190,10 @@ def main():
     work = f"/tmp/wbb-{os.getpid()}"
     os.makedirs(work)
     build = os.path.abspath(a.build)
-    systems = [Dg("dg-hold", build, ["writeback"], work, a.size),
-               Dg("dg-hold-bdi0", build, ["writeback", "bdi_ratio=0"], work,
-                  a.size)]
+    systems = [Dg("dg-hold", build, ["writeback", "wb_max=64M"], work,
+                  a.size),
+               Dg("dg-hold-bdi0", build,
+                  ["writeback", "wb_max=64M", "bdi_ratio=0"], work, a.size)]
     if a.old_build:
         old = os.path.abspath(a.old_build)
         systems.append(Dg("dg-nohold", old, ["writeback"], work, a.size))

@@ -32,7 +32,8 @@ static const char usage[] =
 	"       daxguard-ctl MOUNTPOINT replace DEV NEWPATH [--rate MB/s] "
 	"[--json]\n"
 	"       daxguard-ctl MOUNTPOINT replace status [--json]\n"
-	"       daxguard-ctl MOUNTPOINT clear\n";
+	"       daxguard-ctl MOUNTPOINT clear\n"
+	"       daxguard-ctl MOUNTPOINT sync [--json]\n";
 
 static const char help_text[] =
 	"Ask the daemon of a mounted daxguard volume (MOUNTPOINT or any\n"
@@ -60,6 +61,8 @@ static const char help_text[] =
 	"                  mount's owner)\n"
 	"  replace status  where the replace is\n"
 	"  clear           reset the fault counters (root or the mount's owner)\n"
+	"  sync            commit what a -o writeback,wb_max mount holds (the\n"
+	"                  kernel does not pass sync(1) on to the daemon)\n"
 	"options:\n"
 	"  -v, --verbose   status: the damaged files too\n"
 	"  -w, --wait      scrub start/resume: wait until it ends, then print\n"
@@ -424,7 +427,7 @@ int main(int argc, char **argv)
 	cmd = argv[2];
 	if (strcmp(cmd, "status") && strcmp(cmd, "scrub") &&
 	    strcmp(cmd, "clear") && strcmp(cmd, "events") &&
-	    strcmp(cmd, "replace")) {
+	    strcmp(cmd, "replace") && strcmp(cmd, "sync")) {
 		usage_error("unknown command '%s'", cmd);
 	}
 	i = 3;

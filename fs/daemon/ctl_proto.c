@@ -54,6 +54,8 @@ void ctl_request_parse(const char *line, struct ctl_request *r)
 		r->args = line + 6;
 	} else if (starts(line, "clear")) {
 		r->cmd = CTL_CLEAR;
+	} else if (starts(line, "sync")) {
+		r->cmd = CTL_SYNC;
 	}
 }
 

@@ -32,6 +32,7 @@ enum ctl_cmd {
 	CTL_REPLACE_STATUS,
 	CTL_REPLACE,		/* replace start ... */
 	CTL_CLEAR,
+	CTL_SYNC,		/* commit what -o wb_max holds */
 };
 
 struct ctl_request {

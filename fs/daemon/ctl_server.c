@@ -567,6 +567,29 @@ static void conn_close(struct ctl_conn *c)
 }
 
 /* Answer the request line of c into c->out. */
+/* sync(1) for the write-back hold: the kernel passes neither sync(2) nor
+ * syncfs(2) on to a FUSE daemon, so what -o wb_max holds is committed
+ * here when asked (anyone may: sync(2) needs no privilege either). The
+ * hold is bounded, so is the wait. */
+static void sync_held(struct dg_daemon *dd, struct dg_out *o, bool json)
+{
+	int ret = dd->wb_on ? dg_wb_drain_all(&dd->wb) : 0;
+	struct json_object *r;
+
+	if (ret) {
+		reply_error(o, json, strerror(-ret));
+		return;
+	}
+	if (!json) {
+		dg_outf(o, "synced\n");
+		return;
+	}
+	r = json_object_new_object();
+	json_add_bool(r, "synced", true);
+	dg_outf(o, "%s\n", json_line(r));
+	json_object_put(r);
+}
+
 static void answer(struct dg_daemon *dd, struct ctl_conn *c)
 {
 	struct ctl_request rq;
@@ -602,6 +625,9 @@ static void answer(struct dg_daemon *dd, struct ctl_conn *c)
 			break;
 		case CTL_CLEAR:
 			clear(dd, o);
+			break;
+		case CTL_SYNC:
+			sync_held(dd, o, rq.json);
 			break;
 		default:
 			reply_error(o, rq.json, "unknown request");

@@ -49,11 +49,13 @@ static const char usage[] =
 	"                      effect: the mount is not nosuid; as -o suid\n"
 	"    writeback         kernel writeback cache: faster small writes, but\n"
 	"                      a write() is durable only at fsync (default off:\n"
-	"                      every write() is on the media, redundant, on return);\n"
-	"                      the daemon holds what the kernel writes back and\n"
-	"                      commits it in batches\n"
-	"    wb_max=SIZE       with writeback: bytes held at most (64M; K, M, G)\n"
-	"    commit=SECONDS    with writeback: held data is committed at least\n"
+	"                      every write() is on the media, redundant, on return)\n"
+	"    wb_max=SIZE       with writeback: the daemon holds up to SIZE of what\n"
+	"                      the kernel writes back (K, M, G; from 1M) and\n"
+	"                      commits it in batches; sync(1) is then not a\n"
+	"                      durability point (FUSE does not pass syncfs on):\n"
+	"                      fsync, or daxguard-ctl MNT sync (default: no hold)\n"
+	"    commit=SECONDS    with wb_max: held data is committed at least\n"
 	"                      this often (5)\n"
 	"    bdi_ratio=PERCENT with writeback, as root: the share of the kernel's\n"
 	"                      dirty limit this mount may use, without FUSE's\n"
@@ -651,7 +653,7 @@ int main(int argc, char *argv[])
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts fo = { 0 };
 	struct dg_opts o = { .timeout = 1.0, .commit = 5, .bdi_ratio = 20 };
-	size_t wb_max = 64u << 20;
+	size_t wb_max = 0;	/* no hold unless asked for */
 	struct dg_daemon dd = { .sock_fd = -1, .commit_fd = -1 };
 	struct fuse_loop_config *cfg = NULL;
 	char mnt[PATH_MAX];

@@ -36,7 +36,11 @@ int dg_wbd_start(struct dg_daemon *dd)
 {
 	int ret;
 
-	if (!dd->writeback)
+	/* Only when asked for (-o wb_max): the kernel does not pass
+	 * sync(2) or syncfs(2) on to a FUSE daemon, so what is held is not
+	 * made durable by them, where without the hold every page the
+	 * kernel writes back is on the media when its write returns. */
+	if (!dd->writeback || !dd->wb_max)
 		return 0;
 	dg_wb_init(&dd->wb, dd->wb_max, dd->wb_commit_ms, commit_batch, dd);
 	ret = dg_wb_start(&dd->wb);

@@ -17,6 +17,7 @@ from dgfault import fsck
 
 libc = ctypes.CDLL(None, use_errno=True)
 LONG = "commit=3600"        # nothing committed by the interval in a test
+HOLD = "wb_max=64M"         # the hold is off unless asked for
 
 
 def syncfs(path):
@@ -69,7 +70,7 @@ def vol(volume_factory):
 
 def test_reads_see_held_data_and_fsync_commits(vol):
     v = vol
-    v.mount("writeback", LONG)
+    v.mount("writeback", HOLD, LONG)
     a = v.mnt / "a"
     data = os.urandom(3 << 20) + b"tail"
     write_file(a, data)
@@ -103,7 +104,7 @@ def test_fsync_durable_and_kill9_consistent(vol):
     old = os.urandom(1 << 20)
     write_file(v.mnt / "c", old)       # default mode: durable now
     v.umount()
-    v.mount("writeback", LONG)
+    v.mount("writeback", HOLD, LONG)
     synced = os.urandom(2 << 20)
     fd = os.open(v.mnt / "s", os.O_CREAT | os.O_WRONLY, 0o644)
     os.write(fd, synced)
@@ -124,9 +125,40 @@ def test_fsync_durable_and_kill9_consistent(vol):
     assert rc == 0, p.stdout + p.stderr
 
 
+def test_without_wb_max_sync_is_durable(vol):
+    """-o writeback alone holds nothing: what the kernel writes back (here
+    at syncfs, which the daemon never hears of) is on the media when the
+    write-back returns, so sync(2) stays a durability point."""
+    v = vol
+    v.mount("writeback")
+    assert wb(v)["enabled"] is False
+    data = os.urandom(2 << 20)
+    write_file(v.mnt / "f", data)
+    syncfs(v.mnt)
+    assert wb(v)["held_bytes"] == 0
+    v.kill9()
+    v.mount()
+    assert (v.mnt / "f").read_bytes() == data
+
+
+def test_ctl_sync_commits_the_hold(vol):
+    """With the hold, `daxguard-ctl MNT sync` is what sync(1) cannot be:
+    everything held is on the media when it returns."""
+    v = vol
+    v.mount("writeback", HOLD, LONG)
+    data = os.urandom(2 << 20)
+    write_file(v.mnt / "f", data)
+    held_after_syncfs(v)
+    assert v.ctl("sync").stdout == "synced\n"
+    assert wb(v)["held_bytes"] == 0
+    v.kill9()
+    v.mount()
+    assert (v.mnt / "f").read_bytes() == data
+
+
 def test_commit_interval_commits_without_fsync(vol):
     v = vol
-    v.mount("writeback", "commit=1")
+    v.mount("writeback", HOLD, "commit=1")
     data = os.urandom(1 << 20)
     write_file(v.mnt / "f", data)
     syncfs(v.mnt)
@@ -151,7 +183,7 @@ def drained(v, before):
 
 def test_direct_sync_truncate_fallocate_drain(vol):
     v = vol
-    v.mount("writeback", LONG)
+    v.mount("writeback", HOLD, LONG)
     f = v.mnt / "f"
     data = os.urandom(1 << 20)
     write_file(f, data)
@@ -224,7 +256,7 @@ def test_unlinked_file_held_data_does_not_reach_a_new_file(vol):
     """An unlinked file's held bytes are committed before its inode is
     freed, so a new file that reuses the number gets none of them."""
     v = vol
-    v.mount("writeback", LONG)
+    v.mount("writeback", HOLD, LONG)
     for round_ in range(3):
         g = v.mnt / f"g{round_}"
         write_file(g, b"G" * 65536)
