@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fscheck.h"
 #include "fsys_i.h"
 
 uint32_t dg_itable_direct(const struct dg_dfsroot *r)
@@ -241,4 +242,33 @@ void dg_itable_counts(const struct dg_fs *fs, uint64_t free_vpns,
 		room = can;
 	*ffree = have - 1 - fs->inodes_used + room * DG_INODES_PER_CHUNK;
 	*files = fs->inodes_used + *ffree;
+}
+
+int dg_itable_inspect(struct dg_vol *vol, struct dg_itable_info *info)
+{
+	struct dg_droot *root = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	uint64_t map[DG_ICMAP_PER_PAGE + 1], bad, *chunk_vpn = NULL;
+	struct dg_dfsroot r;
+	int ret;
+
+	if (!root)
+		return -ENOMEM;
+	ret = dg_read(vol, 0, 1, root);
+	memcpy(&r, root->fs, sizeof(r));
+	free(root);
+	if (ret)
+		return ret;
+	if (dg_itable_root_check(vol, &r))
+		return -EUCLEAN;
+	chunk_vpn = calloc(r.nchunks, sizeof(*chunk_vpn));
+	if (!chunk_vpn)
+		return -ENOMEM;
+	ret = dg_itable_read_map(vol, &r, chunk_vpn, map, &info->map_pages,
+				 &bad);
+	free(chunk_vpn);
+	info->chunks = r.nchunks;
+	info->direct = r.nchunks < dg_itable_direct(&r)
+			       ? r.nchunks
+			       : dg_itable_direct(&r);
+	return ret;
 }

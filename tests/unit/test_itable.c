@@ -68,6 +68,7 @@ static void grows_past_root(void)
 {
 	struct tfs t;
 	struct statvfs sv;
+	struct dg_itable_info info;
 	uint64_t *inos = calloc(NFILES, sizeof(*inos));
 	unsigned before;
 
@@ -93,6 +94,11 @@ static void grows_past_root(void)
 	REQUIRE(tfs_remount(&t));
 	CHECK_EQ(t.fs->root.direct, DIRECT);
 	CHECK_EQ(names_right(&t, NFILES, inos), NFILES);
+	/* dumpfs's view: the directory and one map page. */
+	CHECK_EQ(dg_itable_inspect(t.vol, &info), 0);
+	CHECK_EQ(info.chunks, NFILES / DG_INODES_PER_CHUNK + 1);
+	CHECK_EQ(info.direct, DIRECT);
+	CHECK_EQ(info.map_pages, 2);
 	CHECK_EQ(fsck_findings(t.vol), 0);
 	/* Unlink every other file; the freed mapped slots are reused. */
 	for (unsigned i = 0; i < NFILES; i += 2) {
