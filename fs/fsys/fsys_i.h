@@ -169,8 +169,8 @@ int dg_itable_load(struct dg_fs *fs);
  * pages past the root's room, setting DG_FEAT_INCOMPAT_BIG_ITABLE
  * first); -ENOSPC at the map's limit. Under ino_lock. */
 int dg_itable_add(struct dg_fs *fs, struct dg_txn *txn, uint64_t start);
-/* statfs f_files and f_ffree, given the free vpns (under ino_lock). */
-void dg_itable_counts(const struct dg_fs *fs, uint64_t free_vpns,
+/* statfs f_files and f_ffree, given the volume's vpns (under ino_lock). */
+void dg_itable_counts(const struct dg_fs *fs, uint64_t vpns,
 		      uint64_t *files, uint64_t *ffree);
 /* Tests only: the map starts after n chunks rather than DG_MAX_ICHUNKS,
  * so a test crosses into it with few inodes; before the map exists. */

@@ -225,23 +225,25 @@ int dg_itable_add(struct dg_fs *fs, struct dg_txn *txn, uint64_t start)
 }
 
 /*
- * statfs: the table can grow while there is room, so the free inodes
- * are the free slots of its chunks plus 1,024 for each chunk that free
- * space and the map's limit still allow (under ino_lock).
+ * statfs: the table may grow as long as there is room, so the inodes it
+ * could hold are as many as the volume's pages would take as chunks (65
+ * pages with their share of the map), up to the map's limit, and never
+ * fewer than it has. A figure of the volume's size, not of its free
+ * space: a file's data does not move f_ffree (under ino_lock).
  */
-void dg_itable_counts(const struct dg_fs *fs, uint64_t free_vpns,
+void dg_itable_counts(const struct dg_fs *fs, uint64_t vpns,
 		      uint64_t *files, uint64_t *ffree)
 {
-	uint64_t have = (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK;
-	uint64_t room = (uint64_t)direct_now(fs) +
-			DG_ICMAP_PER_PAGE * DG_ICMAP_PER_PAGE -
-			fs->root.nchunks;
-	uint64_t can = free_vpns / (DG_ITABLE_CHUNK_PAGES + 1);
+	uint64_t have = fs->root.nchunks;
+	uint64_t most = (uint64_t)direct_now(fs) +
+			DG_ICMAP_PER_PAGE * DG_ICMAP_PER_PAGE;
+	uint64_t fit = vpns / (DG_ITABLE_CHUNK_PAGES + 1);
+	uint64_t chunks = fit < most ? fit : most;
 
-	if (can < room)
-		room = can;
-	*ffree = have - 1 - fs->inodes_used + room * DG_INODES_PER_CHUNK;
-	*files = fs->inodes_used + *ffree;
+	if (chunks < have)
+		chunks = have;
+	*files = chunks * DG_INODES_PER_CHUNK - 1; /* ino 0 */
+	*ffree = *files > fs->inodes_used ? *files - fs->inodes_used : 0;
 }
 
 int dg_itable_inspect(struct dg_vol *vol, struct dg_itable_info *info)
