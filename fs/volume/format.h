@@ -91,10 +91,10 @@
  * rows (ditto_pages = zone_chunks * K * chunk_pages), so rows
  * [0, zone_chunks * chunk_pages) hold zone pages and nothing else. The
  * root, the bitmap and every page the filesystem layer allocates for its
- * metadata (inode table chunks and chunk map pages, directory pages,
- * extent pages, xattr pages, symlink pages) live in the zone; file data
- * lives outside it while there is room there. Each zone page has
- * ditto_copies = max(1, parity) plain copies beside parity, outside the rows: copy j
+ * metadata (inode table chunks and chunk maps, directory, extent, xattr
+ * pages, symlink pages) live in the zone; file data lives outside it
+ * while there is room there. Each zone page has ditto_copies =
+ * max(1, parity) plain copies beside parity, outside the rows: copy j
  * (1..ditto_copies) of the page at (device d, row r) is page
  * ditto_start + r * ditto_copies + (j - 1) of device (d + j) % ndev, so
  * the ditto region of each device is zone_chunks * chunk_pages *
