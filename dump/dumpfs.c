@@ -185,8 +185,9 @@ static void dump_volume(struct dump *d)
 {
 	struct fields g = { 0 }, fr = { 0 };
 	struct dg_vol_info in;
+	struct dg_itable_info it = { 0 };
 	uint64_t outside = 0;
-	int ret, outside_ret = -1;
+	int ret, outside_ret = -1, it_ret = -1;
 
 	dg_vol_get_info(d->vol, &in);
 	dg_inspect_geometry(d->vol, collect, &g);
@@ -194,7 +195,21 @@ static void dump_volume(struct dump *d)
 	/* Where a full zone put metadata: a walk of the structures. */
 	if (!ret)
 		outside_ret = dg_check_meta_outside(d->vol, &outside);
+	if (!ret)
+		it_ret = dg_itable_inspect(d->vol, &it);
 	if (d->json) {
+		struct json_object *ito = NULL;
+
+		if (!it_ret) {
+			ito = json_object_new_object();
+			json_object_object_add(ito, "chunks",
+					       json_object_new_uint64(it.chunks));
+			json_object_object_add(ito, "in_root",
+					       json_object_new_uint64(it.direct));
+			json_object_object_add(ito, "map_pages",
+					       json_object_new_uint64(it.map_pages));
+		}
+		json_object_object_add(d->root, "inode_table", ito);
 		json_add_bytes(d->root, "label", in.label);
 		json_add_bool(d->root, "mounted", d->mounted);
 		json_object_object_add(d->root, "geometry", json_fields(&g));
@@ -215,6 +230,14 @@ static void dump_volume(struct dump *d)
 		if (!ret && !outside_ret)
 			printf("  meta_outside_zone: %" PRIu64 " (metadata "
 			       "pages without ditto copies)\n", outside);
+		if (!it_ret)
+			printf("inode table: %u chunks of %u inodes, %u listed "
+			       "in the root record, %u through %u chunk map "
+			       "pages\n", it.chunks, DG_INODES_PER_CHUNK,
+			       it.direct, it.chunks - it.direct, it.map_pages);
+		else if (!ret)
+			printf("inode table: unknown (%s)\n",
+			       strerror(-it_ret));
 	}
 	free(g.f);
 	free(fr.f);

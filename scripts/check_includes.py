@@ -40,6 +40,7 @@ tests/crash/recorder.c
 tests/crash/test_crash.c
 tests/crash/test_crash_concurrent.c
 tests/crash/test_crash_failpersist.c
+tests/crash/test_crash_itable.c
 tests/crash/test_crash_new_rows.c
 tests/crash/test_crash_repair.c
 tests/crash/test_crash_stage.c
@@ -59,6 +60,7 @@ tests/unit/test_extent.c
 tests/unit/test_geom.c
 tests/unit/test_ident.c
 tests/unit/test_inode.c
+tests/unit/test_itable.c
 tests/unit/test_journal.c
 tests/unit/test_latch.c
 tests/unit/test_media_counts.c

@@ -50,7 +50,7 @@ void dg_walk_ino_loc(const struct walk *w, uint64_t ino, uint64_t *vpn,
 {
 	uint64_t slot = ino % DG_INODES_PER_CHUNK;
 
-	*vpn = w->fsr.chunks[ino / DG_INODES_PER_CHUNK] +
+	*vpn = w->chunk_vpn[ino / DG_INODES_PER_CHUNK] +
 	       slot / DG_INODES_PER_PAGE;
 	*off = (uint32_t)(slot % DG_INODES_PER_PAGE) * DG_INODE_SIZE;
 }
@@ -423,10 +423,53 @@ static bool xattr_run_lost(struct walk *w, uint64_t vpn, uint32_t n)
 	return false;
 }
 
+/*
+ * Where the inode table's chunks are: the root record's list and, past
+ * it, the chunk map (format.h "Inode table"), whose pages are inode
+ * table metadata. A map page no copy of which verifies, or that names
+ * a page out of range, loses every chunk it names: nothing says where
+ * those inodes are, so the table is not walked (as a bad root record).
+ */
+static int load_chunk_map(struct walk *w)
+{
+	uint64_t map[DG_ICMAP_PER_PAGE + 1], bad = 0;
+	struct dg_chk_event ev;
+	uint32_t nmap = 0;
+	int r;
+
+	w->chunk_vpn = calloc(w->fsr.nchunks, sizeof(*w->chunk_vpn));
+	if (!w->chunk_vpn)
+		return -ENOMEM;
+	r = dg_itable_read_map(w->vol, &w->fsr, w->chunk_vpn, map, &nmap,
+			       &bad);
+	for (uint32_t i = 0; i < nmap; i++)
+		if (!mark(w, map[i], 1, DG_PC_ITABLE, 0) && !r) {
+			bad = map[i];
+			r = -EUCLEAN;
+		}
+	if (r == -ENOMEM)
+		return r;
+	if (r) {
+		dg_chk_event_init(&ev, DG_CHK_FS_ROOT, "root");
+		ev_vpn(w, &ev, bad < w->vpns ? bad : 0);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "inode table chunk map page at vpn %llu is %s",
+			 (unsigned long long)bad,
+			 r == -EIO ? "unreadable"
+				   : "out of range, overlaps or names a page "
+				     "out of range");
+		snprintf(ev.action, sizeof(ev.action), "none");
+		w->problems++;
+		wreport(w, &ev, false);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
 static void load_itable(struct walk *w)
 {
 	for (uint32_t c = 0; c < w->fsr.nchunks; c++) {
-		uint64_t v0 = w->fsr.chunks[c];
+		uint64_t v0 = w->chunk_vpn[c];
 		struct dg_chk_event ev;
 
 		if (v0 < 1 || v0 + DG_ITABLE_CHUNK_PAGES > w->vpns ||
@@ -978,6 +1021,8 @@ void dg_walk_free(struct walk *w)
 		free(w->ents[i].name);
 	free(w->ents);
 	free(w->in);
+	free(w->chunk_vpn);
+	w->chunk_vpn = NULL;
 	free(w->root);
 	free(w->page);
 	free(w->marked);
@@ -1002,8 +1047,7 @@ int dg_walk_load(struct walk *w)
 		return -EUCLEAN;
 	}
 	memcpy(&w->fsr, w->root->fs, sizeof(w->fsr));
-	if (w->fsr.magic != DG_FS_MAGIC || w->fsr.nchunks == 0 ||
-	    w->fsr.nchunks > DG_MAX_ICHUNKS || !dg_alloc_meta_vpns(vol)) {
+	if (dg_itable_root_check(vol, &w->fsr) || !dg_alloc_meta_vpns(vol)) {
 		dg_chk_event_init(&ev, DG_CHK_FS_ROOT, "root");
 		ev_vpn(w, &ev, 0);
 		snprintf(ev.detail, sizeof(ev.detail),
@@ -1015,6 +1059,9 @@ int dg_walk_load(struct walk *w)
 	}
 	mark(w, 0, 1, DG_PC_ROOT, 0);
 	mark(w, 1, dg_alloc_meta_vpns(vol) - 1, DG_PC_BITMAP, 0);
+	r = load_chunk_map(w);
+	if (r)
+		return r;
 	w->icap = (uint64_t)w->fsr.nchunks * DG_INODES_PER_CHUNK;
 	w->in = calloc(w->icap, sizeof(*w->in));
 	if (!w->in)

@@ -120,8 +120,16 @@ struct dg_fs {
 	 * create costs O(chunks + one chunk), not O(inodes), whatever
 	 * order slots were freed in. ino_scanned counts the slots looked
 	 * at, for the tests (test_inode.c). Under ino_lock. */
-	uint16_t chunk_used[DG_MAX_ICHUNKS];
+	uint16_t *chunk_used;
 	uint64_t ino_scanned;
+	/* itable.c: first vpn of each chunk, root record and chunk map
+	 * alike (chunk_cap entries in both arrays); the map's pages, its
+	 * directory first (0: none); the test knob of where the map
+	 * starts (0: DG_MAX_ICHUNKS). Under ino_lock. */
+	uint64_t *chunk_vpn;
+	uint32_t chunk_cap;
+	uint64_t icmap_vpn[DG_ICMAP_PER_PAGE + 1];
+	uint32_t itable_direct;
 	pthread_mutex_t ino_lock; /* itab slot allocation and counts */
 	bool broken;		/* a commit failed: refuse changes */
 	uint32_t gen_counter;	/* protected by ino_lock */
@@ -142,6 +150,36 @@ struct dg_fs {
 
 /* Whether ino's inode table page is lost (see dg_fs.lost_ino). */
 bool dg_ino_lost(const struct dg_fs *fs, uint64_t ino);
+
+/* ---- itable.c: where the inode table's chunks are ------------------ */
+/* Chunks listed in the root record (format.h "Inode table"). */
+uint32_t dg_itable_direct(const struct dg_dfsroot *r);
+/* 0 or -EUCLEAN: the root record's magic and chunk counts. */
+int dg_itable_root_check(struct dg_vol *vol, const struct dg_dfsroot *r);
+/* The first vpn of every chunk of r (chunk_vpn: r->nchunks entries) and
+ * the map pages read (map_vpn: DG_ICMAP_PER_PAGE + 1 entries, *nmap
+ * used, the directory first). -EUCLEAN or -EIO with the page at fault
+ * in *bad_vpn. */
+int dg_itable_read_map(struct dg_vol *vol, const struct dg_dfsroot *r,
+		       uint64_t *chunk_vpn, uint64_t *map_vpn,
+		       uint32_t *nmap, uint64_t *bad_vpn);
+/* At mount: fs->chunk_vpn and the map from fs->root. */
+int dg_itable_load(struct dg_fs *fs);
+/* Record a new chunk starting at start in txn (root record, and map
+ * pages past the root's room, setting DG_FEAT_INCOMPAT_BIG_ITABLE
+ * first); -ENOSPC at the map's limit. Under ino_lock. */
+int dg_itable_add(struct dg_fs *fs, struct dg_txn *txn, uint64_t start);
+/* statfs f_files and f_ffree, given the volume's vpns (under ino_lock). */
+void dg_itable_counts(const struct dg_fs *fs, uint64_t vpns,
+		      uint64_t *files, uint64_t *ffree);
+/* Tests only: the map starts after n chunks rather than DG_MAX_ICHUNKS,
+ * so a test crosses into it with few inodes; before the map exists. */
+int dg_fs_test_itable_direct(struct dg_fs *fs, uint32_t n);
+/* The first vpn of chunk c (< nchunks): the one place that says it. */
+static inline uint64_t dg_itable_chunk(const struct dg_fs *fs, uint64_t c)
+{
+	return fs->chunk_vpn[c];
+}
 
 /* ---- inode.c --------------------------------------------------------- */
 /* In-core inode objects and the table that holds them (mount.c loads

@@ -75,7 +75,7 @@ static void ino_where(const struct dg_fs *fs, uint64_t ino, uint64_t *vpn,
 {
 	uint64_t slot = ino % DG_INODES_PER_CHUNK;
 
-	*vpn = fs->root.chunks[ino / DG_INODES_PER_CHUNK] +
+	*vpn = dg_itable_chunk(fs, ino / DG_INODES_PER_CHUNK) +
 	       slot / DG_INODES_PER_PAGE;
 	*off = (uint32_t)(slot % DG_INODES_PER_PAGE) * DG_INODE_SIZE;
 }
@@ -167,8 +167,6 @@ static int add_chunk(struct dg_fs *fs, struct dg_txn *txn)
 	uint64_t start, got, n = fs->root.nchunks;
 	int ret;
 
-	if (n == DG_MAX_ICHUNKS)
-		return -ENOSPC;
 	ret = dg_alloc_exact(txn, DG_ITABLE_CHUNK_PAGES, true, &start);
 	if (ret)
 		return ret;
@@ -182,10 +180,7 @@ static int add_chunk(struct dg_fs *fs, struct dg_txn *txn)
 	ret = dg_itab_grow(fs, (n + 1) * DG_INODES_PER_CHUNK);
 	if (ret)
 		return ret;
-	fs->root.chunks[n] = start;
-	fs->root.nchunks++;
-	return dg_txn_write(txn, 0, offsetof(struct dg_droot, fs), &fs->root,
-			    sizeof(fs->root));
+	return dg_itable_add(fs, txn, start);
 }
 
 /*

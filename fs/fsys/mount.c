@@ -29,7 +29,7 @@ int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
  */
 static int load_chunk_pages(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 {
-	uint64_t vpn = fs->root.chunks[c];
+	uint64_t vpn = dg_itable_chunk(fs, c);
 
 	for (uint32_t p = 0; p < DG_ITABLE_CHUNK_PAGES; p++) {
 		uint64_t first = (uint64_t)c * DG_INODES_PER_CHUNK +
@@ -59,7 +59,7 @@ static int load_chunk_pages(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 
 static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 {
-	uint64_t vpn = fs->root.chunks[c];
+	uint64_t vpn = dg_itable_chunk(fs, c);
 	int ret;
 
 	if (vpn < 1 || vpn + DG_ITABLE_CHUNK_PAGES > dg_vol_vpns(fs->vol))
@@ -181,12 +181,9 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	if (ret)
 		goto fail;
 	memcpy(&fs->root, droot->fs, sizeof(fs->root));
-	if (fs->root.magic != DG_FS_MAGIC || fs->root.nchunks == 0 ||
-	    fs->root.nchunks > DG_MAX_ICHUNKS) {
-		ret = DG_CORRUPT(vol, "filesystem root record");
-		goto fail;
-	}
-	ret = dg_itab_grow(fs, (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK);
+	ret = dg_itable_load(fs);
+	if (!ret)
+		ret = dg_itab_grow(fs, (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK);
 	for (uint32_t c = 0; !ret && c < fs->root.nchunks; c++)
 		ret = load_chunk(fs, c, buf);
 	if (ret)
@@ -275,6 +272,8 @@ void dg_fs_close(struct dg_fs *fs)
 		dg_vol_set_page_hook(fs->vol, NULL, NULL);
 	free(fs->itab);
 	free(fs->lost_ino);
+	free(fs->chunk_vpn);
+	free(fs->chunk_used);
 	pthread_rwlock_destroy(&fs->map_lock);
 	pthread_rwlock_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->ino_lock);

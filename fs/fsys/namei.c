@@ -795,9 +795,8 @@ int dg_fs_statfs(struct dg_fs *fs, struct statvfs *st)
 	st->f_blocks = info.vpns;
 	st->f_bfree = info.free_vpns;
 	st->f_bavail = info.free_vpns;
-	st->f_files = (uint64_t)DG_MAX_ICHUNKS * DG_INODES_PER_CHUNK;
 	pthread_mutex_lock(&fs->ino_lock);
-	st->f_ffree = st->f_files - fs->inodes_used;
+	dg_itable_counts(fs, info.vpns, &st->f_files, &st->f_ffree);
 	pthread_mutex_unlock(&fs->ino_lock);
 	st->f_favail = st->f_ffree;
 	st->f_namemax = DG_NAME_MAX;

@@ -28,6 +28,8 @@ static int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid)
 	dg_inode_discard(&fs, root);
 out:
 	free(fs.itab);
+	free(fs.chunk_vpn);
+	free(fs.chunk_used);
 	dg_txn_free(txn);
 	pthread_mutex_destroy(&fs.ino_lock);
 	return ret;

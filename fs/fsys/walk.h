@@ -47,6 +47,7 @@ struct walk {
 	bool no_summary; /* no memory for it: every group is visited */
 	struct dg_droot *root;
 	struct dg_dfsroot fsr;
+	uint64_t *chunk_vpn;	/* first vpn of each chunk (itable.c) */
 	uint64_t icap;
 	struct wino *in;
 	struct went *ents;

@@ -50,5 +50,12 @@ int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner);
 /* Metadata pages (any class but file data) that lie outside the
  * metadata zone, so without ditto copies: where a full zone put them. */
 int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages);
+/* dumpfs: the inode table's chunks, how many the root record lists
+ * and the chunk map's pages (format.h "Inode table"); -EUCLEAN when the
+ * root record or a map page is bad, -EIO when one is unreadable. */
+struct dg_itable_info {
+	uint32_t chunks, direct, map_pages;
+};
+int dg_itable_inspect(struct dg_vol *vol, struct dg_itable_info *info);
 
 #endif /* DG_FSCHECK_H */

@@ -91,7 +91,7 @@
  * rows (ditto_pages = zone_chunks * K * chunk_pages), so rows
  * [0, zone_chunks * chunk_pages) hold zone pages and nothing else. The
  * root, the bitmap and every page the filesystem layer allocates for its
- * metadata (inode table chunks, directory pages, extent pages, xattr
+ * metadata (inode table chunks and chunk maps, directory, extent, xattr
  * pages, symlink pages) live in the zone; file data lives outside it
  * while there is room there. Each zone page has ditto_copies =
  * max(1, parity) plain copies beside parity, outside the rows: copy j
@@ -173,11 +173,18 @@
  * such a record 64 KiB short and take the run for damage. Not set by
  * mkfs: set on first use (see "Features set on first use" below). */
 #define DG_FEAT_INCOMPAT_XATTR_64K (1ull << 7)
+/* The inode table may hold more than DG_MAX_ICHUNKS chunks: chunks past
+ * dg_dfsroot.direct are found through the chunk map (dg_dfsroot.icmap_vpn,
+ * see "Inode table" below). A reader that does not know it would see at
+ * most DG_MAX_ICHUNKS chunks and take nchunks for damage. Not set by mkfs:
+ * set on first use, when the table needs its chunk DG_MAX_ICHUNKS + 1. */
+#define DG_FEAT_INCOMPAT_BIG_ITABLE (1ull << 8)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
 	 DG_FEAT_INCOMPAT_STAGED_SYNC | DG_FEAT_INCOMPAT_JOURNAL_COPIES |    \
-	 DG_FEAT_INCOMPAT_NEW_ROWS | DG_FEAT_INCOMPAT_XATTR_64K)
+	 DG_FEAT_INCOMPAT_NEW_ROWS | DG_FEAT_INCOMPAT_XATTR_64K |            \
+	 DG_FEAT_INCOMPAT_BIG_ITABLE)
 /*
  * Features set on first use. A volume that never needs the new form
  * stays readable by a daxguard that does not know it. The superblocks
@@ -191,7 +198,8 @@
  * the device it reads the volume from (nothing uses them yet either
  * way), and the next open for writing, or fsck, rewrites the others.
  */
-#define DG_FEAT_INCOMPAT_ON_USE DG_FEAT_INCOMPAT_XATTR_64K
+#define DG_FEAT_INCOMPAT_ON_USE \
+	(DG_FEAT_INCOMPAT_XATTR_64K | DG_FEAT_INCOMPAT_BIG_ITABLE)
 #define DG_FEAT_RO_COMPAT_SUPPORTED   0ull
 #define DG_FEAT_COMPAT_SUPPORTED      0ull
 
@@ -532,7 +540,12 @@ _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
 #define DG_INODE_SIZE	      256u
 #define DG_INODES_PER_PAGE    (DG_PAGE_SIZE / DG_INODE_SIZE)
 #define DG_INODES_PER_CHUNK   (DG_ITABLE_CHUNK_PAGES * DG_INODES_PER_PAGE)
-#define DG_MAX_ICHUNKS	      470u
+#define DG_MAX_ICHUNKS	      470u /* listed in dg_dfsroot.chunks[] */
+#define DG_ICMAP_PER_PAGE     512u /* vpns in a chunk map page */
+/* With DG_FEAT_INCOMPAT_BIG_ITABLE: the most chunks a table can have,
+ * 268,922,880 inodes (nchunks stays a uint32_t). */
+#define DG_MAX_ICHUNKS_BIG                                                  \
+	(DG_MAX_ICHUNKS + DG_ICMAP_PER_PAGE * DG_ICMAP_PER_PAGE)
 #define DG_INLINE_EXTENTS     4u
 #define DG_EMAP_PER_PAGE      170u
 #define DG_NAME_MAX	      255u
@@ -541,15 +554,35 @@ _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
 #define DG_XATTR_64K_PAGES    17u    /* with DG_FEAT_INCOMPAT_XATTR_64K */
 #define DG_XATTR_VALUE_MAX    65536u /* XATTR_SIZE_MAX, with XATTR_64K */
 
+/*
+ * Inode table: chunk c (inodes [c * DG_INODES_PER_CHUNK, +1024)) starts
+ * at chunks[c] for c < direct (direct 0 means DG_MAX_ICHUNKS, as on every
+ * volume but some test ones, which set it before the map is made). Past
+ * that, with DG_FEAT_INCOMPAT_BIG_ITABLE, k = c - direct: icmap_vpn is a
+ * map directory page (struct dg_dicmap) whose entry k / 512 is the vpn of
+ * a chunk map page (struct dg_dicmap too) whose entry k % 512 is the
+ * chunk's first vpn. Both kinds of page are metadata (metadata zone,
+ * ditto copies), written only through transactions; entries past the
+ * table's last chunk are zero. The directory is made in the transaction
+ * that adds the first mapped chunk, a map page in the one that adds its
+ * first chunk. Without the feature icmap_vpn and direct are zero.
+ */
 struct dg_dfsroot {
 	uint64_t magic;		/* DG_FS_MAGIC */
 	uint32_t nchunks;	/* inode table chunks in use */
-	uint32_t pad;		/* zero */
-	uint64_t reserved[3];	/* zero */
+	uint32_t direct;	/* chunks in chunks[]; 0: DG_MAX_ICHUNKS */
+	uint64_t icmap_vpn;	/* chunk map directory; 0: none */
+	uint64_t reserved[2];	/* zero */
 	uint64_t chunks[DG_MAX_ICHUNKS]; /* first vpn of each chunk */
 };
 _Static_assert(sizeof(struct dg_dfsroot) <= sizeof(((struct dg_droot *)0)->fs),
 	       "dfsroot fits the root page");
+
+struct dg_dicmap {
+	uint64_t vpn[DG_ICMAP_PER_PAGE]; /* 0: none (yet) */
+};
+_Static_assert(sizeof(struct dg_dicmap) == DG_PAGE_SIZE, "dicmap size");
+_Static_assert(DG_MAX_ICHUNKS_BIG <= UINT32_MAX, "nchunks holds every chunk");
 
 struct dg_dextent {
 	uint64_t fpage;		/* first file page */
