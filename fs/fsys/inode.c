@@ -249,12 +249,17 @@ int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 		 uint32_t uid, uint32_t gid, struct dg_inode **ipp)
 {
 	struct dg_inode *ip;
-	uint64_t ino = 0, pos;
+	uint64_t ino = 0, pos, end;
 	int ret;
 
 	pthread_mutex_lock(&fs->ino_lock);
-	pos = find_free(fs, fs->next_free_pos, fs->icap, &ino);
-	if (pos >= fs->icap) {
+	/* The chunks the root record has, not the slots in core: a create
+	 * whose new chunk was not committed gives the chunk back
+	 * (root.nchunks) but leaves itab grown, and a slot there has no
+	 * page on the media. */
+	end = (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK;
+	pos = find_free(fs, fs->next_free_pos, end, &ino);
+	if (pos >= end) {
 		pos = find_free(fs, 0, fs->next_free_pos, &ino);
 		if (pos >= fs->next_free_pos) {
 			ret = add_chunk(fs, txn);
