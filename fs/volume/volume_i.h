@@ -105,6 +105,10 @@ struct dg_vol {
 	pthread_mutex_t epoch_lock;		/* a new epoch is being begun */
 	uint8_t *cmap;				/* init map, by cmap_lock */
 	pthread_mutex_t cmap_lock;
+	/* walk.c: where the last walk ends, and the rows below which it
+	 * read ahead: a walk that begins there (the daemon's next batch)
+	 * goes on from them. Hints only: relaxed. */
+	_Atomic uint64_t walk_end, walk_ahead;
 	pthread_mutex_t cmap_init_lock;		/* one index set up at a time */
 	struct dg_journal jrnl;
 
@@ -392,10 +396,11 @@ bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
 /* ---- walk.c ---------------------------------------------------------- */
 /*
  * The rows of [first, end) in written blocks, in order, for a walk over
- * the whole volume (walk.c); the next DG_WALK_AHEAD written blocks are
- * asked of the devices (dg_dev_will_need()) as the walk enters each
- * block. After dg_walk_next(), rows [gap, the row returned) were
- * skipped (never written); once it returns false, rows [gap, end).
+ * the whole volume (walk.c); the next DG_WALK_AHEAD written blocks (past
+ * end too: the walks by rows go on where they stopped) are asked of the
+ * devices (dg_dev_will_need()) as the walk enters each block. After
+ * dg_walk_next(), rows [gap, the row returned) were skipped (never
+ * written); once it returns false, rows [gap, end).
  */
 #define DG_WALK_AHEAD 4u	/* blocks: 8 MiB a device */
 struct dg_row_walk {

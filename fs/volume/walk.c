@@ -15,17 +15,37 @@
  * disk, a block device) the reads of the blocks ahead overlap the
  * checking of this one, instead of one fault at a time waiting for the
  * disk. On pmem and tmpfs the hint does nothing: a load is the read.
+ *
+ * The daemon's scrub and replace walk a few rows at a time, each batch a
+ * walk of its own, so the blocks ahead are those past the batch, and a
+ * walk that begins where the last one ended goes on from what that one
+ * asked for (vol->walk_end, walk_ahead) instead of asking again.
  */
+#include <stdatomic.h>
+
 #include "volume_i.h"
 
 void dg_walk_init(struct dg_row_walk *w, struct dg_vol *vol, uint64_t first,
 		  uint64_t end)
 {
+	uint64_t ahead = first;
+
+	if (end > vol->sb.rows)
+		end = vol->sb.rows;
+	if (first == atomic_load_explicit(&vol->walk_end,
+					  memory_order_relaxed)) {
+		uint64_t a = atomic_load_explicit(&vol->walk_ahead,
+						  memory_order_relaxed);
+
+		if (a > ahead)
+			ahead = a;
+	}
 	*w = (struct dg_row_walk){
-		.vol = vol, .row = first, .gap = first,
-		.end = end < vol->sb.rows ? end : vol->sb.rows,
-		.ahead = first, .devs = (1u << vol->ndev) - 1,
+		.vol = vol, .row = first, .gap = first, .end = end,
+		.ahead = ahead, .devs = (1u << vol->ndev) - 1,
 	};
+	atomic_store_explicit(&vol->walk_end, end, memory_order_relaxed);
+	atomic_store_explicit(&vol->walk_ahead, ahead, memory_order_relaxed);
 }
 
 /* The first row at or past row (below lim) of a written block the
@@ -58,28 +78,33 @@ static void hint_block(struct dg_row_walk *w, uint64_t row, uint64_t end)
 }
 
 /* The walk is at row: the written blocks up to DG_WALK_AHEAD past its
- * block are asked for, each once. */
+ * block (within the volume, past the walk's end) are asked for, each
+ * once. */
 static void read_ahead(struct dg_row_walk *w, uint64_t row)
 {
+	uint64_t rows = w->vol->sb.rows;
 	uint64_t lim = (row / DG_CSUMS_PER_PAGE + 1 + DG_WALK_AHEAD) *
 		       DG_CSUMS_PER_PAGE;
 	uint64_t r = w->ahead > row ? w->ahead : row;
 
-	if (lim > w->end)
-		lim = w->end;
+	if (lim > rows)
+		lim = rows;
 	while (r < lim) {
 		uint64_t b = next_kept(w, r, lim), e;
 
 		if (b >= lim)
 			break;
 		e = (b / DG_CSUMS_PER_PAGE + 1) * DG_CSUMS_PER_PAGE;
-		if (e > w->end)
-			e = w->end;
+		if (e > rows)
+			e = rows;
 		hint_block(w, b, e);
 		r = e;
 	}
-	if (lim > w->ahead)
+	if (lim > w->ahead) {
 		w->ahead = lim;
+		atomic_store_explicit(&w->vol->walk_ahead, lim,
+				      memory_order_relaxed);
+	}
 }
 
 bool dg_walk_next(struct dg_row_walk *w, uint64_t *row)
