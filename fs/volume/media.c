@@ -307,6 +307,29 @@ uint64_t dg_dev_hints(const struct dg_dev *d)
 	return atomic_load_explicit(&d->tally.hints, memory_order_relaxed);
 }
 
+int dg_dev_next_data(struct dg_dev *d, uint64_t off, uint64_t end,
+		     uint64_t *lo, uint64_t *hi)
+{
+	struct stat st;
+	off_t a, b;
+
+	if (off >= end)
+		return 0;
+	if (d->fd < 0 || fstat(d->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EOPNOTSUPP;
+	a = lseek(d->fd, (off_t)off, SEEK_DATA);
+	if (a < 0)
+		return errno == ENXIO ? 0 : -EOPNOTSUPP;
+	if ((uint64_t)a >= end)
+		return 0;
+	b = lseek(d->fd, a, SEEK_HOLE);
+	if (b < 0)
+		return -EOPNOTSUPP;
+	*lo = (uint64_t)a;
+	*hi = (uint64_t)b < end ? (uint64_t)b : end;
+	return 1;
+}
+
 static bool mirrored(const struct dg_dev *d, uint64_t off, size_t len)
 {
 	return d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi;

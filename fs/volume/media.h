@@ -116,6 +116,14 @@ void dg_dev_counts(const struct dg_dev *d, struct dg_media_counts *c);
  */
 void dg_dev_will_need(struct dg_dev *d, uint64_t off, uint64_t len);
 uint64_t dg_dev_hints(const struct dg_dev *d);
+/*
+ * The first range [*lo, *hi) within [off, end) of d that may hold
+ * something other than zeros (SEEK_DATA/SEEK_HOLE of its file): 1, or 0
+ * when the rest reads as zeros (a hole); -EOPNOTSUPP where the file
+ * cannot tell (a block or DAX device): every byte may hold data.
+ */
+int dg_dev_next_data(struct dg_dev *d, uint64_t off, uint64_t end,
+		     uint64_t *lo, uint64_t *hi);
 
 /* Whether row's page of d can be read (present, and rebuilt there when
  * d is being filled in). */
