@@ -15,7 +15,10 @@ VmRSS after mount, one statfs, `fsck.daxguard -n` of the empty volume
 through the mount (fio, sequential 1 MiB, end_fsync): `fsck -n` again,
 `daxguard-ctl MNT scrub start -w` and an online `daxguard-ctl MNT
 replace 1 NEW` onto a new sparse image, polled until it ends. Used-data
-rates are GB/s (10^9 bytes) of the bytes written.
+rates are GB/s (10^9 bytes) of the bytes written. Before each of those
+the page cache is written back and dropped (--warm: not), and the
+disk's ceiling is measured the same way: every allocated extent of the
+images read once, in parallel, cold (read used extents, GB/s of data).
 
 Anchors at each 4-device size, in the same run: ext4 on one sparse file
 of daxguard's usable size (mkfs.ext4 -F -q, mount -o loop, e2fsck -fn
@@ -118,6 +121,60 @@ def write_data(mnt, nbytes, log_path):
     if r["rc"] != 0:
         raise RuntimeError(f"{cmd[0]} writing {path}: exit {r['rc']} (see {log_path})")
     return {"seconds": r["seconds"], "gbps": gbps(nbytes, r["seconds"]), "tool": cmd[0]}
+
+
+COLD = [True]       # drop the page cache before each used-data step (--warm: no)
+
+
+def drop_caches():
+    """Write back, then drop the clean page cache, so a used-data step
+    reads the images from the disk as the issue's target assumes. Pages a
+    live process has mapped stay: each step starts a fresh process (fsck)
+    or a fresh mount, so the daemon has mapped only its metadata."""
+    if not COLD[0]:
+        return
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def read_used(images, log_path):
+    """The disk's own ceiling: every allocated extent of every image
+    (SEEK_DATA/SEEK_HOLE) read once to nowhere, the images in parallel,
+    1 MiB reads, from a cold cache. Returns {seconds, bytes}."""
+    import threading
+    drop_caches()
+    total = [0] * len(images)
+
+    def one(i, path):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            end, off = os.fstat(fd).st_size, 0
+            buf = bytearray(1 << 20)
+            while off < end:
+                try:
+                    off = os.lseek(fd, off, os.SEEK_DATA)
+                except OSError:
+                    break
+                hole = os.lseek(fd, off, os.SEEK_HOLE)
+                while off < hole:
+                    n = os.preadv(fd, [memoryview(buf)[:min(len(buf), hole - off)]], off)
+                    if n <= 0:
+                        break
+                    off += n
+                    total[i] += n
+        finally:
+            os.close(fd)
+    t0 = time.monotonic()
+    th = [threading.Thread(target=one, args=(i, p)) for i, p in enumerate(images)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    secs = time.monotonic() - t0
+    with open(log_path, "a") as f:
+        f.write(f"# read_used: {sum(total)} bytes of {len(images)} images in {secs:.3f} s\n")
+    return {"seconds": round(secs, 4), "bytes": sum(total)}
 
 
 def statfs(mnt):
@@ -237,6 +294,14 @@ def measure_daxguard(layout, data_bytes):
     r["statfs_data"] = statfs(layout.mnt)
     r["rss_after_write_kib"] = proc_mem_kib(layout.proc.pid)
     layout.umount()
+    ru = read_used(layout.images, layout.logf)
+    r["read_used"] = ru
+    r["read_used_s"] = ru["seconds"]
+    r["read_used_gbps"] = gbps(ru["bytes"], ru["seconds"])
+    r["ceiling_gbps"] = gbps(data_bytes, ru["seconds"])
+    log(f"{layout.label}: reading the used extents: {ru['bytes'] / GIB:.2f} GiB in "
+        f"{ru['seconds']} s ({r['read_used_gbps']} GB/s; {r['ceiling_gbps']} GB/s of data)")
+    drop_caches()
     fd = layout.fsck()
     r["fsck_data"] = fd
     r["fsck_data_s"] = fd["seconds"]
@@ -248,6 +313,7 @@ def measure_daxguard(layout, data_bytes):
         raise RuntimeError(f"fsck -n with data: exit {fd['rc']}")
     log(f"{layout.label}: fsck -n with data {fd['seconds']} s ({r['fsck_data_gbps']} GB/s)")
     layout.mount()
+    drop_caches()
     secs, st, cut = layout.scrub()
     r["scrub_s"] = None if cut else round(secs, 4)
     r["scrub_gbps"] = None if cut else gbps(data_bytes, secs)
@@ -258,6 +324,7 @@ def measure_daxguard(layout, data_bytes):
     elif st.get("state") != "finished" or st.get("unrecoverable"):
         raise RuntimeError(f"scrub: {st}")
     log(f"{layout.label}: scrub {r['scrub_s']} s ({r['scrub_gbps']} GB/s)")
+    drop_caches()
     secs, st, cut = layout.replace()
     r["replace_s"] = None if cut else round(secs, 4)
     r["replace_gbps"] = None if cut else gbps(data_bytes, secs)
@@ -443,16 +510,24 @@ def fmt(v):
 
 COLUMNS = [("mkfs_s", "mkfs s"), ("mount_s", "mount s"), ("rss_mib", "RSS MiB"),
            ("statfs_s", "statfs s"), ("fsck_empty_s", "fsck -n empty s"),
-           ("fsck_empty_maxrss_mib", "fsck max RSS MiB"), ("fsck_data_s", "fsck -n data s"),
+           ("fsck_empty_maxrss_mib", "fsck max RSS MiB"),
+           ("ceiling_gbps", "read used extents GB/s of data"), ("fsck_data_s", "fsck -n data s"),
            ("fsck_data_gbps", "fsck GB/s"), ("scrub_s", "scrub s"), ("scrub_gbps", "scrub GB/s"),
            ("replace_s", "replace s"), ("replace_projected_s", "replace projected s (cut)")]
+
+
+def fmt_load(la):
+    return "/".join(f"{x:.2f}" for x in la) if la else "-"
 
 
 def table(results):
     m = results["machine"]
     lines = [f"# Whole-volume operations against device size ({m.get('date')}, commit "
              f"{(m.get('git_commit') or '?')[:12]}{', dirty' if m.get('git_dirty') else ''}; "
-             f"{results['data_bytes'] / GIB:g} GiB of data; images in {results['dir']})", "",
+             f"{results['data_bytes'] / GIB:g} GiB of data; images in {results['dir']}; "
+             f"{'cold' if results.get('cold_cache') else 'warm'} page cache; load average "
+             f"{fmt_load(results.get('loadavg_start'))} at the start, "
+             f"{fmt_load(results.get('loadavg_end'))} at the end)", "",
              "| daxguard | " + " | ".join(c for _, c in COLUMNS) + " |",
              "|---" * (len(COLUMNS) + 1) + "|"]
     for name, r in results["layouts"].items():
@@ -598,6 +673,9 @@ def parse_args(argv):
     p.add_argument("--step-timeout", type=float, default=900,
                    help="seconds a fsck, scrub or replace may take before it is cut and "
                         "its whole time projected from its progress (default 900)")
+    p.add_argument("--warm", action="store_true",
+                   help="keep the page cache between steps (default: sync and drop it "
+                        "before each used-data step, as the targets assume a cold cache)")
     p.add_argument("--anchors", default="ext4,btrfs",
                    help="comma-separated anchors: ext4, btrfs (default both; none: no anchors)")
     args = p.parse_args(argv)
@@ -628,6 +706,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)      # exits 2 on a usage error
     STEP_TIMEOUT[0] = args.step_timeout
+    COLD[0] = not args.warm
     if os.geteuid() != 0:
         print("bench/scale.py: run as root (mounts, loop devices)", file=sys.stderr)
         return 2
@@ -641,7 +720,8 @@ def main(argv=None):
     logf = os.path.join(out, "scale.log")
     cfg = Config(work_root, build_dir, 0, os.path.join(work_root, "bin"), REPO_ROOT)
     results = {"bench": "scale", "dir": args.dir, "data_bytes": args.data_bytes,
-               "step_timeout_s": args.step_timeout,
+               "step_timeout_s": args.step_timeout, "cold_cache": COLD[0],
+               "loadavg_start": os.getloadavg(),
                "sizes": args.size_list, "machine": machine.facts(REPO_ROOT),
                "layouts": {}, "anchors": {}, "targets": []}
     results["machine"]["versions"]["e2fsprogs"] = machine._dpkg("e2fsprogs")
@@ -706,6 +786,7 @@ def main(argv=None):
 
 
 def save(results, out):
+    results["loadavg_end"] = os.getloadavg()
     results["targets"] = targets(results["layouts"])
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)

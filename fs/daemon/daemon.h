@@ -151,6 +151,7 @@ struct dg_replace_d {
 	struct dg_job job;	/* its thread, lock and stop */
 	struct dg_replace_rec rec;	/* by job.lock; saved in the root */
 	uint64_t done;		/* rows passed in this run */
+	uint64_t used_done;	/* of those, rows of written blocks */
 	char error[256];	/* why the last one failed */
 	int save_err;
 	/* The device list naming the devices as they are since a replace

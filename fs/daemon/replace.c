@@ -24,7 +24,24 @@
 #include "daemon.h"
 #include "json.h"
 
-#define BATCH_ROWS 16
+/*
+ * Rows a batch at most: the engine persists what a batch wrote to the
+ * new device once at its end (one msync of up to 4 MiB on an image
+ * file, not one a page), and between batches the thread saves its
+ * position and answers stop. Under a rate limit, what a quarter second
+ * of it allows, at least MIN_BATCH_ROWS, so the position moves evenly.
+ */
+#define MAX_BATCH_ROWS 1024
+#define MIN_BATCH_ROWS 16
+
+static uint64_t batch_rows(uint64_t rate)
+{
+	uint64_t n = rate / 4 / DG_PAGE_SIZE;
+
+	if (!rate || n > MAX_BATCH_ROWS)
+		return MAX_BATCH_ROWS;
+	return n < MIN_BATCH_ROWS ? MIN_BATCH_ROWS : n;
+}
 
 static const char *const state_names[] = {
 	[DG_REPLACE_NONE] = "none", [DG_REPLACE_RUNNING] = "running",
@@ -125,8 +142,8 @@ static void *replace_main(void *arg)
 	dg_vol_get_info(dd->vol, &in);
 	pthread_mutex_lock(&r->job.lock);
 	while (r->job.req == DG_JOB_GO && row < in.rows) {
-		uint64_t end = row + BATCH_ROWS < in.rows ? row + BATCH_ROWS
-							  : in.rows;
+		uint64_t n = batch_rows(r->rec.rate);
+		uint64_t end = row + n < in.rows ? row + n : in.rows;
 		uint64_t pages = 0, lost = 0;
 		/* Unpaced, a stretch of rows never written is one batch,
 		 * which the engine skips whole (a blank row needs no
@@ -148,6 +165,7 @@ static void *replace_main(void *arg)
 		r->rec.lost += lost;
 		r->rec.stale += dg_vol_replace_take_stale(dd->vol);
 		r->done += end - row;
+		r->used_done += dg_vol_used_rows(dd->vol, row, end);
 		row = end;
 		/* A resumed run passes the rows done before again (fast:
 		 * they are exact); the position never goes back. */
@@ -175,6 +193,7 @@ static int launch(struct dg_daemon *dd)
 	dg_job_reap(&r->job);
 	r->rec.state = DG_REPLACE_RUNNING;
 	r->done = 0;
+	r->used_done = 0;
 	r->error[0] = 0;
 	return dg_job_launch(&r->job);
 }
@@ -265,16 +284,41 @@ const char *dg_replace_slot_path(struct dg_daemon *dd, unsigned d, char *buf,
 
 /* ---- status ----------------------------------------------------------- */
 
-static double percent(const struct dg_replace_rec *rec, uint64_t rows)
+/*
+ * How far, in rows of written blocks: the rows a replace works on (a
+ * blank row is passed at no cost, and a terabyte device of a few GiB of
+ * data is nearly all blank rows: counted by rows, the percent would sit
+ * near 0 until the last second). The used rows are counted from the
+ * init map as it is now; a block written since the replace passed it
+ * counts as done (the mirror or the filling slot wrote it).
+ */
+struct replace_pos {
+	uint64_t used, used_done;	/* rows of written blocks */
+};
+
+static struct replace_pos pos_of(struct dg_daemon *dd,
+				 const struct dg_replace_rec *rec,
+				 uint64_t rows)
 {
-	return rows ? 100.0 * (double)rec->next_row / (double)rows : 100.0;
+	struct replace_pos p;
+
+	p.used = dg_vol_used_rows(dd->vol, 0, rows);
+	p.used_done = rec->state == DG_REPLACE_FINISHED ? p.used :
+		      dg_vol_used_rows(dd->vol, 0, rec->next_row);
+	return p;
+}
+
+static double percent(const struct replace_pos *p)
+{
+	return p->used ? 100.0 * (double)p->used_done / (double)p->used
+		       : 100.0;
 }
 
 /*
- * The rate of this run (bytes written to the new device a second: one
- * page a row) and the time left at that rate, as zpool status's scan
- * line gives them. eta_s: 0 once finished, -1 while unknown (no row
- * done yet in this run, or not running). r->job.lock held.
+ * The rate of this run (bytes of the slot's used rows passed a second:
+ * one page a row) and the time left at that rate, as zpool status's
+ * scan line gives them. eta_s: 0 once finished, -1 while unknown (no
+ * row done yet in this run, or not running). r->job.lock held.
  */
 struct replace_progress {
 	double rate;
@@ -282,6 +326,7 @@ struct replace_progress {
 };
 
 static struct replace_progress progress_of(const struct dg_replace_d *r,
+					   const struct replace_pos *pos,
 					   uint64_t rows)
 {
 	struct replace_progress p = { 0, -1 };
@@ -296,13 +341,24 @@ static struct replace_progress progress_of(const struct dg_replace_d *r,
 	ms = dg_now_ms() - r->job.run_since_ms;
 	if (ms < 500 || !r->done)
 		return p;
-	p.rate = (double)r->done * DG_PAGE_SIZE * 1000.0 / (double)ms;
-	if (r->rec.rate && p.rate > (double)r->rec.rate)
-		p.rate = (double)r->rec.rate;
-	/* A resumed run passes the rows done before again, fast: counting
-	 * this run's rows only makes the estimate err long. */
-	left = rows > r->rec.next_row ? rows - r->rec.next_row : 0;
-	p.eta_s = (int64_t)((double)left * DG_PAGE_SIZE / p.rate);
+	if (r->rec.rate) {
+		/* The limit counts every row passed (replace_main()): the
+		 * rows left, blank or not, at that rate. */
+		p.rate = (double)r->done * DG_PAGE_SIZE * 1000.0 / (double)ms;
+		if (p.rate > (double)r->rec.rate)
+			p.rate = (double)r->rec.rate;
+		left = rows > r->rec.next_row ? rows - r->rec.next_row : 0;
+	} else {
+		/* Unlimited, blank rows cost nothing: the used rows left
+		 * at the rate used rows went. A resumed run passes the rows
+		 * done before again, fast: counting this run's rows only
+		 * makes the estimate err long. */
+		p.rate = (double)r->used_done * DG_PAGE_SIZE * 1000.0 /
+			 (double)ms;
+		left = pos->used - pos->used_done;
+	}
+	if (p.rate > 0)
+		p.eta_s = (int64_t)((double)left * DG_PAGE_SIZE / p.rate);
 	return p;
 }
 
@@ -346,16 +402,20 @@ void dg_replace_status_text(struct dg_daemon *dd, struct dg_out *o)
 	dg_vol_get_info(dd->vol, &in);
 	pthread_mutex_lock(&r->job.lock);
 	if (r->rec.state != DG_REPLACE_NONE) {
+		struct replace_pos pos = pos_of(dd, &r->rec, in.rows);
+
 		/* Names escaped, as all text replies (ctl_proto.h). */
 		dg_outf(o, "replace %s: device %u onto %s, %.1f%% (row %"
-			PRIu64 " of %" PRIu64 "), %" PRIu64 " pages written",
+			PRIu64 " of %" PRIu64 "; %" PRIu64 " of %" PRIu64
+			" used rows), %" PRIu64 " pages written",
 			state_names[r->rec.state], r->rec.dev,
 			ctl_escape(esc, sizeof(esc),
 				   r->rec.path[0] ? r->rec.path : "-"),
-			percent(&r->rec, in.rows), r->rec.next_row, in.rows,
-			r->rec.pages);
+			percent(&pos), r->rec.next_row, in.rows,
+			pos.used_done, pos.used, r->rec.pages);
 		if (r->job.running) {
-			struct replace_progress p = progress_of(r, in.rows);
+			struct replace_progress p = progress_of(r, &pos,
+								in.rows);
 			char rate[32];
 
 			human(rate, sizeof(rate), p.rate);
@@ -386,6 +446,7 @@ struct json_object *dg_replace_status_json(struct dg_daemon *dd)
 	struct dg_replace_d *r = &dd->replace;
 	struct json_object *x;
 	struct dg_vol_info in;
+	struct replace_pos pos;
 
 	dg_vol_get_info(dd->vol, &in);
 	pthread_mutex_lock(&r->job.lock);
@@ -393,15 +454,19 @@ struct json_object *dg_replace_status_json(struct dg_daemon *dd)
 		pthread_mutex_unlock(&r->job.lock);
 		return NULL;
 	}
+	pos = pos_of(dd, &r->rec, in.rows);
 	x = json_object_new_object();
 	json_add_str(x, "state", state_names[r->rec.state]);
 	json_add_u64(x, "device", r->rec.dev);
 	json_add_bytes(x, "path", r->rec.path[0] ? r->rec.path : NULL);
 	json_add_u64(x, "next_row", r->rec.next_row);
 	json_add_u64(x, "rows", in.rows);
+	/* The rows of written blocks, all and passed: what percent and
+	 * the ETA count (pos_of()). */
+	json_add_u64(x, "used_rows", pos.used);
+	json_add_u64(x, "used_rows_done", pos.used_done);
 	json_object_object_add(x, "percent",
-			       json_object_new_double(percent(&r->rec,
-							      in.rows)));
+			       json_object_new_double(percent(&pos)));
 	json_add_u64(x, "pages_written", r->rec.pages);
 	/* After a replace: the list that names the devices now. */
 	json_add_bytes(x, "device_list", r->devs_now ? r->devs_now : dd->devs);
@@ -412,7 +477,7 @@ struct json_object *dg_replace_status_json(struct dg_daemon *dd)
 	json_add_u64(x, "pages_stale", r->rec.stale);
 	json_add_u64(x, "rate_limit_bytes_per_s", r->rec.rate);
 	{
-		struct replace_progress p = progress_of(r, in.rows);
+		struct replace_progress p = progress_of(r, &pos, in.rows);
 
 		json_add_u64(x, "rate_bytes_per_s", (uint64_t)p.rate);
 		json_object_object_add(x, "eta_s",

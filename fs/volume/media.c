@@ -274,6 +274,63 @@ void dg_dev_counts(const struct dg_dev *d, struct dg_media_counts *c)
 					 memory_order_relaxed);
 }
 
+/*
+ * POSIX_FADV_WILLNEED on the file the map is of: the kernel starts the
+ * page cache reads and returns (madvise(MADV_WILLNEED) on a shared file
+ * map ends in the same call, vfs_fadvise()). It reads at most the
+ * device's readahead window (read_ahead_kb, 128 KiB by default) a call,
+ * so a range goes in pieces of that default.
+ */
+#define WILLNEED_PIECE (128u << 10)
+
+void dg_dev_will_need(struct dg_dev *d, uint64_t off, uint64_t len)
+{
+	if (!d->present || off >= d->size)
+		return;
+	count(&d->tally.hints, 1);
+	/* Fine-grained maps (pmem, tmpfs) have no page cache to fill. */
+	if (!d->coarse || d->fd < 0)
+		return;
+	if (len > d->size - off)
+		len = d->size - off;
+	for (uint64_t done = 0; done < len; done += WILLNEED_PIECE) {
+		uint64_t n = len - done < WILLNEED_PIECE ? len - done
+							 : WILLNEED_PIECE;
+
+		/* Only a hint: a failure costs the overlap, nothing else. */
+		(void)posix_fadvise(d->fd, (off_t)(off + done), (off_t)n,
+				    POSIX_FADV_WILLNEED);
+	}
+}
+
+uint64_t dg_dev_hints(const struct dg_dev *d)
+{
+	return atomic_load_explicit(&d->tally.hints, memory_order_relaxed);
+}
+
+int dg_dev_next_data(struct dg_dev *d, uint64_t off, uint64_t end,
+		     uint64_t *lo, uint64_t *hi)
+{
+	struct stat st;
+	off_t a, b;
+
+	if (off >= end)
+		return 0;
+	if (d->fd < 0 || fstat(d->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EOPNOTSUPP;
+	a = lseek(d->fd, (off_t)off, SEEK_DATA);
+	if (a < 0)
+		return errno == ENXIO ? 0 : -EOPNOTSUPP;
+	if ((uint64_t)a >= end)
+		return 0;
+	b = lseek(d->fd, a, SEEK_HOLE);
+	if (b < 0)
+		return -EOPNOTSUPP;
+	*lo = (uint64_t)a;
+	*hi = (uint64_t)b < end ? (uint64_t)b : end;
+	return 1;
+}
+
 static bool mirrored(const struct dg_dev *d, uint64_t off, size_t len)
 {
 	return d->mirror && off >= d->mirror_lo && off + len <= d->mirror_hi;

@@ -113,12 +113,32 @@ struct dg_dev {
 	 * thread of the volume writes them. */
 	struct dg_media_tally {
 		_Atomic uint64_t stored, streamed, lines, fences;
+		_Atomic uint64_t hints;	/* dg_dev_will_need() calls */
 	} tally;
 };
 
 /* d's counts since it was opened (a device rebuilt or replaced in
  * starts from zero). */
 void dg_dev_counts(const struct dg_dev *d, struct dg_media_counts *c);
+
+/*
+ * Bytes [off, off + len) of d will be read soon (a walk over the whole
+ * volume, walk.c): on a device behind the page cache (an image file on
+ * a disk, a block device) their reads are started now, without waiting,
+ * so they overlap the work on what was read before. Nothing on pmem,
+ * DAX and tmpfs, whose loads are the read. Every call is counted
+ * (dg_dev_hints()), whatever the media does with it.
+ */
+void dg_dev_will_need(struct dg_dev *d, uint64_t off, uint64_t len);
+uint64_t dg_dev_hints(const struct dg_dev *d);
+/*
+ * The first range [*lo, *hi) within [off, end) of d that may hold
+ * something other than zeros (SEEK_DATA/SEEK_HOLE of its file): 1, or 0
+ * when the rest reads as zeros (a hole); -EOPNOTSUPP where the file
+ * cannot tell (a block or DAX device): every byte may hold data.
+ */
+int dg_dev_next_data(struct dg_dev *d, uint64_t off, uint64_t end,
+		     uint64_t *lo, uint64_t *hi);
 
 /* Whether row's page of d can be read (present, and rebuilt there when
  * d is being filled in). */

@@ -167,8 +167,11 @@ static int rebuild_from_row(struct dg_vol *vol, unsigned dev, uint64_t row,
 			dg_fault_note(vol, DG_FAULT_DETECTED, pd, row,
 				      p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				      "found while rebuilding a neighbour");
-		/* A page never written has nothing to repair. */
-		fixed = d->present && (cs[p] == DG_CSUM_NONE ||
+		/* A page never written has nothing to repair; nor has a
+		 * row of a device being filled in past its fill row (a
+		 * replace onto a missing slot writes it there in order,
+		 * persisting a batch at once: replace.c). */
+		fixed = dg_dev_has_row(d, row) && (cs[p] == DG_CSUM_NONE ||
 			dg_repair_ok(vol, DG_CHK_PAGE_BAD, pd, row,
 				     p < vol->k ? DG_WHAT_DATA : DG_WHAT_PARITY,
 				     "checksum mismatch",

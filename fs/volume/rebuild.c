@@ -201,6 +201,12 @@ static bool index_changed(const struct rb *b, uint64_t i)
 	return b->changed[i / 8] & (1u << (i % 8));
 }
 
+/* The walk's filter in a resync: the blocks that changed. */
+static bool keep_changed(void *arg, uint64_t i)
+{
+	return index_changed(arg, i);
+}
+
 /*
  * Whether the rows of checksum page index i of a returning member dev
  * changed while it was away, from the view examined before the copies
@@ -418,6 +424,7 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	struct dg_vol *vol = NULL;
 	int slot[DG_MAX_DEVS];
 	struct rb b = { .fn = fn, .arg = arg };
+	struct dg_row_walk w;
 	uint8_t *mem = NULL;
 	bool jfresh = false;
 	int ret, closed;
@@ -533,16 +540,14 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	 * the devices left; every device holds a copy) were never written,
 	 * their media is ignored everywhere (docs/design.md, "What the
 	 * passes visit"). Offline: nothing sets a bit meanwhile. */
-	for (uint64_t row = 0, report = 0; row < vol->sb.rows; row++) {
-		while (row % DG_CSUMS_PER_PAGE == 0) {
-			row = dg_cmap_next_row(vol, row, vol->sb.rows);
-			if (row >= vol->sb.rows || !b.member ||
-			    index_changed(&b, row / DG_CSUMS_PER_PAGE))
-				break;
-			row += DG_CSUMS_PER_PAGE; /* unchanged: kept */
-		}
-		if (row >= vol->sb.rows)
-			break;
+	dg_walk_init(&w, vol, 0, vol->sb.rows);
+	/* Read ahead what is read: not the devices being rebuilt. */
+	w.devs &= ~b.target;
+	if (b.member) {		/* resync: unchanged blocks are kept */
+		w.keep = keep_changed;
+		w.arg = &b;
+	}
+	for (uint64_t row, report = 0; dg_walk_next(&w, &row);) {
 		if (progress && row >= report) {
 			progress(parg, row, vol->sb.rows);
 			report = (row / 1024 + 1) * 1024;

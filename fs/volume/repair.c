@@ -76,6 +76,14 @@ int dg_repair_write_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
 	return ret ? ret : dg_dev_persist(d, off, len);
 }
 
+int dg_repair_store_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
+			const void *img, size_t len)
+{
+	if (dg_latch_on(&vol->latch))
+		return vol->latch.err ? vol->latch.err : -EIO;
+	return dg_dev_write(d, off, img, len);
+}
+
 int dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
 		    const void *img, size_t len)
 {

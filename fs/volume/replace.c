@@ -206,14 +206,51 @@ static void set_path(struct dg_vol *vol, const char *path)
 
 /* ---- attach: everything outside the data rows, under hold_all() ------ */
 
-/* A present S: the slot's pages before the data rows, as they are (the
- * volume is held still, so they are what S holds). */
+/*
+ * A present S: the slot's pages before the data rows, as they are (the
+ * volume is held still, so they are what S holds). Only what S's file
+ * holds: the head of a terabyte device is gigabytes of checksum region,
+ * nearly all holes (never written, punched at mkfs), and copying them
+ * wrote gigabytes of zeros to T with every row lock held (144 s at 4 x
+ * 1 TiB). Where S has a hole, T must read zeros too: a T that holds
+ * something there (a resumed replace's) is zeroed. Where the file
+ * cannot say (a block device), all of it, as before.
+ */
 static void copy_head(struct dg_vol *vol, struct dg_dev *s, struct dg_dev *t)
 {
-	uint64_t bytes = (vol->sb.data_start - 1) << DG_PAGE_SHIFT;
+	uint64_t start = DG_PAGE_SIZE;
+	uint64_t end = vol->sb.data_start << DG_PAGE_SHIFT;
+	uint64_t off = start, lo, hi, tlo, thi;
+	int r;
 
-	(void)dg_repair_write_dev(vol, t, DG_PAGE_SIZE, /* see "Failures" */
-				  dg_dev_ptr(s, DG_PAGE_SIZE), bytes);
+	if (dg_dev_next_data(s, start, end, &lo, &hi) < 0 ||
+	    dg_dev_next_data(t, start, end, &tlo, &thi) < 0) {
+		(void)dg_repair_write_dev(vol, t, start, /* "Failures" */
+					  dg_dev_ptr(s, start), end - start);
+		return;
+	}
+	while (off < end) {
+		r = dg_dev_next_data(s, off, end, &lo, &hi);
+		if (r < 0) {
+			lo = off;	/* cannot tell: copy the rest */
+			hi = end;
+		} else if (r == 0) {
+			lo = hi = end;
+		}
+		/* [off, lo) is a hole of S: zero what T holds there. */
+		while (off < lo &&
+		       dg_dev_next_data(t, off, lo, &tlo, &thi) == 1) {
+			/* Refused once latched (T shares the latch). */
+			if (dg_dev_zero(t, tlo, thi - tlo))
+				return; /* "Failures" */
+			off = thi;
+		}
+		if (lo < hi && dg_repair_store_dev(vol, t, lo,
+						   dg_dev_ptr(s, lo), hi - lo))
+			return;
+		off = hi > lo ? hi : end;
+	}
+	(void)dg_dev_persist(t, start, end - start); /* "Failures" */
 }
 
 /* Each checksum copy the slot holds, from the newest copy that
@@ -466,9 +503,32 @@ static bool skip_blank(struct dg_vol *vol, struct dg_dev *t, uint64_t row,
 	return true;
 }
 
-/* Row's page of the slot exact on T; under the row's lock. 1 written, 0
- * nothing to do, -EIO could not be rebuilt. */
-static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf)
+/*
+ * The pages a pass of rows writes to T, persisted once at its end: one
+ * msync over the span instead of one a page (on an image file on a disk
+ * each is a write to the disk waited for: a few hundred pages a
+ * second). T is read back by nobody after a crash before the end
+ * (generation 0: left out as stale, and a resumed replace checks every
+ * row again), so a page of T need be durable only before the
+ * superblocks that take T in, which dg_vol_replace_finish() writes
+ * after the last pass.
+ */
+struct span {
+	uint64_t lo, hi;
+};
+
+static void span_add(struct span *s, uint64_t off, uint64_t len)
+{
+	if (s->hi == s->lo || off < s->lo)
+		s->lo = off;
+	if (off + len > s->hi)
+		s->hi = off + len;
+}
+
+/* Row's page of the slot exact on T (its persist in *sp); under the
+ * row's lock. 1 written, 0 nothing to do, -EIO could not be rebuilt. */
+static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf,
+		       struct span *sp)
 {
 	struct dg_repl *r = vol->repl;
 	struct dg_dev *t = target(vol);
@@ -487,14 +547,19 @@ static int replace_row(struct dg_vol *vol, uint64_t row, uint8_t *buf)
 	if (dg_page_read_locked(vol, r->dev, row, buf, &cs) < 0 &&
 	    dg_page_read_given_up(vol, r->dev, row, buf) < 0)
 		return -EIO;
-	if (dg_repair_write_dev(vol, t, off, buf, DG_PAGE_SIZE))
+	if (dg_repair_store_dev(vol, t, off, buf, DG_PAGE_SIZE))
 		return -EIO; /* latched: dg_vol_replace_rows() says so */
+	span_add(sp, off, DG_PAGE_SIZE);
 	return 1;
 }
 
 int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
 			uint64_t *pages, uint64_t *lost)
 {
+	struct dg_row_walk w;
+	struct span sp = { 0, 0 };
+	struct dg_dev *t;
+	uint64_t row;
 	uint8_t *buf;
 
 	if (!vol->repl)
@@ -504,26 +569,29 @@ int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
 	buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	if (!buf)
 		return -ENOMEM;
-	for (uint64_t row = first; row < end; row++) {
+	t = target(vol);
+	dg_walk_init(&w, vol, first, end);
+	/* What is read: a present S (and T, compared), else the rest of
+	 * each row, to rebuild S's page from. */
+	if (vol->repl->missing) {
+		w.devs &= ~(1u << vol->repl->dev);
+	} else {
+		w.devs = 1u << vol->repl->dev;
+		w.extra = target(vol);
+	}
+	while (dg_walk_next(&w, &row)) {
 		pthread_rwlock_t *lk;
-		struct dg_dev *t = target(vol);
 		int ret;
 
-		if (row == first || row % DG_CSUMS_PER_PAGE == 0) {
-			uint64_t next = dg_cmap_next_row(vol, row, end);
-
-			if (next != row && skip_blank(vol, t, row, next))
-				row = next;
-			if (row >= end)
-				break;
-		}
+		if (w.gap != row)
+			skip_blank(vol, t, w.gap, row);
 		lk = dg_row_lock(vol, row);
 		pthread_rwlock_wrlock(lk);
 		/* A missing S's copies come from dg_ditto_check() at the
 		 * end: T holds none of them to compare. */
 		if (!vol->repl->missing)
 			replace_dittos(vol, row, buf);
-		ret = replace_row(vol, row, buf);
+		ret = replace_row(vol, row, buf, &sp);
 		if (ret > 0)
 			++*pages;
 		if (ret < 0)
@@ -536,6 +604,11 @@ int dg_vol_replace_rows(struct dg_vol *vol, uint64_t first, uint64_t end,
 					 __ATOMIC_RELEASE);
 		pthread_rwlock_unlock(lk);
 	}
+	if (w.gap < w.end)
+		skip_blank(vol, t, w.gap, w.end);
+	/* A failure latches the volume: said below. */
+	if (sp.hi > sp.lo)
+		(void)dg_dev_persist(t, sp.lo, sp.hi - sp.lo);
 	free(buf);
 	return dg_latch_on(&vol->latch) ? -EIO : 0;
 }

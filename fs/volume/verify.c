@@ -100,18 +100,16 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
 							: vol->vpns;
 	uint64_t run = (uint64_t)vol->k * vol->sb.chunk_pages;
 	uint64_t end = run ? (zone + run - 1) / run * vol->sb.chunk_pages : 0;
+	struct dg_row_walk w;
+	uint64_t row;
 
 	*stale = 0;
 	if (!page)
 		return -ENOMEM;
 	if (end > vol->sb.rows)
 		end = vol->sb.rows;
-	for (uint64_t row = 0; vol->redundancy && row < end; row++) {
-		if (row % DG_CSUMS_PER_PAGE == 0) {
-			row = dg_cmap_next_row(vol, row, end);
-			if (row >= end)
-				break;
-		}
+	dg_walk_init(&w, vol, 0, end);
+	while (vol->redundancy && dg_walk_next(&w, &row)) {
 		for (unsigned d = 0; d < vol->ndev; d++) {
 			uint64_t vpn;
 
@@ -277,6 +275,7 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 	uint64_t before[DG_FAULT_NR], after[DG_FAULT_NR];
 	uint64_t cs[DG_MAX_DEVS], stale;
 	uint64_t end = p->end && p->end < vol->sb.rows ? p->end : vol->sb.rows;
+	struct dg_row_walk w;
 	uint8_t *mem;
 	int ret = 0;
 
@@ -289,26 +288,22 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 		dg_csum_cursor_init(&cur[d]);
 		cur[d].uncached = true;
 	}
-	for (uint64_t row = p->first, report = row; row < end; row++) {
+	/*
+	 * Whole blocks of rows whose checksum page index is clear in the
+	 * init map were never written (format.h): no live page, no parity
+	 * obligation, nothing to verify; the walk (walk.c) skips them. The
+	 * map in core is the union of its verified copies (dg_cmap_load();
+	 * none verifying sets every bit), and bits are never cleared, so a
+	 * block skipped here holds nothing written before the pass began.
+	 * Online, a block may be initialised after its test: what lands
+	 * there is new data, written with its checksums and parity by the
+	 * update path (G2), and the next pass sees it; a scrub is for what
+	 * decays at rest.
+	 */
+	dg_walk_init(&w, vol, p->first, end);
+	for (uint64_t row, report = p->first; dg_walk_next(&w, &row);) {
 		pthread_rwlock_t *lk;
 
-		/*
-		 * Whole blocks of rows whose checksum page index is clear in
-		 * the init map were never written (format.h): no live page,
-		 * no parity obligation, nothing to verify. The map in core is
-		 * the union of its verified copies (dg_cmap_load(); none
-		 * verifying sets every bit), and bits are never cleared, so
-		 * a block skipped here holds nothing written before the pass
-		 * began. Online, a block may be initialised after its test:
-		 * what lands there is new data, written with its checksums
-		 * and parity by the update path (G2), and the next pass sees
-		 * it; a scrub is for what decays at rest.
-		 */
-		if (row == p->first || row % DG_CSUMS_PER_PAGE == 0) {
-			row = dg_cmap_next_row(vol, row, end);
-			if (row >= end)
-				break;
-		}
 		/* every 1024 rows visited, and once after each skip */
 		if (p->progress && row >= report) {
 			p->progress(p->parg, row, vol->sb.rows);

@@ -109,6 +109,10 @@ struct dg_vol {
 	pthread_mutex_t epoch_lock;		/* a new epoch is being begun */
 	uint8_t *cmap;				/* init map, by cmap_lock */
 	pthread_mutex_t cmap_lock;
+	/* walk.c: where the last walk ends, and the rows below which it
+	 * read ahead: a walk that begins there (the daemon's next batch)
+	 * goes on from them. Hints only: relaxed. */
+	_Atomic uint64_t walk_end, walk_ahead;
 	pthread_mutex_t cmap_init_lock;		/* one index set up at a time */
 	struct dg_journal jrnl;
 
@@ -291,6 +295,12 @@ int dg_spare_open(struct dg_vol *vol, const char *path, struct dg_dev *d,
  * has its bytes) may drop it, saying so. */
 int dg_repair_write_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
 			const void *img, size_t len);
+/* The same, its persist left to the caller, who makes one over many
+ * such stores (dg_dev_persist()) before anything depends on them: only
+ * for a device nothing reads back after a crash (a replace's new device,
+ * generation 0 until its end: replace.c). */
+int dg_repair_store_dev(struct dg_vol *vol, struct dg_dev *d, uint64_t off,
+			const void *img, size_t len);
 /* Write len bytes at off of dev, durably: bytes proven elsewhere. */
 int dg_repair_write(struct dg_vol *vol, unsigned dev, uint64_t off,
 		    const void *img, size_t len);
@@ -390,6 +400,34 @@ bool dg_row_recompute(struct dg_vol *vol, uint64_t row, uint8_t *mem,
  * disagreed, fixed whether they were rewritten. after() runs after
  * each row, outside its lock. 0, or a negative errno.
  */
+/* ---- walk.c ---------------------------------------------------------- */
+/*
+ * The rows of [first, end) in written blocks, in order, for a walk over
+ * the whole volume (walk.c); the next DG_WALK_AHEAD written blocks (past
+ * end too: the walks by rows go on where they stopped) are asked of the
+ * devices (dg_dev_will_need()) as the walk enters each block. After
+ * dg_walk_next(), rows [gap, the row returned) were skipped (never
+ * written); once it returns false, rows [gap, end).
+ */
+#define DG_WALK_AHEAD 4u	/* blocks: 8 MiB a device */
+struct dg_row_walk {
+	struct dg_vol *vol;
+	uint64_t row, end;	/* the next row to look at; the end */
+	uint64_t gap;		/* first row of the skip just made */
+	uint64_t ahead;		/* rows below were asked for */
+	uint32_t devs;		/* devices read ahead (default all) */
+	struct dg_dev *extra;	/* one more (a replace's new device) */
+	/* NULL: every written block; else only those it keeps. */
+	bool (*keep)(void *arg, uint64_t index);
+	void *arg;
+	bool started;
+};
+void dg_walk_init(struct dg_row_walk *w, struct dg_vol *vol, uint64_t first,
+		  uint64_t end);
+bool dg_walk_next(struct dg_row_walk *w, uint64_t *row);
+/* dg_dev_will_need() calls of every device since they were opened. */
+uint64_t dg_vol_read_hints(struct dg_vol *vol);
+
 struct dg_row_pass {
 	bool repair;
 	bool offline;		/* the only writer (fsck) */

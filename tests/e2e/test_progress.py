@@ -88,13 +88,21 @@ def test_replace_status_has_rate_and_eta(volume_factory):
             time.sleep(0.2)
         assert seen, st
         assert 0 < seen["next_row"] <= seen["rows"], seen
+        # percent and the ETA count the rows of written blocks (blank
+        # rows cost nothing): a 32 MiB volume of little data has fewer.
+        assert 0 < seen["used_rows"] < seen["rows"], seen
+        assert seen["used_rows_done"] <= seen["used_rows"], seen
+        assert abs(seen["percent"] - 100 * seen["used_rows_done"] /
+                   seen["used_rows"]) < 0.01, seen
         assert seen["rate_bytes_per_s"] <= 8 * 10**6, seen
         assert seen["eta_s"] < 600, seen
         if "running" in text:       # it may have ended in between
             assert "/s, ETA " in text and "% (row " in text, text
+            assert " used rows)" in text, text
         st = wait_replace(v)
         assert st["state"] == "finished", st
         assert st["eta_s"] == 0, st
+        assert st["percent"] == 100 and st["used_rows_done"] == st["used_rows"], st
     finally:
         v.umount()
         new.unlink(missing_ok=True)

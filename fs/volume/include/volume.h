@@ -427,6 +427,10 @@ uint64_t dg_vol_next_used_row(struct dg_vol *vol, uint64_t row,
 			      uint64_t end);
 int dg_vol_scrub_ditto(struct dg_vol *vol, bool repair,
 		       struct dg_scrub_report *rep);
+/* How many rows of [first, end) lie in blocks the init map says were
+ * written: the rows a pass over them visits (walk.c). The progress of
+ * the daemon's replace counts these, not blank rows. */
+uint64_t dg_vol_used_rows(struct dg_vol *vol, uint64_t first, uint64_t end);
 
 /*
  * Where a background scrub stands, kept in the volume root (struct
