@@ -66,11 +66,13 @@ tests/unit/test_latch.c
 tests/unit/test_media_counts.c
 tests/unit/test_parity.c
 tests/unit/test_read.c
+tests/unit/test_replace.c
 tests/unit/test_scrub.c
 tests/unit/test_setid.c
 tests/unit/test_stage.c
 tests/unit/test_super.c
 tests/unit/test_verify.c
+tests/unit/test_walk.c
 tests/unit/test_xattr.c
 tests/unit/test_xattr_64k.c
 tests/unit/test_xattr_run.c
