@@ -224,6 +224,11 @@ int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
 int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
 		  const void *value, size_t size, const struct dg_cred *cr);
 
+/* FITRIM of the volume's free rows (dg_vol_trim()), for a caller who may
+ * (root; NULL cr: a tool): -EPERM otherwise. */
+int dg_fs_trim(struct dg_fs *fs, uint64_t start, uint64_t len,
+	       uint64_t minlen, const struct dg_cred *cr, uint64_t *trimmed);
+
 /* Someone other than the caller, for the kernel's permission rules
  * (visible.c): the daemon names to a user only what that user could
  * reach. groups: the supplementary groups. */
