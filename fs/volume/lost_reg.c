@@ -101,22 +101,23 @@ int dg_vol_lost_found(struct dg_vol *vol, const struct dg_fault_event *ev,
 		      bool reset_free)
 {
 	struct dg_lost_page lp;
-	int held;
+	bool asked, held;
 
 	if (ev->kind != DG_FAULT_UNRECOVERABLE ||
 	    !dg_vol_fault_vpn(vol, ev, &lp.vpn))
 		return -1;
 	pthread_mutex_lock(&vol->lost_lock);
-	held = vol->owner && !owner_of(vol, lp.vpn, &lp.ino, &lp.fpage);
+	asked = vol->owner != NULL;
+	held = asked && !owner_of(vol, lp.vpn, &lp.ino, &lp.fpage);
 	if (held)
 		list_page(vol, &lp);
-	else if (vol->owner && !reset_free)
+	else if (asked && !reset_free)
 		keep_gone(vol, lp.vpn, true);
 	pthread_mutex_unlock(&vol->lost_lock);
 	if (held)
 		return 1;
 	/* A free page: no file lost anything. */
-	if (!vol->owner || !reset_free)
+	if (!asked || !reset_free)
 		return -1;
 	return reset(vol, lp.vpn, NULL, NULL) ? -1 : 0;
 }
@@ -164,7 +165,7 @@ void dg_vol_lost_reset_gone(struct dg_vol *vol, dg_lost_reset_fn done,
 	uint64_t *gone;
 	unsigned n;
 
-	while (vol->nlost && dg_vol_lost_prune(vol, done, arg))
+	while (dg_vol_lost_prune(vol, done, arg))
 		;
 	pthread_mutex_lock(&vol->lost_lock);
 	gone = vol->gone;
