@@ -40,26 +40,27 @@ static int damaged_cmp(const void *a, const void *b)
 static unsigned damaged_files(struct dg_daemon *dd, struct damaged **out)
 {
 	struct dg_fs_damage dmg;
+	struct dg_lost_page *lost;
 	struct damaged *d;
 	uint64_t *inos;
-	unsigned n = 0, nm;
+	unsigned n = 0, nm, nlost;
 
 	dg_ctl_prune_lost(dd);
 	dg_fs_get_damage(dd->fs, &dmg);
-	pthread_mutex_lock(&dd->dmg_lock);
-	d = calloc(dd->nlost + dmg.inodes + 1, sizeof(*d));
+	lost = dg_vol_lost_list(dd->vol, &nlost);
+	d = calloc(nlost + dmg.inodes + 1, sizeof(*d));
 	inos = calloc(dmg.inodes + 1, sizeof(*inos));
 	if (!d || !inos) {
-		pthread_mutex_unlock(&dd->dmg_lock);
+		free(lost);
 		free(d);
 		free(inos);
 		*out = NULL;
 		return 0;
 	}
-	for (unsigned i = 0; i < dd->nlost; i++)
-		d[n++] = (struct damaged){ dd->lost[i].ino, false, 1,
-					   dd->lost[i].fpage * DG_PAGE_SIZE };
-	pthread_mutex_unlock(&dd->dmg_lock);
+	for (unsigned i = 0; i < nlost; i++)
+		d[n++] = (struct damaged){ lost[i].ino, false, 1,
+					   lost[i].fpage * DG_PAGE_SIZE };
+	free(lost);
 	nm = dg_fs_damaged_inodes(dd->fs, inos, (unsigned)dmg.inodes);
 	for (unsigned i = 0; i < nm; i++)
 		d[n++] = (struct damaged){ inos[i], true, 0, 0 };
@@ -410,8 +411,8 @@ static void clear(struct dg_daemon *dd, struct dg_out *o)
 	dg_vol_fault_counts(dd->vol, dd->fault_base);
 	for (unsigned d = 0; d < in.ndev; d++)
 		dg_vol_dev_counts(dd->vol, d, &dd->dev_base[d]);
-	dd->nlost = 0;
 	pthread_mutex_unlock(&dd->dmg_lock);
+	dg_vol_lost_forget(dd->vol);
 	dg_vol_fault_forget(dd->vol);
 	dg_event_init(&e, DG_EV_COUNTERS_CLEARED);
 	dg_event_post(&dd->events, &e);
@@ -965,17 +966,14 @@ void dg_ctl_stop(struct dg_daemon *dd)
 		return;
 	dd->stop = 1;
 	pthread_join(dd->ctl_thread, NULL);
-	/* No command can start it again now; it uses dmg_lock. */
+	/* No command can start it again now; it reports through the
+	 * registry and dmg_lock. */
 	dg_scrub_stop(dd);
 	dg_replace_stop(dd);
 	dg_ctl_log_faults(dd);
 	dg_ctl_reset_gone(dd);
 	close(dd->sock_fd);
 	unlink(dd->sock_path);
-	free(dd->lost);
-	dd->lost = NULL;
-	free(dd->gone);
-	dd->gone = NULL;
 	for (unsigned d = 0; d < DG_MAX_DEVS; d++) {
 		free(dd->slot_path[d]);
 		dd->slot_path[d] = NULL;

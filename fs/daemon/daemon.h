@@ -248,20 +248,9 @@ struct dg_daemon {
 	atomic_int stop;
 	uint64_t fault_seq;	/* last fault event logged, by faults_lock */
 	pthread_mutex_t faults_lock;
-	/* Data pages found unrecoverable, with the file page they held
-	 * then; dropped once the page is no longer that file's (deleted,
-	 * truncated) or at "clear". Counters as of the last "clear". All
-	 * protected by dmg_lock. */
+	/* Counters as of the last "clear", by dmg_lock (the lost pages
+	 * are the volume's registry, lost_reg.c). */
 	pthread_mutex_t dmg_lock;
-	struct dg_lost_page {
-		uint64_t vpn, ino, fpage;
-	} *lost;
-	unsigned nlost, caplost;
-	/* Lost pages already free when their fault was logged (the file
-	 * deleted at once): reset by the scrub that meets them, or at the
-	 * unmount, whichever comes first. Also by dmg_lock. */
-	uint64_t *gone;
-	unsigned ngone, capgone;
 	uint64_t fault_base[DG_FAULT_NR];
 	struct dg_dev_counts dev_base[DG_MAX_DEVS];
 	/* Per device index, at mount: its path (or what was given for a
@@ -302,16 +291,15 @@ void dg_ctl_stop(struct dg_daemon *dd);
 /* Turn fault events the engine recorded since the last call into
  * events, with the file each page belongs to. */
 void dg_ctl_log_faults(struct dg_daemon *dd);
-/* A data page found unrecoverable: remember which file page it was (for
- * status), or, when no file holds it and reset is set, reset it
- * (dg_vol_reset_lost_page). Returns 1 in use, 0 reset, -1 neither
- * (parity, checksum, free and not reset, read-only). */
+/* A data page found unrecoverable, to the volume's registry
+ * (dg_vol_lost_found()): 1 listed (a file holds it), 0 reset (reset set
+ * and no file holds it; an event says so), -1 neither. */
 int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
 		     bool reset);
-/* Drop lost pages that are no longer the file page they were, resetting
- * those now free; how many were reset or tried (lost_pages.c). */
+/* dg_vol_lost_prune(), each reset an event. */
 unsigned dg_ctl_prune_lost(struct dg_daemon *dd);
-/* The unmount's last look: reset the lost pages no file holds. */
+/* The unmount's last look (dg_vol_lost_reset_gone()), each reset an
+ * event. */
 void dg_ctl_reset_gone(struct dg_daemon *dd);
 
 /* The libcommit socket (path in xattr "user.daxguard.commit"). Stop

@@ -544,6 +544,10 @@ static int open_volume(struct dg_daemon *dd, bool degraded, bool ro)
 		dd->vol = NULL;
 		goto out;
 	}
+	/* How daxguard-ctl and libcommit find this daemon: the socket
+	 * paths, filled in when the servers start (before any request). */
+	dg_fs_xattr_fix(dd->fs, "user.daxguard.socket", dd->sock_path);
+	dg_fs_xattr_fix(dd->fs, "user.daxguard.commit", dd->commit_path);
 	for (int i = 0; i < n; i++)
 		free(paths[i]);
 	return 0;

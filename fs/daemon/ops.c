@@ -8,9 +8,6 @@
 
 #include "daemon.h"
 
-#define DG_XATTR_SOCKET "user.daxguard.socket"
-#define DG_XATTR_COMMIT "user.daxguard.commit"
-
 static struct dg_daemon *dd_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
@@ -120,6 +117,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	    (conn->capable & FUSE_CAP_DONT_MASK)) {
 		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 		dd->acl = true;
+		dg_fs_xattr_acl(dd->fs, true);
 	}
 	/* File handles (name_to_handle_at, NFS): node ids are inode
 	 * numbers with the slot's generation, and lookups of "." and ".."
@@ -635,20 +633,10 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
-	if (!strcmp(name, DG_XATTR_SOCKET) || !strcmp(name, DG_XATTR_COMMIT)) {
-		reply_err(req, -EPERM);
-		return;
-	}
-	if (dd_of(req)->acl && (!strcmp(name, "system.posix_acl_access") ||
-				!strcmp(name, "system.posix_acl_default"))) {
-		struct dg_cred cr = req_cred(req);
+	struct dg_cred cr = req_cred(req);
 
-		reply_err(req, dg_fs_set_acl(dd_of(req)->fs, ino, name, value,
-					     size, &cr));
-		return;
-	}
-	reply_err(req, dg_fs_setxattr(dd_of(req)->fs, ino, name, value, size,
-				      flags));
+	reply_err(req, dg_fs_xattr_set(dd_of(req)->fs, ino, name, value, size,
+				       flags, &cr));
 }
 
 static void reply_xattr(fuse_req_t req, int ret, const void *buf, size_t size)
@@ -664,7 +652,6 @@ static void reply_xattr(fuse_req_t req, int ret, const void *buf, size_t size)
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			size_t size)
 {
-	struct dg_daemon *dd = dd_of(req);
 	char *buf = size ? malloc(size) : NULL;
 	int ret;
 
@@ -672,18 +659,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		reply_err(req, -ENOMEM);
 		return;
 	}
-	if (!strcmp(name, DG_XATTR_SOCKET) || !strcmp(name, DG_XATTR_COMMIT)) {
-		/* How daxguard-ctl and libcommit find this daemon. */
-		const char *v = strcmp(name, DG_XATTR_SOCKET) ? dd->commit_path
-							      : dd->sock_path;
-		size_t n = strlen(v);
-
-		ret = size && size < n ? -ERANGE : (int)n;
-		if (ret > 0 && size)
-			memcpy(buf, v, n);
-	} else {
-		ret = dg_fs_getxattr(dd->fs, ino, name, buf, size);
-	}
+	ret = dg_fs_xattr_get(dd_of(req)->fs, ino, name, buf, size);
 	reply_xattr(req, ret, buf, size);
 	free(buf);
 }

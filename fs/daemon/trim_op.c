@@ -13,16 +13,20 @@
  * command (FITRIM is _IOWR('X', 121, struct fstrim_range)), in_buf holds
  * it, and the reply's buffer goes back to the caller. fstrim(8) opens
  * the mount point and asks on it; any file of the volume does as well.
- * As ext4 asks CAP_SYS_ADMIN, only root may trim (the protocol carries
- * no capabilities: uid 0 stands for them, as for CAP_FSETID). The
- * request blocks one FUSE worker while the volume's free rows are given
- * back (trim.c), as the ioctl blocks its caller on ext4.
+ * Who may trim is the engine's rule (dg_fs_trim(): root, as ext4 asks
+ * CAP_SYS_ADMIN). The request blocks one FUSE worker while the volume's
+ * free rows are given back (trim.c), as the ioctl blocks its caller on
+ * ext4.
  */
 void dg_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		 struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		 size_t in_bufsz, size_t out_bufsz)
 {
 	struct dg_daemon *dd = fuse_req_userdata(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	/* Who asks: the engine decides who may (dg_fs_trim()). */
+	struct dg_cred cr = { .uid = ctx->uid, .gid = ctx->gid,
+			      .fsetid = ctx->uid == 0, .umask = -1 };
 	struct fstrim_range range;
 	uint64_t trimmed;
 	int ret;
@@ -42,15 +46,13 @@ void dg_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (fuse_req_ctx(req)->uid != 0) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
 	memcpy(&range, in_buf, sizeof(range));
-	ret = dg_vol_trim(dd->vol, range.start, range.len, range.minlen,
-			  &trimmed);
+	ret = dg_fs_trim(dd->fs, range.start, range.len, range.minlen, &cr,
+			 &trimmed);
 	if (ret) {
-		dg_log(DG_LOG_WARNING, "fstrim: %s", strerror(-ret));
+		/* A refused caller is no news (and not theirs to log). */
+		if (ret != -EPERM)
+			dg_log(DG_LOG_WARNING, "fstrim: %s", strerror(-ret));
 		fuse_reply_err(req, -ret);
 		return;
 	}

@@ -146,6 +146,13 @@ struct dg_fs {
 	bool map_hooked;	/* the hook is installed; by map_lock */
 	/* dg_fs_write_counts(); atomic (__atomic builtins) */
 	uint64_t writes, bytes_written;
+	/* Where xattr names go (xattr_ops.c): set by the mount before its
+	 * first request, read unlocked after. */
+	bool posix_acl;
+	struct dg_xattr_fixed {
+		const char *name, *value;
+	} xfixed[DG_XATTR_FIXED_MAX];
+	unsigned nxfixed;
 };
 
 /* Whether ino's inode table page is lost (see dg_fs.lost_ino). */

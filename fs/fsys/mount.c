@@ -161,6 +161,11 @@ unsigned dg_fs_damaged_inodes(struct dg_fs *fs, uint64_t *inos, unsigned max)
 	return n;
 }
 
+static int vpn_owner(void *fs, uint64_t vpn, uint64_t *ino, uint64_t *fpage)
+{
+	return dg_fs_owner(fs, vpn, ino, fpage);
+}
+
 int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 {
 	struct dg_droot *droot = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
@@ -209,6 +214,8 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	}
 	free(droot);
 	free(buf);
+	/* The volume's registry of lost pages asks which file holds one. */
+	dg_vol_lost_owner(vol, vpn_owner, fs);
 	*fsp = fs;
 	return 0;
 fail:
@@ -262,6 +269,9 @@ void dg_fs_close(struct dg_fs *fs)
 {
 	if (!fs)
 		return;
+	/* Before the inodes go: the volume's lost-page registry asks. */
+	if (fs->vol)
+		dg_vol_lost_owner(fs->vol, NULL, NULL);
 	for (uint64_t i = 0; i < fs->icap; i++) {
 		if (fs->itab[i])
 			dg_inode_flush_times(fs, fs->itab[i]);

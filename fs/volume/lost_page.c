@@ -15,9 +15,10 @@
  * computed from the new data alone and no unreadable old page or old
  * parity is read (apply.c, full-row writes).
  *
- * The daemon calls it for a data page it saw fail beyond parity once no
- * file holds it (the file was deleted or truncated, or the scrub met it
- * free), so the error goes away without waiting for an offline fsck;
+ * The registry of lost pages (lost_reg.c, for the daemon) calls it for a
+ * data page seen to fail beyond parity once no file holds it (the file
+ * was deleted or truncated, or the scrub met it free), so the error goes
+ * away without waiting for an offline fsck;
  * fsck calls it offline (fs/fsys/reclaim.c, with what its walk found in
  * use). In the volume layer because everything it decides on is the
  * volume's: the allocation bitmap, the row locks, the update path.

@@ -57,6 +57,7 @@ static int vol_init_core(struct dg_vol *vol)
 	pthread_mutex_init(&vol->cmap_lock, NULL);
 	pthread_mutex_init(&vol->cmap_init_lock, NULL);
 	pthread_mutex_init(&vol->fault_lock, NULL);
+	pthread_mutex_init(&vol->lost_lock, NULL);
 	vol->ndev = vol->sb.dev_count;
 	vol->parity = vol->sb.parity;
 	vol->k = vol->ndev - vol->parity;
@@ -90,6 +91,8 @@ static void vol_free(struct dg_vol *vol)
 	dg_cpcache_free(vol);
 	dg_cmap_free(vol);
 	free(vol->losses);
+	free(vol->lost);
+	free(vol->gone);
 	free(vol);
 }
 

@@ -170,6 +170,17 @@ struct dg_vol {
 	 * forget-all, for the read path to look without the lock: a clear
 	 * bit means not known (dg_fault_loss_verified()). */
 	_Atomic uint64_t loss_filter[64];
+	/* The registry of lost data pages (lost_reg.c), by lost_lock:
+	 * listed with the file page they were, and kept free ones (their
+	 * file deleted before the fault was seen) for the scrub or the
+	 * unmount to reset. owner says who holds a page. */
+	pthread_mutex_t lost_lock;
+	struct dg_lost_page *lost;
+	unsigned nlost, caplost;
+	uint64_t *gone;
+	unsigned ngone, capgone;
+	dg_vpn_owner_fn owner;
+	void *owner_arg;
 };
 
 /* The lock of a row (row locks hash rows onto DG_ROW_LOCKS locks). */

@@ -387,6 +387,126 @@ static void test_reset_races_allocation(void)
 	free(want);
 }
 
+/* The files of the lost-page registry's tests: one page, held or not. */
+struct owners {
+	uint64_t held;		/* the vpn a file holds, 0: none */
+	unsigned asked;
+	uint64_t reset[4];
+	unsigned nreset;
+};
+
+static int owner_of(void *arg, uint64_t vpn, uint64_t *ino, uint64_t *fpage)
+{
+	struct owners *o = arg;
+
+	o->asked++;
+	if (!o->held || vpn != o->held)
+		return -ENOENT;
+	*ino = 7;
+	*fpage = 3;
+	return 0;
+}
+
+static void reset_done(void *arg, uint64_t vpn)
+{
+	struct owners *o = arg;
+
+	if (o->nreset < 4)
+		o->reset[o->nreset] = vpn;
+	o->nreset++;
+}
+
+static void lose_again(struct tvol *tv, struct dg_vol *vol, uint64_t vpn,
+		       uint64_t *seed)
+{
+	struct dg_loc l = dg_vpn_loc(vol, vpn);
+
+	poke_junk(tv, l.dev, dg_row_page(vol, l.row), seed);
+	poke_junk(tv, dg_row_parity_dev(vol, l.row, 0),
+		  dg_row_page(vol, l.row), seed);
+}
+
+/* The registry (lost_reg.c): a page a file holds is listed once, with
+ * its file page, until the file gives it up; then, or when no file held
+ * it, it is reset by the one reset, and the caller told each time. */
+static void test_lost_registry(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct owners o = { 0 };
+	struct dg_lost_page *l;
+	struct dg_fault_event ev = { .kind = DG_FAULT_UNRECOVERABLE,
+				     .what = DG_WHAT_DATA };
+	uint64_t seed = 31, vpn, start, got;
+	uint8_t *buf = aligned_alloc(PG, 2 * PG), *zero = buf + PG;
+	unsigned n;
+
+	REQUIRE(buf);
+	memset(zero, 0, PG);
+	tvol_make(&tv, "scrubreg", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	vpn = lose_free_page(&tv, vol, &seed, &start);
+	REQUIRE(vpn);
+	ev.dev = dg_vpn_loc(vol, vpn).dev;
+	ev.row = dg_vpn_loc(vol, vpn).row;
+	REQUIRE(dg_vol_fault_vpn(vol, &ev, &got) && got == vpn);
+	/* No filesystem to ask: nothing listed, nothing reset. */
+	CHECK_EQ(dg_vol_lost_found(vol, &ev, true), -1);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), -EIO);
+	dg_vol_lost_owner(vol, owner_of, &o);
+	/* Only a data page's unrecoverable fault. */
+	ev.kind = DG_FAULT_REPAIRED;
+	CHECK_EQ(dg_vol_lost_found(vol, &ev, true), -1);
+	ev.kind = DG_FAULT_UNRECOVERABLE;
+	/* Held: listed once, never reset. */
+	o.held = vpn;
+	CHECK_EQ(dg_vol_lost_found(vol, &ev, true), 1);
+	CHECK_EQ(dg_vol_lost_found(vol, &ev, true), 1);
+	l = dg_vol_lost_list(vol, &n);
+	REQUIRE(n == 1 && l);
+	CHECK_EQ(l[0].vpn, vpn);
+	CHECK_EQ(l[0].ino, 7);
+	CHECK_EQ(l[0].fpage, 3);
+	free(l);
+	CHECK_EQ(dg_vol_lost_prune(vol, reset_done, &o), 0);
+	CHECK_EQ(o.nreset, 0);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), -EIO);
+	/* The file gave it up: dropped and reset, the caller told. */
+	o.held = 0;
+	CHECK_EQ(dg_vol_lost_prune(vol, reset_done, &o), 1);
+	CHECK_EQ(o.nreset, 1);
+	CHECK_EQ(o.reset[0], vpn);
+	l = dg_vol_lost_list(vol, &n);
+	CHECK(n == 0 && !l);
+	REQUIRE(dg_read(vol, vpn, 1, buf) == 0);
+	CHECK(memcmp(buf, zero, PG) == 0);
+	/* Free when found and not to reset now: kept for the unmount. */
+	lose_again(&tv, vol, vpn, &seed);
+	CHECK_EQ(dg_vol_lost_found(vol, &ev, false), -1);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), -EIO);
+	dg_vol_lost_reset_gone(vol, reset_done, &o);
+	CHECK_EQ(o.nreset, 2);
+	CHECK_EQ(o.reset[1], vpn);
+	REQUIRE(dg_read(vol, vpn, 1, buf) == 0);
+	/* Free when found by the scrub: reset at once, and not kept. */
+	lose_again(&tv, vol, vpn, &seed);
+	CHECK_EQ(dg_vol_lost_found(vol, &ev, true), 0);
+	REQUIRE(dg_read(vol, vpn, 1, buf) == 0);
+	dg_vol_lost_reset_gone(vol, reset_done, &o);
+	CHECK_EQ(o.nreset, 2);
+	/* clear forgets the listed. */
+	o.held = vpn;
+	CHECK_EQ(dg_vol_lost_found(vol, &ev, true), 1);
+	dg_vol_lost_forget(vol);
+	l = dg_vol_lost_list(vol, &n);
+	CHECK(n == 0 && !l);
+	dg_vol_lost_owner(vol, NULL, NULL);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -399,6 +519,7 @@ int main(int argc, char **argv)
 		{ "reset_keeps_a_lost_neighbour",
 		  test_reset_keeps_a_lost_neighbour },
 		{ "reset_races_allocation", test_reset_races_allocation },
+		{ "lost_registry", test_lost_registry },
 		{ NULL, NULL },
 	};
 

@@ -182,6 +182,21 @@ static void test_drop_with_acl_chmod(void)
 	tfs_done(&t);
 }
 
+/* FITRIM is root's (dg_fs_trim()): refused to anyone else before the
+ * volume is touched. */
+static void test_trim_is_roots(void)
+{
+	uint64_t trimmed = 77;
+	struct tfs t;
+
+	REQUIRE(tfs_make(&t, "setidtrim"));
+	CHECK_EQ(dg_fs_trim(t.fs, 0, UINT64_MAX, 0, &user, &trimmed), -EPERM);
+	CHECK_EQ(trimmed, 77);
+	CHECK_EQ(dg_fs_trim(t.fs, 0, UINT64_MAX, 0, &root, &trimmed), 0);
+	CHECK_EQ(dg_fs_trim(t.fs, 0, UINT64_MAX, 0, NULL, &trimmed), 0);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -191,6 +206,7 @@ int main(int argc, char **argv)
 		{ "init_owner", test_init_owner },
 		{ "drop_with_the_change", test_drop_with_the_change },
 		{ "drop_with_acl_chmod", test_drop_with_acl_chmod },
+		{ "trim_is_roots", test_trim_is_roots },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);

@@ -175,6 +175,72 @@ static void test_system_names(void)
 	tfs_done(&t);
 }
 
+/* The request's routing (xattr_ops.c): a fixed name reads as its value
+ * and refuses a change; with POSIX ACLs on, an access ACL sets the mode
+ * (and is not stored when the mode says it all); with them off it is a
+ * record like any other; user.* names go to the records. */
+static void test_routed(void)
+{
+	/* version 2; user::rw- group::r-- other::--- */
+	const uint8_t acl[] = { 2, 0, 0, 0, 0x01, 0, 6, 0, 0, 0, 0, 0,
+				0x04, 0, 4, 0, 0, 0, 0, 0, 0x20, 0, 0, 0,
+				0, 0, 0, 0 };
+	struct dg_cred cr = { .uid = 0, .gid = 0, .fsetid = true,
+			      .umask = -1 };
+	char where[108] = "", buf[128];
+	struct dg_attr a;
+	struct tfs t;
+	uint64_t f;
+
+	REQUIRE(tfs_make(&t, "xattrrouted"));
+	f = tfs_file(&t, 1, "f");
+	REQUIRE(f);
+	REQUIRE(dg_fs_xattr_fix(t.fs, "user.daxguard.socket", where) == 0);
+	/* Filled in after: read at each get. */
+	strcpy(where, "/run/dg.sock");
+	CHECK_EQ(dg_fs_xattr_get(t.fs, f, "user.daxguard.socket", NULL, 0), 12);
+	CHECK_EQ(dg_fs_xattr_get(t.fs, f, "user.daxguard.socket", buf, 4),
+		 -ERANGE);
+	CHECK_EQ(dg_fs_xattr_get(t.fs, f, "user.daxguard.socket", buf,
+				 sizeof(buf)), 12);
+	CHECK(memcmp(buf, "/run/dg.sock", 12) == 0);
+	CHECK_EQ(dg_fs_xattr_set(t.fs, f, "user.daxguard.socket", "x", 1, 0,
+				 &cr), -EPERM);
+	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.daxguard.socket", buf,
+				sizeof(buf)), -ENODATA);
+	for (unsigned i = 1; i < DG_XATTR_FIXED_MAX; i++)
+		CHECK_EQ(dg_fs_xattr_fix(t.fs, "user.daxguard.x", where), 0);
+	CHECK_EQ(dg_fs_xattr_fix(t.fs, "user.daxguard.y", where), -ENOSPC);
+
+	/* user.*: the records. */
+	CHECK_EQ(dg_fs_xattr_set(t.fs, f, "user.a", "v", 1, 0, &cr), 0);
+	CHECK_EQ(dg_fs_xattr_get(t.fs, f, "user.a", buf, sizeof(buf)), 1);
+	CHECK_EQ(dg_fs_xattr_set(t.fs, f, "system.foo", "v", 1, 0, &cr),
+		 -EOPNOTSUPP);
+
+	/* ACLs off: stored as given, the mode untouched. */
+	CHECK_EQ(dg_fs_xattr_set(t.fs, f, "system.posix_acl_access", acl,
+				 sizeof(acl), 0, &cr), 0);
+	REQUIRE(dg_fs_getattr(t.fs, f, &a) == 0);
+	CHECK_EQ(a.mode, 0100644u);
+	CHECK_EQ(dg_fs_xattr_get(t.fs, f, "system.posix_acl_access", NULL, 0),
+		 (int)sizeof(acl));
+	REQUIRE(dg_fs_removexattr(t.fs, f, "system.posix_acl_access") == 0);
+
+	/* ACLs on: the mode follows, the ACL the mode says is not kept. */
+	dg_fs_xattr_acl(t.fs, true);
+	CHECK_EQ(dg_fs_xattr_set(t.fs, f, "system.posix_acl_access", acl,
+				 sizeof(acl), 0, &cr), 0);
+	REQUIRE(dg_fs_getattr(t.fs, f, &a) == 0);
+	CHECK_EQ(a.mode, 0100640u);
+	CHECK_EQ(dg_fs_xattr_get(t.fs, f, "system.posix_acl_access", NULL, 0),
+		 -ENODATA);
+	/* A default ACL is a directory's only. */
+	CHECK_EQ(dg_fs_xattr_set(t.fs, f, "system.posix_acl_default", acl,
+				 sizeof(acl), 0, &cr), -EACCES);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -183,6 +249,7 @@ int main(int argc, char **argv)
 		{ "page_full", test_page_full },
 		{ "page_check", test_page_check },
 		{ "system_names", test_system_names },
+		{ "routed", test_routed },
 		{ NULL, NULL },
 	};
 

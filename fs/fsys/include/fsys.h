@@ -187,6 +187,27 @@ int dg_fs_listxattr(struct dg_fs *fs, uint64_t ino, char *list, size_t size);
 int dg_fs_removexattr(struct dg_fs *fs, uint64_t ino, const char *name);
 
 /*
+ * The xattr calls as a mount's request reaches them (xattr_ops.c): which
+ * store a name goes to, decided here, not by the daemon. A name made
+ * fixed reads as its value and refuses a change (EPERM); with POSIX ACLs
+ * on, system.posix_acl_* go through dg_fs_set_acl() (mode kept one truth
+ * with the ACL, cr the caller); the rest to the record pages above.
+ * Permission (modes, ACLs) is the kernel's (default_permissions).
+ */
+int dg_fs_xattr_set(struct dg_fs *fs, uint64_t ino, const char *name,
+		    const void *value, size_t size, int flags,
+		    const struct dg_cred *cr);
+int dg_fs_xattr_get(struct dg_fs *fs, uint64_t ino, const char *name,
+		    void *value, size_t size);
+/* POSIX ACLs on (the kernel enforces them, FUSE_CAP_POSIX_ACL). */
+void dg_fs_xattr_acl(struct dg_fs *fs, bool on);
+/* name reads as the string at value (read at each get, so it may be
+ * filled in later; it must outlive fs) and cannot be set. -ENOSPC past
+ * DG_XATTR_FIXED_MAX names. Before the mount's first request. */
+#define DG_XATTR_FIXED_MAX 4
+int dg_fs_xattr_fix(struct dg_fs *fs, const char *name, const char *value);
+
+/*
  * Who asks, for the rules that depend on it (setid.c). fsetid: the
  * caller may keep set-ID bits (CAP_FSETID). in_group() says whether gid
  * is one of the caller's supplementary groups; it is asked only when the
@@ -221,6 +242,11 @@ int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
  * the mode (acl.c). */
 int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
 		  const void *value, size_t size, const struct dg_cred *cr);
+
+/* FITRIM of the volume's free rows (dg_vol_trim()), for a caller who may
+ * (root; NULL cr: a tool): -EPERM otherwise. */
+int dg_fs_trim(struct dg_fs *fs, uint64_t start, uint64_t len,
+	       uint64_t minlen, const struct dg_cred *cr, uint64_t *trimmed);
 
 /* Someone other than the caller, for the kernel's permission rules
  * (visible.c): the daemon names to a user only what that user could

@@ -538,6 +538,48 @@ int dg_vol_reset_free_page(struct dg_vol *vol, uint64_t vpn,
 			   dg_vpn_used_fn used, const void *arg);
 
 /*
+ * The registry of lost data pages (lost_reg.c): each data page a fault
+ * found beyond parity, with the file page it was then (what status
+ * names), and the one decision when such a page is reset: once no file
+ * holds it. The daemon schedules the calls and reports what they did.
+ * Which file holds a page is the filesystem's answer, given by it
+ * (dg_fs_open() sets it, dg_fs_close() takes it back): 0 and the file
+ * page, or nonzero when no file maps vpn. Without one nothing is listed
+ * or reset.
+ */
+struct dg_lost_page {
+	uint64_t vpn, ino, fpage;
+};
+typedef int (*dg_vpn_owner_fn)(void *arg, uint64_t vpn, uint64_t *ino,
+			       uint64_t *fpage);
+void dg_vol_lost_owner(struct dg_vol *vol, dg_vpn_owner_fn owner, void *arg);
+/* The data page a fault event names (not parity, not a checksum page). */
+bool dg_vol_fault_vpn(struct dg_vol *vol, const struct dg_fault_event *ev,
+		      uint64_t *vpn);
+/* An event of a data page lost: listed with its file page when a file
+ * holds it (1); when none does, reset when reset is set (0), else kept
+ * for a later reset (-1, as for an event of anything else, or a reset
+ * that failed). Reports nothing: the caller does, for 0. */
+int dg_vol_lost_found(struct dg_vol *vol, const struct dg_fault_event *ev,
+		      bool reset);
+/* Called with each page reset, outside the registry's lock. */
+typedef void (*dg_lost_reset_fn)(void *arg, uint64_t vpn);
+/* Drop listed pages that are no longer the file page they were (deleted,
+ * truncated), resetting those now free: at most 64 a call, the rest
+ * left for the next. Returns how many it reset or tried. */
+unsigned dg_vol_lost_prune(struct dg_vol *vol, dg_lost_reset_fn done,
+			   void *arg);
+/* The unmount's last look, once nothing else allocates or resets: every
+ * lost page no file holds is reset, the listed and the kept. */
+void dg_vol_lost_reset_gone(struct dg_vol *vol, dg_lost_reset_fn done,
+			    void *arg);
+/* A copy of the listed pages (caller frees; NULL and *n 0 when none or
+ * out of memory). */
+struct dg_lost_page *dg_vol_lost_list(struct dg_vol *vol, unsigned *n);
+/* Forget the listed pages (zpool clear); the kept free ones stay. */
+void dg_vol_lost_forget(struct dg_vol *vol);
+
+/*
  * FITRIM: rewrite every row whose data pages are all free (and within
  * the volume byte range [start, start + len) of data pages, vpn * page
  * size) as zeros, and punch its pages out of the device files (trim.c).
