@@ -289,10 +289,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dg_cred cr = req_cred(req);
 	struct dg_attr a;
-	int ret = dg_fs_symlink(dd_of(req)->fs, parent, name, link, ctx->uid,
-				ctx->gid, &a);
+	int ret = dg_fs_symlink(dd_of(req)->fs, parent, name, link, &cr, &a);
 
 	reply_entry(req, ret, &a);
 }
@@ -352,11 +351,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct dg_daemon *dd = dd_of(req);
 	struct fuse_entry_param e = { 0 };
 	struct dg_attr a;
-	int ret = dg_fs_create(dd->fs, parent, name, S_IFREG | (mode & 07777),
-			       0, &cr, &a);
+	int ret = dg_fs_create_open(dd->fs, parent, name,
+				    S_IFREG | (mode & 07777), &cr, &a);
 
-	if (!ret)
-		ret = dg_fs_open_ino(dd->fs, a.ino, false, NULL);
 	if (ret) {
 		reply_err(req, ret);
 		return;

@@ -218,7 +218,7 @@ out:
 /* Create an inode named name in parent: the one path for every type. */
 static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 		  uint32_t mode, uint64_t rdev, const char *target,
-		  uint32_t uid, uint32_t gid, int32_t umask,
+		  uint32_t uid, uint32_t gid, int32_t umask, bool open,
 		  struct dg_attr *attr)
 {
 	struct dg_inode *dp, *ip = NULL;
@@ -284,6 +284,8 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (ret)
 		goto out; /* broken: in-core state is kept as it is */
 	ip->nlookup++;
+	if (open)
+		ip->nopen++;
 	dg_inode_attr(ip, attr);
 	goto out;
 undo:
@@ -311,7 +313,8 @@ int dg_fs_mknod(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (t != S_IFREG && t != S_IFDIR && t != S_IFIFO && t != S_IFSOCK &&
 	    t != S_IFCHR && t != S_IFBLK)
 		return -EINVAL;
-	return create(fs, parent, name, mode, rdev, NULL, uid, gid, -1, attr);
+	return create(fs, parent, name, mode, rdev, NULL, uid, gid, -1, false,
+		      attr);
 }
 
 int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
@@ -324,11 +327,21 @@ int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
 	    t != S_IFCHR && t != S_IFBLK)
 		return -EINVAL;
 	return create(fs, parent, name, mode, rdev, NULL, cr->uid, cr->gid,
-		      cr->umask, attr);
+		      cr->umask, false, attr);
+}
+
+int dg_fs_create_open(struct dg_fs *fs, uint64_t parent, const char *name,
+		      uint32_t mode, const struct dg_cred *cr,
+		      struct dg_attr *attr)
+{
+	if ((mode & S_IFMT) != S_IFREG)
+		return -EINVAL;
+	return create(fs, parent, name, mode, 0, NULL, cr->uid, cr->gid,
+		      cr->umask, true, attr);
 }
 
 int dg_fs_symlink(struct dg_fs *fs, uint64_t parent, const char *name,
-		  const char *target, uint32_t uid, uint32_t gid,
+		  const char *target, const struct dg_cred *cr,
 		  struct dg_attr *attr)
 {
 	size_t n = strlen(target);
@@ -337,8 +350,8 @@ int dg_fs_symlink(struct dg_fs *fs, uint64_t parent, const char *name,
 		return -ENOENT;
 	if (n >= DG_PAGE_SIZE)
 		return -ENAMETOOLONG;
-	return create(fs, parent, name, S_IFLNK | 0777, 0, target, uid, gid,
-		      -1, attr);
+	return create(fs, parent, name, S_IFLNK | 0777, 0, target, cr->uid,
+		      cr->gid, -1, false, attr);
 }
 
 int dg_fs_readlink(struct dg_fs *fs, uint64_t ino, char *buf, size_t size)

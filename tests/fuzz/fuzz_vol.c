@@ -82,7 +82,8 @@ int dg_fuzz_fill(struct dg_vol *vol, uint64_t ino[4])
 	TRY(dg_fs_setxattr(fs, a.ino, "trusted.long-name-of-an-attribute",
 			    buf, 300, 0));
 	TRY(dg_fs_mknod(fs, 1, "docs", 040755, 0, 0, 0, &d));
-	TRY(dg_fs_symlink(fs, d.ino, "link", "../notes.txt", 0, 0, &a));
+	TRY(dg_fs_symlink(fs, d.ino, "link", "../notes.txt",
+			  &(struct dg_cred){ .umask = -1 }, &a));
 	TRY(dg_fs_mknod(fs, 1, "many", 040700, 0, 0, 0, &many));
 	for (int i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "entry-%d%s", i,

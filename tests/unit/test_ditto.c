@@ -200,7 +200,8 @@ static bool populate(struct dg_fs *fs)
 	pattern(buf, XATTR_LEN, 77);
 	if (dg_fs_setxattr(fs, a.ino, "user.big", buf, XATTR_LEN, 0))
 		return false;
-	return dg_fs_symlink(fs, DG_ROOT_INO, "l", link_target, 0, 0, &a) == 0;
+	return dg_fs_symlink(fs, DG_ROOT_INO, "l", link_target,
+				    &(struct dg_cred){ .umask = -1 }, &a) == 0;
 }
 
 /* Everything populate() wrote reads back bit-exact. */

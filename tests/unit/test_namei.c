@@ -21,7 +21,8 @@ static void test_create_lookup_remount(void)
 	CHECK_EQ(dg_fs_mknod(t.fs, d, "file", 0100644, 0, 0, 0, &a), -EEXIST);
 	CHECK_EQ(tfs_lookup(&t, 1, "nothere"), -ENOENT);
 	CHECK_EQ(tfs_lookup(&t, f, "x"), -ENOTDIR);
-	REQUIRE(dg_fs_symlink(t.fs, 1, "ln", "dir/file", 0, 0, &a) == 0);
+	REQUIRE(dg_fs_symlink(t.fs, 1, "ln", "dir/file",
+			      &(struct dg_cred){ .umask = -1 }, &a) == 0);
 	REQUIRE(tfs_remount(&t));
 	CHECK_EQ(tfs_lookup(&t, 1, "dir"), d);
 	CHECK_EQ(tfs_lookup(&t, d, "file"), f);
@@ -125,6 +126,33 @@ static void test_rmdir(void)
 	tfs_done(&t);
 }
 
+/* open(O_CREAT)'s one call: the new file is open when it returns, so
+ * an unlink right after leaves it (an orphan) until the release. */
+static void test_create_open(void)
+{
+	const struct dg_cred cr = { .uid = 1000, .gid = 100, .umask = 022 };
+	struct tfs t;
+	struct dg_attr a;
+	static const char data[] = "still here";
+
+	REQUIRE(tfs_make(&t, "nameicreateopen"));
+	REQUIRE(dg_fs_create_open(t.fs, 1, "f", S_IFREG | 0666, &cr, &a) == 0);
+	CHECK_EQ(a.mode, S_IFREG | 0644);
+	CHECK_EQ(a.uid, 1000);
+	CHECK_EQ(dg_fs_create_open(t.fs, 1, "f", S_IFREG | 0644, &cr, &a),
+		 -EEXIST);
+	CHECK_EQ(dg_fs_create_open(t.fs, 1, "d", S_IFDIR | 0755, &cr, &a),
+		 -EINVAL);
+	REQUIRE(dg_fs_unlink(t.fs, 1, "f") == 0);
+	CHECK(dg_fs_write(t.fs, a.ino, 0, data, sizeof(data)) ==
+	      (ssize_t)sizeof(data));
+	CHECK(dg_fs_getattr(t.fs, a.ino, &a) == 0); /* open: kept */
+	dg_fs_release(t.fs, a.ino);
+	dg_fs_forget(t.fs, a.ino, 1);
+	CHECK_EQ(dg_fs_getattr(t.fs, a.ino, &a), -ENOENT);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -132,6 +160,7 @@ int main(int argc, char **argv)
 		{ "links_and_unlink", test_links_and_unlink },
 		{ "rename", test_rename },
 		{ "rmdir", test_rmdir },
+		{ "create_open", test_create_open },
 		{ NULL, NULL },
 	};
 

@@ -81,8 +81,9 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 int dg_fs_mknod(struct dg_fs *fs, uint64_t parent, const char *name,
 		uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid,
 		struct dg_attr *attr);
+/* Owned by cr's uid and gid (a symlink's mode is always 0777). */
 int dg_fs_symlink(struct dg_fs *fs, uint64_t parent, const char *name,
-		  const char *target, uint32_t uid, uint32_t gid,
+		  const char *target, const struct dg_cred *cr,
 		  struct dg_attr *attr);
 /* Returns the target length (not NUL terminated in buf). */
 int dg_fs_readlink(struct dg_fs *fs, uint64_t ino, char *buf, size_t size);
@@ -238,6 +239,12 @@ uint32_t dg_setid_chmod(uint32_t mode, uint32_t gid, const struct dg_cred *cr);
 int dg_fs_create(struct dg_fs *fs, uint64_t parent, const char *name,
 		 uint32_t mode, uint64_t rdev, const struct dg_cred *cr,
 		 struct dg_attr *attr);
+/* open(O_CREAT) of a new regular file: created as dg_fs_create() and
+ * open (as dg_fs_open_ino(); dg_fs_release() closes it) under one hold
+ * of the filesystem, so no unlink comes between. */
+int dg_fs_create_open(struct dg_fs *fs, uint64_t parent, const char *name,
+		      uint32_t mode, const struct dg_cred *cr,
+		      struct dg_attr *attr);
 /* setxattr of system.posix_acl_access or _default: kept one truth with
  * the mode (acl.c). */
 int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
