@@ -508,9 +508,18 @@ int dg_cmap_load(struct dg_vol *vol)
 				continue;
 			dg_fault_note(vol, DG_FAULT_DETECTED, d,
 				      vol->sb.cmap_start + p, DG_WHAT_CMAP,
-				      seen[d] ? "copy is stale" : "copy fails "
-								  "its seal");
+				      !seen[d] ? "both slots fail their seal"
+				      : seen[d] != 3u ? "a slot fails its seal"
+						      : "copy is stale");
 			fix = true;
+			/* Read-only (fsck -n): the union of the copies
+			 * that verify is in use, so the copy's bytes are
+			 * known; a writable open rewrites it below. */
+			if (vol->read_only)
+				dg_fault_note(vol, DG_FAULT_RECOVERED, d,
+					      vol->sb.cmap_start + p,
+					      DG_WHAT_CMAP, "the union of the "
+					      "copies that verify is used");
 		}
 		if (fix && !vol->read_only) {
 			ret = cmap_write(vol, p, false, differs);
