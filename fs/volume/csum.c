@@ -157,17 +157,38 @@ static int store_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 	return 0;
 }
 
-/* The first copy of (owner, index) on a present device: the one made
- * durable alone, before the others are touched. ncopies if none. */
+/* Whether copy c of owner's checksum pages counts after a crash: its
+ * device present, and not one being filled in by a replace (left out
+ * until it is whole, replace.c) or rebuilt by fsck (its copies do not
+ * vote while a survivor's verifies, cpage_candidate()). */
+static bool copy_counts(struct dg_vol *vol, unsigned owner, unsigned c)
+{
+	unsigned dev = dg_cpage_copy_dev(vol, owner, c);
+
+	return vol->devs[dev].present && !vol->devs[dev].filling &&
+	       !(vol->cpx_rebuilding & (1u << dev));
+}
+
+/*
+ * The copy of (owner, index) made durable alone, before the others are
+ * touched: the first that counts after a crash (copy_counts()), so that
+ * a crash in the second round leaves one such copy whole; failing that
+ * the first on a present device. ncopies if none is present.
+ */
 static unsigned first_copy(struct dg_vol *vol, unsigned owner, uint64_t index)
 {
-	unsigned c;
+	unsigned c, present = vol->sb.csum_copies;
 	uint64_t off;
 
-	for (c = 0; c < vol->sb.csum_copies; c++)
-		if (copy_dev(vol, owner, index, c, &off))
-			break;
-	return c;
+	for (c = 0; c < vol->sb.csum_copies; c++) {
+		if (!copy_dev(vol, owner, index, c, &off))
+			continue;
+		if (copy_counts(vol, owner, c))
+			return c;
+		if (present == vol->sb.csum_copies)
+			present = c;
+	}
+	return present;
 }
 
 /* One checksum page being written: its new image and the bytes of it
@@ -180,8 +201,8 @@ struct cpw {
 };
 
 /*
- * Write the n pages w to their copies in two rounds. First the first
- * present copy of every page, in one round with the caller's stores fs
+ * Write the n pages w to their copies in two rounds. First one copy of
+ * every page that counts after a crash (first_copy()), in one round with the caller's stores fs
  * (they may become durable in any order with those copies); then every
  * other copy, in a second round. So no crash tears every copy of a
  * page: until the first round's fence the other copies are untouched
@@ -213,10 +234,11 @@ static int write_pages_copies(struct dg_vol *vol, const struct cpw *w,
 	for (unsigned i = 0; i < n && !ret; i++) {
 		unsigned first = first_copy(vol, w[i].owner, w[i].index);
 
-		for (unsigned c = first + 1; c < vol->sb.csum_copies && !ret;
-		     c++)
-			ret = store_copy(vol, w[i].owner, w[i].index, c,
-					 w[i].img, w[i].from, w[i].to, &rest);
+		for (unsigned c = 0; c < vol->sb.csum_copies && !ret; c++)
+			if (c != first)
+				ret = store_copy(vol, w[i].owner, w[i].index,
+						 c, w[i].img, w[i].from,
+						 w[i].to, &rest);
 	}
 	r = dg_flushset_persist(vol->devs, vol->ndev, &rest);
 	dg_flushset_fini(&rest);

@@ -433,11 +433,153 @@ static void test_replace_present(void)
 	free(buf);
 }
 
+/*
+ * The online replace of a missing device: the new one is filled in
+ * (media.h, filling) while updates go on, among them updates of pages on
+ * the slot being filled, whose checksum pages that slot owns. The copy
+ * of those checksum pages made durable alone must be one that counts
+ * after a crash (csum.c, first_copy()): the filling device is left out
+ * until it is whole, so a crash may leave nothing of it. At every crash
+ * state the volume opens degraded without the new device (or, once it
+ * took the slot, with it), reads every page as of the updates done or
+ * one more, and (opened degraded) rebuilds onto a blank file and scrubs
+ * clean.
+ */
+static bool replace_missing_state(char **oldp, char **newp, struct model *m,
+				  unsigned done, uint8_t *buf,
+				  const char *what)
+{
+	struct dg_vol *vol = crec_open(newp, NDEV, 0);
+	bool ok;
+
+	if (vol) {	/* the new device took the slot */
+		ok = matches(vol, m, done, buf) >= 0 && scrub_clean(vol);
+		dg_vol_close(vol);
+		if (!ok)
+			fprintf(stderr, "%s: wrong with the new device\n",
+				what);
+		return ok;
+	}
+	return degraded_state(oldp, m, done, buf, what);
+}
+
+static void test_replace_missing(void)
+{
+	static uint8_t after[NUPD + 1][MAXPG][DG_PAGE_SIZE];
+	struct model m = { .after = after };
+	struct tvol tv, out;
+	struct dg_vol *vol;
+	char *present[NDEV + 1], *outrec[NDEV + 1], *outp[NDEV], *outnew[NDEV];
+	char *saved, err[256];
+	char *tgt = tfile_path("crrepmtgt"), *outtgt = tfile_path("crrepmout");
+	uint8_t *buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	uint64_t seed = 9, checked = 0, K, rows, pages = 0, lost = 0, row0;
+	uint64_t own[NUPD];
+	unsigned np = 0, nown = 0;
+	struct crec *rec;
+	FILE *f;
+
+	REQUIRE(buf);
+	tvol_make(&tv, "crrepm", NDEV, 1, SIZE, false);
+	tvol_make(&out, "crrepmo", NDEV, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	row0 = tdata_row(vol);
+	rows = dg_vol_rows(vol);
+	for (unsigned i = 0; i < 6; i++) {
+		uint64_t row = row_where(vol, row0 + 40 * i, false);
+
+		add_row(&m, vol, row);
+		if (nown < NUPD)	/* MISSING's page of the row */
+			own[nown++] = dg_loc_vpn(vol, MISSING, row);
+	}
+	for (unsigned i = 0; i < m.n; i++) {
+		struct dg_range r = { m.vpn[i], 0, DG_PAGE_SIZE, after[0][i] };
+
+		trand_fill(&seed, after[0][i], DG_PAGE_SIZE);
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	dg_vol_close(vol);
+	/* Device MISSING gone; the other three and the new one recorded. */
+	saved = tv.paths[MISSING];
+	REQUIRE(unlink(saved) == 0);
+	tv.paths[MISSING] = strdup("");
+	for (unsigned d = 0; d < NDEV; d++) {
+		outp[d] = out.paths[d];
+		outnew[d] = d == MISSING ? outtgt : out.paths[d];
+		if (d != MISSING) {
+			outrec[np] = out.paths[d];
+			present[np++] = tv.paths[d];
+		}
+	}
+	unlink(out.paths[MISSING]);
+	present[np] = tgt;
+	outrec[np] = outtgt;
+	REQUIRE((f = fopen(tgt, "w")) != NULL);
+	fclose(f);
+	REQUIRE(truncate(tgt, SIZE) == 0);
+	rec = crec_start((const char *const *)present, np + 1);
+	REQUIRE(rec);
+	vol = crec_open(tv.paths, NDEV,
+			DG_OPEN_DEGRADED | DG_OPEN_DEGRADED_RW);
+	REQUIRE(vol);
+	crec_mark(rec, "open");
+	m.nupd = 0;
+	REQUIRE(dg_vol_replace_begin(vol, MISSING, tgt, false, err,
+				     sizeof(err)) == 0);
+	for (uint64_t r = 0, u = 0; r < rows; r += rows / 4, u++) {
+		/* A page of the filling slot, then another one. */
+		struct dg_range rg[2] = {
+			{ own[u % nown], (uint32_t)(r % 3000), 500, buf },
+			{ m.vpn[u * 5 % m.n], 100, 300, buf + 1000 },
+		};
+
+		trand_fill(&seed, buf, 1300);
+		CHECK(step(vol, &m, rg, rg[1].vpn == rg[0].vpn ? 1 : 2) == 0);
+		crec_mark(rec, "update");
+		CHECK(dg_vol_replace_rows(vol, r, r + rows / 4, &pages,
+					  &lost) == 0);
+	}
+	CHECK(dg_vol_replace_finish(vol, err, sizeof(err)) == 0);
+	dg_vol_close(vol);
+	crec_stop(rec);
+	CHECK_EQ(lost, 0);
+	K = crec_npersists(rec);
+	for (uint64_t k = 0; k <= K; k++)
+		for (unsigned p = 0; p < 4; p++) {
+			char what[64];
+			unsigned done = done_at(rec, k);
+
+			REQUIRE(crec_build(rec, k, pols[p], k * 7 + p,
+					   (const char *const *)outrec) == 0);
+			snprintf(what, sizeof(what), "k=%" PRIu64 " %s", k,
+				 pol_names[p]);
+			/* Marker 0 is the open: updates done = done - 1. */
+			CHECK(replace_missing_state(outp, outnew, &m,
+						    done ? done - 1 : 0, buf,
+						    what));
+			checked++;
+		}
+	printf("# replace of a missing device: %" PRIu64 " persists, %"
+	       PRIu64 " crash states checked\n", K, checked);
+	crec_free(rec);
+	unlink(tgt);
+	unlink(outtgt);
+	free(tgt);
+	free(outtgt);
+	free(tv.paths[MISSING]);
+	tv.paths[MISSING] = saved;
+	tvol_cleanup(&out);
+	tvol_cleanup(&tv);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "degraded_write", test_degraded_write },
 		{ "replace_present", test_replace_present },
+		{ "replace_missing", test_replace_missing },
 		{ NULL, NULL },
 	};
 
