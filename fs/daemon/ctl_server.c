@@ -570,11 +570,12 @@ static void conn_close(struct ctl_conn *c)
 /* Answer the request line of c into c->out. */
 /* sync(1) for the write-back hold: the kernel passes neither sync(2) nor
  * syncfs(2) on to a FUSE daemon, so what -o wb_max holds is committed
- * here when asked (anyone may: sync(2) needs no privilege either). The
- * hold is bounded, so is the wait. */
+ * here when asked (anyone may: sync(2) needs no privilege either). Only
+ * what was held when it came, each file once (dg_wb_sync()): the wait is
+ * bounded by the hold (wb_max), however fast writers add to it. */
 static void sync_held(struct dg_daemon *dd, struct dg_out *o, bool json)
 {
-	int ret = dd->wb_on ? dg_wb_drain_all(&dd->wb) : 0;
+	int ret = dd->wb_on ? dg_wb_sync(&dd->wb) : 0;
 	struct json_object *r;
 
 	if (ret) {

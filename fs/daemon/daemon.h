@@ -272,8 +272,10 @@ struct dg_daemon {
 /* ---- -o writeback (wb_daemon.c) ---------------------------------------- */
 /* The hold and its flusher, when -o writeback. */
 int dg_wbd_start(struct dg_daemon *dd);
-/* Everything held committed, the flusher stopped (unmount). */
+/* Everything held committed, the flusher stopped (unmount); the hold's
+ * lock stays for the servers until dg_wbd_free(), after they stopped. */
 void dg_wbd_stop(struct dg_daemon *dd);
+void dg_wbd_free(struct dg_daemon *dd);
 /* status --json "writeback". */
 struct json_object *dg_wbd_status_json(struct dg_daemon *dd);
 /* -o bdi_ratio: the connection's dirty limit in sysfs, at mount. */

@@ -639,6 +639,8 @@ static int parse_size(const char *s, size_t *out)
 	v = strtoull(s, &end, 10);
 	if (errno || end == s || *s == '-')
 		return -1;
+	if (v > (1ull << 40))	/* before a shift could wrap it */
+		return -1;
 	switch (*end) {
 	case 'G': case 'g': v <<= 10; /* fall through */
 	case 'M': case 'm': v <<= 10; /* fall through */
@@ -704,6 +706,11 @@ int main(int argc, char *argv[])
 	}
 	if (o.timeout < 0) {
 		fprintf(stderr, "daxguard: timeout must not be negative\n");
+		goto out_args;
+	}
+	if (o.wb_max && !o.writeback) {
+		fprintf(stderr, "daxguard: wb_max needs -o writeback (without "
+			"it every write() is on the media when it returns)\n");
 		goto out_args;
 	}
 	if (o.wb_max && parse_size(o.wb_max, &wb_max)) {
@@ -817,6 +824,7 @@ out_ctl:
 	 * pages that are free by then. */
 	dg_fs_kernel_gone(dd.fs);
 	dg_ctl_stop(&dd);
+	dg_wbd_free(&dd);
 out_unmount:
 	fuse_session_unmount(dd.se);
 out_signals:

@@ -189,17 +189,15 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct dg_daemon *dd = dd_of(req);
+	/* The size counts what the hold keeps of the file: its end read
+	 * first, so a batch committed in between is in the size below. */
+	uint64_t end = dd->wb_on ? dg_wb_end(&dd->wb, ino) : 0;
 	struct dg_attr a;
 	int ret = dg_fs_getattr(dd->fs, ino, &a);
 
 	(void)fi;
-	/* The size counts what the hold keeps of the file. */
-	if (!ret && dd->wb_on) {
-		uint64_t end = dg_wb_end(&dd->wb, ino);
-
-		if (end > a.size)
-			a.size = end;
-	}
+	if (!ret && end > a.size)
+		a.size = end;
 	reply_attr(req, ret, &a);
 }
 
@@ -483,13 +481,15 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 }
 
 /* close(): in -o writeback, not a sync (as on ext4), but where an
- * earlier batch's failure of the file is told, if no fsync told it. */
+ * earlier batch's failure of the file is told, if no fsync told it.
+ * Told, not forgotten: another descriptor's close (a backup reading the
+ * file) must not take it from the writer's fsync. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dg_daemon *dd = dd_of(req);
 
 	(void)fi;
-	reply_err(req, dd->wb_on ? dg_wb_take_err(&dd->wb, ino) : 0);
+	reply_err(req, dd->wb_on ? dg_wb_peek_err(&dd->wb, ino) : 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,

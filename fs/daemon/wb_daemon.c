@@ -46,6 +46,7 @@ int dg_wbd_start(struct dg_daemon *dd)
 	ret = dg_wb_start(&dd->wb);
 	if (ret) {
 		dg_wb_stop(&dd->wb);
+		dg_wb_destroy(&dd->wb);
 		return ret;
 	}
 	dd->wb_on = true;
@@ -59,10 +60,17 @@ void dg_wbd_stop(struct dg_daemon *dd)
 	if (!dd->wb_on)
 		return;
 	ret = dg_wb_stop(&dd->wb);
-	dd->wb_on = false;
 	if (ret)
 		dg_log(DG_LOG_ERR, "held data not written at unmount: %s",
 		       strerror(-ret));
+}
+
+void dg_wbd_free(struct dg_daemon *dd)
+{
+	if (!dd->wb_on)
+		return;
+	dd->wb_on = false;
+	dg_wb_destroy(&dd->wb);
 }
 
 struct json_object *dg_wbd_status_json(struct dg_daemon *dd)

@@ -342,10 +342,14 @@ int dg_wb_stop(struct dg_wb *wb)
 		}
 	}
 	pthread_mutex_unlock(&wb->lock);
+	return ret;
+}
+
+void dg_wb_destroy(struct dg_wb *wb)
+{
 	pthread_cond_destroy(&wb->alarm);
 	pthread_cond_destroy(&wb->done);
 	pthread_mutex_destroy(&wb->lock);
-	return ret;
 }
 
 int dg_wb_put(struct dg_wb *wb, uint64_t ino, uint64_t off, const void *buf,
@@ -420,6 +424,51 @@ int dg_wb_drain_all(struct dg_wb *wb)
 
 	pthread_mutex_lock(&wb->lock);
 	ret = drain_all_locked(wb);
+	pthread_mutex_unlock(&wb->lock);
+	return ret;
+}
+
+int dg_wb_sync(struct dg_wb *wb)
+{
+	uint64_t *inos = NULL;
+	size_t n = 0, cap = 0;
+	int first = 0;
+
+	pthread_mutex_lock(&wb->lock);
+	for (unsigned i = 0; i < DG_WB_BUCKETS && !first; i++)
+		for (struct dg_wb_file *f = wb->bucket[i]; f && !first;
+		     f = f->next) {
+			if (!f->nrun && !f->busy)
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? 2 * cap : 64;
+				uint64_t *ni = realloc(inos, nc * sizeof(*ni));
+
+				if (!ni) {
+					first = -ENOMEM;
+					break;
+				}
+				inos = ni;
+				cap = nc;
+			}
+			inos[n++] = f->ino;
+		}
+	pthread_mutex_unlock(&wb->lock);
+	for (size_t i = 0; i < n && !first; i++)
+		first = dg_wb_drain(wb, inos[i], false);
+	free(inos);
+	return first;
+}
+
+int dg_wb_peek_err(struct dg_wb *wb, uint64_t ino)
+{
+	struct dg_wb_file *f;
+	int ret = 0;
+
+	pthread_mutex_lock(&wb->lock);
+	f = find(wb, ino);
+	if (f)
+		ret = f->err;
 	pthread_mutex_unlock(&wb->lock);
 	return ret;
 }

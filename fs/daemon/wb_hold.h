@@ -65,9 +65,12 @@ int dg_wb_init(struct dg_wb *wb, size_t max, unsigned interval_ms,
 /* The flusher: commits everything held every interval, and at once when
  * half of max is held. */
 int dg_wb_start(struct dg_wb *wb);
-/* Commit everything, stop the flusher, free. The first error of a batch
- * nobody was told of, or 0. */
+/* Commit everything, stop the flusher, free what is held. The first
+ * error of a batch nobody was told of, or 0. The lock stays usable (a
+ * status or sync of the control server may still come) until
+ * dg_wb_destroy(). */
 int dg_wb_stop(struct dg_wb *wb);
+void dg_wb_destroy(struct dg_wb *wb);
 /* Hold a write. 0 when held; -E2BIG when it cannot be (larger than max):
  * the caller drains the file and writes it through. Waits, or commits
  * itself, while the hold is full. */
@@ -78,10 +81,17 @@ int dg_wb_put(struct dg_wb *wb, uint64_t ino, uint64_t off, const void *buf,
  * (fsync, flush); without, returns only this drain's error and keeps it
  * for the next fsync too. */
 int dg_wb_drain(struct dg_wb *wb, uint64_t ino, bool take_err);
-/* Commit everything held. */
+/* Commit everything held, and wait for the batches in flight. */
 int dg_wb_drain_all(struct dg_wb *wb);
-/* An earlier batch's error of ino, returned and forgotten (flush). */
+/* Commit what each file held when called, once (daxguard-ctl sync):
+ * bounded by what was held then, however fast writers add more. The
+ * first error, or 0. */
+int dg_wb_sync(struct dg_wb *wb);
+/* An earlier batch's error of ino, returned and forgotten (fsync). */
 int dg_wb_take_err(struct dg_wb *wb, uint64_t ino);
+/* The same, kept for the next fsync (a close: any descriptor's close
+ * tells it, and only an fsync, the writer's promise, forgets it). */
+int dg_wb_peek_err(struct dg_wb *wb, uint64_t ino);
 /* Past the last byte ino holds (in flight too), 0 when none: the size a
  * getattr reports at least. */
 uint64_t dg_wb_end(struct dg_wb *wb, uint64_t ino);

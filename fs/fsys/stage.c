@@ -86,6 +86,7 @@ int dg_fstage_new(struct dg_fmap *m, struct dg_fstage **sp)
 	struct dg_fstage *s;
 	struct dg_inode *ip, *sip = NULL;
 	struct dg_txn *txn;
+	uint32_t nchunks = 0;
 	int ret;
 
 	if (!dg_fstage_supported(fs))
@@ -108,7 +109,10 @@ int dg_fstage_new(struct dg_fmap *m, struct dg_fstage **sp)
 	ret = !ip ? -ENOENT : fs->broken || dg_vol_read_only(fs->vol) ? -EROFS : 0;
 	if (!ret) {
 		s->size = ip->d.size;
+		nchunks = fs->root.nchunks;
 		ret = dg_inode_new(fs, txn, S_IFREG | 0600, 0, 0, &sip);
+		if (ret)	/* a new chunk was not committed */
+			fs->root.nchunks = nchunks;
 	}
 	if (!ret) {
 		/* Born unlinked: an orphan until published, so a crash
@@ -119,10 +123,12 @@ int dg_fstage_new(struct dg_fmap *m, struct dg_fstage **sp)
 		ret = dg_inode_store(fs, txn, sip);
 		if (!ret)
 			ret = dg_fs_commit(fs, txn);
-		if (ret)
+		if (ret) {
 			dg_inode_discard(fs, sip);
-		else
+			fs->root.nchunks = nchunks;
+		} else {
 			s->sino = sip->ino;
+		}
 	}
 	pthread_rwlock_unlock(&fs->lock);
 	dg_txn_free(txn);

@@ -284,3 +284,17 @@ def test_bad_options_are_usage_errors(vol, opt):
     p = run([DAEMON, vol.devlist, vol.mnt, "-f", "-o", "writeback," + opt],
             check=False, timeout=30)
     assert p.returncode == 2, p.stderr
+
+
+@pytest.mark.parametrize("opts,msg", [
+    ("wb_max=64M", "wb_max needs -o writeback"),
+    ("writeback,wb_max=99999999999999G", "wb_max: a size from 1M"),
+    ("writeback,wb_max=512K", "wb_max: a size from 1M"),
+])
+def test_hold_options_refused(vol, opts, msg):
+    """Bad hold options: a message and exit 2 before anything is
+    opened (a size that would wrap when scaled is refused, not taken)."""
+    p = run([DAEMON, "-o", opts, vol.devlist, str(vol.mnt), "-f"],
+            check=False)
+    assert p.returncode == 2, p.stderr
+    assert msg in p.stderr

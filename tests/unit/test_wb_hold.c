@@ -86,6 +86,7 @@ static void test_merge(void)
 	}
 	CHECK(!m.bad_order);
 	CHECK(dg_wb_stop(&wb) == 0);
+	dg_wb_destroy(&wb);
 }
 
 /* Never more than max held; a write larger than max is refused. */
@@ -115,6 +116,7 @@ static void test_bound(void)
 	CHECK(c.held_peak <= c.max);
 	CHECK(c.batches > 0);
 	CHECK(dg_wb_stop(&wb) == 0);
+	dg_wb_destroy(&wb);
 }
 
 /* A failed batch is told once: at the next fsync (drain with take_err)
@@ -135,9 +137,19 @@ static void test_error(void)
 	CHECK(dg_wb_put(&wb, 1, 0, b, sizeof(b)) == 0);
 	m.fail_next = -EIO;
 	CHECK(dg_wb_drain_all(&wb) == -EIO);
+	/* A close tells it and keeps it for the writer's fsync. */
+	CHECK(dg_wb_peek_err(&wb, 1) == -EIO);
+	CHECK(dg_wb_peek_err(&wb, 1) == -EIO);
 	CHECK(dg_wb_take_err(&wb, 1) == -EIO);
 	CHECK(dg_wb_take_err(&wb, 1) == 0);
+	CHECK(dg_wb_peek_err(&wb, 1) == 0);
+	/* daxguard-ctl sync: what each file held, committed. */
+	CHECK(dg_wb_put(&wb, 1, 0, b, sizeof(b)) == 0);
+	CHECK(dg_wb_put(&wb, 3, 0, b, sizeof(b)) == 0);
+	CHECK(dg_wb_sync(&wb) == 0);
+	CHECK(!dg_wb_holds(&wb, 1) && !dg_wb_holds(&wb, 3));
 	CHECK(dg_wb_stop(&wb) == 0);
+	dg_wb_destroy(&wb);
 }
 
 /* Writers, drains and the flusher at once (for ThreadSanitizer); each
@@ -182,6 +194,7 @@ static void test_threads(void)
 	dg_wb_get_counts(&wb, &c);
 	CHECK(c.held_peak <= c.max);
 	CHECK(dg_wb_stop(&wb) == 0);
+	dg_wb_destroy(&wb);
 	for (unsigned i = 0; i < FILES; i++)
 		CHECK(memcmp(m.file[i], want[i], FSIZE) == 0);
 }
