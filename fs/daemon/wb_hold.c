@@ -460,20 +460,8 @@ int dg_wb_sync(struct dg_wb *wb)
 	return first;
 }
 
-int dg_wb_peek_err(struct dg_wb *wb, uint64_t ino)
-{
-	struct dg_wb_file *f;
-	int ret = 0;
-
-	pthread_mutex_lock(&wb->lock);
-	f = find(wb, ino);
-	if (f)
-		ret = f->err;
-	pthread_mutex_unlock(&wb->lock);
-	return ret;
-}
-
-int dg_wb_take_err(struct dg_wb *wb, uint64_t ino)
+/* ino's untold batch error, forgotten with forget. */
+static int file_err(struct dg_wb *wb, uint64_t ino, bool forget)
 {
 	struct dg_wb_file *f;
 	int ret = 0;
@@ -482,11 +470,23 @@ int dg_wb_take_err(struct dg_wb *wb, uint64_t ino)
 	f = find(wb, ino);
 	if (f) {
 		ret = f->err;
-		f->err = 0;
-		maybe_free(wb, f);
+		if (forget) {
+			f->err = 0;
+			maybe_free(wb, f);
+		}
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return ret;
+}
+
+int dg_wb_peek_err(struct dg_wb *wb, uint64_t ino)
+{
+	return file_err(wb, ino, false);
+}
+
+int dg_wb_take_err(struct dg_wb *wb, uint64_t ino)
+{
+	return file_err(wb, ino, true);
 }
 
 uint64_t dg_wb_end(struct dg_wb *wb, uint64_t ino)

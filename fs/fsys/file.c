@@ -146,6 +146,37 @@ out:
 	return ret;
 }
 
+/*
+ * The start of every write of ino: fs->lock held shared, the inode found,
+ * a regular file not damaged, the volume not broken, no libcommit map of
+ * it (one writer), a transaction, and the inode's lock held. 0, or the
+ * error with nothing held.
+ */
+static int write_begin(struct dg_fs *fs, uint64_t ino, struct dg_inode **ipp,
+		       struct dg_txn **txnp)
+{
+	struct dg_inode *ip;
+	int ret;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	ip = dg_inode_get(fs, ino);
+	if (!ip || !S_ISREG(ip->d.mode) || ip->damaged)
+		ret = !ip ? -ENOENT : ip->damaged ? -EIO : -EINVAL;
+	else if (fs->broken)
+		ret = -EROFS;
+	else
+		ret = dg_inode_map_check(ip, false);
+	if (!ret && !(*txnp = dg_txn_new(fs->vol)))
+		ret = -ENOMEM;
+	if (ret) {
+		pthread_rwlock_unlock(&fs->lock);
+		return ret;
+	}
+	pthread_rwlock_wrlock(&ip->lock);
+	*ipp = ip;
+	return 0;
+}
+
 /* kill_priv: the first piece clears set-ID bits (as cr may keep them)
  * and capabilities in its own transaction (setid.c). */
 static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
@@ -162,27 +193,9 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		return 0;
 	if (off + size < off || off + size > DG_MAX_FILE_SIZE)
 		return -EFBIG;
-	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	if (!ip || !S_ISREG(ip->d.mode) || ip->damaged) {
-		pthread_rwlock_unlock(&fs->lock);
-		return !ip ? -ENOENT : ip->damaged ? -EIO : -EINVAL;
-	}
-	if (fs->broken) {
-		pthread_rwlock_unlock(&fs->lock);
-		return -EROFS;
-	}
-	ret = dg_inode_map_check(ip, false); /* libcommit: one writer */
-	if (ret) {
-		pthread_rwlock_unlock(&fs->lock);
+	ret = write_begin(fs, ino, &ip, &txn);
+	if (ret)
 		return ret;
-	}
-	txn = dg_txn_new(fs->vol);
-	if (!txn) {
-		pthread_rwlock_unlock(&fs->lock);
-		return -ENOMEM;
-	}
-	pthread_rwlock_wrlock(&ip->lock);
 	/* Each piece is atomic; a large write is a sequence of them. */
 	while (done < size) {
 		size_t n = size - done < max ? size - done : max;
@@ -313,27 +326,9 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 		i++;
 	if (i == n)
 		return 0;
-	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	if (!ip || !S_ISREG(ip->d.mode) || ip->damaged) {
-		pthread_rwlock_unlock(&fs->lock);
-		return !ip ? -ENOENT : ip->damaged ? -EIO : -EINVAL;
-	}
-	if (fs->broken) {
-		pthread_rwlock_unlock(&fs->lock);
-		return -EROFS;
-	}
-	ret = dg_inode_map_check(ip, false); /* libcommit: one writer */
-	if (ret) {
-		pthread_rwlock_unlock(&fs->lock);
+	ret = write_begin(fs, ino, &ip, &txn);
+	if (ret)
 		return ret;
-	}
-	txn = dg_txn_new(fs->vol);
-	if (!txn) {
-		pthread_rwlock_unlock(&fs->lock);
-		return -ENOMEM;
-	}
-	pthread_rwlock_wrlock(&ip->lock);
 	/* One transaction a loop: as many runs as the journal takes. */
 	while (i < n) {
 		struct dg_dinode saved = ip->d;
