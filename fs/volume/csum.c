@@ -693,7 +693,7 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 	uint8_t *img = aligned_alloc(DG_PAGE_SIZE,
 				     (size_t)vol->ndev * DG_PAGE_SIZE);
 	unsigned locks[DG_MAX_DEVS], nl = 0, nw = 0;
-	struct cpw w[DG_MAX_DEVS];
+	struct cpw w[DG_MAX_DEVS] = { 0 };
 	struct dg_flushset fs;
 	int ret = 0;
 
