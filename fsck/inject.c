@@ -841,6 +841,10 @@ static void do_stale(struct inj *s)
 		if (pick_vpn(s, T_ANY, false, &v) == 0)
 			engine_bounce(s, (uint64_t)v.vpn, NULL, NULL);
 	}
+	/* The filesystem first: it refers to the volume (the next
+	 * reopen() would close it on a volume already freed). */
+	dg_fs_close(s->fs);
+	s->fs = NULL;
 	dg_vol_close(s->vol);
 	s->vol = NULL;
 	if (rename(tmp, path) < 0)

@@ -52,7 +52,12 @@ static bool layout_ok(const struct dg_dsuper *s)
 
 int dg_dsuper_decode(const void *page, struct dg_dsuper *out)
 {
-	const struct dg_dsuper *s = page;
+	/* A copy: page may sit anywhere (the last page of a device cut to
+	 * a size that is no multiple of a page is not aligned). */
+	struct dg_dsuper copy;
+	const struct dg_dsuper *s = &copy;
+
+	memcpy(&copy, page, sizeof(copy));
 
 	if (s->magic != DG_SUPER_MAGIC)
 		return -ENODEV;
