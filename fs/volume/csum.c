@@ -201,17 +201,23 @@ struct cpw {
 };
 
 /*
- * Write the n pages w to their copies in two rounds. First one copy of
- * every page that counts after a crash (first_copy()), in one round with the caller's stores fs
- * (they may become durable in any order with those copies); then every
- * other copy, in a second round. So no crash tears every copy of a
- * page: until the first round's fence the other copies are untouched
- * and whole (the older generation), from it on the first copy is whole
- * at the new one and wins (dg_cpage_examine(), newest verified copy),
- * whatever the crash left of the others (stale or bad: rewritten from
- * it). The generation is the page's, not the copy's, so a copy written
- * in the second round is never newer than the first. 0, or the first
- * failure (the volume is latched, media.h: nothing more is stored).
+ * Write the n pages w to their copies, one copy of each page a round.
+ * First one copy of every page that counts after a crash (first_copy()),
+ * in one round with the caller's stores fs (they may become durable in
+ * any order with those copies); then each other copy in a round of its
+ * own, as the copies were written before rounds, one durable before the
+ * next is touched. So no crash tears every copy of a page (until the
+ * first round's fence the other copies are untouched and whole, the
+ * older generation; from it on the first copy is whole at the new one
+ * and wins, dg_cpage_examine(), newest verified copy), and a crash plus
+ * one lost or misdirected write of a copy still leaves a whole copy of
+ * one generation or the other beside the torn one. Two rounds (all the
+ * other copies together) saved a fence a write and failed that: the
+ * compound campaign found a lost first copy with every other copy torn
+ * (docs/integrity.md, "Ordering of an update"). The generation is the
+ * page's, not the copy's, so a copy written later is never newer than
+ * the first. 0, or the first failure (the volume is latched, media.h:
+ * nothing more is stored).
  */
 static int write_pages_copies(struct dg_vol *vol, const struct cpw *w,
 			      unsigned n, struct dg_flushset *fs)
@@ -230,19 +236,24 @@ static int write_pages_copies(struct dg_vol *vol, const struct cpw *w,
 	ret = ret ? ret : r;
 	if (ret)
 		return ret;
-	dg_flushset_init(&rest);
-	for (unsigned i = 0; i < n && !ret; i++) {
-		unsigned first = first_copy(vol, w[i].owner, w[i].index);
+	/* The other copies one at a time: step j stores the j-th copy
+	 * after the first of every page, and is durable before step j + 1
+	 * touches the next. */
+	for (unsigned j = 0; j + 1 < vol->sb.csum_copies && !ret; j++) {
+		dg_flushset_init(&rest);
+		for (unsigned i = 0; i < n && !ret; i++) {
+			unsigned first = first_copy(vol, w[i].owner,
+						    w[i].index);
+			unsigned c = j < first ? j : j + 1;
 
-		for (unsigned c = 0; c < vol->sb.csum_copies && !ret; c++)
-			if (c != first)
-				ret = store_copy(vol, w[i].owner, w[i].index,
-						 c, w[i].img, w[i].from,
-						 w[i].to, &rest);
+			ret = store_copy(vol, w[i].owner, w[i].index, c,
+					 w[i].img, w[i].from, w[i].to, &rest);
+		}
+		r = dg_flushset_persist(vol->devs, vol->ndev, &rest);
+		dg_flushset_fini(&rest);
+		ret = ret ? ret : r;
 	}
-	r = dg_flushset_persist(vol->devs, vol->ndev, &rest);
-	dg_flushset_fini(&rest);
-	return ret ? ret : r;
+	return ret;
 }
 
 static int lock_idx_cmp(const void *a, const void *b)
