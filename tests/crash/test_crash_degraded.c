@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -378,6 +379,7 @@ static void test_replace_present(void)
 	dg_vol_close(vol);
 	REQUIRE((f = fopen(tgt, "w")) != NULL);
 	fclose(f);
+	REQUIRE(chmod(tgt, 0600) == 0);	/* it will hold volume data */
 	REQUIRE(truncate(tgt, SIZE) == 0);
 	for (unsigned d = 0; d < NDEV; d++) {
 		all[d] = tv.paths[d];
@@ -517,6 +519,7 @@ static void test_replace_missing(void)
 	outrec[np] = outtgt;
 	REQUIRE((f = fopen(tgt, "w")) != NULL);
 	fclose(f);
+	REQUIRE(chmod(tgt, 0600) == 0);	/* it will hold volume data */
 	REQUIRE(truncate(tgt, SIZE) == 0);
 	rec = crec_start((const char *const *)present, np + 1);
 	REQUIRE(rec);
