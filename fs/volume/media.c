@@ -438,12 +438,7 @@ int dg_dev_punch(struct dg_dev *d, uint64_t off, size_t len)
 	return mirrored(d, off, len) ? dg_dev_punch(d->mirror, off, len) : 0;
 }
 
-/*
- * The persist of [off, off + len), of which only the lines of r[0, n)
- * need flushing (r NULL: every line), counted as lines flushed.
- */
-static int persist(struct dg_dev *d, uint64_t off, size_t len,
-		   const struct dg_span *r, unsigned n, uint64_t lines)
+int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 {
 	int ret = dg_dev_refused(d);
 
@@ -457,18 +452,13 @@ static int persist(struct dg_dev *d, uint64_t off, size_t len,
 	if (!ret) {
 		/* pmem2's persist flushes the lines and drains: one fence
 		 * (tmpfs_persist: the fence alone); msync counts as one. */
-		count(&d->tally.lines, lines);
+		count(&d->tally.lines, lines_of(off, len));
 		count(&d->tally.fences, 1);
 	}
-	if (!ret && d->coarse) {
+	if (!ret && d->coarse)
 		ret = sync_pages(d->base + off, len);
-	} else if (!ret && r && d->flush_fn && d->drain_fn) {
-		for (unsigned i = 0; i < n; i++)
-			d->flush_fn(d->base + r[i].off, r[i].len);
-		d->drain_fn();
-	} else if (!ret) {
+	else if (!ret)
 		d->persist_fn(d->base + off, len);
-	}
 	if (ret && d->latch)
 		dg_latch_set(d->latch, ret, "persist of %s at byte %llu failed: "
 			     "%s", d->path, (unsigned long long)off,
@@ -481,36 +471,6 @@ static int persist(struct dg_dev *d, uint64_t off, size_t len,
 		ret = dg_dev_persist(d->mirror, lo, hi - lo);
 	}
 	return ret;
-}
-
-int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
-{
-	return persist(d, off, len, NULL, 0, lines_of(off, len));
-}
-
-int dg_dev_persist_lines(struct dg_dev *d, const struct dg_span *r,
-			 unsigned n)
-{
-	uint64_t lines = 0, done = 0;	/* lines below done are counted */
-
-	if (!n)
-		return 0;
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t a = r[i].off & ~(uint64_t)(DG_LINE_SIZE - 1);
-		uint64_t b = (r[i].off + r[i].len + DG_LINE_SIZE - 1) &
-			     ~(uint64_t)(DG_LINE_SIZE - 1);
-
-		if (!r[i].len)
-			continue;
-		if (a < done)	/* a line shared with the range before */
-			a = done;
-		if (a < b) {
-			lines += (b - a) / DG_LINE_SIZE;
-			done = b;
-		}
-	}
-	return persist(d, r[0].off, r[n - 1].off + r[n - 1].len - r[0].off,
-		       r, n, lines);
 }
 
 void dg_latch_init(struct dg_latch *l)
@@ -607,9 +567,9 @@ static int round_add(struct rspan *s, unsigned *n, struct dg_dev *d,
 	if (!d->coarse)
 		s[(*n)++] = (struct rspan){ d, off, len };
 	else
-		ret = persist(d, off, len, NULL, 0, lines_of(off, len));
+		ret = dg_dev_persist(d, off, len);
 	if (d->mirror && d->coarse)
-		return ret; /* persist() did the mirror */
+		return ret; /* dg_dev_persist() did the mirror */
 	if (d->mirror && off < d->mirror_hi && off + len > d->mirror_lo) {
 		uint64_t lo = off > d->mirror_lo ? off : d->mirror_lo;
 		uint64_t hi = off + len < d->mirror_hi ? off + len

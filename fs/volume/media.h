@@ -88,8 +88,7 @@ struct dg_dev {
 	pmem2_memset_fn memset_fn;
 	pmem2_persist_fn persist_fn; /* fine-grained devices only */
 	/* Real pmem (pmem2's own persist): flush and drain apart, for
-	 * rounds (dg_flushset_persist()) and dg_dev_persist_lines(); NULL
-	 * elsewhere. */
+	 * rounds (dg_flushset_persist()); NULL elsewhere. */
 	pmem2_flush_fn flush_fn;
 	pmem2_drain_fn drain_fn;
 	/* persist_fn is a fence alone (tmpfs, scratch): ranges of a round
@@ -185,20 +184,6 @@ int dg_dev_punch(struct dg_dev *d, uint64_t off, size_t len);
  * sets d->latch, or the latched error when an earlier persist failed.
  * On pmem and tmpfs a persist cannot fail. */
 int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len);
-/*
- * The same for the lines of n ranges, in ascending order within one
- * span, with one fence: the cache lines the ranges touch are flushed,
- * the ones between are not. Only for a span whose other bytes are
- * durable already (every store to them was persisted): flushing a
- * clean line makes nothing more durable, so the result is that of
- * dg_dev_persist() over the span (the observer sees that persist).
- * Devices persisted by msync or a fence alone persist the span.
- */
-struct dg_span {
-	uint64_t off, len;
-};
-int dg_dev_persist_lines(struct dg_dev *d, const struct dg_span *r,
-			 unsigned n);
 static inline const uint8_t *dg_dev_ptr(const struct dg_dev *d, uint64_t off)
 {
 	return d->base + off;

@@ -53,27 +53,43 @@ static void stores_lines_and_fences(void)
 	dg_dev_close(&d);
 }
 
-/* dg_dev_persist_lines: the lines of the ranges, a line two share
- * counted once, and one fence for all. */
-static void persist_lines_counts_the_ranges(void)
+/* A round (dg_flushset_persist()): the lines of its ranges, a range
+ * that continues the one before merged into it, and one fence for all
+ * the ranges of every device. */
+static void round_counts_its_ranges(void)
 {
-	struct dg_media_counts c;
-	struct dg_dev d;
-	/* a slot at 800, the seal at the page's end (checksum copies) */
-	struct dg_span two[2] = { { 800, 8 }, { 4080, 16 } };
-	/* a whole page as two ranges sharing its last line */
-	struct dg_span whole[2] = { { 4096, 4080 }, { 8176, 16 } };
+	struct dg_media_counts c0, c1;
+	struct dg_flushset fs;
+	struct dg_dev d[2];
 
-	REQUIRE(open_dev(&d, "mc2"));
-	CHECK_EQ(dg_dev_persist_lines(&d, two, 2), 0);
-	dg_dev_counts(&d, &c);
-	CHECK_EQ(c.lines_flushed, 2);
-	CHECK_EQ(c.fences, 1);
-	CHECK_EQ(dg_dev_persist_lines(&d, whole, 2), 0);
-	dg_dev_counts(&d, &c);
-	CHECK_EQ(c.lines_flushed, 2 + 64);
-	CHECK_EQ(c.fences, 2);
-	dg_dev_close(&d);
+	REQUIRE(open_dev(&d[0], "mc2"));
+	REQUIRE(open_dev(&d[1], "mc3"));
+	dg_flushset_init(&fs);
+	/* a slot at 800, the seal at the page's end (checksum copies) */
+	dg_flushset_add(&fs, 0, 800, 8);
+	dg_flushset_add(&fs, 0, 4080, 16);
+	CHECK_EQ(dg_flushset_persist(d, 2, &fs), 0);
+	CHECK_EQ(fs.n, 0);
+	dg_dev_counts(&d[0], &c0);
+	/* msync (a device not on tmpfs or pmem) persists the span */
+	CHECK_EQ(c0.lines_flushed, d[0].coarse ? 64 - 12 : 2);
+	CHECK_EQ(c0.fences, 1);
+	/* a whole page as two ranges, the second continuing the first,
+	 * and a line of the other device: still one fence */
+	dg_flushset_add(&fs, 0, 4096, 4080);
+	dg_flushset_add(&fs, 0, 8176, 16);
+	dg_flushset_add(&fs, 1, 64, 8);
+	CHECK_EQ(fs.n, 2);
+	CHECK_EQ(dg_flushset_persist(d, 2, &fs), 0);
+	dg_dev_counts(&d[0], &c0);
+	dg_dev_counts(&d[1], &c1);
+	CHECK_EQ(c0.lines_flushed + c1.lines_flushed,
+		 (d[0].coarse ? 64 - 12 : 2) + 64 + 1);
+	/* msync: one call per device */
+	CHECK_EQ(c0.fences + c1.fences, 1 + (d[0].coarse ? 2 : 1));
+	dg_flushset_fini(&fs);
+	dg_dev_close(&d[1]);
+	dg_dev_close(&d[0]);
 }
 
 /* The volume's counts are its devices' summed. */
@@ -105,7 +121,7 @@ static void volume_sums_its_devices(void)
 
 static const struct test_case cases[] = {
 	{ "stores_lines_and_fences", stores_lines_and_fences },
-	{ "persist_lines_counts_the_ranges", persist_lines_counts_the_ranges },
+	{ "round_counts_its_ranges", round_counts_its_ranges },
 	{ "volume_sums_its_devices", volume_sums_its_devices },
 	{ NULL, NULL },
 };
