@@ -684,13 +684,9 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			 off_t offset, off_t length, struct fuse_file_info *fi)
 {
 	(void)fi;
-	if (offset < 0 || length <= 0) {
-		reply_err(req, -EINVAL);
-		return;
-	}
 	wb_drain(dd_of(req), ino);
-	reply_err(req, dg_fs_fallocate(dd_of(req)->fs, ino, mode,
-				       (uint64_t)offset, (uint64_t)length));
+	reply_err(req, dg_fs_fallocate(dd_of(req)->fs, ino, mode, offset,
+				       length));
 }
 
 /*
@@ -712,11 +708,7 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		reply_err(req, -ENOSYS);
 		return;
 	}
-	if (off < 0) {
-		reply_err(req, -ENXIO);
-		return;
-	}
-	ret = dg_fs_lseek(dd_of(req)->fs, ino, (uint64_t)off, whence, &pos);
+	ret = dg_fs_lseek(dd_of(req)->fs, ino, off, whence, &pos);
 	if (ret)
 		reply_err(req, ret);
 	else

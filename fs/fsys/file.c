@@ -671,15 +671,17 @@ static int punch(struct dg_fs *fs, struct dg_inode *ip, uint64_t off,
  * zeroed pages (cheaper than writing zeros over them: a freed page
  * needs no parity delta), the partial edge pages are zeroed in place.
  */
-int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
-		    uint64_t len)
+int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, int64_t soff,
+		    int64_t slen)
 {
 	struct dg_inode *ip;
-	uint64_t end = off + len;
+	uint64_t off = (uint64_t)soff, len = (uint64_t)slen, end = off + len;
 	int ret;
 
-	if (len == 0 || end < off || end > DG_MAX_FILE_SIZE)
-		return len == 0 ? -EINVAL : -EFBIG;
+	if (soff < 0 || slen <= 0)
+		return -EINVAL;
+	if (end < off || end > DG_MAX_FILE_SIZE)
+		return -EFBIG;
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
 		     FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;

@@ -31,15 +31,17 @@ static uint64_t next_page(const struct dg_inode *ip, uint64_t p,
 	return UINT64_MAX;
 }
 
-int dg_fs_lseek(struct dg_fs *fs, uint64_t ino, uint64_t off, int whence,
+int dg_fs_lseek(struct dg_fs *fs, uint64_t ino, int64_t soff, int whence,
 		uint64_t *out)
 {
 	struct dg_inode *ip;
-	uint64_t size, end, p;
+	uint64_t off = (uint64_t)soff, size, end, p;
 	int ret = 0;
 
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
+	if (soff < 0)
+		return -ENXIO;	/* as lseek(2) for SEEK_DATA/SEEK_HOLE */
 	pthread_rwlock_rdlock(&fs->lock);
 	ip = dg_inode_get(fs, ino);
 	if (!ip) {

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <linux/falloc.h>
+#include <unistd.h>
 
 #include "tfs.h"
 
@@ -99,7 +100,7 @@ static void test_fallocate(void)
 	struct tfs t;
 	struct dg_attr a;
 	uint8_t buf[4 * PG];
-	uint64_t f, free0;
+	uint64_t f, free0, pos;
 
 	REQUIRE(tfs_make(&t, "filefalloc"));
 	f = tfs_file(&t, 1, "f");
@@ -121,6 +122,16 @@ static void test_fallocate(void)
 	      buf[3 * PG] == 0x5a);
 	CHECK_EQ(dg_fs_fallocate(t.fs, f, 0x40 /* COLLAPSE */, 0, PG),
 		 -EOPNOTSUPP);
+	/* Bad arguments, as fallocate(2) answers them, whoever calls. */
+	CHECK_EQ(dg_fs_fallocate(t.fs, f, 0, -(int64_t)PG, 2 * PG), -EINVAL);
+	CHECK_EQ(dg_fs_fallocate(t.fs, f, 0, 0, -1), -EINVAL);
+	CHECK_EQ(dg_fs_fallocate(t.fs, f, 0, PG, 0), -EINVAL);
+	CHECK_EQ(dg_fs_fallocate(t.fs, f, 0, INT64_MAX - PG, 2 * PG), -EFBIG);
+	/* The punched hole, and a negative offset as lseek(2) answers. */
+	CHECK_EQ(dg_fs_lseek(t.fs, f, PG, SEEK_DATA, &pos), 0);
+	CHECK_EQ(pos, 3 * PG);
+	CHECK_EQ(dg_fs_lseek(t.fs, f, -1, SEEK_DATA, &pos), -ENXIO);
+	CHECK_EQ(dg_fs_lseek(t.fs, f, -(int64_t)PG, SEEK_HOLE, &pos), -ENXIO);
 	tfs_done(&t);
 }
 

@@ -148,13 +148,17 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
  * the media"). A request that wrote nothing is not counted. */
 void dg_fs_write_counts(struct dg_fs *fs, uint64_t *writes, uint64_t *bytes);
 /* SEEK_DATA or SEEK_HOLE from off (seek.c): the offset in *out, or
- * -ENXIO at or past EOF (and for SEEK_DATA in a hole up to EOF). */
-int dg_fs_lseek(struct dg_fs *fs, uint64_t ino, uint64_t off, int whence,
+ * -ENXIO at or past EOF, for a negative off (as lseek(2)), and for
+ * SEEK_DATA in a hole up to EOF. off is signed as the caller's off_t:
+ * its checks are made here, for every caller. */
+int dg_fs_lseek(struct dg_fs *fs, uint64_t ino, int64_t off, int whence,
 		uint64_t *out);
 /* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE,
- * FALLOC_FL_ZERO_RANGE (|KEEP_SIZE). */
-int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, uint64_t off,
-		    uint64_t len);
+ * FALLOC_FL_ZERO_RANGE (|KEEP_SIZE). off and len are signed as
+ * fallocate(2)'s: -EINVAL for off < 0 or len <= 0, -EFBIG past the
+ * largest file. */
+int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, int64_t off,
+		    int64_t len);
 
 /* Directory listing from cookie off (0: start). fill() gets each entry
  * and the cookie of the next; returning nonzero stops. With plus, the
