@@ -84,6 +84,8 @@ struct json_object *dg_wbd_status_json(struct dg_daemon *dd)
 	json_add_u64(x, "held_bytes", c.held);
 	json_add_u64(x, "held_peak_bytes", c.held_peak);
 	json_add_u64(x, "held_max_bytes", dd->wb_on ? c.max : 0);
+	json_add_u64(x, "buffer_bytes", c.alloc);
+	json_add_u64(x, "buffer_peak_bytes", c.alloc_peak);
 	json_add_u64(x, "commit_interval_ms", dd->wb_on ? c.interval_ms : 0);
 	json_add_u64(x, "writes_held", c.requests_held);
 	json_add_u64(x, "batches_committed", c.batches);

@@ -6,9 +6,11 @@
  * persists and contiguous runs reach whole rows. Nothing in the default
  * mode comes here: there every write() is committed before its reply.
  *
- * Bounded: at most max bytes are held, a batch in flight included; a
- * writer that finds the hold full commits a file itself (its own first)
- * or waits for one. A batch's error is kept for the file's next fsync
+ * Bounded: at most max bytes are allocated for held data, a batch in
+ * flight included (the buffers' capacity, not only the bytes in them:
+ * a run grown by doubling could otherwise take twice max); a writer that
+ * finds the hold full commits a file itself (its own first) or waits
+ * for one. A batch's error is kept for the file's next fsync
  * or flush (as the page cache's errseq), never dropped.
  */
 #include <errno.h>
@@ -64,8 +66,10 @@ static void maybe_free(struct dg_wb *wb, struct dg_wb_file *f)
 }
 
 /* Room in a run's buffer for need bytes. Doubling makes appends cheap;
- * the step is capped so that a long run wastes at most 16 MiB. */
-static int run_room(struct dg_wb_run *r, size_t need)
+ * the step is capped so that a long run wastes at most 16 MiB, and so
+ * that the hold's buffers stay within max (dg_wb_put() made room for
+ * need, never for the spare). */
+static int run_room(struct dg_wb *wb, struct dg_wb_run *r, size_t need)
 {
 	size_t cap = r->cap * 2;
 	uint8_t *b;
@@ -76,9 +80,14 @@ static int run_room(struct dg_wb_run *r, size_t need)
 		cap = need;
 	if (cap > need + (16u << 20))
 		cap = need + (16u << 20);
+	if (wb->alloc - r->cap + cap > wb->max)
+		cap = wb->max - wb->alloc + r->cap > need
+			      ? wb->max - wb->alloc + r->cap
+			      : need;
 	b = realloc(r->buf, cap);
 	if (!b)
 		return -ENOMEM;
+	wb->alloc += cap - r->cap;
 	r->buf = b;
 	r->cap = cap;
 	return 0;
@@ -86,8 +95,8 @@ static int run_room(struct dg_wb_run *r, size_t need)
 
 /* Put [off, off + len) into f's runs, over what they held there; runs it
  * touches become one. *added: how many more bytes f holds. */
-static int run_insert(struct dg_wb_file *f, uint64_t off, const void *buf,
-		      size_t len, size_t *added)
+static int run_insert(struct dg_wb *wb, struct dg_wb_file *f, uint64_t off,
+		      const void *buf, size_t len, size_t *added)
 {
 	uint64_t e = off + len;
 	unsigned lo = 0, hi = f->nrun, a, b;
@@ -125,6 +134,7 @@ static int run_insert(struct dg_wb_file *f, uint64_t off, const void *buf,
 		memmove(&r[a + 1], &r[a], (f->nrun - a) * sizeof(*r));
 		r[a] = (struct dg_wb_run){ off, len, len, nb };
 		f->nrun++;
+		wb->alloc += len;
 		*added = len;
 		return 0;
 	}
@@ -133,7 +143,7 @@ static int run_insert(struct dg_wb_file *f, uint64_t off, const void *buf,
 		uint64_t ne = e > r[a].off + r[a].len ? e : r[a].off + r[a].len;
 		size_t need = (size_t)(ne - r[a].off);
 
-		if (run_room(&r[a], need))
+		if (run_room(wb, &r[a], need))
 			return -ENOMEM;
 		memcpy(r[a].buf + (off - r[a].off), buf, len);
 		*added = need - r[a].len;
@@ -146,7 +156,7 @@ static int run_insert(struct dg_wb_file *f, uint64_t off, const void *buf,
 		uint64_t lo_off = r[a].off < off ? r[a].off : off;
 		uint64_t last = r[b - 1].off + r[b - 1].len;
 		uint64_t ne = last > e ? last : e;
-		size_t old = 0, n = (size_t)(ne - lo_off);
+		size_t old = 0, oldcap = 0, n = (size_t)(ne - lo_off);
 		uint8_t *nb = malloc(n);
 
 		if (!nb)
@@ -154,12 +164,14 @@ static int run_insert(struct dg_wb_file *f, uint64_t off, const void *buf,
 		for (unsigned k = a; k < b; k++) {
 			memcpy(nb + (r[k].off - lo_off), r[k].buf, r[k].len);
 			old += r[k].len;
+			oldcap += r[k].cap;
 			free(r[k].buf);
 		}
 		memcpy(nb + (off - lo_off), buf, len);
 		r[a] = (struct dg_wb_run){ lo_off, n, n, nb };
 		memmove(&r[a + 1], &r[b], (f->nrun - b) * sizeof(*r));
 		f->nrun -= b - a - 1;
+		wb->alloc = wb->alloc - oldcap + n;
 		*added = n - old;
 		return 0;
 	}
@@ -174,7 +186,7 @@ static int commit_file(struct dg_wb *wb, struct dg_wb_file *f)
 {
 	struct dg_wb_run *run = f->run;
 	unsigned n = f->nrun, req = f->requests;
-	size_t bytes = f->bytes;
+	size_t bytes = f->bytes, cap = 0;
 	struct dg_wseg *seg = malloc(n * sizeof(*seg));
 	int ret;
 
@@ -194,13 +206,16 @@ static int commit_file(struct dg_wb *wb, struct dg_wb_file *f)
 	} else {
 		ret = -ENOMEM;
 	}
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		cap += run[i].cap;
 		free(run[i].buf);
+	}
 	free(run);
 	free(seg);
 	pthread_mutex_lock(&wb->lock);
 	f->busy = false;
 	wb->held -= bytes;
+	wb->alloc -= cap;
 	wb->batches++;
 	if (ret) {
 		wb->errors++;
@@ -364,8 +379,9 @@ int dg_wb_put(struct dg_wb *wb, uint64_t ino, uint64_t off, const void *buf,
 	if (len > wb->max)
 		return -E2BIG;
 	pthread_mutex_lock(&wb->lock);
-	/* Full: make room before taking more, so held never passes max. */
-	while (wb->held + len > wb->max) {
+	/* Full: make room before taking more, so that the buffers never
+	 * pass max (a write adds at most len to them). */
+	while (wb->alloc + len > wb->max) {
 		f = pick(wb, ino);
 		wb->kick = true;
 		pthread_cond_signal(&wb->alarm);
@@ -375,7 +391,7 @@ int dg_wb_put(struct dg_wb *wb, uint64_t ino, uint64_t off, const void *buf,
 			pthread_cond_wait(&wb->done, &wb->lock);
 	}
 	f = find_or_add(wb, ino);
-	ret = f ? run_insert(f, off, buf, len, &added) : -ENOMEM;
+	ret = f ? run_insert(wb, f, off, buf, len, &added) : -ENOMEM;
 	if (ret) {
 		if (f)
 			maybe_free(wb, f);
@@ -390,7 +406,9 @@ int dg_wb_put(struct dg_wb *wb, uint64_t ino, uint64_t off, const void *buf,
 	wb->requests_held++;
 	if (wb->held > wb->held_peak)
 		wb->held_peak = wb->held;
-	if (wb->held >= wb->max / 2 && !wb->kick) {
+	if (wb->alloc > wb->alloc_peak)
+		wb->alloc_peak = wb->alloc;
+	if (wb->alloc >= wb->max / 2 && !wb->kick) {
 		wb->kick = true;
 		pthread_cond_signal(&wb->alarm);
 	}
@@ -532,6 +550,7 @@ void dg_wb_get_counts(struct dg_wb *wb, struct dg_wb_counts *c)
 	pthread_mutex_lock(&wb->lock);
 	*c = (struct dg_wb_counts){
 		.held = wb->held, .held_peak = wb->held_peak, .max = wb->max,
+		.alloc = wb->alloc, .alloc_peak = wb->alloc_peak,
 		.batches = wb->batches, .bytes_committed = wb->bytes_committed,
 		.requests_held = wb->requests_held, .errors = wb->errors,
 		.interval_ms = wb->interval_ms,

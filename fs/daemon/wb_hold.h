@@ -44,7 +44,7 @@ struct dg_wb {
 	pthread_cond_t done;	/* a batch done */
 	pthread_cond_t alarm;	/* the flusher's: stop, or half full */
 	struct dg_wb_file *bucket[DG_WB_BUCKETS];
-	size_t max;		/* held bytes at most (in flight too) */
+	size_t max;		/* buffer bytes at most (in flight too) */
 	unsigned interval_ms;	/* commit interval */
 	dg_wb_commit_fn commit;
 	void *arg;
@@ -53,6 +53,10 @@ struct dg_wb {
 	/* Counters since the mount (status --json "writeback"). */
 	uint64_t held;		/* bytes held now, in flight included */
 	uint64_t held_peak;
+	/* Bytes allocated for held data (the runs' capacity, >= held):
+	 * what max bounds. */
+	uint64_t alloc;
+	uint64_t alloc_peak;
 	uint64_t batches;	/* commit calls made */
 	uint64_t bytes_committed;
 	uint64_t requests_held;	/* writes that went into the hold */
@@ -101,8 +105,8 @@ bool dg_wb_holds(struct dg_wb *wb, uint64_t ino);
 bool dg_wb_knows(struct dg_wb *wb, uint64_t ino);
 
 struct dg_wb_counts {
-	uint64_t held, held_peak, max, batches, bytes_committed,
-		 requests_held, errors;
+	uint64_t held, held_peak, alloc, alloc_peak, max, batches,
+		 bytes_committed, requests_held, errors;
 	unsigned interval_ms;
 };
 void dg_wb_get_counts(struct dg_wb *wb, struct dg_wb_counts *c);

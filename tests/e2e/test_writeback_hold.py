@@ -242,6 +242,9 @@ def test_hold_stays_within_wb_max(vol):
     s = wb(v)
     assert s["held_max_bytes"] == 1 << 20, s
     assert s["held_peak_bytes"] <= s["held_max_bytes"], s
+    # The buffers too, not only the bytes in them (runs grow by doubling).
+    assert s["held_peak_bytes"] <= s["buffer_peak_bytes"], s
+    assert s["buffer_peak_bytes"] <= s["held_max_bytes"], s
     assert s["batches_committed"] >= 5, s   # made room as it went
     assert s["batches_failed"] == 0, s
     v.umount()                              # commits the rest

@@ -119,6 +119,46 @@ static void test_bound(void)
 	dg_wb_destroy(&wb);
 }
 
+/* The buffers, not only the bytes in them, stay within max (plus a
+ * page): appends that grow a run by doubling once took up to twice max.
+ * Nothing is left counted once all is committed. */
+static void test_alloc_bound(void)
+{
+	const size_t max = (768u << 10) + 4096;
+	static uint8_t buf[4096];
+	struct dg_wb_counts c;
+	struct dg_wb wb;
+	unsigned seed = 7;
+
+	dg_wb_init(&wb, max, 1000, commit, &m);
+	/* Appends to one file, then to several at once. */
+	for (unsigned i = 0; i < 4 * FSIZE / sizeof(buf); i++) {
+		unsigned ino = i < FSIZE / sizeof(buf) ? 0 : i % FILES;
+		uint64_t off = (uint64_t)(i / (ino ? FILES : 1)) * sizeof(buf);
+
+		memset(buf, (int)i, sizeof(buf));
+		CHECK(dg_wb_put(&wb, ino, off % FSIZE, buf, sizeof(buf)) == 0);
+		dg_wb_get_counts(&wb, &c);
+		CHECK(c.alloc >= c.held && c.alloc <= max + 4096);
+	}
+	/* Scattered writes that merge runs. */
+	for (unsigned i = 0; i < 2000; i++) {
+		size_t len = 1 + rand_r(&seed) % sizeof(buf);
+		uint64_t off = rand_r(&seed) % (FSIZE - len);
+
+		CHECK(dg_wb_put(&wb, rand_r(&seed) % FILES, off, buf, len) == 0);
+		dg_wb_get_counts(&wb, &c);
+		CHECK(c.alloc >= c.held && c.alloc <= max + 4096);
+	}
+	CHECK(dg_wb_drain_all(&wb) == 0);
+	dg_wb_get_counts(&wb, &c);
+	CHECK(c.alloc_peak <= max + 4096);
+	CHECK(c.alloc_peak >= max / 2);	/* the hold was used */
+	CHECK(c.alloc == 0 && c.held == 0);
+	CHECK(dg_wb_stop(&wb) == 0);
+	dg_wb_destroy(&wb);
+}
+
 /* A failed batch is told once: at the next fsync (drain with take_err)
  * or flush, not lost and not repeated. */
 static void test_error(void)
@@ -203,6 +243,7 @@ int main(void)
 {
 	test_merge();
 	test_bound();
+	test_alloc_bound();
 	test_error();
 	test_threads();
 	if (fails)
