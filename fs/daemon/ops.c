@@ -157,17 +157,35 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 /* The last forget may free an unlinked inode: nothing of it may be held
- * past that, nor an error of it be told to a new file reusing the
- * number. */
+ * past that, and its error is dropped with it. Only an error of its own
+ * batches (ended by epoch): another thread may reuse the number for a
+ * new file as soon as it is freed, and write and fail a batch of it
+ * before the check below. */
 static void forget_one(struct dg_daemon *dd, fuse_ino_t ino, uint64_t n)
 {
 	struct dg_attr a;
 	bool known = dd->wb_on && dg_wb_knows(&dd->wb, ino);
+	uint64_t epoch = 0;
 
-	if (known)
+	if (known) {
 		wb_drain(dd, ino);
+		epoch = dg_wb_epoch(&dd->wb);
+	}
 	dg_fs_forget(dd->fs, ino, n);
 	if (known && dg_fs_getattr(dd->fs, ino, &a) == -ENOENT)
+		dg_wb_forget_err(&dd->wb, ino, epoch);
+}
+
+/*
+ * ino was just given to a new file, not yet told to the kernel: what the
+ * hold kept under the number was an older file's. Its error must not be
+ * told to the new one's fsync: the older inode may have been freed by a
+ * release or a map's end, after its last forget, with the error still
+ * kept (forget_one() drops it only when the forget frees the inode).
+ */
+static void wb_new_ino(struct dg_daemon *dd, uint64_t ino)
+{
+	if (dd->wb_on && dg_wb_knows(&dd->wb, ino))
 		dg_wb_take_err(&dd->wb, ino);
 }
 
@@ -269,6 +287,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int ret = dg_fs_create(dd_of(req)->fs, parent, name, mode, rdev, &cr,
 			       &a);
 
+	if (!ret)
+		wb_new_ino(dd_of(req), a.ino);
 	reply_entry(req, ret, &a);
 }
 
@@ -291,6 +311,8 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	struct dg_attr a;
 	int ret = dg_fs_symlink(dd_of(req)->fs, parent, name, link, &cr, &a);
 
+	if (!ret)
+		wb_new_ino(dd_of(req), a.ino);
 	reply_entry(req, ret, &a);
 }
 
@@ -356,6 +378,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		reply_err(req, ret);
 		return;
 	}
+	wb_new_ino(dd, a.ino);
 	e.ino = a.ino;
 	e.generation = a.generation;
 	e.attr_timeout = e.entry_timeout = dd->timeout;

@@ -219,8 +219,10 @@ static int commit_file(struct dg_wb *wb, struct dg_wb_file *f)
 	wb->batches++;
 	if (ret) {
 		wb->errors++;
-		if (!f->err)
+		if (!f->err) {
 			f->err = ret;
+			f->err_at = wb->batches;
+		}
 	} else {
 		wb->bytes_committed += bytes;
 	}
@@ -495,6 +497,29 @@ static int file_err(struct dg_wb *wb, uint64_t ino, bool forget)
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return ret;
+}
+
+uint64_t dg_wb_epoch(struct dg_wb *wb)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&wb->lock);
+	n = wb->batches;
+	pthread_mutex_unlock(&wb->lock);
+	return n;
+}
+
+void dg_wb_forget_err(struct dg_wb *wb, uint64_t ino, uint64_t epoch)
+{
+	struct dg_wb_file *f;
+
+	pthread_mutex_lock(&wb->lock);
+	f = find(wb, ino);
+	if (f && f->err && f->err_at <= epoch) {
+		f->err = 0;
+		maybe_free(wb, f);
+	}
+	pthread_mutex_unlock(&wb->lock);
 }
 
 int dg_wb_peek_err(struct dg_wb *wb, uint64_t ino)

@@ -37,6 +37,7 @@ struct dg_wb_file {
 	bool busy;
 	uint64_t busy_end;	/* end of the batch in flight */
 	int err;		/* a batch failed: for the next fsync/flush */
+	uint64_t err_at;	/* the number of err's batch (dg_wb_epoch()) */
 };
 
 struct dg_wb {
@@ -91,6 +92,12 @@ int dg_wb_drain_all(struct dg_wb *wb);
  * bounded by what was held then, however fast writers add more. The
  * first error, or 0. */
 int dg_wb_sync(struct dg_wb *wb);
+/* Batches ended so far: a stamp for dg_wb_forget_err(). */
+uint64_t dg_wb_epoch(struct dg_wb *wb);
+/* ino's file is gone (its inode freed): forget its error if its batch
+ * ended by epoch, taken after the file's last batch. A later one is a
+ * new file's that reused the number. */
+void dg_wb_forget_err(struct dg_wb *wb, uint64_t ino, uint64_t epoch);
 /* An earlier batch's error of ino, returned and forgotten (fsync). */
 int dg_wb_take_err(struct dg_wb *wb, uint64_t ino);
 /* The same, kept for the next fsync (a close: any descriptor's close

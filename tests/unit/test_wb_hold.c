@@ -192,6 +192,35 @@ static void test_error(void)
 	dg_wb_destroy(&wb);
 }
 
+/* A freed file's error is dropped with it (the daemon's forget), but
+ * not a later one: that is of a new file reusing the number, which may
+ * fail a batch between the free and the drop. */
+static void test_error_of_a_freed_file(void)
+{
+	struct dg_wb wb;
+	uint8_t b[100] = { 1 };
+	uint64_t epoch;
+
+	dg_wb_init(&wb, 1u << 20, 1000, commit, &m);
+	CHECK(dg_wb_put(&wb, 1, 0, b, sizeof(b)) == 0);
+	m.fail_next = -ENOSPC;
+	CHECK(dg_wb_drain(&wb, 1, false) == -ENOSPC);
+	epoch = dg_wb_epoch(&wb);	/* the old file's last batch ended */
+	dg_wb_forget_err(&wb, 1, epoch);
+	CHECK(!dg_wb_knows(&wb, 1));
+	CHECK(dg_wb_take_err(&wb, 1) == 0);
+	/* Freed (the stamp taken), then the number reused by a new file
+	 * whose batch fails before the drop: its error stays. */
+	epoch = dg_wb_epoch(&wb);
+	CHECK(dg_wb_put(&wb, 1, 0, b, sizeof(b)) == 0);
+	m.fail_next = -EIO;
+	CHECK(dg_wb_drain(&wb, 1, false) == -EIO);
+	dg_wb_forget_err(&wb, 1, epoch);
+	CHECK(dg_wb_take_err(&wb, 1) == -EIO);
+	CHECK(dg_wb_stop(&wb) == 0);
+	dg_wb_destroy(&wb);
+}
+
 /* Writers, drains and the flusher at once (for ThreadSanitizer); each
  * writer owns its file, so the end state is known. */
 struct writer {
@@ -245,6 +274,7 @@ int main(void)
 	test_bound();
 	test_alloc_bound();
 	test_error();
+	test_error_of_a_freed_file();
 	test_threads();
 	if (fails)
 		fprintf(stderr, "%d checks failed\n", fails);
