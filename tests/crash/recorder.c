@@ -324,17 +324,27 @@ const struct dg_media_observer *crec_observer(void)
 	return active ? &active->obs : NULL;
 }
 
-struct dg_vol *crec_open(char **paths, unsigned n, unsigned flags)
+struct dg_vol *crec_open_quiet(char **paths, unsigned n, unsigned flags,
+			       const int *quiet)
 {
 	char err[256];
 	struct dg_vol *vol = NULL;
+	int ret = dg_vol_open_observed((const char *const *)paths, n, flags,
+				       crec_observer(), &vol, err, sizeof(err));
 
-	if (dg_vol_open_observed((const char *const *)paths, n, flags,
-				 crec_observer(), &vol, err, sizeof(err))) {
-		fprintf(stderr, "open: %s\n", err);
+	if (ret) {
+		while (quiet && *quiet && *quiet != ret)
+			quiet++;
+		if (!quiet || !*quiet)
+			fprintf(stderr, "open: %s\n", err);
 		return NULL;
 	}
 	return vol;
+}
+
+struct dg_vol *crec_open(char **paths, unsigned n, unsigned flags)
+{
+	return crec_open_quiet(paths, n, flags, NULL);
 }
 
 void crec_stop(struct crec *r)

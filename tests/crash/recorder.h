@@ -70,6 +70,12 @@ const struct dg_media_observer *crec_observer(void);
 /* dg_vol_open_observed() of n paths with the recorder's observer
  * (none while not recording); NULL, the reason on stderr, on failure. */
 struct dg_vol *crec_open(char **paths, unsigned n, unsigned flags);
+/* The same, but silent when the open fails with one of quiet's errors
+ * (negative errnos, 0 ends the list): the failure a crash state is
+ * expected to give this way, e.g. -ESTALE for the old device set after
+ * a replace took its slot. Any other failure is printed. */
+struct dg_vol *crec_open_quiet(char **paths, unsigned n, unsigned flags,
+			       const int *quiet);
 /* Stop recording; the recording stays available for crec_build(). */
 void crec_stop(struct crec *r);
 void crec_free(struct crec *r);

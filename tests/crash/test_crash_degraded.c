@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_crash_degraded.c -- crash states of degraded updates and of an
  * online replace */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,10 +328,12 @@ static void test_degraded_write(void)
 static bool replace_state(char **oldp, char **newp, struct model *m,
 			  unsigned done, uint8_t *buf, const char *what)
 {
-	struct dg_vol *vol = crec_open(oldp, NDEV, 0);
+	static const int stale[] = { -ESTALE, 0 };
+	/* Once the new device took the slot, the old is stale. */
+	struct dg_vol *vol = crec_open_quiet(oldp, NDEV, 0, stale);
 	bool ok;
 
-	if (!vol)	/* the new device took the slot: the old is stale */
+	if (!vol)
 		vol = crec_open(newp, NDEV, 0);
 	if (!vol) {
 		fprintf(stderr, "%s: opens with neither device\n", what);
@@ -451,7 +454,10 @@ static bool replace_missing_state(char **oldp, char **newp, struct model *m,
 				  unsigned done, uint8_t *buf,
 				  const char *what)
 {
-	struct dg_vol *vol = crec_open(newp, NDEV, 0);
+	/* Until the new device takes the slot, it is stale, or blank
+	 * (no superblock yet): the old set opens degraded. */
+	static const int not_yet[] = { -ESTALE, -ENODEV, 0 };
+	struct dg_vol *vol = crec_open_quiet(newp, NDEV, 0, not_yet);
 	bool ok;
 
 	if (vol) {	/* the new device took the slot */
