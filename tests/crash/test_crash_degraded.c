@@ -351,6 +351,54 @@ static bool replace_state(char **oldp, char **newp, struct model *m,
 	return ok;
 }
 
+/* Checks one crash state of a replace: the device set as of the old
+ * devices and as of the new one, updates done by then (or one more). */
+typedef bool (*replace_state_fn)(char **oldp, char **newp, struct model *m,
+				 unsigned done, uint8_t *buf,
+				 const char *what);
+
+/*
+ * Every crash state of a replace's recording under every policy, built
+ * onto outrec (the recorded devices' copies, in the recorded order;
+ * seed_mul keeps each case's states its own) and checked by state().
+ */
+static void replace_states(struct crec *rec, char **outrec,
+			   uint64_t seed_mul, replace_state_fn state,
+			   char **oldp, char **newp, struct model *m,
+			   uint8_t *buf, const char *title)
+{
+	uint64_t K = crec_npersists(rec), checked = 0;
+
+	for (uint64_t k = 0; k <= K; k++)
+		for (unsigned p = 0; p < 4; p++) {
+			char what[64];
+			unsigned done = done_at(rec, k);
+
+			REQUIRE(crec_build(rec, k, pols[p], k * seed_mul + p,
+					   (const char *const *)outrec) == 0);
+			snprintf(what, sizeof(what), "k=%" PRIu64 " %s", k,
+				 pol_names[p]);
+			/* Marker 0 is the open: updates done = done - 1. */
+			CHECK(state(oldp, newp, m, done ? done - 1 : 0, buf,
+				    what));
+			checked++;
+		}
+	printf("# %s: %" PRIu64 " persists, %" PRIu64
+	       " crash states checked\n", title, K, checked);
+}
+
+/* An empty file of the devices' size for a replace to fill, 0600
+ * before it holds volume data. */
+static void make_target(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	REQUIRE(f != NULL);
+	fclose(f);
+	REQUIRE(chmod(path, 0600) == 0);
+	REQUIRE(truncate(path, SIZE) == 0);
+}
+
 static void test_replace_present(void)
 {
 	static uint8_t after[NUPD + 1][MAXPG][DG_PAGE_SIZE];
@@ -360,9 +408,8 @@ static void test_replace_present(void)
 	char *all[NDEV + 1], *outall[NDEV + 1], *outnew[NDEV], err[256];
 	char *tgt = tfile_path("crrepltgt"), *outtgt = tfile_path("crreplout");
 	uint8_t *buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	uint64_t seed = 8, checked = 0, K, rows, pages = 0, lost = 0, row0;
+	uint64_t seed = 8, rows, pages = 0, lost = 0, row0;
 	struct crec *rec;
-	FILE *f;
 
 	REQUIRE(buf);
 	tvol_make(&tv, "crrepl", NDEV, 1, SIZE, false);
@@ -380,10 +427,7 @@ static void test_replace_present(void)
 		REQUIRE(dg_apply(vol, &r, 1) == 0);
 	}
 	dg_vol_close(vol);
-	REQUIRE((f = fopen(tgt, "w")) != NULL);
-	fclose(f);
-	REQUIRE(chmod(tgt, 0600) == 0);	/* it will hold volume data */
-	REQUIRE(truncate(tgt, SIZE) == 0);
+	make_target(tgt);
 	for (unsigned d = 0; d < NDEV; d++) {
 		all[d] = tv.paths[d];
 		outall[d] = out.paths[d];
@@ -412,22 +456,8 @@ static void test_replace_present(void)
 	dg_vol_close(vol);
 	crec_stop(rec);
 	CHECK_EQ(lost, 0);
-	K = crec_npersists(rec);
-	for (uint64_t k = 0; k <= K; k++)
-		for (unsigned p = 0; p < 4; p++) {
-			char what[64];
-			unsigned done = done_at(rec, k);
-
-			REQUIRE(crec_build(rec, k, pols[p], k * 3 + p,
-					   (const char *const *)outall) == 0);
-			snprintf(what, sizeof(what), "k=%" PRIu64 " %s", k,
-				 pol_names[p]);
-			CHECK(replace_state(outall, outnew, &m,
-					    done ? done - 1 : 0, buf, what));
-			checked++;
-		}
-	printf("# online replace: %" PRIu64 " persists, %" PRIu64
-	       " crash states checked\n", K, checked);
+	replace_states(rec, outall, 3, replace_state, outall, outnew, &m, buf,
+		       "online replace");
 	crec_free(rec);
 	unlink(tgt);
 	unlink(outtgt);
@@ -481,11 +511,10 @@ static void test_replace_missing(void)
 	char *saved, err[256];
 	char *tgt = tfile_path("crrepmtgt"), *outtgt = tfile_path("crrepmout");
 	uint8_t *buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	uint64_t seed = 9, checked = 0, K, rows, pages = 0, lost = 0, row0;
+	uint64_t seed = 9, rows, pages = 0, lost = 0, row0;
 	uint64_t own[NUPD];
 	unsigned np = 0, nown = 0;
 	struct crec *rec;
-	FILE *f;
 
 	REQUIRE(buf);
 	tvol_make(&tv, "crrepm", NDEV, 1, SIZE, false);
@@ -523,10 +552,7 @@ static void test_replace_missing(void)
 	unlink(out.paths[MISSING]);
 	present[np] = tgt;
 	outrec[np] = outtgt;
-	REQUIRE((f = fopen(tgt, "w")) != NULL);
-	fclose(f);
-	REQUIRE(chmod(tgt, 0600) == 0);	/* it will hold volume data */
-	REQUIRE(truncate(tgt, SIZE) == 0);
+	make_target(tgt);
 	rec = crec_start((const char *const *)present, np + 1);
 	REQUIRE(rec);
 	vol = crec_open(tv.paths, NDEV,
@@ -553,24 +579,8 @@ static void test_replace_missing(void)
 	dg_vol_close(vol);
 	crec_stop(rec);
 	CHECK_EQ(lost, 0);
-	K = crec_npersists(rec);
-	for (uint64_t k = 0; k <= K; k++)
-		for (unsigned p = 0; p < 4; p++) {
-			char what[64];
-			unsigned done = done_at(rec, k);
-
-			REQUIRE(crec_build(rec, k, pols[p], k * 7 + p,
-					   (const char *const *)outrec) == 0);
-			snprintf(what, sizeof(what), "k=%" PRIu64 " %s", k,
-				 pol_names[p]);
-			/* Marker 0 is the open: updates done = done - 1. */
-			CHECK(replace_missing_state(outp, outnew, &m,
-						    done ? done - 1 : 0, buf,
-						    what));
-			checked++;
-		}
-	printf("# replace of a missing device: %" PRIu64 " persists, %"
-	       PRIu64 " crash states checked\n", K, checked);
+	replace_states(rec, outrec, 7, replace_missing_state, outp, outnew,
+		       &m, buf, "replace of a missing device");
 	crec_free(rec);
 	unlink(tgt);
 	unlink(outtgt);
