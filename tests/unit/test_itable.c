@@ -6,6 +6,7 @@
  * reuse work past the root's chunks; a bad map page stops the mount
  * and fsck says so. The test knob (dg_fs_test_itable_direct) starts the
  * map after 2 chunks, so that a few thousand creates cross into it;
+ * map_of_two_pages makes a map of two pages (one inode a chunk);
  * DG_ITABLE_FULL=1 also runs the real crossing (482,000 creates). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,116 @@ static void bad_map_page(void)
 	free(inos);
 }
 
+/*
+ * A map of more than one page (more than DG_ICMAP_PER_PAGE chunks past
+ * the root's): 513 mapped chunks would take 525,000 creates, so every
+ * chunk there gets one inode. Before each create the chunks in core
+ * are made to look full (chunk_used), so that the allocator makes the
+ * next chunk, by its own path, and puts the new inode first in it; the
+ * true counts are put back after. Then a few thousand files fill the
+ * free slots as usual, a remount finds them all through both map pages,
+ * some are freed, and the filesystem check finds the volume clean.
+ */
+#define MP_DIRECT 1u
+#define MP_CHUNKS (MP_DIRECT + DG_ICMAP_PER_PAGE + 2) /* 2 map pages */
+#define MP_MORE	  3000u
+
+/* One create in a new chunk: its inode, or 0. */
+static uint64_t file_in_new_chunk(struct tfs *t, unsigned i, uint16_t *used)
+{
+	uint32_t n = t->fs->root.nchunks;
+	char name[32];
+	uint64_t ino;
+
+	pthread_mutex_lock(&t->fs->ino_lock);
+	for (uint32_t c = 0; c < n; c++) {
+		used[c] = t->fs->chunk_used[c];
+		t->fs->chunk_used[c] = DG_INODES_PER_CHUNK;
+	}
+	pthread_mutex_unlock(&t->fs->ino_lock);
+	snprintf(name, sizeof(name), "f%u", i);
+	ino = tfs_file(t, DG_ROOT_INO, name);
+	pthread_mutex_lock(&t->fs->ino_lock);
+	for (uint32_t c = 0; c < n; c++)
+		t->fs->chunk_used[c] = used[c];
+	pthread_mutex_unlock(&t->fs->ino_lock);
+	if (ino)
+		dg_fs_forget(t->fs, ino, 1);
+	return ino && t->fs->root.nchunks == n + 1 &&
+			       ino / DG_INODES_PER_CHUNK == n
+		       ? ino
+		       : 0;
+}
+
+static void map_of_two_pages(void)
+{
+	const unsigned nnew = MP_CHUNKS - MP_DIRECT, n = nnew + MP_MORE;
+	uint64_t *inos = calloc(n, sizeof(*inos));
+	uint16_t *used = calloc(MP_CHUNKS, sizeof(*used));
+	struct dg_itable_info info;
+	struct timespec a, b;
+	unsigned freed = 0;
+	struct tfs t;
+
+	REQUIRE(inos && used);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	REQUIRE(tfs_make_size(&t, "itmap2", 128ull << 20));
+	CHECK_EQ(dg_fs_test_itable_direct(t.fs, MP_DIRECT), 0);
+	/* Chunk 0 has the root; every later chunk is made by a create. */
+	for (unsigned i = 0; i < nnew; i++) {
+		inos[i] = file_in_new_chunk(&t, i, used);
+		REQUIRE(inos[i]);
+	}
+	CHECK_EQ(t.fs->root.nchunks, MP_CHUNKS);
+	CHECK_EQ(t.fs->root.direct, MP_DIRECT);
+	CHECK(t.fs->icmap_vpn[1] && t.fs->icmap_vpn[2] &&
+	      t.fs->icmap_vpn[1] != t.fs->icmap_vpn[2]);
+	/* The free slots fill as they always do, lowest position first. */
+	REQUIRE(make_files(&t, nnew, n, inos));
+	CHECK_EQ(t.fs->root.nchunks, MP_CHUNKS);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(names_right(&t, n, inos), n);
+	for (unsigned i = 0; i < n; i++)
+		CHECK(inos[i] / DG_INODES_PER_CHUNK < MP_CHUNKS);
+	CHECK_EQ(dg_itable_inspect(t.vol, &info), 0);
+	CHECK_EQ(info.chunks, MP_CHUNKS);
+	CHECK_EQ(info.direct, MP_DIRECT);
+	CHECK_EQ(info.map_pages, 3);	/* the directory and two pages */
+	CHECK_EQ(fsck_findings(t.vol), 0);
+	/* Free the files of the second map page's chunks and every third
+	 * other one; a remount and the check see the holes. */
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+
+		if (i % 3 && inos[i] / DG_INODES_PER_CHUNK <
+				     MP_DIRECT + DG_ICMAP_PER_PAGE)
+			continue;
+		snprintf(name, sizeof(name), "f%u", i);
+		REQUIRE(dg_fs_unlink(t.fs, DG_ROOT_INO, name) == 0);
+		inos[i] = 0;
+		freed++;
+	}
+	CHECK(freed > n / 3);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(names_right(&t, n, inos), n - freed);
+	CHECK_EQ(t.fs->root.nchunks, MP_CHUNKS);
+	CHECK_EQ(fsck_findings(t.vol), 0);
+	/* The freed slots are taken again; no chunk is added. */
+	for (unsigned i = 0; i < n; i++)
+		if (!inos[i])
+			REQUIRE(make_files(&t, i, i + 1, inos));
+	CHECK_EQ(t.fs->root.nchunks, MP_CHUNKS);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(names_right(&t, n, inos), n);
+	CHECK_EQ(fsck_findings(t.vol), 0);
+	tfs_done(&t);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("# %u chunks, %u files: %.1f s\n", MP_CHUNKS, n,
+	       (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
+	free(used);
+	free(inos);
+}
+
 /* The real limit: DG_MAX_ICHUNKS chunks hold 481,279 files (ino 0 and
  * the root take two slots); one more takes the map. */
 static void full_scale(void)
@@ -207,6 +318,7 @@ int main(int argc, char **argv)
 		{ "grows_past_root", grows_past_root },
 		{ "small_volume_unchanged", small_volume_unchanged },
 		{ "bad_map_page", bad_map_page },
+		{ "map_of_two_pages", map_of_two_pages },
 		{ "full_scale", full_scale },
 		{ NULL, NULL },
 	};
