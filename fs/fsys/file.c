@@ -177,6 +177,64 @@ static int write_begin(struct dg_fs *fs, uint64_t ino, struct dg_inode **ipp,
 	return 0;
 }
 
+/*
+ * Commit one piece of a write (write_file(), dg_fs_write_batch()): the
+ * file's bytes up to end are in txn. The inode is stored with it when
+ * its record changed (size, blocks, or meta: set-ID bits dropped, pages
+ * moved); times alone wait for the next store or fsync.
+ */
+static int piece_commit(struct dg_fs *fs, struct dg_txn *txn,
+			struct dg_inode *ip, const struct dg_dinode *saved,
+			uint64_t end, bool meta)
+{
+	int ret = 0;
+
+	meta = meta || end > ip->d.size || ip->d.blocks != saved->blocks;
+	if (end > ip->d.size)
+		ip->d.size = end;
+	dg_inode_touch(ip, true, true);
+	if (meta)
+		ret = dg_inode_store(fs, txn, ip);
+	else
+		ip->times_dirty = true;
+	return ret ? ret : dg_fs_commit(fs, txn);
+}
+
+/*
+ * A piece failed with ret. -ENOSPC: the allocation failed before
+ * anything changed on the media, so the piece is undone in core (inode
+ * record, extent map) and *txn freed; when its pages were being moved
+ * (moved), there was no room for new pages beside the old: true, with
+ * a new *txn, to write it again in place. Otherwise false: the write
+ * stops (*txn, maybe NULL, is the caller's to free).
+ */
+static bool piece_undo(struct dg_fs *fs, struct dg_txn **txn,
+		       struct dg_inode *ip, const struct dg_dinode *saved,
+		       int ret, bool moved)
+{
+	if (ret != -ENOSPC)
+		return false;
+	dg_txn_free(*txn);
+	*txn = NULL;
+	ip->d = *saved;
+	dg_ext_load(fs, ip);
+	return moved && (*txn = dg_txn_new(fs->vol)) != NULL;
+}
+
+/* The end of every write: the locks of write_begin() dropped, and the
+ * requests and bytes counted when some were written. */
+static void write_end(struct dg_fs *fs, struct dg_inode *ip,
+		      struct dg_txn *txn, unsigned requests, size_t done)
+{
+	pthread_rwlock_unlock(&ip->lock);
+	dg_txn_free(txn);
+	pthread_rwlock_unlock(&fs->lock);
+	if (done) {
+		__atomic_fetch_add(&fs->writes, requests, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&fs->bytes_written, done, __ATOMIC_RELAXED);
+	}
+}
+
 /* kill_priv: the first piece clears set-ID bits (as cr may keep them)
  * and capabilities in its own transaction (setid.c). */
 static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
@@ -213,47 +271,19 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 		ret = dg_file_write_txn(fs, txn, ip, off + done,
 					(const uint8_t *)buf + done, n,
 					relocating ? &moved : NULL);
-		if (!ret) {
-			bool meta = killed || moved ||
-				    off + done + n > ip->d.size ||
-				    ip->d.blocks != saved.blocks;
-
-			if (off + done + n > ip->d.size)
-				ip->d.size = off + done + n;
-			dg_inode_touch(ip, true, true);
-			if (meta)
-				ret = dg_inode_store(fs, txn, ip);
-			else
-				ip->times_dirty = true;
-		}
 		if (!ret)
-			ret = dg_fs_commit(fs, txn);
+			ret = piece_commit(fs, txn, ip, &saved, off + done + n,
+					   killed || moved);
 		if (ret) {
-			if (ret == -ENOSPC) {
-				/* Allocation failed before anything changed
-				 * on media: forget the partial mapping. */
-				dg_txn_free(txn);
-				txn = NULL;
-				ip->d = saved;
-				dg_ext_load(fs, ip);
-				/* No room for new pages beside the old:
-				 * overwrite in place after all. */
-				if (moved && (txn = dg_txn_new(fs->vol))) {
-					relocating = false;
-					continue;
-				}
+			if (piece_undo(fs, &txn, ip, &saved, ret, moved)) {
+				relocating = false;	/* in place */
+				continue;
 			}
 			break;
 		}
 		done += n;
 	}
-	pthread_rwlock_unlock(&ip->lock);
-	dg_txn_free(txn);
-	pthread_rwlock_unlock(&fs->lock);
-	if (done) {
-		__atomic_fetch_add(&fs->writes, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&fs->bytes_written, done, __ATOMIC_RELAXED);
-	}
+	write_end(fs, ip, txn, 1, done);
 	return done ? (ssize_t)done : ret;
 }
 
@@ -339,47 +369,20 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 
 		ret = batch_fill(fs, txn, ip, seg, n, &i, &pos, max,
 				 relocating ? &moved : NULL, &bytes, &end);
-		if (!ret) {
-			bool meta = moved || end > ip->d.size ||
-				    ip->d.blocks != saved.blocks;
-
-			if (end > ip->d.size)
-				ip->d.size = end;
-			dg_inode_touch(ip, true, true);
-			if (meta)
-				ret = dg_inode_store(fs, txn, ip);
-			else
-				ip->times_dirty = true;
-		}
 		if (!ret)
-			ret = dg_fs_commit(fs, txn);
+			ret = piece_commit(fs, txn, ip, &saved, end, moved);
 		if (ret) {
-			if (ret == -ENOSPC) {
-				/* As write_file(): nothing of this
-				 * transaction is on the media. */
-				dg_txn_free(txn);
-				txn = NULL;
-				ip->d = saved;
-				dg_ext_load(fs, ip);
-				if (moved && (txn = dg_txn_new(fs->vol))) {
-					relocating = false;
-					i = i0;
-					pos = pos0;
-					continue;
-				}
+			if (piece_undo(fs, &txn, ip, &saved, ret, moved)) {
+				relocating = false;	/* in place */
+				i = i0;
+				pos = pos0;
+				continue;
 			}
 			break;
 		}
 		done += bytes;
 	}
-	pthread_rwlock_unlock(&ip->lock);
-	dg_txn_free(txn);
-	pthread_rwlock_unlock(&fs->lock);
-	if (done) {
-		__atomic_fetch_add(&fs->writes, requests ? requests : 1,
-				   __ATOMIC_RELAXED);
-		__atomic_fetch_add(&fs->bytes_written, done, __ATOMIC_RELAXED);
-	}
+	write_end(fs, ip, txn, requests ? requests : 1, done);
 	return ret;
 }
 
