@@ -263,7 +263,10 @@ static int write_pages_copies(struct dg_vol *vol, const struct cpw *w,
  * its bit is durable in the map, which is written only after this
  * round's fence, and until then a copy that verifies holds what an
  * initialisation wrote (no entry set), while none verifying reads as
- * "never written" (dg_cpage_examine()). So a crash that tears every copy
+ * "never written" (dg_cpage_examine()). (A bit lost from every copy of
+ * the map, beyond parity, is set again at the open for each index with
+ * a page in use, before anything writes: bmap.c, map_covers_used().)
+ * So a crash that tears every copy
  * loses nothing: the bit is still clear, and the next write into the
  * index writes its pages again. The order write_pages_copies() keeps
  * (one copy durable before the next is touched) guards checksums in
