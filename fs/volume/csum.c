@@ -256,6 +256,36 @@ static int write_pages_copies(struct dg_vol *vol, const struct cpw *w,
 	return ret;
 }
 
+/*
+ * Write every copy of the n pages w of an index the map says was never
+ * written (cmap_init_index()), all in one round with the caller's stores
+ * fs. No checksum of such an index is in use: nothing is set in it until
+ * its bit is durable in the map, which is written only after this
+ * round's fence, and until then a copy that verifies holds what an
+ * initialisation wrote (no entry set), while none verifying reads as
+ * "never written" (dg_cpage_examine()). (A bit lost from every copy of
+ * the map, beyond parity, is set again at the open for each index with
+ * a page in use, before anything writes: bmap.c, map_covers_used().)
+ * So a crash that tears every copy
+ * loses nothing: the bit is still clear, and the next write into the
+ * index writes its pages again. The order write_pages_copies() keeps
+ * (one copy durable before the next is touched) guards checksums in
+ * use; here there are none, and its rounds were csum_copies of the
+ * csum_copies + 2 a new index cost.
+ */
+static int write_fresh_copies(struct dg_vol *vol, const struct cpw *w,
+			      unsigned n, struct dg_flushset *fs)
+{
+	int ret = 0, r;
+
+	for (unsigned i = 0; i < n && !ret; i++)
+		for (unsigned c = 0; c < vol->sb.csum_copies && !ret; c++)
+			ret = store_copy(vol, w[i].owner, w[i].index, c,
+					 w[i].img, w[i].from, w[i].to, fs);
+	r = dg_flushset_persist(vol->devs, vol->ndev, fs);
+	return ret ? ret : r;
+}
+
 static int lock_idx_cmp(const void *a, const void *b)
 {
 	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
@@ -713,8 +743,8 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 	pthread_mutex_lock(&vol->cmap_init_lock);
 	if (dg_cmap_test(vol, index))
 		goto out;
-	/* The pages of every owner together, in two rounds
-	 * (write_pages_copies()), under their locks in ascending order. */
+	/* The pages of every owner together, in one round
+	 * (write_fresh_copies()), under their locks in ascending order. */
 	for (unsigned owner = 0; owner < vol->ndev; owner++)
 		locks[owner] = dg_cpage_lock_idx(dg_cpage_key(owner, index));
 	qsort(locks, vol->ndev, sizeof(*locks), lock_idx_cmp);
@@ -742,7 +772,7 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 	}
 	dg_flushset_init(&fs);
 	if (!ret)
-		ret = write_pages_copies(vol, w, nw, &fs);
+		ret = write_fresh_copies(vol, w, nw, &fs);
 	dg_flushset_fini(&fs);
 	for (unsigned i = 0; i < nl; i++)
 		pthread_mutex_unlock(&vol->csum_locks[locks[i]]);

@@ -10,6 +10,7 @@
 #include "fsys_i.h"
 #include "harness.h"
 #include "recorder.h"
+#include "volume_i.h"
 
 /*
  * apply.c's new rows: a whole row of pages an update allocated is
@@ -263,10 +264,169 @@ static void test_new_rows_states(void)
 	free(buf);
 }
 
+/* Indexes whose checksum pages were written (the init map in core). */
+static unsigned indexes_set(struct dg_vol *vol)
+{
+	unsigned n = 0;
+
+	for (uint64_t i = 0; i < vol->sb.csum_pages; i++)
+		n += dg_cmap_test(vol, i);
+	return n;
+}
+
+#define IX_PAGES 768u /* 256 rows: d crosses into a block never written */
+
+/* What one open finds of file d: 0 absent, F_EMPTY, 1 whole, 2 a
+ * prefix (its write is more than one update), F_MIXED, F_ERROR; *bad
+ * when the open, the reads or a scrub met a fault. */
+static int look_d(char **paths, uint8_t *buf, const uint8_t *want,
+		  bool scrub, bool *bad)
+{
+	struct dg_vol *vol = crec_open(paths, NDEV, 0);
+	static struct dg_fault_event ev[DG_FAULT_RING];
+	struct dg_fs *fs = NULL;
+	struct dg_attr at;
+	int st = F_ERROR;
+
+	*bad = true;
+	if (!vol)
+		return st;
+	if (dg_fs_open(vol, &fs)) {
+		dg_vol_close(vol);
+		return st;
+	}
+	if (dg_fs_lookup(fs, DG_ROOT_INO, "d", &at) != 0) {
+		st = 0;
+	} else {
+		const void *data;
+		ssize_t n;
+
+		dg_fs_forget(fs, at.ino, 1);
+		n = at.size && at.size <= IX_PAGES * DG_PAGE_SIZE
+			    ? dg_fs_read(fs, at.ino, 0, at.size, buf, &data)
+			    : -1;
+		st = !at.size ? F_EMPTY
+		     : n != (ssize_t)at.size ? F_ERROR
+		     : memcmp(data, want, (size_t)n) ? F_MIXED
+		     : at.size == IX_PAGES * DG_PAGE_SIZE ? 1
+							  : 2;
+	}
+	*bad = false;
+	for (unsigned i = 0, n = dg_vol_fault_events(vol, 0, ev, DG_FAULT_RING);
+	     i < n; i++)
+		*bad |= ev[i].what == DG_WHAT_DATA ||
+			ev[i].what == DG_WHAT_PARITY ||
+			ev[i].what == DG_WHAT_CSUM_PAGE;
+	if (scrub) {
+		struct dg_scrub_report sr;
+
+		*bad |= dg_vol_scrub(vol, false, &sr, NULL, NULL) ||
+			sr.detected || sr.parity_mismatch || sr.unrecoverable;
+	}
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+	return st;
+}
+
+/*
+ * A write to new rows that is the first into a block of 510 rows: the
+ * block's checksum pages are written, every copy on every device in one
+ * round (csum.c, write_fresh_copies()), before the init map's slots and
+ * the rows. At every persist point, under every policy (torn among
+ * them: any subset of that round's copies), file d is absent, empty, a
+ * prefix of its bytes or whole (whole once its write returned), no open, read or scrub meets a
+ * bad data, parity or checksum page, and a second open reads the same.
+ */
+static void test_new_index_states(void)
+{
+	struct tvol tv, out;
+	struct dg_vol *vol;
+	struct dg_fs *fs;
+	struct crec *rec;
+	uint8_t *g, *filler, *buf;
+	uint64_t K, m_d;
+	unsigned before, after, checked = 0, whole = 0;
+
+	tvol_make(&tv, "crnewix", NDEV, 1, 16ull << 20, false);
+	tvol_make(&out, "crnewixout", NDEV, 1, 16ull << 20, false);
+	g = malloc(IX_PAGES * DG_PAGE_SIZE);
+	filler = malloc(PAGES * DG_PAGE_SIZE);
+	buf = aligned_alloc(DG_PAGE_SIZE, (IX_PAGES + 2) * DG_PAGE_SIZE);
+	REQUIRE(g && filler && buf);
+	for (uint64_t i = 0; i < IX_PAGES * DG_PAGE_SIZE / 8; i++)
+		((uint64_t *)g)[i] = 7ull << 32 | i;
+	fill_gen(filler, 1);
+
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_fs_open(vol, &fs) == 0);
+	REQUIRE(create(fs, "a", filler));
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+
+	rec = crec_start((const char *const *)tv.paths, NDEV);
+	REQUIRE(rec);
+	vol = crec_open(tv.paths, NDEV, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_fs_open(vol, &fs) == 0);
+	before = indexes_set(vol);
+	{
+		struct dg_attr at;
+
+		REQUIRE(dg_fs_mknod(fs, DG_ROOT_INO, "d", S_IFREG | 0644, 0,
+				    0, 0, &at) == 0);
+		dg_fs_forget(fs, at.ino, 1);
+		REQUIRE(dg_fs_write(fs, at.ino, 0, g,
+				    IX_PAGES * DG_PAGE_SIZE) ==
+			(ssize_t)(IX_PAGES * DG_PAGE_SIZE));
+	}
+	m_d = crec_mark(rec, "d written");
+	after = indexes_set(vol);
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+	crec_stop(rec);
+	K = crec_npersists(rec);
+	m_d = crec_marker(rec, (unsigned)m_d)->persists;
+	printf("# %" PRIu64 " persists, d written after %" PRIu64 "; "
+	       "indexes written %u -> %u\n", K, m_d, before, after);
+	CHECK(after > before); /* the case: a block first written */
+
+	for (uint64_t k = 0; k <= K; k++)
+		for (unsigned p = 0; p < sizeof(pols) / sizeof(pols[0]); p++) {
+			bool bad1, bad2;
+			int d1, d2;
+
+			REQUIRE(crec_build(rec, k, pols[p], k * 11 + p,
+					   (const char *const *)out.paths) == 0);
+			d1 = look_d(out.paths, buf, g, false, &bad1);
+			d2 = look_d(out.paths, buf, g, k % 4 == p % 4, &bad2);
+			if ((d1 != 0 && d1 != F_EMPTY && d1 != 1 && d1 != 2) ||
+			    (k >= m_d && d1 != 1) || d2 != d1 || bad1 ||
+			    bad2) {
+				fprintf(stderr, "k=%" PRIu64 " %s: d %d%s, "
+					"again %d%s\n", k, pol_names[p], d1,
+					bad1 ? " faults" : "", d2,
+					bad2 ? " faults" : "");
+				CHECK(false);
+			}
+			whole += d1 == 1;
+			checked++;
+		}
+	printf("# %u crash states, d whole in %u\n", checked, whole);
+	CHECK(whole > 0 && whole < checked);
+	crec_free(rec);
+	tvol_cleanup(&out);
+	tvol_cleanup(&tv);
+	free(g);
+	free(filler);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "new_rows_states", test_new_rows_states },
+		{ "new_index_states", test_new_index_states },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
