@@ -215,6 +215,14 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(r, "updates_verified_in_two_threads", in->updates_split);
 	json_add_u64(r, "journal_appends_waited", in->appends_waited);
 	json_add_u64(r, "generation", in->generation);
+	{
+		/* What is in core follows what is in use (issue 34). */
+		struct dg_fs_cache c;
+
+		dg_fs_cache_counts(dd->fs, &c);
+		json_add_u64(r, "dirs_cached", c.dirs_cached);
+		json_add_u64(r, "dir_loads", c.dirs_loaded);
+	}
 	json_object_object_add(r, "media", dg_media_status_json(dd));
 	json_object_object_add(r, "writeback", dg_wbd_status_json(dd));
 	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);

@@ -1193,6 +1193,7 @@ static void reconnect(struct walk *w)
 {
 	struct dg_fs *fs = NULL;
 	struct dg_inode *lf = NULL;
+	struct dg_dir *lfdir;
 	struct dg_attr at;
 	int r;
 
@@ -1235,6 +1236,9 @@ static void reconnect(struct walk *w)
 				break;
 			}
 			lf = dg_inode_get(fs, at.ino);
+			/* Its names in core, for dg_dir_add() below. */
+			if (lf && dg_dir_get(fs, lf, &lfdir))
+				lf = NULL;
 		}
 		snprintf(name, sizeof(name), "#%llu", (unsigned long long)ino);
 		{

@@ -257,46 +257,6 @@ int dg_dir_parse_page(struct dg_vol *vol, struct dg_dir *dir, uint64_t ino,
 	return 0;
 }
 
-int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp)
-{
-	uint64_t npages = dp->d.size / DG_PAGE_SIZE;
-	uint8_t *p;
-	int ret = 0;
-
-	p = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	if (!p)
-		return -ENOMEM;
-	ret = dg_dir_new(&dp->dir);
-	for (uint64_t pg = 0; !ret && pg < npages; pg++) {
-		uint64_t vpn, run;
-
-		dg_ext_lookup(dp, pg, &vpn, &run);
-		if (!vpn && dp->damaged)
-			continue;	/* mapped by the lost extent page */
-		if (!vpn) {
-			ret = DG_CORRUPT(fs->vol, "directory %" PRIu64
-					 ": hole at page %" PRIu64, dp->ino, pg);
-			break;
-		}
-		ret = dg_read(fs->vol, vpn, 1, p);
-		if (ret == -EIO) {
-			/* The names on it are unknown: the directory serves
-			 * what it still has, read-only (fsys_i.h). */
-			dg_vol_log(fs->vol, DG_LOG_ERR,
-				   "directory %" PRIu64 ": page %" PRIu64
-				   " is unreadable: lookups that miss and "
-				   "changes give EIO until fsck", dp->ino, pg);
-			dp->damaged = true;
-			ret = 0;
-			continue;
-		}
-		if (!ret)
-			ret = dg_dir_parse_page(fs->vol, dp->dir, dp->ino, pg, p);
-	}
-	free(p);
-	return ret;
-}
-
 struct fresh_page {
 	uint64_t vpn;
 };

@@ -57,7 +57,9 @@ struct dg_inode {
 	struct dg_eleaf **leaf;	/* extent map; leaf[0] exists once loaded */
 	uint32_t nleaf, capleaf;
 	uint32_t next;		/* extents in all leaves */
-	struct dg_dir *dir;	/* directories only */
+	/* Directories only, and only while in use (dir_load.c): NULL
+	 * until the first lookup, readdir or change reads its pages. */
+	struct dg_dir *dir;
 	uint64_t nlookup;	/* protected by fs->lock (write) or ilock */
 	uint32_t nopen;
 	/* Times changed by an overwrite that touched nothing else: in core
@@ -131,6 +133,11 @@ struct dg_fs {
 	uint64_t icmap_vpn[DG_ICMAP_PER_PAGE + 1];
 	uint32_t itable_direct;
 	pthread_mutex_t ino_lock; /* itab slot allocation and counts */
+	/* Directory indexes (dir_load.c): loads are serialised by
+	 * dir_lock; dirs_cached counts the indexes in core, dirs_loaded
+	 * the loads since mount (dg_fs_cache_counts()). */
+	pthread_mutex_t dir_lock;
+	uint64_t dirs_cached, dirs_loaded;
 	bool broken;		/* a commit failed: refuse changes */
 	uint32_t gen_counter;	/* protected by ino_lock */
 	/* First inodes of inode table pages that failed verification with
@@ -281,8 +288,20 @@ int dg_emap_next(struct dg_emap_reader *r, const struct dg_dextent **e);
 int dg_demap_check(const struct dg_demap *pg, uint32_t left);
 
 /* ---- dir.c ------------------------------------------------------------ */
-int dg_dir_load(struct dg_fs *fs, struct dg_inode *dp);
-/* The parts of dg_dir_load(), pure over bytes (and fuzzed so): an empty
+/* dir_load.c: dp's in-core index (*dirp), read from its pages at first
+ * use; -EIO for a directory that cannot be served. Caller holds
+ * fs->lock (read or write): loads are serialised by fs->dir_lock. */
+int dg_dir_get(struct dg_fs *fs, struct dg_inode *dp, struct dg_dir **dirp);
+/* dp's index for one search that must leave nothing loaded (log
+ * paths, permission walks: no forget comes for what they read): the
+ * index in core, or one read for the call (*own); give it back with
+ * dg_dir_unborrow(). Caller holds fs->lock. */
+int dg_dir_borrow(struct dg_fs *fs, struct dg_inode *dp,
+		  struct dg_dir **dirp, bool *own);
+void dg_dir_unborrow(struct dg_dir *dir, bool own);
+/* Let the index go (not the root's); under fs->lock held for writing. */
+void dg_dir_evict(struct dg_fs *fs, struct dg_inode *dp);
+/* The parts of the load, pure over bytes (and fuzzed so): an empty
  * in-core directory, and one dirent page (file page page of directory
  * ino) checked and indexed into it; -EUCLEAN for a bad record. */
 int dg_dir_new(struct dg_dir **dirp);

@@ -296,6 +296,8 @@ out:
 
 void dg_inode_discard(struct dg_fs *fs, struct dg_inode *ip)
 {
+	if (ip->dir)
+		fs->dirs_cached--;	/* under fs->lock (write) */
 	pthread_mutex_lock(&fs->ino_lock);
 	fs->itab[ip->ino] = NULL;
 	fs->inodes_used--;

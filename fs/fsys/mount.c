@@ -124,22 +124,6 @@ static void free_orphans(struct dg_fs *fs)
 	}
 }
 
-/* A directory that names an inode of a lost table page cannot tell
- * what that name is: it is served like one with a lost page (fsys_i.h). */
-static void mark_dirs_naming_lost(struct dg_fs *fs)
-{
-	for (uint64_t ino = 1; ino < fs->icap; ino++) {
-		struct dg_inode *dp = fs->itab[ino];
-
-		if (!dp || !dp->dir)
-			continue;
-		for (size_t i = 0; i < dp->dir->nents && !dp->damaged; i++)
-			if (dp->dir->ents[i].ino &&
-			    dg_ino_lost(fs, dp->dir->ents[i].ino))
-				dp->damaged = true;
-	}
-}
-
 void dg_fs_get_damage(struct dg_fs *fs, struct dg_fs_damage *d)
 {
 	*d = (struct dg_fs_damage){ .inode_pages = fs->nlost };
@@ -181,6 +165,7 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	fs->vol = vol;
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->ino_lock, NULL);
+	pthread_mutex_init(&fs->dir_lock, NULL);
 	pthread_rwlock_init(&fs->map_lock, NULL);
 	ret = dg_read(vol, 0, 1, droot);
 	if (ret)
@@ -197,13 +182,7 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 		ret = DG_CORRUPT(vol, "root directory missing");
 		goto fail;
 	}
-	for (uint64_t ino = 1; ino < fs->icap && !ret; ino++)
-		if (fs->itab[ino] && S_ISDIR(fs->itab[ino]->d.mode))
-			ret = dg_dir_load(fs, fs->itab[ino]);
-	if (ret)
-		goto fail;
-	if (fs->nlost)
-		mark_dirs_naming_lost(fs);
+	/* Directories are read at their first use (dir_load.c). */
 	fs->next_free_pos = 0;
 	/* A published stage is an orphan too: finish it before the
 	 * orphans are freed. */
@@ -287,5 +266,6 @@ void dg_fs_close(struct dg_fs *fs)
 	pthread_rwlock_destroy(&fs->map_lock);
 	pthread_rwlock_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->ino_lock);
+	pthread_mutex_destroy(&fs->dir_lock);
 	free(fs);
 }

@@ -26,17 +26,32 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* The directory parent, checked. Caller holds fs->lock. */
+/* The directory parent, checked, its names in core (dir_load.c).
+ * Caller holds fs->lock. */
 static int get_dir(struct dg_fs *fs, uint64_t ino, struct dg_inode **dpp)
 {
 	struct dg_inode *dp = dg_inode_get(fs, ino);
+	struct dg_dir *dir;
+	int ret;
 
 	if (!dp)
 		return -ENOENT;
 	if (!S_ISDIR(dp->d.mode))
 		return -ENOTDIR;
+	ret = dg_dir_get(fs, dp, &dir);
+	if (ret)
+		return ret;
 	*dpp = dp;
 	return 0;
+}
+
+/* A directory about to be removed or replaced: its names in core, so
+ * that a lost page of it is known (damaged) before it is judged. */
+static int load_if_dir(struct dg_fs *fs, struct dg_inode *ip)
+{
+	struct dg_dir *dir;
+
+	return S_ISDIR(ip->d.mode) ? dg_dir_get(fs, ip, &dir) : 0;
 }
 
 /* get_dir() for a change of its names: a directory with a lost page
@@ -99,6 +114,9 @@ void dg_fs_forget(struct dg_fs *fs, uint64_t ino, uint64_t nlookup)
 	ip = dg_inode_slot(fs, ino);
 	if (ip) {
 		ip->nlookup = ip->nlookup > nlookup ? ip->nlookup - nlookup : 0;
+		/* Nothing the kernel holds names into it any more. */
+		if (!ip->nlookup)
+			dg_dir_evict(fs, ip);
 		dg_inode_maybe_destroy(fs, ip);
 	}
 	pthread_rwlock_unlock(&fs->lock);
@@ -262,6 +280,7 @@ static int create(struct dg_fs *fs, uint64_t parent, const char *name,
 			goto undo;
 		}
 		ip->dir->tail_off = DG_PAGE_SIZE;
+		fs->dirs_cached++;
 		dp->d.nlink++;
 	}
 	if (target) {
@@ -466,6 +485,8 @@ static int remove_name(struct dg_fs *fs, uint64_t parent, const char *name,
 		      : !strcmp(name, "..") ? -ENOTEMPTY : -ENOENT;
 	if (!ret && !(ip = dg_inode_get(fs, de->ino)))
 		ret = -EUCLEAN;
+	if (!ret && want_dir)
+		ret = load_if_dir(fs, ip);
 	/* Its lost pages cannot be freed, nor a directory proven empty. */
 	if (!ret)
 		ret = dg_inode_intact(ip);
@@ -548,6 +569,8 @@ int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
 		ret = -EUCLEAN;
 		goto out;
 	}
+	if (tp && te != se && (ret = load_if_dir(fs, tp)))
+		goto out;
 	if (tp && !(flags & RENAME_EXCHANGE) && (ret = dg_inode_intact(tp)))
 		goto out;	/* replacing it would free it */
 	if (se == te)

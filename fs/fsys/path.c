@@ -3,23 +3,51 @@
  * vpn, for log messages and fault reports */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fsys_i.h"
 
-static bool find_name(struct dg_fs *fs, uint64_t ino, uint64_t *parent,
-		      const char **name)
+/* The name of ino in directory dp (copied to name), if it has one
+ * there; a directory not in core is read for the search only. */
+static bool name_in(struct dg_fs *fs, struct dg_inode *dp, uint64_t ino,
+		    char *name)
 {
-	for (uint64_t d = 1; d < fs->icap; d++) {
-		struct dg_inode *dp = fs->itab[d];
+	struct dg_dir *dir;
+	bool found = false, own;
 
-		if (!dp || !dp->dir)
-			continue;
-		for (size_t i = 0; i < dp->dir->nents; i++)
-			if (dp->dir->ents[i].ino == ino) {
-				*parent = d;
-				*name = dp->dir->ents[i].name;
-				return true;
-			}
+	if (!dp || !S_ISDIR(dp->d.mode) || dg_dir_borrow(fs, dp, &dir, &own))
+		return false;
+	for (size_t i = 0; i < dir->nents && !found; i++)
+		if (dir->ents[i].ino == ino) {
+			snprintf(name, DG_NAME_MAX + 1, "%s",
+				 dir->ents[i].name);
+			found = true;
+		}
+	dg_dir_unborrow(dir, own);
+	return found;
+}
+
+/*
+ * A name of ino and the directory that holds it. The inode says where
+ * it was made or last moved to (d.parent), and that directory is the
+ * one to read; only a file whose first name went while another stayed
+ * (a hard link) sends the search through every directory: log messages
+ * and fault reports, not a hot path.
+ */
+static bool find_name(struct dg_fs *fs, uint64_t ino, uint64_t *parent,
+		      char *name)
+{
+	struct dg_inode *ip = dg_inode_slot(fs, ino);
+
+	if (ip && name_in(fs, dg_inode_get(fs, ip->d.parent), ino, name)) {
+		*parent = ip->d.parent;
+		return true;
+	}
+	for (uint64_t d = 1; d < fs->icap; d++) {
+		if (name_in(fs, dg_inode_get(fs, d), ino, name)) {
+			*parent = d;
+			return true;
+		}
 	}
 	return false;
 }
@@ -33,10 +61,10 @@ void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len)
 	pthread_rwlock_rdlock(&fs->lock);
 	while (ino != DG_ROOT_INO && depth++ < 64) {
 		uint64_t parent;
-		const char *name;
+		char name[DG_NAME_MAX + 1];
 		char part[4096];
 
-		if (!find_name(fs, ino, &parent, &name)) {
+		if (!find_name(fs, ino, &parent, name)) {
 			snprintf(part, sizeof(part), "?ino%" PRIu64 "%s", ino,
 				 tmp);
 			snprintf(tmp, sizeof(tmp), "%s", part);

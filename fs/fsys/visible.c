@@ -122,6 +122,8 @@ bool dg_fs_may_stat(struct dg_fs *fs, const char *path,
 	for (const char *p = path;;) {
 		const char *end;
 		struct dg_dent *de;
+		struct dg_dir *dir;
+		bool own;
 		size_t len;
 
 		while (*p == '/')
@@ -130,8 +132,7 @@ bool dg_fs_may_stat(struct dg_fs *fs, const char *path,
 			ok = ip != NULL;
 			break;
 		}
-		if (!ip || !S_ISDIR(ip->d.mode) || !ip->dir ||
-		    !may_search(fs, ip, w, acl))
+		if (!ip || !S_ISDIR(ip->d.mode) || !may_search(fs, ip, w, acl))
 			break;
 		end = strchr(p, '/');
 		len = end ? (size_t)(end - p) : strlen(p);
@@ -141,8 +142,12 @@ bool dg_fs_may_stat(struct dg_fs *fs, const char *path,
 		name[len] = 0;
 		if (!strcmp(name, ".") || !strcmp(name, ".."))
 			break; /* dg_fs_path() makes none */
-		de = dg_dir_find(ip->dir, name);
+		/* Read for the walk only: no forget comes for it. */
+		if (dg_dir_borrow(fs, ip, &dir, &own))
+			break;
+		de = dg_dir_find(dir, name);
 		ip = de ? dg_inode_get(fs, de->ino) : NULL;
+		dg_dir_unborrow(dir, own);
 		p += len;
 	}
 	pthread_rwlock_unlock(&fs->lock);

@@ -182,6 +182,15 @@ void dg_fs_get_damage(struct dg_fs *fs, struct dg_fs_damage *d);
 /* Up to max of the inodes served as damaged; returns how many. */
 unsigned dg_fs_damaged_inodes(struct dg_fs *fs, uint64_t *inos, unsigned max);
 
+/* What is in core (issue 34): memory follows what is in use, not what
+ * is stored. dirs_cached: directory indexes held now; dirs_loaded:
+ * directory loads since the mount (a directory forgotten by the kernel
+ * and used again counts twice). */
+struct dg_fs_cache {
+	uint64_t dirs_cached, dirs_loaded;
+};
+void dg_fs_cache_counts(struct dg_fs *fs, struct dg_fs_cache *c);
+
 /* flags: XATTR_CREATE, XATTR_REPLACE. get/list return the size, or
  * -ERANGE when size is too small (size 0 asks for the size). */
 int dg_fs_setxattr(struct dg_fs *fs, uint64_t ino, const char *name,

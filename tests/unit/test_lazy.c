@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/* test_lazy.c -- what is in core follows what is in use (issue 34): a
+ * mount reads no directory, a lookup reads the one it searches, a
+ * forget lets it go, and what needs a directory's names reads them;
+ * a lost page of one is found at that read, not at mount */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fsys_i.h"
+#include "tfs.h"
+
+#define NDIRS 40
+
+static struct dg_fs_cache counts(struct tfs *t)
+{
+	struct dg_fs_cache c;
+
+	dg_fs_cache_counts(t->fs, &c);
+	return c;
+}
+
+static void make_tree(struct tfs *t, uint64_t *dirs)
+{
+	char name[32];
+
+	for (unsigned i = 0; i < NDIRS; i++) {
+		snprintf(name, sizeof(name), "d%u", i);
+		dirs[i] = tfs_dir(t, 1, name);
+		REQUIRE(dirs[i]);
+		REQUIRE(tfs_file(t, dirs[i], "a"));
+		REQUIRE(tfs_file(t, dirs[i], "b"));
+	}
+}
+
+/* The mount reads no directory; each lookup reads only the directory it
+ * searches; the kernel's forget lets it go, and it reads back whole. */
+static void test_loaded_on_use(void)
+{
+	struct tfs t;
+	uint64_t dirs[NDIRS];
+	struct dg_attr a, b;
+
+	REQUIRE(tfs_make(&t, "lazy1"));
+	make_tree(&t, dirs);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(counts(&t).dirs_cached, 0);
+	CHECK_EQ(counts(&t).dirs_loaded, 0);
+	/* A lookup in the root reads the root, not the directory found. */
+	REQUIRE(dg_fs_lookup(t.fs, 1, "d7", &a) == 0);
+	CHECK_EQ(a.ino, dirs[7]);
+	CHECK_EQ(counts(&t).dirs_cached, 1);
+	/* A lookup in d7 reads d7, and only it. */
+	REQUIRE(dg_fs_lookup(t.fs, a.ino, "b", &b) == 0);
+	CHECK_EQ(counts(&t).dirs_cached, 2);
+	CHECK_EQ(counts(&t).dirs_loaded, 2);
+	dg_fs_forget(t.fs, b.ino, 1);
+	/* The kernel forgets d7: its index goes; the root's stays. */
+	dg_fs_forget(t.fs, a.ino, 1);
+	CHECK_EQ(counts(&t).dirs_cached, 1);
+	/* Used again, it is read again, with the same names. */
+	CHECK_EQ(tfs_lookup(&t, dirs[7], "b"), (int64_t)b.ino);
+	CHECK_EQ(tfs_lookup(&t, dirs[7], "c"), -ENOENT);
+	CHECK_EQ(counts(&t).dirs_loaded, 3);
+	tfs_done(&t);
+}
+
+/* What judges a directory it does not search reads it first: rmdir and
+ * rename over a directory not in core see it is not empty; a path for
+ * a log message reads the parent and keeps nothing. */
+static void test_judged_after_load(void)
+{
+	struct tfs t;
+	uint64_t dirs[NDIRS], f;
+	char path[256];
+
+	REQUIRE(tfs_make(&t, "lazy2"));
+	make_tree(&t, dirs);
+	f = (uint64_t)tfs_lookup(&t, dirs[3], "a");
+	REQUIRE(tfs_dir(&t, 1, "empty"));
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(dg_fs_rmdir(t.fs, 1, "d1"), -ENOTEMPTY);
+	CHECK_EQ(dg_fs_rename(t.fs, 1, "empty", 1, "d2", 0), -ENOTEMPTY);
+	CHECK_EQ(dg_fs_rename(t.fs, 1, "d4", 1, "empty", 0), 0);
+	CHECK_EQ(tfs_lookup(&t, 1, "empty"), (int64_t)dirs[4]);
+	CHECK_EQ(tfs_lookup(&t, dirs[4], "a") > 0, true);
+	REQUIRE(tfs_remount(&t));
+	dg_fs_path(t.fs, f, path, sizeof(path));
+	CHECK(strcmp(path, "/d3/a") == 0);
+	CHECK_EQ(counts(&t).dirs_cached, 0);
+	tfs_done(&t);
+}
+
+static void fill_name(char *name, size_t len, unsigned i)
+{
+	snprintf(name, len, "a-rather-long-name-to-fill-pages-%04u", i);
+}
+
+/* Beyond parity: the page and its row's parity page junk on their
+ * devices, poked with the volume closed. */
+static void lose_page(struct tfs *t, uint64_t vpn)
+{
+	struct dg_loc l = dg_vpn_loc(t->vol, vpn);
+	uint64_t off = dg_row_page(t->vol, l.row) * DG_PAGE_SIZE;
+	uint64_t seed = 77;
+	uint8_t junk[DG_PAGE_SIZE];
+	bool par[3];
+
+	for (unsigned d = 0; d < 3; d++)
+		par[d] = dg_vol_row_is_parity(t->vol, l.row, d);
+	dg_fs_close(t->fs);
+	dg_vol_close(t->vol);
+	t->fs = NULL;
+	for (unsigned d = 0; d < 3; d++) {
+		if (d != l.dev && !par[d])
+			continue;
+		trand_fill(&seed, junk, sizeof(junk));
+		tvol_poke(&t->tv, d, off, junk, sizeof(junk));
+	}
+	t->vol = tvol_open(&t->tv, 0);
+}
+
+/* A directory page lost beyond parity: the mount, which reads no
+ * directory, serves on and knows nothing yet; the first lookup in the
+ * directory reads it, finds the page lost and serves the directory as
+ * damaged (what it still has, EIO for the rest), as the mount did. */
+static void test_lost_page_found_at_use(void)
+{
+	struct tfs t;
+	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
+				    .no_meta_zone = true, .force = true };
+	struct dg_fs_damage dmg;
+	struct dg_attr a;
+	char name[64];
+	uint64_t d, vpn = 0, run;
+
+	/* No metadata zone: its pages have ditto copies (ditto.c), and
+	 * one page lost beyond them is what this needs. */
+	tvol_make_opts(&t.tv, "lazy3", 3, &o);
+	t.vol = tvol_open(&t.tv, 0);
+	t.fs = NULL;
+	REQUIRE(t.vol && dg_fs_open(t.vol, &t.fs) == 0);
+	d = tfs_dir(&t, 1, "d");
+	REQUIRE(d);
+	for (unsigned i = 0; i < 300; i++) {
+		fill_name(name, sizeof(name), i);
+		REQUIRE(tfs_file(&t, d, name));
+	}
+	REQUIRE(dg_inode_get(t.fs, d)->d.size >= 3 * DG_PAGE_SIZE);
+	dg_ext_lookup(dg_inode_get(t.fs, d), 1, &vpn, &run);
+	REQUIRE(vpn);
+	lose_page(&t, vpn);
+	REQUIRE(t.vol && dg_fs_open(t.vol, &t.fs) == 0);
+	dg_fs_get_damage(t.fs, &dmg);
+	CHECK_EQ(dmg.inodes, 0);
+	fill_name(name, sizeof(name), 0);	/* on page 0 */
+	CHECK(tfs_lookup(&t, d, name) > 0);
+	CHECK_EQ(tfs_lookup(&t, d, "not-there"), -EIO);
+	CHECK_EQ(dg_fs_mknod(t.fs, d, "new", 0100644, 0, 0, 0, &a), -EIO);
+	dg_fs_get_damage(t.fs, &dmg);
+	CHECK_EQ(dmg.inodes, 1);
+	tfs_done(&t);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "loaded_on_use", test_loaded_on_use },
+		{ "judged_after_load", test_judged_after_load },
+		{ "lost_page_found_at_use", test_lost_page_found_at_use },
+		{ NULL, NULL },
+	};
+
+	return test_main(argc, argv, cases);
+}
