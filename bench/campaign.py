@@ -38,7 +38,10 @@ rest right) and failed (a refused open, wrong or old bytes, EIO on
 another page). The targets bitmap, cmap and free (issue 34) put one
 state in eight on the allocation bitmap, the init map or never-written
 pages; every open must then load the bitmap as recorded, and the map
-must cover every page in use. A failure prints the environment that
+must cover every page in use. The target journal (issue 31) puts one
+state in eight on a page of a journal copy the run wrote (headers or
+log, any copy): the replay must then find every entry it needs on the
+other copies, every page exact. A failure prints the environment that
 reproduces it.
 """
 import argparse
@@ -503,7 +506,9 @@ def write_compound(out, rows, fails, conf):
               "of the allocation bitmap, a copy of the init map or a "
               "never-written page (bitmap, cmap, free: the bitmap must "
               "load as recorded, the map cover every page in use, a "
-              "never-written page read zeros); then the open (which replays the "
+              "never-written page read zeros), or (one state in eight) on a "
+              "page of a journal copy the run wrote (journal: every page "
+              "must come back exact); then the open (which replays the "
               "journal) and every page read back, twice. exact: every page "
               "right; eio: the faulted page given up (docs/integrity.md, "
               "\"Replay under faults\"), every other page right; failed: a "

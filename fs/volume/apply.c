@@ -144,7 +144,7 @@ size_t dg_apply_max_bytes(struct dg_vol *vol)
 	size_t per_page = DG_PAGE_SIZE + sizeof(struct dg_djrange);
 
 	/* Whole pages, each with its range descriptor, plus the header. */
-	max = (max - sizeof(struct dg_djentry)) / per_page * DG_PAGE_SIZE;
+	max = (max - dg_jentry_meta_len(vol, 0)) / per_page * DG_PAGE_SIZE;
 	/* Degraded, a row's missing data pages ride along whole (see
 	 * add_companions()): room for one per missing device per page. */
 	if (vol->degraded && !vol->read_only)

@@ -52,6 +52,7 @@ static const struct {
 	{ 2, DG_FEAT_INCOMPAT_NEW_ROWS, "new_rows" },
 	{ 2, DG_FEAT_INCOMPAT_XATTR_64K, "xattr_64k" },
 	{ 2, DG_FEAT_INCOMPAT_BIG_ITABLE, "big_itable" },
+	{ 2, DG_FEAT_INCOMPAT_JOURNAL_V2, "journal_v2" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)

@@ -12,6 +12,7 @@
 struct dg_jpending {
 	uint64_t seq;
 	uint64_t at, len;	/* log bytes of the entry */
+	uint64_t mlen;		/* of them on a metadata-only copy */
 	uint64_t end_off;	/* log offset just past the entry */
 	int stored;		/* 0 being copied, 1 copied (not yet known
 				 * durable), else the store's failure */
@@ -26,6 +27,67 @@ struct dg_jpending {
  * the bytes of the ranges that are not sealed. The bytes of range i are
  * at data[i], or inline after the descriptors when data is NULL.
  */
+size_t dg_jentry_meta_len(const struct dg_vol *vol, uint32_t nranges)
+{
+	return sizeof(struct dg_djentry) +
+	       (size_t)nranges * sizeof(struct dg_djrange) +
+	       (vol->journal_v2 ? sizeof(uint64_t) : 0);
+}
+
+/* The range bytes of a stored entry (or a copy of one): after the
+ * metadata. */
+static const uint8_t *entry_bytes(const struct dg_vol *vol,
+				  const struct dg_djentry *e, const void *copy)
+{
+	return (const uint8_t *)copy + dg_jentry_meta_len(vol, e->nranges);
+}
+
+/* JOURNAL_V2: the checksum of the bytes of the ranges that are neither
+ * sealed nor without bytes (format.h); bytes as entry_csum() takes them. */
+static uint64_t bytes_csum(const struct dg_vol *vol,
+			   const struct dg_djentry *e, const void *const *data,
+			   const uint8_t *inl)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+	XXH3_state_t st;
+
+	XXH3_64bits_reset_withSeed(&st, vol->seed + e->seq + 1);
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		const void *src = data ? data[i] : inl;
+
+		if (!(r[i].flags & (DG_JRANGE_SEALED | DG_JRANGE_NO_BYTES)))
+			XXH3_64bits_update(&st, src, r[i].len);
+		inl += dg_jrange_bytes(&r[i]);
+	}
+	return XXH3_64bits_digest(&st);
+}
+
+/* JOURNAL_V2: the checksum of the metadata, given its bytes_csum. */
+static uint64_t meta_csum(const struct dg_vol *vol,
+			  const struct dg_djentry *e, uint64_t bcs)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+	struct dg_djentry h = *e;
+	XXH3_state_t st;
+
+	h.csum = 0;
+	XXH3_64bits_reset_withSeed(&st, vol->seed + h.seq);
+	XXH3_64bits_update(&st, &h, sizeof(h));
+	XXH3_64bits_update(&st, r, e->nranges * sizeof(*r));
+	XXH3_64bits_update(&st, &bcs, sizeof(bcs));
+	return XXH3_64bits_digest(&st);
+}
+
+/* The bytes_csum a stored V2 entry's metadata carries. */
+static uint64_t stored_bcs(const struct dg_djentry *e)
+{
+	uint64_t bcs;
+
+	memcpy(&bcs, (const struct dg_djrange *)(e + 1) + e->nranges,
+	       sizeof(bcs));
+	return bcs;
+}
+
 static uint64_t entry_csum(const struct dg_vol *vol,
 			   const struct dg_djentry *e, const void *const *data)
 {
@@ -34,6 +96,9 @@ static uint64_t entry_csum(const struct dg_vol *vol,
 	struct dg_djentry h = *e;
 	XXH3_state_t st;
 
+	if (vol->journal_v2)
+		return meta_csum(vol, e, data ? bytes_csum(vol, e, data, NULL)
+					      : stored_bcs(e));
 	h.csum = 0;
 	XXH3_64bits_reset_withSeed(&st, vol->seed + h.seq);
 	XXH3_64bits_update(&st, &h, sizeof(h));
@@ -52,10 +117,10 @@ static uint64_t entry_csum(const struct dg_vol *vol,
  * sealed, in-place or reserved range is a whole page: before anything is
  * hashed. What the ranges point at is checked at replay, once the
  * checksum says the entry was really written. */
-static bool ranges_fit(const struct dg_djentry *e)
+static bool ranges_fit(const struct dg_vol *vol, const struct dg_djentry *e)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
-	uint64_t bytes = sizeof(*e) + (uint64_t)e->nranges * sizeof(*r);
+	uint64_t bytes = dg_jentry_meta_len(vol, e->nranges);
 
 	for (uint32_t i = 0; i < e->nranges; i++) {
 		if ((r[i].flags & (DG_JRANGE_SEALED | DG_JRANGE_NO_BYTES)) &&
@@ -66,11 +131,12 @@ static bool ranges_fit(const struct dg_djentry *e)
 	return bytes <= e->len;
 }
 
-/* Every sealed range's bytes hash to the page checksum it carries. */
-static bool seals_hold(const struct dg_vol *vol, const struct dg_djentry *e)
+/* Every sealed range's bytes (from data on) hash to the page checksum
+ * it carries. */
+static bool seals_hold(const struct dg_vol *vol, const struct dg_djentry *e,
+		       const uint8_t *data)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
-	const uint8_t *data = (const uint8_t *)(r + e->nranges);
 
 	for (uint32_t i = 0; i < e->nranges; i++) {
 		if ((r[i].flags & DG_JRANGE_SEALED) &&
@@ -112,24 +178,41 @@ int dg_jhead_decode(const struct dg_vol *vol, const void *slot,
 
 /* The header fields and descriptors fit in avail bytes and the ranges
  * in the entry: what must hold before anything is hashed. */
-static bool entry_fits(const struct dg_djentry *e, uint64_t avail)
+static bool entry_fits(const struct dg_vol *vol, const struct dg_djentry *e,
+		       uint64_t avail)
 {
 	return e->magic == DG_JENTRY_MAGIC && e->len >= sizeof(*e) &&
 	       e->len % DG_JALIGN == 0 && e->len <= avail &&
-	       (uint64_t)e->nranges * sizeof(struct dg_djrange) <=
+	       (uint64_t)e->nranges * sizeof(struct dg_djrange) +
+			       (vol->journal_v2 ? sizeof(uint64_t) : 0) <=
 		       e->len - sizeof(*e) &&
-	       ranges_fit(e);
+	       ranges_fit(vol, e);
 }
 
+/* With JOURNAL_V2 the metadata only: the bytes may be on another copy
+ * (dg_jentry_bytes_ok()). */
 int dg_jentry_decode(const struct dg_vol *vol, const void *p, uint64_t avail)
 {
 	const struct dg_djentry *e = p;
 
-	if (avail < sizeof(*e) || !entry_fits(e, avail))
+	if (avail < sizeof(*e) || !entry_fits(vol, e, avail))
 		return -EUCLEAN;
-	if (entry_csum(vol, e, NULL) != e->csum || !seals_hold(vol, e))
+	if (entry_csum(vol, e, NULL) != e->csum)
+		return -EBADMSG;
+	if (!vol->journal_v2 && !seals_hold(vol, e, entry_bytes(vol, e, e)))
 		return -EBADMSG;
 	return 0;
+}
+
+bool dg_jentry_bytes_ok(const struct dg_vol *vol, const struct dg_djentry *e,
+			const void *copy)
+{
+	const uint8_t *b = entry_bytes(vol, e, copy);
+
+	if (!vol->journal_v2)
+		return true;
+	return bytes_csum(vol, e, NULL, b) == stored_bcs(e) &&
+	       seals_hold(vol, e, b);
 }
 
 uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e)
@@ -165,7 +248,7 @@ bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,
 					      <= bytes; off += DG_JALIGN) {
 		const struct dg_djentry *e = (const void *)(area + off);
 
-		if (!entry_fits(e, bytes - off))
+		if (!entry_fits(vol, e, bytes - off))
 			continue;
 		if (entry_csum(vol, e, NULL) == e->csum)
 			return true;
@@ -279,6 +362,117 @@ static const struct dg_djentry *entry_any(struct dg_vol *vol, uint64_t off,
 			return e;
 	}
 	return NULL;
+}
+
+/* The range bytes of entry e (its metadata whole at off): from the
+ * first copy whose bytes verify against it; NULL when none does. Any
+ * copy may serve, the metadata-only one too (a rebuild may have copied
+ * a whole copy there); bytes that verify are the entry's. */
+static const uint8_t *bytes_any(struct dg_vol *vol, const struct dg_djentry *e,
+				uint64_t off)
+{
+	struct dg_journal *j = &vol->jrnl;
+
+	if (!vol->journal_v2)
+		return entry_bytes(vol, e, e);
+	for (unsigned c = 0; c < j->ncopies; c++) {
+		uint64_t area;
+		struct dg_dev *d = copy_dev(vol, c, &area);
+		const void *cp;
+
+		if (!d)
+			continue;
+		cp = dg_dev_ptr(d, area + j->log_off + off);
+		if (dg_jentry_bytes_ok(vol, e, cp))
+			return entry_bytes(vol, e, cp);
+	}
+	return NULL;
+}
+
+/*
+ * JOURNAL_V2: an entry whose metadata is whole and whose bytes verify on
+ * no copy. Within the faults the journal covers that is an entry that
+ * never became durable (a crash tore its bytes copies, and the
+ * metadata-only copy got through): nothing of its update, nor of any
+ * later one, went in place (wait_written()), and the log ends before it.
+ * Only faults beyond them (every bytes copy lost, as parity + 1 devices
+ * that all drop their last writes) leave a durable entry without bytes;
+ * its update then shows in place: a page of it that holds its new bytes
+ * while its checksum is older, or whose checksum is the new one while
+ * its bytes are not. Such an entry is replayed without bytes
+ * (replay_entry()): every page gets the checksum the metadata says, so a
+ * page proves its bytes -- as it is, or rebuilt from its row -- or reads
+ * EIO (redo_redundancy()); nothing unproven is written.
+ */
+static bool went_in_place(struct dg_vol *vol, const struct dg_djentry *e)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		struct dg_dev *d;
+		uint64_t cs, now;
+
+		if ((r[i].flags & DG_JRANGE_NO_BYTES) ||
+		    dg_jrange_check(vol, &r[i]))
+			continue;
+		d = &vol->devs[r[i].dev];
+		/* A page never written (DG_CSUM_NONE) holds nothing to
+		 * go by: new zeros are there before any write. */
+		if (!d->present || dg_csum_get(vol, r[i].dev, r[i].row, &cs) ||
+		    cs == DG_CSUM_NONE)
+			continue;
+		now = dg_csum_page(vol, r[i].dev, r[i].row,
+				   dg_dev_ptr(d, dg_row_page(vol, r[i].row)
+						      << DG_PAGE_SHIFT));
+		if ((now == r[i].page_csum) != (cs == r[i].page_csum))
+			return true;
+	}
+	return false;
+}
+
+/* The entry at off numbered seq, if it counts: its metadata whole on
+ * some copy and its bytes on some copy, or its update in place
+ * (went_in_place()). *bytes: its range bytes, NULL when it has none to
+ * give. */
+static const struct dg_djentry *entry_live(struct dg_vol *vol, uint64_t off,
+					   uint64_t seq, const uint8_t **bytes)
+{
+	const struct dg_djentry *e = entry_any(vol, off, seq);
+
+	*bytes = NULL;
+	if (!e || (e->flags & DG_JENTRY_WRAP))
+		return e;
+	*bytes = bytes_any(vol, e, off);
+	if (*bytes)
+		return e;
+	if (!went_in_place(vol, e)) {
+		dg_vol_log(vol, DG_LOG_NOTICE, "journal entry %" PRIu64
+			   ": its bytes verify on no copy and nothing of it "
+			   "is in place: never committed, the log ends there",
+			   seq);
+		return NULL;
+	}
+	dg_vol_log(vol, DG_LOG_ERR, "journal entry %" PRIu64 ": its bytes "
+		   "verify on no copy, yet its update is in place (faults "
+		   "beyond the journal's copies): its pages keep what they "
+		   "prove, the rest reads EIO", seq);
+	return e;
+}
+
+/*
+ * Copies that hold entry bytes (JOURNAL_V2): parity + 1 where the
+ * journal has parity + 2 copies -- one copy of the bytes survives a
+ * crash plus any fault parity covers, and more buys nothing the in-place
+ * row can keep (docs/design.md, "What a write costs the media") -- and
+ * every copy elsewhere: without parity (one device's two halves, or
+ * parity 0 on two devices), or where the devices hold parity + 1 copies
+ * only (two devices at parity 1, three at parity 2).
+ */
+static unsigned bytes_copies(const struct dg_vol *vol, unsigned ncopies)
+{
+	if (vol->journal_v2 && vol->parity && ncopies == vol->parity + 2)
+		return ncopies - 1;
+	return ncopies;
 }
 
 /* ---- recovery ------------------------------------------------------ */
@@ -442,12 +636,14 @@ static void shadows_free(struct shadows *sh)
  * each page as found before its first rewrite (pf). A page a later
  * entry wrote in place keeps what it holds. */
 static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
-			const struct in_places *ip, struct touched **t,
-			size_t *nt, size_t *capt, struct shadows *sh,
-			struct dg_rproof *pf)
+			const uint8_t *data, const struct in_places *ip,
+			struct touched **t, size_t *nt, size_t *capt,
+			struct shadows *sh, struct dg_rproof *pf)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
-	const uint8_t *data = (const uint8_t *)(r + e->nranges);
+	/* data NULL: the bytes are lost (entry_live()), nothing is
+	 * written; the pages are taken as they prove. */
+	const bool lost = !data;
 
 	/* entry_at() checked that the bytes lie inside the entry. */
 	for (uint32_t i = 0; i < e->nranges; i++) {
@@ -461,7 +657,7 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 
 		off = (dg_row_page(vol, r[i].row) << DG_PAGE_SHIFT) + r[i].off;
 		if ((r[i].flags & DG_JRANGE_NO_BYTES) ||
-		    written_later(ip, r[i].dev, r[i].row, e->seq))
+		    written_later(ip, r[i].dev, r[i].row, e->seq) || lost)
 			; /* the page holds its newest bytes already */
 		else if (d->present) {
 			int ret;
@@ -475,7 +671,8 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		} else if (shadow_put(sh, &r[i], data)) {
 			return -ENOMEM;
 		}
-		data += dg_jrange_bytes(&r[i]);
+		if (!lost)
+			data += dg_jrange_bytes(&r[i]);
 		if (*nt == *capt) {
 			size_t cap = *capt ? *capt * 2 : 64;
 			void *n = realloc(*t, cap * sizeof(**t));
@@ -786,17 +983,22 @@ static int recover(struct dg_vol *vol)
 	uint64_t off = j->tail_off, seq = j->tail_seq, n = 0;
 	struct dg_flushset fs;
 	const struct dg_djentry *e;
+	const uint8_t *bytes;
 	struct shadows sh = { 0 };
 	struct in_places ip = { 0 };
 	struct dg_rproof *pf = dg_rproof_new();
+	uint64_t live = 0;
 	int ret = 0;
 
 	if (!pf)
 		return -ENOMEM;
 	dg_flushset_init(&fs);
 	/* First the pages written in place, and by which entry: an earlier
-	 * entry's bytes must not go over them (DG_JRANGE_IN_PLACE). */
-	while ((e = entry_any(vol, off, seq))) {
+	 * entry's bytes must not go over them (DG_JRANGE_IN_PLACE). This
+	 * pass, over the pages as found, also decides where the log ends
+	 * (entry_live()): the replay below redoes that many entries. */
+	while ((e = entry_live(vol, off, seq, &bytes))) {
+		live++;
 		if (e->flags & DG_JENTRY_WRAP) {
 			off = 0;
 		} else {
@@ -812,10 +1014,10 @@ static int recover(struct dg_vol *vol)
 	in_places_sort(&ip);
 	off = j->tail_off;
 	seq = j->tail_seq;
-	while ((e = entry_any(vol, off, seq))) {
+	while (n < live && (e = entry_any(vol, off, seq))) {
 		if (!(e->flags & DG_JENTRY_WRAP)) {
-			ret = replay_entry(vol, e, &ip, &t, &nt, &capt, &sh,
-					   pf);
+			ret = replay_entry(vol, e, bytes_any(vol, e, off), &ip,
+					   &t, &nt, &capt, &sh, pf);
 			if (ret)
 				goto out;
 			off += e->len;
@@ -891,6 +1093,7 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 	pthread_cond_init(&j->cond, NULL);
 	pthread_cond_init(&j->wcond, NULL);
 	j->ncopies = dg_jrnl_ncopies(vol);
+	j->nbytes = bytes_copies(vol, j->ncopies);
 	for (unsigned c = 0; c < j->ncopies; c++)
 		dg_jrnl_loc(vol, c, &j->dev[c], &j->start[c], &pages);
 	j->log_off = 2 * DG_PAGE_SIZE;
@@ -919,9 +1122,10 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 	if (!do_recover) {
 		/* Find the head only, so nothing is appended over it. */
 		const struct dg_djentry *e;
+		const uint8_t *b;
 		uint64_t off = j->tail_off, seq = j->tail_seq;
 
-		while ((e = entry_any(vol, off, seq))) {
+		while ((e = entry_live(vol, off, seq, &b))) {
 			off = (e->flags & DG_JENTRY_WRAP) ? 0 : off + e->len;
 			if (off >= j->log_bytes)
 				off = 0;
@@ -986,7 +1190,7 @@ static uint64_t log_used(const struct dg_journal *j)
 }
 
 static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
-		     uint64_t len, uint64_t end, bool done)
+		     uint64_t len, uint64_t mlen, uint64_t end, bool done)
 {
 	if (j->npend == j->pend_cap) {
 		unsigned cap = j->pend_cap ? j->pend_cap * 2 : 64;
@@ -1003,7 +1207,7 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
 	}
 	j->pend[(j->pend_first + j->npend++) % j->pend_cap] =
 		(struct dg_jpending){ .seq = seq, .at = at, .len = len,
-				      .end_off = end,
+				      .mlen = mlen, .end_off = end,
 				      .done = done };
 	return 0;
 }
@@ -1018,7 +1222,16 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
  * nothing of its update is in place yet (wait_written()). That is the
  * state a crash before the first of the copies' persists left already.
  */
-static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len)
+/* Log bytes of an entry of len bytes that copy c stores: all of them,
+ * or the metadata (mlen) on a metadata-only copy (JOURNAL_V2). */
+static uint64_t copy_len(const struct dg_journal *j, unsigned c, uint64_t len,
+			 uint64_t mlen)
+{
+	return c < j->nbytes ? len : mlen;
+}
+
+static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len,
+			  uint64_t mlen)
 {
 	struct dg_journal *j = &vol->jrnl;
 	struct dg_flushset fs;
@@ -1031,7 +1244,8 @@ static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len)
 
 		if (d)
 			dg_flushset_add(&fs, (unsigned)(d - vol->devs),
-					area + j->log_off + at, len);
+					area + j->log_off + at,
+					copy_len(j, c, len, mlen));
 	}
 	ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	dg_flushset_fini(&fs);
@@ -1052,11 +1266,14 @@ static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
 	struct dg_journal *j = &vol->jrnl;
 	const struct dg_djrange *r = (const void *)(e + 1);
 	size_t hlen = sizeof(*e) + e->nranges * sizeof(*r);
-	uint64_t area;
+	uint64_t area, bcs = 0;
 
 	e->magic = DG_JENTRY_MAGIC;
 	e->seq = seq;
-	e->csum = entry_csum(vol, e, data);
+	if (vol->journal_v2)
+		bcs = bytes_csum(vol, e, data, NULL);
+	e->csum = vol->journal_v2 ? meta_csum(vol, e, bcs)
+				  : entry_csum(vol, e, data);
 	for (unsigned c = 0; c < j->ncopies; c++) {
 		struct dg_dev *d = copy_dev(vol, c, &area);
 		uint64_t off = area + j->log_off + at;
@@ -1066,6 +1283,17 @@ static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
 			continue;
 		ret = dg_dev_write(d, off, e, hlen);
 		off += hlen;
+		if (vol->journal_v2 && !ret) {
+			ret = dg_dev_write(d, off, &bcs, sizeof(bcs));
+			off += sizeof(bcs);
+		}
+		if (c >= j->nbytes) {
+			/* The metadata-only copy: its bytes area is left
+			 * as it is (format.h, JOURNAL_V2). */
+			if (ret)
+				return ret;
+			continue;
+		}
 		for (uint32_t i = 0; i < e->nranges; i++) {
 			uint32_t pad = ((r[i].len + 7u) & ~7u) - r[i].len;
 
@@ -1093,7 +1321,8 @@ static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
 {
 	int ret = store_entry(vol, e, data, seq, at);
 
-	return ret ? ret : persist_copies(vol, at, e->len);
+	return ret ? ret : persist_copies(vol, at, e->len,
+					  dg_jentry_meta_len(vol, e->nranges));
 }
 
 static struct dg_jpending *pend_of(struct dg_journal *j, uint64_t seq)
@@ -1178,7 +1407,8 @@ static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
 					dg_flushset_add(&fs,
 						(unsigned)(d - vol->devs),
 						area + j->log_off + p->at,
-						p->len);
+						copy_len(j, c, p->len,
+							 p->mlen));
 			}
 		}
 		pthread_mutex_unlock(&j->lock);
@@ -1243,10 +1473,22 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		      const void *const *data, uint64_t *seq)
 {
 	struct dg_journal *j = &vol->jrnl;
-	size_t len = entry->len;
+	size_t len, mlen = dg_jentry_meta_len(vol, entry->nranges);
 	uint64_t at;
 	int ret;
 
+	if (vol->journal_v2) {
+		/* The callers size the entry without bytes_csum: laid out
+		 * here, the metadata then the bytes (format.h). */
+		const struct dg_djrange *r = (const void *)(entry + 1);
+		size_t b = mlen;
+
+		for (uint32_t i = 0; i < entry->nranges; i++)
+			b += dg_jrange_bytes(&r[i]);
+		entry->len = (uint32_t)((b + DG_JALIGN - 1) &
+					~(size_t)(DG_JALIGN - 1));
+	}
+	len = entry->len;
 	if (len > dg_journal_max_entry(vol))
 		return -E2BIG;
 	pthread_mutex_lock(&j->lock);
@@ -1272,7 +1514,8 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		struct dg_djentry wrap = { .len = DG_JALIGN,
 					   .flags = DG_JENTRY_WRAP };
 
-		ret = pend_push(j, j->head_seq, j->head_off, DG_JALIGN, 0, true);
+		ret = pend_push(j, j->head_seq, j->head_off, DG_JALIGN,
+				dg_jentry_meta_len(vol, 0), 0, true);
 		if (ret)
 			goto out;
 		/* Written under the lock: the next entry waits for it. */
@@ -1284,7 +1527,7 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		if (ret)
 			goto out;
 	}
-	ret = pend_push(j, j->head_seq, j->head_off, len,
+	ret = pend_push(j, j->head_seq, j->head_off, len, mlen,
 			(j->head_off + len) % j->log_bytes, false);
 	if (ret)
 		goto out;
@@ -1344,6 +1587,7 @@ int dg_journal_format(struct dg_vol *vol)
 
 	memset(j, 0, sizeof(*j));
 	j->ncopies = dg_jrnl_ncopies(vol);
+	j->nbytes = bytes_copies(vol, j->ncopies);
 	for (unsigned c = 0; c < j->ncopies; c++)
 		dg_jrnl_loc(vol, c, &j->dev[c], &j->start[c], &pages);
 	j->log_off = 2 * DG_PAGE_SIZE;

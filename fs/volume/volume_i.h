@@ -54,6 +54,8 @@ struct dg_journal {
 	uint64_t appends_grouped; /* entries made durable in another's
 				   * round; atomic */
 	unsigned ncopies;
+	unsigned nbytes;	/* copies 0 .. nbytes - 1 hold entry bytes;
+				 * the others the metadata only (JOURNAL_V2) */
 	unsigned dev[DG_MAX_JCOPIES];	/* device of each copy */
 	uint64_t start[DG_MAX_JCOPIES];	/* first page of each copy */
 };
@@ -90,6 +92,7 @@ struct dg_vol {
 	bool redundancy;			/* checksums and parity on */
 	bool sealed_journal;		/* journal may seal whole pages */
 	bool new_rows;			/* ... and hold in-place ranges */
+	bool journal_v2;		/* entry bytes on nbytes copies */
 	bool read_only, degraded;
 	uint32_t missing_mask;
 	struct dg_latch latch;			/* a persist failed: refuse writes */
@@ -518,6 +521,14 @@ int dg_jhead_decode(const struct dg_vol *vol, const void *slot,
 		    uint64_t log_bytes, struct dg_djhead *out);
 void dg_jhead_seal(const struct dg_vol *vol, struct dg_djhead *h);
 int dg_jentry_decode(const struct dg_vol *vol, const void *p, uint64_t avail);
+/* JOURNAL_V2: the bytes of entry e (whose metadata decoded) as the copy
+ * of it at copy holds them verify (bytes_csum, seals); without it, true
+ * (dg_jentry_decode() checked them). */
+bool dg_jentry_bytes_ok(const struct dg_vol *vol, const struct dg_djentry *e,
+			const void *copy);
+/* Bytes of an entry before its range bytes: header, descriptors and,
+ * with JOURNAL_V2, bytes_csum. */
+size_t dg_jentry_meta_len(const struct dg_vol *vol, uint32_t nranges);
 /* The checksum a committed entry carries; only for an entry whose
  * structure fits (dg_jentry_decode() says -EBADMSG, not -EUCLEAN). */
 uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e);

@@ -458,7 +458,8 @@ static struct expect expect_at(const struct run *ru, uint64_t k)
 
 /* Compound faults (below): what a fault is, and where. */
 enum { FK_FLIP, FK_ZERO, FK_LOST, FK_MISDIRECT, FK_NR };
-enum { TG_DATA, TG_PARITY, TG_CSUM, TG_BITMAP, TG_CMAP, TG_FREE, TG_NR };
+enum { TG_DATA, TG_PARITY, TG_CSUM, TG_BITMAP, TG_CMAP, TG_FREE, TG_JRNL,
+       TG_NR };
 /* How a compound state ended: every page exact; the faulted page
  * given up (EIO), the rest exact; against the rules. */
 enum { CO_EXACT, CO_EIO, CO_FAILED, CO_NR };
@@ -847,7 +848,8 @@ static void report(const char *tag, const char *what, uint64_t points,
 static const char *const fk_names[FK_NR] = { "flip", "zero", "lost",
 					     "misdirect" };
 static const char *const tg_names[TG_NR] = { "data", "parity", "csum",
-					     "bitmap", "cmap", "free" };
+					     "bitmap", "cmap", "free",
+					     "journal" };
 
 struct ctarget {
 	unsigned dev, kind;
@@ -940,6 +942,38 @@ static void compound_alloc_targets(struct dg_vol *vol, struct ctargets *c)
 	c->free_vpns = vol->free_vpns;
 }
 
+static void page_io(char **paths, unsigned dev, uint64_t page, void *buf,
+		    bool wr);
+
+/*
+ * The journal pages the run wrote (headers and log), on every copy:
+ * with JOURNAL_V2 an entry's bytes are on parity + 1 copies and its
+ * metadata on one more, so a lost, misdirected, zeroed or flipped page
+ * of one copy must leave the replay what it needs (issue 31). Any EIO
+ * after such a fault is a failure: the target names no data page.
+ */
+static void compound_jrnl_targets(struct run *ru, struct dg_vol *vol,
+				  struct ctargets *c)
+{
+	uint8_t pg[DG_PAGE_SIZE];
+
+	for (unsigned cp = 0; cp < dg_jrnl_ncopies(vol); cp++) {
+		unsigned jd;
+		uint64_t js, jp, size;
+		const uint8_t *snap;
+
+		dg_jrnl_loc(vol, cp, &jd, &js, &jp);
+		snap = crec_snapshot(ru->rec, jd, &size);
+		for (uint64_t p = js; snap && p < js + jp &&
+		     (p + 1) * DG_PAGE_SIZE <= size; p++) {
+			page_io(ru->src, jd, p, pg, false);
+			if (memcmp(pg, snap + p * DG_PAGE_SIZE, DG_PAGE_SIZE))
+				ct_add(c, jd, p, TG_JRNL, UINT64_MAX,
+				       UINT64_MAX);
+		}
+	}
+}
+
 /* The targets of the recorded volume (opened read-only, closed clean). */
 static bool compound_targets(struct run *ru, struct ctargets *c)
 {
@@ -971,6 +1005,7 @@ static bool compound_targets(struct run *ru, struct ctargets *c)
 		}
 	}
 	compound_alloc_targets(vol, c);
+	compound_jrnl_targets(ru, vol, c);
 	c->hot = calloc((size_t)ru->cfg->nupd * c->n, sizeof(bool));
 	if (!c->hot)
 		abort();
@@ -1006,6 +1041,12 @@ static const struct ctarget *pick_target(const struct ctargets *c,
 	 * fewer than the rest: drawn apart to be hit at all). */
 	for (i = 0; i < c->n; i++)
 		nk[c->t[i].kind]++;
+	/* One in eight: a page of a journal copy the run wrote. */
+	if (nk[TG_JRNL] && trand(rs) % 8 == 0)
+		for (unsigned x = (unsigned)(trand(rs) % nk[TG_JRNL]), j = 0;;
+		     j++)
+			if (c->t[j].kind == TG_JRNL && !x--)
+				return &c->t[j];
 	if (nk[TG_BITMAP] + nk[TG_CMAP] + nk[TG_FREE] &&
 	    trand(rs) % 8 == 0) {
 		unsigned g;

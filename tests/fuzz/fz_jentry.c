@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* fz_jentry.c -- a journal entry through the decoder recovery uses
  * (dg_jentry_decode, then dg_jrange_check on every range as replay
- * does), as the bytes come and with its checksum made to match; and the
- * same bytes in a journal area scanned by dg_journal_marks() */
+ * does, and with JOURNAL_V2 dg_jentry_bytes_ok), as the bytes come and
+ * with its checksum made to match; and the same bytes in a journal area
+ * scanned by dg_journal_marks(). Each input goes through both layouts:
+ * with the volume's JOURNAL_V2 off (every copy whole, one checksum) and
+ * on (metadata and bytes checksummed apart). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +18,8 @@ static void replay_checks(struct dg_vol *vol, const struct dg_djentry *e,
 			  size_t avail)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
-	const uint8_t *bytes = (const uint8_t *)(r + e->nranges);
+	const uint8_t *bytes = (const uint8_t *)e +
+			       dg_jentry_meta_len(vol, e->nranges);
 
 	/* What a committed entry promises replay: every range's bytes lie
 	 * inside the entry. */
@@ -28,26 +32,21 @@ static void replay_checks(struct dg_vol *vol, const struct dg_djentry *e,
 	FUZZ_ASSERT(bytes <= (const uint8_t *)e + e->len);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void one_layout(struct dg_vol *vol, uint8_t *area, const uint8_t *data,
+		       size_t size)
 {
-	struct dg_vol *vol = dg_fuzz_vol();
-	/* Two header slots, then the log, as on the media. */
-	uint8_t *area;
 	struct dg_djentry *e;
 	int ret;
 
-	if (size > MAX_ENTRY)
-		size = MAX_ENTRY;
-	area = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE + MAX_ENTRY);
-	if (!area)
-		return 0;
 	memset(area, 0, 2 * DG_PAGE_SIZE);
 	memcpy(area + 2 * DG_PAGE_SIZE, data, size);
 	e = (void *)(area + 2 * DG_PAGE_SIZE);
 	dg_journal_marks(vol, area, 2 * DG_PAGE_SIZE + size);
 	ret = dg_jentry_decode(vol, e, size);
-	if (ret == 0)
+	if (ret == 0) {
 		replay_checks(vol, e, size);
+		(void)dg_jentry_bytes_ok(vol, e, e);
+	}
 	if (ret == -EBADMSG) {
 		e->csum = dg_jentry_csum(vol, e);
 		ret = dg_jentry_decode(vol, e, size);
@@ -56,8 +55,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			replay_checks(vol, e, size);
 			FUZZ_ASSERT(dg_journal_marks(vol, area,
 						     2 * DG_PAGE_SIZE + size));
+			(void)dg_jentry_bytes_ok(vol, e, e);
 		}
 	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct dg_vol *vol = dg_fuzz_vol();
+	/* Two header slots, then the log, as on the media. */
+	uint8_t *area;
+	bool v2 = vol->journal_v2;
+
+	if (size > MAX_ENTRY)
+		size = MAX_ENTRY;
+	area = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE + MAX_ENTRY);
+	if (!area)
+		return 0;
+	for (unsigned l = 0; l < 2; l++) {
+		vol->journal_v2 = l;
+		one_layout(vol, area, data, size);
+	}
+	vol->journal_v2 = v2;
 	free(area);
 	return 0;
 }

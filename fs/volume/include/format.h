@@ -179,12 +179,18 @@
  * most DG_MAX_ICHUNKS chunks and take nchunks for damage. Not set by mkfs:
  * set on first use, when the table needs its chunk DG_MAX_ICHUNKS + 1. */
 #define DG_FEAT_INCOMPAT_BIG_ITABLE (1ull << 8)
+/* Journal entries carry their range bytes on parity + 1 copies only and
+ * their metadata on every copy (see "JOURNAL_V2" at struct dg_djentry):
+ * a reader that did not know it would find the last copy's entries torn
+ * and their checksums wrong. Set by mkfs on every new volume; a volume
+ * made without it keeps every byte on every copy. */
+#define DG_FEAT_INCOMPAT_JOURNAL_V2 (1ull << 9)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
 	 DG_FEAT_INCOMPAT_STAGED_SYNC | DG_FEAT_INCOMPAT_JOURNAL_COPIES |    \
 	 DG_FEAT_INCOMPAT_NEW_ROWS | DG_FEAT_INCOMPAT_XATTR_64K |            \
-	 DG_FEAT_INCOMPAT_BIG_ITABLE)
+	 DG_FEAT_INCOMPAT_BIG_ITABLE | DG_FEAT_INCOMPAT_JOURNAL_V2)
 /*
  * Features set on first use. A volume that never needs the new form
  * stays readable by a daxguard that does not know it. The superblocks
@@ -369,6 +375,20 @@ _Static_assert(sizeof(struct dg_djhead) == 56, "djhead size");
  * iff magic, seq and csum check out and every sealed range's bytes match
  * its page_csum. A wrap entry (nranges = 0, flags DG_JENTRY_WRAP) says
  * the log continues at offset 0.
+ *
+ * JOURNAL_V2 (DG_FEAT_INCOMPAT_JOURNAL_V2, docs/design.md "What a write
+ * costs the media"). The descriptors are followed by a uint64_t
+ * bytes_csum, then the bytes: the metadata is the header, the
+ * descriptors and bytes_csum; csum covers the metadata alone (header
+ * with csum = 0, descriptors, bytes_csum), and bytes_csum, XXH3-64
+ * seeded with the volume seed + seq + 1, the bytes of every range that
+ * is neither sealed nor without bytes (sealed ranges keep the page_csum
+ * rule). Where the journal has parity + 2 copies (parity > 0), the last
+ * copy holds the metadata only: its bytes area is neither written nor
+ * flushed; the others hold the entry whole. The ring is the same on
+ * every copy (same offsets, same len). An entry counts when some copy
+ * holds its metadata whole at the offset and number the chain expects
+ * and some copy holds bytes that verify against it.
  */
 struct dg_djentry {
 	uint32_t magic;		/* DG_JENTRY_MAGIC */

@@ -674,7 +674,7 @@ struct dg_field {
 	const char *name;	/* static: valid for the program's life */
 	enum dg_field_kind kind;
 	uint64_t u;
-	char str[72];
+	char str[160];	/* the longest feature list fits */
 };
 typedef void (*dg_field_fn)(void *arg, const struct dg_field *f);
 

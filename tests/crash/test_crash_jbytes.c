@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MIT
+/* test_crash_jbytes.c -- crash states of JOURNAL_V2 updates with a fault
+ * in one journal copy */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "recorder.h"
+#include "super.h"
+#include "volume_i.h"
+
+/*
+ * JOURNAL_V2 (format.h; docs/design.md, "What a write costs the media")
+ * keeps an entry's bytes on parity + 1 journal copies and its metadata
+ * on parity + 2. One copy of the bytes must then carry a crash plus one
+ * fault of a journal copy. A run of dg_apply() updates (partial and
+ * whole pages, one to four a time, over pages each update may share
+ * with the last) is recorded; at every persist point, under every
+ * policy for the writes not yet durable, the images are rebuilt, ONE
+ * journal copy gets a fault, and the volume is opened (journal replay)
+ * and read:
+ *   lost       every write to the copy's journal area since the run
+ *              began is lost (the area as it was, headers too);
+ *   flipped    a byte flipped in every 64-byte line of the copy's log
+ *              the run wrote;
+ *   misdirect  every log page of the copy the run wrote landed one page
+ *              further on (its own place keeps what it held).
+ * Every page must read exactly as after the updates that returned, or
+ * as after the one in flight too (atomically: all its pages or none),
+ * never EIO, and a second open reads the same. Beyond the faults the
+ * journal covers -- every bytes copy lost at once -- a page may read
+ * EIO, never bytes of neither state (case jbytes_all_lost_p1). A volume
+ * made before JOURNAL_V2 (the bit cleared) keeps every byte on every
+ * copy and passes the same (jbytes_old_layout_p1).
+ */
+
+#define PAGES	 24u
+#define UPDATES	 10u
+#define MAXR	 4u
+
+enum fkind { FK_LOST, FK_FLIP, FK_MISDIRECT, FK_NR };
+static const char *const fk_names[] = { "lost", "flipped", "misdirect" };
+static const enum crec_policy pols[] = { CREC_NONE, CREC_ALL, CREC_RANDOM,
+					 CREC_TORN };
+static const char *const pol_names[] = { "none", "all", "random", "torn" };
+
+struct jcopy {
+	unsigned dev;
+	uint64_t off, bytes;	/* byte offset and size of its area */
+};
+
+struct run {
+	unsigned ndev, parity, ncopies, nbytes;
+	bool old_layout;		/* JOURNAL_V2 cleared after mkfs */
+	struct jcopy jc[DG_MAX_JCOPIES];
+	uint64_t base;			/* first vpn of the pages */
+	uint8_t *state[UPDATES + 1];	/* the pages after u updates */
+	uint64_t mark[UPDATES];		/* persists before update u returned */
+	struct crec *rec;
+	struct tvol tv, out;
+	uint8_t *buf, *area;
+};
+
+/* The volume as made before JOURNAL_V2: the bit cleared in every
+ * superblock copy (nothing else of the layout depends on it). */
+static void clear_v2(struct tvol *tv)
+{
+	struct dg_dsuper *sb = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+
+	REQUIRE(sb);
+	for (unsigned d = 0; d < tv->ndev; d++) {
+		uint64_t last;
+
+		tvol_peek(tv, d, 0, sb, DG_PAGE_SIZE);
+		last = (sb->dev_pages - 1) * DG_PAGE_SIZE;
+		for (unsigned c = 0; c < 2; c++) {
+			uint64_t off = c ? last : 0;
+
+			tvol_peek(tv, d, off, sb, DG_PAGE_SIZE);
+			REQUIRE(sb->incompat & DG_FEAT_INCOMPAT_JOURNAL_V2);
+			sb->incompat &= ~DG_FEAT_INCOMPAT_JOURNAL_V2;
+			dg_dsuper_seal(sb);
+			tvol_poke(tv, d, off, sb, DG_PAGE_SIZE);
+		}
+	}
+	free(sb);
+}
+
+/* Record the run: PAGES pages of state 0 made durable, then UPDATES
+ * updates, each marked once it returned. */
+static void record(struct run *ru, const char *tag)
+{
+	struct dg_vol *vol;
+	uint64_t rs = 0x5eed + ru->parity;
+	size_t sz = (size_t)PAGES * DG_PAGE_SIZE;
+	char otag[32];
+
+	tvol_make(&ru->tv, tag, ru->ndev, ru->parity, 16ull << 20, false);
+	snprintf(otag, sizeof(otag), "%so", tag);
+	tvol_make(&ru->out, otag, ru->ndev, ru->parity, 16ull << 20, false);
+	for (unsigned u = 0; u <= UPDATES; u++) {
+		ru->state[u] = malloc(sz);
+		REQUIRE(ru->state[u]);
+	}
+	ru->buf = aligned_alloc(DG_PAGE_SIZE, sz);
+	REQUIRE(ru->buf);
+	trand_fill(&rs, ru->state[0], sz);
+	if (ru->old_layout) {
+		clear_v2(&ru->tv);
+		clear_v2(&ru->out);
+	}
+
+	vol = tvol_open(&ru->tv, 0);
+	REQUIRE(vol);
+	REQUIRE(vol->journal_v2 == !ru->old_layout);
+	ru->ncopies = vol->jrnl.ncopies;
+	ru->nbytes = vol->jrnl.nbytes;
+	for (unsigned c = 0; c < ru->ncopies; c++) {
+		uint64_t start, pages;
+
+		dg_jrnl_loc(vol, c, &ru->jc[c].dev, &start, &pages);
+		ru->jc[c].off = start << DG_PAGE_SHIFT;
+		ru->jc[c].bytes = pages << DG_PAGE_SHIFT;
+	}
+	ru->base = tdata_vpn(vol);
+	{
+		struct dg_range r[PAGES];
+
+		for (unsigned p = 0; p < PAGES; p++)
+			r[p] = (struct dg_range){ ru->base + p, 0,
+						  DG_PAGE_SIZE,
+						  ru->state[0] +
+							  p * DG_PAGE_SIZE };
+		REQUIRE(dg_apply(vol, r, PAGES) == 0);
+	}
+	REQUIRE(dg_vol_close(vol) == 0);
+	ru->area = malloc(ru->jc[0].bytes);
+	REQUIRE(ru->area);
+
+	ru->rec = crec_start((const char *const *)ru->tv.paths, ru->ndev);
+	REQUIRE(ru->rec);
+	vol = crec_open(ru->tv.paths, ru->ndev, 0);
+	REQUIRE(vol);
+	for (unsigned u = 0; u < UPDATES; u++) {
+		struct dg_range r[MAXR];
+		unsigned n = 1 + (unsigned)(trand(&rs) % MAXR);
+		uint8_t *data = malloc(MAXR * DG_PAGE_SIZE);
+
+		REQUIRE(data);
+		memcpy(ru->state[u + 1], ru->state[u], sz);
+		for (unsigned i = 0; i < n; i++) {
+			/* distinct pages; a whole page one time in three */
+			unsigned p = (unsigned)((u * 5 + i * 7) % PAGES);
+			uint32_t off = 0, len = DG_PAGE_SIZE;
+
+			if (trand(&rs) % 3) {
+				off = (uint32_t)(trand(&rs) % DG_PAGE_SIZE);
+				len = 1 + (uint32_t)(trand(&rs) %
+						     (DG_PAGE_SIZE - off));
+			}
+			trand_fill(&rs, data + i * DG_PAGE_SIZE, len);
+			memcpy(ru->state[u + 1] + p * DG_PAGE_SIZE + off,
+			       data + i * DG_PAGE_SIZE, len);
+			r[i] = (struct dg_range){ ru->base + p, off, len,
+						  data + i * DG_PAGE_SIZE };
+		}
+		REQUIRE(dg_apply(vol, r, n) == 0);
+		ru->mark[u] = crec_marker(ru->rec, crec_mark(ru->rec,
+							     "update"))
+				      ->persists;
+		free(data);
+	}
+	REQUIRE(dg_vol_close(vol) == 0);
+	crec_stop(ru->rec);
+}
+
+/* Put fault kind into journal copy c of the rebuilt images. */
+static void put_fault(struct run *ru, unsigned c, enum fkind kind)
+{
+	const struct jcopy *j = &ru->jc[c];
+	const uint64_t log = 2 * DG_PAGE_SIZE;
+	uint64_t size;
+	const uint8_t *snap = crec_snapshot(ru->rec, j->dev, &size);
+
+	REQUIRE(snap && j->off + j->bytes <= size);
+	snap += j->off;
+	tvol_peek(&ru->out, j->dev, j->off, ru->area, j->bytes);
+	if (kind == FK_LOST) {
+		tvol_poke(&ru->out, j->dev, j->off, snap, j->bytes);
+		return;
+	}
+	for (uint64_t pg = log; pg < j->bytes; pg += DG_PAGE_SIZE) {
+		if (!memcmp(ru->area + pg, snap + pg, DG_PAGE_SIZE))
+			continue;
+		if (kind == FK_FLIP) {
+			for (uint64_t l = 0; l < DG_PAGE_SIZE; l += 64) {
+				uint8_t b = ru->area[pg + l + 17] ^ 0x5a;
+
+				if (memcmp(ru->area + pg + l, snap + pg + l, 64))
+					tvol_poke(&ru->out, j->dev,
+						  j->off + pg + l + 17, &b, 1);
+			}
+		} else {
+			/* misdirect: to the next page, none at its own */
+			tvol_poke(&ru->out, j->dev, j->off + pg, snap + pg,
+				  DG_PAGE_SIZE);
+			if (pg + DG_PAGE_SIZE < j->bytes)
+				tvol_poke(&ru->out, j->dev,
+					  j->off + pg + DG_PAGE_SIZE,
+					  ru->area + pg, DG_PAGE_SIZE);
+		}
+	}
+}
+
+/* Open the rebuilt images and read every page: which state they hold
+ * (done or done + 1), -1 for pages of both or neither, -2 a refused
+ * open; *eio counts pages that read EIO (they match no state). */
+static int look(struct run *ru, unsigned done, unsigned *eio)
+{
+	struct dg_vol *vol = crec_open(ru->out.paths, ru->ndev, 0);
+	bool is[2] = { true, true };
+
+	*eio = 0;
+	if (!vol)
+		return -2;
+	for (unsigned p = 0; p < PAGES; p++) {
+		uint8_t *pg = ru->buf + p * DG_PAGE_SIZE;
+
+		if (dg_read(vol, ru->base + p, 1, pg)) {
+			(*eio)++;
+			continue;
+		}
+		for (unsigned s = 0; s < 2; s++) {
+			unsigned st = done + s > UPDATES ? UPDATES : done + s;
+
+			is[s] = is[s] && !memcmp(pg, ru->state[st] +
+							 p * DG_PAGE_SIZE,
+						 DG_PAGE_SIZE);
+		}
+	}
+	dg_vol_close(vol);
+	if (*eio)
+		return is[0] ? 0 : is[1] ? 1 : -1;
+	return is[0] ? 0 : is[1] ? 1 : -1;
+}
+
+/* Pages that read neither as in state done nor as in done + 1 (EIO
+ * aside): wrong bytes. */
+static unsigned wrong_pages(struct run *ru, unsigned done)
+{
+	struct dg_vol *vol = crec_open(ru->out.paths, ru->ndev, 0);
+	unsigned wrong = 0;
+
+	if (!vol)
+		return 0;
+	for (unsigned p = 0; p < PAGES; p++) {
+		uint8_t *pg = ru->buf + p * DG_PAGE_SIZE;
+		unsigned nx = done + 1 > UPDATES ? UPDATES : done + 1;
+
+		if (dg_read(vol, ru->base + p, 1, pg))
+			continue;
+		wrong += memcmp(pg, ru->state[done] + p * DG_PAGE_SIZE,
+				DG_PAGE_SIZE) &&
+			 memcmp(pg, ru->state[nx] + p * DG_PAGE_SIZE,
+				DG_PAGE_SIZE);
+	}
+	dg_vol_close(vol);
+	return wrong;
+}
+
+static void run_free(struct run *ru)
+{
+	crec_free(ru->rec);
+	tvol_cleanup(&ru->out);
+	tvol_cleanup(&ru->tv);
+	for (unsigned u = 0; u <= UPDATES; u++)
+		free(ru->state[u]);
+	free(ru->buf);
+	free(ru->area);
+}
+
+static unsigned updates_done(const struct run *ru, uint64_t k)
+{
+	unsigned done = 0;
+
+	while (done < UPDATES && k >= ru->mark[done])
+		done++;
+	return done;
+}
+
+static void one_copy(unsigned ndev, unsigned parity, const char *tag,
+		     bool old_layout)
+{
+	struct run ru = { .ndev = ndev, .parity = parity,
+			  .old_layout = old_layout };
+	uint64_t K, states = 0, newer = 0;
+
+	record(&ru, tag);
+	/* The layout under test: one copy of the metadata alone (every
+	 * copy whole on the old layout). */
+	CHECK_EQ(ru.ncopies, parity + 2);
+	CHECK_EQ(ru.nbytes, old_layout ? parity + 2 : parity + 1);
+	K = crec_npersists(ru.rec);
+	for (uint64_t k = 0; k <= K; k++) {
+		unsigned done = updates_done(&ru, k);
+
+		for (unsigned p = 0; p < 4; p++)
+			for (unsigned c = 0; c < ru.ncopies; c++)
+				for (unsigned f = 0; f < FK_NR; f++) {
+					unsigned eio, eio2;
+					int s, s2;
+
+					/* parity 2: two policies of four a
+					 * (k, copy, fault), in turn (time) */
+					if (parity > 1 &&
+					    (p + k + c + f) % 2)
+						continue;
+
+					REQUIRE(crec_build(ru.rec, k, pols[p],
+						k * 131 + p * 17 + c * 5 + f,
+						(const char *const *)
+							ru.out.paths) == 0);
+					put_fault(&ru, c, (enum fkind)f);
+					s = look(&ru, done, &eio);
+					s2 = (k + c + f) % 4 ? s
+							      : look(&ru, done,
+								     &eio2);
+					if (s < 0 || eio || s2 != s ||
+					    (done == UPDATES && s != 0)) {
+						fprintf(stderr, "k=%" PRIu64
+							" (%u done) %s, copy "
+							"%u %s: state %d, %u "
+							"EIO, again %d\n", k,
+							done, pol_names[p], c,
+							fk_names[f], s, eio,
+							s2);
+						CHECK(false);
+					}
+					newer += s == 1;
+					states++;
+				}
+	}
+	printf("# %ud p%u%s: %" PRIu64 " persists, %" PRIu64 " crash states "
+	       "with a journal copy faulted, %" PRIu64 " with the update in "
+	       "flight redone\n", ndev, parity,
+	       old_layout ? " (old layout)" : "", K, states, newer);
+	CHECK(newer > 0);
+	run_free(&ru);
+}
+
+static void test_one_copy_p1(void)
+{
+	one_copy(3, 1, "jb1", false);
+}
+
+static void test_one_copy_p2(void)
+{
+	one_copy(4, 2, "jb2", false);
+}
+
+static void test_old_layout_p1(void)
+{
+	one_copy(3, 1, "jbo", true);
+}
+
+/* Every bytes copy lost at once (beyond the faults covered): pages may
+ * read EIO, never bytes of no state; the volume opens. */
+static void test_all_lost_p1(void)
+{
+	struct run ru = { .ndev = 3, .parity = 1 };
+	uint64_t K, eios = 0;
+
+	record(&ru, "jba");
+	K = crec_npersists(ru.rec);
+	for (uint64_t k = 0; k <= K; k++) {
+		unsigned done = updates_done(&ru, k);
+
+		for (unsigned p = 0; p < 4; p++) {
+			unsigned eio;
+
+			REQUIRE(crec_build(ru.rec, k, pols[p], k * 3 + p,
+					   (const char *const *)ru.out.paths) ==
+				0);
+			for (unsigned c = 0; c < ru.nbytes; c++)
+				put_fault(&ru, c, FK_LOST);
+			if (look(&ru, done, &eio) == -2) {
+				fprintf(stderr, "k=%" PRIu64 " %s: refused\n",
+					k, pol_names[p]);
+				CHECK(false);
+				continue;
+			}
+			eios += eio;
+			if (wrong_pages(&ru, done)) {
+				fprintf(stderr, "k=%" PRIu64 " %s: wrong "
+					"bytes\n", k, pol_names[p]);
+				CHECK(false);
+			}
+		}
+	}
+	printf("# every bytes copy lost: %" PRIu64 " persists, %" PRIu64
+	       " pages read EIO\n", K, eios);
+	run_free(&ru);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "jbytes_one_copy_p1", test_one_copy_p1 },
+		{ "jbytes_one_copy_p2", test_one_copy_p2 },
+		{ "jbytes_all_lost_p1", test_all_lost_p1 },
+		{ "jbytes_old_layout_p1", test_old_layout_p1 },
+		{ NULL, NULL },
+	};
+	return test_main(argc, argv, cases);
+}
