@@ -358,6 +358,54 @@ static int rebuild_csum_copies(struct rb *b)
 	return 0;
 }
 
+/*
+ * The ditto copies of the row's zone pages that lie on a device rebuilt
+ * whole, from the pages of the row (verified: each matches its
+ * checksum), stored into the round like the row's pages: dg_ditto_check()
+ * at the end then finds them right instead of writing and persisting
+ * them one by one (a few hundred persists of a small volume, more than
+ * all its rounds). Copies anywhere else are left to dg_ditto_check().
+ */
+static void rb_dittos(struct rb *b, uint64_t row, uint8_t *const *pages,
+		      const bool *known, const uint64_t *cs)
+{
+	struct dg_vol *vol = b->vol;
+	uint32_t whole = b->target & ~b->member;
+	unsigned m = vol->k + vol->parity;
+
+	if (!whole)
+		return;
+	for (unsigned p = 0; p < m; p++) {
+		unsigned dev = dg_row_pos_dev(vol, row, p);
+		uint64_t vpn;
+
+		if (dg_row_dev_is_parity(vol, row, dev) || !known[p] ||
+		    cs[p] == DG_CSUM_NONE)
+			continue;
+		vpn = dg_loc_vpn(vol, dev, row);
+		if (!dg_ditto_has(vol, vpn) ||
+		    dg_csum_page(vol, dev, row, pages[p]) != cs[p])
+			continue;
+		for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
+			unsigned cdev;
+			uint64_t page, off;
+
+			dg_ditto_loc(vol, vpn, j, &cdev, &page);
+			off = page << DG_PAGE_SHIFT;
+			if (!(whole & (1u << cdev)) ||
+			    !memcmp(dg_dev_ptr(&vol->devs[cdev], off),
+				    pages[p], DG_PAGE_SIZE))
+				continue;
+			if (dg_repair_store_dev(vol, &vol->devs[cdev], off,
+						pages[p], DG_PAGE_SIZE))
+				return;	/* latched: said at the end */
+			dg_flushset_add(&b->fs, cdev, off, DG_PAGE_SIZE);
+			if (++b->batched >= RB_BATCH)
+				rb_round(b);
+		}
+	}
+}
+
 static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 {
 	struct dg_vol *vol = b->vol;
@@ -432,6 +480,7 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 		if (b->target & (1u << dev))
 			b->pages++;
 	}
+	rb_dittos(b, row, pages, known, cs);
 	return 0;
 }
 

@@ -117,10 +117,11 @@ static void test_too_many(void)
 /*
  * A device rebuilt whole is persisted a round a batch of pages, not a
  * persist a page (rebuild.c, RB_BATCH): its persists (fences) grow with
- * pages / batch. Thousands of pages of one device rebuilt; the persists
- * on it, all told (checksum page copies, init map, journal and ditto
- * copies, the rounds), stay a small fraction of them, where a persist
- * a page made at least as many as pages.
+ * pages / batch, ditto copies on it included (rb_dittos()). Thousands
+ * of pages of one device rebuilt; the persists on it, all told
+ * (checksum page copies, init map, journal, the rounds), stay under one
+ * for 32 pages: 32 for 4391 pages stored, where a persist a page made
+ * 3366 (and the ditto copies one each, 297 with the rounds).
  */
 static void test_fences_per_batch(void)
 {
@@ -159,7 +160,7 @@ static void test_fences_per_batch(void)
 	printf("# rebuild of one device: %llu pages stored, %llu persists\n",
 	       (unsigned long long)pages, (unsigned long long)c.fences);
 	CHECK(pages >= NP / 4);
-	CHECK(c.fences * 8 < pages);	/* a persist a page: 3366 */
+	CHECK(c.fences * 32 < pages);	/* a persist a page: 3366 */
 	/* The last page of the run reads back whole. */
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
