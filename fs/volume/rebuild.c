@@ -173,7 +173,58 @@ struct rb {
 	uint64_t pages, lost;
 	dg_chk_fn fn;
 	void *arg;
+	/* A full rebuild's pages of the rebuilt devices, stored and not
+	 * yet persisted: one round a batch (rb_store()). */
+	struct dg_flushset fs;
+	uint64_t batched;
 };
+
+/*
+ * Pages a round of a full rebuild persists together. A device rebuilt
+ * whole (blank, missing, cut short) is trusted by nothing until the
+ * superblocks written at the end of dg_vol_rebuild() take it in: until
+ * then its superblock is absent, foreign or of an older generation, so
+ * an open leaves it out (missing or returning) and a rebuild starts
+ * over. Its pages need be durable only before those superblocks, in
+ * any order among themselves: a crash in a round keeps any subset of
+ * the round's pages, torn or whole, which is what a crash between two
+ * per-page persists keeps too (the pages not reached yet), only more of
+ * them. One round per batch instead of one persist a page: on an image
+ * file on a disk each persist is an msync waited for.
+ */
+#define RB_BATCH 1024u
+
+/* Persist the round under way; a failure latches the volume (media.h),
+ * which dg_vol_rebuild() checks before the superblocks. */
+static void rb_round(struct rb *b)
+{
+	if (b->fs.n || b->fs.oom)
+		(void)dg_flushset_persist(b->vol->devs, b->vol->ndev, &b->fs);
+	b->batched = 0;
+}
+
+/* The rebuilt page (dev, row): on a device rebuilt whole, stored into
+ * the round (rb_round()); on a returning member (a resync: its pages
+ * are trusted one by one, by checksum) or any device that stays in the
+ * volume (a fault on top of the loss), written and persisted alone. */
+static int rb_store(struct rb *b, unsigned dev, uint64_t row,
+		    const uint8_t *img)
+{
+	struct dg_vol *vol = b->vol;
+	uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+	int ret;
+
+	if (!(b->target & (1u << dev)) || (b->member & (1u << dev)))
+		return dg_repair_page(vol, dev, row, img);
+	ret = dg_repair_store_dev(vol, &vol->devs[dev], off, img,
+				  DG_PAGE_SIZE);
+	if (ret)
+		return ret;
+	dg_flushset_add(&b->fs, dev, off, DG_PAGE_SIZE);
+	if (++b->batched >= RB_BATCH)
+		rb_round(b);
+	return 0;
+}
 
 static void rb_lost(struct rb *b, unsigned dev, uint64_t row,
 		    const char *why)
@@ -307,6 +358,54 @@ static int rebuild_csum_copies(struct rb *b)
 	return 0;
 }
 
+/*
+ * The ditto copies of the row's zone pages that lie on a device rebuilt
+ * whole, from the pages of the row (verified: each matches its
+ * checksum), stored into the round like the row's pages: dg_ditto_check()
+ * at the end then finds them right instead of writing and persisting
+ * them one by one (a few hundred persists of a small volume, more than
+ * all its rounds). Copies anywhere else are left to dg_ditto_check().
+ */
+static void rb_dittos(struct rb *b, uint64_t row, uint8_t *const *pages,
+		      const bool *known, const uint64_t *cs)
+{
+	struct dg_vol *vol = b->vol;
+	uint32_t whole = b->target & ~b->member;
+	unsigned m = vol->k + vol->parity;
+
+	if (!whole)
+		return;
+	for (unsigned p = 0; p < m; p++) {
+		unsigned dev = dg_row_pos_dev(vol, row, p);
+		uint64_t vpn;
+
+		if (dg_row_dev_is_parity(vol, row, dev) || !known[p] ||
+		    cs[p] == DG_CSUM_NONE)
+			continue;
+		vpn = dg_loc_vpn(vol, dev, row);
+		if (!dg_ditto_has(vol, vpn) ||
+		    dg_csum_page(vol, dev, row, pages[p]) != cs[p])
+			continue;
+		for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
+			unsigned cdev;
+			uint64_t page, off;
+
+			dg_ditto_loc(vol, vpn, j, &cdev, &page);
+			off = page << DG_PAGE_SHIFT;
+			if (!(whole & (1u << cdev)) ||
+			    !memcmp(dg_dev_ptr(&vol->devs[cdev], off),
+				    pages[p], DG_PAGE_SIZE))
+				continue;
+			if (dg_repair_store_dev(vol, &vol->devs[cdev], off,
+						pages[p], DG_PAGE_SIZE))
+				return;	/* latched: said at the end */
+			dg_flushset_add(&b->fs, cdev, off, DG_PAGE_SIZE);
+			if (++b->batched >= RB_BATCH)
+				rb_round(b);
+		}
+	}
+}
+
 static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 {
 	struct dg_vol *vol = b->vol;
@@ -376,11 +475,12 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 			continue; /* no checksum proves it: left (G6) */
 		/* A failure latches the volume (media.h); the rebuild
 		 * sees it before it writes the superblocks. */
-		if (dg_repair_page(vol, dev, row, pages[p]))
+		if (rb_store(b, dev, row, pages[p]))
 			return 0;
 		if (b->target & (1u << dev))
 			b->pages++;
 	}
+	rb_dittos(b, row, pages, known, cs);
 	return 0;
 }
 
@@ -417,9 +517,39 @@ static int copy_changed(struct dg_vol *vol, unsigned dev, uint64_t start,
 	return 0;
 }
 
+/* What the rebuilt devices' media was asked to do (counted from their
+ * open in prepare_spare()), logged with the pages rebuilt: a rebuild of
+ * a disk image is as slow as its persists are many. */
+static void rb_counts(struct rb *b, struct dg_media_counts *out)
+{
+	struct dg_media_counts tot, per[DG_MAX_DEVS], c = { 0 };
+
+	dg_vol_media_counts(b->vol, &tot, per);
+	for (unsigned t = 0; t < b->vol->ndev; t++)
+		if (b->target & (1u << t))
+			dg_media_counts_add(&c, &per[t]);
+	dg_log(DG_LOG_INFO, "rebuild: %llu pages from parity; the rebuilt "
+	       "devices: %llu bytes stored, %llu persists",
+	       (unsigned long long)b->pages,
+	       (unsigned long long)c.bytes_stored,
+	       (unsigned long long)c.fences);
+	if (out)
+		*out = c;
+}
+
 int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		   void *arg, dg_progress_fn progress, void *parg,
 		   char *errbuf, size_t errlen)
+{
+	return dg_vol_rebuild_observed(paths, n, NULL, NULL, fn, arg,
+				       progress, parg, errbuf, errlen);
+}
+
+int dg_vol_rebuild_observed(const char *const *paths, unsigned n,
+			    const struct dg_media_observer *obs,
+			    struct dg_media_counts *counts, dg_chk_fn fn,
+			    void *arg, dg_progress_fn progress, void *parg,
+			    char *errbuf, size_t errlen)
 {
 	struct dg_vol *vol = NULL;
 	int slot[DG_MAX_DEVS];
@@ -432,10 +562,11 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	/* No allocator: the root may live only on the lost devices. */
 	/* Devices behind the volume beyond what parity covers are used
 	 * page by page (fsck.c takes them back after its page pass). */
-	ret = dg_vol_open(paths, n, DG_OPEN_DEGRADED | DG_OPEN_NORECOVER |
-				  DG_OPEN_FORMAT | DG_OPEN_SUSPECT |
-				  DG_OPEN_REPAIR,
-			  &vol, errbuf, errlen);
+	dg_flushset_init(&b.fs);
+	ret = dg_vol_open_observed(paths, n, DG_OPEN_DEGRADED |
+					   DG_OPEN_NORECOVER | DG_OPEN_FORMAT |
+					   DG_OPEN_SUSPECT | DG_OPEN_REPAIR,
+				   obs, &vol, errbuf, errlen);
 	if (ret)
 		return ret;
 	if (!vol->degraded)
@@ -554,6 +685,9 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		}
 		rebuild_row(&b, row, mem);
 	}
+	/* The last round: every rebuilt page durable before anything
+	 * (ditto copies, superblocks) is built on it. */
+	rb_round(&b);
 	if (progress)
 		progress(parg, vol->sb.rows, vol->sb.rows);
 	{
@@ -570,11 +704,18 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	}
 	/* Superblocks of every device, the rebuilt ones included; the
 	 * volume is whole again and closes clean. */
+	/* A new epoch (super.c): every device learns the new generation
+	 * as OPENING before any says more, so a crash between two devices'
+	 * superblocks leaves laggards one behind an OPENING reference,
+	 * which the next open accepts; written in one pass, the devices
+	 * not reached yet were stale behind the others, more of them than
+	 * parity covers (tests/crash/test_crash_rebuild.c). The close
+	 * marks it clean. */
 	vol->read_only = false;
-	vol->sb.generation++;
-	ret = dg_write_supers(vol);
+	ret = dg_super_new_epoch(vol);
 	if (ret)
 		goto out;
+	rb_counts(&b, counts);
 	for (unsigned t = 0; t < vol->ndev; t++) {
 		struct dg_chk_event ev;
 		char resync[64];
@@ -612,6 +753,7 @@ int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 	}
 	ret = b.lost ? -EIO : 0;
 out:
+	dg_flushset_fini(&b.fs);
 	free(mem);
 	free(b.changed);
 	closed = dg_vol_close(vol); /* the last checkpoint, superblocks */

@@ -2,6 +2,7 @@
 /* test_rebuild.c -- a device rebuilt whole from parity: blank or
  * truncated images, every page and checksum back, too many lost refused */
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -113,12 +114,71 @@ static void test_too_many(void)
 	tvol_cleanup(&tv);
 }
 
+/*
+ * A device rebuilt whole is persisted a round a batch of pages, not a
+ * persist a page (rebuild.c, RB_BATCH): its persists (fences) grow with
+ * pages / batch, ditto copies on it included (rb_dittos()). Thousands
+ * of pages of one device rebuilt; the persists on it, all told
+ * (checksum page copies, init map, journal, the rounds), stay under one
+ * for 32 pages: 32 for 4391 pages stored, where a persist a page made
+ * 3366 (and the ditto copies one each, 297 with the rounds).
+ */
+static void test_fences_per_batch(void)
+{
+	enum { NP = 8960, RUN = 64 };
+	struct tvol tv;
+	struct seen s = { 0, 0, -1 };
+	struct dg_media_counts c;
+	struct dg_vol *vol;
+	uint8_t *buf = malloc((size_t)RUN * PG), got[PG];
+	uint64_t seed = 77, pages;
+	char err[256] = "";
+
+	REQUIRE(buf);
+	tvol_make(&tv, "rebuildfences", 4, 1, 64ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	for (unsigned i = 0; i < NP; i += RUN) {
+		struct dg_range r[RUN];
+
+		trand_fill(&seed, buf, (size_t)RUN * PG);
+		for (unsigned j = 0; j < RUN; j++)
+			r[j] = (struct dg_range){ 500 + i + j, 0, PG,
+						  buf + (size_t)j * PG };
+		REQUIRE(dg_apply(vol, r, RUN) == 0);
+	}
+	dg_vol_close(vol);
+	REQUIRE(truncate(tv.paths[2], 0) == 0 &&
+		truncate(tv.paths[2], 64ull << 20) == 0);
+	REQUIRE(dg_vol_rebuild_observed((const char *const *)tv.paths, 4,
+					NULL, &c, on_event, &s, NULL, NULL,
+					err, sizeof(err)) == 0);
+	CHECK_EQ(s.rebuilt, 1);
+	/* About a quarter of the pages written: data or parity of device 2
+	 * in every row. */
+	pages = c.bytes_stored / PG;
+	printf("# rebuild of one device: %llu pages stored, %llu persists\n",
+	       (unsigned long long)pages, (unsigned long long)c.fences);
+	CHECK(pages >= NP / 4);
+	CHECK(c.fences * 32 < pages);	/* a persist a page: 3366 */
+	/* The last page of the run reads back whole. */
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_read(vol, 500 + NP - 1, 1, got) == 0);
+	CHECK(memcmp(got, buf + (size_t)(RUN - 1) * PG, PG) == 0);
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "blank_device", test_blank_device },
 		{ "two_devices", test_two_devices },
 		{ "too_many", test_too_many },
+		{ "fences_per_batch", test_fences_per_batch },
 		{ NULL, NULL },
 	};
 

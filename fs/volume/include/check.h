@@ -116,6 +116,16 @@ int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
 int dg_vol_rebuild(const char *const *paths, unsigned n, dg_chk_fn fn,
 		   void *arg, dg_progress_fn progress, void *parg,
 		   char *errbuf, size_t errlen);
+struct dg_media_observer;
+/* dg_vol_rebuild() with an observer on the media of the
+ * volume it opens (tests of its crash states: NULL for none) and, when
+ * counts is not NULL and it succeeds, what the rebuilt devices' media
+ * was asked to do (media_counts.h). */
+int dg_vol_rebuild_observed(const char *const *paths, unsigned n,
+			    const struct dg_media_observer *obs,
+			    struct dg_media_counts *counts, dg_chk_fn fn,
+			    void *arg, dg_progress_fn progress, void *parg,
+			    char *errbuf, size_t errlen);
 
 /* Checksum of (dev, row) as stored (verified copy): DG_CSUM_NONE means
  * never written. */
