@@ -113,7 +113,9 @@ def write_data(mnt, nbytes, log_path):
     path = os.path.join(mnt, "data")
     if which("fio"):
         cmd = ["fio", "--name=fill", f"--filename={path}", "--rw=write", "--bs=1M",
-               f"--size={nbytes}", "--ioengine=psync", "--end_fsync=1", "--direct=0"]
+               f"--size={nbytes}", "--ioengine=psync", "--end_fsync=1", "--direct=0",
+               # no laying out first: that wrote the whole file twice
+               "--fallocate=none", "--create_on_open=1"]
     else:
         cmd = ["dd", "if=/dev/urandom", f"of={path}", "bs=1M",
                f"count={nbytes >> 20}", "conv=fsync"]
