@@ -125,6 +125,8 @@ def write_data(mnt, nbytes, log_path):
     return {"seconds": r["seconds"], "gbps": gbps(nbytes, r["seconds"]), "tool": cmd[0]}
 
 
+EMPTY_REPS = [1]    # repetitions of the empty-volume figures (--empty-reps)
+EMPTY_ONLY = [False]  # stop after them (--empty-only)
 COLD = [True]       # drop the page cache before each used-data step (--warm: no)
 
 
@@ -297,10 +299,10 @@ class DgLayout(Daxguard):
         return self._poll("replace", ["replace", REPLACE_DEV, new])
 
 
-def measure_daxguard(layout, data_bytes):
-    """Every daxguard figure of one layout; raises on a failed step."""
-    r = {"devices": layout.ndev, "device_bytes": layout.dev_size, "parity": layout.parity,
-         "loadavg_start": os.getloadavg()}
+def measure_empty(layout):
+    """mkfs on fresh images, mount, RSS, statfs, unmount, fsck -n: the
+    empty-volume figures, once."""
+    r = {}
     log(f"{layout.label}: mkfs")
     mk = layout.mkfs()
     if mk["rc"] != 0:
@@ -325,6 +327,36 @@ def measure_daxguard(layout, data_bytes):
     elif fe["rc"] != 0:
         raise RuntimeError(f"fsck -n of the empty volume: exit {fe['rc']}")
     log(f"{layout.label}: fsck -n empty {fe['seconds']} s, max RSS {r['fsck_empty_maxrss_mib']} MiB")
+    return r
+
+
+def measure_daxguard(layout, data_bytes):
+    """Every daxguard figure of one layout; raises on a failed step."""
+    r = {"devices": layout.ndev, "device_bytes": layout.dev_size, "parity": layout.parity,
+         "loadavg_start": os.getloadavg()}
+    reps = []
+    for _ in range(EMPTY_REPS[0]):
+        reps.append(measure_empty(layout))
+    r["empty_reps"] = reps
+    # Each figure the median of the repetitions (one sample of 10-80 ms
+    # moves by 5x on a loaded machine); the last repetition's volume,
+    # empty, is the one the used-data steps fill.
+    for key in ("mkfs_s", "mount_s", "rss_mib", "statfs_s", "fsck_empty_s",
+                "fsck_empty_maxrss_mib"):
+        vals = sorted(x[key] for x in reps if x.get(key) is not None)
+        r[key] = vals[len(vals) // 2] if vals else None
+        if len(reps) > 1 and vals:
+            r[key + "_min"], r[key + "_max"] = vals[0], vals[-1]
+    for key in ("rss_kib", "statfs", "fsck_empty"):
+        r[key] = reps[-1][key]
+    if any(x.get("fsck_empty_cut_s") for x in reps):
+        r["fsck_empty_cut_s"] = max(x.get("fsck_empty_cut_s") or 0 for x in reps)
+    if len(reps) > 1:
+        log(f"{layout.label}: medians of {len(reps)}: mkfs {r['mkfs_s']} s, mount "
+            f"{r['mount_s']} s, fsck -n empty {r['fsck_empty_s']} s")
+    if EMPTY_ONLY[0]:
+        r["loadavg_end"] = os.getloadavg()
+        return r
     r["mount_again_s"] = layout.mount()
     log(f"{layout.label}: writing {data_bytes / GIB:g} GiB")
     r["write"] = write_data(layout.mnt, data_bytes, layout.logf)
@@ -738,6 +770,11 @@ def parse_args(argv):
     p.add_argument("--warm", action="store_true",
                    help="keep the page cache between steps (default: sync and drop it "
                         "before each used-data step, as the targets assume a cold cache)")
+    p.add_argument("--empty-reps", type=int, default=5,
+                   help="repetitions of mkfs, mount, RSS, statfs and fsck -n of the empty "
+                        "volume, each a fresh volume; the table gives the medians (default 5)")
+    p.add_argument("--empty-only", action="store_true",
+                   help="only the empty-volume figures: no data, no anchors")
     p.add_argument("--anchors", default="ext4,btrfs",
                    help="comma-separated anchors: ext4, btrfs (default both; none: no anchors)")
     args = p.parse_args(argv)
@@ -749,6 +786,10 @@ def parse_args(argv):
     except ValueError:
         p.error(f"bad --sizes {args.sizes!r} or --wide {args.wide!r} "
                 "(sizes like 64G,1T, at least 1G; wide NxSIZE with 2 <= N <= 16)")
+    if not 1 <= args.empty_reps <= 100:
+        p.error("--empty-reps must be 1 to 100")
+    if args.empty_only:
+        args.anchors = "none"
     if not args.step_timeout > 0:
         p.error("--step-timeout must be above 0")
     if not 0 < args.data_gib <= 1024:
@@ -769,6 +810,7 @@ def main(argv=None):
     args = parse_args(argv)      # exits 2 on a usage error
     STEP_TIMEOUT[0] = args.step_timeout
     COLD[0] = not args.warm
+    EMPTY_REPS[0], EMPTY_ONLY[0] = args.empty_reps, args.empty_only
     if os.geteuid() != 0:
         print("bench/scale.py: run as root (mounts, loop devices)", file=sys.stderr)
         return 2
