@@ -113,7 +113,9 @@ def write_data(mnt, nbytes, log_path):
     path = os.path.join(mnt, "data")
     if which("fio"):
         cmd = ["fio", "--name=fill", f"--filename={path}", "--rw=write", "--bs=1M",
-               f"--size={nbytes}", "--ioengine=psync", "--end_fsync=1", "--direct=0"]
+               f"--size={nbytes}", "--ioengine=psync", "--end_fsync=1", "--direct=0",
+               # no laying out first: that wrote the whole file twice
+               "--fallocate=none", "--create_on_open=1"]
     else:
         cmd = ["dd", "if=/dev/urandom", f"of={path}", "bs=1M",
                f"count={nbytes >> 20}", "conv=fsync"]
@@ -123,15 +125,17 @@ def write_data(mnt, nbytes, log_path):
     return {"seconds": r["seconds"], "gbps": gbps(nbytes, r["seconds"]), "tool": cmd[0]}
 
 
+EMPTY_REPS = [1]    # repetitions of the empty-volume figures (--empty-reps)
+EMPTY_ONLY = [False]  # stop after them (--empty-only)
 COLD = [True]       # drop the page cache before each used-data step (--warm: no)
 
 
-def drop_caches():
+def drop_caches(force=False):
     """Write back, then drop the clean page cache, so a used-data step
     reads the images from the disk as the issue's target assumes. Pages a
     live process has mapped stay: each step starts a fresh process (fsck)
     or a fresh mount, so the daemon has mapped only its metadata."""
-    if not COLD[0]:
+    if not COLD[0] and not force:
         return
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -175,6 +179,40 @@ def read_used(images, log_path):
     with open(log_path, "a") as f:
         f.write(f"# read_used: {sum(total)} bytes of {len(images)} images in {secs:.3f} s\n")
     return {"seconds": round(secs, 4), "bytes": sum(total)}
+
+
+def dd_ceiling(image, log_path, cap=GIB):
+    """The disk's ceiling as dd sees it: the largest allocated extent of
+    one image (at most cap bytes), 1 MiB reads, from a cold cache
+    (dd's own figure, and ours). Returns {seconds, bytes, dd}."""
+    fd = os.open(image, os.O_RDONLY)
+    best, off = (0, 0), 0
+    try:
+        end = os.fstat(fd).st_size
+        while off < end:
+            try:
+                off = os.lseek(fd, off, os.SEEK_DATA)
+            except OSError:
+                break
+            hole = os.lseek(fd, off, os.SEEK_HOLE)
+            if hole - off > best[1]:
+                best = (off, hole - off)
+            off = hole
+    finally:
+        os.close(fd)
+    start = (best[0] + (1 << 20) - 1) >> 20
+    count = min(best[1] - ((start << 20) - best[0]), cap) >> 20
+    if count <= 0:
+        return None
+    drop_caches(force=True)
+    cmd = ["dd", f"if={image}", "of=/dev/null", "bs=1M", f"skip={start}", f"count={count}"]
+    t0 = time.monotonic()
+    cp = subprocess.run(cmd, capture_output=True, text=True)
+    secs = time.monotonic() - t0
+    line = (cp.stderr.strip().splitlines() or [""])[-1]
+    with open(log_path, "a") as f:
+        f.write(f"$ {' '.join(cmd)}\n{cp.stderr}# {secs:.3f} s\n")
+    return {"seconds": round(secs, 4), "bytes": count << 20, "dd": line, "rc": cp.returncode}
 
 
 def statfs(mnt):
@@ -261,9 +299,10 @@ class DgLayout(Daxguard):
         return self._poll("replace", ["replace", REPLACE_DEV, new])
 
 
-def measure_daxguard(layout, data_bytes):
-    """Every daxguard figure of one layout; raises on a failed step."""
-    r = {"devices": layout.ndev, "device_bytes": layout.dev_size, "parity": layout.parity}
+def measure_empty(layout):
+    """mkfs on fresh images, mount, RSS, statfs, unmount, fsck -n: the
+    empty-volume figures, once."""
+    r = {}
     log(f"{layout.label}: mkfs")
     mk = layout.mkfs()
     if mk["rc"] != 0:
@@ -288,9 +327,41 @@ def measure_daxguard(layout, data_bytes):
     elif fe["rc"] != 0:
         raise RuntimeError(f"fsck -n of the empty volume: exit {fe['rc']}")
     log(f"{layout.label}: fsck -n empty {fe['seconds']} s, max RSS {r['fsck_empty_maxrss_mib']} MiB")
+    return r
+
+
+def measure_daxguard(layout, data_bytes):
+    """Every daxguard figure of one layout; raises on a failed step."""
+    r = {"devices": layout.ndev, "device_bytes": layout.dev_size, "parity": layout.parity,
+         "loadavg_start": os.getloadavg()}
+    reps = []
+    for _ in range(EMPTY_REPS[0]):
+        reps.append(measure_empty(layout))
+    r["empty_reps"] = reps
+    # Each figure the median of the repetitions (one sample of 10-80 ms
+    # moves by 5x on a loaded machine); the last repetition's volume,
+    # empty, is the one the used-data steps fill.
+    for key in ("mkfs_s", "mount_s", "rss_mib", "statfs_s", "fsck_empty_s",
+                "fsck_empty_maxrss_mib"):
+        vals = sorted(x[key] for x in reps if x.get(key) is not None)
+        r[key] = vals[len(vals) // 2] if vals else None
+        if len(reps) > 1 and vals:
+            r[key + "_min"], r[key + "_max"] = vals[0], vals[-1]
+    for key in ("rss_kib", "statfs", "fsck_empty"):
+        r[key] = reps[-1][key]
+    if any(x.get("fsck_empty_cut_s") for x in reps):
+        r["fsck_empty_cut_s"] = max(x.get("fsck_empty_cut_s") or 0 for x in reps)
+    if len(reps) > 1:
+        log(f"{layout.label}: medians of {len(reps)}: mkfs {r['mkfs_s']} s, mount "
+            f"{r['mount_s']} s, fsck -n empty {r['fsck_empty_s']} s")
+    if EMPTY_ONLY[0]:
+        r["loadavg_end"] = os.getloadavg()
+        return r
     r["mount_again_s"] = layout.mount()
     log(f"{layout.label}: writing {data_bytes / GIB:g} GiB")
     r["write"] = write_data(layout.mnt, data_bytes, layout.logf)
+    r["write_mbps"] = round(data_bytes / r["write"]["seconds"] / 1e6, 1)
+    log(f"{layout.label}: wrote in {r['write']['seconds']} s ({r['write_mbps']} MB/s)")
     r["statfs_data"] = statfs(layout.mnt)
     r["rss_after_write_kib"] = proc_mem_kib(layout.proc.pid)
     layout.umount()
@@ -301,6 +372,10 @@ def measure_daxguard(layout, data_bytes):
     r["ceiling_gbps"] = gbps(data_bytes, ru["seconds"])
     log(f"{layout.label}: reading the used extents: {ru['bytes'] / GIB:.2f} GiB in "
         f"{ru['seconds']} s ({r['read_used_gbps']} GB/s; {r['ceiling_gbps']} GB/s of data)")
+    dd = dd_ceiling(layout.images[0], layout.logf)
+    r["dd_cold"] = dd
+    r["dd_cold_mbps"] = round(dd["bytes"] / dd["seconds"] / 1e6, 1) if dd else None
+    log(f"{layout.label}: dd of one image's largest extent, cold: {dd and dd['dd']}")
     drop_caches()
     fd = layout.fsck()
     r["fsck_data"] = fd
@@ -312,6 +387,16 @@ def measure_daxguard(layout, data_bytes):
     elif fd["rc"] != 0:
         raise RuntimeError(f"fsck -n with data: exit {fd['rc']}")
     log(f"{layout.label}: fsck -n with data {fd['seconds']} s ({r['fsck_data_gbps']} GB/s)")
+    if COLD[0]:
+        # Again at once: the images are in the page cache now (as much
+        # as memory holds), so this is the CPU's part of the figure.
+        fw = layout.fsck()
+        r["fsck_data_warm"] = fw
+        ok = fw["rc"] == 0 and not fw["cut_at_timeout"]
+        r["fsck_data_warm_s"] = fw["seconds"] if ok else None
+        r["fsck_data_warm_gbps"] = gbps(data_bytes, fw["seconds"]) if ok else None
+        log(f"{layout.label}: fsck -n with data, warm {fw['seconds']} s "
+            f"({r['fsck_data_warm_gbps']} GB/s)")
     layout.mount()
     drop_caches()
     secs, st, cut = layout.scrub()
@@ -324,6 +409,11 @@ def measure_daxguard(layout, data_bytes):
     elif st.get("state") != "finished" or st.get("unrecoverable"):
         raise RuntimeError(f"scrub: {st}")
     log(f"{layout.label}: scrub {r['scrub_s']} s ({r['scrub_gbps']} GB/s)")
+    if COLD[0] and not cut:
+        secs, st, cut = layout.scrub()
+        r["scrub_warm_s"] = None if cut else round(secs, 4)
+        r["scrub_warm_gbps"] = None if cut else gbps(data_bytes, secs)
+        log(f"{layout.label}: scrub again, warm {r['scrub_warm_s']} s ({r['scrub_warm_gbps']} GB/s)")
     drop_caches()
     secs, st, cut = layout.replace()
     r["replace_s"] = None if cut else round(secs, 4)
@@ -339,6 +429,7 @@ def measure_daxguard(layout, data_bytes):
     else:
         log(f"{layout.label}: replace {r['replace_s']} s")
     r["rss_end_kib"] = proc_mem_kib(layout.proc.pid)
+    r["loadavg_end"] = os.getloadavg()
     layout.umount()
     return r
 
@@ -511,8 +602,11 @@ def fmt(v):
 COLUMNS = [("mkfs_s", "mkfs s"), ("mount_s", "mount s"), ("rss_mib", "RSS MiB"),
            ("statfs_s", "statfs s"), ("fsck_empty_s", "fsck -n empty s"),
            ("fsck_empty_maxrss_mib", "fsck max RSS MiB"),
+           ("write_mbps", "fill MB/s"), ("dd_cold_mbps", "dd cold MB/s"),
            ("ceiling_gbps", "read used extents GB/s of data"), ("fsck_data_s", "fsck -n data s"),
-           ("fsck_data_gbps", "fsck GB/s"), ("scrub_s", "scrub s"), ("scrub_gbps", "scrub GB/s"),
+           ("fsck_data_gbps", "fsck GB/s"), ("fsck_data_warm_gbps", "fsck warm GB/s"),
+           ("scrub_s", "scrub s"), ("scrub_gbps", "scrub GB/s"),
+           ("scrub_warm_gbps", "scrub warm GB/s"),
            ("replace_s", "replace s"), ("replace_projected_s", "replace projected s (cut)")]
 
 
@@ -676,6 +770,11 @@ def parse_args(argv):
     p.add_argument("--warm", action="store_true",
                    help="keep the page cache between steps (default: sync and drop it "
                         "before each used-data step, as the targets assume a cold cache)")
+    p.add_argument("--empty-reps", type=int, default=5,
+                   help="repetitions of mkfs, mount, RSS, statfs and fsck -n of the empty "
+                        "volume, each a fresh volume; the table gives the medians (default 5)")
+    p.add_argument("--empty-only", action="store_true",
+                   help="only the empty-volume figures: no data, no anchors")
     p.add_argument("--anchors", default="ext4,btrfs",
                    help="comma-separated anchors: ext4, btrfs (default both; none: no anchors)")
     args = p.parse_args(argv)
@@ -687,6 +786,10 @@ def parse_args(argv):
     except ValueError:
         p.error(f"bad --sizes {args.sizes!r} or --wide {args.wide!r} "
                 "(sizes like 64G,1T, at least 1G; wide NxSIZE with 2 <= N <= 16)")
+    if not 1 <= args.empty_reps <= 100:
+        p.error("--empty-reps must be 1 to 100")
+    if args.empty_only:
+        args.anchors = "none"
     if not args.step_timeout > 0:
         p.error("--step-timeout must be above 0")
     if not 0 < args.data_gib <= 1024:
@@ -707,6 +810,7 @@ def main(argv=None):
     args = parse_args(argv)      # exits 2 on a usage error
     STEP_TIMEOUT[0] = args.step_timeout
     COLD[0] = not args.warm
+    EMPTY_REPS[0], EMPTY_ONLY[0] = args.empty_reps, args.empty_only
     if os.geteuid() != 0:
         print("bench/scale.py: run as root (mounts, loop devices)", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 /* media.c -- device layer over libpmem2 (and libpmem's non-temporal copy) */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -647,6 +648,100 @@ static int round_drain(struct rspan *s, unsigned n)
 	return 0;
 }
 
+/*
+ * Start the write-back of [off, off + len) of a device persisted by
+ * msync, and of its mirror's part, without waiting: only a head start
+ * for the msync that follows, which still writes, waits and reports.
+ * A round's msyncs, one device after the other, each wrote its pages
+ * and then waited for them: on a file system that allocates at
+ * write-back (sparse images on ext4, delayed allocation) each msync
+ * then also committed the file system's journal for the blocks it had
+ * just allocated, one commit and one cache flush per device per round.
+ * Started on every device first, the pages go to the disk together and
+ * their blocks are allocated in one journal transaction, which the
+ * first msync commits; the others find it committed. A failure here
+ * is not the persist's to report (nothing waited on): the msync meets
+ * it (the file's error state is consumed only by a wait).
+ */
+static void start_writeback(struct dg_dev *d, uint64_t off, uint64_t len)
+{
+	if (!d->present || !d->coarse || d->fd < 0 || dg_dev_refused(d))
+		return;
+	(void)sync_file_range(d->fd, (off64_t)off, (off64_t)len,
+			      SYNC_FILE_RANGE_WRITE);
+	if (d->mirror && off < d->mirror_hi && off + len > d->mirror_lo) {
+		uint64_t lo = off > d->mirror_lo ? off : d->mirror_lo;
+		uint64_t hi = off + len < d->mirror_hi ? off + len
+						       : d->mirror_hi;
+
+		start_writeback(d->mirror, lo, hi - lo);
+	}
+}
+
+/* One device's msync of a round, on a thread of its own. */
+struct sync_job {
+	struct dg_dev *d;
+	uint64_t off, len;
+	int ret;
+	pthread_t th;
+	bool started;
+};
+
+static void *sync_job_run(void *arg)
+{
+	struct sync_job *j = arg;
+
+	j->ret = dg_dev_persist(j->d, j->off, j->len);
+	return NULL;
+}
+
+/*
+ * The msync part of a round: [lo[d], hi[d]) of every device d with
+ * any[d]. Each msync is a wait for the disk (its pages written, the
+ * file system's journal committed, the disk's cache flushed), and one
+ * after the other a round paid one such wait per device. The devices'
+ * write-back is started first (start_writeback()), then every msync
+ * runs at once, one thread a device: the kernel joins what they wait
+ * for (one journal commit, flushes issued while one is in flight go as
+ * one), so a round costs about one wait. Each msync is still the
+ * device's own and complete: a round returns only when every device's
+ * range is durable, with the first failure (each latches the volume,
+ * as before). With an observer (tests) or without a thread, one after
+ * the other as before.
+ */
+static int persist_coarse(struct dg_dev *devs, unsigned ndev,
+			  const bool *any, const uint64_t *lo,
+			  const uint64_t *hi)
+{
+	struct sync_job job[DG_MAX_DEVS];
+	unsigned n = 0;
+	bool observed = false;
+	int ret = 0;
+
+	for (unsigned d = 0; d < ndev; d++)
+		if (any[d]) {
+			job[n++] = (struct sync_job){ &devs[d], lo[d],
+						      hi[d] - lo[d], 0, 0,
+						      false };
+			observed = observed || devs[d].obs ||
+				   (devs[d].mirror && devs[d].mirror->obs);
+		}
+	for (unsigned i = 0; i < n; i++)
+		start_writeback(job[i].d, job[i].off, job[i].len);
+	/* The first device's msync runs here, the others beside it. */
+	for (unsigned i = 1; i < n && !observed; i++)
+		job[i].started = pthread_create(&job[i].th, NULL, sync_job_run,
+						&job[i]) == 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (job[i].started)
+			pthread_join(job[i].th, NULL);
+		else
+			sync_job_run(&job[i]);
+		ret = ret ? ret : job[i].ret;
+	}
+	return ret;
+}
+
 int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 			struct dg_flushset *fs)
 {
@@ -689,11 +784,10 @@ int dg_flushset_persist(struct dg_dev *devs, unsigned ndev,
 			hi[f->dev] = f->off + f->len;
 		any[f->dev] = true;
 	}
-	for (unsigned d = 0; s && d < ndev; d++)
-		if (any[d]) {
-			r = dg_dev_persist(&devs[d], lo[d], hi[d] - lo[d]);
-			ret = ret ? ret : r;
-		}
+	if (s) {
+		r = persist_coarse(devs, ndev, any, lo, hi);
+		ret = ret ? ret : r;
+	}
 	if (s) {
 		r = round_drain(s, n);
 		ret = ret ? ret : r;
