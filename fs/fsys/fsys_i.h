@@ -79,7 +79,8 @@ struct dg_inode {
 	 * left: more faults in its row than parity covers. The rest of the
 	 * volume serves on; what needs the lost part fails with EIO until
 	 * fsck gives the page up. Set at load only. */
-	bool damaged;
+	_Atomic bool damaged; /* atomic: a directory load sets it under
+				* fs->lock read (dir_load.c) */
 	/* xattrs the hot paths ask for (a write: file capabilities; a
 	 * chmod: the access ACL; a create: the directory's default ACL)
 	 * that it is known not to have: DG_XABSENT_* bits, learnt when
