@@ -102,20 +102,31 @@ int dg_fs_owners_on_media(struct dg_fs *fs, struct dg_lost_page *lp,
 int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
 			 unsigned n)
 {
+	uint64_t in_core = 0, used;
 	unsigned left = 0;
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&fs->lock);
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < n; i++)
 		lp[i].ino = 0;
-		for (uint64_t ino = 1; ino < fs->icap && !lp[i].ino; ino++)
-			if (fs->itab[ino] &&
+	for (uint64_t ino = 1; ino < fs->icap; ino++) {
+		if (!fs->itab[ino])
+			continue;
+		in_core++;
+		for (unsigned i = 0; i < n; i++)
+			if (!lp[i].ino &&
 			    dg_ext_owns(fs->itab[ino], lp[i].vpn,
 					&lp[i].fpage))
 				lp[i].ino = ino;
-		left += !lp[i].ino;
 	}
-	if (left)
+	for (unsigned i = 0; i < n; i++)
+		left += !lp[i].ino;
+	pthread_mutex_lock(&fs->ino_lock);
+	used = fs->inodes_used;
+	pthread_mutex_unlock(&fs->ino_lock);
+	/* The table off the media only when some inode is not in core:
+	 * a metadata page in use met again and again costs no reads. */
+	if (left && in_core < used)
 		ret = dg_fs_owners_on_media(fs, lp, n, true);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
