@@ -159,23 +159,27 @@ unsigned dg_vol_lost_resolve(struct dg_vol *vol, dg_vpn_resolve_fn resolve,
 		return 0;
 	}
 	/* The long look without the registry's lock: it may read the
-	 * whole inode table. A page it cannot place is dropped, not reset:
-	 * still in use, met again by the next read or scrub. */
+	 * whole inode table. A page it cannot place is kept as a lost page
+	 * no file holds: reset at the unmount only if the allocator has it
+	 * free by then (reset() refuses one in use), as a reader's fault on
+	 * a page no file held always was. */
 	lp = calloc(n, sizeof(*lp));
 	if (lp) {
 		for (unsigned i = 0; i < n; i++)
 			lp[i].vpn = vpns[i];
 		if (resolve(arg, lp, n))
-			n = 0;
-	} else {
-		n = 0;
+			for (unsigned i = 0; i < n; i++)
+				lp[i].ino = 0;
 	}
 	pthread_mutex_lock(&vol->lost_lock);
-	for (unsigned i = 0; i < n; i++)
-		if (lp[i].ino) {
+	for (unsigned i = 0; i < n; i++) {
+		if (lp && lp[i].ino) {
 			list_page(vol, &lp[i]);
 			named++;
+		} else {
+			keep_gone(vol, vpns[i], true);
 		}
+	}
 	pthread_mutex_unlock(&vol->lost_lock);
 	free(lp);
 	free(vpns);

@@ -162,6 +162,12 @@ static void test_lost_page_found_at_use(void)
 	tfs_done(&t);
 }
 
+static void count_reset(void *arg, uint64_t vpn)
+{
+	(void)vpn;
+	++*(unsigned *)arg;
+}
+
 static int resolve_fs(void *fs, struct dg_lost_page *lp, unsigned n)
 {
 	return dg_fs_resolve_owners(fs, lp, n);
@@ -256,6 +262,12 @@ static void test_lost_page_of_file_not_in_core(void)
 	l = dg_vol_lost_list(t.vol, &n);
 	CHECK(n == 1 && l);
 	free(l);
+	/* The unmount's last look resets neither: both are in use. */
+	n = 0;
+	dg_vol_lost_reset_gone(t.vol, count_reset, &n);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(dg_fs_read(t.fs, f[13], 2 * DG_PAGE_SIZE, DG_PAGE_SIZE,
+			    pages, &got), -EIO);
 	free(pages);
 	tfs_done(&t);
 }

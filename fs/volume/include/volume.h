@@ -573,7 +573,8 @@ int dg_vol_lost_found(struct dg_vol *vol, const struct dg_fault_event *ev,
 typedef int (*dg_vpn_resolve_fn)(void *arg, struct dg_lost_page *lp,
 				 unsigned n);
 /* The pages waiting (found 2): those a file maps are listed with it,
- * the rest dropped (never reset here). Returns how many it named. */
+ * the rest kept for the unmount's dg_vol_lost_reset_gone() (reset there
+ * only if free by then; never here). Returns how many it named. */
 unsigned dg_vol_lost_resolve(struct dg_vol *vol, dg_vpn_resolve_fn resolve,
 			     void *arg);
 /* Called with each page reset, outside the registry's lock. */
