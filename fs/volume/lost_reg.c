@@ -263,5 +263,8 @@ void dg_vol_lost_forget(struct dg_vol *vol)
 {
 	pthread_mutex_lock(&vol->lost_lock);
 	vol->nlost = 0;
+	/* Those waiting to be named too: else a clear would be followed
+	 * by their names. Met again, they wait again. */
+	vol->npending = 0;
 	pthread_mutex_unlock(&vol->lost_lock);
 }

@@ -561,9 +561,13 @@ static void test_lost_owner_unknown(void)
 	CHECK_EQ(dg_read(vol, vpn, 1, buf), -EIO);
 	l = dg_vol_lost_list(vol, &n);
 	CHECK(n == 0 && !l);
+	/* A clear forgets those waiting too. */
+	o.named = vpn;
+	CHECK_EQ(dg_vol_lost_found(vol, &ev, true), 2);
+	dg_vol_lost_forget(vol);
+	CHECK_EQ(dg_vol_lost_resolve(vol, resolve_of, &o), 0);
 	/* Met again, and this time the look names the file. */
 	CHECK_EQ(dg_vol_lost_found(vol, &ev, true), 2);
-	o.named = vpn;
 	CHECK_EQ(dg_vol_lost_resolve(vol, resolve_of, &o), 1);
 	CHECK_EQ(dg_vol_lost_resolve(vol, resolve_of, &o), 0);
 	l = dg_vol_lost_list(vol, &n);

@@ -591,7 +591,8 @@ void dg_vol_lost_reset_gone(struct dg_vol *vol, dg_lost_reset_fn done,
 /* A copy of the listed pages (caller frees; NULL and *n 0 when none or
  * out of memory). */
 struct dg_lost_page *dg_vol_lost_list(struct dg_vol *vol, unsigned *n);
-/* Forget the listed pages (zpool clear); the kept free ones stay. */
+/* Forget the listed pages and those waiting to be named (zpool clear);
+ * the kept free ones stay. */
 void dg_vol_lost_forget(struct dg_vol *vol);
 
 /*
