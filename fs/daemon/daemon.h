@@ -294,11 +294,16 @@ void dg_ctl_stop(struct dg_daemon *dd);
  * events, with the file each page belongs to. */
 void dg_ctl_log_faults(struct dg_daemon *dd);
 /* A data page found unrecoverable, to the volume's registry
- * (dg_vol_lost_found()): 1 listed (a file holds it), 0 reset (reset set
+ * (dg_vol_lost_found()): 1 listed (a file holds it), 2 in use but whose
+ * not known yet (dg_ctl_resolve_lost() places it), 0 reset (reset set
  * and no file holds it; an event says so), -1 neither. */
 int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
 		     bool reset);
-/* dg_vol_lost_prune(), each reset an event. */
+/* The pages waiting for their file named (dg_vol_lost_resolve() with
+ * dg_fs_resolve_owners(): may read the inode table). Returns how many
+ * it named. */
+unsigned dg_ctl_resolve_lost(struct dg_daemon *dd);
+/* dg_ctl_resolve_lost(), then dg_vol_lost_prune(), each reset an event. */
 unsigned dg_ctl_prune_lost(struct dg_daemon *dd);
 /* The unmount's last look (dg_vol_lost_reset_gone()), each reset an
  * event. */

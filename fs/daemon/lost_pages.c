@@ -33,7 +33,8 @@ static void post_reset(void *arg, uint64_t vpn)
 }
 
 /* The volume's registry (lost_reg.c) decides: listed for status (1),
- * reset (0, reported here with where the scrub met it), or neither. */
+ * waiting for dg_ctl_resolve_lost() (2), reset (0, reported here with
+ * where the scrub met it), or neither. */
 int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
 		     bool reset)
 {
@@ -52,8 +53,22 @@ int dg_ctl_lost_page(struct dg_daemon *dd, const struct dg_fault_event *ev,
 	return ret;
 }
 
+static int resolve(void *arg, struct dg_lost_page *lp, unsigned n)
+{
+	struct dg_daemon *dd = arg;
+
+	return dg_fs_resolve_owners(dd->fs, lp, n);
+}
+
+unsigned dg_ctl_resolve_lost(struct dg_daemon *dd)
+{
+	return dg_vol_lost_resolve(dd->vol, resolve, dd);
+}
+
 unsigned dg_ctl_prune_lost(struct dg_daemon *dd)
 {
+	/* Pages in use whose file was not at hand are named first. */
+	dg_ctl_resolve_lost(dd);
 	return dg_vol_lost_prune(dd->vol, post_reset, dd);
 }
 

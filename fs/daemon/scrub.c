@@ -79,7 +79,7 @@ static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
 	struct dg_scrub *s = &dd->scrub;
 	struct dg_fault_event ev[32], rest[64];
 	uint64_t rows_reset[64];
-	unsigned n, nrest = 0, nreset = 0;
+	unsigned n, nrest = 0, nreset = 0, nwait = 0;
 
 	/* The faults are events before the scrub's own next one is, so
 	 * the ring keeps them in the order they happened. */
@@ -96,6 +96,9 @@ static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
 			case 1:
 				++*in_use;
 				break;
+			case 2:
+				nwait++;
+				break;
 			case 0:
 				++*reset;
 				if (nreset < 64)
@@ -108,6 +111,16 @@ static void look_at_faults(struct dg_daemon *dd, uint64_t *in_use,
 					++*other;
 			}
 		}
+	}
+	/* In use, whose not known at once (a file not in core, or
+	 * metadata): the inode table says, before the report counts. */
+	if (nwait) {
+		unsigned named = dg_ctl_resolve_lost(dd);
+
+		if (named > nwait)
+			named = nwait;
+		*in_use += named;
+		*other += nwait - named;
 	}
 	for (unsigned i = 0; i < nrest; i++) {
 		bool fixed = false;

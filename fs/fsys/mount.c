@@ -145,9 +145,21 @@ unsigned dg_fs_damaged_inodes(struct dg_fs *fs, uint64_t *inos, unsigned max)
 	return n;
 }
 
+/*
+ * The registry's quick answer, under its lock: the inodes in core. A
+ * page none of them maps but the allocator has in use may be a file's
+ * not in core (or metadata): not known (-EAGAIN), so the registry never
+ * resets it, and the thorough answer (owner_scan.c) places it later,
+ * without the registry's lock. Only a page the allocator has free is
+ * no file's: G1, a page is reset only when it is proven free.
+ */
 static int vpn_owner(void *fs, uint64_t vpn, uint64_t *ino, uint64_t *fpage)
 {
-	return dg_fs_owner(fs, vpn, ino, fpage);
+	struct dg_fs *f = fs;
+
+	if (!dg_fs_owner(f, vpn, ino, fpage))
+		return 0;
+	return dg_vpn_allocated(f->vol, vpn) ? -EAGAIN : -ENOENT;
 }
 
 int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)

@@ -26,7 +26,8 @@ bool dg_vol_fault_vpn(struct dg_vol *vol, const struct dg_fault_event *ev,
 	return true;
 }
 
-/* Who holds vpn; nonzero: no file (or no one to ask). lost_lock held. */
+/* Who holds vpn: 0, -EAGAIN not known yet (in use, its owner not at
+ * hand), else no file (or no one to ask). lost_lock held. */
 static int owner_of(struct dg_vol *vol, uint64_t vpn, uint64_t *ino,
 		    uint64_t *fpage)
 {
@@ -34,27 +35,34 @@ static int owner_of(struct dg_vol *vol, uint64_t vpn, uint64_t *ino,
 			  : -ENOENT;
 }
 
-/* Keep vpn as free and lost (add), or drop it (!add). lost_lock held. */
-static void keep_gone(struct dg_vol *vol, uint64_t vpn, bool add)
+/* Add vpn to the set (a, n, cap) or drop it from it. lost_lock held. */
+static void vpn_set(uint64_t **a, unsigned *n, unsigned *cap, uint64_t vpn,
+		    bool add)
 {
 	unsigned i;
 
-	for (i = 0; i < vol->ngone && vol->gone[i] != vpn; i++)
+	for (i = 0; i < *n && (*a)[i] != vpn; i++)
 		;
-	if (!add && i < vol->ngone) {
-		vol->gone[i] = vol->gone[--vol->ngone];
-	} else if (add && i == vol->ngone) {
-		if (vol->ngone == vol->capgone) {
-			unsigned cap = vol->capgone ? 2 * vol->capgone : 16;
-			void *p = realloc(vol->gone, cap * sizeof(*vol->gone));
+	if (!add && i < *n) {
+		(*a)[i] = (*a)[--*n];
+	} else if (add && i == *n) {
+		if (*n == *cap) {
+			unsigned c = *cap ? 2 * *cap : 16;
+			void *p = realloc(*a, c * sizeof(**a));
 
 			if (!p)
 				return; /* left to the scrub */
-			vol->gone = p;
-			vol->capgone = cap;
+			*a = p;
+			*cap = c;
 		}
-		vol->gone[vol->ngone++] = vpn;
+		(*a)[(*n)++] = vpn;
 	}
+}
+
+/* Keep vpn as free and lost (add), or drop it (!add). lost_lock held. */
+static void keep_gone(struct dg_vol *vol, uint64_t vpn, bool add)
+{
+	vpn_set(&vol->gone, &vol->ngone, &vol->capgone, vpn, add);
 }
 
 /*
@@ -101,25 +109,81 @@ int dg_vol_lost_found(struct dg_vol *vol, const struct dg_fault_event *ev,
 		      bool reset_free)
 {
 	struct dg_lost_page lp;
-	bool asked, held;
+	bool asked, held, unknown;
+	int r = -ENOENT;
 
 	if (ev->kind != DG_FAULT_UNRECOVERABLE ||
 	    !dg_vol_fault_vpn(vol, ev, &lp.vpn))
 		return -1;
 	pthread_mutex_lock(&vol->lost_lock);
 	asked = vol->owner != NULL;
-	held = asked && !owner_of(vol, lp.vpn, &lp.ino, &lp.fpage);
+	if (asked)
+		r = owner_of(vol, lp.vpn, &lp.ino, &lp.fpage);
+	held = asked && r == 0;
+	unknown = asked && r == -EAGAIN;
 	if (held)
 		list_page(vol, &lp);
+	else if (unknown)
+		vpn_set(&vol->pending, &vol->npending, &vol->cappending,
+			lp.vpn, true);
 	else if (asked && !reset_free)
 		keep_gone(vol, lp.vpn, true);
 	pthread_mutex_unlock(&vol->lost_lock);
 	if (held)
 		return 1;
+	/* In use, whose not known yet: never reset (G1), named once
+	 * dg_vol_lost_resolve() finds the file. */
+	if (unknown)
+		return 2;
 	/* A free page: no file lost anything. */
 	if (!asked || !reset_free)
 		return -1;
 	return reset(vol, lp.vpn, NULL, NULL) ? -1 : 0;
+}
+
+unsigned dg_vol_lost_resolve(struct dg_vol *vol, dg_vpn_resolve_fn resolve,
+			     void *arg)
+{
+	struct dg_lost_page *lp;
+	uint64_t *vpns;
+	unsigned n, named = 0;
+
+	pthread_mutex_lock(&vol->lost_lock);
+	vpns = vol->pending;
+	n = vol->npending;
+	vol->pending = NULL;
+	vol->npending = vol->cappending = 0;
+	pthread_mutex_unlock(&vol->lost_lock);
+	if (!n) {
+		free(vpns);
+		return 0;
+	}
+	/* The long look without the registry's lock: it may read the
+	 * whole inode table. A page it cannot place is kept as a lost page
+	 * no file holds: reset at the unmount only if the allocator has it
+	 * free by then (reset() refuses one in use), as a reader's fault on
+	 * a page no file held always was. */
+	lp = calloc(n, sizeof(*lp));
+	if (lp) {
+		for (unsigned i = 0; i < n; i++)
+			lp[i].vpn = vpns[i];
+		if (resolve(arg, lp, n))
+			for (unsigned i = 0; i < n; i++)
+				lp[i].ino = 0;
+	}
+	pthread_mutex_lock(&vol->lost_lock);
+	for (unsigned i = 0; i < n; i++) {
+		if (lp && lp[i].ino) {
+			list_page(vol, &lp[i]);
+			named++;
+		} else {
+			keep_gone(vol, vpns[i], true);
+		}
+	}
+	pthread_mutex_unlock(&vol->lost_lock);
+	free(lp);
+	free(vpns);
+	return named;
 }
 
 unsigned dg_vol_lost_prune(struct dg_vol *vol, dg_lost_reset_fn done,
@@ -133,8 +197,11 @@ unsigned dg_vol_lost_prune(struct dg_vol *vol, dg_lost_reset_fn done,
 		uint64_t ino, fpage;
 		int r = owner_of(vol, vol->lost[i].vpn, &ino, &fpage);
 
-		if (!vol->owner || (r == 0 && ino == vol->lost[i].ino &&
-				    fpage == vol->lost[i].fpage)) {
+		/* Not known (its file out of core): still in use, kept as
+		 * listed; a deleted file's page is free, so known. */
+		if (!vol->owner || r == -EAGAIN ||
+		    (r == 0 && ino == vol->lost[i].ino &&
+		     fpage == vol->lost[i].fpage)) {
 			i++;
 			continue;
 		}
@@ -196,5 +263,8 @@ void dg_vol_lost_forget(struct dg_vol *vol)
 {
 	pthread_mutex_lock(&vol->lost_lock);
 	vol->nlost = 0;
+	/* Those waiting to be named too: else a clear would be followed
+	 * by their names. Met again, they wait again. */
+	vol->npending = 0;
 	pthread_mutex_unlock(&vol->lost_lock);
 }

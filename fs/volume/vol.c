@@ -95,6 +95,7 @@ static void vol_free(struct dg_vol *vol)
 	free(vol->losses);
 	free(vol->lost);
 	free(vol->gone);
+	free(vol->pending);
 	free(vol);
 }
 

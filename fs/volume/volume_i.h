@@ -176,12 +176,16 @@ struct dg_vol {
 	/* The registry of lost data pages (lost_reg.c), by lost_lock:
 	 * listed with the file page they were, and kept free ones (their
 	 * file deleted before the fault was seen) for the scrub or the
-	 * unmount to reset. owner says who holds a page. */
+	 * unmount to reset. owner says who holds a page. Pages in use
+	 * whose owner the quick answer could not tell wait in pending for
+	 * dg_vol_lost_resolve(): never reset meanwhile. */
 	pthread_mutex_t lost_lock;
 	struct dg_lost_page *lost;
 	unsigned nlost, caplost;
 	uint64_t *gone;
 	unsigned ngone, capgone;
+	uint64_t *pending;
+	unsigned npending, cappending;
 	dg_vpn_owner_fn owner;
 	void *owner_arg;
 };

@@ -296,6 +296,17 @@ void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len);
  * when no file maps it. Takes the fs lock. */
 int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino,
 		uint64_t *fpage);
+/* The thorough answer (owner_scan.c), for the lost-page registry's
+ * pages the quick one could not place: each lp[i].ino and .fpage set
+ * (ino 0: no file maps lp[i].vpn), the inodes in core asked first, then,
+ * when some inode is not in core, the inode table streamed off the
+ * media for the rest. Takes the fs lock (read). 0, or -ENOMEM. */
+int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
+			 unsigned n);
+/* The media half alone (skip_in_core: not the inodes in core); the
+ * caller holds the fs lock. Tests call it with !skip_in_core. */
+int dg_fs_owners_on_media(struct dg_fs *fs, struct dg_lost_page *lp,
+			  unsigned n, bool skip_in_core);
 
 /* ---- libcommit maps (mapped.c, stage.c) --------------------------------- */
 

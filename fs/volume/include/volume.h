@@ -544,8 +544,11 @@ int dg_vol_reset_free_page(struct dg_vol *vol, uint64_t vpn,
  * holds it. The daemon schedules the calls and reports what they did.
  * Which file holds a page is the filesystem's answer, given by it
  * (dg_fs_open() sets it, dg_fs_close() takes it back): 0 and the file
- * page, or nonzero when no file maps vpn. Without one nothing is listed
- * or reset.
+ * page, -EAGAIN when it cannot tell yet (the page is in use but no file
+ * at hand maps it: the filesystem keeps only some inodes in core), or
+ * another nonzero when no file maps vpn. A page not known is never
+ * reset: it waits for dg_vol_lost_resolve(). Without one nothing is
+ * listed or reset.
  */
 struct dg_lost_page {
 	uint64_t vpn, ino, fpage;
@@ -557,11 +560,23 @@ void dg_vol_lost_owner(struct dg_vol *vol, dg_vpn_owner_fn owner, void *arg);
 bool dg_vol_fault_vpn(struct dg_vol *vol, const struct dg_fault_event *ev,
 		      uint64_t *vpn);
 /* An event of a data page lost: listed with its file page when a file
- * holds it (1); when none does, reset when reset is set (0), else kept
- * for a later reset (-1, as for an event of anything else, or a reset
- * that failed). Reports nothing: the caller does, for 0. */
+ * holds it (1); in use but its owner not known yet, waiting for
+ * dg_vol_lost_resolve() (2); when none does, reset when reset is set
+ * (0), else kept for a later reset (-1, as for an event of anything
+ * else, or a reset that failed). Reports nothing: the caller does,
+ * for 0. */
 int dg_vol_lost_found(struct dg_vol *vol, const struct dg_fault_event *ev,
 		      bool reset);
+/* The thorough answer for pages the quick one could not place: fills
+ * each lp[i].ino and .fpage (ino 0: no file maps lp[i].vpn); 0, or an
+ * error when it could not look. Called without the registry's lock. */
+typedef int (*dg_vpn_resolve_fn)(void *arg, struct dg_lost_page *lp,
+				 unsigned n);
+/* The pages waiting (found 2): those a file maps are listed with it,
+ * the rest kept for the unmount's dg_vol_lost_reset_gone() (reset there
+ * only if free by then; never here). Returns how many it named. */
+unsigned dg_vol_lost_resolve(struct dg_vol *vol, dg_vpn_resolve_fn resolve,
+			     void *arg);
 /* Called with each page reset, outside the registry's lock. */
 typedef void (*dg_lost_reset_fn)(void *arg, uint64_t vpn);
 /* Drop listed pages that are no longer the file page they were (deleted,
@@ -576,7 +591,8 @@ void dg_vol_lost_reset_gone(struct dg_vol *vol, dg_lost_reset_fn done,
 /* A copy of the listed pages (caller frees; NULL and *n 0 when none or
  * out of memory). */
 struct dg_lost_page *dg_vol_lost_list(struct dg_vol *vol, unsigned *n);
-/* Forget the listed pages (zpool clear); the kept free ones stay. */
+/* Forget the listed pages and those waiting to be named (zpool clear);
+ * the kept free ones stay. */
 void dg_vol_lost_forget(struct dg_vol *vol);
 
 /*

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/* owner_scan.c -- which file maps a data page, the thorough way: the
+ * inodes in core first, then the inode table streamed off the media,
+ * one chunk and one extent map page at a time, for the inodes not in
+ * core. For the volume's registry of lost pages (lost_reg.c), whose
+ * quick answer only knows the inodes in core. */
+#include <stdlib.h>
+
+#include "fsys_i.h"
+
+/* Whether lp[i] is still to be placed. */
+static bool open_slot(const struct dg_lost_page *lp)
+{
+	return lp->ino == 0;
+}
+
+/* Give the unplaced pages that extent maps to ino. */
+static unsigned claim(struct dg_lost_page *lp, unsigned n, uint64_t ino,
+		      uint64_t vpn, uint64_t len, uint64_t fpage)
+{
+	unsigned got = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (open_slot(&lp[i]) && lp[i].vpn >= vpn &&
+		    lp[i].vpn < vpn + len) {
+			lp[i].ino = ino;
+			lp[i].fpage = fpage + lp[i].vpn - vpn;
+			got++;
+		}
+	return got;
+}
+
+/* The extents of one inode off the media. A map that cannot be read
+ * or is damaged places nothing: the page stays unnamed, never reset. */
+static unsigned scan_dinode(struct dg_fs *fs, uint64_t ino,
+			    const struct dg_dinode *d, struct dg_demap *pg,
+			    struct dg_lost_page *lp, unsigned n)
+{
+	struct dg_emap_reader r;
+	const struct dg_dextent *e;
+	unsigned got = 0;
+	int k;
+
+	dg_emap_begin(&r, fs->vol, d, pg);
+	while ((k = dg_emap_next(&r, &e)) > 0)
+		if (k != DG_EMAP_PAGE)
+			got += claim(lp, n, ino, e->vpn, e->len, e->fpage);
+	return got;
+}
+
+/* Stream chunk c: each page read alone, so a lost inode table page
+ * only hides its own inodes. in_core: skip those (already asked). */
+static unsigned scan_chunk(struct dg_fs *fs, uint32_t c, uint8_t *page,
+			   struct dg_demap *pg, struct dg_lost_page *lp,
+			   unsigned n, bool in_core)
+{
+	uint64_t vpn = dg_itable_chunk(fs, c);
+	unsigned got = 0;
+
+	if (vpn < 1 || vpn + DG_ITABLE_CHUNK_PAGES > dg_vol_vpns(fs->vol))
+		return 0;
+	for (uint32_t p = 0; p < DG_ITABLE_CHUNK_PAGES; p++) {
+		if (dg_read(fs->vol, vpn + p, 1, page))
+			continue;
+		for (uint32_t s = 0; s < DG_INODES_PER_PAGE; s++) {
+			const struct dg_dinode *d =
+				(const void *)(page + (size_t)s * DG_INODE_SIZE);
+			uint64_t ino = (uint64_t)c * DG_INODES_PER_CHUNK +
+				       (uint64_t)p * DG_INODES_PER_PAGE + s;
+
+			if (!d->mode || ino == 0 ||
+			    (in_core && ino < fs->icap && fs->itab[ino]) ||
+			    dg_dinode_check(fs->vol, ino, d))
+				continue;
+			got += scan_dinode(fs, ino, d, pg, lp, n);
+		}
+	}
+	return got;
+}
+
+int dg_fs_owners_on_media(struct dg_fs *fs, struct dg_lost_page *lp,
+			  unsigned n, bool skip_in_core)
+{
+	uint8_t *page = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	struct dg_demap *pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	unsigned left = 0;
+
+	if (!page || !pg) {
+		free(page);
+		free(pg);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++)
+		left += open_slot(&lp[i]);
+	for (uint32_t c = 0; c < fs->root.nchunks && left; c++)
+		left -= scan_chunk(fs, c, page, pg, lp, n, skip_in_core);
+	free(page);
+	free(pg);
+	return 0;
+}
+
+int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
+			 unsigned n)
+{
+	uint64_t in_core = 0, used;
+	unsigned left = 0;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	for (unsigned i = 0; i < n; i++)
+		lp[i].ino = 0;
+	for (uint64_t ino = 1; ino < fs->icap; ino++) {
+		if (!fs->itab[ino])
+			continue;
+		in_core++;
+		for (unsigned i = 0; i < n; i++)
+			if (!lp[i].ino &&
+			    dg_ext_owns(fs->itab[ino], lp[i].vpn,
+					&lp[i].fpage))
+				lp[i].ino = ino;
+	}
+	for (unsigned i = 0; i < n; i++)
+		left += !lp[i].ino;
+	pthread_mutex_lock(&fs->ino_lock);
+	used = fs->inodes_used;
+	pthread_mutex_unlock(&fs->ino_lock);
+	/* The table off the media only when some inode is not in core:
+	 * a metadata page in use met again and again costs no reads. */
+	if (left && in_core < used)
+		ret = dg_fs_owners_on_media(fs, lp, n, true);
+	pthread_rwlock_unlock(&fs->lock);
+	return ret;
+}
