@@ -389,7 +389,13 @@ int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
 		return dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n);
 	}
 	for (uint64_t r = 0; r < k && left && !ret; r++) {
-		uint64_t take = left < best ? left : best;
+		/* The pages left spread evenly over the ranks left: n = q k + m
+		 * pages give m ranks of q + 1 and the rest q, so one row alone
+		 * is partial, and holds m pages (86 + 85 + 85 for 256 pages on
+		 * 3, not 86 + 86 + 84, whose two partial rows journal 4 pages,
+		 * each on parity + 1 copies, and patch two parity pages). */
+		uint64_t even = dg_div_up(left, k - r);
+		uint64_t take = even < best ? even : best;
 		uint64_t s = (bg * k + r) * cp + bo;
 
 		ret = dg_bm_prepare(vol, s, take);

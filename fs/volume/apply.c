@@ -797,7 +797,10 @@ static void *write_part(void *arg)
 					 fresh ? DG_PAGE_SIZE : p->hi,
 					 w->new_rows, w->fs);
 		if (!w->ret && dg_ditto_has(vol, p->vpn))
-			w->ret = dg_ditto_write(vol, p->vpn, p->new, w->fs);
+			w->ret = dg_ditto_write_span(vol, p->vpn, p->new,
+						     fresh ? 0 : p->lo,
+						     fresh ? DG_PAGE_SIZE : p->hi,
+						     w->fs);
 		if (w->ret)
 			break;
 		if (vol->page_hook)

@@ -53,21 +53,46 @@ struct dg_dev *dg_ditto_copy_at(struct dg_vol *vol, uint64_t vpn, unsigned j,
 int dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
 		   struct dg_flushset *fs)
 {
+	return dg_ditto_write_span(vol, vpn, page, 0, DG_PAGE_SIZE, fs);
+}
+
+/* Whether the copy at p holds page's bytes outside [lo, hi). */
+static bool current_outside(const uint8_t *p, const uint8_t *page,
+			    uint32_t lo, uint32_t hi)
+{
+	return !memcmp(p, page, lo) &&
+	       !memcmp(p + hi, page + hi, DG_PAGE_SIZE - hi);
+}
+
+int dg_ditto_write_span(struct dg_vol *vol, uint64_t vpn, const void *page,
+			uint32_t lo, uint32_t hi, struct dg_flushset *fs)
+{
 	for (unsigned j = 1; j <= vol->sb.ditto_copies; j++) {
-		uint64_t off;
+		uint64_t off, at = 0, len = DG_PAGE_SIZE;
 		struct dg_dev *d = dg_ditto_copy_at(vol, vpn, j, &off);
 		int ret;
 
 		if (!d)
 			continue;
-		/* The whole page, not the bytes that changed: a copy that
-		 * was stale or damaged before (missed by a check while its
-		 * page was free, say) is then right again after any update,
-		 * so fsck converges. */
-		ret = dg_dev_write(d, off, page, DG_PAGE_SIZE);
+		/* Only [lo, hi) where the copy holds the new page's bytes
+		 * everywhere else; else the whole page: a copy that was
+		 * stale or damaged before (missed by a check while its
+		 * page was free, say) is then right again after any
+		 * update, so fsck converges. Either way the copy ends
+		 * equal to the page, and a torn store leaves it failing
+		 * the page's checksum, which it must match to be used
+		 * (dg_ditto_read()). */
+		if (lo < hi && hi <= DG_PAGE_SIZE &&
+		    (lo > 0 || hi < DG_PAGE_SIZE) &&
+		    current_outside(dg_dev_ptr(d, off), page, lo, hi)) {
+			at = lo;
+			len = hi - lo;
+		}
+		ret = dg_dev_write(d, off + at, (const uint8_t *)page + at,
+				   len);
 		if (ret)
 			return ret;
-		dg_flushset_add(fs, d->idx, off, DG_PAGE_SIZE);
+		dg_flushset_add(fs, d->idx, off + at, len);
 	}
 	return 0;
 }

@@ -347,6 +347,11 @@ int dg_ditto_repair(struct dg_vol *vol, uint64_t vpn, const void *page);
  * the first store's error (media.h). */
 int dg_ditto_write(struct dg_vol *vol, uint64_t vpn, const void *page,
 		   struct dg_flushset *fs);
+/* The same where only [lo, hi) of page changed: each copy that holds
+ * page's bytes outside it gets only those bytes, any other the whole
+ * page; every copy ends equal to page. */
+int dg_ditto_write_span(struct dg_vol *vol, uint64_t vpn, const void *page,
+			uint32_t lo, uint32_t hi, struct dg_flushset *fs);
 /* The data page (dev, row) from a ditto copy that matches csum, its
  * verified checksum; -EIO when none does or it has no copies. */
 int dg_ditto_read(struct dg_vol *vol, unsigned dev, uint64_t row,

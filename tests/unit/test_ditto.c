@@ -125,6 +125,50 @@ static void test_stale_copy_never_used(void)
 	free(old);
 }
 
+/* An update writes a copy only the bytes that changed when the copy
+ * was current, so one stale elsewhere in the page must still get the
+ * whole page: after the update it equals the page (fsck converges). */
+static void test_update_mends_stale_copy(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t stale, coff;
+	uint8_t *page = aligned_alloc(PG, 2 * PG), *copy = page + PG;
+	const uint8_t junk[8] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4 };
+	unsigned cdev;
+
+	REQUIRE(page);
+	tvol_make(&tv, "dittomend", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	dg_ditto_loc(vol, 1, 1, &cdev, &coff); /* the first bitmap page */
+	coff *= PG;
+	dg_vol_close(vol);
+	/* Stale in its last bytes, far from what an allocation changes. */
+	tvol_poke(&tv, cdev, coff + PG - sizeof(junk), junk, sizeof(junk));
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_ditto_check(vol, false, &stale) == 0);
+	CHECK_EQ(stale, 1);
+	{
+		struct dg_txn *txn = dg_txn_new(vol);
+		uint64_t start, got;
+
+		REQUIRE(txn);
+		REQUIRE(dg_alloc(txn, 0, 8, &start, &got) == 0);
+		REQUIRE(dg_txn_commit(txn) == 0);
+		dg_txn_free(txn);
+	}
+	REQUIRE(dg_read(vol, 1, 1, page) == 0);
+	tvol_peek(&tv, cdev, coff, copy, PG);
+	CHECK(memcmp(page, copy, PG) == 0);
+	REQUIRE(dg_ditto_check(vol, false, &stale) == 0);
+	CHECK_EQ(stale, 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(page);
+}
+
 /* The scrub puts a stale copy right while the page is readable. */
 static void test_scrub_refreshes_copy(void)
 {
@@ -525,6 +569,7 @@ int main(int argc, char **argv)
 		{ "root_double_fault", test_root_double_fault },
 		{ "stale_copy_never_used", test_stale_copy_never_used },
 		{ "scrub_refreshes_copy", test_scrub_refreshes_copy },
+		{ "update_mends_stale_copy", test_update_mends_stale_copy },
 		{ "zone_faults_p1", test_zone_faults_p1 },
 		{ "zone_faults_p2", test_zone_faults_p2 },
 		{ "zone_full_spills", test_zone_full_spills },
