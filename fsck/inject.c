@@ -269,7 +269,8 @@ static int pick_vpn(struct inj *s, enum target t, bool need_nonzero,
 	out->page = dg_row_page(s->vol, l.row);
 	out->lim = DG_PAGE_SIZE;
 	out->ino = dg_vpnmap_owner(s->map, v);
-	out->what = t == T_ANY ? dg_pclass_name(dg_vpnmap_cls(s->map, v)) : targets[t];
+	out->what = t == T_ANY ? dg_pclass_name(dg_vpnmap_cls(s->map, v))
+				 : targets[t];
 	return 0;
 }
 
@@ -303,7 +304,8 @@ static int pick_same_row(struct inj *s, struct tgt *o)
 		} else {
 			o->vpn = (int64_t)dg_loc_vpn(s->vol, d, row);
 			o->ino = dg_vpnmap_owner(s->map, (uint64_t)o->vpn);
-			o->what = dg_pclass_name(dg_vpnmap_cls(s->map, (uint64_t)o->vpn));
+			o->what = dg_pclass_name(
+				dg_vpnmap_cls(s->map, (uint64_t)o->vpn));
 		}
 		return 0;
 	}

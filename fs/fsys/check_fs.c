@@ -959,7 +959,8 @@ static void check_bitmap_vpn(struct walk *w, uint64_t v)
 		snprintf(ev.detail, sizeof(ev.detail),
 			 used ? "vpn %llu is used (%s) but marked free"
 			      : "vpn %llu is marked in use but nothing uses it",
-			 (unsigned long long)v, dg_pclass_name(dg_walk_cls(w, v)));
+			 (unsigned long long)v,
+			 dg_pclass_name(dg_walk_cls(w, v)));
 		snprintf(ev.action, sizeof(ev.action), used ? "mark it used"
 							    : "mark it free");
 		if (wask(w, &ev))
@@ -1071,6 +1072,8 @@ int dg_check_classify(struct dg_vol *vol, struct dg_vpnmap **map)
 	int ret;
 
 	ret = dg_walk_load(&w);
+	if (ret == -EUCLEAN && w.nomem)
+		ret = -ENOMEM;	/* what was walked is not all there */
 	if (!ret || ret == -EUCLEAN) {
 		*map = w.map;	/* taken: dg_walk_free() leaves it */
 		w.map = NULL;
