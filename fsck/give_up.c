@@ -82,25 +82,25 @@ static void zero_free_page(struct fsck_ctx *c, struct finding *f)
 
 void give_up_pages(struct fsck_ctx *c)
 {
-	uint8_t *cls = NULL;
-	uint64_t *owner = NULL;
+	struct dg_vpnmap *map = NULL;
 	bool any = false;
 
 	for (size_t i = 0; i < c->nf; i++)
 		any |= lost_page(&c->f[i]);
-	if (!any || dg_check_classify(c->vol, &cls, &owner))
+	if (!any || dg_check_classify(c->vol, &map))
 		return;
 	for (size_t i = 0; i < c->nf; i++) {
 		struct finding *f = &c->f[i];
+		uint8_t cls = dg_vpnmap_cls(map, (uint64_t)f->vpn);
 		int ret;
 
-		if (lost_page(f) && cls[f->vpn] == DG_PC_FREE &&
+		if (lost_page(f) && cls == DG_PC_FREE &&
 		    !dg_vpn_allocated(c->vol, (uint64_t)f->vpn)) {
 			zero_free_page(c, f);
 			continue;
 		}
-		if (!lost_page(f) || (cls[f->vpn] != DG_PC_FILE &&
-				      cls[f->vpn] != DG_PC_SYMLINK))
+		if (!lost_page(f) || (cls != DG_PC_FILE &&
+				      cls != DG_PC_SYMLINK))
 			continue;
 		if (!ask_give_up(c, f)) {
 			f->declined = c->mode == MODE_ASK;
@@ -127,11 +127,10 @@ void give_up_pages(struct fsck_ctx *c)
 		f->fixed = true;
 		f->fixable = true;
 		if (!f->ino)
-			f->ino = owner[f->vpn];
+			f->ino = dg_vpnmap_owner(map, (uint64_t)f->vpn);
 		snprintf(f->action, sizeof(f->action), "given up: marked lost "
 			 "(reads give EIO), its row re-protected");
 		parity_fixed(c, f->page);
 	}
-	free(cls);
-	free(owner);
+	dg_vpnmap_free(map);
 }

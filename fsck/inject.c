@@ -123,8 +123,7 @@ struct inj {
 	struct dg_vol *vol;
 	struct dg_vol_info info;
 	bool mounted;
-	uint8_t *cls;
-	uint64_t *owner;
+	struct dg_vpnmap *map;	/* class and owner of each vpn */
 	uint64_t file_ino;
 	struct dg_fs *fs;
 	struct change ch[4096];
@@ -227,9 +226,9 @@ static bool vpn_fits(struct inj *s, enum target t, bool need_nonzero,
 {
 	struct dg_loc l;
 
-	if (!class_fits(t, s->cls[v]))
+	if (!class_fits(t, dg_vpnmap_cls(s->map, v)))
 		return false;
-	if (s->file_ino && s->owner[v] != s->file_ino)
+	if (s->file_ino && dg_vpnmap_owner(s->map, v) != s->file_ino)
 		return false;
 	l = dg_vpn_loc(s->vol, v);
 	/* A free target is a page never written: its checksum says so (or
@@ -269,8 +268,9 @@ static int pick_vpn(struct inj *s, enum target t, bool need_nonzero,
 	out->vpn = (int64_t)v;
 	out->page = dg_row_page(s->vol, l.row);
 	out->lim = DG_PAGE_SIZE;
-	out->ino = s->owner[v];
-	out->what = t == T_ANY ? dg_pclass_name(s->cls[v]) : targets[t];
+	out->ino = dg_vpnmap_owner(s->map, v);
+	out->what = t == T_ANY ? dg_pclass_name(dg_vpnmap_cls(s->map, v))
+				 : targets[t];
 	return 0;
 }
 
@@ -303,8 +303,9 @@ static int pick_same_row(struct inj *s, struct tgt *o)
 			o->what = "parity";
 		} else {
 			o->vpn = (int64_t)dg_loc_vpn(s->vol, d, row);
-			o->ino = s->owner[o->vpn];
-			o->what = dg_pclass_name(s->cls[o->vpn]);
+			o->ino = dg_vpnmap_owner(s->map, (uint64_t)o->vpn);
+			o->what = dg_pclass_name(
+				dg_vpnmap_cls(s->map, (uint64_t)o->vpn));
 		}
 		return 0;
 	}
@@ -665,7 +666,7 @@ static void lost_map_write(struct inj *s, struct tgt *t)
 		uint64_t c = (start + i) % nv;
 		struct dg_loc l = dg_vpn_loc(s->vol, c);
 
-		if (s->cls[c] != DG_PC_FREE ||
+		if (dg_vpnmap_cls(s->map, c) != DG_PC_FREE ||
 		    l.row / DG_CSUMS_PER_PAGE / DG_CMAP_BITS != p ||
 		    dg_vol_next_used_row(s->vol, l.row, l.row + 1) == l.row)
 			continue;
@@ -834,7 +835,7 @@ static void do_stale(struct inj *s)
 	/* Move the volume on: pages of this device change and change back
 	 * through the engine, the generation moves past the copy. */
 	reopen(s, 0);
-	if (!s->cls && dg_check_classify(s->vol, &s->cls, &s->owner))
+	if (!s->map && dg_check_classify(s->vol, &s->map))
 		die("cannot read the volume's structures");
 	for (unsigned i = 0; i < 8; i++) {
 		s->device = (int)d;
@@ -1161,7 +1162,7 @@ int main(int argc, char **argv)
 		}
 		goto done;
 	}
-	if (dg_check_classify(s.vol, &s.cls, &s.owner))
+	if (dg_check_classify(s.vol, &s.map))
 		die("cannot read the volume's structures");
 	if (dg_fs_open(s.vol, &s.fs))
 		s.fs = NULL;
@@ -1213,7 +1214,6 @@ done:
 	dg_vol_close(s.vol);
 	for (unsigned d = 0; d < DG_MAX_DEVS; d++)
 		free(s.devpath[d]);
-	free(s.cls);
-	free(s.owner);
+	dg_vpnmap_free(s.map);
 	return 0;
 }

@@ -41,15 +41,14 @@ static void name_unattached(char *path, size_t size)
  * which file a page that stays bad belongs to). */
 static void annotate(struct fsck_ctx *c)
 {
-	uint8_t *cls = NULL;
-	uint64_t *owner = NULL;
+	struct dg_vpnmap *map = NULL;
 	struct dg_fs *fs = NULL;
 	struct dg_vol_info info;
 
 	if (!c->nf)
 		return;
 	dg_vol_get_info(c->vol, &info);
-	if (dg_check_classify(c->vol, &cls, &owner))
+	if (dg_check_classify(c->vol, &map))
 		return;
 	if (dg_fs_open(c->vol, &fs))
 		fs = NULL;
@@ -58,10 +57,12 @@ static void annotate(struct fsck_ctx *c)
 
 		if (f->vpn >= 0 && (uint64_t)f->vpn < info.vpns) {
 			if (!f->ino)
-				f->ino = owner[f->vpn];
+				f->ino = dg_vpnmap_owner(map,
+							 (uint64_t)f->vpn);
 			if (!strcmp(f->structure, "data"))
 				snprintf(f->structure, sizeof(f->structure),
-					 "%s", dg_pclass_name(cls[f->vpn]));
+					 "%s", dg_pclass_name(dg_vpnmap_cls(
+						 map, (uint64_t)f->vpn)));
 		}
 		if (f->ino && !f->file[0]) {
 			if (fs)
@@ -78,8 +79,7 @@ static void annotate(struct fsck_ctx *c)
 		}
 	}
 	dg_fs_close(fs);
-	free(cls);
-	free(owner);
+	dg_vpnmap_free(map);
 }
 
 int pass_names(struct fsck_ctx *c)

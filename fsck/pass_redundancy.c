@@ -58,8 +58,7 @@ static bool row_declined(const struct fsck_ctx *c, uint64_t page)
 static void reset_free_pages(struct fsck_ctx *c)
 {
 	size_t nf = c->nf;
-	uint8_t *cls = NULL;
-	uint64_t *owner = NULL;
+	struct dg_vpnmap *map = NULL;
 	bool any = false;
 
 	for (size_t i = 0; i < nf; i++)
@@ -67,7 +66,7 @@ static void reset_free_pages(struct fsck_ctx *c)
 		       c->f[i].vpn >= 0;
 	/* What the structures use, not just what the bitmap says: a page
 	 * a file maps is never zeroed. */
-	if (!any || dg_check_classify(c->vol, &cls, &owner))
+	if (!any || dg_check_classify(c->vol, &map))
 		return;
 
 	for (size_t i = 0; i < nf; i++) {
@@ -78,7 +77,7 @@ static void reset_free_pages(struct fsck_ctx *c)
 
 		if (f->code != PR_2_PAGE_BAD || f->fixed || f->declined ||
 		    f->vpn < 0 || dg_vpn_allocated(c->vol, (uint64_t)f->vpn) ||
-		    cls[f->vpn] != DG_PC_FREE)
+		    dg_vpnmap_cls(map, (uint64_t)f->vpn) != DG_PC_FREE)
 			continue;
 		l = dg_vpn_loc(c->vol, (uint64_t)f->vpn);
 		page = dg_row_page(c->vol, l.row);
@@ -90,7 +89,7 @@ static void reset_free_pages(struct fsck_ctx *c)
 			f->declined = c->mode == MODE_ASK;
 			continue;
 		}
-		ret = dg_check_reset_free_page(c->vol, (uint64_t)f->vpn, cls);
+		ret = dg_check_reset_free_page(c->vol, (uint64_t)f->vpn, map);
 		if (ret) {
 			if (c->verbose)
 				fprintf(stderr, "fsck.daxguard: cannot reset "
@@ -108,8 +107,7 @@ static void reset_free_pages(struct fsck_ctx *c)
 						       : "parity recomputed");
 			}
 	}
-	free(cls);
-	free(owner);
+	dg_vpnmap_free(map);
 }
 
 int pass_redundancy(struct fsck_ctx *c)

@@ -124,47 +124,32 @@ static void unreadable(struct walk *w, uint64_t vpn, uint64_t ino,
 	wreport(w, &ev, false);
 }
 
-/* Mark [vpn, vpn+n) used by ino; false if any page is used already. */
+/* Mark [vpn, vpn+n) used by ino; false if any page is used already.
+ * A leaf the map cannot allocate sets w->nomem (the load fails). */
 static bool mark(struct walk *w, uint64_t vpn, uint64_t n, uint8_t cls,
 		 uint64_t ino)
 {
-	bool ok = true;
-
 	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++)
-		if (w->cls[i])
-			ok = false;
-	if (!ok)
-		return false;
-	/* One try: a summary allocated after some marks would miss them. */
-	if (!w->marked && !w->no_summary) {
-		w->marked = calloc(w->vpns / DG_WALK_GROUP / 8 + 1, 1);
-		w->no_summary = !w->marked;
-	}
-	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++) {
-		w->cls[i] = cls;
-		w->owner[i] = ino;
-		if (w->marked)
-			w->marked[i / DG_WALK_GROUP / 8] |=
-				(uint8_t)(1u << (i / DG_WALK_GROUP % 8));
-	}
+		if (dg_walk_cls(w, i))
+			return false;
+	for (uint64_t i = vpn; i < vpn + n && i < w->vpns; i++)
+		if (dg_vpnmap_set(w->map, i, cls, ino))
+			w->nomem = true;
 	return true;
 }
 
+/* The walk's claim on vpn v given up, if ino holds it: free again. */
+static void unmark(struct walk *w, uint64_t v, uint64_t ino)
+{
+	if (dg_walk_owner(w, v) == ino)
+		dg_vpnmap_set(w->map, v, DG_PC_FREE, ino); /* leaf exists */
+}
+
 /* The first vpn at or after v in a group some mark touched, else
- * w->vpns. Without the summary (nothing marked, or no memory for it):
- * v, every vpn taken as touched. */
+ * w->vpns: the vpns before it are free. */
 static uint64_t next_marked(const struct walk *w, uint64_t v)
 {
-	uint64_t g = v / DG_WALK_GROUP, ng;
-
-	if (!w->marked || w->no_summary)
-		return v;
-	ng = (w->vpns + DG_WALK_GROUP - 1) / DG_WALK_GROUP;
-	while (g < ng && !(w->marked[g / 8] & (1u << (g % 8))))
-		g = w->marked[g / 8] ? g + 1 : (g / 8 + 1) * 8;
-	if (g >= ng)
-		return w->vpns;
-	return v > g * DG_WALK_GROUP ? v : g * DG_WALK_GROUP;
+	return dg_vpnmap_next(w->map, v);
 }
 
 static uint8_t data_class(uint32_t mode)
@@ -188,8 +173,7 @@ static void drop_emap(struct walk *w, uint64_t ino, uint32_t keep)
 	struct wino *wi = &w->in[ino];
 
 	for (uint32_t e = keep; e < wi->nemap; e++)
-		if (w->owner[wi->emap[e]] == ino)
-			w->cls[wi->emap[e]] = DG_PC_FREE;
+		unmark(w, wi->emap[e], ino);
 	if (wi->nemap > keep)
 		wi->nemap = keep;
 }
@@ -406,8 +390,7 @@ static void lose_xattrs(struct walk *w, uint64_t ino)
 		wi->d.xattr_vpn = 0;
 		wi->d.xattr_pages = 0;
 		for (uint32_t p = 0; p < n; p++)
-			if (w->owner[vpn + p] == ino)
-				w->cls[vpn + p] = DG_PC_FREE;
+			unmark(w, vpn + p, ino);
 		wreport(w, &ev, store_inode(w, ino) == 0);
 	} else {
 		wreport(w, &ev, false);
@@ -962,7 +945,7 @@ static void check_stages(struct walk *w)
 static void check_bitmap_vpn(struct walk *w, uint64_t v)
 {
 	struct dg_vol *vol = w->vol;
-	bool used = w->cls[v] != DG_PC_FREE, on;
+	bool used = dg_walk_cls(w, v) != DG_PC_FREE, on;
 	struct dg_chk_event ev;
 
 	on = dg_vpn_allocated(vol, v);
@@ -972,11 +955,12 @@ static void check_bitmap_vpn(struct walk *w, uint64_t v)
 		dg_chk_event_init(&ev, used ? DG_CHK_BITMAP_MISSING
 					    : DG_CHK_BITMAP_LEAK, "allocation");
 		ev_vpn(w, &ev, v);
-		ev.ino = w->owner[v];
+		ev.ino = dg_walk_owner(w, v);
 		snprintf(ev.detail, sizeof(ev.detail),
 			 used ? "vpn %llu is used (%s) but marked free"
 			      : "vpn %llu is marked in use but nothing uses it",
-			 (unsigned long long)v, dg_pclass_name(w->cls[v]));
+			 (unsigned long long)v,
+			 dg_pclass_name(dg_walk_cls(w, v)));
 		snprintf(ev.action, sizeof(ev.action), used ? "mark it used"
 							    : "mark it free");
 		if (wask(w, &ev))
@@ -1025,8 +1009,8 @@ void dg_walk_free(struct walk *w)
 	w->chunk_vpn = NULL;
 	free(w->root);
 	free(w->page);
-	free(w->marked);
-	w->marked = NULL;
+	dg_vpnmap_free(w->map);
+	w->map = NULL;
 }
 
 /* Load the root records and every structure, tolerantly. */
@@ -1039,7 +1023,8 @@ int dg_walk_load(struct walk *w)
 	w->vpns = dg_vol_vpns(vol);
 	w->root = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	w->page = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	if (!w->root || !w->page || !w->cls || !w->owner)
+	w->map = dg_vpnmap_new(w->vpns);
+	if (!w->root || !w->page || !w->map)
 		return -ENOMEM;
 	r = dg_read(vol, 0, 1, w->root);
 	if (r) {
@@ -1078,26 +1063,24 @@ int dg_walk_load(struct walk *w)
 		return -EUCLEAN;
 	}
 	load_dirs(w);
-	return 0;
+	return w->nomem ? -ENOMEM : 0;
 }
 
-int dg_check_classify(struct dg_vol *vol, uint8_t **cls, uint64_t **owner)
+int dg_check_classify(struct dg_vol *vol, struct dg_vpnmap **map)
 {
 	struct walk w = { .vol = vol, .classify_only = true };
 	int ret;
 
-	w.cls = calloc(dg_vol_vpns(vol), 1);
-	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
 	ret = dg_walk_load(&w);
-	dg_walk_free(&w);
-	if (ret && ret != -EUCLEAN) {
-		free(w.cls);
-		free(w.owner);
-		return ret;
+	if (ret == -EUCLEAN && w.nomem)
+		ret = -ENOMEM;	/* what was walked is not all there */
+	if (!ret || ret == -EUCLEAN) {
+		*map = w.map;	/* taken: dg_walk_free() leaves it */
+		w.map = NULL;
+		ret = 0;
 	}
-	*cls = w.cls;
-	*owner = w.owner;
-	return 0;
+	dg_walk_free(&w);
+	return ret;
 }
 
 int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages)
@@ -1106,8 +1089,6 @@ int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages)
 	struct dg_vol_info info;
 	int ret;
 
-	w.cls = calloc(dg_vol_vpns(vol), 1);
-	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
 	ret = dg_walk_load(&w);
 	if (ret && ret != -EUCLEAN)
 		goto out;
@@ -1122,13 +1103,11 @@ int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages)
 		uint64_t end = (v / DG_WALK_GROUP + 1) * DG_WALK_GROUP;
 
 		for (; v < end && v < w.vpns; v++)
-			*pages += w.cls[v] != DG_PC_FREE &&
-				  w.cls[v] != DG_PC_FILE;
+			*pages += dg_walk_cls(&w, v) != DG_PC_FREE &&
+				  dg_walk_cls(&w, v) != DG_PC_FILE;
 	}
 out:
 	dg_walk_free(&w);
-	free(w.cls);
-	free(w.owner);
 	return ret;
 }
 
@@ -1276,8 +1255,6 @@ int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg)
 	struct walk w = { .vol = vol, .fn = fn, .ask = ask, .arg = arg };
 	int ret;
 
-	w.cls = calloc(dg_vol_vpns(vol), 1);
-	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
 	ret = dg_walk_load(&w);
 	if (ret == 0) {
 		dg_walk_check_entries(&w);
@@ -1288,8 +1265,6 @@ int dg_check_fs(struct dg_vol *vol, dg_chk_fn fn, dg_chk_ask_fn ask, void *arg)
 		reconnect(&w);
 	}
 	dg_walk_free(&w);
-	free(w.cls);
-	free(w.owner);
 	if (ret == -EUCLEAN)
 		ret = 0; /* reported */
 	return ret < 0 ? ret : (int)w.problems;

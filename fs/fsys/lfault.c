@@ -193,11 +193,12 @@ static int lf_bitmap(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 		v = lo + (start + i) % n;
 		on = dg_vpn_allocated(vol, v);
 		if (missing)
-			found = on && w->cls[v] == DG_PC_FILE &&
-				(ino ? w->owner[v] == ino
-				     : lf_plain_file(w, w->owner[v], UINT32_MAX));
+			found = on && dg_walk_cls(w, v) == DG_PC_FILE &&
+				(ino ? dg_walk_owner(w, v) == ino
+				     : lf_plain_file(w, dg_walk_owner(w, v),
+						     UINT32_MAX));
 		else
-			found = !on && w->cls[v] == DG_PC_FREE;
+			found = !on && dg_walk_cls(w, v) == DG_PC_FREE;
 	}
 	if (!found)
 		return -ENOENT;
@@ -205,7 +206,7 @@ static int lf_bitmap(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	x = lf_add(lf, bvpn, boff, 1, "allocation");
 	x->data[0] = byte ^ (uint8_t)(1u << (v % 8));
 	lf->vpn = (int64_t)v;
-	lf->ino = missing ? w->owner[v] : 0;
+	lf->ino = missing ? dg_walk_owner(w, v) : 0;
 	if (missing)
 		snprintf(lf->detail, sizeof(lf->detail),
 			 "bit of vpn %llu (used by inode %llu) cleared",
@@ -260,8 +261,6 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 	lf->vpn = -1;
 	if (dg_vol_read_only(vol))
 		return -EROFS;
-	w.cls = calloc(dg_vol_vpns(vol), 1);
-	w.owner = calloc(dg_vol_vpns(vol), sizeof(*w.owner));
 	ret = dg_walk_load(&w);
 	if (ret)
 		goto out;
@@ -408,7 +407,5 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 	}
 out:
 	dg_walk_free(&w);
-	free(w.cls);
-	free(w.owner);
 	return ret;
 }

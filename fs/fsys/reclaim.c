@@ -2,13 +2,11 @@
 /* reclaim.c -- fsck's reset of an unreadable free page */
 #include "fscheck.h"
 
-/* cls (dg_check_classify()): a page some structure uses is in use,
+/* map (dg_check_classify()): a page some structure uses is in use,
  * whatever the allocation bitmap says. */
 static bool structure_uses(const void *arg, uint64_t vpn)
 {
-	const uint8_t *cls = arg;
-
-	return cls[vpn] != DG_PC_FREE;
+	return dg_vpnmap_cls(arg, vpn) != DG_PC_FREE;
 }
 
 /*
@@ -17,8 +15,8 @@ static bool structure_uses(const void *arg, uint64_t vpn)
  * filesystem uses besides the bitmap.
  */
 int dg_check_reset_free_page(struct dg_vol *vol, uint64_t vpn,
-			     const uint8_t *cls)
+			     const struct dg_vpnmap *map)
 {
-	return dg_vol_reset_free_page(vol, vpn, cls ? structure_uses : NULL,
-				      cls);
+	return dg_vol_reset_free_page(vol, vpn, map ? structure_uses : NULL,
+				      map);
 }

@@ -29,7 +29,7 @@ struct wino {
 	bool reached;
 };
 
-#define DG_WALK_GROUP 4096u
+#define DG_WALK_GROUP DG_VPNMAP_LEAF
 
 struct walk {
 	struct dg_vol *vol;
@@ -38,13 +38,12 @@ struct walk {
 	void *arg;
 	bool classify_only;
 	uint64_t vpns;
-	uint8_t *cls;
-	uint64_t *owner;
-	/* Bit g: some vpn of [g, g + 1) * DG_WALK_GROUP was marked used
-	 * (allocated by the first mark): the passes over every vpn visit
-	 * those groups and the allocated ones only. */
-	uint8_t *marked;
-	bool no_summary; /* no memory for it: every group is visited */
+	/* class and owner of each used vpn (dg_walk_load() allocates
+	 * it, dg_walk_free() frees it): a leaf per DG_WALK_GROUP vpns
+	 * some mark touched, so the passes over every vpn visit those
+	 * leaves only. */
+	struct dg_vpnmap *map;
+	bool nomem;	/* a leaf could not be allocated: -ENOMEM */
 	struct dg_droot *root;
 	struct dg_dfsroot fsr;
 	uint64_t *chunk_vpn;	/* first vpn of each chunk (itable.c) */
@@ -56,10 +55,19 @@ struct walk {
 	unsigned fixes, problems;
 };
 
-/* Load what the structures hold, classifying every vpn (w->cls,
- * w->owner); -EUCLEAN when the roots are unusable. */
+/* Load what the structures hold, classifying every vpn (w->map);
+ * -EUCLEAN when the roots are unusable, -ENOMEM. */
 int dg_walk_load(struct walk *w);
 void dg_walk_free(struct walk *w);
+/* Class and owner of vpn v (free, 0 beyond the volume). */
+static inline uint8_t dg_walk_cls(const struct walk *w, uint64_t v)
+{
+	return dg_vpnmap_cls(w->map, v);
+}
+static inline uint64_t dg_walk_owner(const struct walk *w, uint64_t v)
+{
+	return dg_vpnmap_owner(w->map, v);
+}
 /* Directory entries against the inodes they name; reachability from
  * the root (wino.reached). */
 void dg_walk_check_entries(struct walk *w);

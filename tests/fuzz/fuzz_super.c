@@ -78,8 +78,7 @@ static int fragmented_file(struct dg_vol *vol, uint64_t *target,
 	static uint8_t buf[4096];
 	struct dg_fs *fs;
 	struct dg_attr a;
-	uint8_t *cls;
-	uint64_t *own;
+	struct dg_vpnmap *map;
 	struct dg_vol_info info;
 	int ret = dg_fs_open(vol, &fs);
 
@@ -90,14 +89,13 @@ static int fragmented_file(struct dg_vol *vol, uint64_t *target,
 		ret = dg_fs_write(fs, a.ino, p * 4096, buf, 4096) == 4096
 			      ? 0 : -EIO;
 	dg_fs_close(fs);
-	if (ret || (ret = dg_check_classify(vol, &cls, &own)))
+	if (ret || (ret = dg_check_classify(vol, &map)))
 		return ret;
 	dg_vol_get_info(vol, &info);
 	for (uint64_t v = 0; v < info.vpns && *n < 5 + MAX_EMAP; v++)
-		if (cls[v] == DG_PC_EMAP)
+		if (dg_vpnmap_cls(map, v) == DG_PC_EMAP)
 			target[(*n)++] = v;
-	free(cls);
-	free(own);
+	dg_vpnmap_free(map);
 	return *n > 5 ? 0 : -ENOENT;
 }
 
@@ -176,8 +174,7 @@ int main(int argc, char **argv)
 		uint64_t vpn = target[rnd() % ntarget];
 		struct dg_range r = { vpn, 0, 4096, page };
 		struct dg_fs *fs = NULL;
-		uint8_t *cls;
-		uint64_t *own;
+		struct dg_vpnmap *map;
 
 		if (dg_read(vol, vpn, 1, orig))
 			continue;
@@ -188,10 +185,8 @@ int main(int argc, char **argv)
 		if (dg_fs_open(vol, &fs) == 0)
 			dg_fs_close(fs);
 		dg_check_fs(vol, ev_sink, NULL, &events);
-		if (dg_check_classify(vol, &cls, &own) == 0) {
-			free(cls);
-			free(own);
-		}
+		if (dg_check_classify(vol, &map) == 0)
+			dg_vpnmap_free(map);
 		r.data = orig;
 		dg_apply(vol, &r, 1);
 	}

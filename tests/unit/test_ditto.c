@@ -346,22 +346,22 @@ static const enum dg_pclass meta_cls[] = { DG_PC_ITABLE, DG_PC_DIR,
 static bool find_meta(struct dg_vol *vol, uint64_t vpn[NCLS])
 {
 	struct dg_vol_info in;
-	uint8_t *cls;
-	uint64_t *owner, outside = 0;
+	struct dg_vpnmap *map;
+	uint64_t outside = 0;
 
 	dg_vol_get_info(vol, &in);
-	if (dg_check_classify(vol, &cls, &owner))
+	if (dg_check_classify(vol, &map))
 		return false;
 	for (unsigned c = 0; c < NCLS; c++) {
 		vpn[c] = 0;
 		for (uint64_t v = 0; v < in.vpns && !vpn[c]; v++)
-			if (cls[v] == meta_cls[c])
+			if (dg_vpnmap_cls(map, v) == meta_cls[c])
 				vpn[c] = v;
 	}
 	for (uint64_t v = in.zone_vpns; v < in.vpns; v++)
-		outside += cls[v] != DG_PC_FREE && cls[v] != DG_PC_FILE;
-	free(cls);
-	free(owner);
+		outside += dg_vpnmap_cls(map, v) != DG_PC_FREE &&
+			   dg_vpnmap_cls(map, v) != DG_PC_FILE;
+	dg_vpnmap_free(map);
 	CHECK_EQ(outside, 0);
 	for (unsigned c = 0; c < NCLS; c++) {
 		if (!vpn[c] || vpn[c] >= in.zone_vpns)
@@ -477,8 +477,8 @@ static void test_zone_full_spills(void)
 	struct dg_fs *fs;
 	struct dg_vol_info in;
 	struct dg_attr a, f;
-	uint8_t *cls;
-	uint64_t *owner, outside = 0, spill;
+	struct dg_vpnmap *map;
+	uint64_t outside = 0, spill;
 	unsigned made = 0;
 	char name[32];
 
@@ -503,12 +503,12 @@ static void test_zone_full_spills(void)
 	pthread_mutex_unlock(&vol->alloc_lock);
 	CHECK(spill >= 64);
 	dg_fs_close(fs);
-	REQUIRE(dg_check_classify(vol, &cls, &owner) == 0);
+	REQUIRE(dg_check_classify(vol, &map) == 0);
 	for (uint64_t v = in.zone_vpns; v < in.vpns; v++)
-		outside += cls[v] != DG_PC_FREE && cls[v] != DG_PC_FILE;
+		outside += dg_vpnmap_cls(map, v) != DG_PC_FREE &&
+			   dg_vpnmap_cls(map, v) != DG_PC_FILE;
 	CHECK_EQ(outside, spill);
-	free(cls);
-	free(owner);
+	dg_vpnmap_free(map);
 	dg_vol_close(vol);
 	CHECK_EQ(fsck(&tv, false), 0);
 
