@@ -113,11 +113,16 @@ int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
 		if (!fs->itab[ino])
 			continue;
 		in_core++;
+		/* Its extents change under its lock (a write's leaf may be
+		 * reallocated); waited for here, outside the registry's
+		 * lock, in the order data operations take them. */
+		pthread_rwlock_rdlock(&fs->itab[ino]->lock);
 		for (unsigned i = 0; i < n; i++)
 			if (!lp[i].ino &&
 			    dg_ext_owns(fs->itab[ino], lp[i].vpn,
 					&lp[i].fpage))
 				lp[i].ino = ino;
+		pthread_rwlock_unlock(&fs->itab[ino]->lock);
 	}
 	for (unsigned i = 0; i < n; i++)
 		left += !lp[i].ino;

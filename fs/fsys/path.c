@@ -82,6 +82,14 @@ void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len)
 	snprintf(buf, len, "%s", tmp[0] ? tmp : "/");
 }
 
+/*
+ * The extents of a file being written change under its own lock (a
+ * leaf may be reallocated), so they are read under it. Not waited for:
+ * this runs under the lost-page registry's lock, from the fault path
+ * too, whose caller may hold that very inode's lock for writing. A
+ * file busy now is "not known" (-EAGAIN) when no other file owns the
+ * page; the registry's resolution pass (owner_scan.c) asks again.
+ */
 int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino, uint64_t *fpage)
 {
 	int ret = -ENOENT;
@@ -90,10 +98,17 @@ int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino, uint64_t *fpage)
 	for (uint64_t i = 1; i < fs->icap && ret; i++) {
 		struct dg_inode *ip = fs->itab[i];
 
-		if (ip && dg_ext_owns(ip, vpn, fpage)) {
+		if (!ip)
+			continue;
+		if (pthread_rwlock_tryrdlock(&ip->lock)) {
+			ret = -EAGAIN;
+			continue;
+		}
+		if (dg_ext_owns(ip, vpn, fpage)) {
 			*ino = i;
 			ret = 0;
 		}
+		pthread_rwlock_unlock(&ip->lock);
 	}
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;

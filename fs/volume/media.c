@@ -665,7 +665,9 @@ static int round_drain(struct rspan *s, unsigned n)
  */
 static void start_writeback(struct dg_dev *d, uint64_t off, uint64_t len)
 {
-	if (!d->present || !d->coarse || d->fd < 0 || dg_dev_refused(d))
+	/* A length of 0 would mean "to the end of the file". */
+	if (!len || !d->present || !d->coarse || d->fd < 0 ||
+	    dg_dev_refused(d))
 		return;
 	(void)sync_file_range(d->fd, (off64_t)off, (off64_t)len,
 			      SYNC_FILE_RANGE_WRITE);

@@ -4,6 +4,7 @@
  * forget lets it go, and what needs a directory's names reads them;
  * a lost page of one is found at that read, not at mount */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -272,6 +273,74 @@ static void test_lost_page_of_file_not_in_core(void)
 	tfs_done(&t);
 }
 
+/* A writer growing a file's extent map, page by page (every other
+ * page: each write a new extent, the leaf reallocated now and then). */
+struct grower {
+	struct dg_fs *fs;
+	uint64_t ino;
+	_Atomic bool done;
+};
+
+static void *grow(void *arg)
+{
+	struct grower *g = arg;
+	uint8_t page[DG_PAGE_SIZE];
+
+	memset(page, 'g', sizeof(page));
+	for (uint64_t i = 0; i < 600; i++)
+		if (dg_fs_write(g->fs, g->ino, 2 * i * DG_PAGE_SIZE, page,
+				sizeof(page)) != (ssize_t)sizeof(page))
+			break;
+	g->done = true;
+	return NULL;
+}
+
+/*
+ * The owner lookups (dg_fs_owner() for the registry, under its lock;
+ * dg_fs_resolve_owners() outside it) read every file's extents while
+ * files are being written: under each file's own lock, or the leaf a
+ * write reallocates is read after it is freed (ThreadSanitizer names
+ * the race, MALLOC_PERTURB_ the bytes). Each answers for a page of a
+ * file not being written, every time.
+ */
+static void test_owner_while_writing(void)
+{
+	struct tfs t;
+	struct grower g = { 0 };
+	struct dg_lost_page lp;
+	uint8_t data[DG_PAGE_SIZE];
+	uint64_t still, vpn = 0, run, ino, fpage;
+	pthread_t th;
+	unsigned asked = 0;
+
+	REQUIRE(tfs_make(&t, "lazy5"));
+	/* The file being written first, so every lookup reads its map. */
+	g.ino = tfs_file(&t, 1, "grows");
+	still = tfs_file(&t, 1, "still");
+	REQUIRE(still && g.ino);
+	memset(data, 's', sizeof(data));
+	REQUIRE(dg_fs_write(t.fs, still, 0, data, sizeof(data)) ==
+		(ssize_t)sizeof(data));
+	dg_ext_lookup(dg_inode_get(t.fs, still), 0, &vpn, &run);
+	REQUIRE(vpn);
+	g.fs = t.fs;
+	REQUIRE(pthread_create(&th, NULL, grow, &g) == 0);
+	while (!g.done || asked < 50) {
+		int r = dg_fs_owner(t.fs, vpn, &ino, &fpage);
+
+		/* Found, or the writer's file busy: never "no file". */
+		CHECK(r == 0 || r == -EAGAIN);
+		if (!r)
+			CHECK(ino == still && fpage == 0);
+		lp = (struct dg_lost_page){ .vpn = vpn };
+		CHECK_EQ(dg_fs_resolve_owners(t.fs, &lp, 1), 0);
+		CHECK(lp.ino == still && lp.fpage == 0);
+		asked++;
+	}
+	pthread_join(th, NULL);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -280,6 +349,7 @@ int main(int argc, char **argv)
 		{ "lost_page_found_at_use", test_lost_page_found_at_use },
 		{ "lost_page_of_file_not_in_core",
 		  test_lost_page_of_file_not_in_core },
+		{ "owner_while_writing", test_owner_while_writing },
 		{ NULL, NULL },
 	};
 

@@ -293,7 +293,9 @@ bool dg_fs_may_stat(struct dg_fs *fs, const char *path,
  * most len bytes, NUL terminated. */
 void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len);
 /* The inode and file page that own vpn, for fault reports; -ENOENT
- * when no file maps it. Takes the fs lock. */
+ * when no file maps it, -EAGAIN when none does but a file being
+ * written could not be asked (its lock is not waited for). Takes the
+ * fs lock. */
 int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino,
 		uint64_t *fpage);
 /* The thorough answer (owner_scan.c), for the lost-page registry's
