@@ -396,13 +396,27 @@ static const uint8_t *bytes_any(struct dg_vol *vol, const struct dg_djentry *e,
  * metadata-only copy got through): nothing of its update, nor of any
  * later one, went in place (wait_written()), and the log ends before it.
  * Only faults beyond them (every bytes copy lost, as parity + 1 devices
- * that all drop their last writes) leave a durable entry without bytes;
- * its update then shows in place: a page of it that holds its new bytes
- * while its checksum is older, or whose checksum is the new one while
- * its bytes are not. Such an entry is replayed without bytes
- * (replay_entry()): every page gets the checksum the metadata says, so a
- * page proves its bytes -- as it is, or rebuilt from its row -- or reads
- * EIO (redo_redundancy()); nothing unproven is written.
+ * that all drop their last writes) leave a durable entry without bytes.
+ *
+ * The one sign that counts is a page that holds the entry's new bytes
+ * while its verified checksum is older: no fault makes a page's bytes
+ * hash to a checksum they were not written for, and a checksum copy
+ * that fails its seal gives way to another (dg_csum_get()). The other
+ * half -- checksum new, bytes not -- is no sign: a range that leaves its
+ * page as it was (a rewrite of the bytes it holds) carries the checksum
+ * the page already has, and one fault in the page's bytes then looks
+ * just so; nor can the row tell, its parity may be half through an
+ * earlier entry the replay has yet to redo. Taking it would replay an
+ * entry that never was, giving its other pages checksums their old,
+ * acknowledged bytes fail (EIO). Left out, a durable entry whose
+ * bytes are all lost and that shows no page of new bytes under an old
+ * checksum ends the log: its pages and those of later entries keep
+ * what their checksums prove, or read EIO (docs/integrity.md).
+ *
+ * An entry that is replayed without bytes (replay_entry()) gives every
+ * page the checksum the metadata says, so a page proves its bytes -- as
+ * it is, or rebuilt from its row -- or reads EIO (redo_redundancy());
+ * nothing unproven is written.
  */
 static bool went_in_place(struct dg_vol *vol, const struct dg_djentry *e)
 {
@@ -424,7 +438,7 @@ static bool went_in_place(struct dg_vol *vol, const struct dg_djentry *e)
 		now = dg_csum_page(vol, r[i].dev, r[i].row,
 				   dg_dev_ptr(d, dg_row_page(vol, r[i].row)
 						      << DG_PAGE_SHIFT));
-		if ((now == r[i].page_csum) != (cs == r[i].page_csum))
+		if (now == r[i].page_csum && cs != r[i].page_csum)
 			return true;
 	}
 	return false;
