@@ -113,8 +113,9 @@ static uint64_t entry_csum(const struct dg_vol *vol,
 	return XXH3_64bits_digest(&st);
 }
 
-/* The range bytes the descriptors claim lie inside the entry, and a
- * sealed, in-place or reserved range is a whole page: before anything is
+/* The range bytes the descriptors claim lie inside the entry, a sealed,
+ * in-place or reserved range is a whole page, and a sealed one carries
+ * its bytes (seals_hold() hashes a page of them): before anything is
  * hashed. What the ranges point at is checked at replay, once the
  * checksum says the entry was really written. */
 static bool ranges_fit(const struct dg_vol *vol, const struct dg_djentry *e)
@@ -125,6 +126,9 @@ static bool ranges_fit(const struct dg_vol *vol, const struct dg_djentry *e)
 	for (uint32_t i = 0; i < e->nranges; i++) {
 		if ((r[i].flags & (DG_JRANGE_SEALED | DG_JRANGE_NO_BYTES)) &&
 		    (r[i].len != DG_PAGE_SIZE || r[i].off))
+			return false;
+		if ((r[i].flags & DG_JRANGE_SEALED) &&
+		    (r[i].flags & DG_JRANGE_NO_BYTES))
 			return false;
 		bytes += dg_jrange_bytes(&r[i]);
 	}
