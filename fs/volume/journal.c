@@ -493,6 +493,25 @@ static unsigned bytes_copies(const struct dg_vol *vol, unsigned ncopies)
 	return ncopies;
 }
 
+/*
+ * Copy c takes the entry bytes: a bytes copy, or the metadata-only copy
+ * while a bytes copy's device is missing -- parity + 1 copies of the
+ * bytes then remain on present devices, the crash plus fault argument
+ * above holding on a degraded volume as on a whole one. Replay looks
+ * for the bytes on every copy (bytes_any()).
+ */
+static bool copy_gets_bytes(const struct dg_vol *vol, unsigned c)
+{
+	const struct dg_journal *j = &vol->jrnl;
+
+	if (c < j->nbytes)
+		return true;
+	for (unsigned b = 0; b < j->nbytes; b++)
+		if (!vol->devs[j->dev[b]].present)
+			return true;
+	return false;
+}
+
 /* ---- recovery ------------------------------------------------------ */
 
 struct touched {
@@ -1242,10 +1261,10 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
  */
 /* Log bytes of an entry of len bytes that copy c stores: all of them,
  * or the metadata (mlen) on a metadata-only copy (JOURNAL_V2). */
-static uint64_t copy_len(const struct dg_journal *j, unsigned c, uint64_t len,
+static uint64_t copy_len(const struct dg_vol *vol, unsigned c, uint64_t len,
 			 uint64_t mlen)
 {
-	return c < j->nbytes ? len : mlen;
+	return copy_gets_bytes(vol, c) ? len : mlen;
 }
 
 static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len,
@@ -1263,7 +1282,7 @@ static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len,
 		if (d)
 			dg_flushset_add(&fs, (unsigned)(d - vol->devs),
 					area + j->log_off + at,
-					copy_len(j, c, len, mlen));
+					copy_len(vol, c, len, mlen));
 	}
 	ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	dg_flushset_fini(&fs);
@@ -1305,7 +1324,7 @@ static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
 			ret = dg_dev_write(d, off, &bcs, sizeof(bcs));
 			off += sizeof(bcs);
 		}
-		if (c >= j->nbytes) {
+		if (!copy_gets_bytes(vol, c)) {
 			/* The metadata-only copy: its bytes area is left
 			 * as it is (format.h, JOURNAL_V2). */
 			if (ret)
@@ -1425,7 +1444,7 @@ static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
 					dg_flushset_add(&fs,
 						(unsigned)(d - vol->devs),
 						area + j->log_off + p->at,
-						copy_len(j, c, p->len,
+						copy_len(vol, c, p->len,
 							 p->mlen));
 			}
 		}

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "recorder.h"
@@ -35,7 +36,9 @@
  * made before JOURNAL_V2 (the bit cleared) keeps every byte on every
  * copy and passes the same (jbytes_old_layout_p1). A rewrite that
  * leaves a page unchanged, its bytes lost and one fault in that page,
- * must not pass for an update in place (jbytes_noop_fault_p1).
+ * must not pass for an update in place (jbytes_noop_fault_p1). With the
+ * device of a bytes copy missing the bytes stay on parity + 1 present
+ * copies (jbytes_degraded_p1).
  */
 
 #define PAGES	 24u
@@ -631,6 +634,185 @@ static void test_noop_fault_p1(void)
 	free(pg);
 }
 
+/*
+ * A degraded volume (3 devices, parity 1, the device of bytes copy 0
+ * missing): entry bytes must still be on parity + 1 present copies, the
+ * copy otherwise without bytes taking them. Updates are recorded; at
+ * every persist point, under every policy, bytes copy 1 gets a fault
+ * (flipped bytes in every log line the run wrote, or every write to it
+ * lost) and the volume is opened degraded: every page reads as after
+ * the updates that returned, or with the one in flight too, never EIO.
+ * With the bytes on copy 1 alone, the fault left an entry whose update
+ * was half in place without bytes on any copy.
+ */
+#define DG_PAGES 6u
+#define DG_UPD	 4u
+
+static void test_degraded_p1(void)
+{
+	struct tvol tv, out;
+	struct jcopy jc[DG_MAX_JCOPIES];
+	uint8_t *state[DG_UPD + 1], *pg, *area;
+	uint64_t rs = 0xde9, mark[DG_UPD], K, states = 0, newer = 0;
+	size_t sz = (size_t)DG_PAGES * DG_PAGE_SIZE;
+	char *saved, *present[2], *built[2];
+	struct dg_vol *vol;
+	struct crec *rec;
+	uint64_t base;
+	unsigned ncopies;
+
+	tvol_make(&tv, "jbd", 3, 1, 16ull << 20, false);
+	tvol_make(&out, "jbdo", 3, 1, 16ull << 20, false);
+	for (unsigned u = 0; u <= DG_UPD; u++) {
+		state[u] = malloc(sz);
+		REQUIRE(state[u]);
+	}
+	pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	REQUIRE(pg);
+	trand_fill(&rs, state[0], sz);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol && vol->journal_v2);
+	ncopies = vol->jrnl.ncopies;
+	CHECK_EQ(ncopies, 3u);
+	CHECK_EQ(vol->jrnl.nbytes, 2u);
+	for (unsigned c = 0; c < ncopies; c++) {
+		uint64_t start, pages;
+
+		dg_jrnl_loc(vol, c, &jc[c].dev, &start, &pages);
+		jc[c].off = start << DG_PAGE_SHIFT;
+		jc[c].bytes = pages << DG_PAGE_SHIFT;
+	}
+	REQUIRE(jc[0].dev == 0 && jc[1].dev == 1);
+	base = tdata_vpn(vol);
+	for (unsigned p = 0; p < DG_PAGES; p++) {
+		struct dg_range r = { base + p, 0, DG_PAGE_SIZE,
+				      state[0] + p * DG_PAGE_SIZE };
+
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	REQUIRE(dg_vol_close(vol) == 0);
+	area = malloc(jc[1].bytes);
+	REQUIRE(area);
+
+	/* Device 0 (bytes copy 0) gone; devices 1 and 2 recorded. */
+	saved = tv.paths[0];
+	REQUIRE(unlink(saved) == 0);
+	tv.paths[0] = strdup("");
+	REQUIRE(tv.paths[0]);
+	unlink(out.paths[0]);
+	present[0] = tv.paths[1];
+	present[1] = tv.paths[2];
+	built[0] = out.paths[1];
+	built[1] = out.paths[2];
+	rec = crec_start((const char *const *)present, 2);
+	REQUIRE(rec);
+	vol = crec_open(tv.paths, 3, DG_OPEN_DEGRADED | DG_OPEN_DEGRADED_RW);
+	REQUIRE(vol);
+	for (unsigned u = 0; u < DG_UPD; u++) {
+		struct dg_range r[3];
+		uint8_t *data = malloc(3 * DG_PAGE_SIZE);
+
+		REQUIRE(data);
+		memcpy(state[u + 1], state[u], sz);
+		for (unsigned i = 0; i < 3; i++) {
+			unsigned p = (u + i * 2) % DG_PAGES;
+			uint32_t off = i ? 64u * (u + 1) : 0;
+			uint32_t len = i ? 1000 : DG_PAGE_SIZE;
+
+			trand_fill(&rs, data + i * DG_PAGE_SIZE, len);
+			memcpy(state[u + 1] + p * DG_PAGE_SIZE + off,
+			       data + i * DG_PAGE_SIZE, len);
+			r[i] = (struct dg_range){ base + p, off, len,
+						  data + i * DG_PAGE_SIZE };
+		}
+		REQUIRE(dg_apply(vol, r, 3) == 0);
+		mark[u] = crec_marker(rec, crec_mark(rec, "update"))->persists;
+		free(data);
+	}
+	REQUIRE(dg_vol_close(vol) == 0);
+	crec_stop(rec);
+	K = crec_npersists(rec);
+	for (uint64_t k = 0; k <= K; k++) {
+		unsigned done = 0;
+
+		while (done < DG_UPD && k >= mark[done])
+			done++;
+		for (unsigned p = 0; p < 4; p++)
+			for (unsigned f = 0; f < 2; f++) {
+				const struct jcopy *j = &jc[1];
+				uint64_t size;
+				const uint8_t *snap;
+				struct dg_vol *v;
+				bool is[2] = { true, true };
+				unsigned eio = 0, nx = done < DG_UPD ? done + 1
+								     : done;
+
+				REQUIRE(crec_build(rec, k, pols[p], k * 7 + p,
+						   (const char *const *)built) ==
+					0);
+				/* Copy 1 is recorded image 0. */
+				snap = crec_snapshot(rec, 0, &size);
+				REQUIRE(snap && j->off + j->bytes <= size);
+				snap += j->off;
+				tvol_peek(&out, j->dev, j->off, area, j->bytes);
+				if (f)
+					tvol_poke(&out, j->dev, j->off, snap,
+						  j->bytes);
+				for (uint64_t l = 2 * DG_PAGE_SIZE;
+				     !f && l < j->bytes; l += 64) {
+					uint8_t b = area[l + 17] ^ 0x5a;
+
+					if (memcmp(area + l, snap + l, 64))
+						tvol_poke(&out, j->dev,
+							  j->off + l + 17, &b,
+							  1);
+				}
+				v = crec_open(out.paths, 3,
+					      DG_OPEN_DEGRADED |
+						      DG_OPEN_DEGRADED_RW);
+				REQUIRE(v);
+				for (unsigned q = 0; q < DG_PAGES; q++) {
+					if (dg_read(v, base + q, 1, pg)) {
+						eio++;
+						continue;
+					}
+					is[0] = is[0] &&
+						!memcmp(pg, state[done] +
+							    q * DG_PAGE_SIZE,
+							DG_PAGE_SIZE);
+					is[1] = is[1] &&
+						!memcmp(pg, state[nx] +
+							    q * DG_PAGE_SIZE,
+							DG_PAGE_SIZE);
+				}
+				dg_vol_close(v);
+				if (eio || !(is[0] || is[1]) ||
+				    (done == DG_UPD && !is[0])) {
+					fprintf(stderr, "k=%" PRIu64 " (%u done) "
+						"%s, copy 1 %s: %u EIO, state "
+						"%d\n", k, done, pol_names[p],
+						f ? "lost" : "flipped", eio,
+						is[0] ? 0 : is[1] ? 1 : -1);
+					CHECK(false);
+				}
+				newer += !is[0] && is[1];
+				states++;
+			}
+	}
+	printf("# degraded, copy 1 faulted: %" PRIu64 " persists, %" PRIu64
+	       " crash states, %" PRIu64 " with the update in flight "
+	       "redone\n", K, states, newer);
+	crec_free(rec);
+	free(tv.paths[0]);
+	tv.paths[0] = saved;
+	tvol_cleanup(&out);
+	tvol_cleanup(&tv);
+	for (unsigned u = 0; u <= DG_UPD; u++)
+		free(state[u]);
+	free(pg);
+	free(area);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -639,6 +821,7 @@ int main(int argc, char **argv)
 		{ "jbytes_all_lost_p1", test_all_lost_p1 },
 		{ "jbytes_old_layout_p1", test_old_layout_p1 },
 		{ "jbytes_noop_fault_p1", test_noop_fault_p1 },
+		{ "jbytes_degraded_p1", test_degraded_p1 },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);
