@@ -451,9 +451,13 @@ static bool went_in_place(struct dg_vol *vol, const struct dg_djentry *e)
 /* The entry at off numbered seq, if it counts: its metadata whole on
  * some copy and its bytes on some copy, or its update in place
  * (went_in_place()). *bytes: its range bytes, NULL when it has none to
- * give. */
+ * give. recovering: the replay acts on the answer; an open that replays
+ * nothing (DG_OPEN_NORECOVER: fsck -n, a rebuild) only finds the head,
+ * and says what it saw at debug level only -- over a log a crash left
+ * unreplayed, not a finding of faults. */
 static const struct dg_djentry *entry_live(struct dg_vol *vol, uint64_t off,
-					   uint64_t seq, const uint8_t **bytes)
+					   uint64_t seq, const uint8_t **bytes,
+					   bool recovering)
 {
 	const struct dg_djentry *e = entry_any(vol, off, seq);
 
@@ -464,13 +468,15 @@ static const struct dg_djentry *entry_live(struct dg_vol *vol, uint64_t off,
 	if (*bytes)
 		return e;
 	if (!went_in_place(vol, e)) {
-		dg_vol_log(vol, DG_LOG_NOTICE, "journal entry %" PRIu64
+		dg_vol_log(vol, recovering ? DG_LOG_NOTICE : DG_LOG_DEBUG,
+			   "journal entry %" PRIu64
 			   ": its bytes verify on no copy and nothing of it "
 			   "is in place: never committed, the log ends there",
 			   seq);
 		return NULL;
 	}
-	dg_vol_log(vol, DG_LOG_ERR, "journal entry %" PRIu64 ": its bytes "
+	dg_vol_log(vol, recovering ? DG_LOG_ERR : DG_LOG_DEBUG,
+		   "journal entry %" PRIu64 ": its bytes "
 		   "verify on no copy, yet its update is in place (faults "
 		   "beyond the journal's copies): its pages keep what they "
 		   "prove, the rest reads EIO", seq);
@@ -1034,7 +1040,7 @@ static int recover(struct dg_vol *vol)
 	 * entry's bytes must not go over them (DG_JRANGE_IN_PLACE). This
 	 * pass, over the pages as found, also decides where the log ends
 	 * (entry_live()): the replay below redoes that many entries. */
-	while ((e = entry_live(vol, off, seq, &bytes))) {
+	while ((e = entry_live(vol, off, seq, &bytes, true))) {
 		live++;
 		if (e->flags & DG_JENTRY_WRAP) {
 			off = 0;
@@ -1162,7 +1168,7 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 		const uint8_t *b;
 		uint64_t off = j->tail_off, seq = j->tail_seq;
 
-		while ((e = entry_live(vol, off, seq, &b))) {
+		while ((e = entry_live(vol, off, seq, &b, false))) {
 			off = (e->flags & DG_JENTRY_WRAP) ? 0 : off + e->len;
 			if (off >= j->log_bytes)
 				off = 0;
