@@ -32,7 +32,8 @@
  * as after the one in flight too (atomically: all its pages or none),
  * never EIO, and a second open reads the same. Beyond the faults the
  * journal covers -- every bytes copy lost at once -- a page may read
- * EIO, never bytes of neither state (case jbytes_all_lost_p1). A volume
+ * EIO and an update need not show on all its pages, but no page reads
+ * bytes of neither state (case jbytes_all_lost_p1). A volume
  * made before JOURNAL_V2 (the bit cleared) keeps every byte on every
  * copy and passes the same (jbytes_old_layout_p1). A rewrite that
  * leaves a page unchanged, its bytes lost and one fault in that page,
@@ -407,8 +408,18 @@ static bool open_says_beyond(struct run *ru, unsigned flags)
 	return strstr(buf, "yet its update is in place") != NULL;
 }
 
-/* Every bytes copy lost at once (beyond the faults covered): pages may
- * read EIO, never bytes of no state; the volume opens. */
+/*
+ * Every bytes copy lost at once (beyond the faults covered): every write
+ * the run made to the journal areas of the bytes copies is lost, the
+ * in-place writes stand as the crash left them. The volume opens, and
+ * each page on its own reads EIO or as after the updates that returned
+ * or with the one in flight -- never older bytes, nor bytes of no state.
+ * Not checked: that an update shows on all its pages or none (the log
+ * may end before an entry half in place: docs/design.md, "Journal bytes
+ * on parity + 1 copies"), nor any count of EIO. A read-only open
+ * (replaying nothing) logs no finding of faults where a replaying one
+ * does.
+ */
 static void test_all_lost_p1(void)
 {
 	struct run ru = { .ndev = 3, .parity = 1 };
