@@ -113,8 +113,9 @@ static uint64_t entry_csum(const struct dg_vol *vol,
 	return XXH3_64bits_digest(&st);
 }
 
-/* The range bytes the descriptors claim lie inside the entry, and a
- * sealed, in-place or reserved range is a whole page: before anything is
+/* The range bytes the descriptors claim lie inside the entry, a sealed,
+ * in-place or reserved range is a whole page, and a sealed one carries
+ * its bytes (seals_hold() hashes a page of them): before anything is
  * hashed. What the ranges point at is checked at replay, once the
  * checksum says the entry was really written. */
 static bool ranges_fit(const struct dg_vol *vol, const struct dg_djentry *e)
@@ -125,6 +126,9 @@ static bool ranges_fit(const struct dg_vol *vol, const struct dg_djentry *e)
 	for (uint32_t i = 0; i < e->nranges; i++) {
 		if ((r[i].flags & (DG_JRANGE_SEALED | DG_JRANGE_NO_BYTES)) &&
 		    (r[i].len != DG_PAGE_SIZE || r[i].off))
+			return false;
+		if ((r[i].flags & DG_JRANGE_SEALED) &&
+		    (r[i].flags & DG_JRANGE_NO_BYTES))
 			return false;
 		bytes += dg_jrange_bytes(&r[i]);
 	}
@@ -396,13 +400,27 @@ static const uint8_t *bytes_any(struct dg_vol *vol, const struct dg_djentry *e,
  * metadata-only copy got through): nothing of its update, nor of any
  * later one, went in place (wait_written()), and the log ends before it.
  * Only faults beyond them (every bytes copy lost, as parity + 1 devices
- * that all drop their last writes) leave a durable entry without bytes;
- * its update then shows in place: a page of it that holds its new bytes
- * while its checksum is older, or whose checksum is the new one while
- * its bytes are not. Such an entry is replayed without bytes
- * (replay_entry()): every page gets the checksum the metadata says, so a
- * page proves its bytes -- as it is, or rebuilt from its row -- or reads
- * EIO (redo_redundancy()); nothing unproven is written.
+ * that all drop their last writes) leave a durable entry without bytes.
+ *
+ * The one sign that counts is a page that holds the entry's new bytes
+ * while its verified checksum is older: no fault makes a page's bytes
+ * hash to a checksum they were not written for, and a checksum copy
+ * that fails its seal gives way to another (dg_csum_get()). The other
+ * half -- checksum new, bytes not -- is no sign: a range that leaves its
+ * page as it was (a rewrite of the bytes it holds) carries the checksum
+ * the page already has, and one fault in the page's bytes then looks
+ * just so; nor can the row tell, its parity may be half through an
+ * earlier entry the replay has yet to redo. Taking it would replay an
+ * entry that never was, giving its other pages checksums their old,
+ * acknowledged bytes fail (EIO). Left out, a durable entry whose
+ * bytes are all lost and that shows no page of new bytes under an old
+ * checksum ends the log: its pages and those of later entries keep
+ * what their checksums prove, or read EIO (docs/integrity.md).
+ *
+ * An entry that is replayed without bytes (replay_entry()) gives every
+ * page the checksum the metadata says, so a page proves its bytes -- as
+ * it is, or rebuilt from its row -- or reads EIO (redo_redundancy());
+ * nothing unproven is written.
  */
 static bool went_in_place(struct dg_vol *vol, const struct dg_djentry *e)
 {
@@ -424,7 +442,7 @@ static bool went_in_place(struct dg_vol *vol, const struct dg_djentry *e)
 		now = dg_csum_page(vol, r[i].dev, r[i].row,
 				   dg_dev_ptr(d, dg_row_page(vol, r[i].row)
 						      << DG_PAGE_SHIFT));
-		if ((now == r[i].page_csum) != (cs == r[i].page_csum))
+		if (now == r[i].page_csum && cs != r[i].page_csum)
 			return true;
 	}
 	return false;
@@ -433,9 +451,13 @@ static bool went_in_place(struct dg_vol *vol, const struct dg_djentry *e)
 /* The entry at off numbered seq, if it counts: its metadata whole on
  * some copy and its bytes on some copy, or its update in place
  * (went_in_place()). *bytes: its range bytes, NULL when it has none to
- * give. */
+ * give. recovering: the replay acts on the answer; an open that replays
+ * nothing (DG_OPEN_NORECOVER: fsck -n, a rebuild) only finds the head,
+ * and says what it saw at debug level only -- over a log a crash left
+ * unreplayed, not a finding of faults. */
 static const struct dg_djentry *entry_live(struct dg_vol *vol, uint64_t off,
-					   uint64_t seq, const uint8_t **bytes)
+					   uint64_t seq, const uint8_t **bytes,
+					   bool recovering)
 {
 	const struct dg_djentry *e = entry_any(vol, off, seq);
 
@@ -446,13 +468,15 @@ static const struct dg_djentry *entry_live(struct dg_vol *vol, uint64_t off,
 	if (*bytes)
 		return e;
 	if (!went_in_place(vol, e)) {
-		dg_vol_log(vol, DG_LOG_NOTICE, "journal entry %" PRIu64
+		dg_vol_log(vol, recovering ? DG_LOG_NOTICE : DG_LOG_DEBUG,
+			   "journal entry %" PRIu64
 			   ": its bytes verify on no copy and nothing of it "
 			   "is in place: never committed, the log ends there",
 			   seq);
 		return NULL;
 	}
-	dg_vol_log(vol, DG_LOG_ERR, "journal entry %" PRIu64 ": its bytes "
+	dg_vol_log(vol, recovering ? DG_LOG_ERR : DG_LOG_DEBUG,
+		   "journal entry %" PRIu64 ": its bytes "
 		   "verify on no copy, yet its update is in place (faults "
 		   "beyond the journal's copies): its pages keep what they "
 		   "prove, the rest reads EIO", seq);
@@ -473,6 +497,25 @@ static unsigned bytes_copies(const struct dg_vol *vol, unsigned ncopies)
 	if (vol->journal_v2 && vol->parity && ncopies == vol->parity + 2)
 		return ncopies - 1;
 	return ncopies;
+}
+
+/*
+ * Copy c takes the entry bytes: a bytes copy, or the metadata-only copy
+ * while a bytes copy's device is missing -- parity + 1 copies of the
+ * bytes then remain on present devices, the crash plus fault argument
+ * above holding on a degraded volume as on a whole one. Replay looks
+ * for the bytes on every copy (bytes_any()).
+ */
+static bool copy_gets_bytes(const struct dg_vol *vol, unsigned c)
+{
+	const struct dg_journal *j = &vol->jrnl;
+
+	if (c < j->nbytes)
+		return true;
+	for (unsigned b = 0; b < j->nbytes; b++)
+		if (!vol->devs[j->dev[b]].present)
+			return true;
+	return false;
 }
 
 /* ---- recovery ------------------------------------------------------ */
@@ -997,7 +1040,7 @@ static int recover(struct dg_vol *vol)
 	 * entry's bytes must not go over them (DG_JRANGE_IN_PLACE). This
 	 * pass, over the pages as found, also decides where the log ends
 	 * (entry_live()): the replay below redoes that many entries. */
-	while ((e = entry_live(vol, off, seq, &bytes))) {
+	while ((e = entry_live(vol, off, seq, &bytes, true))) {
 		live++;
 		if (e->flags & DG_JENTRY_WRAP) {
 			off = 0;
@@ -1125,7 +1168,7 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 		const uint8_t *b;
 		uint64_t off = j->tail_off, seq = j->tail_seq;
 
-		while ((e = entry_live(vol, off, seq, &b))) {
+		while ((e = entry_live(vol, off, seq, &b, false))) {
 			off = (e->flags & DG_JENTRY_WRAP) ? 0 : off + e->len;
 			if (off >= j->log_bytes)
 				off = 0;
@@ -1224,10 +1267,10 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
  */
 /* Log bytes of an entry of len bytes that copy c stores: all of them,
  * or the metadata (mlen) on a metadata-only copy (JOURNAL_V2). */
-static uint64_t copy_len(const struct dg_journal *j, unsigned c, uint64_t len,
+static uint64_t copy_len(const struct dg_vol *vol, unsigned c, uint64_t len,
 			 uint64_t mlen)
 {
-	return c < j->nbytes ? len : mlen;
+	return copy_gets_bytes(vol, c) ? len : mlen;
 }
 
 static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len,
@@ -1245,7 +1288,7 @@ static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len,
 		if (d)
 			dg_flushset_add(&fs, (unsigned)(d - vol->devs),
 					area + j->log_off + at,
-					copy_len(j, c, len, mlen));
+					copy_len(vol, c, len, mlen));
 	}
 	ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	dg_flushset_fini(&fs);
@@ -1287,7 +1330,7 @@ static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
 			ret = dg_dev_write(d, off, &bcs, sizeof(bcs));
 			off += sizeof(bcs);
 		}
-		if (c >= j->nbytes) {
+		if (!copy_gets_bytes(vol, c)) {
 			/* The metadata-only copy: its bytes area is left
 			 * as it is (format.h, JOURNAL_V2). */
 			if (ret)
@@ -1407,7 +1450,7 @@ static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
 					dg_flushset_add(&fs,
 						(unsigned)(d - vol->devs),
 						area + j->log_off + p->at,
-						copy_len(j, c, p->len,
+						copy_len(vol, c, p->len,
 							 p->mlen));
 			}
 		}

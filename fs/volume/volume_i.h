@@ -55,7 +55,9 @@ struct dg_journal {
 				   * round; atomic */
 	unsigned ncopies;
 	unsigned nbytes;	/* copies 0 .. nbytes - 1 hold entry bytes;
-				 * the others the metadata only (JOURNAL_V2) */
+				 * the others the metadata only (JOURNAL_V2),
+				 * unless a bytes copy's device is missing
+				 * (journal.c, copy_gets_bytes()) */
 	unsigned dev[DG_MAX_JCOPIES];	/* device of each copy */
 	uint64_t start[DG_MAX_JCOPIES];	/* first page of each copy */
 };

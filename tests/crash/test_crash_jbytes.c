@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "recorder.h"
@@ -31,9 +32,14 @@
  * as after the one in flight too (atomically: all its pages or none),
  * never EIO, and a second open reads the same. Beyond the faults the
  * journal covers -- every bytes copy lost at once -- a page may read
- * EIO, never bytes of neither state (case jbytes_all_lost_p1). A volume
+ * EIO and an update need not show on all its pages, but no page reads
+ * bytes of neither state (case jbytes_all_lost_p1). A volume
  * made before JOURNAL_V2 (the bit cleared) keeps every byte on every
- * copy and passes the same (jbytes_old_layout_p1).
+ * copy and passes the same (jbytes_old_layout_p1). A rewrite that
+ * leaves a page unchanged, its bytes lost and one fault in that page,
+ * must not pass for an update in place (jbytes_noop_fault_p1). With the
+ * device of a bytes copy missing the bytes stay on parity + 1 present
+ * copies (jbytes_degraded_p1).
  */
 
 #define PAGES	 24u
@@ -214,6 +220,18 @@ static void put_fault(struct run *ru, unsigned c, enum fkind kind)
 	}
 }
 
+/* Every write to journal copy j since the recording began lost: its
+ * area as it was then. */
+static void put_lost(struct tvol *out, struct crec *rec,
+		     const struct jcopy *j)
+{
+	uint64_t size;
+	const uint8_t *snap = crec_snapshot(rec, j->dev, &size);
+
+	REQUIRE(snap && j->off + j->bytes <= size);
+	tvol_poke(out, j->dev, j->off, snap + j->off, j->bytes);
+}
+
 /* Open the rebuilt images and read every page: which state they hold
  * (done or done + 1), -1 for pages of both or neither, -2 a refused
  * open; *eio counts pages that read EIO (they match no state). */
@@ -365,12 +383,47 @@ static void test_old_layout_p1(void)
 	one_copy(3, 1, "jbo", true);
 }
 
-/* Every bytes copy lost at once (beyond the faults covered): pages may
- * read EIO, never bytes of no state; the volume opens. */
+/* Whether opening the rebuilt images with flags (then closing them)
+ * says, on stderr, that an entry without bytes went in place. */
+static bool open_says_beyond(struct run *ru, unsigned flags)
+{
+	char path[] = "/dev/shm/dgtest-jbytes-errXXXXXX", buf[8192];
+	int fd = mkstemp(path), saved = dup(2);
+	struct dg_vol *vol;
+	ssize_t n;
+
+	REQUIRE(fd >= 0 && saved >= 0);
+	unlink(path);
+	fflush(stderr);
+	REQUIRE(dup2(fd, 2) == 2);
+	vol = crec_open(ru->out.paths, ru->ndev, flags);
+	if (vol)
+		dg_vol_close(vol);
+	fflush(stderr);
+	REQUIRE(dup2(saved, 2) == 2);
+	close(saved);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return strstr(buf, "yet its update is in place") != NULL;
+}
+
+/*
+ * Every bytes copy lost at once (beyond the faults covered): every write
+ * the run made to the journal areas of the bytes copies is lost, the
+ * in-place writes stand as the crash left them. The volume opens, and
+ * each page on its own reads EIO or as after the updates that returned
+ * or with the one in flight -- never older bytes, nor bytes of no state.
+ * Not checked: that an update shows on all its pages or none (the log
+ * may end before an entry half in place: docs/design.md, "Journal bytes
+ * on parity + 1 copies"), nor any count of EIO. A read-only open
+ * (replaying nothing) logs no finding of faults where a replaying one
+ * does.
+ */
 static void test_all_lost_p1(void)
 {
 	struct run ru = { .ndev = 3, .parity = 1 };
-	uint64_t K, eios = 0;
+	uint64_t K, eios = 0, said = 0;
 
 	record(&ru, "jba");
 	K = crec_npersists(ru.rec);
@@ -380,6 +433,19 @@ static void test_all_lost_p1(void)
 		for (unsigned p = 0; p < 4; p++) {
 			unsigned eio;
 
+			REQUIRE(crec_build(ru.rec, k, pols[p], k * 3 + p,
+					   (const char *const *)ru.out.paths) ==
+				0);
+			for (unsigned c = 0; c < ru.nbytes; c++)
+				put_fault(&ru, c, FK_LOST);
+			/* An open that replays nothing (fsck -n) only finds
+			 * the head: no finding of faults in what it skips. */
+			if (open_says_beyond(&ru, DG_OPEN_RDONLY)) {
+				fprintf(stderr, "k=%" PRIu64 " %s: read-only "
+					"open says faults\n", k, pol_names[p]);
+				CHECK(false);
+			}
+			said += open_says_beyond(&ru, 0);
 			REQUIRE(crec_build(ru.rec, k, pols[p], k * 3 + p,
 					   (const char *const *)ru.out.paths) ==
 				0);
@@ -400,8 +466,402 @@ static void test_all_lost_p1(void)
 		}
 	}
 	printf("# every bytes copy lost: %" PRIu64 " persists, %" PRIu64
-	       " pages read EIO\n", K, eios);
+	       " pages read EIO, %" PRIu64 " replays of an entry without "
+	       "bytes\n", K, eios, said);
+	CHECK(said > 0);
 	run_free(&ru);
+}
+
+/*
+ * A rewrite that leaves a page as it was (its range equal to the bytes
+ * the page holds) carries the checksum the page already has. An update
+ * N of such a rewrite of page P and new bytes for page Q is recorded;
+ * at every persist point (durable writes only) N's bytes may be lost
+ * from every bytes copy while its metadata survives on the copy without
+ * bytes -- a crash that tore N's bytes copies, N never acknowledged --
+ * and ONE fault hits P: a flipped byte in its data page, its checksum
+ * (first copy) or its row's parity page. P's bytes no longer match the
+ * checksum N carries for it, which must not pass for N having gone in
+ * place: replayed without bytes, N would give Q its checksum over Q's
+ * old bytes, and Q, acknowledged, would read EIO. Every page must read
+ * as before N or (its bytes on a copy) after it, never EIO.
+ */
+enum pfault { PF_DATA, PF_CSUM, PF_PARITY, PF_NR };
+static const char *const pf_names[] = { "data", "checksum", "parity" };
+
+struct noop_run {
+	struct tvol tv, out;
+	struct jcopy jc[DG_MAX_JCOPIES];
+	unsigned ncopies, nbytes;
+	uint64_t at[PF_NR];	/* byte flipped by each fault */
+	unsigned at_dev[PF_NR];
+	uint64_t qdata, qcs[2];	/* Q's data page, P's and Q's csum pages */
+	unsigned qdev, qcdev[2];
+	uint8_t *old, *now;	/* pages 0 (P) and 1 (Q) before and after */
+};
+
+/* Whether any write of N reached the media in place: Q's data page, or
+ * the checksum page (first two copies) of P and Q. */
+static bool noop_in_place(struct noop_run *nr, struct crec *rec,
+			  uint8_t *pg)
+{
+	uint64_t size;
+	const uint8_t *snap;
+
+	tvol_peek(&nr->out, nr->qdev, nr->qdata, pg, DG_PAGE_SIZE);
+	snap = crec_snapshot(rec, nr->qdev, &size);
+	if (memcmp(pg, snap + nr->qdata, DG_PAGE_SIZE))
+		return true;
+	for (unsigned c = 0; c < 2; c++) {
+		snap = crec_snapshot(rec, nr->qcdev[c], &size);
+		tvol_peek(&nr->out, nr->qcdev[c], nr->qcs[c], pg,
+			  DG_PAGE_SIZE);
+		if (memcmp(pg, snap + nr->qcs[c], DG_PAGE_SIZE))
+			return true;
+	}
+	return false;
+}
+
+static void test_noop_fault_p1(void)
+{
+	struct noop_run nr = { 0 };
+	uint64_t rs = 0x9a9e, K, tested = 0, entry_only = 0;
+	uint8_t *pg = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
+	struct dg_vol *vol;
+	struct crec *rec;
+	uint64_t base;
+
+	REQUIRE(pg);
+	nr.old = malloc(2 * DG_PAGE_SIZE);
+	nr.now = malloc(2 * DG_PAGE_SIZE);
+	REQUIRE(nr.old && nr.now);
+	tvol_make(&nr.tv, "jbn", 3, 1, 16ull << 20, false);
+	tvol_make(&nr.out, "jbno", 3, 1, 16ull << 20, false);
+	trand_fill(&rs, nr.old, 2 * DG_PAGE_SIZE);
+	memcpy(nr.now, nr.old, 2 * DG_PAGE_SIZE);
+	trand_fill(&rs, nr.now + DG_PAGE_SIZE, DG_PAGE_SIZE);
+
+	vol = tvol_open(&nr.tv, 0);
+	REQUIRE(vol && vol->journal_v2);
+	nr.ncopies = vol->jrnl.ncopies;
+	nr.nbytes = vol->jrnl.nbytes;
+	CHECK_EQ(nr.nbytes, 2u);
+	for (unsigned c = 0; c < nr.ncopies; c++) {
+		uint64_t start, pages;
+
+		dg_jrnl_loc(vol, c, &nr.jc[c].dev, &start, &pages);
+		nr.jc[c].off = start << DG_PAGE_SHIFT;
+		nr.jc[c].bytes = pages << DG_PAGE_SHIFT;
+	}
+	base = tdata_vpn(vol);
+	{
+		struct dg_range r[2] = {
+			{ base, 0, DG_PAGE_SIZE, nr.old },
+			{ base + 1, 0, DG_PAGE_SIZE, nr.old + DG_PAGE_SIZE },
+		};
+		struct dg_loc p = dg_vpn_loc(vol, base);
+		struct dg_loc q = dg_vpn_loc(vol, base + 1);
+		uint64_t cpage;
+		uint32_t cbyte;
+
+		REQUIRE(dg_apply(vol, r, 2) == 0);
+		nr.at_dev[PF_DATA] = p.dev;
+		nr.at[PF_DATA] = dg_row_page(vol, p.row) * DG_PAGE_SIZE + 2000;
+		dg_csum_loc(vol, p.dev, p.row, 0, &nr.at_dev[PF_CSUM], &cpage,
+			    &cbyte);
+		nr.at[PF_CSUM] = cpage * DG_PAGE_SIZE + cbyte;
+		nr.at_dev[PF_PARITY] = dg_row_parity_dev(vol, p.row, 0);
+		nr.at[PF_PARITY] = dg_row_page(vol, p.row) * DG_PAGE_SIZE +
+				   2000;
+		nr.qdev = q.dev;
+		nr.qdata = dg_row_page(vol, q.row) * DG_PAGE_SIZE;
+		for (unsigned c = 0; c < 2; c++) {
+			struct dg_loc l = c ? q : p;
+
+			dg_csum_loc(vol, l.dev, l.row, c, &nr.qcdev[c], &cpage,
+				    &cbyte);
+			nr.qcs[c] = cpage * DG_PAGE_SIZE;
+		}
+	}
+	REQUIRE(dg_vol_close(vol) == 0);
+
+	rec = crec_start((const char *const *)nr.tv.paths, 3);
+	REQUIRE(rec);
+	vol = crec_open(nr.tv.paths, 3, 0);
+	REQUIRE(vol);
+	{
+		/* P: bytes it holds (no change); Q: new bytes. */
+		struct dg_range r[2] = {
+			{ base, 100, 300, nr.old + 100 },
+			{ base + 1, 0, DG_PAGE_SIZE, nr.now + DG_PAGE_SIZE },
+		};
+
+		REQUIRE(dg_apply(vol, r, 2) == 0);
+	}
+	REQUIRE(dg_vol_close(vol) == 0);
+	crec_stop(rec);
+	K = crec_npersists(rec);
+	for (uint64_t k = 0; k <= K; k++)
+		for (unsigned lost = 0; lost < 2; lost++)
+			for (unsigned f = 0; f < PF_NR; f++) {
+				struct dg_vol *v;
+				unsigned eio = 0;
+				int st[2] = { -1, -1 };
+				uint8_t b;
+
+				REQUIRE(crec_build(rec, k, CREC_NONE, k,
+						   (const char *const *)
+							   nr.out.paths) == 0);
+				/* Bytes lost from every bytes copy once
+				 * N went in place: faults beyond parity
+				 * (EIO may follow): not this case. */
+				if (lost && noop_in_place(&nr, rec, pg))
+					continue;
+				if (lost) {
+					uint64_t size;
+					const struct jcopy *m =
+						&nr.jc[nr.ncopies - 1];
+					const uint8_t *snap = crec_snapshot(
+						rec, m->dev, &size);
+
+					for (unsigned c = 0; c < nr.nbytes;
+					     c++)
+						put_lost(&nr.out, rec, &nr.jc[c]);
+					for (uint64_t o = 2 * DG_PAGE_SIZE;
+					     o < m->bytes; o += DG_PAGE_SIZE) {
+						tvol_peek(&nr.out, m->dev,
+							  m->off + o, pg,
+							  DG_PAGE_SIZE);
+						if (memcmp(pg, snap + m->off + o,
+							   DG_PAGE_SIZE)) {
+							entry_only++;
+							break;
+						}
+					}
+				}
+				tvol_peek(&nr.out, nr.at_dev[f], nr.at[f], &b,
+					  1);
+				b ^= 0x5a;
+				tvol_poke(&nr.out, nr.at_dev[f], nr.at[f], &b,
+					  1);
+				v = crec_open(nr.out.paths, 3, 0);
+				REQUIRE(v);
+				for (unsigned i = 0; i < 2; i++) {
+					if (dg_read(v, base + i, 1, pg)) {
+						eio++;
+						continue;
+					}
+					st[i] = !memcmp(pg, nr.old +
+								   i * DG_PAGE_SIZE,
+							DG_PAGE_SIZE)
+							? 0
+						: !memcmp(pg,
+							  nr.now + i * DG_PAGE_SIZE,
+							  DG_PAGE_SIZE)
+							? 1
+							: -1;
+				}
+				dg_vol_close(v);
+				tested++;
+				/* P reads the same in both states. */
+				if (eio || st[0] < 0 || st[1] < 0) {
+					fprintf(stderr, "k=%" PRIu64 " bytes %s, "
+						"fault in P's %s: %u EIO, P %d, "
+						"Q %d\n", k,
+						lost ? "lost" : "kept",
+						pf_names[f], eio, st[0], st[1]);
+					CHECK(false);
+				}
+			}
+	printf("# no-op rewrite + one fault: %" PRIu64 " persists, %" PRIu64
+	       " states, %" PRIu64 " with N's metadata alone\n", K, tested,
+	       entry_only);
+	CHECK(entry_only > 0);
+	crec_free(rec);
+	tvol_cleanup(&nr.out);
+	tvol_cleanup(&nr.tv);
+	free(nr.old);
+	free(nr.now);
+	free(pg);
+}
+
+/*
+ * A degraded volume (3 devices, parity 1, the device of bytes copy 0
+ * missing): entry bytes must still be on parity + 1 present copies, the
+ * copy otherwise without bytes taking them. Updates are recorded; at
+ * every persist point, under every policy, bytes copy 1 gets a fault
+ * (flipped bytes in every log line the run wrote, or every write to it
+ * lost) and the volume is opened degraded: every page reads as after
+ * the updates that returned, or with the one in flight too, never EIO.
+ * With the bytes on copy 1 alone, the fault left an entry whose update
+ * was half in place without bytes on any copy.
+ */
+#define DG_PAGES 6u
+#define DG_UPD	 4u
+
+static void test_degraded_p1(void)
+{
+	struct tvol tv, out;
+	struct jcopy jc[DG_MAX_JCOPIES];
+	uint8_t *state[DG_UPD + 1], *pg, *area;
+	uint64_t rs = 0xde9, mark[DG_UPD], K, states = 0, newer = 0;
+	size_t sz = (size_t)DG_PAGES * DG_PAGE_SIZE;
+	char *saved, *present[2], *built[2];
+	struct dg_vol *vol;
+	struct crec *rec;
+	uint64_t base;
+	unsigned ncopies;
+
+	tvol_make(&tv, "jbd", 3, 1, 16ull << 20, false);
+	tvol_make(&out, "jbdo", 3, 1, 16ull << 20, false);
+	for (unsigned u = 0; u <= DG_UPD; u++) {
+		state[u] = malloc(sz);
+		REQUIRE(state[u]);
+	}
+	pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	REQUIRE(pg);
+	trand_fill(&rs, state[0], sz);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol && vol->journal_v2);
+	ncopies = vol->jrnl.ncopies;
+	CHECK_EQ(ncopies, 3u);
+	CHECK_EQ(vol->jrnl.nbytes, 2u);
+	for (unsigned c = 0; c < ncopies; c++) {
+		uint64_t start, pages;
+
+		dg_jrnl_loc(vol, c, &jc[c].dev, &start, &pages);
+		jc[c].off = start << DG_PAGE_SHIFT;
+		jc[c].bytes = pages << DG_PAGE_SHIFT;
+	}
+	REQUIRE(jc[0].dev == 0 && jc[1].dev == 1);
+	base = tdata_vpn(vol);
+	for (unsigned p = 0; p < DG_PAGES; p++) {
+		struct dg_range r = { base + p, 0, DG_PAGE_SIZE,
+				      state[0] + p * DG_PAGE_SIZE };
+
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	REQUIRE(dg_vol_close(vol) == 0);
+	area = malloc(jc[1].bytes);
+	REQUIRE(area);
+
+	/* Device 0 (bytes copy 0) gone; devices 1 and 2 recorded. */
+	saved = tv.paths[0];
+	REQUIRE(unlink(saved) == 0);
+	tv.paths[0] = strdup("");
+	REQUIRE(tv.paths[0]);
+	unlink(out.paths[0]);
+	present[0] = tv.paths[1];
+	present[1] = tv.paths[2];
+	built[0] = out.paths[1];
+	built[1] = out.paths[2];
+	rec = crec_start((const char *const *)present, 2);
+	REQUIRE(rec);
+	vol = crec_open(tv.paths, 3, DG_OPEN_DEGRADED | DG_OPEN_DEGRADED_RW);
+	REQUIRE(vol);
+	for (unsigned u = 0; u < DG_UPD; u++) {
+		struct dg_range r[3];
+		uint8_t *data = malloc(3 * DG_PAGE_SIZE);
+
+		REQUIRE(data);
+		memcpy(state[u + 1], state[u], sz);
+		for (unsigned i = 0; i < 3; i++) {
+			unsigned p = (u + i * 2) % DG_PAGES;
+			uint32_t off = i ? 64u * (u + 1) : 0;
+			uint32_t len = i ? 1000 : DG_PAGE_SIZE;
+
+			trand_fill(&rs, data + i * DG_PAGE_SIZE, len);
+			memcpy(state[u + 1] + p * DG_PAGE_SIZE + off,
+			       data + i * DG_PAGE_SIZE, len);
+			r[i] = (struct dg_range){ base + p, off, len,
+						  data + i * DG_PAGE_SIZE };
+		}
+		REQUIRE(dg_apply(vol, r, 3) == 0);
+		mark[u] = crec_marker(rec, crec_mark(rec, "update"))->persists;
+		free(data);
+	}
+	REQUIRE(dg_vol_close(vol) == 0);
+	crec_stop(rec);
+	K = crec_npersists(rec);
+	for (uint64_t k = 0; k <= K; k++) {
+		unsigned done = 0;
+
+		while (done < DG_UPD && k >= mark[done])
+			done++;
+		for (unsigned p = 0; p < 4; p++)
+			for (unsigned f = 0; f < 2; f++) {
+				const struct jcopy *j = &jc[1];
+				uint64_t size;
+				const uint8_t *snap;
+				struct dg_vol *v;
+				bool is[2] = { true, true };
+				unsigned eio = 0, nx = done < DG_UPD ? done + 1
+								     : done;
+
+				REQUIRE(crec_build(rec, k, pols[p], k * 7 + p,
+						   (const char *const *)built) ==
+					0);
+				/* Copy 1 is recorded image 0. */
+				snap = crec_snapshot(rec, 0, &size);
+				REQUIRE(snap && j->off + j->bytes <= size);
+				snap += j->off;
+				tvol_peek(&out, j->dev, j->off, area, j->bytes);
+				if (f)
+					tvol_poke(&out, j->dev, j->off, snap,
+						  j->bytes);
+				for (uint64_t l = 2 * DG_PAGE_SIZE;
+				     !f && l < j->bytes; l += 64) {
+					uint8_t b = area[l + 17] ^ 0x5a;
+
+					if (memcmp(area + l, snap + l, 64))
+						tvol_poke(&out, j->dev,
+							  j->off + l + 17, &b,
+							  1);
+				}
+				v = crec_open(out.paths, 3,
+					      DG_OPEN_DEGRADED |
+						      DG_OPEN_DEGRADED_RW);
+				REQUIRE(v);
+				for (unsigned q = 0; q < DG_PAGES; q++) {
+					if (dg_read(v, base + q, 1, pg)) {
+						eio++;
+						continue;
+					}
+					is[0] = is[0] &&
+						!memcmp(pg, state[done] +
+							    q * DG_PAGE_SIZE,
+							DG_PAGE_SIZE);
+					is[1] = is[1] &&
+						!memcmp(pg, state[nx] +
+							    q * DG_PAGE_SIZE,
+							DG_PAGE_SIZE);
+				}
+				dg_vol_close(v);
+				if (eio || !(is[0] || is[1]) ||
+				    (done == DG_UPD && !is[0])) {
+					fprintf(stderr, "k=%" PRIu64 " (%u done) "
+						"%s, copy 1 %s: %u EIO, state "
+						"%d\n", k, done, pol_names[p],
+						f ? "lost" : "flipped", eio,
+						is[0] ? 0 : is[1] ? 1 : -1);
+					CHECK(false);
+				}
+				newer += !is[0] && is[1];
+				states++;
+			}
+	}
+	printf("# degraded, copy 1 faulted: %" PRIu64 " persists, %" PRIu64
+	       " crash states, %" PRIu64 " with the update in flight "
+	       "redone\n", K, states, newer);
+	crec_free(rec);
+	free(tv.paths[0]);
+	tv.paths[0] = saved;
+	tvol_cleanup(&out);
+	tvol_cleanup(&tv);
+	for (unsigned u = 0; u <= DG_UPD; u++)
+		free(state[u]);
+	free(pg);
+	free(area);
 }
 
 int main(int argc, char **argv)
@@ -411,6 +871,8 @@ int main(int argc, char **argv)
 		{ "jbytes_one_copy_p2", test_one_copy_p2 },
 		{ "jbytes_all_lost_p1", test_all_lost_p1 },
 		{ "jbytes_old_layout_p1", test_old_layout_p1 },
+		{ "jbytes_noop_fault_p1", test_noop_fault_p1 },
+		{ "jbytes_degraded_p1", test_degraded_p1 },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);

@@ -634,6 +634,48 @@ static void test_missing_device_in_replayed_row(void)
 	fault_in_row_case("jfault6", 5, 2, MISSING);
 }
 
+/* A range flagged both sealed and without bytes (no writer makes one):
+ * a hostile entry whose checksum holds would have the seal check hash a
+ * page of bytes the entry does not hold, past its end. Refused by its
+ * structure, before anything is hashed, on either layout. */
+static void test_sealed_without_bytes_refused(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+
+	tvol_make(&tv, "sealnb", 3, 1, 32u << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	for (unsigned v2 = 0; v2 < 2; v2++) {
+		bool was = vol->journal_v2;
+		size_t len;
+		struct dg_djentry *e;
+		struct dg_djrange *r;
+
+		vol->journal_v2 = v2;
+		len = (dg_jentry_meta_len(vol, 1) + DG_JALIGN - 1) /
+		      DG_JALIGN * DG_JALIGN;
+		e = calloc(1, len);
+		REQUIRE(e);
+		e->magic = DG_JENTRY_MAGIC;
+		e->len = (uint32_t)len;
+		e->seq = 1;
+		e->nranges = 1;
+		r = (void *)(e + 1);
+		r->len = DG_PAGE_SIZE;
+		r->flags = DG_JRANGE_SEALED | DG_JRANGE_IN_PLACE;
+		e->csum = dg_jentry_csum(vol, e);
+		CHECK_EQ(dg_jentry_decode(vol, e, len), -EUCLEAN);
+		r->flags = DG_JRANGE_SEALED | DG_JRANGE_RESERVED;
+		e->csum = dg_jentry_csum(vol, e);
+		CHECK_EQ(dg_jentry_decode(vol, e, len), -EUCLEAN);
+		free(e);
+		vol->journal_v2 = was;
+	}
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -655,6 +697,8 @@ int main(int argc, char **argv)
 		{ "fault_in_replayed_page", test_fault_in_replayed_page },
 		{ "missing_device_in_replayed_row",
 		  test_missing_device_in_replayed_row },
+		{ "sealed_without_bytes_refused",
+		  test_sealed_without_bytes_refused },
 		{ NULL, NULL },
 	};
 
