@@ -31,19 +31,15 @@ static bool name_in(struct dg_fs *fs, struct dg_inode *dp, uint64_t ino,
  * A name of ino and the directory that holds it. The inode says where
  * it was made or last moved to (d.parent), and that directory is the
  * one to read; only a file whose first name went while another stayed
- * (a hard link), or that fsck moved, sends the search through every
- * directory, each read for the search and let go: log messages, fault
- * reports and fsck, not a hot path. A file with no name left
- * (unlinked, still open) is not looked for: "?inoN".
+ * (a hard link) sends the search through every directory: log messages
+ * and fault reports, not a hot path.
  */
 static bool find_name(struct dg_fs *fs, uint64_t ino, uint64_t *parent,
 		      char *name)
 {
 	struct dg_inode *ip = dg_inode_slot(fs, ino);
 
-	if (!ip || ip->d.nlink == 0)
-		return false;
-	if (name_in(fs, dg_inode_get(fs, ip->d.parent), ino, name)) {
+	if (ip && name_in(fs, dg_inode_get(fs, ip->d.parent), ino, name)) {
 		*parent = ip->d.parent;
 		return true;
 	}
