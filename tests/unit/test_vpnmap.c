@@ -82,6 +82,7 @@ static void count_problems(void *arg, const struct dg_chk_event *ev)
 #endif
 #endif
 
+#ifndef UNDER_ASAN
 /* Address space in use now (VmSize), in bytes; 0 if unknown. */
 static uint64_t vm_size(void)
 {
@@ -97,6 +98,7 @@ static uint64_t vm_size(void)
 	fclose(f);
 	return (uint64_t)kb << 10;
 }
+#endif
 
 /*
  * 4 x 64 GiB (16M vpns per device, 64M in all) holding a few files:
