@@ -57,7 +57,8 @@ static uint64_t bytes_csum(const struct dg_vol *vol,
 
 		if (!(r[i].flags & (DG_JRANGE_SEALED | DG_JRANGE_NO_BYTES)))
 			XXH3_64bits_update(&st, src, r[i].len);
-		inl += dg_jrange_bytes(&r[i]);
+		if (!data) /* inl is NULL when data is given */
+			inl += dg_jrange_bytes(&r[i]);
 	}
 	return XXH3_64bits_digest(&st);
 }
