@@ -237,11 +237,15 @@ int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 	    ((r->flags & DG_JRANGE_NO_BYTES) && !vol->new_rows))
 		return -EUCLEAN;
 	/* A run of rows: whole rows, all inside the volume, and only
-	 * where the format has them (format.h, DG_JRANGE_ROWS). */
+	 * where the format has them (format.h, DG_JRANGE_ROWS). No more
+	 * pages than one entry can name: the update's own entry has a
+	 * range for each page it reserves. So the replay's work stays
+	 * bounded by the log's size, as with a range a page. */
 	if ((r->flags & DG_JRANGE_ROWS) &&
 	    (!vol->reserved_rows || !vol->parity || r->dev || r->off ||
 	     r->len != DG_PAGE_SIZE || r->page_csum == 0 ||
-	     r->page_csum > vol->sb.rows - r->row))
+	     r->page_csum > vol->sb.rows - r->row ||
+	     r->page_csum > vol->jrnl.log_bytes / sizeof(*r) / vol->k))
 		return -EUCLEAN;
 	return 0;
 }

@@ -762,8 +762,9 @@ static void test_reserves_row_runs(void)
 }
 
 /* What dg_jrange_check() takes of a run of rows: whole rows inside the
- * volume, dev and off 0, at least one row, and only where the volume
- * has the flag. */
+ * volume, dev and off 0, at least one row and no more pages than an
+ * entry of the log could name, and only where the volume has the
+ * flag. */
 static void test_row_run_checked(void)
 {
 	struct tvol tv;
@@ -784,6 +785,16 @@ static void test_row_run_checked(void)
 	r = ok;
 	r.page_csum = 0;
 	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	{
+		/* more pages than an entry of the log could name */
+		uint64_t lb = vol->jrnl.log_bytes;
+
+		vol->jrnl.log_bytes = 4 * vol->k * sizeof(r);
+		CHECK_EQ(dg_jrange_check(vol, &ok), 0);
+		vol->jrnl.log_bytes--;
+		CHECK_EQ(dg_jrange_check(vol, &ok), -EUCLEAN);
+		vol->jrnl.log_bytes = lb;
+	}
 	r = ok;
 	r.dev = 1;
 	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
