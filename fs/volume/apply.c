@@ -878,24 +878,75 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 }
 
 /*
- * The entry that reserves the new rows (DG_JRANGE_RESERVED), durable
- * before any of them is written: should the update's own entry never
- * come, the replay makes those free rows consistent as it finds them, so
- * a later update of a row never meets a half-written neighbour. *seq:
- * the entry, to retire once the rows are written. Only with new rows.
+ * The ranges that reserve the new rows into jr (NULL: count them): a
+ * range a run of consecutive rows (DG_JRANGE_ROWS) where the volume has
+ * them -- every data page of a new row is the update's (mark_full_rows())
+ * -- else a range a page (DG_JRANGE_RESERVED). rows: scratch for npg.
+ */
+static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
+			       unsigned npg, uint64_t *rows,
+			       struct dg_djrange *jr)
+{
+	unsigned n = 0, nr = 0;
+
+	if (!vol->reserved_rows) {
+		for (unsigned i = 0; i < npg; i++) {
+			if (!pg[i].in_place)
+				continue;
+			if (jr)
+				jr[n] = (struct dg_djrange){
+					.row = pg[i].row,
+					.dev = (uint16_t)pg[i].dev,
+					.len = DG_PAGE_SIZE,
+					.flags = DG_JRANGE_RESERVED,
+				};
+			n++;
+		}
+		return n;
+	}
+	for (unsigned i = 0; i < npg; i++)
+		if (pg[i].in_place)
+			rows[nr++] = pg[i].row;
+	qsort(rows, nr, sizeof(*rows), u64_cmp);
+	for (unsigned i = 0, j; i < nr; i = j) {
+		/* rows[] holds each row k times: skip equal ones, extend
+		 * over the next. */
+		for (j = i + 1; j < nr && rows[j] <= rows[j - 1] + 1; j++)
+			;
+		if (jr)
+			jr[n] = (struct dg_djrange){
+				.row = rows[i],
+				.len = DG_PAGE_SIZE,
+				.flags = DG_JRANGE_ROWS,
+				.page_csum = rows[j - 1] - rows[i] + 1,
+			};
+		n++;
+	}
+	return n;
+}
+
+/*
+ * The entry that reserves the new rows (DG_JRANGE_RESERVED, or
+ * DG_JRANGE_ROWS a run), durable before any of them is written: should
+ * the update's own entry never come, the replay makes those free rows
+ * consistent as it finds them, so a later update of a row never meets a
+ * half-written neighbour. *seq: the entry, to retire once the rows are
+ * written. Only with new rows.
  */
 static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
 			    unsigned npg, uint64_t *seq)
 {
-	struct dg_djentry *e;
+	struct dg_djentry *e = NULL;
 	struct dg_djrange *jr;
-	const void **data;
-	unsigned n = 0;
+	const void **data = NULL;
+	uint64_t *rows = malloc(npg * sizeof(*rows));
+	unsigned n;
 	size_t len;
 	int ret;
 
-	for (unsigned i = 0; i < npg; i++)
-		n += pg[i].in_place;
+	if (!rows)
+		return -ENOMEM;
+	n = reserve_ranges(vol, pg, npg, rows, NULL);
 	len = sizeof(*e) + n * sizeof(*jr);
 	e = calloc(1, (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1));
 	data = calloc(n, sizeof(*data));	/* no bytes */
@@ -906,16 +957,10 @@ static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
 	e->len = (uint32_t)((len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1));
 	e->nranges = n;
 	jr = (struct dg_djrange *)(e + 1);
-	for (unsigned i = 0, x = 0; i < npg; i++)
-		if (pg[i].in_place)
-			jr[x++] = (struct dg_djrange){
-				.row = pg[i].row,
-				.dev = (uint16_t)pg[i].dev,
-				.len = DG_PAGE_SIZE,
-				.flags = DG_JRANGE_RESERVED,
-			};
+	reserve_ranges(vol, pg, npg, rows, jr);
 	ret = dg_journal_append(vol, e, data, seq);
 out:
+	free(rows);
 	free(e);
 	free(data);
 	return ret;

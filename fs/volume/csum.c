@@ -774,6 +774,13 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 	if (!ret)
 		ret = write_fresh_copies(vol, w, nw, &fs);
 	dg_flushset_fini(&fs);
+	/* Cached as equal to every copy, which they now are, durably: the
+	 * update that set off this initialisation then stores only the
+	 * entries it sets and the seal of each copy (prepare_page()), not
+	 * the page whole a second time. (Pages of two owners may share a
+	 * slot; one put over another only costs that page a reread.) */
+	for (unsigned i = 0; i < nw && !ret; i++)
+		dg_cpcache_put(vol, w[i].owner, w[i].index, w[i].img, true);
 	for (unsigned i = 0; i < nl; i++)
 		pthread_mutex_unlock(&vol->csum_locks[locks[i]]);
 	if (!ret) {

@@ -53,6 +53,7 @@ static const struct {
 	{ 2, DG_FEAT_INCOMPAT_XATTR_64K, "xattr_64k" },
 	{ 2, DG_FEAT_INCOMPAT_BIG_ITABLE, "big_itable" },
 	{ 2, DG_FEAT_INCOMPAT_JOURNAL_V2, "journal_v2" },
+	{ 2, DG_FEAT_INCOMPAT_RESERVED_ROWS, "reserved_rows" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)
@@ -373,6 +374,11 @@ int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg)
 					!!(r[i].flags & DG_JRANGE_IN_PLACE);
 				in.reserved +=
 					!!(r[i].flags & DG_JRANGE_RESERVED);
+				/* a run of rows: each data page of them */
+				if ((r[i].flags & DG_JRANGE_ROWS) &&
+				    r[i].page_csum <= UINT32_MAX / vol->k)
+					in.reserved += (uint32_t)r[i].page_csum *
+						       vol->k;
 			}
 		}
 		fn(arg, &in);

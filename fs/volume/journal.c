@@ -236,6 +236,17 @@ int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 	    ((r->flags & DG_JRANGE_SEALED) && !vol->sealed_journal) ||
 	    ((r->flags & DG_JRANGE_NO_BYTES) && !vol->new_rows))
 		return -EUCLEAN;
+	/* A run of rows: whole rows, all inside the volume, and only
+	 * where the format has them (format.h, DG_JRANGE_ROWS). No more
+	 * pages than one entry can name: the update's own entry has a
+	 * range for each page it reserves. So the replay's work stays
+	 * bounded by the log's size, as with a range a page. */
+	if ((r->flags & DG_JRANGE_ROWS) &&
+	    (!vol->reserved_rows || !vol->parity || r->dev || r->off ||
+	     r->len != DG_PAGE_SIZE || r->page_csum == 0 ||
+	     r->page_csum > vol->sb.rows - r->row ||
+	     r->page_csum > vol->jrnl.log_bytes / sizeof(*r) / vol->k))
+		return -EUCLEAN;
 	return 0;
 }
 
@@ -676,6 +687,37 @@ static void shadows_free(struct shadows *sh)
 	free(sh->s);
 }
 
+static int touch(struct touched **t, size_t *nt, size_t *capt,
+		 struct touched x)
+{
+	if (*nt == *capt) {
+		size_t cap = *capt ? *capt * 2 : 64;
+		void *n = realloc(*t, cap * sizeof(**t));
+
+		if (!n)
+			return -ENOMEM;
+		*t = n;
+		*capt = cap;
+	}
+	(*t)[(*nt)++] = x;
+	return 0;
+}
+
+/* A run of reserved rows (DG_JRANGE_ROWS): each data page of them is
+ * touched as a page reserved alone is, taken as found unless a later
+ * entry wrote it in place (the last entry of a page wins). */
+static int touch_rows(struct dg_vol *vol, const struct dg_djrange *r,
+		      struct touched **t, size_t *nt, size_t *capt)
+{
+	for (uint64_t row = r->row; row < r->row + r->page_csum; row++)
+		for (unsigned x = 0; x < vol->k; x++)
+			if (touch(t, nt, capt, (struct touched){
+					  dg_row_data_dev(vol, row, x), row,
+					  0, false, true }))
+				return -ENOMEM;
+	return 0;
+}
+
 /* Redo the bytes of one entry; remember the pages it touched, and keep
  * each page as found before its first rewrite (pf). A page a later
  * entry wrote in place keeps what it holds. */
@@ -697,6 +739,11 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		if (dg_jrange_check(vol, &r[i]))
 			return DG_CORRUPT(vol, "journal entry %" PRIu64
 					  " range %u is invalid", e->seq, i);
+		if (r[i].flags & DG_JRANGE_ROWS) {
+			if (touch_rows(vol, &r[i], t, nt, capt))
+				return -ENOMEM;
+			continue;
+		}
 		d = &vol->devs[r[i].dev];
 
 		off = (dg_row_page(vol, r[i].row) << DG_PAGE_SHIFT) + r[i].off;
@@ -717,20 +764,11 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		}
 		if (!lost)
 			data += dg_jrange_bytes(&r[i]);
-		if (*nt == *capt) {
-			size_t cap = *capt ? *capt * 2 : 64;
-			void *n = realloc(*t, cap * sizeof(**t));
-
-			if (!n)
-				return -ENOMEM;
-			*t = n;
-			*capt = cap;
-		}
-		(*t)[(*nt)++] = (struct touched){
-			r[i].dev, r[i].row, r[i].page_csum,
-			r[i].flags & DG_JRANGE_IN_PLACE,
-			r[i].flags & DG_JRANGE_RESERVED
-		};
+		if (touch(t, nt, capt, (struct touched){
+				  r[i].dev, r[i].row, r[i].page_csum,
+				  r[i].flags & DG_JRANGE_IN_PLACE,
+				  r[i].flags & DG_JRANGE_RESERVED }))
+			return -ENOMEM;
 	}
 	return 0;
 }

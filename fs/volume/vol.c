@@ -70,6 +70,8 @@ static int vol_init_core(struct dg_vol *vol)
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_NEW_ROWS);
 	vol->journal_v2 = vol->redundancy &&
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_JOURNAL_V2);
+	vol->reserved_rows = vol->new_rows &&
+		(vol->sb.incompat & DG_FEAT_INCOMPAT_RESERVED_ROWS);
 	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
 	dg_latch_init(&vol->latch);
 	for (unsigned i = 0; i < vol->ndev; i++) {

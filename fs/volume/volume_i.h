@@ -95,6 +95,7 @@ struct dg_vol {
 	bool sealed_journal;		/* journal may seal whole pages */
 	bool new_rows;			/* ... and hold in-place ranges */
 	bool journal_v2;		/* entry bytes on nbytes copies */
+	bool reserved_rows;		/* reservations by row runs */
 	bool read_only, degraded;
 	uint32_t missing_mask;
 	struct dg_latch latch;			/* a persist failed: refuse writes */

@@ -10,6 +10,7 @@
 #include "fsys_i.h"
 #include "harness.h"
 #include "recorder.h"
+#include "super.h"
 #include "volume_i.h"
 
 /*
@@ -32,6 +33,11 @@
  *   (c) neither the replay nor the reads meet a fault; a second open
  *       reads the same, and every 4th state a scrub finds no bad page
  *       and no parity mismatch.
+ * The updates reserve their new rows a run of rows a range
+ * (DG_JRANGE_ROWS: b's and c's 64 rows each, some of them in one
+ * range), and the recorded run caches checksum pages as the daemon
+ * does; the old layout (DG_FEAT_INCOMPAT_RESERVED_ROWS cleared: a
+ * volume made before it) reserves a range a page, without the cache.
  */
 
 #define NDEV  4u
@@ -145,7 +151,33 @@ static uint64_t create(struct dg_fs *fs, const char *name, const uint8_t *g)
 	return at.ino;
 }
 
-static void test_new_rows_states(void)
+/* The volume as made before RESERVED_ROWS: the bit cleared in both
+ * superblocks of every device (nothing else of the layout depends on
+ * it). */
+static void clear_reserved_rows(struct tvol *tv)
+{
+	struct dg_dsuper *sb = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+
+	REQUIRE(sb);
+	for (unsigned d = 0; d < tv->ndev; d++) {
+		uint64_t last;
+
+		tvol_peek(tv, d, 0, sb, DG_PAGE_SIZE);
+		last = (sb->dev_pages - 1) * DG_PAGE_SIZE;
+		for (unsigned c = 0; c < 2; c++) {
+			uint64_t off = c ? last : 0;
+
+			tvol_peek(tv, d, off, sb, DG_PAGE_SIZE);
+			REQUIRE(sb->incompat & DG_FEAT_INCOMPAT_RESERVED_ROWS);
+			sb->incompat &= ~DG_FEAT_INCOMPAT_RESERVED_ROWS;
+			dg_dsuper_seal(sb);
+			tvol_poke(tv, d, off, sb, DG_PAGE_SIZE);
+		}
+	}
+	free(sb);
+}
+
+static void new_rows_states(bool old_layout)
 {
 	struct tvol tv, out;
 	struct dg_vol *vol;
@@ -157,8 +189,14 @@ static void test_new_rows_states(void)
 	uint8_t *g[5], *buf;
 	unsigned checked = 0, overlap = 0;
 
-	tvol_make(&tv, "crnew", NDEV, 1, 16ull << 20, false);
-	tvol_make(&out, "crnewout", NDEV, 1, 16ull << 20, false);
+	tvol_make(&tv, old_layout ? "crnewo" : "crnew", NDEV, 1, 16ull << 20,
+		  false);
+	tvol_make(&out, old_layout ? "crnewoout" : "crnewout", NDEV, 1,
+		  16ull << 20, false);
+	if (old_layout) {
+		clear_reserved_rows(&tv);
+		clear_reserved_rows(&out);
+	}
 	for (unsigned i = 0; i < 5; i++) {
 		g[i] = malloc(PAGES * DG_PAGE_SIZE);
 		REQUIRE(g[i]);
@@ -186,6 +224,9 @@ static void test_new_rows_states(void)
 	REQUIRE(rec);
 	vol = crec_open(tv.paths, NDEV, 0);
 	REQUIRE(vol);
+	REQUIRE(vol->reserved_rows == !old_layout);
+	if (!old_layout)
+		REQUIRE(dg_vol_cache_csum_pages(vol, 1u << 20) == 0);
 	REQUIRE(dg_fs_open(vol, &fs) == 0);
 	dg_vol_get_info(vol, &in);
 	new0 = in.rows_new;
@@ -264,6 +305,16 @@ static void test_new_rows_states(void)
 	free(buf);
 }
 
+static void test_new_rows_states(void)
+{
+	new_rows_states(false);
+}
+
+static void test_new_rows_states_old_layout(void)
+{
+	new_rows_states(true);
+}
+
 /* Indexes whose checksum pages were written (the init map in core). */
 static unsigned indexes_set(struct dg_vol *vol)
 {
@@ -337,7 +388,7 @@ static int look_d(char **paths, uint8_t *buf, const uint8_t *want,
  * prefix of its bytes or whole (whole once its write returned), no open, read or scrub meets a
  * bad data, parity or checksum page, and a second open reads the same.
  */
-static void test_new_index_states(void)
+static void new_index_states(bool cache)
 {
 	struct tvol tv, out;
 	struct dg_vol *vol;
@@ -347,8 +398,10 @@ static void test_new_index_states(void)
 	uint64_t K, m_d;
 	unsigned before, after, checked = 0, whole = 0;
 
-	tvol_make(&tv, "crnewix", NDEV, 1, 16ull << 20, false);
-	tvol_make(&out, "crnewixout", NDEV, 1, 16ull << 20, false);
+	tvol_make(&tv, cache ? "crnewixc" : "crnewix", NDEV, 1, 16ull << 20,
+		  false);
+	tvol_make(&out, cache ? "crnewixcout" : "crnewixout", NDEV, 1,
+		  16ull << 20, false);
 	g = malloc(IX_PAGES * DG_PAGE_SIZE);
 	filler = malloc(PAGES * DG_PAGE_SIZE);
 	buf = aligned_alloc(DG_PAGE_SIZE, (IX_PAGES + 2) * DG_PAGE_SIZE);
@@ -368,6 +421,8 @@ static void test_new_index_states(void)
 	REQUIRE(rec);
 	vol = crec_open(tv.paths, NDEV, 0);
 	REQUIRE(vol);
+	if (cache)
+		REQUIRE(dg_vol_cache_csum_pages(vol, 1u << 20) == 0);
 	REQUIRE(dg_fs_open(vol, &fs) == 0);
 	before = indexes_set(vol);
 	{
@@ -422,11 +477,27 @@ static void test_new_index_states(void)
 	free(buf);
 }
 
+static void test_new_index_states(void)
+{
+	new_index_states(false);
+}
+
+/* As the daemon runs: the pages an initialisation wrote are cached, and
+ * the write that set it off stores only its entries and the seals into
+ * them (csum.c, cmap_init_index()). */
+static void test_new_index_states_cached(void)
+{
+	new_index_states(true);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "new_rows_states", test_new_rows_states },
+		{ "new_rows_states_old_layout",
+		  test_new_rows_states_old_layout },
 		{ "new_index_states", test_new_index_states },
+		{ "new_index_states_cached", test_new_index_states_cached },
 		{ NULL, NULL },
 	};
 	return test_main(argc, argv, cases);

@@ -676,6 +676,141 @@ static void test_sealed_without_bytes_refused(void)
 	tvol_cleanup(&tv);
 }
 
+/* ---- reservations of new rows (DG_FEAT_INCOMPAT_RESERVED_ROWS) ------ */
+
+/* Write rows [row, row + n) whole as new rows (dg_apply_new()), as the
+ * next entry of tv's journal; *e and jr[0, max) get the entry that
+ * reserves them (the first the update appends). runs: whether the
+ * volume reserves by runs of rows (false: as before the flag). */
+static void reserve_case(struct tvol *tv, const uint64_t *rows, unsigned n,
+			 bool runs, struct dg_djentry *e, struct dg_djrange *jr,
+			 unsigned max)
+{
+	static uint8_t page[DG_PAGE_SIZE] = { 7 };
+	struct dg_range r[3 * 16];
+	bool fresh[3 * 16];
+	struct where w;
+	struct dg_vol *vol;
+	struct dg_vol_info a, b;
+	unsigned nr = 0;
+
+	REQUIRE(next_entry_at(tv, &w));
+	vol = tvol_open(tv, 0);
+	REQUIRE(vol);
+	REQUIRE(vol->k == 3 && n <= 16);
+	REQUIRE(vol->reserved_rows);
+	vol->reserved_rows = runs;
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned x = 0; x < vol->k; x++) {
+			unsigned dev = dg_row_data_dev(vol, rows[i], x);
+
+			fresh[nr] = true;
+			r[nr++] = (struct dg_range){
+				.vpn = dg_loc_vpn(vol, dev, rows[i]),
+				.len = DG_PAGE_SIZE, .data = page };
+		}
+	dg_vol_get_info(vol, &a);
+	CHECK_EQ(dg_apply_new(vol, r, nr, fresh, NULL), 0);
+	dg_vol_get_info(vol, &b);
+	CHECK_EQ(b.rows_new - a.rows_new, n);
+	dg_vol_close(vol);
+	tvol_peek(tv, w.dev[0], w.entry_off[0], e, sizeof(*e));
+	REQUIRE(e->nranges <= max);
+	tvol_peek(tv, w.dev[0], w.entry_off[0] + sizeof(*e), jr,
+		  e->nranges * sizeof(*jr));
+}
+
+/* The entry that reserves an update's new rows names a run of
+ * consecutive rows a range (DG_JRANGE_ROWS: 2 ranges for 6 rows in two
+ * runs), and a range a page on a volume made before the flag. */
+static void test_reserves_row_runs(void)
+{
+	struct tvol tv;
+	struct dg_djentry e;
+	struct dg_djrange jr[3 * 16];
+	uint64_t base, rows[6];
+
+	tvol_make(&tv, "resrows", 4, 1, 32u << 20, false);
+	{
+		struct dg_vol *vol = tvol_open(&tv, 0);
+
+		REQUIRE(vol);
+		base = vol->sb.rows / 2;
+		dg_vol_close(vol);
+	}
+	for (unsigned i = 0; i < 6; i++)
+		rows[i] = base + (i < 4 ? i : i + 2);
+	reserve_case(&tv, rows, 6, true, &e, jr, 3 * 16);
+	CHECK_EQ(e.nranges, 2);
+	CHECK_EQ(jr[0].flags, DG_JRANGE_ROWS);
+	CHECK_EQ(jr[0].row, base);
+	CHECK_EQ(jr[0].page_csum, 4);
+	CHECK_EQ(jr[0].dev, 0);
+	CHECK_EQ(jr[1].flags, DG_JRANGE_ROWS);
+	CHECK_EQ(jr[1].row, base + 6);
+	CHECK_EQ(jr[1].page_csum, 2);
+
+	for (unsigned i = 0; i < 6; i++)
+		rows[i] = base + 32 + i;
+	reserve_case(&tv, rows, 6, false, &e, jr, 3 * 16);
+	CHECK_EQ(e.nranges, 18);
+	for (unsigned i = 0; i < e.nranges && i < 18; i++) {
+		CHECK_EQ(jr[i].flags, DG_JRANGE_RESERVED);
+		CHECK_EQ(jr[i].page_csum, 0);
+	}
+	tvol_cleanup(&tv);
+}
+
+/* What dg_jrange_check() takes of a run of rows: whole rows inside the
+ * volume, dev and off 0, at least one row and no more pages than an
+ * entry of the log could name, and only where the volume has the
+ * flag. */
+static void test_row_run_checked(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_djrange ok, r;
+
+	tvol_make(&tv, "resrowck", 4, 1, 32u << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	ok = (struct dg_djrange){ .row = vol->sb.rows - 4, .len = DG_PAGE_SIZE,
+				  .flags = DG_JRANGE_ROWS, .page_csum = 4 };
+	CHECK_EQ(dg_jrange_check(vol, &ok), 0);
+	r = ok;
+	r.page_csum = 5;	/* past the last row */
+	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	r.page_csum = UINT64_MAX; /* row + count wraps */
+	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	r = ok;
+	r.page_csum = 0;
+	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	{
+		/* more pages than an entry of the log could name */
+		uint64_t lb = vol->jrnl.log_bytes;
+
+		vol->jrnl.log_bytes = 4 * vol->k * sizeof(r);
+		CHECK_EQ(dg_jrange_check(vol, &ok), 0);
+		vol->jrnl.log_bytes--;
+		CHECK_EQ(dg_jrange_check(vol, &ok), -EUCLEAN);
+		vol->jrnl.log_bytes = lb;
+	}
+	r = ok;
+	r.dev = 1;
+	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	r = ok;
+	r.off = 8;
+	r.len = DG_PAGE_SIZE - 8;
+	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	r = ok;
+	r.flags |= DG_JRANGE_RESERVED;
+	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	vol->reserved_rows = false;	/* a volume made before the flag */
+	CHECK_EQ(dg_jrange_check(vol, &ok), -EUCLEAN);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -699,6 +834,8 @@ int main(int argc, char **argv)
 		  test_missing_device_in_replayed_row },
 		{ "sealed_without_bytes_refused",
 		  test_sealed_without_bytes_refused },
+		{ "reserves_row_runs", test_reserves_row_runs },
+		{ "row_run_checked", test_row_run_checked },
 		{ NULL, NULL },
 	};
 
