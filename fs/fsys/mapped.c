@@ -648,12 +648,13 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 	return nbad;
 }
 
-void dg_fmap_recover(struct dg_fs *fs)
+void dg_fmap_recover(struct dg_fs *fs, const uint64_t *inos, size_t n)
 {
-	for (uint64_t ino = 1; ino < fs->icap; ino++) {
-		struct dg_inode *ip = fs->itab[ino];
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ino = inos[i];
+		struct dg_inode *ip;
 
-		if (!ip || !ip->d.map_flags)
+		if (dg_inode_find(fs, ino, false, &ip) || !ip->d.map_flags)
 			continue;
 		dg_vol_log(fs->vol, DG_LOG_NOTICE,
 			   "libcommit map of ino=%" PRIu64 " gen=%" PRIu64

@@ -118,6 +118,7 @@ void dg_fs_forget(struct dg_fs *fs, uint64_t ino, uint64_t nlookup)
 		if (!ip->nlookup)
 			dg_dir_evict(fs, ip);
 		dg_inode_maybe_destroy(fs, ip);
+		dg_icache_settle(fs, ino);
 	}
 	pthread_rwlock_unlock(&fs->lock);
 }
@@ -317,6 +318,7 @@ undo:
 	dg_inode_discard(fs, ip);
 	fs->root.nchunks = nchunks;
 out:
+	dg_icache_sweep(fs);
 	dg_acl_new_free(&an);
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
@@ -735,6 +737,7 @@ void dg_fs_release(struct dg_fs *fs, uint64_t ino)
 	if (ip && ip->nopen) {
 		ip->nopen--;
 		dg_inode_maybe_destroy(fs, ip);
+		dg_icache_settle(fs, ino);
 	}
 	pthread_rwlock_unlock(&fs->lock);
 }
