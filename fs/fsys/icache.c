@@ -255,6 +255,11 @@ bool dg_inode_idle(const struct dg_fs *fs, const struct dg_inode *ip)
 	       !ip->d.stage_ino && !ip->d.map_flags && !fs->broken;
 }
 
+static uint64_t limit_of(const struct dg_fs *fs)
+{
+	return fs->icache_limit ? fs->icache_limit : DG_ICACHE_DEFAULT;
+}
+
 /* Let ip go (fs->lock held for writing). */
 static void evict(struct dg_fs *fs, struct dg_inode *ip)
 {
@@ -263,11 +268,9 @@ static void evict(struct dg_fs *fs, struct dg_inode *ip)
 	dg_icache_del(fs, ip);
 	pthread_mutex_unlock(&fs->ino_lock);
 	dg_inode_free_core(ip);
-}
-
-static uint64_t limit_of(const struct dg_fs *fs)
-{
-	return fs->icache_limit ? fs->icache_limit : DG_ICACHE_DEFAULT;
+	/* Back under the bound: the next one over it sweeps. */
+	if (fs->icached <= limit_of(fs))
+		fs->icache_sweep_at = 0;
 }
 
 /*
@@ -310,8 +313,7 @@ void dg_icache_settle(struct dg_fs *fs, uint64_t ino)
 	pthread_mutex_unlock(&fs->ino_lock);
 	if (ip && fs->icached > limit_of(fs) && dg_inode_idle(fs, ip))
 		evict(fs, ip);
-	else
-		dg_icache_sweep(fs);
+	dg_icache_sweep(fs);
 }
 
 void dg_icache_free(struct dg_fs *fs)

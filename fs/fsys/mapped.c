@@ -303,7 +303,8 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 
 	/* Pin: one writer, an open reference that keeps the space. */
 	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
+	if (dg_inode_find(fs, ino, false, &ip))
+		ip = NULL;
 	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -EINVAL
 			    : ip->damaged ? -EIO
 			    : m->rw && (fs->broken || dg_vol_read_only(fs->vol)) ? -EROFS
