@@ -131,7 +131,7 @@ struct dg_fs {
 	struct dg_dfsroot root;	/* in-core copy of the fs root record */
 	uint64_t inodes_used;
 	uint64_t next_free_pos;	/* search hint: ino_at() order */
-	/* Slots of each inode table chunk in core (live or reaped): the
+	/* Slots of each inode table chunk in use (live or reaped): the
 	 * search for a free slot steps over a full chunk at once, so a
 	 * create costs O(chunks + one chunk), not O(inodes), whatever
 	 * order slots were freed in. ino_scanned counts the slots looked
@@ -146,7 +146,7 @@ struct dg_fs {
 	uint32_t chunk_cap;
 	uint64_t icmap_vpn[DG_ICMAP_PER_PAGE + 1];
 	uint32_t itable_direct;
-	pthread_mutex_t ino_lock; /* itab slot allocation and counts */
+	pthread_mutex_t ino_lock; /* slot allocation, counts, icache buckets */
 	/* Directory indexes (dir_load.c): loads are serialised by
 	 * dir_lock; dirs_cached counts the indexes in core, dirs_loaded
 	 * the loads since mount (dg_fs_cache_counts()). */
@@ -176,7 +176,8 @@ struct dg_fs {
 	unsigned nxfixed;
 };
 
-/* Whether ino's inode table page is lost (see dg_fs.lost_ino). */
+/* Whether ino's inode table page is lost (see dg_fs.lost_ino;
+ * itable.c). */
 bool dg_ino_lost(const struct dg_fs *fs, uint64_t ino);
 
 /* ---- itable.c: where the inode table's chunks are ------------------ */
@@ -203,6 +204,9 @@ void dg_itable_counts(const struct dg_fs *fs, uint64_t vpns,
 /* Tests only: the map starts after n chunks rather than DG_MAX_ICHUNKS,
  * so a test crosses into it with few inodes; before the map exists. */
 int dg_fs_test_itable_direct(struct dg_fs *fs, uint32_t n);
+/* Where inode ino's record is: its table page and the offset in it. */
+void dg_ino_where(const struct dg_fs *fs, uint64_t ino, uint64_t *vpn,
+		  uint32_t *off);
 /* The first vpn of chunk c (< nchunks): the one place that says it. */
 static inline uint64_t dg_itable_chunk(const struct dg_fs *fs, uint64_t c)
 {
@@ -263,16 +267,18 @@ static inline void dg_ino_mark(struct dg_fs *fs, uint64_t ino, bool used)
 		fs->ino_used[ino / 64] &= ~(1ull << (ino % 64));
 }
 
-/* ---- inode.c --------------------------------------------------------- */
-/* In-core inode objects (icache.c holds them). */
+/* In-core inode objects (an inode read, or made by dg_inode_new()). */
 struct dg_inode *dg_inode_alloc_core(uint64_t ino);
 void dg_inode_free_core(struct dg_inode *ip);
+/* An inode record read from the media is one the filesystem can hold
+ * (0 or -EUCLEAN); its extents are checked by the extent walk. */
+int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
+		    const struct dg_dinode *d);
+
+/* ---- inode.c --------------------------------------------------------- */
 /* Whether nothing holds ip but the cache: no lookup the kernel has,
  * no open, no map, no stage, no unsaved times, nothing to recover. */
 bool dg_inode_idle(const struct dg_fs *fs, const struct dg_inode *ip);
-/* Where inode ino's record is: its table page and the offset in it. */
-void dg_ino_where(const struct dg_fs *fs, uint64_t ino, uint64_t *vpn,
-		  uint32_t *off);
 /* Queue the inode record (whole) in txn. */
 int dg_inode_store(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
 /* Allocate an inode slot (growing the table in txn when full). The new
@@ -290,10 +296,6 @@ void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip);
 int dg_inode_drop_last(struct dg_fs *fs, struct dg_txn *txn,
 		       struct dg_inode *ip);
 void dg_inode_attr(const struct dg_inode *ip, struct dg_attr *attr);
-/* An inode record read from the media is one the filesystem can hold
- * (0 or -EUCLEAN); its extents are checked by the extent walk. */
-int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
-		    const struct dg_dinode *d);
 void dg_inode_touch(struct dg_inode *ip, bool mtime, bool ctime);
 int64_t dg_now_ns(void);
 /* Persist times left dirty by overwrites (fsync, release, unmount). */

@@ -184,10 +184,10 @@ int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 	int ret;
 
 	pthread_mutex_lock(&fs->ino_lock);
-	/* The chunks the root record has, not the slots in core: a create
+	/* The chunks the root record has, not the room in core: a create
 	 * whose new chunk was not committed gives the chunk back
-	 * (root.nchunks) but leaves itab grown, and a slot there has no
-	 * page on the media. */
+	 * (root.nchunks) but leaves the arrays grown, and a slot there has
+	 * no page on the media. */
 	end = (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK;
 	pos = find_free(fs, fs->next_free_pos, end, &ino);
 	if (pos >= end) {

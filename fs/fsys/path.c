@@ -2,6 +2,7 @@
 /* path.c -- whose is it: the path of an inode and the file that owns a
  * vpn, for log messages and fault reports */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 

@@ -6,6 +6,7 @@
  * never takes a live slot; an orphan of a crash is freed at the next
  * mount with nothing else in core. Counts, not timings. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,20 @@ static int fsck_findings(struct tfs *t)
 	return n;
 }
 
+/* The index file ino holds (make_files); ~0u if it cannot be read. */
+static unsigned file_value(struct tfs *t, uint64_t ino)
+{
+	uint8_t *pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	const void *got;
+	unsigned v = ~0u;
+
+	if (pg && dg_fs_read(t->fs, ino, 0, sizeof(v), pg, &got) ==
+			  (ssize_t)sizeof(v))
+		memcpy(&v, got, sizeof(v));
+	free(pg);
+	return v;
+}
+
 /* Every name f<i> names a file holding i: no two names share an inode. */
 static void check_files(struct tfs *t, unsigned n)
 {
@@ -82,19 +97,11 @@ static void check_files(struct tfs *t, unsigned n)
 
 	for (unsigned i = 0; i < n; i++) {
 		struct dg_attr a;
-		const void *got;
-		uint8_t *pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-		unsigned v = ~0u;
 
-		REQUIRE(pg);
 		snprintf(name, sizeof(name), "f%u", i);
 		REQUIRE(dg_fs_lookup(t->fs, DG_ROOT_INO, name, &a) == 0);
-		REQUIRE(dg_fs_read(t->fs, a.ino, 0, sizeof(v), pg, &got) ==
-			(ssize_t)sizeof(v));
-		memcpy(&v, got, sizeof(v));
-		CHECK_EQ(v, i);
+		CHECK_EQ(file_value(t, a.ino), i);
 		dg_fs_forget(t->fs, a.ino, 1);
-		free(pg);
 	}
 }
 
@@ -245,22 +252,14 @@ static void test_create_after_evict(void)
 	REQUIRE(tfs_remount(&t));
 	for (unsigned i = 1; i < 2 * NFILES; i++) {
 		struct dg_attr a;
-		const void *got;
-		uint8_t *pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-		unsigned v = ~0u;
 
 		if (i < NFILES && i % 2 == 0)
 			continue;
-		REQUIRE(pg);
 		snprintf(name, sizeof(name), "f%u", i);
 		REQUIRE(dg_fs_lookup(t.fs, DG_ROOT_INO, name, &a) == 0);
 		CHECK_EQ(a.ino, inos[i]);
-		REQUIRE(dg_fs_read(t.fs, a.ino, 0, sizeof(v), pg, &got) ==
-			(ssize_t)sizeof(v));
-		memcpy(&v, got, sizeof(v));
-		CHECK_EQ(v, i);
+		CHECK_EQ(file_value(&t, a.ino), i);
 		dg_fs_forget(t.fs, a.ino, 1);
-		free(pg);
 	}
 	CHECK_EQ(fsck_findings(&t), 0);
 	free(inos);
@@ -296,6 +295,49 @@ static void test_orphan_freed(void)
 	tfs_done(&t);
 }
 
+struct racer {
+	struct tfs *t;
+	const uint64_t *inos;
+	unsigned bad;
+};
+
+static void *race_stats(void *arg)
+{
+	struct racer *r = arg;
+	struct dg_attr a;
+
+	for (unsigned i = 0; i < NFILES; i++)
+		if (dg_fs_getattr(r->t->fs, r->inos[i], &a) ||
+		    a.ino != r->inos[i])
+			r->bad++;
+	return NULL;
+}
+
+/* Readers under the shared lock load at once: each inode is read once,
+ * whoever asks first (iload_lock), and every reader gets it. */
+static void test_concurrent_loads(void)
+{
+	struct tfs t;
+	uint64_t inos[NFILES];
+	pthread_t th[4];
+	struct racer r[4];
+
+	REQUIRE(tfs_make(&t, "icache6"));
+	make_files(&t, 0, NFILES, inos);
+	REQUIRE(tfs_remount(&t));
+	for (unsigned k = 0; k < 4; k++) {
+		r[k] = (struct racer){ &t, inos, 0 };
+		REQUIRE(pthread_create(&th[k], NULL, race_stats, &r[k]) == 0);
+	}
+	for (unsigned k = 0; k < 4; k++) {
+		pthread_join(th[k], NULL);
+		CHECK_EQ(r[k].bad, 0);
+	}
+	CHECK_EQ(counts(&t).inode_loads, NFILES + 1);
+	CHECK_EQ(counts(&t).inodes_cached, NFILES + 1);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -304,6 +346,7 @@ int main(int argc, char **argv)
 		{ "held_stay", test_held_stay },
 		{ "create_after_evict", test_create_after_evict },
 		{ "orphan_freed", test_orphan_freed },
+		{ "concurrent_loads", test_concurrent_loads },
 		{ NULL, NULL },
 	};
 
