@@ -224,19 +224,9 @@ int dg_inode_find(struct dg_fs *fs, uint64_t ino, bool reaped,
 		  struct dg_inode **ipp);
 /* The live inode ino; NULL for a free slot, a reaped inode or an
  * inode that cannot be read (callers that must tell: dg_inode_find). */
-static inline struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino)
-{
-	struct dg_inode *ip;
-
-	return dg_inode_find(fs, ino, false, &ip) ? NULL : ip;
-}
-/* The same, reaped inodes included (forget, getattr). */
-static inline struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino)
-{
-	struct dg_inode *ip;
-
-	return dg_inode_find(fs, ino, true, &ip) ? NULL : ip;
-}
+struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino);
+/* The same, reaped inodes included. */
+struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino);
 /* ino if it is in core now, else NULL; reads nothing (under ino_lock). */
 struct dg_inode *dg_icache_peek(const struct dg_fs *fs, uint64_t ino);
 /* Put a new inode in core, take one out (under ino_lock). */

@@ -244,6 +244,20 @@ int dg_inode_find(struct dg_fs *fs, uint64_t ino, bool reaped,
 	return ret;
 }
 
+struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino)
+{
+	struct dg_inode *ip;
+
+	return dg_inode_find(fs, ino, false, &ip) ? NULL : ip;
+}
+
+struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino)
+{
+	struct dg_inode *ip;
+
+	return dg_inode_find(fs, ino, true, &ip) ? NULL : ip;
+}
+
 bool dg_inode_idle(const struct dg_fs *fs, const struct dg_inode *ip)
 {
 	/* A damaged inode keeps its mark (and its count in the status);

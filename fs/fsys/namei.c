@@ -516,6 +516,7 @@ static int remove_name(struct dg_fs *fs, uint64_t parent, const char *name,
 		ret = dg_fs_commit(fs, txn);
 	if (!ret)
 		dg_inode_maybe_destroy(fs, ip);
+	dg_icache_sweep(fs); /* it may have read the inode */
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
@@ -681,6 +682,7 @@ int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (!ret && tp && !(flags & RENAME_EXCHANGE))
 		dg_inode_maybe_destroy(fs, tp);
 out:
+	dg_icache_sweep(fs); /* it may have read both inodes */
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;

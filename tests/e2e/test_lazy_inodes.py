@@ -5,7 +5,10 @@ of an empty volume, the mount keeps the root alone in core, and once
 the kernel forgets the files it stat'ed, the daemon keeps no more
 than -o inode_cache of them. Memory and counts, not timings."""
 import os
+import subprocess
 import time
+
+from conftest import DAEMON
 
 N = 20000
 BOUND = 1000
@@ -70,3 +73,19 @@ def test_mount_memory_follows_use(volume_factory):
     # Still all there, read again on use.
     assert len(os.listdir(d)) == N
     assert os.stat(d / "f000123").st_size == 0
+
+
+def test_inode_cache_option_usage(volume_factory):
+    """A bad -o inode_cache is a usage error (2), refused before the
+    devices are opened; --help names the option."""
+    v = volume_factory()
+    v.mkfs()
+    for bad in ("abc", "10", "-5", "1x", ""):
+        p = subprocess.run([str(DAEMON), v.devlist, str(v.mnt), "-f",
+                            "-o", f"inode_cache={bad}"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, (bad, p.returncode, p.stderr)
+        assert "inode_cache" in p.stderr, p.stderr
+    p = subprocess.run([str(DAEMON), "--help"], capture_output=True,
+                       text=True, timeout=10)
+    assert p.returncode == 0 and "inode_cache=N" in p.stdout
