@@ -222,6 +222,8 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 		dg_fs_cache_counts(dd->fs, &c);
 		json_add_u64(r, "dirs_cached", c.dirs_cached);
 		json_add_u64(r, "dir_loads", c.dirs_loaded);
+		json_add_u64(r, "inodes_cached", c.inodes_cached);
+		json_add_u64(r, "inode_loads", c.inode_loads);
 	}
 	json_object_object_add(r, "media", dg_media_status_json(dd));
 	json_object_object_add(r, "writeback", dg_wbd_status_json(dd));

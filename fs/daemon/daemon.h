@@ -233,6 +233,7 @@ struct dg_daemon {
 	size_t wb_max;		/* -o wb_max= */
 	unsigned wb_commit_ms;	/* -o commit= */
 	int bdi_ratio;		/* -o bdi_ratio=, 0: the kernel's */
+	uint64_t inode_cache;	/* -o inode_cache=, 0: the default */
 	bool acl;		/* POSIX ACLs negotiated (ops.c op_init) */
 	/* -o allow_other: users other than the one who mounted reach the
 	 * files (what the control socket may show them depends on it). */

@@ -7,16 +7,54 @@
 
 #include "daemon.h"
 
-/* The file and offset a data page holds, when a file holds it. */
-static void vpn_path(struct dg_daemon *dd, uint64_t vpn, char *path,
+/* The file and offset a data page holds, when a file holds it: the
+ * inodes in core first; lp (the batch's owners off the media, ino 0
+ * where none) for a page of a file not in core. */
+static void vpn_path(struct dg_daemon *dd, uint64_t vpn,
+		     const struct dg_lost_page *lp, unsigned nlp, char *path,
 		     size_t len, int64_t *offset)
 {
-	uint64_t ino, fpage;
+	uint64_t ino = 0, fpage = 0;
 
-	if (dg_fs_owner(dd->fs, vpn, &ino, &fpage) == 0) {
+	if (dg_fs_owner(dd->fs, vpn, &ino, &fpage))
+		ino = 0;
+	for (unsigned i = 0; i < nlp && !ino; i++)
+		if (lp[i].vpn == vpn && lp[i].ino) {
+			ino = lp[i].ino;
+			fpage = lp[i].fpage;
+		}
+	if (ino) {
 		dg_fs_path(dd->fs, ino, path, len);
 		*offset = (int64_t)(fpage * DG_PAGE_SIZE);
 	}
+}
+
+/*
+ * Inodes are read on use (fs/fsys/icache.c), so the file of a faulty
+ * page may not be in core: the pages of a batch of events that no inode
+ * in core maps but the allocator has in use are placed off the media
+ * at once (one stream of the inode table a batch, not an event), so
+ * the events name their files as before.
+ */
+static unsigned owners_of_batch(struct dg_daemon *dd,
+				const struct dg_fault_event *ev, unsigned n,
+				struct dg_lost_page *lp)
+{
+	unsigned nlp = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t vpn, ino, fpage;
+
+		if (ev[i].repeat || ev[i].what != DG_WHAT_DATA ||
+		    !dg_vol_fault_vpn(dd->vol, &ev[i], &vpn) ||
+		    !dg_vpn_allocated(dd->vol, vpn) ||
+		    dg_fs_owner(dd->fs, vpn, &ino, &fpage) == 0)
+			continue;
+		lp[nlp++] = (struct dg_lost_page){ .vpn = vpn };
+	}
+	if (nlp && dg_fs_resolve_owners(dd->fs, lp, nlp))
+		nlp = 0;
+	return nlp;
 }
 
 /* A page the registry reset once its file gave it up. */
@@ -94,12 +132,14 @@ static enum dg_ev_type fault_event_type(enum dg_fault kind)
 void dg_ctl_log_faults(struct dg_daemon *dd)
 {
 	struct dg_fault_event ev[32];
-	unsigned n;
+	struct dg_lost_page lp[32];
+	unsigned n, nlp;
 
 	/* The control and the scrub thread both turn faults into events,
 	 * each one once. */
 	pthread_mutex_lock(&dd->faults_lock);
 	while ((n = dg_vol_fault_events(dd->vol, dd->fault_seq, ev, 32))) {
+		nlp = owners_of_batch(dd, ev, n, lp);
 		for (unsigned i = 0; i < n; i++) {
 			struct dg_event e;
 			uint64_t vpn;
@@ -127,8 +167,8 @@ void dg_ctl_log_faults(struct dg_daemon *dd)
 			}
 			if (dg_vol_fault_vpn(dd->vol, &ev[i], &vpn)) {
 				e.vpn = (int64_t)vpn;
-				vpn_path(dd, vpn, e.path, sizeof(e.path),
-					 &e.offset);
+				vpn_path(dd, vpn, lp, nlp, e.path,
+					 sizeof(e.path), &e.offset);
 			}
 			if (ev[i].what == DG_WHAT_CSUM_PAGE)
 				snprintf(e.detail, sizeof(e.detail),

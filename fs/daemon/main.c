@@ -59,7 +59,11 @@ static const char usage[] =
 	"                      this often (5)\n"
 	"    bdi_ratio=PERCENT with writeback, as root: the share of the kernel's\n"
 	"                      dirty limit this mount may use, without FUSE's\n"
-	"                      strict limit (20; 0 leaves the kernel's 1% strict)\n";
+	"                      strict limit (20; 0 leaves the kernel's 1% strict)\n"
+	"    inode_cache=N     inodes kept in core once idle (65536; from 64):\n"
+	"                      the daemon's memory is bounded by it, plus what\n"
+	"                      the kernel and open files hold, not by the files\n"
+	"                      stored\n";
 
 struct dg_opts {
 	char *devs;
@@ -69,6 +73,7 @@ struct dg_opts {
 	char *wb_max;
 	int commit;
 	int bdi_ratio;
+	char *inode_cache;
 	int degraded;
 	int ro;
 	int show_help;
@@ -88,6 +93,7 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	{ "wb_max=%s", offsetof(struct dg_opts, wb_max), 0 },
 	{ "commit=%d", offsetof(struct dg_opts, commit), 0 },
 	{ "bdi_ratio=%d", offsetof(struct dg_opts, bdi_ratio), 0 },
+	{ "inode_cache=%s", offsetof(struct dg_opts, inode_cache), 0 },
 	DG_OPT("degraded", degraded),
 	DG_OPT("ro", ro),
 	DG_OPT("allow_dev", allow_dev),
@@ -546,6 +552,7 @@ static int open_volume(struct dg_daemon *dd, bool degraded, bool ro)
 	}
 	/* How daxguard-ctl and libcommit find this daemon: the socket
 	 * paths, filled in when the servers start (before any request). */
+	dg_fs_set_inode_cache(dd->fs, dd->inode_cache);
 	dg_fs_xattr_fix(dd->fs, "user.daxguard.socket", dd->sock_path);
 	dg_fs_xattr_fix(dd->fs, "user.daxguard.commit", dd->commit_path);
 	for (int i = 0; i < n; i++)
@@ -630,6 +637,22 @@ static int start_servers(struct dg_daemon *dd)
 }
 
 /* "64M": bytes, with K, M or G; at least 1 MiB (one request). */
+/* A whole number in [lo, hi], digits only. */
+static int parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int parse_size(const char *s, size_t *out)
 {
 	char *end;
@@ -715,6 +738,12 @@ int main(int argc, char *argv[])
 	}
 	if (o.wb_max && parse_size(o.wb_max, &wb_max)) {
 		fprintf(stderr, "daxguard: wb_max: a size from 1M, as 64M\n");
+		goto out_args;
+	}
+	if (o.inode_cache && parse_count(o.inode_cache, 64, UINT32_MAX,
+					 &dd.inode_cache)) {
+		fprintf(stderr, "daxguard: inode_cache: a count of inodes "
+			"from 64, as 65536\n");
 		goto out_args;
 	}
 	if (o.commit < 1 || o.commit > 86400 || o.bdi_ratio < 0 ||
@@ -842,6 +871,7 @@ out_args:
 	}
 	free(o.log);
 	free(o.wb_max);
+	free(o.inode_cache);
 	free(fo.mountpoint);
 	free(o.devs);
 	free(dd.devs);

@@ -301,9 +301,10 @@ int dg_fs_set_acl(struct dg_fs *fs, uint64_t ino, const char *name,
 		return -ENOMEM;
 	ret = dg_acl_check(v, size);
 	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
 	if (!ret)
-		ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
+		ret = dg_inode_find(fs, ino, false, &ip);
+	if (!ret && fs->broken)
+		ret = -EROFS;
 	if (!ret && !access && !S_ISDIR(ip->d.mode))
 		ret = -EACCES;
 	if (!ret && !(txn = dg_txn_new(fs->vol)))

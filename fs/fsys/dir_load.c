@@ -152,5 +152,9 @@ void dg_fs_cache_counts(struct dg_fs *fs, struct dg_fs_cache *c)
 	c->dirs_cached = fs->dirs_cached;
 	c->dirs_loaded = fs->dirs_loaded;
 	pthread_mutex_unlock(&fs->dir_lock);
+	pthread_mutex_lock(&fs->ino_lock);
+	c->inodes_cached = fs->icached;
+	c->inode_loads = fs->iloads;
+	pthread_mutex_unlock(&fs->ino_lock);
 	pthread_rwlock_unlock(&fs->lock);
 }

@@ -159,9 +159,11 @@ static int write_begin(struct dg_fs *fs, uint64_t ino, struct dg_inode **ipp,
 	int ret;
 
 	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	if (!ip || !S_ISREG(ip->d.mode) || ip->damaged)
-		ret = !ip ? -ENOENT : ip->damaged ? -EIO : -EINVAL;
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (ret)
+		ip = NULL;
+	else if (!S_ISREG(ip->d.mode) || ip->damaged)
+		ret = ip->damaged ? -EIO : -EINVAL;
 	else if (fs->broken)
 		ret = -EROFS;
 	else
@@ -414,10 +416,10 @@ ssize_t dg_fs_read(struct dg_fs *fs, uint64_t ino, uint64_t off, size_t size,
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	if (!ip || ip->damaged) {
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (ret || ip->damaged) {
 		pthread_rwlock_unlock(&fs->lock);
-		return ip ? -EIO : -ENOENT;
+		return ret ? ret : -EIO;
 	}
 	pthread_rwlock_rdlock(&ip->lock);
 	if (off >= ip->d.size || size == 0) {
@@ -693,9 +695,11 @@ int dg_fs_fallocate(struct dg_fs *fs, uint64_t ino, int mode, int64_t soff,
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
 	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -ENODEV
-			    : fs->broken ? -EROFS : dg_inode_intact(ip);
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (!ret)
+		ret = !S_ISREG(ip->d.mode) ? -ENODEV
+		      : fs->broken	   ? -EROFS
+					   : dg_inode_intact(ip);
 	/* libcommit: mapped pages are pinned, never freed. */
 	if (!ret && (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)))
 		ret = dg_inode_map_check(ip, true);

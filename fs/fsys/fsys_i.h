@@ -89,6 +89,7 @@ struct dg_inode {
 	 * time. */
 	_Atomic uint8_t xabsent;
 	pthread_rwlock_t lock;	/* data and extents; under fs->lock */
+	struct dg_inode *hnext;	/* icache.c: next in its bucket */
 };
 
 /* -EIO for an inode whose extent map or directory is incomplete. */
@@ -113,12 +114,24 @@ struct dg_fs {
 	/* Namespace operations hold it for writing; data operations for
 	 * reading plus the inode's own lock. */
 	pthread_rwlock_t lock;
-	struct dg_inode **itab;	/* by ino; NULL: free slot */
-	uint64_t icap;		/* slots in itab */
+	/* icache.c: the inodes in core, by ino (a hash, not an array
+	 * the size of the table): read at first use, let go under
+	 * fs->lock held for writing once nothing holds them. Buckets and
+	 * counts under ino_lock; loads serialised by iload_lock. */
+	struct dg_inode **ibucket;
+	uint64_t nibucket, icached, iloads;
+	uint64_t icache_limit;	/* -o inode_cache; 0: the default */
+	uint64_t icache_sweep_at; /* sweep again past this many */
+	pthread_mutex_t iload_lock;
+	/* Slots in use on the media or in core (reaped), a bit each,
+	 * DG_INODES_PER_CHUNK / 64 words a chunk (chunk_cap chunks): what
+	 * the free-slot search and a load ask, with no inode in core.
+	 * Under ino_lock. */
+	uint64_t *ino_used;
 	struct dg_dfsroot root;	/* in-core copy of the fs root record */
 	uint64_t inodes_used;
 	uint64_t next_free_pos;	/* search hint: ino_at() order */
-	/* Slots of each inode table chunk in core (live or reaped): the
+	/* Slots of each inode table chunk in use (live or reaped): the
 	 * search for a free slot steps over a full chunk at once, so a
 	 * create costs O(chunks + one chunk), not O(inodes), whatever
 	 * order slots were freed in. ino_scanned counts the slots looked
@@ -133,7 +146,7 @@ struct dg_fs {
 	uint32_t chunk_cap;
 	uint64_t icmap_vpn[DG_ICMAP_PER_PAGE + 1];
 	uint32_t itable_direct;
-	pthread_mutex_t ino_lock; /* itab slot allocation and counts */
+	pthread_mutex_t ino_lock; /* slot allocation, counts, icache buckets */
 	/* Directory indexes (dir_load.c): loads are serialised by
 	 * dir_lock; dirs_cached counts the indexes in core, dirs_loaded
 	 * the loads since mount (dg_fs_cache_counts()). */
@@ -163,7 +176,8 @@ struct dg_fs {
 	unsigned nxfixed;
 };
 
-/* Whether ino's inode table page is lost (see dg_fs.lost_ino). */
+/* Whether ino's inode table page is lost (see dg_fs.lost_ino;
+ * itable.c). */
 bool dg_ino_lost(const struct dg_fs *fs, uint64_t ino);
 
 /* ---- itable.c: where the inode table's chunks are ------------------ */
@@ -190,22 +204,71 @@ void dg_itable_counts(const struct dg_fs *fs, uint64_t vpns,
 /* Tests only: the map starts after n chunks rather than DG_MAX_ICHUNKS,
  * so a test crosses into it with few inodes; before the map exists. */
 int dg_fs_test_itable_direct(struct dg_fs *fs, uint32_t n);
+/* Where inode ino's record is: its table page and the offset in it. */
+void dg_ino_where(const struct dg_fs *fs, uint64_t ino, uint64_t *vpn,
+		  uint32_t *off);
 /* The first vpn of chunk c (< nchunks): the one place that says it. */
 static inline uint64_t dg_itable_chunk(const struct dg_fs *fs, uint64_t c)
 {
 	return fs->chunk_vpn[c];
 }
 
-/* ---- inode.c --------------------------------------------------------- */
-/* In-core inode objects and the table that holds them (mount.c loads
- * it, inode.c grows it). */
+/* ---- icache.c: the inodes in core --------------------------------- */
+#define DG_ICACHE_DEFAULT 65536u
+#define DG_IUSED_WORDS (DG_INODES_PER_CHUNK / 64) /* ino_used, a chunk */
+/* The inode ino, read from the media at its first use: 0 and *ipp;
+ * -ENOENT for a free slot (and a reaped inode unless reaped); else
+ * why it cannot be read (-EIO, -ENOMEM). An inode whose extent map is
+ * unreadable loads damaged. Caller holds fs->lock (read or write). */
+int dg_inode_find(struct dg_fs *fs, uint64_t ino, bool reaped,
+		  struct dg_inode **ipp);
+/* The live inode ino; NULL for a free slot, a reaped inode or an
+ * inode that cannot be read (callers that must tell: dg_inode_find). */
+struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino);
+/* The same, reaped inodes included. */
+struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino);
+/* ino if it is in core now, else NULL; reads nothing (under ino_lock). */
+struct dg_inode *dg_icache_peek(const struct dg_fs *fs, uint64_t ino);
+/* Put a new inode in core, take one out (under ino_lock). */
+int dg_icache_add(struct dg_fs *fs, struct dg_inode *ip);
+void dg_icache_del(struct dg_fs *fs, struct dg_inode *ip);
+/* The inodes in core now (under ino_lock): *n of them in a new array
+ * (free() it); pointers valid while the caller holds fs->lock. */
+int dg_icache_list(struct dg_fs *fs, struct dg_inode ***ips, uint64_t *n);
+/* Let go of inodes nothing holds while more than the bound are in
+ * core (fs->lock held for writing). */
+void dg_icache_sweep(struct dg_fs *fs);
+/* ino may have just become idle (forget, release): let it go now when
+ * the cache is past its bound, else sweep if due (fs->lock held for
+ * writing; ino may be gone already). */
+void dg_icache_settle(struct dg_fs *fs, uint64_t ino);
+/* Free every inode in core and the hash (dg_fs_close). */
+void dg_icache_free(struct dg_fs *fs);
+/* Whether slot ino is in use on the media or in core (ino_used). */
+static inline bool dg_ino_used(const struct dg_fs *fs, uint64_t ino)
+{
+	return (fs->ino_used[ino / 64] >> (ino % 64)) & 1;
+}
+static inline void dg_ino_mark(struct dg_fs *fs, uint64_t ino, bool used)
+{
+	if (used)
+		fs->ino_used[ino / 64] |= 1ull << (ino % 64);
+	else
+		fs->ino_used[ino / 64] &= ~(1ull << (ino % 64));
+}
+
+/* In-core inode objects (an inode read, or made by dg_inode_new()). */
 struct dg_inode *dg_inode_alloc_core(uint64_t ino);
 void dg_inode_free_core(struct dg_inode *ip);
-int dg_itab_grow(struct dg_fs *fs, uint64_t cap);
-/* The live inode ino; NULL for a free slot or a reaped inode. */
-struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino);
-/* The same, reaped inodes included (forget, getattr). */
-struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino);
+/* An inode record read from the media is one the filesystem can hold
+ * (0 or -EUCLEAN); its extents are checked by the extent walk. */
+int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
+		    const struct dg_dinode *d);
+
+/* ---- inode.c --------------------------------------------------------- */
+/* Whether nothing holds ip but the cache: no lookup the kernel has,
+ * no open, no map, no stage, no unsaved times, nothing to recover. */
+bool dg_inode_idle(const struct dg_fs *fs, const struct dg_inode *ip);
 /* Queue the inode record (whole) in txn. */
 int dg_inode_store(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip);
 /* Allocate an inode slot (growing the table in txn when full). The new
@@ -223,10 +286,6 @@ void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip);
 int dg_inode_drop_last(struct dg_fs *fs, struct dg_txn *txn,
 		       struct dg_inode *ip);
 void dg_inode_attr(const struct dg_inode *ip, struct dg_attr *attr);
-/* An inode record read from the media is one the filesystem can hold
- * (0 or -EUCLEAN); its extents are checked by the extent walk. */
-int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
-		    const struct dg_dinode *d);
 void dg_inode_touch(struct dg_inode *ip, bool mtime, bool ctime);
 int64_t dg_now_ns(void);
 /* Persist times left dirty by overwrites (fsync, release, unmount). */
@@ -337,8 +396,9 @@ int dg_file_truncate(struct dg_fs *fs, struct dg_txn *txn,
 		     struct dg_inode *ip, uint64_t size);
 
 /* ---- mapped.c --------------------------------------------------------- */
-/* Clear map records left by a crash (dg_fs_open, writable volumes). */
-void dg_fmap_recover(struct dg_fs *fs);
+/* Clear map records left by a crash (dg_fs_open, writable volumes),
+ * of the inodes listed (the mount's scan: those with a map record). */
+void dg_fmap_recover(struct dg_fs *fs, const uint64_t *inos, size_t n);
 /* 0, or -EINVAL for runs outside m or not line aligned, -EBADF for a
  * read-only map. */
 int dg_fmap_runs_check(const struct dg_fmap *m, const struct dg_fmap_run *runs,
@@ -347,8 +407,9 @@ struct dg_fs *dg_fmap_fs(const struct dg_fmap *m);
 
 /* ---- stage.c ------------------------------------------------------------ */
 /* Finish the syncs published before a crash (dg_fs_open, before the
- * orphans are freed); read-only: serve their files as damaged. */
-void dg_fstage_recover(struct dg_fs *fs);
+ * orphans are freed), of the inodes listed (the mount's scan: those
+ * naming a stage, among others); read-only: serve them as damaged. */
+void dg_fstage_recover(struct dg_fs *fs, const uint64_t *inos, size_t n);
 
 /* ---- setid.c ------------------------------------------------------------ */
 /* Clear set-ID bits (setid.c's rules for cr and why) and file

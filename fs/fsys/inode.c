@@ -52,40 +52,12 @@ void dg_inode_touch(struct dg_inode *ip, bool mtime, bool ctime)
 		ip->d.ctime_ns = now;
 }
 
-struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino)
-{
-	struct dg_inode *ip = NULL;
-
-	pthread_mutex_lock(&fs->ino_lock);
-	if (ino < fs->icap)
-		ip = fs->itab[ino];
-	pthread_mutex_unlock(&fs->ino_lock);
-	return ip;
-}
-
-struct dg_inode *dg_inode_get(struct dg_fs *fs, uint64_t ino)
-{
-	struct dg_inode *ip = dg_inode_slot(fs, ino);
-
-	return ip && !ip->reaped ? ip : NULL;
-}
-
-static void ino_where(const struct dg_fs *fs, uint64_t ino, uint64_t *vpn,
-		      uint32_t *off)
-{
-	uint64_t slot = ino % DG_INODES_PER_CHUNK;
-
-	*vpn = dg_itable_chunk(fs, ino / DG_INODES_PER_CHUNK) +
-	       slot / DG_INODES_PER_PAGE;
-	*off = (uint32_t)(slot % DG_INODES_PER_PAGE) * DG_INODE_SIZE;
-}
-
 int dg_inode_store(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip)
 {
 	uint64_t vpn;
 	uint32_t off;
 
-	ino_where(fs, ip->ino, &vpn, &off);
+	dg_ino_where(fs, ip->ino, &vpn, &off);
 	ip->times_dirty = false;
 	return dg_txn_write(txn, vpn, off, &ip->d, sizeof(ip->d));
 }
@@ -122,49 +94,11 @@ int dg_fs_commit(struct dg_fs *fs, struct dg_txn *txn)
 	return ret;
 }
 
-/* In-core inode only (mount.c loads them too). */
-struct dg_inode *dg_inode_alloc_core(uint64_t ino)
-{
-	struct dg_inode *ip = calloc(1, sizeof(*ip));
-
-	if (!ip)
-		return NULL;
-	ip->ino = ino;
-	pthread_rwlock_init(&ip->lock, NULL);
-	return ip;
-}
-
-void dg_inode_free_core(struct dg_inode *ip)
-{
-	if (!ip)
-		return;
-	if (ip->dir)
-		dg_dir_free(ip->dir);
-	dg_ext_free(ip);
-	pthread_rwlock_destroy(&ip->lock);
-	free(ip);
-}
-
-int dg_itab_grow(struct dg_fs *fs, uint64_t cap)
-{
-	struct dg_inode **n;
-
-	if (cap <= fs->icap)
-		return 0;
-	n = realloc(fs->itab, cap * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	memset(n + fs->icap, 0, (cap - fs->icap) * sizeof(*n));
-	fs->itab = n;
-	fs->icap = cap;
-	return 0;
-}
-
 /* A new inode table chunk: contiguous zeroed pages recorded in the root. */
 static int add_chunk(struct dg_fs *fs, struct dg_txn *txn)
 {
 	static const uint8_t zero[DG_PAGE_SIZE];
-	uint64_t start, got, n = fs->root.nchunks;
+	uint64_t start, got;
 	int ret;
 
 	ret = dg_alloc_exact(txn, DG_ITABLE_CHUNK_PAGES, true, &start);
@@ -177,9 +111,6 @@ static int add_chunk(struct dg_fs *fs, struct dg_txn *txn)
 		if (ret)
 			return ret;
 	}
-	ret = dg_itab_grow(fs, (n + 1) * DG_INODES_PER_CHUNK);
-	if (ret)
-		return ret;
 	return dg_itable_add(fs, txn, start);
 }
 
@@ -212,10 +143,10 @@ static uint64_t pos_of(uint64_t ino)
 
 static bool ino_free(const struct dg_fs *fs, uint64_t ino)
 {
-	return ino > 0 && !fs->itab[ino] && !dg_ino_lost(fs, ino);
+	return ino > 0 && !dg_ino_used(fs, ino) && !dg_ino_lost(fs, ino);
 }
 
-/* Every slot of chunk c is in core (ino 0, never used, counts as taken). */
+/* Every slot of chunk c is in use (ino 0, never used, counts as taken). */
 static bool chunk_full(const struct dg_fs *fs, uint64_t c)
 {
 	return fs->chunk_used[c] >= DG_INODES_PER_CHUNK - (c == 0);
@@ -253,10 +184,10 @@ int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 	int ret;
 
 	pthread_mutex_lock(&fs->ino_lock);
-	/* The chunks the root record has, not the slots in core: a create
+	/* The chunks the root record has, not the room in core: a create
 	 * whose new chunk was not committed gives the chunk back
-	 * (root.nchunks) but leaves itab grown, and a slot there has no
-	 * page on the media. */
+	 * (root.nchunks) but leaves the arrays grown, and a slot there has
+	 * no page on the media. */
 	end = (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK;
 	pos = find_free(fs, fs->next_free_pos, end, &ino);
 	if (pos >= end) {
@@ -282,8 +213,13 @@ int dg_inode_new(struct dg_fs *fs, struct dg_txn *txn, uint32_t mode,
 	ip->d.gid = gid;
 	ip->d.atime_ns = ip->d.mtime_ns = ip->d.ctime_ns = ip->d.btime_ns =
 		dg_now_ns();
+	ret = dg_icache_add(fs, ip);
+	if (ret) {
+		dg_inode_free_core(ip);
+		goto out;
+	}
 	ip->d.generation = ++fs->gen_counter;
-	fs->itab[ino] = ip;
+	dg_ino_mark(fs, ino, true);
 	fs->inodes_used++;
 	fs->chunk_used[ino / DG_INODES_PER_CHUNK]++;
 	fs->next_free_pos = pos + 1;
@@ -299,7 +235,8 @@ void dg_inode_discard(struct dg_fs *fs, struct dg_inode *ip)
 	if (ip->dir)
 		fs->dirs_cached--;	/* under fs->lock (write) */
 	pthread_mutex_lock(&fs->ino_lock);
-	fs->itab[ip->ino] = NULL;
+	dg_icache_del(fs, ip);
+	dg_ino_mark(fs, ip->ino, false);
 	fs->inodes_used--;
 	fs->chunk_used[ip->ino / DG_INODES_PER_CHUNK]--;
 	if (pos_of(ip->ino) < fs->next_free_pos)
@@ -321,7 +258,7 @@ int dg_inode_destroy(struct dg_fs *fs, struct dg_txn *txn,
 		ret = dg_xattr_drop(fs, txn, ip);
 	if (ret)
 		return ret;
-	ino_where(fs, ip->ino, &vpn, &off);
+	dg_ino_where(fs, ip->ino, &vpn, &off);
 	memset(&ip->d, 0, sizeof(ip->d));
 	return dg_txn_write(txn, vpn, off, &ip->d, sizeof(ip->d));
 }
@@ -372,13 +309,4 @@ void dg_inode_maybe_destroy(struct dg_fs *fs, struct dg_inode *ip)
 	if (dg_inode_destroy(fs, txn, ip) == 0 && dg_fs_commit(fs, txn) == 0)
 		dg_inode_discard(fs, ip);
 	dg_txn_free(txn);
-}
-
-bool dg_ino_lost(const struct dg_fs *fs, uint64_t ino)
-{
-	for (unsigned i = 0; i < fs->nlost; i++)
-		if (ino >= fs->lost_ino[i] &&
-		    ino < fs->lost_ino[i] + DG_INODES_PER_PAGE)
-			return true;
-	return false;
 }

@@ -104,7 +104,7 @@ out:
 static int reserve(struct dg_fs *fs, uint32_t c)
 {
 	uint32_t cap = fs->chunk_cap ? fs->chunk_cap : 64;
-	uint64_t *v;
+	uint64_t *v, *w;
 	uint16_t *u;
 
 	if (c < fs->chunk_cap)
@@ -120,6 +120,12 @@ static int reserve(struct dg_fs *fs, uint32_t c)
 		return -ENOMEM;
 	memset(u + fs->chunk_cap, 0, (cap - fs->chunk_cap) * sizeof(*u));
 	fs->chunk_used = u;
+	w = realloc(fs->ino_used, (size_t)cap * DG_IUSED_WORDS * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	memset(w + (size_t)fs->chunk_cap * DG_IUSED_WORDS, 0,
+	       (size_t)(cap - fs->chunk_cap) * DG_IUSED_WORDS * sizeof(*w));
+	fs->ino_used = w;
 	fs->chunk_cap = cap;
 	return 0;
 }
@@ -219,6 +225,8 @@ int dg_itable_add(struct dg_fs *fs, struct dg_txn *txn, uint64_t start)
 	}
 	fs->chunk_vpn[c] = start;
 	fs->chunk_used[c] = 0;
+	memset(fs->ino_used + (size_t)c * DG_IUSED_WORDS, 0,
+	       DG_IUSED_WORDS * sizeof(uint64_t));
 	fs->root.nchunks++;
 	return dg_txn_write(txn, 0, offsetof(struct dg_droot, fs), &fs->root,
 			    sizeof(fs->root));
@@ -273,4 +281,23 @@ int dg_itable_inspect(struct dg_vol *vol, struct dg_itable_info *info)
 			       ? r.nchunks
 			       : dg_itable_direct(&r);
 	return ret;
+}
+
+void dg_ino_where(const struct dg_fs *fs, uint64_t ino, uint64_t *vpn,
+		  uint32_t *off)
+{
+	uint64_t slot = ino % DG_INODES_PER_CHUNK;
+
+	*vpn = dg_itable_chunk(fs, ino / DG_INODES_PER_CHUNK) +
+	       slot / DG_INODES_PER_PAGE;
+	*off = (uint32_t)(slot % DG_INODES_PER_PAGE) * DG_INODE_SIZE;
+}
+
+bool dg_ino_lost(const struct dg_fs *fs, uint64_t ino)
+{
+	for (unsigned i = 0; i < fs->nlost; i++)
+		if (ino >= fs->lost_ino[i] &&
+		    ino < fs->lost_ino[i] + DG_INODES_PER_PAGE)
+			return true;
+	return false;
 }

@@ -303,7 +303,8 @@ int dg_fmap_new(struct dg_fs *fs, uint64_t ino, uint64_t off, uint64_t len,
 
 	/* Pin: one writer, an open reference that keeps the space. */
 	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
+	if (dg_inode_find(fs, ino, false, &ip))
+		ip = NULL;
 	ret = !ip ? -ENOENT : !S_ISREG(ip->d.mode) ? -EINVAL
 			    : ip->damaged ? -EIO
 			    : m->rw && (fs->broken || dg_vol_read_only(fs->vol)) ? -EROFS
@@ -648,12 +649,13 @@ int dg_fmap_verify(struct dg_fmap *m, uint64_t off, uint64_t len,
 	return nbad;
 }
 
-void dg_fmap_recover(struct dg_fs *fs)
+void dg_fmap_recover(struct dg_fs *fs, const uint64_t *inos, size_t n)
 {
-	for (uint64_t ino = 1; ino < fs->icap; ino++) {
-		struct dg_inode *ip = fs->itab[ino];
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ino = inos[i];
+		struct dg_inode *ip;
 
-		if (!ip || !ip->d.map_flags)
+		if (dg_inode_find(fs, ino, false, &ip) || !ip->d.map_flags)
 			continue;
 		dg_vol_log(fs->vol, DG_LOG_NOTICE,
 			   "libcommit map of ino=%" PRIu64 " gen=%" PRIu64

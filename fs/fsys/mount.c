@@ -6,21 +6,6 @@
 
 #include "fsys_i.h"
 
-int dg_dinode_check(const struct dg_vol *vol, uint64_t ino,
-		    const struct dg_dinode *d)
-{
-	uint32_t t = d->mode & S_IFMT;
-
-	if (t != S_IFREG && t != S_IFDIR && t != S_IFLNK && t != S_IFIFO &&
-	    t != S_IFSOCK && t != S_IFCHR && t != S_IFBLK)
-		return DG_CORRUPT(vol, "inode %" PRIu64 ": bad mode %#o",
-				  ino, d->mode);
-	if (d->nextents > (1u << 26))
-		return DG_CORRUPT(vol, "inode %" PRIu64 ": %u extents",
-				  ino, d->nextents);
-	return 0;
-}
-
 /*
  * Read an inode table chunk page by page after a whole read failed: a
  * page no copy of which verifies is noted lost and reads as free slots,
@@ -57,7 +42,38 @@ static int load_chunk_pages(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 	return 0;
 }
 
-static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
+/* Inodes the mount must act on after its scan: unlinked ones (orphans,
+ * stages), published stages, maps open at a crash. Few, whatever the
+ * volume's size. */
+struct ino_list {
+	uint64_t *ino;
+	size_t n, cap;
+};
+
+static int list_add(struct ino_list *l, uint64_t ino)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		uint64_t *n = realloc(l->ino, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		l->ino = n;
+		l->cap = cap;
+	}
+	l->ino[l->n++] = ino;
+	return 0;
+}
+
+/*
+ * One chunk of the streaming scan: its records checked, and only what
+ * the mount keeps taken from them (the slots in use, counts, the
+ * highest generation, the inodes to act on). No inode stays in core:
+ * they are read at their first use (icache.c), so an extent page that
+ * cannot be read is found then, not here.
+ */
+static int scan_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf,
+		      struct ino_list *todo)
 {
 	uint64_t vpn = dg_itable_chunk(fs, c);
 	int ret;
@@ -74,75 +90,87 @@ static int load_chunk(struct dg_fs *fs, uint32_t c, uint8_t *buf)
 		const struct dg_dinode *d =
 			(const void *)(buf + (size_t)s * DG_INODE_SIZE);
 		uint64_t ino = (uint64_t)c * DG_INODES_PER_CHUNK + s;
-		struct dg_inode *ip;
 
 		if (!d->mode || ino == 0)
 			continue;
 		ret = dg_dinode_check(fs->vol, ino, d);
 		if (ret)
 			return ret;
-		ip = dg_inode_alloc_core(ino);
-		if (!ip)
-			return -ENOMEM;
-		ip->d = *d;
-		fs->itab[ino] = ip;
+		dg_ino_mark(fs, ino, true);
 		fs->inodes_used++;
 		fs->chunk_used[c]++;
 		if (d->generation > fs->gen_counter)
 			fs->gen_counter = d->generation;
-		ret = dg_ext_load(fs, ip);
-		if (ret == -EIO) {
-			dg_vol_log(fs->vol, DG_LOG_ERR,
-				   "inode %" PRIu64 ": an extent page is "
-				   "unreadable: its data gives EIO until fsck",
-				   ino);
-			ip->damaged = true;
-			ret = 0;
-		}
-		if (ret)
-			return ret;
+		if ((d->nlink == 0 || d->stage_ino || d->map_flags) &&
+		    list_add(todo, ino))
+			return -ENOMEM;
 	}
 	return 0;
 }
 
 /* Unlinked inodes still open at a crash are freed at the next open. */
-static void free_orphans(struct dg_fs *fs)
+static void free_orphans(struct dg_fs *fs, const struct ino_list *todo)
 {
-	for (uint64_t ino = 1; ino < fs->icap; ino++) {
-		struct dg_inode *ip = fs->itab[ino];
+	for (size_t i = 0; i < todo->n; i++) {
+		uint64_t ino = todo->ino[i];
+		struct dg_inode *ip;
+		int ret = dg_inode_find(fs, ino, false, &ip);
 
-		if (ip && ip->d.nlink == 0 && ip->damaged) {
+		if (ret == -ENOENT || (!ret && ip->d.nlink))
+			continue;
+		if (ret || ip->damaged) {
 			dg_vol_log(fs->vol, DG_LOG_WARNING,
 				   "orphan inode %" PRIu64 " is "
 				   "damaged: left for fsck", ino);
-		} else if (ip && ip->d.nlink == 0) {
-			dg_vol_log(fs->vol, DG_LOG_NOTICE,
-				   "freeing orphan inode %" PRIu64,
-				   ino);
-			dg_inode_maybe_destroy(fs, ip);
+			continue;
 		}
+		dg_vol_log(fs->vol, DG_LOG_NOTICE,
+			   "freeing orphan inode %" PRIu64, ino);
+		dg_inode_maybe_destroy(fs, ip);
 	}
 }
 
+/* Over the inodes in core (in a list: a load may come meanwhile). */
+static void count_damaged(struct dg_fs *fs, uint64_t *inos, unsigned max,
+			  uint64_t *count)
+{
+	struct dg_inode **ips;
+	uint64_t n;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	pthread_mutex_lock(&fs->ino_lock);
+	if (dg_icache_list(fs, &ips, &n))
+		n = 0, ips = NULL;
+	pthread_mutex_unlock(&fs->ino_lock);
+	*count = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!ips[i]->damaged)
+			continue;
+		if (inos && *count < max)
+			inos[*count] = ips[i]->ino;
+		++*count;
+	}
+	pthread_rwlock_unlock(&fs->lock);
+	free(ips);
+}
+
+/* Damage is found where an inode is read: at its first use, as for a
+ * directory's pages (docs/design.md); damaged inodes stay in core. */
 void dg_fs_get_damage(struct dg_fs *fs, struct dg_fs_damage *d)
 {
+	uint64_t n;
+
 	*d = (struct dg_fs_damage){ .inode_pages = fs->nlost };
-	pthread_rwlock_rdlock(&fs->lock);
-	for (uint64_t ino = 1; ino < fs->icap; ino++)
-		d->inodes += fs->itab[ino] && fs->itab[ino]->damaged;
-	pthread_rwlock_unlock(&fs->lock);
+	count_damaged(fs, NULL, 0, &n);
+	d->inodes = n;
 }
 
 unsigned dg_fs_damaged_inodes(struct dg_fs *fs, uint64_t *inos, unsigned max)
 {
-	unsigned n = 0;
+	uint64_t n;
 
-	pthread_rwlock_rdlock(&fs->lock);
-	for (uint64_t ino = 1; ino < fs->icap && n < max; ino++)
-		if (fs->itab[ino] && fs->itab[ino]->damaged)
-			inos[n++] = ino;
-	pthread_rwlock_unlock(&fs->lock);
-	return n;
+	count_damaged(fs, inos, max, &n);
+	return n < max ? (unsigned)n : max;
 }
 
 /*
@@ -168,6 +196,8 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	uint8_t *buf = aligned_alloc(DG_PAGE_SIZE,
 				     DG_ITABLE_CHUNK_PAGES * DG_PAGE_SIZE);
 	struct dg_fs *fs = calloc(1, sizeof(*fs));
+	struct ino_list todo = { 0 };
+	struct dg_inode *root;
 	int ret;
 
 	if (!droot || !buf || !fs) {
@@ -177,6 +207,7 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	fs->vol = vol;
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->ino_lock, NULL);
+	pthread_mutex_init(&fs->iload_lock, NULL);
 	pthread_mutex_init(&fs->dir_lock, NULL);
 	pthread_rwlock_init(&fs->map_lock, NULL);
 	ret = dg_read(vol, 0, 1, droot);
@@ -184,25 +215,26 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 		goto fail;
 	memcpy(&fs->root, droot->fs, sizeof(fs->root));
 	ret = dg_itable_load(fs);
-	if (!ret)
-		ret = dg_itab_grow(fs, (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK);
 	for (uint32_t c = 0; !ret && c < fs->root.nchunks; c++)
-		ret = load_chunk(fs, c, buf);
+		ret = scan_chunk(fs, c, buf, &todo);
 	if (ret)
 		goto fail;
-	if (!fs->itab[DG_ROOT_INO] || !S_ISDIR(fs->itab[DG_ROOT_INO]->d.mode)) {
+	ret = dg_inode_find(fs, DG_ROOT_INO, false, &root);
+	if (ret == -ENOENT || (!ret && !S_ISDIR(root->d.mode)))
 		ret = DG_CORRUPT(vol, "root directory missing");
+	if (ret)
 		goto fail;
-	}
-	/* Directories are read at their first use (dir_load.c). */
+	/* Directories are read at their first use (dir_load.c), inodes
+	 * too (icache.c). */
 	fs->next_free_pos = 0;
 	/* A published stage is an orphan too: finish it before the
 	 * orphans are freed. */
-	dg_fstage_recover(fs);
+	dg_fstage_recover(fs, todo.ino, todo.n);
 	if (!dg_vol_read_only(vol)) {
-		free_orphans(fs);
-		dg_fmap_recover(fs);
+		free_orphans(fs, &todo);
+		dg_fmap_recover(fs, todo.ino, todo.n);
 	}
+	free(todo.ino);
 	free(droot);
 	free(buf);
 	/* The volume's registry of lost pages asks which file holds one. */
@@ -210,11 +242,21 @@ int dg_fs_open(struct dg_vol *vol, struct dg_fs **fsp)
 	*fsp = fs;
 	return 0;
 fail:
+	free(todo.ino);
 	free(droot);
 	free(buf);
 	if (fs)
 		dg_fs_close(fs);
 	return ret;
+}
+
+/* Whether ino is one of the n stages named in st. */
+static bool staged(const uint64_t *st, size_t n, uint64_t ino)
+{
+	for (size_t i = 0; i < n; i++)
+		if (st[i] == ino)
+			return true;
+	return false;
 }
 
 /*
@@ -223,61 +265,73 @@ fail:
  * forget that an unmount never sends. Freed here as free_orphans()
  * would at the next mount, with the same exceptions (damaged inodes,
  * read-only volume), and also none that is a file's stage or mapped
- * by libcommit: those are the next mount's to finish.
+ * by libcommit: those are the next mount's to finish. Such inodes are
+ * all in core (open, named by the kernel or staged).
  */
 void dg_fs_kernel_gone(struct dg_fs *fs)
 {
-	uint8_t *staged;
+	struct dg_inode **ips;
+	uint64_t n, *st = NULL;
+	size_t nst = 0;
 
 	if (!fs || dg_vol_read_only(fs->vol))
 		return;
 	pthread_rwlock_wrlock(&fs->lock);
-	staged = calloc(fs->icap / 8 + 1, 1);
-	if (!staged)
+	pthread_mutex_lock(&fs->ino_lock);
+	if (dg_icache_list(fs, &ips, &n))
+		ips = NULL;
+	pthread_mutex_unlock(&fs->ino_lock);
+	if (!ips)
 		goto out;	/* the next mount frees them */
-	for (uint64_t ino = 1; ino < fs->icap; ino++) {
-		uint64_t s = fs->itab[ino] ? fs->itab[ino]->d.stage_ino : 0;
+	st = malloc((n + 1) * sizeof(*st));
+	if (!st)
+		goto out;
+	for (uint64_t i = 0; i < n; i++)
+		if (ips[i]->d.stage_ino)
+			st[nst++] = ips[i]->d.stage_ino;
+	/* A destroy frees only the inode it is given: the list holds. */
+	for (uint64_t i = 0; i < n; i++) {
+		struct dg_inode *ip = ips[i];
 
-		if (s && s < fs->icap)
-			staged[s / 8] |= (uint8_t)(1u << (s % 8));
-	}
-	for (uint64_t ino = 1; ino < fs->icap; ino++) {
-		struct dg_inode *ip = fs->itab[ino];
-
-		if (!ip || ip->d.nlink || ip->map_rw || ip->map_ro ||
-		    (staged[ino / 8] & (1u << (ino % 8))))
+		if (ip->d.nlink || ip->map_rw || ip->map_ro ||
+		    staged(st, nst, ip->ino))
 			continue;
 		ip->nlookup = 0;
 		ip->nopen = 0;
 		dg_inode_maybe_destroy(fs, ip);
 	}
-	free(staged);
 out:
+	free(st);
+	free(ips);
 	pthread_rwlock_unlock(&fs->lock);
 }
 
 void dg_fs_close(struct dg_fs *fs)
 {
+	struct dg_inode **ips = NULL;
+	uint64_t n = 0;
+
 	if (!fs)
 		return;
 	/* Before the inodes go: the volume's lost-page registry asks. */
 	if (fs->vol)
 		dg_vol_lost_owner(fs->vol, NULL, NULL);
-	for (uint64_t i = 0; i < fs->icap; i++) {
-		if (fs->itab[i])
-			dg_inode_flush_times(fs, fs->itab[i]);
-		dg_inode_free_core(fs->itab[i]);
-	}
+	if (!dg_icache_list(fs, &ips, &n))
+		for (uint64_t i = 0; i < n; i++)
+			dg_inode_flush_times(fs, ips[i]);
+	free(ips);
+	dg_icache_free(fs);
 	/* The volume may outlive this fs: its hook must not call into it. */
 	if (fs->map_hooked)
 		dg_vol_set_page_hook(fs->vol, NULL, NULL);
-	free(fs->itab);
+	free(fs->ino_used);
 	free(fs->lost_ino);
 	free(fs->chunk_vpn);
 	free(fs->chunk_used);
 	pthread_rwlock_destroy(&fs->map_lock);
 	pthread_rwlock_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->ino_lock);
+	pthread_mutex_destroy(&fs->iload_lock);
 	pthread_mutex_destroy(&fs->dir_lock);
 	free(fs);
 }

@@ -30,12 +30,12 @@ static int check_name(const char *name)
  * Caller holds fs->lock. */
 static int get_dir(struct dg_fs *fs, uint64_t ino, struct dg_inode **dpp)
 {
-	struct dg_inode *dp = dg_inode_get(fs, ino);
+	struct dg_inode *dp;
 	struct dg_dir *dir;
-	int ret;
+	int ret = dg_inode_find(fs, ino, false, &dp);
 
-	if (!dp)
-		return -ENOENT;
+	if (ret)
+		return ret;
 	if (!S_ISDIR(dp->d.mode))
 		return -ENOTDIR;
 	ret = dg_dir_get(fs, dp, &dir);
@@ -78,24 +78,25 @@ int dg_fs_lookup(struct dg_fs *fs, uint64_t parent, const char *name,
 	 * and generation, FUSE export support) back into an inode it has
 	 * forgotten. The caller checks the generation. */
 	if (!strcmp(name, ".")) {
-		ip = dg_inode_get(fs, parent);
-		ret = ip ? 0 : -ESTALE;
-		if (ip)
+		ret = dg_inode_find(fs, parent, false, &ip);
+		if (!ret)
 			goto found;
+		if (ret == -ENOENT)
+			ret = -ESTALE;
 		goto out;
 	}
 	ret = get_dir(fs, parent, &dp);
 	if (ret)
 		goto out;
+	ret = -ENOENT;
 	if (!strcmp(name, ".."))
-		ip = dg_inode_get(fs, dp->d.parent);
+		ret = dg_inode_find(fs, dp->d.parent, false, &ip);
 	else if ((de = dg_dir_find(dp->dir, name)))
-		ip = dg_inode_get(fs, de->ino);
-	if (!ip) {
-		/* A miss proves nothing when names were lost with a page. */
-		ret = dp->damaged ? -EIO : -ENOENT;
+		ret = dg_inode_find(fs, de->ino, false, &ip);
+	if (ret == -ENOENT && dp->damaged)
+		ret = -EIO; /* a miss proves nothing when names were lost */
+	if (ret)
 		goto out;
-	}
 found:
 	__atomic_add_fetch(&ip->nlookup, 1, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&ip->lock);
@@ -111,13 +112,17 @@ void dg_fs_forget(struct dg_fs *fs, uint64_t ino, uint64_t nlookup)
 	struct dg_inode *ip;
 
 	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_slot(fs, ino);
+	/* What the kernel knows is in core: a forget reads nothing. */
+	pthread_mutex_lock(&fs->ino_lock);
+	ip = dg_icache_peek(fs, ino);
+	pthread_mutex_unlock(&fs->ino_lock);
 	if (ip) {
 		ip->nlookup = ip->nlookup > nlookup ? ip->nlookup - nlookup : 0;
 		/* Nothing the kernel holds names into it any more. */
 		if (!ip->nlookup)
 			dg_dir_evict(fs, ip);
 		dg_inode_maybe_destroy(fs, ip);
+		dg_icache_settle(fs, ino);
 	}
 	pthread_rwlock_unlock(&fs->lock);
 }
@@ -125,16 +130,17 @@ void dg_fs_forget(struct dg_fs *fs, uint64_t ino, uint64_t nlookup)
 int dg_fs_getattr(struct dg_fs *fs, uint64_t ino, struct dg_attr *attr)
 {
 	struct dg_inode *ip;
+	int ret;
 
 	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_slot(fs, ino);
-	if (ip) {
+	ret = dg_inode_find(fs, ino, true, &ip);
+	if (!ret) {
 		pthread_rwlock_rdlock(&ip->lock);
 		dg_inode_attr(ip, attr);
 		pthread_rwlock_unlock(&ip->lock);
 	}
 	pthread_rwlock_unlock(&fs->lock);
-	return ip ? 0 : -ENOENT;
+	return ret;
 }
 
 static int64_t ts_ns(struct timespec t)
@@ -152,8 +158,9 @@ int dg_fs_setattr(struct dg_fs *fs, uint64_t ino, const struct dg_setattr *sa,
 	int ret;
 
 	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	ret = !ip ? -ENOENT : fs->broken ? -EROFS : 0;
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (!ret && fs->broken)
+		ret = -EROFS;
 	if (!ret && (sa->valid & DG_SET_SIZE) && !S_ISREG(ip->d.mode))
 		ret = S_ISDIR(ip->d.mode) ? -EISDIR : -EINVAL;
 	if (!ret && (sa->valid & DG_SET_SIZE))
@@ -317,6 +324,7 @@ undo:
 	dg_inode_discard(fs, ip);
 	fs->root.nchunks = nchunks;
 out:
+	dg_icache_sweep(fs);
 	dg_acl_new_free(&an);
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
@@ -383,9 +391,9 @@ int dg_fs_readlink(struct dg_fs *fs, uint64_t ino, char *buf, size_t size)
 	if (!page)
 		return -ENOMEM;
 	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	ret = !ip ? -ENOENT : !S_ISLNK(ip->d.mode) ? -EINVAL
-			    : dg_inode_intact(ip);
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (!ret)
+		ret = !S_ISLNK(ip->d.mode) ? -EINVAL : dg_inode_intact(ip);
 	if (!ret) {
 		dg_ext_lookup(ip, 0, &vpn, &run);
 		ret = vpn ? dg_read(fs->vol, vpn, 1, page) : -EUCLEAN;
@@ -412,9 +420,8 @@ int dg_fs_link(struct dg_fs *fs, uint64_t ino, uint64_t parent,
 		return ret;
 	pthread_rwlock_wrlock(&fs->lock);
 	ret = get_dir_to_change(fs, parent, &dp);
-	ip = dg_inode_get(fs, ino);
-	if (!ret && !ip)
-		ret = -ENOENT;
+	if (!ret)
+		ret = dg_inode_find(fs, ino, false, &ip);
 	if (!ret && S_ISDIR(ip->d.mode))
 		ret = -EPERM;
 	if (!ret && ip->d.nlink >= UINT32_MAX - 1)
@@ -483,8 +490,11 @@ static int remove_name(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (!ret && !(de = dg_dir_find(dp->dir, name)))
 		ret = !strcmp(name, ".") ? -EINVAL
 		      : !strcmp(name, "..") ? -ENOTEMPTY : -ENOENT;
-	if (!ret && !(ip = dg_inode_get(fs, de->ino)))
-		ret = -EUCLEAN;
+	if (!ret) {
+		ret = dg_inode_find(fs, de->ino, false, &ip);
+		if (ret == -ENOENT) /* a name of a free slot: fsck's */
+			ret = -EUCLEAN;
+	}
 	if (!ret && want_dir)
 		ret = load_if_dir(fs, ip);
 	/* Its lost pages cannot be freed, nor a directory proven empty. */
@@ -506,6 +516,7 @@ static int remove_name(struct dg_fs *fs, uint64_t parent, const char *name,
 		ret = dg_fs_commit(fs, txn);
 	if (!ret)
 		dg_inode_maybe_destroy(fs, ip);
+	dg_icache_sweep(fs); /* it may have read the inode */
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
@@ -561,12 +572,12 @@ int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
 		goto out;
 	se = dg_dir_find(sp->dir, name);
 	te = dg_dir_find(dp->dir, newname);
-	if (!se || !(ip = dg_inode_get(fs, se->ino))) {
-		ret = -ENOENT;
+	ret = se ? dg_inode_find(fs, se->ino, false, &ip) : -ENOENT;
+	if (ret)
 		goto out;
-	}
-	if (te && !(tp = dg_inode_get(fs, te->ino))) {
-		ret = -EUCLEAN;
+	if (te && (ret = dg_inode_find(fs, te->ino, false, &tp))) {
+		if (ret == -ENOENT)
+			ret = -EUCLEAN;
 		goto out;
 	}
 	if (tp && te != se && (ret = load_if_dir(fs, tp)))
@@ -671,6 +682,7 @@ int dg_fs_rename(struct dg_fs *fs, uint64_t parent, const char *name,
 	if (!ret && tp && !(flags & RENAME_EXCHANGE))
 		dg_inode_maybe_destroy(fs, tp);
 out:
+	dg_icache_sweep(fs); /* it may have read both inodes */
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
@@ -683,9 +695,9 @@ int dg_fs_open_ino(struct dg_fs *fs, uint64_t ino, bool truncate,
 	int ret = 0;
 
 	pthread_rwlock_wrlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	if (!ip) {
-		ret = -ENOENT;
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (ret) {
+		ip = NULL;
 	} else if (truncate && S_ISREG(ip->d.mode) && (ip->d.size || cr)) {
 		/* The drop and the truncate in one transaction, as
 		 * truncate(2) (setattr) and a write do: no crash keeps
@@ -735,6 +747,7 @@ void dg_fs_release(struct dg_fs *fs, uint64_t ino)
 	if (ip && ip->nopen) {
 		ip->nopen--;
 		dg_inode_maybe_destroy(fs, ip);
+		dg_icache_settle(fs, ino);
 	}
 	pthread_rwlock_unlock(&fs->lock);
 }
@@ -761,8 +774,9 @@ int dg_fs_opendir(struct dg_fs *fs, uint64_t ino)
 	int ret;
 
 	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	ret = !ip ? -ENOENT : !S_ISDIR(ip->d.mode) ? -ENOTDIR : 0;
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (!ret && !S_ISDIR(ip->d.mode))
+		ret = -ENOTDIR;
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
 }

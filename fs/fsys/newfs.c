@@ -27,7 +27,8 @@ static int dg_fs_format(struct dg_vol *vol, uint32_t uid, uint32_t gid)
 		ret = dg_txn_commit(txn);
 	dg_inode_discard(&fs, root);
 out:
-	free(fs.itab);
+	dg_icache_free(&fs);
+	free(fs.ino_used);
 	free(fs.chunk_vpn);
 	free(fs.chunk_used);
 	dg_txn_free(txn);

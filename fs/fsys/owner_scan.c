@@ -48,6 +48,16 @@ static unsigned scan_dinode(struct dg_fs *fs, uint64_t ino,
 	return got;
 }
 
+static bool in_core_now(struct dg_fs *fs, uint64_t ino)
+{
+	bool in;
+
+	pthread_mutex_lock(&fs->ino_lock);
+	in = dg_icache_peek(fs, ino) != NULL;
+	pthread_mutex_unlock(&fs->ino_lock);
+	return in;
+}
+
 /* Stream chunk c: each page read alone, so a lost inode table page
  * only hides its own inodes. in_core: skip those (already asked). */
 static unsigned scan_chunk(struct dg_fs *fs, uint32_t c, uint8_t *page,
@@ -69,7 +79,7 @@ static unsigned scan_chunk(struct dg_fs *fs, uint32_t c, uint8_t *page,
 				       (uint64_t)p * DG_INODES_PER_PAGE + s;
 
 			if (!d->mode || ino == 0 ||
-			    (in_core && ino < fs->icap && fs->itab[ino]) ||
+			    (in_core && in_core_now(fs, ino)) ||
 			    dg_dinode_check(fs->vol, ino, d))
 				continue;
 			got += scan_dinode(fs, ino, d, pg, lp, n);
@@ -102,6 +112,7 @@ int dg_fs_owners_on_media(struct dg_fs *fs, struct dg_lost_page *lp,
 int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
 			 unsigned n)
 {
+	struct dg_inode **ips = NULL;
 	uint64_t in_core = 0, used;
 	unsigned left = 0;
 	int ret = 0;
@@ -109,21 +120,29 @@ int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
 	pthread_rwlock_rdlock(&fs->lock);
 	for (unsigned i = 0; i < n; i++)
 		lp[i].ino = 0;
-	for (uint64_t ino = 1; ino < fs->icap; ino++) {
-		if (!fs->itab[ino])
-			continue;
-		in_core++;
+	/* A list, for its locks are waited for: a load may come meanwhile,
+	 * an eviction not (fs->lock). */
+	pthread_mutex_lock(&fs->ino_lock);
+	ret = dg_icache_list(fs, &ips, &in_core);
+	pthread_mutex_unlock(&fs->ino_lock);
+	if (ret) {
+		pthread_rwlock_unlock(&fs->lock);
+		return ret;
+	}
+	for (uint64_t k = 0; k < in_core; k++) {
+		struct dg_inode *ip = ips[k];
+
 		/* Its extents change under its lock (a write's leaf may be
 		 * reallocated); waited for here, outside the registry's
 		 * lock, in the order data operations take them. */
-		pthread_rwlock_rdlock(&fs->itab[ino]->lock);
+		pthread_rwlock_rdlock(&ip->lock);
 		for (unsigned i = 0; i < n; i++)
 			if (!lp[i].ino &&
-			    dg_ext_owns(fs->itab[ino], lp[i].vpn,
-					&lp[i].fpage))
-				lp[i].ino = ino;
-		pthread_rwlock_unlock(&fs->itab[ino]->lock);
+			    dg_ext_owns(ip, lp[i].vpn, &lp[i].fpage))
+				lp[i].ino = ip->ino;
+		pthread_rwlock_unlock(&ip->lock);
 	}
+	free(ips);
 	for (unsigned i = 0; i < n; i++)
 		left += !lp[i].ino;
 	pthread_mutex_lock(&fs->ino_lock);

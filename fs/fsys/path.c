@@ -2,6 +2,7 @@
 /* path.c -- whose is it: the path of an inode and the file that owns a
  * vpn, for log messages and fault reports */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -27,6 +28,67 @@ static bool name_in(struct dg_fs *fs, struct dg_inode *dp, uint64_t ino,
 	return found;
 }
 
+/* A directory off the media for one search, not kept in core. */
+static bool name_in_record(struct dg_fs *fs, uint64_t dino,
+			   const struct dg_dinode *d, uint64_t ino, char *name)
+{
+	struct dg_inode *dp;
+	bool found = false;
+
+	if (!S_ISDIR(d->mode) || !(dp = dg_inode_alloc_core(dino)))
+		return false;
+	dp->d = *d;
+	if (dg_ext_load(fs, dp) == 0)
+		found = name_in(fs, dp, ino, name);
+	dg_inode_free_core(dp);
+	return found;
+}
+
+/* Every directory, in core or on the media (the table streamed a page
+ * at a time; nothing it reads stays in core). */
+static bool find_name_anywhere(struct dg_fs *fs, uint64_t ino,
+			       uint64_t *parent, char *name)
+{
+	uint8_t *pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	uint64_t end = (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK;
+	bool found = false;
+
+	if (!pg)
+		return false;
+	for (uint64_t first = 0; first < end && !found;
+	     first += DG_INODES_PER_PAGE) {
+		uint64_t vpn;
+		uint32_t off;
+		bool read = false;
+
+		for (uint64_t d = first; d < first + DG_INODES_PER_PAGE &&
+					 !found; d++) {
+			struct dg_inode *dp;
+
+			if (!d || !dg_ino_used(fs, d))
+				continue;
+			pthread_mutex_lock(&fs->ino_lock);
+			dp = dg_icache_peek(fs, d);
+			pthread_mutex_unlock(&fs->ino_lock);
+			if (dp) {
+				found = !dp->reaped && name_in(fs, dp, ino, name);
+			} else {
+				dg_ino_where(fs, d, &vpn, &off);
+				if (!read && dg_read(fs->vol, vpn, 1, pg))
+					break;
+				read = true;
+				found = name_in_record(fs, d,
+						       (const void *)(pg + off),
+						       ino, name);
+			}
+			if (found)
+				*parent = d;
+		}
+	}
+	free(pg);
+	return found;
+}
+
 /*
  * A name of ino and the directory that holds it. The inode says where
  * it was made or last moved to (d.parent), and that directory is the
@@ -43,13 +105,7 @@ static bool find_name(struct dg_fs *fs, uint64_t ino, uint64_t *parent,
 		*parent = ip->d.parent;
 		return true;
 	}
-	for (uint64_t d = 1; d < fs->icap; d++) {
-		if (name_in(fs, dg_inode_get(fs, d), ino, name)) {
-			*parent = d;
-			return true;
-		}
-	}
-	return false;
+	return find_name_anywhere(fs, ino, parent, name);
 }
 
 void dg_fs_path(struct dg_fs *fs, uint64_t ino, char *buf, size_t len)
@@ -91,21 +147,26 @@ int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino, uint64_t *fpage)
 	int ret = -ENOENT;
 
 	pthread_rwlock_rdlock(&fs->lock);
-	for (uint64_t i = 1; i < fs->icap && ret; i++) {
-		struct dg_inode *ip = fs->itab[i];
-
-		if (!ip)
-			continue;
-		if (pthread_rwlock_tryrdlock(&ip->lock)) {
-			ret = -EAGAIN;
-			continue;
-		}
-		if (dg_ext_owns(ip, vpn, fpage)) {
-			*ino = i;
-			ret = 0;
-		}
-		pthread_rwlock_unlock(&ip->lock);
+	/* Not waited for either: a create holds it across its writes. */
+	if (pthread_mutex_trylock(&fs->ino_lock)) {
+		pthread_rwlock_unlock(&fs->lock);
+		return -EAGAIN;
 	}
+	for (uint64_t b = 0; b < fs->nibucket && ret; b++) {
+		for (struct dg_inode *ip = fs->ibucket[b]; ip && ret;
+		     ip = ip->hnext) {
+			if (pthread_rwlock_tryrdlock(&ip->lock)) {
+				ret = -EAGAIN;
+				continue;
+			}
+			if (dg_ext_owns(ip, vpn, fpage)) {
+				*ino = ip->ino;
+				ret = 0;
+			}
+			pthread_rwlock_unlock(&ip->lock);
+		}
+	}
+	pthread_mutex_unlock(&fs->ino_lock);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
 }

@@ -43,10 +43,10 @@ int dg_fs_lseek(struct dg_fs *fs, uint64_t ino, int64_t soff, int whence,
 	if (soff < 0)
 		return -ENXIO;	/* as lseek(2) for SEEK_DATA/SEEK_HOLE */
 	pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	if (!ip) {
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (ret) {
 		pthread_rwlock_unlock(&fs->lock);
-		return -ENOENT;
+		return ret;
 	}
 	pthread_rwlock_rdlock(&ip->lock);
 	size = ip->d.size;

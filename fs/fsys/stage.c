@@ -483,16 +483,23 @@ int dg_fstage_publish(struct dg_fstage *s)
 	return 0;
 }
 
-void dg_fstage_recover(struct dg_fs *fs)
+void dg_fstage_recover(struct dg_fs *fs, const uint64_t *inos, size_t n)
 {
-	for (uint64_t ino = 1; ino < fs->icap; ino++) {
-		struct dg_inode *ip = fs->itab[ino], *sip;
-		int ret;
+	for (size_t i = 0; i < n; i++) {
+		struct dg_inode *ip = NULL, *sip = NULL;
+		uint64_t ino = inos[i];
+		int ret = dg_inode_find(fs, ino, false, &ip);
 
-		if (!ip || !ip->d.stage_ino)
+		if (ret == -ENOENT || (!ret && !ip->d.stage_ino))
 			continue;
-		sip = ip->d.stage_ino < fs->icap ? fs->itab[ip->d.stage_ino]
-						 : NULL;
+		if (ret) {
+			dg_log(DG_LOG_ERR, "ino=%" PRIu64 ": unreadable (%s): "
+			       "if it names a published sync, fsck.daxguard "
+			       "finishes it", ino, strerror(-ret));
+			continue;
+		}
+		if (dg_inode_find(fs, ip->d.stage_ino, false, &sip))
+			sip = NULL;
 		if (!sip || !S_ISREG(sip->d.mode) || sip->d.nlink ||
 		    sip->d.parent != ino || sip->damaged || ip->damaged ||
 		    !S_ISREG(ip->d.mode)) {

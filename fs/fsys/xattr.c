@@ -205,8 +205,9 @@ static int with_xattrs(struct dg_fs *fs, uint64_t ino, bool write,
 		pthread_rwlock_wrlock(&fs->lock);
 	else
 		pthread_rwlock_rdlock(&fs->lock);
-	ip = dg_inode_get(fs, ino);
-	ret = !ip ? -ENOENT : (write && fs->broken) ? -EROFS : 0;
+	ret = dg_inode_find(fs, ino, false, &ip);
+	if (!ret && write && fs->broken)
+		ret = -EROFS;
 	if (!ret)
 		ret = load(fs, ip, buf);
 	if (ret)

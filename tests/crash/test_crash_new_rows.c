@@ -128,7 +128,7 @@ static struct found look(char **paths, uint8_t *buf,
 /* The vpns of a file's pages, for the overlap the run must have. */
 static void file_vpns(struct dg_fs *fs, uint64_t ino, uint64_t *v)
 {
-	struct dg_inode *ip = fs->itab[ino];
+	struct dg_inode *ip = dg_inode_get(fs, ino);
 
 	for (uint64_t p = 0; p < PAGES; p++) {
 		uint64_t run;

@@ -95,8 +95,9 @@ static uint64_t file_gen(char **paths, uint64_t pages, const uint8_t *g1,
 		if (n == (ssize_t)(pages * DG_PAGE_SIZE) && !g)
 			fprintf(stderr, "mixed%s\n", ro ? " (ro)" : "");
 	}
-	for (uint64_t ino = 2; ino < fs->icap && g && !ro; ino++) {
-		struct dg_inode *ip = fs->itab[ino];
+	for (uint64_t ino = 2; ino < (uint64_t)fs->root.nchunks *
+				     DG_INODES_PER_CHUNK && g && !ro; ino++) {
+		struct dg_inode *ip = dg_inode_slot(fs, ino);
 
 		if (ip && (ip->d.stage_ino || ip->d.nlink == 0)) {
 			fprintf(stderr, "ino %" PRIu64 " left: stage_ino %"

@@ -79,7 +79,7 @@ static void fx_free(struct fx *x)
 
 static struct dg_inode *fx_ip(struct fx *x)
 {
-	return x->fs->itab[x->ino];
+	return dg_inode_get(x->fs, x->ino);
 }
 
 static bool fx_write(struct fx *x, uint64_t page)

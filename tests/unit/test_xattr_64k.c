@@ -103,7 +103,7 @@ static void store_and_read_back(void)
 	REQUIRE(dg_fs_setxattr(t.fs, f, "user.small", "s", 1, 0) == 0);
 	CHECK_EQ(dg_fs_setxattr(t.fs, f, "user.max16", v, 65000, 0), 0);
 	CHECK(!dg_vol_has_incompat(t.vol, DG_FEAT_INCOMPAT_XATTR_64K));
-	CHECK_EQ(dg_xattr_run_pages(&t.fs->itab[f]->d), DG_XATTR_MAX_PAGES);
+	CHECK_EQ(dg_xattr_run_pages(&dg_inode_get(t.fs, f)->d), DG_XATTR_MAX_PAGES);
 	REQUIRE(dg_fs_removexattr(t.fs, f, "user.max16") == 0);
 	CHECK_EQ(supers_with(&t, DG_FEAT_INCOMPAT_XATTR_64K), 0);
 	CHECK_EQ(fsck_findings(&t), 0);
@@ -112,7 +112,7 @@ static void store_and_read_back(void)
 	REQUIRE(dg_fs_setxattr(t.fs, f, "user.big", v, BIG, 0) == 0);
 	CHECK(dg_vol_has_incompat(t.vol, DG_FEAT_INCOMPAT_XATTR_64K));
 	CHECK_EQ(supers_with(&t, DG_FEAT_INCOMPAT_XATTR_64K), 2 * t.tv.ndev);
-	CHECK_EQ(dg_xattr_run_pages(&t.fs->itab[f]->d), DG_XATTR_64K_PAGES);
+	CHECK_EQ(dg_xattr_run_pages(&dg_inode_get(t.fs, f)->d), DG_XATTR_64K_PAGES);
 	/* 17 pages and no more. */
 	CHECK_EQ(dg_fs_setxattr(t.fs, f, "user.more", v, 5000, 0), -ENOSPC);
 	/* Every length up to the largest fits (65,535 had never fit). */
@@ -136,10 +136,10 @@ static void store_and_read_back(void)
 	 * shrinks and grows; the flag stays (it says what may be there). */
 	REQUIRE(dg_fs_setxattr(t.fs, f, "user.big", "tiny", 4,
 			       XATTR_REPLACE) == 0);
-	CHECK_EQ(dg_xattr_run_pages(&t.fs->itab[f]->d), 1);
+	CHECK_EQ(dg_xattr_run_pages(&dg_inode_get(t.fs, f)->d), 1);
 	REQUIRE(dg_fs_setxattr(t.fs, f, "user.big", v, BIG, 0) == 0);
 	REQUIRE(dg_fs_removexattr(t.fs, f, "user.big") == 0);
-	CHECK_EQ(dg_xattr_run_pages(&t.fs->itab[f]->d), 1);
+	CHECK_EQ(dg_xattr_run_pages(&dg_inode_get(t.fs, f)->d), 1);
 	REQUIRE(tfs_remount(&t));
 	CHECK_EQ(dg_fs_getxattr(t.fs, f, "user.big", NULL, 0), -ENODATA);
 	CHECK(dg_vol_has_incompat(t.vol, DG_FEAT_INCOMPAT_XATTR_64K));

@@ -29,7 +29,7 @@ static bool fx_make(struct fx *x, const char *tag)
 
 static struct dg_inode *ip_of(struct fx *x)
 {
-	return x->t.fs->itab[x->ino];
+	return dg_inode_get(x->t.fs, x->ino);
 }
 
 static uint64_t free_pages(struct fx *x)

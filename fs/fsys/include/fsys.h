@@ -188,8 +188,15 @@ unsigned dg_fs_damaged_inodes(struct dg_fs *fs, uint64_t *inos, unsigned max);
  * and used again counts twice). */
 struct dg_fs_cache {
 	uint64_t dirs_cached, dirs_loaded;
+	/* inodes_cached: inodes in core now (the root, those in use, up to
+	 * -o inode_cache idle ones); inode_loads: inodes read since the
+	 * mount. */
+	uint64_t inodes_cached, inode_loads;
 };
 void dg_fs_cache_counts(struct dg_fs *fs, struct dg_fs_cache *c);
+/* -o inode_cache: idle inodes kept in core (0: the default, 65536);
+ * set before the first request. */
+void dg_fs_set_inode_cache(struct dg_fs *fs, uint64_t n);
 
 /* flags: XATTR_CREATE, XATTR_REPLACE. get/list return the size, or
  * -ERANGE when size is too small (size 0 asks for the size). */
