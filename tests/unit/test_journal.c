@@ -811,6 +811,130 @@ static void test_row_run_checked(void)
 	tvol_cleanup(&tv);
 }
 
+/* A child appends entries of per ranges each from r[0, n) (the last
+ * entry the rest) and dies before anything of them is in place. */
+static bool child_appends_ranges(struct tvol *tv, const struct dg_djrange *r,
+				 unsigned n, unsigned per)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct dg_vol *vol = tvol_open(tv, 0);
+
+		if (!vol)
+			_exit(2);
+		for (unsigned i = 0; i < n; i += per) {
+			unsigned m = n - i < per ? n - i : per;
+			size_t len = (sizeof(struct dg_djentry) +
+				      m * sizeof(*r) + DG_JALIGN - 1) &
+				     ~(size_t)(DG_JALIGN - 1);
+			struct dg_djentry *e = calloc(1, len);
+			const void **data = calloc(m, sizeof(*data));
+			uint64_t seq;
+
+			if (!e || !data)
+				_exit(4);
+			e->len = (uint32_t)len;
+			e->nranges = m;
+			memcpy(e + 1, r + i, m * sizeof(*r));
+			if (dg_journal_append(vol, e, data, &seq))
+				_exit(3);
+			free(e);
+			free(data);
+		}
+		_exit(0);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+/* Data pages of rows [row, row + n) with a checksum set. */
+static uint64_t pages_with_csum(struct dg_vol *vol, uint64_t row, uint64_t n)
+{
+	uint64_t set = 0, cs;
+
+	for (uint64_t w = row; w < row + n; w++)
+		for (unsigned x = 0; x < vol->k; x++)
+			set += dg_csum_get(vol, dg_row_data_dev(vol, w, x), w,
+					   &cs) == 0 && cs != DG_CSUM_NONE;
+	return set;
+}
+
+/*
+ * The pages a replay expands from runs of rows, over all its entries, are
+ * bounded by what the log could name a range a page (dg_jrange_budget()):
+ * one run at that bound is replayed, each of its pages taken as found
+ * once; 16 copies of it in one entry (a forged entry with a valid
+ * checksum once made the open take 30 s and memory for 16 times the
+ * pages), the same run in entries that pass the bound together, or two
+ * overlapping runs, are
+ * refused as corrupt before any page is touched.
+ */
+static void test_row_runs_bounded(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_djrange r[16];
+	uint64_t n, base, zrows, budget;
+	unsigned over, k;
+
+	tvol_make(&tv, "rowsbound", 4, 1, 32u << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	zrows = vol->sb.ditto_pages / vol->k;
+	budget = dg_jrange_budget(vol);
+	k = vol->k;
+	n = budget / vol->k;
+	if (n > vol->sb.rows - zrows)
+		n = vol->sb.rows - zrows;
+	base = vol->sb.rows - n;
+	CHECK_EQ(pages_with_csum(vol, base, n), 0);
+	dg_vol_close(vol);
+	/* entries of the run that pass the bound together */
+	over = (unsigned)(budget / (n * k) + 1);
+	REQUIRE(over <= 16);
+	printf("# a run of %" PRIu64 " rows; %u entries of it pass the bound "
+	       "of %" PRIu64 " pages\n", n, over, budget);
+	for (unsigned i = 0; i < 16; i++)
+		r[i] = (struct dg_djrange){ .row = base, .len = DG_PAGE_SIZE,
+					    .flags = DG_JRANGE_ROWS,
+					    .page_csum = n };
+
+	/* 16 times the run in one entry; the run in enough entries */
+	REQUIRE(child_appends_ranges(&tv, r, 16, 16));
+	check_refused(&tv);
+	vol = tvol_open(&tv, DG_OPEN_NORECOVER | DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	CHECK_EQ(pages_with_csum(vol, base, n), 0);	/* none touched */
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+
+	tvol_make(&tv, "rowsbound", 4, 1, 32u << 20, false);
+	REQUIRE(child_appends_ranges(&tv, r, over, 1));
+	check_refused(&tv);
+	tvol_cleanup(&tv);
+
+	/* overlapping runs, well within the bound */
+	tvol_make(&tv, "rowsbound", 4, 1, 32u << 20, false);
+	r[0].page_csum = 4;
+	r[1] = r[0];
+	r[1].row = base + 2;
+	REQUIRE(child_appends_ranges(&tv, r, 2, 2));
+	check_refused(&tv);
+	tvol_cleanup(&tv);
+
+	/* the run once: every page of it taken as found, once */
+	tvol_make(&tv, "rowsbound", 4, 1, 32u << 20, false);
+	r[0].page_csum = n;
+	REQUIRE(child_appends_ranges(&tv, r, 1, 1));
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(pages_with_csum(vol, base, n), n * vol->k);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -836,6 +960,7 @@ int main(int argc, char **argv)
 		  test_sealed_without_bytes_refused },
 		{ "reserves_row_runs", test_reserves_row_runs },
 		{ "row_run_checked", test_row_run_checked },
+		{ "row_runs_bounded", test_row_runs_bounded },
 		{ NULL, NULL },
 	};
 
