@@ -225,6 +225,15 @@ uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e)
 	return entry_csum(vol, e, NULL);
 }
 
+/* Rows [0, zone_rows) hold the metadata zone and nothing else
+ * (format.h, "Metadata zone"); 0 without one. */
+static uint64_t zone_rows(const struct dg_vol *vol)
+{
+	if (!(vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE) || !vol->k)
+		return 0;
+	return vol->sb.ditto_pages / vol->k;
+}
+
 int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 {
 	/* Committed, yet naming no page of this volume, or sealed where
@@ -246,6 +255,12 @@ int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 	     r->len != DG_PAGE_SIZE || r->page_csum == 0 ||
 	     r->page_csum > vol->sb.rows - r->row ||
 	     r->page_csum > dg_jrange_budget(vol) / vol->k))
+		return -EUCLEAN;
+	/* A reservation names new rows, never one of the metadata zone
+	 * (apply.c, mark_full_rows(): the zone's pages have ditto copies,
+	 * which the replay writes from the journal). */
+	if ((r->flags & (DG_JRANGE_ROWS | DG_JRANGE_RESERVED)) &&
+	    r->row < zone_rows(vol))
 		return -EUCLEAN;
 	return 0;
 }

@@ -762,9 +762,9 @@ static void test_reserves_row_runs(void)
 }
 
 /* What dg_jrange_check() takes of a run of rows: whole rows inside the
- * volume, dev and off 0, at least one row and no more pages than an
- * entry of the log could name, and only where the volume has the
- * flag. */
+ * volume and outside its metadata zone (a page reserved alone too), dev
+ * and off 0, at least one row and no more pages than the log could name
+ * a range a page, and only where the volume has the flag. */
 static void test_row_run_checked(void)
 {
 	struct tvol tv;
@@ -805,6 +805,32 @@ static void test_row_run_checked(void)
 	r = ok;
 	r.flags |= DG_JRANGE_RESERVED;
 	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	{
+		/* rows of the metadata zone, which no update reserves:
+		 * the zone's last row, a run ending there, and a run
+		 * from its last row on; a page reserved there */
+		uint64_t z = vol->sb.ditto_pages / vol->k;
+
+		REQUIRE(vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE);
+		REQUIRE(z > 0 && z < vol->sb.rows - 8);
+		r = ok;
+		r.row = z;
+		CHECK_EQ(dg_jrange_check(vol, &r), 0);
+		r.row = z - 1;
+		CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+		r.row = 0;
+		r.page_csum = 2;
+		CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+		r = (struct dg_djrange){ .row = z - 1,
+					 .dev = (uint16_t)dg_row_data_dev(
+						 vol, z - 1, 0),
+					 .len = DG_PAGE_SIZE,
+					 .flags = DG_JRANGE_RESERVED };
+		CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+		r.row = z;
+		r.dev = (uint16_t)dg_row_data_dev(vol, z, 0);
+		CHECK_EQ(dg_jrange_check(vol, &r), 0);
+	}
 	vol->reserved_rows = false;	/* a volume made before the flag */
 	CHECK_EQ(dg_jrange_check(vol, &ok), -EUCLEAN);
 	dg_vol_close(vol);
