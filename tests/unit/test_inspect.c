@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* test_inspect.c -- the inspectors dumpfs prints, and the label */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "volume_i.h"
 
 #define SIZE (16ull << 20)
 
@@ -208,6 +210,68 @@ static void test_journal(void)
 	tvol_cleanup(&tv);
 }
 
+static void reserved_entry(void *arg, const struct dg_jentry_info *e)
+{
+	uint32_t *reserved = arg;
+
+	*reserved = e->reserved;
+}
+
+/* What dumpfs says an entry reserves: every data page of a run of rows
+ * and a page reserved alone; a run naming rows the volume has not (past
+ * its end, its count near 2^32 pages) counts nothing, where it once
+ * wrapped the count. */
+static void test_journal_reserved(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint32_t reserved = 0;
+	unsigned k;
+	pid_t pid;
+	int st;
+
+	tvol_make(&tv, "insp-rsv", 4, 1, 32ull << 20, false);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct {
+			struct dg_djentry e;
+			struct dg_djrange r[3];
+		} h;
+		const void *data[3] = { NULL, NULL, NULL };
+		uint64_t seq, row;
+
+		vol = tvol_open(&tv, 0);
+		if (!vol)
+			_exit(2);
+		row = vol->sb.rows - 8;
+		memset(&h, 0, sizeof(h));
+		h.e.nranges = 3;
+		h.e.len = sizeof(h);
+		h.r[0] = (struct dg_djrange){ .row = row, .len = DG_PAGE_SIZE,
+					      .flags = DG_JRANGE_ROWS,
+					      .page_csum = 5 };
+		h.r[1] = (struct dg_djrange){
+			.row = row + 6,
+			.dev = (uint16_t)dg_row_data_dev(vol, row + 6, 0),
+			.len = DG_PAGE_SIZE, .flags = DG_JRANGE_RESERVED };
+		h.r[2] = h.r[0];
+		h.r[2].row = row + 7;
+		h.r[2].page_csum = UINT32_MAX / vol->k;
+		/* appended, and a crash before anything else */
+		_exit(dg_journal_append(vol, &h.e, data, &seq) ? 3 : 0);
+	}
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	k = vol->k;
+	CHECK_EQ(dg_inspect_jentries(vol, reserved_entry, &reserved), 0);
+	CHECK_EQ(reserved, 5 * k + 1);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 /* Written checksum pages have every copy current; none without
  * redundancy. */
 static void test_csum_copies(void)
@@ -291,6 +355,7 @@ int main(int argc, char **argv)
 		{ "damaged_super", test_damaged_super },
 		{ "free_and_geometry", test_free_and_geometry },
 		{ "journal", test_journal },
+		{ "journal_reserved", test_journal_reserved },
 		{ "csum_copies", test_csum_copies },
 		{ "label", test_label },
 		{ NULL, NULL },
