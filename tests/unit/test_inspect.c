@@ -35,6 +35,38 @@ static const struct dg_field *get(const struct seen *s, const char *name)
 	return &none;
 }
 
+/* Parity 0 reserves no new rows (they need parity), so it sets no
+ * reserved_rows bit, which would only lock out older readers; parity 1
+ * and 2 do. Each volume still takes and gives back a write. */
+static void test_reserved_rows_with_parity(void)
+{
+	for (unsigned p = 0; p < 3; p++) {
+		struct tvol tv;
+		struct dg_vol *vol;
+		struct seen s = { 0 };
+		uint64_t page;
+		uint8_t buf[DG_PAGE_SIZE], back[DG_PAGE_SIZE];
+		struct dg_range r = { 300, 0, sizeof(buf), buf };
+
+		tvol_make(&tv, "insp-par", 3, p, SIZE, false);
+		vol = tvol_open(&tv, 0);
+		REQUIRE(vol);
+		CHECK_EQ(dg_inspect_super(vol, 0, 0, &page, see, &s), 0);
+		CHECK_EQ(!!strstr(get(&s, "incompat")->str, "reserved_rows"),
+			 p > 0);
+		CHECK_EQ(!!strstr(get(&s, "incompat")->str, "new_rows"), 1);
+		memset(buf, 0x5a + p, sizeof(buf));
+		CHECK_EQ(dg_apply(vol, &r, 1), 0);
+		dg_vol_close(vol);
+		vol = tvol_open(&tv, 0);
+		REQUIRE(vol);
+		CHECK_EQ(dg_read(vol, 300, 1, back), 0);
+		CHECK(!memcmp(buf, back, sizeof(buf)));
+		dg_vol_close(vol);
+		tvol_cleanup(&tv);
+	}
+}
+
 /* Every device's two copies: all fields, as on the media, alike but for
  * the device's own, and dev_index right. */
 static void test_super_fields(void)
@@ -356,6 +388,8 @@ int main(int argc, char **argv)
 		{ "free_and_geometry", test_free_and_geometry },
 		{ "journal", test_journal },
 		{ "journal_reserved", test_journal_reserved },
+		{ "reserved_rows_with_parity",
+		  test_reserved_rows_with_parity },
 		{ "csum_copies", test_csum_copies },
 		{ "label", test_label },
 		{ NULL, NULL },
