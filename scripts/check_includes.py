@@ -61,6 +61,7 @@ tests/unit/test_extent.c
 tests/unit/test_geom.c
 tests/unit/test_ident.c
 tests/unit/test_inode.c
+tests/unit/test_inspect.c
 tests/unit/test_itable.c
 tests/unit/test_journal.c
 tests/unit/test_lazy.c

@@ -365,6 +365,7 @@ int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg)
 		    (uint64_t)e->nranges * sizeof(struct dg_djrange) <=
 			    e->len - sizeof(*e)) {
 			const struct dg_djrange *r = (const void *)(e + 1);
+			uint64_t reserved = 0;
 
 			for (uint32_t i = 0; i < e->nranges; i++) {
 				if (!(r[i].flags & DG_JRANGE_NO_BYTES))
@@ -372,14 +373,17 @@ int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg)
 				in.sealed += !!(r[i].flags & DG_JRANGE_SEALED);
 				in.in_place +=
 					!!(r[i].flags & DG_JRANGE_IN_PLACE);
-				in.reserved +=
-					!!(r[i].flags & DG_JRANGE_RESERVED);
-				/* a run of rows: each data page of them */
+				reserved += !!(r[i].flags & DG_JRANGE_RESERVED);
+				/* a run of rows: each data page of them, if
+				 * it names rows of this volume (a forged
+				 * count would wrap the total) */
 				if ((r[i].flags & DG_JRANGE_ROWS) &&
-				    r[i].page_csum <= UINT32_MAX / vol->k)
-					in.reserved += (uint32_t)r[i].page_csum *
-						       vol->k;
+				    !dg_jrange_check(vol, &r[i]))
+					reserved += r[i].page_csum * vol->k;
 			}
+			in.reserved = reserved > UINT32_MAX
+					      ? UINT32_MAX
+					      : (uint32_t)reserved;
 		}
 		fn(arg, &in);
 		off = in.wrap ? 0 : off + e->len;

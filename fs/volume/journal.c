@@ -225,6 +225,15 @@ uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e)
 	return entry_csum(vol, e, NULL);
 }
 
+/* Rows [0, zone_rows) hold the metadata zone and nothing else
+ * (format.h, "Metadata zone"); 0 without one. */
+static uint64_t zone_rows(const struct dg_vol *vol)
+{
+	if (!(vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE) || !vol->k)
+		return 0;
+	return vol->sb.ditto_pages / vol->k;
+}
+
 int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 {
 	/* Committed, yet naming no page of this volume, or sealed where
@@ -237,16 +246,53 @@ int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 	    ((r->flags & DG_JRANGE_NO_BYTES) && !vol->new_rows))
 		return -EUCLEAN;
 	/* A run of rows: whole rows, all inside the volume, and only
-	 * where the format has them (format.h, DG_JRANGE_ROWS). No more
-	 * pages than one entry can name: the update's own entry has a
-	 * range for each page it reserves. So the replay's work stays
-	 * bounded by the log's size, as with a range a page. */
+	 * where the format has them (format.h, DG_JRANGE_ROWS). One run
+	 * names no more pages than the whole log could a range a page
+	 * (dg_jrange_budget()); what all the runs of a replay name
+	 * together is bounded by dg_jentry_pages_take(). */
 	if ((r->flags & DG_JRANGE_ROWS) &&
 	    (!vol->reserved_rows || !vol->parity || r->dev || r->off ||
 	     r->len != DG_PAGE_SIZE || r->page_csum == 0 ||
 	     r->page_csum > vol->sb.rows - r->row ||
-	     r->page_csum > vol->jrnl.log_bytes / sizeof(*r) / vol->k))
+	     r->page_csum > dg_jrange_budget(vol) / vol->k))
 		return -EUCLEAN;
+	/* A reservation names new rows, never one of the metadata zone
+	 * (apply.c, mark_full_rows(): the zone's pages have ditto copies,
+	 * which the replay writes from the journal). */
+	if ((r->flags & (DG_JRANGE_ROWS | DG_JRANGE_RESERVED)) &&
+	    r->row < zone_rows(vol))
+		return -EUCLEAN;
+	return 0;
+}
+
+uint64_t dg_jrange_budget(const struct dg_vol *vol)
+{
+	return vol->jrnl.log_bytes / sizeof(struct dg_djrange);
+}
+
+int dg_jentry_pages_take(const struct dg_vol *vol, const struct dg_djentry *e,
+			 uint64_t *left)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+	uint64_t next_row = 0;
+
+	if (e->flags & DG_JENTRY_WRAP)
+		return 0;
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		uint64_t pages;
+
+		if (!(r[i].flags & DG_JRANGE_ROWS))
+			continue;
+		/* The writer's runs: ascending, apart (apply.c,
+		 * reserve_ranges()); a run again is no reservation. */
+		if (dg_jrange_check(vol, &r[i]) || r[i].row < next_row)
+			return -EUCLEAN;
+		next_row = r[i].row + r[i].page_csum;
+		pages = r[i].page_csum * vol->k;
+		if (pages > *left)
+			return -EUCLEAN;
+		*left -= pages;
+	}
 	return 0;
 }
 
@@ -538,6 +584,7 @@ struct touched {
 	uint64_t csum;	/* of the last entry that touched the page */
 	bool in_place;	/* ... which wrote it in place (DG_JRANGE_IN_PLACE) */
 	bool as_found;	/* ... which reserved it (DG_JRANGE_RESERVED) */
+	size_t pos;	/* its place in the replay's order: later wins */
 };
 
 /* A page some live entry wrote in place, and the newest such entry. */
@@ -628,6 +675,17 @@ static int touched_cmp(const void *a, const void *b)
 	return x->dev < y->dev ? -1 : x->dev > y->dev;
 }
 
+/* By page, and a page's touches in the order the entries made them. */
+static int touched_order(const void *a, const void *b)
+{
+	const struct touched *x = a, *y = b;
+	int c = touched_cmp(a, b);
+
+	if (c)
+		return c;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
 /*
  * The pages of missing devices as the journal has them: a degraded update
  * journals each missing data page of a row it touches whole (apply.c,
@@ -699,6 +757,7 @@ static int touch(struct touched **t, size_t *nt, size_t *capt,
 		*t = n;
 		*capt = cap;
 	}
+	x.pos = *nt;
 	(*t)[(*nt)++] = x;
 	return 0;
 }
@@ -713,7 +772,7 @@ static int touch_rows(struct dg_vol *vol, const struct dg_djrange *r,
 		for (unsigned x = 0; x < vol->k; x++)
 			if (touch(t, nt, capt, (struct touched){
 					  dg_row_data_dev(vol, row, x), row,
-					  0, false, true }))
+					  0, false, true, 0 }))
 				return -ENOMEM;
 	return 0;
 }
@@ -767,7 +826,7 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		if (touch(t, nt, capt, (struct touched){
 				  r[i].dev, r[i].row, r[i].page_csum,
 				  r[i].flags & DG_JRANGE_IN_PLACE,
-				  r[i].flags & DG_JRANGE_RESERVED }))
+				  r[i].flags & DG_JRANGE_RESERVED, 0 }))
 			return -ENOMEM;
 	}
 	return 0;
@@ -897,17 +956,8 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	uint8_t *buf = NULL;
 	int ret = 0;
 
-	/* Stable sort keeps entry order; the last duplicate wins. */
-	for (size_t i = 1; i < nt; i++) {
-		struct touched x = t[i];
-		size_t j = i;
-
-		while (j > 0 && touched_cmp(&t[j - 1], &x) > 0) {
-			t[j] = t[j - 1];
-			j--;
-		}
-		t[j] = x;
-	}
+	/* A page's touches kept in entry order: the last one wins. */
+	qsort(t, nt, sizeof(*t), touched_order);
 	u = calloc(nt + vol->parity * nt + 1, sizeof(*u));
 	buf = aligned_alloc(DG_PAGE_SIZE, (DG_MAX_DEVS + 1) * DG_PAGE_SIZE);
 	if (!u || !buf) {
@@ -1069,7 +1119,7 @@ static int recover(struct dg_vol *vol)
 	struct shadows sh = { 0 };
 	struct in_places ip = { 0 };
 	struct dg_rproof *pf = dg_rproof_new();
-	uint64_t live = 0;
+	uint64_t live = 0, left = dg_jrange_budget(vol);
 	int ret = 0;
 
 	if (!pf)
@@ -1081,6 +1131,14 @@ static int recover(struct dg_vol *vol)
 	 * (entry_live()): the replay below redoes that many entries. */
 	while ((e = entry_live(vol, off, seq, &bytes, true))) {
 		live++;
+		/* Runs of rows past what the log could name a range a page:
+		 * forged or corrupt, as a range naming no page is. */
+		if (dg_jentry_pages_take(vol, e, &left)) {
+			ret = DG_CORRUPT(vol, "journal entry %" PRIu64
+					 " reserves more rows than its log "
+					 "could name", seq);
+			goto out;
+		}
 		if (e->flags & DG_JENTRY_WRAP) {
 			off = 0;
 		} else {

@@ -189,7 +189,11 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 		       DG_FEAT_INCOMPAT_JOURNAL_COPIES |
 		       (o->no_redundancy ? 0 : DG_FEAT_INCOMPAT_NEW_ROWS) |
 		       (o->no_redundancy ? 0 : DG_FEAT_INCOMPAT_JOURNAL_V2) |
-		       (o->no_redundancy ? 0 : DG_FEAT_INCOMPAT_RESERVED_ROWS);
+		       /* runs of new rows need parity (dg_new_row_allowed()):
+			* without it the bit would only lock out older
+			* readers */
+		       (o->no_redundancy || !o->parity
+				? 0 : DG_FEAT_INCOMPAT_RESERVED_ROWS);
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else

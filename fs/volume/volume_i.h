@@ -545,6 +545,14 @@ size_t dg_jentry_meta_len(const struct dg_vol *vol, uint32_t nranges);
  * structure fits (dg_jentry_decode() says -EBADMSG, not -EUCLEAN). */
 uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e);
 int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r);
+/* Pages a replay may expand from runs of rows (DG_JRANGE_ROWS), all its
+ * entries together: as many as the log could name a range a page. */
+uint64_t dg_jrange_budget(const struct dg_vol *vol);
+/* The pages e's runs of rows name, taken from *left (what the entries
+ * before it in the log left of dg_jrange_budget()); -EUCLEAN past it,
+ * or for a run that is invalid or not after the entry's previous one. */
+int dg_jentry_pages_take(const struct dg_vol *vol, const struct dg_djentry *e,
+			 uint64_t *left);
 /* Write a fresh, empty journal header to every copy (mkfs): 0 or the
  * first failure. */
 int dg_journal_format(struct dg_vol *vol);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* fz_jentry.c -- a journal entry through the decoder recovery uses
  * (dg_jentry_decode, then dg_jrange_check on every range as replay
- * does, and with JOURNAL_V2 dg_jentry_bytes_ok), as the bytes come and
+ * does, the bound on the pages its runs of rows name as replay's first
+ * pass takes it, and with JOURNAL_V2 dg_jentry_bytes_ok), as the bytes come and
  * with its checksum made to match; and the same bytes in a journal area
  * scanned by dg_journal_marks(). Each input goes through both layouts:
  * with the volume's JOURNAL_V2 off (every copy whole, one checksum) and
@@ -13,6 +14,31 @@
 #include "fuzz_vol.h"
 
 #define MAX_ENTRY (64u << 10)
+
+/* What the replay's first pass asks of the entry's runs of rows
+ * (dg_jentry_pages_take()): taken, they are valid, ascending and apart,
+ * and name no more pages than the bound, which drops by them. */
+static void runs_check(struct dg_vol *vol, const struct dg_djentry *e)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+	uint64_t budget = dg_jrange_budget(vol), left = budget, pages = 0;
+	uint64_t next = 0;
+
+	/* a wrap entry names nothing: the replay skips it */
+	if (dg_jentry_pages_take(vol, e, &left) ||
+	    (e->flags & DG_JENTRY_WRAP))
+		return;
+	for (uint32_t i = 0; i < e->nranges; i++) {
+		if (!(r[i].flags & DG_JRANGE_ROWS))
+			continue;
+		FUZZ_ASSERT(dg_jrange_check(vol, &r[i]) == 0);
+		FUZZ_ASSERT(r[i].row >= next);
+		next = r[i].row + r[i].page_csum;
+		FUZZ_ASSERT(next <= vol->sb.rows);
+		pages += r[i].page_csum * vol->k;
+	}
+	FUZZ_ASSERT(pages <= budget && left == budget - pages);
+}
 
 static void replay_checks(struct dg_vol *vol, const struct dg_djentry *e,
 			  size_t avail)
@@ -30,6 +56,7 @@ static void replay_checks(struct dg_vol *vol, const struct dg_djentry *e,
 		bytes += dg_jrange_bytes(&r[i]);
 	}
 	FUZZ_ASSERT(bytes <= (const uint8_t *)e + e->len);
+	runs_check(vol, e);
 }
 
 static void one_layout(struct dg_vol *vol, uint8_t *area, const uint8_t *data,

@@ -176,6 +176,102 @@ static void test_new_index_written_once(void)
 	CHECK_EQ(off - on, saved);
 }
 
+/*
+ * The price of writing a new index's pages whole once (cmap_init_index()):
+ * the write of one copy's initialisation lost by its device (over old
+ * bytes, not zeros, which an init page mostly is), nothing
+ * after it in the session heals that copy -- the cache says the copy
+ * holds the page, so the next writes of the index store into it only
+ * their entries, generation and seal. The copy fails its seal: found
+ * bad by dg_cpage_examine(), never used (the other copies win), and
+ * rewritten by a scrub (docs/design.md, "What a write costs the media").
+ */
+static void test_new_index_lost_init(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_cpage_view v;
+	struct dg_scrub_report sr = { 0 };
+	uint8_t *mem = aligned_alloc(PG, 5 * PG);
+	uint8_t *img = mem, *before = mem + PG, *after = mem + 2 * PG;
+	uint8_t *data = mem + 3 * PG, *back = mem + 4 * PG;
+	const size_t gen_off = offsetof(struct dg_dcpage, gen);
+	const unsigned lost = 1;	/* the copy whose init is lost */
+	uint64_t vpn, index, cpage;
+	unsigned cdev;
+	uint32_t cbyte[2];
+	struct dg_loc l[2];
+
+	REQUIRE(mem);
+	tvol_make(&tv, "cpclost", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_vol_cache_csum_pages(vol, 1 << 20) == 0);
+	/* two pages of one owner and index, in no index written yet */
+	vpn = vol->vpns - 2;
+	l[0] = dg_vpn_loc(vol, vpn);
+	l[1] = dg_vpn_loc(vol, vpn + 1);
+	index = l[0].row / DG_CSUMS_PER_PAGE;
+	REQUIRE(l[1].dev == l[0].dev &&
+		l[1].row / DG_CSUMS_PER_PAGE == index);
+	REQUIRE(!dg_cmap_test(vol, index));
+	dg_csum_loc(vol, l[0].dev, l[0].row, lost, &cdev, &cpage, &cbyte[0]);
+	dg_csum_loc(vol, l[1].dev, l[1].row, lost, &cdev, &cpage, &cbyte[1]);
+	REQUIRE(cdev != l[0].dev);
+	/* What the copy's place held before: old bytes, no page of this
+	 * volume (the init map says the index was never written, so
+	 * nothing reads them). */
+	memset(before, 0xc7, PG);
+	tvol_poke(&tv, cdev, cpage * PG, before, PG);
+
+	memset(data, 0x31, PG);
+	{
+		struct dg_range r = { vpn, 0, PG, data };
+
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	REQUIRE(dg_cmap_test(vol, index));
+	/* The init's write of that copy lost: the page as it was, with
+	 * what the write stored into it after the init (its entry, the
+	 * generation and seal). */
+	tvol_peek(&tv, cdev, cpage * PG, after, PG);
+	memcpy(img, before, PG);
+	memcpy(img + cbyte[0], after + cbyte[0], 8);
+	memcpy(img + gen_off, after + gen_off, PG - gen_off);
+	REQUIRE(memcmp(img, after, PG) != 0);
+	tvol_poke(&tv, cdev, cpage * PG, img, PG);
+	/* the next write of the index: cached, it does not heal the copy */
+	memset(data + PG / 2, 0x32, PG / 2);
+	{
+		struct dg_range r = { vpn + 1, 0, PG, data };
+
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	dg_vol_close(vol);
+
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(dg_cpage_examine(vol, l[0].dev, index, img, &v,
+				  DG_CPX_QUIET), 1);
+	CHECK_EQ(v.bad, 1);
+	CHECK_EQ(v.state[lost], DG_COPY_BAD);
+	CHECK(v.source != lost);
+	/* a scrub finds the copy and rewrites it */
+	CHECK_EQ(dg_vol_scrub(vol, true, &sr, NULL, NULL), 0);
+	CHECK(sr.detected >= 1);
+	CHECK_EQ(sr.repaired, sr.detected);
+	CHECK_EQ(sr.unrecoverable, 0);
+	CHECK_EQ(dg_cpage_examine(vol, l[0].dev, index, img, &v,
+				  DG_CPX_QUIET), 1);
+	CHECK_EQ(v.bad, 0);
+	SCRUB_CLEAN(vol, false);
+	CHECK_EQ(dg_read(vol, vpn + 1, 1, back), 0);
+	CHECK(!memcmp(back, data, PG));
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	free(mem);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -183,6 +279,7 @@ int main(int argc, char **argv)
 		{ "reads_still_verify", test_reads_still_verify },
 		{ "scrub_bypasses", test_scrub_bypasses },
 		{ "new_index_written_once", test_new_index_written_once },
+		{ "new_index_lost_init", test_new_index_lost_init },
 		{ NULL, NULL },
 	};
 

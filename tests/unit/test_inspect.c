@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* test_inspect.c -- the inspectors dumpfs prints, and the label */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "volume_i.h"
 
 #define SIZE (16ull << 20)
 
@@ -31,6 +33,38 @@ static const struct dg_field *get(const struct seen *s, const char *name)
 		if (!strcmp(s->name[i], name))
 			return &s->f[i];
 	return &none;
+}
+
+/* Parity 0 reserves no new rows (they need parity), so it sets no
+ * reserved_rows bit, which would only lock out older readers; parity 1
+ * and 2 do. Each volume still takes and gives back a write. */
+static void test_reserved_rows_with_parity(void)
+{
+	for (unsigned p = 0; p < 3; p++) {
+		struct tvol tv;
+		struct dg_vol *vol;
+		struct seen s = { 0 };
+		uint64_t page;
+		uint8_t buf[DG_PAGE_SIZE], back[DG_PAGE_SIZE];
+		struct dg_range r = { 300, 0, sizeof(buf), buf };
+
+		tvol_make(&tv, "insp-par", 3, p, SIZE, false);
+		vol = tvol_open(&tv, 0);
+		REQUIRE(vol);
+		CHECK_EQ(dg_inspect_super(vol, 0, 0, &page, see, &s), 0);
+		CHECK_EQ(!!strstr(get(&s, "incompat")->str, "reserved_rows"),
+			 p > 0);
+		CHECK_EQ(!!strstr(get(&s, "incompat")->str, "new_rows"), 1);
+		memset(buf, 0x5a + p, sizeof(buf));
+		CHECK_EQ(dg_apply(vol, &r, 1), 0);
+		dg_vol_close(vol);
+		vol = tvol_open(&tv, 0);
+		REQUIRE(vol);
+		CHECK_EQ(dg_read(vol, 300, 1, back), 0);
+		CHECK(!memcmp(buf, back, sizeof(buf)));
+		dg_vol_close(vol);
+		tvol_cleanup(&tv);
+	}
 }
 
 /* Every device's two copies: all fields, as on the media, alike but for
@@ -208,6 +242,68 @@ static void test_journal(void)
 	tvol_cleanup(&tv);
 }
 
+static void reserved_entry(void *arg, const struct dg_jentry_info *e)
+{
+	uint32_t *reserved = arg;
+
+	*reserved = e->reserved;
+}
+
+/* What dumpfs says an entry reserves: every data page of a run of rows
+ * and a page reserved alone; a run naming rows the volume has not (past
+ * its end, its count near 2^32 pages) counts nothing, where it once
+ * wrapped the count. */
+static void test_journal_reserved(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint32_t reserved = 0;
+	unsigned k;
+	pid_t pid;
+	int st;
+
+	tvol_make(&tv, "insp-rsv", 4, 1, 32ull << 20, false);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct {
+			struct dg_djentry e;
+			struct dg_djrange r[3];
+		} h;
+		const void *data[3] = { NULL, NULL, NULL };
+		uint64_t seq, row;
+
+		vol = tvol_open(&tv, 0);
+		if (!vol)
+			_exit(2);
+		row = vol->sb.rows - 8;
+		memset(&h, 0, sizeof(h));
+		h.e.nranges = 3;
+		h.e.len = sizeof(h);
+		h.r[0] = (struct dg_djrange){ .row = row, .len = DG_PAGE_SIZE,
+					      .flags = DG_JRANGE_ROWS,
+					      .page_csum = 5 };
+		h.r[1] = (struct dg_djrange){
+			.row = row + 6,
+			.dev = (uint16_t)dg_row_data_dev(vol, row + 6, 0),
+			.len = DG_PAGE_SIZE, .flags = DG_JRANGE_RESERVED };
+		h.r[2] = h.r[0];
+		h.r[2].row = row + 7;
+		h.r[2].page_csum = UINT32_MAX / vol->k;
+		/* appended, and a crash before anything else */
+		_exit(dg_journal_append(vol, &h.e, data, &seq) ? 3 : 0);
+	}
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	k = vol->k;
+	CHECK_EQ(dg_inspect_jentries(vol, reserved_entry, &reserved), 0);
+	CHECK_EQ(reserved, 5 * k + 1);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 /* Written checksum pages have every copy current; none without
  * redundancy. */
 static void test_csum_copies(void)
@@ -291,6 +387,9 @@ int main(int argc, char **argv)
 		{ "damaged_super", test_damaged_super },
 		{ "free_and_geometry", test_free_and_geometry },
 		{ "journal", test_journal },
+		{ "journal_reserved", test_journal_reserved },
+		{ "reserved_rows_with_parity",
+		  test_reserved_rows_with_parity },
 		{ "csum_copies", test_csum_copies },
 		{ "label", test_label },
 		{ NULL, NULL },

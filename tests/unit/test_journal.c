@@ -762,9 +762,9 @@ static void test_reserves_row_runs(void)
 }
 
 /* What dg_jrange_check() takes of a run of rows: whole rows inside the
- * volume, dev and off 0, at least one row and no more pages than an
- * entry of the log could name, and only where the volume has the
- * flag. */
+ * volume and outside its metadata zone (a page reserved alone too), dev
+ * and off 0, at least one row and no more pages than the log could name
+ * a range a page, and only where the volume has the flag. */
 static void test_row_run_checked(void)
 {
 	struct tvol tv;
@@ -805,10 +805,283 @@ static void test_row_run_checked(void)
 	r = ok;
 	r.flags |= DG_JRANGE_RESERVED;
 	CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+	{
+		/* rows of the metadata zone, which no update reserves:
+		 * the zone's last row, a run ending there, and a run
+		 * from its last row on; a page reserved there */
+		uint64_t z = vol->sb.ditto_pages / vol->k;
+
+		REQUIRE(vol->sb.incompat & DG_FEAT_INCOMPAT_META_ZONE);
+		REQUIRE(z > 0 && z < vol->sb.rows - 8);
+		r = ok;
+		r.row = z;
+		CHECK_EQ(dg_jrange_check(vol, &r), 0);
+		r.row = z - 1;
+		CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+		r.row = 0;
+		r.page_csum = 2;
+		CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+		r = (struct dg_djrange){ .row = z - 1,
+					 .dev = (uint16_t)dg_row_data_dev(
+						 vol, z - 1, 0),
+					 .len = DG_PAGE_SIZE,
+					 .flags = DG_JRANGE_RESERVED };
+		CHECK_EQ(dg_jrange_check(vol, &r), -EUCLEAN);
+		r.row = z;
+		r.dev = (uint16_t)dg_row_data_dev(vol, z, 0);
+		CHECK_EQ(dg_jrange_check(vol, &r), 0);
+	}
 	vol->reserved_rows = false;	/* a volume made before the flag */
 	CHECK_EQ(dg_jrange_check(vol, &ok), -EUCLEAN);
 	dg_vol_close(vol);
 	tvol_cleanup(&tv);
+}
+
+/* A child appends entries of per ranges each from r[0, n) (the last
+ * entry the rest) and dies before anything of them is in place. */
+static bool child_appends_ranges(struct tvol *tv, const struct dg_djrange *r,
+				 unsigned n, unsigned per)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct dg_vol *vol = tvol_open(tv, 0);
+
+		if (!vol)
+			_exit(2);
+		for (unsigned i = 0; i < n; i += per) {
+			unsigned m = n - i < per ? n - i : per;
+			size_t len = (sizeof(struct dg_djentry) +
+				      m * sizeof(*r) + DG_JALIGN - 1) &
+				     ~(size_t)(DG_JALIGN - 1);
+			struct dg_djentry *e = calloc(1, len);
+			const void **data = calloc(m, sizeof(*data));
+			uint64_t seq;
+
+			if (!e || !data)
+				_exit(4);
+			e->len = (uint32_t)len;
+			e->nranges = m;
+			memcpy(e + 1, r + i, m * sizeof(*r));
+			if (dg_journal_append(vol, e, data, &seq))
+				_exit(3);
+			free(e);
+			free(data);
+		}
+		_exit(0);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+/* Data pages of rows [row, row + n) with a checksum set. */
+static uint64_t pages_with_csum(struct dg_vol *vol, uint64_t row, uint64_t n)
+{
+	uint64_t set = 0, cs;
+
+	for (uint64_t w = row; w < row + n; w++)
+		for (unsigned x = 0; x < vol->k; x++)
+			set += dg_csum_get(vol, dg_row_data_dev(vol, w, x), w,
+					   &cs) == 0 && cs != DG_CSUM_NONE;
+	return set;
+}
+
+/*
+ * The pages a replay expands from runs of rows, over all its entries, are
+ * bounded by what the log could name a range a page (dg_jrange_budget()):
+ * one run at that bound is replayed, each of its pages taken as found
+ * once; 16 copies of it in one entry (a forged entry with a valid
+ * checksum once made the open take 30 s and memory for 16 times the
+ * pages), the same run in entries that pass the bound together, or two
+ * overlapping runs, are
+ * refused as corrupt before any page is touched.
+ */
+static void test_row_runs_bounded(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_djrange r[16];
+	uint64_t n, base, zrows, budget;
+	unsigned over, k;
+
+	tvol_make(&tv, "rowsbound", 4, 1, 32u << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	zrows = vol->sb.ditto_pages / vol->k;
+	budget = dg_jrange_budget(vol);
+	k = vol->k;
+	n = budget / vol->k;
+	if (n > vol->sb.rows - zrows)
+		n = vol->sb.rows - zrows;
+	base = vol->sb.rows - n;
+	CHECK_EQ(pages_with_csum(vol, base, n), 0);
+	dg_vol_close(vol);
+	/* entries of the run that pass the bound together */
+	over = (unsigned)(budget / (n * k) + 1);
+	REQUIRE(over <= 16);
+	printf("# a run of %" PRIu64 " rows; %u entries of it pass the bound "
+	       "of %" PRIu64 " pages\n", n, over, budget);
+	for (unsigned i = 0; i < 16; i++)
+		r[i] = (struct dg_djrange){ .row = base, .len = DG_PAGE_SIZE,
+					    .flags = DG_JRANGE_ROWS,
+					    .page_csum = n };
+
+	/* 16 times the run in one entry; the run in enough entries */
+	REQUIRE(child_appends_ranges(&tv, r, 16, 16));
+	check_refused(&tv);
+	vol = tvol_open(&tv, DG_OPEN_NORECOVER | DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	CHECK_EQ(pages_with_csum(vol, base, n), 0);	/* none touched */
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+
+	tvol_make(&tv, "rowsbound", 4, 1, 32u << 20, false);
+	REQUIRE(child_appends_ranges(&tv, r, over, 1));
+	check_refused(&tv);
+	tvol_cleanup(&tv);
+
+	/* overlapping runs, well within the bound */
+	tvol_make(&tv, "rowsbound", 4, 1, 32u << 20, false);
+	r[0].page_csum = 4;
+	r[1] = r[0];
+	r[1].row = base + 2;
+	REQUIRE(child_appends_ranges(&tv, r, 2, 2));
+	check_refused(&tv);
+	tvol_cleanup(&tv);
+
+	/* the run once: every page of it taken as found, once */
+	tvol_make(&tv, "rowsbound", 4, 1, 32u << 20, false);
+	r[0].page_csum = n;
+	REQUIRE(child_appends_ranges(&tv, r, 1, 1));
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(pages_with_csum(vol, base, n), n * vol->k);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/*
+ * A run of rows reserved by an update that never came, its rows half
+ * written (bytes that match neither checksum nor parity), replayed: each
+ * data page taken as found -- its checksum from its bytes, the rows'
+ * parity recomputed -- on parity 1 and 2; on a degraded volume the
+ * present pages alike and the open goes on. in_place: a later entry
+ * wrote one page of the run in place (DG_JRANGE_IN_PLACE), which keeps
+ * those bytes and that entry's checksum.
+ */
+#define RUN_ROWS 4u
+static void run_replay_case(const char *tag, unsigned ndev, unsigned parity,
+			    bool missing, bool in_place)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_djrange r[2];
+	uint8_t *img = malloc((size_t)RUN_ROWS * DG_MAX_DEVS * DG_PAGE_SIZE);
+	uint8_t *buf = malloc(DG_PAGE_SIZE);
+	uint64_t base, s = 41 + ndev, counts[DG_FAULT_NR], cs, vpn_in = 0;
+	unsigned k, gone = 0, nr = 1;
+	char *vpath = NULL;
+
+	REQUIRE(img && buf);
+	tvol_make(&tv, tag, ndev, parity, 32u << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	k = vol->k;
+	base = vol->sb.rows - 2 * RUN_ROWS;
+	r[0] = (struct dg_djrange){ .row = base, .len = DG_PAGE_SIZE,
+				    .flags = DG_JRANGE_ROWS,
+				    .page_csum = RUN_ROWS };
+	for (unsigned i = 0; i < RUN_ROWS * k; i++) {
+		uint64_t row = base + i / k;
+		unsigned dev = dg_row_data_dev(vol, row, i % k);
+
+		trand_fill(&s, img + (size_t)i * DG_PAGE_SIZE, DG_PAGE_SIZE);
+		if (in_place && i == k) {
+			/* row base + 1's first page, written in place */
+			memset(img + (size_t)i * DG_PAGE_SIZE, 0xd7,
+			       DG_PAGE_SIZE);
+			r[nr++] = (struct dg_djrange){
+				.row = row, .dev = (uint16_t)dev,
+				.len = DG_PAGE_SIZE,
+				.flags = DG_JRANGE_IN_PLACE,
+				.page_csum = dg_csum_page(
+					vol, dev, row,
+					img + (size_t)i * DG_PAGE_SIZE) };
+			vpn_in = dg_loc_vpn(vol, dev, row);
+		}
+		tvol_poke(&tv, dev, dg_row_page(vol, row) << DG_PAGE_SHIFT,
+			  img + (size_t)i * DG_PAGE_SIZE, DG_PAGE_SIZE);
+	}
+	gone = dg_row_data_dev(vol, base, 1);
+	dg_vol_close(vol);
+	REQUIRE(child_appends_ranges(&tv, r, nr, 1));
+	if (missing) {
+		vpath = tv.paths[gone];
+		REQUIRE(unlink(vpath) == 0);
+		tv.paths[gone] = strdup("");
+	}
+
+	for (int pass = 0; pass < 2; pass++) {
+		vol = tvol_open(&tv, missing ? DG_OPEN_DEGRADED |
+						       DG_OPEN_DEGRADED_RW
+					     : 0);
+		REQUIRE(vol);
+		CHECK(!dg_journal_dirty(vol));
+		for (unsigned i = 0; i < RUN_ROWS * k; i++) {
+			uint64_t row = base + i / k;
+			unsigned dev = dg_row_data_dev(vol, row, i % k);
+			const uint8_t *want = img + (size_t)i * DG_PAGE_SIZE;
+
+			if (missing && dev == gone)
+				continue;	/* left to the rebuild */
+			CHECK_EQ(dg_csum_get(vol, dev, row, &cs), 0);
+			CHECK(cs == dg_csum_page(vol, dev, row, want));
+			CHECK_EQ(dg_read(vol, dg_loc_vpn(vol, dev, row), 1,
+					 buf), 0);
+			CHECK(!memcmp(buf, want, DG_PAGE_SIZE));
+		}
+		if (in_place) {
+			CHECK_EQ(dg_read(vol, vpn_in, 1, buf), 0);
+			CHECK(buf[0] == 0xd7 && buf[DG_PAGE_SIZE - 1] == 0xd7);
+			CHECK_EQ(dg_csum_get(vol, (unsigned)r[1].dev,
+					     r[1].row, &cs), 0);
+			CHECK(cs == r[1].page_csum);
+		}
+		dg_vol_fault_counts(vol, counts);
+		CHECK_EQ(counts[DG_FAULT_DETECTED], 0);
+		CHECK_EQ(counts[DG_FAULT_UNRECOVERABLE], 0);
+		if (!missing)
+			SCRUB_CLEAN(vol, false);
+		dg_vol_close(vol);
+	}
+	if (vpath) {
+		free(tv.paths[gone]);
+		tv.paths[gone] = vpath;
+	}
+	tvol_cleanup(&tv);
+	free(img);
+	free(buf);
+}
+
+static void test_run_replay_p1(void)
+{
+	run_replay_case("runrp1", 4, 1, false, false);
+}
+
+static void test_run_replay_p2(void)
+{
+	run_replay_case("runrp2", 5, 2, false, false);
+}
+
+static void test_run_replay_degraded(void)
+{
+	run_replay_case("runrdeg", 4, 1, true, false);
+}
+
+static void test_run_then_in_place(void)
+{
+	run_replay_case("runrip", 4, 1, false, true);
 }
 
 int main(int argc, char **argv)
@@ -836,6 +1109,11 @@ int main(int argc, char **argv)
 		  test_sealed_without_bytes_refused },
 		{ "reserves_row_runs", test_reserves_row_runs },
 		{ "row_run_checked", test_row_run_checked },
+		{ "row_runs_bounded", test_row_runs_bounded },
+		{ "run_replay_p1", test_run_replay_p1 },
+		{ "run_replay_p2", test_run_replay_p2 },
+		{ "run_replay_degraded", test_run_replay_degraded },
+		{ "run_then_in_place", test_run_then_in_place },
 		{ NULL, NULL },
 	};
 

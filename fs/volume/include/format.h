@@ -188,7 +188,8 @@
 /* A journal range may reserve a run of whole new rows (DG_JRANGE_ROWS)
  * instead of one page: a reader that did not know it would find the
  * range invalid and refuse the replay. Set by mkfs on every new volume
- * with redundancy; a volume made without it keeps a range a page. */
+ * with parity (runs of new rows need it); a volume made without it keeps
+ * a range a page. */
 #define DG_FEAT_INCOMPAT_RESERVED_ROWS (1ull << 10)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
@@ -448,6 +449,11 @@ struct dg_djrange {
  * rows (apply.c, mark_full_rows()), so a run of them is named by one
  * range instead of one a page: 24 bytes a megabyte on each journal copy
  * instead of 6 KiB. Only on volumes with DG_FEAT_INCOMPAT_RESERVED_ROWS.
+ * Never rows of the metadata zone. The runs of one entry come in
+ * ascending order of rows, none overlapping another; and the runs of all
+ * the live entries of a log name no more pages together than the log
+ * could a range a page (log bytes / 24), which bounds the replay's work
+ * as before runs. An entry past either rule is corrupt.
  */
 #define DG_JRANGE_ROWS 8u
 /* Ranges without bytes in the entry, and whole pages. */
