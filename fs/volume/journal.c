@@ -247,7 +247,7 @@ int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 		return -EUCLEAN;
 	/* A run of rows: whole rows, all inside the volume, and only
 	 * where the format has them (format.h, DG_JRANGE_ROWS). One run
-	 * names no more pages than the whole log could a range a page
+	 * names no more pages than the replay may expand in all
 	 * (dg_jrange_budget()); what all the runs of a replay name
 	 * together is bounded by dg_jentry_pages_take(). */
 	if ((r->flags & DG_JRANGE_ROWS) &&
@@ -265,9 +265,21 @@ int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r)
 	return 0;
 }
 
+/*
+ * Twice what the log could name a range a page. A genuine log stays under
+ * the first half with room for the second: every page a reservation names
+ * is named again, a range a page (DG_JRANGE_IN_PLACE), by the entry of its
+ * update (apply.c: the same in_place pages), which comes later in the log,
+ * so the reservations whose updates reached the log name at most
+ * log_bytes / 24 pages together. Only reservations whose entries never came
+ * add to that: one per update in flight at the crash (or failed: the volume
+ * then takes no more), a band's rows each (344 pages of 4 devices), and it
+ * would take hundreds at once to use the second half. A forged log is held
+ * to the whole: the replay's list of pages stays O(log_bytes).
+ */
 uint64_t dg_jrange_budget(const struct dg_vol *vol)
 {
-	return vol->jrnl.log_bytes / sizeof(struct dg_djrange);
+	return 2 * (vol->jrnl.log_bytes / sizeof(struct dg_djrange));
 }
 
 int dg_jentry_pages_take(const struct dg_vol *vol, const struct dg_djentry *e,
@@ -1131,12 +1143,12 @@ static int recover(struct dg_vol *vol)
 	 * (entry_live()): the replay below redoes that many entries. */
 	while ((e = entry_live(vol, off, seq, &bytes, true))) {
 		live++;
-		/* Runs of rows past what the log could name a range a page:
-		 * forged or corrupt, as a range naming no page is. */
+		/* Runs of rows past twice what the log could name a range a
+		 * page: forged or corrupt, as a range naming no page is. */
 		if (dg_jentry_pages_take(vol, e, &left)) {
 			ret = DG_CORRUPT(vol, "journal entry %" PRIu64
-					 " reserves more rows than its log "
-					 "could name", seq);
+					 " reserves more rows than a replay "
+					 "may expand", seq);
 			goto out;
 		}
 		if (e->flags & DG_JENTRY_WRAP) {

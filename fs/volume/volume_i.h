@@ -546,7 +546,8 @@ size_t dg_jentry_meta_len(const struct dg_vol *vol, uint32_t nranges);
 uint64_t dg_jentry_csum(const struct dg_vol *vol, const struct dg_djentry *e);
 int dg_jrange_check(const struct dg_vol *vol, const struct dg_djrange *r);
 /* Pages a replay may expand from runs of rows (DG_JRANGE_ROWS), all its
- * entries together: as many as the log could name a range a page. */
+ * entries together: twice as many as the log could name a range a page
+ * (why twice: journal.c). */
 uint64_t dg_jrange_budget(const struct dg_vol *vol);
 /* The pages e's runs of rows name, taken from *left (what the entries
  * before it in the log left of dg_jrange_budget()); -EUCLEAN past it,

@@ -451,9 +451,10 @@ struct dg_djrange {
  * instead of 6 KiB. Only on volumes with DG_FEAT_INCOMPAT_RESERVED_ROWS.
  * Never rows of the metadata zone. The runs of one entry come in
  * ascending order of rows, none overlapping another; and the runs of all
- * the live entries of a log name no more pages together than the log
- * could a range a page (log bytes / 24), which bounds the replay's work
- * as before runs. An entry past either rule is corrupt.
+ * the live entries of a log name no more pages together than twice what
+ * the log could name a range a page (2 x log bytes / 24; a genuine log
+ * stays under the first half, journal.c dg_jrange_budget()), which bounds
+ * the replay's work. An entry past either rule is corrupt.
  */
 #define DG_JRANGE_ROWS 8u
 /* Ranges without bytes in the entry, and whole pages. */
