@@ -12,8 +12,10 @@
 
 /* Rows checked between looks at the commands and the rate: a row locks
  * one of the row locks for a few microseconds, a batch is well under a
- * millisecond, so pause and cancel answer at once. */
-#define BATCH_ROWS 8
+ * millisecond, so pause and cancel answer at once. Each batch looks its
+ * checksum pages up afresh (every copy read and verified): 8 rows a
+ * batch made that a third of the scrub's work, 32 a tenth. */
+#define BATCH_ROWS 32
 
 static const char *const state_names[] = {
 	[DG_SCRUB_NONE] = "none",	    [DG_SCRUB_RUNNING] = "running",

@@ -346,13 +346,16 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 		 * reads and updates of every other row go on. */
 		pthread_rwlock_wrlock(lk);
 		/* Online, updates change checksum pages between rows: look
-		 * them up again. Offline (fsck, the only writer), a page
-		 * looked up for one row stays right for the next, except
-		 * what this pass repaired. */
+		 * them up again, unless every copy is still at the
+		 * generation looked up (dg_csum_cursor_current()). Offline
+		 * (fsck, the only writer), a page looked up for one row
+		 * stays right for the next, except what this pass
+		 * repaired. */
 		dg_vol_fault_counts(vol, before);
 		if (!p->offline)
 			for (unsigned d = 0; d < vol->ndev; d++)
-				cur[d].owner = -1;
+				if (!dg_csum_cursor_current(vol, &cur[d]))
+					cur[d].owner = -1;
 		if (!row_written(vol, cur, row, cs, &known))
 			;
 		else if (par && known && dg_par_verdict(par, row, cs))
