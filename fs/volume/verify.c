@@ -293,6 +293,25 @@ static void pass_row(struct dg_vol *vol, const struct dg_row_pass *p,
 		p->row(p->arg, row, cs, ok, stale, fixed);
 }
 
+/* One thread: the written pages of row's block, from row to the end of
+ * the block or the pass, mapped in as the pass enters it (from the
+ * checksum pages its look-ups just read: dg_rows_map_in()). Returns
+ * the row they go up to. */
+static uint64_t map_in(struct dg_vol *vol, const struct dg_csum_cursor *cur,
+		       uint64_t row, uint64_t end)
+{
+	uint64_t index = row / DG_CSUMS_PER_PAGE;
+	uint64_t e = (index + 1) * DG_CSUMS_PER_PAGE;
+
+	if (e > end)
+		e = end;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		if (cur[d].owner == (int)d && cur[d].index == index &&
+		    cur[d].entries)
+			dg_rows_map_in(vol, d, cur[d].entries, row, e);
+	return e;
+}
+
 int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 {
 	struct dg_csum_cursor cur[DG_MAX_DEVS];
@@ -330,7 +349,8 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 	 * decays at rest.
 	 */
 	dg_walk_init(&w, vol, p->first, end);
-	for (uint64_t row, report = p->first; dg_walk_next(&w, &row);) {
+	for (uint64_t row, report = p->first, mapped = 0;
+	     dg_walk_next(&w, &row);) {
 		pthread_rwlock_t *lk;
 		bool known;
 
@@ -356,12 +376,14 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 			for (unsigned d = 0; d < vol->ndev; d++)
 				if (!dg_csum_cursor_current(vol, &cur[d]))
 					cur[d].owner = -1;
-		if (!row_written(vol, cur, row, cs, &known))
-			;
-		else if (par && known && dg_par_verdict(par, row, cs))
-			row_clean_done(vol, p, row, cs);
-		else
-			pass_row(vol, p, row, mem, cs, known, cur);
+		if (row_written(vol, cur, row, cs, &known)) {
+			if (!par && row >= mapped)
+				mapped = map_in(vol, cur, row, end);
+			if (par && known && dg_par_verdict(par, row, cs))
+				row_clean_done(vol, p, row, cs);
+			else
+				pass_row(vol, p, row, mem, cs, known, cur);
+		}
 		dg_vol_fault_counts(vol, after);
 		if (memcmp(before, after, sizeof(before)))
 			for (unsigned d = 0; d < vol->ndev; d++)

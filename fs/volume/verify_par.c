@@ -21,7 +21,10 @@
  * noted, nothing rewritten). The walk's thread then goes over the rows
  * in order as before, each under its lock; a row verified ahead with
  * the very checksums its own look-up gives is done, any other row takes
- * the read path there and then. So the findings, their order and the
+ * the read path there and then. A thread maps a block's written pages
+ * in at once before it reads them (dg_rows_map_in()): a fault every 16
+ * pages was a third of the CPU time on tmpfs. Only the pages written,
+ * those it reads: on tmpfs a hole mapped in would be allocated. So the findings, their order and the
  * repairs are the same as one thread's, whatever the number of threads:
  * the workers only read, and only while the walk's thread waits for
  * them. A repair of one row writes that row's pages and checksums, its
@@ -71,6 +74,26 @@ bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
 		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
 			return false;
 	return true;
+}
+
+void dg_rows_map_in(struct dg_vol *vol, unsigned dev, const uint64_t *e,
+		    uint64_t r0, uint64_t r1)
+{
+	struct dg_dev *d = &vol->devs[dev];
+
+	if (!dg_dev_has_row(d, r0))
+		return;
+	for (uint64_t r = r0; r < r1;) {
+		uint64_t s;
+
+		while (r < r1 && e[r % DG_CSUMS_PER_PAGE] == DG_CSUM_NONE)
+			r++;
+		for (s = r; r < r1 && e[r % DG_CSUMS_PER_PAGE] != DG_CSUM_NONE;)
+			r++;
+		if (r > s)
+			dg_dev_map_in(d, dg_row_page(vol, s) << DG_PAGE_SHIFT,
+				      (r - s) << DG_PAGE_SHIFT);
+	}
 }
 
 void dg_vol_set_check_threads(struct dg_vol *vol, unsigned n)
@@ -129,6 +152,10 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 					    DG_CPX_QUIET) >= 0;
 		pthread_mutex_unlock(lk);
 	}
+	for (unsigned d = 0; d < n; d++)
+		if (known[d])
+			dg_rows_map_in(vol, d, (const void *)(wk->img +
+				       (size_t)d * DG_PAGE_SIZE), r0, r1);
 	for (uint64_t r = r0; r < r1; r++) {
 		uint64_t *cs = par->cs + (r - par->b0) * n;
 		bool ok = true, any = false;

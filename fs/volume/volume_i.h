@@ -473,6 +473,11 @@ uint64_t dg_vol_read_hints(struct dg_vol *vol);
  */
 bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
 		  uint8_t *calc_mem);
+/* The pages of rows [r0, r1) of one block on dev that its checksum
+ * page e says were written, mapped in at once (dg_dev_map_in()), for a
+ * pass about to read them all. */
+void dg_rows_map_in(struct dg_vol *vol, unsigned dev, const uint64_t *e,
+		    uint64_t r0, uint64_t r1);
 #define DG_PAR_MAX_THREADS 16u
 #define DG_PAR_BATCH_BLOCKS 4u	/* blocks of rows a worker's share */
 struct dg_par;
