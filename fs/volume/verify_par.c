@@ -22,9 +22,9 @@
  * in order as before, each under its lock; a row verified ahead with
  * the very checksums its own look-up gives is done, any other row takes
  * the read path there and then. A thread maps a block's written pages
- * in at once before it reads them (dg_rows_map_in()): a fault every 16
- * pages was a third of the CPU time on tmpfs. Only the pages written,
- * those it reads: on tmpfs a hole mapped in would be allocated. So the findings, their order and the
+ * in at once before it reads them (dg_rows_map_in()), instead of a
+ * page fault every 16 pages. Only the pages written, those it reads:
+ * on tmpfs a hole mapped in would be allocated. So the findings, their order and the
  * repairs are the same as one thread's, whatever the number of threads:
  * the workers only read, and only while the walk's thread waits for
  * them. A repair of one row writes that row's pages and checksums, its
