@@ -3,7 +3,8 @@
  * finds, reports and repairs exactly what one thread does, in the same
  * order: faults in different blocks and batches of rows, at the edges
  * of the ranges the threads share out (a batch's first and last row, a
- * block's), in the first row of the pass and the volume's last row */
+ * block's), in the first row of the pass and the volume's last row;
+ * and the online pass sees a checksum page change under it */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,11 +226,60 @@ static void test_same_repairs(void)
 	tvol_cleanup(&tb);
 }
 
+/* The online pass (the scrub) keeps a checksum page while every copy
+ * is at its generation (dg_csum_cursor_current()): an update of a
+ * later row of the block between two rows of the pass must be seen,
+ * not judged by the checksum looked up before it. */
+struct upd {
+	struct dg_vol *vol;
+	uint64_t row, seed;
+	unsigned calls;
+};
+
+static void update_later_row(void *arg)
+{
+	struct upd *u = arg;
+
+	if (u->calls++ == 1) /* after the pass's second row */
+		write_in_row(u->vol, u->row, 0, &u->seed);
+}
+
+static void test_online_pass_sees_updates(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t seed = 9, z, before[DG_FAULT_NR], after[DG_FAULT_NR];
+	struct upd u = { 0 };
+	struct dg_row_pass p = { .after = update_later_row, .arg = &u,
+				 .rows_only = true };
+
+	tvol_make(&tv, "paronl", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	z = tdata_row(vol);
+	z += C - z % C;		/* a block of its own */
+	REQUIRE(z + 40 < dg_vol_rows(vol));
+	for (uint64_t r = z; r < z + 40; r++)
+		write_in_row(vol, r, 0, &seed);
+	u = (struct upd){ vol, z + 30, 77, 0 };
+	p.first = z;
+	p.end = z + 40;
+	dg_vol_fault_counts(vol, before);
+	CHECK_EQ(dg_vol_pass_rows(vol, &p), 0);
+	dg_vol_fault_counts(vol, after);
+	CHECK(u.calls >= 40);
+	CHECK(!memcmp(before, after, sizeof(before)));
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "same_findings", test_same_findings },
 		{ "same_repairs", test_same_repairs },
+		{ "online_pass_sees_updates", test_online_pass_sees_updates },
 		{ NULL, NULL },
 	};
 
