@@ -33,6 +33,7 @@
  * verdict void.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,7 +224,12 @@ static void *worker_main(void *arg)
 static unsigned threads_wanted(const struct dg_vol *vol)
 {
 	long n = vol->check_threads;
+	cpu_set_t set;
 
+	/* The CPUs this process may run on (a container's, taskset's),
+	 * else those online. */
+	if (!n && !sched_getaffinity(0, sizeof(set), &set))
+		n = CPU_COUNT(&set);
 	if (!n)
 		n = sysconf(_SC_NPROCESSORS_ONLN);
 	if (n < 1)
