@@ -294,9 +294,9 @@ static void pass_row(struct dg_vol *vol, const struct dg_row_pass *p,
 }
 
 /* One thread: the written pages of row's block, from row to the end of
- * the block or the pass, mapped in as the pass enters it (from the
- * checksum pages its look-ups just read: dg_rows_map_in()). Returns
- * the row they go up to. */
+ * the block or the pass (from the checksum pages the look-ups of the
+ * row before it just read: dg_rows_map_in()). Returns the row they go
+ * up to. */
 static uint64_t map_in(struct dg_vol *vol, const struct dg_csum_cursor *cur,
 		       uint64_t row, uint64_t end)
 {
@@ -352,7 +352,7 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 	for (uint64_t row, report = p->first, mapped = 0;
 	     dg_walk_next(&w, &row);) {
 		pthread_rwlock_t *lk;
-		bool known;
+		bool known, written;
 
 		if (par && !dg_par_covers(par, row))
 			dg_par_run(par, &w, row, end);
@@ -376,19 +376,22 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 			for (unsigned d = 0; d < vol->ndev; d++)
 				if (!dg_csum_cursor_current(vol, &cur[d]))
 					cur[d].owner = -1;
-		if (row_written(vol, cur, row, cs, &known)) {
-			if (!par && row >= mapped)
-				mapped = map_in(vol, cur, row, end);
-			if (par && known && dg_par_verdict(par, row, cs))
-				row_clean_done(vol, p, row, cs);
-			else
-				pass_row(vol, p, row, mem, cs, known, cur);
-		}
+		written = row_written(vol, cur, row, cs, &known);
+		if (written && par && known && dg_par_verdict(par, row, cs))
+			row_clean_done(vol, p, row, cs);
+		else if (written)
+			pass_row(vol, p, row, mem, cs, known, cur);
 		dg_vol_fault_counts(vol, after);
 		if (memcmp(before, after, sizeof(before)))
 			for (unsigned d = 0; d < vol->ndev; d++)
 				cur[d].owner = -1;
 		pthread_rwlock_unlock(lk);
+		/* One thread: the rest of the block mapped in as the pass
+		 * enters it, outside the row's lock (on a disk that may wait
+		 * for reads). */
+		if (!par && written && row + 1 >= mapped && row + 1 < end &&
+		    (row + 1) % DG_CSUMS_PER_PAGE)
+			mapped = map_in(vol, cur, row + 1, end);
 		if (p->after)
 			p->after(p->arg);
 	}
