@@ -259,6 +259,7 @@ static int launch(struct dg_daemon *dd)
 int dg_scrub_init(struct dg_daemon *dd)
 {
 	struct dg_scrub *s = &dd->scrub;
+	uint64_t from;
 	int ret;
 
 	dg_job_init(&s->job, scrub_main, save, dd);
@@ -280,11 +281,13 @@ int dg_scrub_init(struct dg_daemon *dd)
 	/* Running at an unmount or a crash: go on from where it was, as
 	 * zpool does after an import. */
 	pthread_mutex_lock(&s->job.lock);
+	/* Where it resumes: the thread moves it on from the launch. */
+	from = s->rec.next_row;
 	ret = launch(dd);
 	pthread_mutex_unlock(&s->job.lock);
 	if (!ret)
 		post(dd, DG_EV_SCRUB_RESUMED, "after remount, at row %" PRIu64,
-		     s->rec.next_row);
+		     from);
 	return ret;
 }
 
