@@ -19,7 +19,7 @@
 
 static const char usage_line[] =
 	"usage: fsck.daxguard [-n | -y | -p] [-f] [-v] [--json] "
-	"[--replace N=PATH]... DEV...\n";
+	"[--replace N=PATH]... [--threads N] DEV...\n";
 
 static const char help_text[] =
 	"Check a daxguard volume (superblocks, journal, every written page\n"
@@ -37,6 +37,9 @@ static const char help_text[] =
 	"  --replace N=PATH\n"
 	"                  with -y: rebuild device N onto PATH, whatever it\n"
 	"                  holds (PATH need not be among the DEVs)\n"
+	"  --threads N     verify the pages with N threads (1-16; default:\n"
+	"                  one a CPU online, at most 16); the report is the\n"
+	"                  same whatever N\n"
 	"  -h, --help      show this help and exit\n"
 	"  -V, --version   show the version and exit\n"
 	"\n"
@@ -47,6 +50,20 @@ static const char help_text[] =
 	"uncorrected or data lost, 8 operational error, 16 usage error.\n";
 
 static bool verbose_log;
+
+/* --threads N: 1 to DG_PAR_MAX_THREADS (16). */
+static unsigned parse_threads(const char *arg)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || n < 1 || n > 16)
+		usage_error("--threads wants a number from 1 to 16, not '%s'",
+			    arg);
+	return (unsigned)n;
+}
 
 static void log_func(enum dg_log_level level, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
@@ -274,6 +291,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "replace", required_argument, NULL, 'R' },
+		{ "threads", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -313,6 +331,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			add_replace(&c, optarg);
+			break;
+		case 'T':
+			c.threads = parse_threads(optarg);
 			break;
 		case 'h':
 			fputs(usage_line, stdout);

@@ -39,6 +39,7 @@ struct answer;
 struct fsck_ctx {
 	enum fsck_mode mode;
 	bool force, verbose, json, tty;
+	unsigned threads;	/* --threads; 0: the engine's default */
 	const char **paths;
 	unsigned n;
 	/* --replace N=PATH: rebuild device N onto PATH, whatever it holds */

@@ -119,7 +119,9 @@ int pass_redundancy(struct fsck_ctx *c)
 	c->passes++;
 	c->phase = "pages";
 	/* Each repair of the page pass is asked about on its own
-	 * (ask_engine()). */
+	 * (ask_engine()). The threads change its speed, never its
+	 * findings or their order (verify_par.c). */
+	dg_vol_set_check_threads(c->vol, c->threads);
 	ret = dg_check_redundancy(c->vol, c->repair, ctx_event, c,
 				  ctx_progress, c, &c->stats);
 	report_progress_end(c);

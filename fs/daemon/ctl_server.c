@@ -955,12 +955,17 @@ int dg_ctl_start(struct dg_daemon *dd)
 	    chmod(dd->sock_path, 0666) < 0 || listen(dd->sock_fd, 64) < 0 ||
 	    fcntl(dd->sock_fd, F_SETFL, O_NONBLOCK) < 0)
 		goto fail;
-	if (pthread_create(&dd->ctl_thread, NULL, ctl_main, dd))
-		goto fail;
 	/* A scrub or a replace running at the last unmount or crash goes
-	 * on. */
+	 * on. Their jobs set up before the thread that answers commands
+	 * about them starts (ThreadSanitizer saw it lock the replace's
+	 * mutex while this thread initialised it). */
 	dg_scrub_init(dd);
 	dg_replace_init(dd);
+	if (pthread_create(&dd->ctl_thread, NULL, ctl_main, dd)) {
+		dg_scrub_stop(dd);
+		dg_replace_stop(dd);
+		goto fail;
+	}
 	return 0;
 fail:
 	dg_log(DG_LOG_ERR, "control socket '%s': %s", dd->sock_path,

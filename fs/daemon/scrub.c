@@ -12,8 +12,10 @@
 
 /* Rows checked between looks at the commands and the rate: a row locks
  * one of the row locks for a few microseconds, a batch is well under a
- * millisecond, so pause and cancel answer at once. */
-#define BATCH_ROWS 8
+ * millisecond, so pause and cancel answer at once. Each batch looks its
+ * checksum pages up afresh (every copy read and verified): 8 rows a
+ * batch made that a third of the scrub's work, 32 a tenth. */
+#define BATCH_ROWS 32
 
 static const char *const state_names[] = {
 	[DG_SCRUB_NONE] = "none",	    [DG_SCRUB_RUNNING] = "running",
@@ -257,6 +259,7 @@ static int launch(struct dg_daemon *dd)
 int dg_scrub_init(struct dg_daemon *dd)
 {
 	struct dg_scrub *s = &dd->scrub;
+	uint64_t from;
 	int ret;
 
 	dg_job_init(&s->job, scrub_main, save, dd);
@@ -278,11 +281,13 @@ int dg_scrub_init(struct dg_daemon *dd)
 	/* Running at an unmount or a crash: go on from where it was, as
 	 * zpool does after an import. */
 	pthread_mutex_lock(&s->job.lock);
+	/* Where it resumes: the thread moves it on from the launch. */
+	from = s->rec.next_row;
 	ret = launch(dd);
 	pthread_mutex_unlock(&s->job.lock);
 	if (!ret)
 		post(dd, DG_EV_SCRUB_RESUMED, "after remount, at row %" PRIu64,
-		     s->rec.next_row);
+		     from);
 	return ret;
 }
 

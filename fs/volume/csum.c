@@ -881,6 +881,32 @@ int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	return 0;
 }
 
+bool dg_csum_cursor_current(struct dg_vol *vol, struct dg_csum_cursor *cur)
+{
+	const struct dg_dcpage *img = (const void *)cur->entries;
+	unsigned owner = (unsigned)cur->owner;
+	pthread_mutex_t *lock;
+	bool same = true;
+
+	if (cur->owner < 0 || !cur->entries)
+		return false;
+	lock = cpage_lock(vol, owner, cur->index);
+	pthread_mutex_lock(lock);
+	/* A copy on a device being rebuilt may lag by design; an index
+	 * never written may be initialised at any time: look again. */
+	same = !vol->cpx_rebuilding && dg_cmap_test(vol, cur->index);
+	for (unsigned c = 0; c < vol->sb.csum_copies && same; c++) {
+		uint64_t off;
+		struct dg_dev *d = copy_dev(vol, owner, cur->index, c, &off);
+
+		if (d)
+			same = ((const struct dg_dcpage *)dg_dev_ptr(d, off))
+				       ->gen == img->gen;
+	}
+	pthread_mutex_unlock(lock);
+	return same;
+}
+
 int dg_csum_get(struct dg_vol *vol, unsigned dev, uint64_t row,
 		uint64_t *csum)
 {

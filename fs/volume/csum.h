@@ -33,6 +33,19 @@ void dg_csum_cursor_fini(struct dg_csum_cursor *cur);
 int dg_csum_lookup(struct dg_vol *vol, struct dg_csum_cursor *cur,
 		   unsigned dev, uint64_t row, uint64_t *csum);
 
+/*
+ * True when the checksum page in cur is still the newest: every copy of
+ * it on a present device is still at its generation (every update of a
+ * checksum page stores a new generation in every copy, under the page's
+ * lock, which this takes). Reads each copy's generation only: for the
+ * online scrub, which looked a page up again for every row, each time
+ * reading and verifying every copy (half of its work). A copy that
+ * lost a write, or decayed where its generation lies, differs: false,
+ * and the look-up that follows finds it. Caller holds the row lock of
+ * the row it looks up next.
+ */
+bool dg_csum_cursor_current(struct dg_vol *vol, struct dg_csum_cursor *cur);
+
 /* dg_page_read_locked() with a cursor over the checksum pages; the
  * caller holds the row locks of every row it reads through cur. */
 int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,

@@ -304,6 +304,20 @@ void dg_dev_will_need(struct dg_dev *d, uint64_t off, uint64_t len)
 	}
 }
 
+void dg_dev_map_in(struct dg_dev *d, uint64_t off, uint64_t len)
+{
+	uintptr_t a, e;
+
+	if (!d->present || off >= d->size)
+		return;
+	if (len > d->size - off)
+		len = d->size - off;
+	a = (uintptr_t)dg_dev_ptr(d, off) & ~(uintptr_t)(DG_PAGE_SIZE - 1);
+	e = (uintptr_t)dg_dev_ptr(d, off + len);
+	/* Only a hint: a failure (an older kernel) costs the faults. */
+	(void)madvise((void *)a, e - a, MADV_POPULATE_READ);
+}
+
 uint64_t dg_dev_hints(const struct dg_dev *d)
 {
 	return atomic_load_explicit(&d->tally.hints, memory_order_relaxed);

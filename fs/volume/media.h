@@ -128,6 +128,10 @@ void dg_dev_counts(const struct dg_dev *d, struct dg_media_counts *c);
  * DAX and tmpfs, whose loads are the read. Every call is counted
  * (dg_dev_hints()), whatever the media does with it.
  */
+/* The pages of [off, off + len) mapped in at once, readable
+ * (MADV_POPULATE_READ), instead of a fault each few of them: for a
+ * thread about to read them all (verify_par.c). */
+void dg_dev_map_in(struct dg_dev *d, uint64_t off, uint64_t len);
 void dg_dev_will_need(struct dg_dev *d, uint64_t off, uint64_t len);
 uint64_t dg_dev_hints(const struct dg_dev *d);
 /*

@@ -129,17 +129,20 @@ int dg_ditto_check(struct dg_vol *vol, bool repair, uint64_t *stale)
  * cannot be looked up (then cs says 1, "unknown", and the read path
  * decides). */
 static bool row_written(struct dg_vol *vol, struct dg_csum_cursor *cur,
-			uint64_t row, uint64_t *cs)
+			uint64_t row, uint64_t *cs, bool *known)
 {
 	bool any = false;
 
+	*known = true;
 	for (unsigned d = 0; d < vol->ndev; d++) {
 		int r = dg_csum_lookup(vol, &cur[d], d, row, &cs[d]);
 
 		if (r < 0 || cs[d] != DG_CSUM_NONE)
 			any = true;
-		if (r < 0)
+		if (r < 0) {
 			cs[d] = 1;
+			*known = false;
+		}
 	}
 	return any;
 }
@@ -247,18 +250,39 @@ static bool parity_repair_ok(struct dg_vol *vol, uint64_t row,
 	return true;
 }
 
+/* A row that verified as it lies (dg_row_clean(), here or ahead): what
+ * the read path does for each page that verifies, and the report. */
+static void row_clean_done(struct dg_vol *vol, const struct dg_row_pass *p,
+			   uint64_t row, const uint64_t *cs)
+{
+	for (unsigned q = 0; q < vol->k + vol->parity; q++) {
+		unsigned d = dg_row_pos_dev(vol, row, q);
+
+		if (cs[d] != DG_CSUM_NONE)
+			dg_fault_loss_verified(vol, d, row);
+	}
+	if (p->row)
+		p->row(p->arg, row, cs, true, 0, false);
+}
+
 /* Verify the row's pages and compare its parity with parity computed
  * from them; recompute it when repairing. Parity last, and only from
- * verified data. Caller holds the row lock. */
+ * verified data. A row that verifies where it lies (known: every
+ * checksum in cs looked up) is done without a copy; any other goes
+ * the read path's way. Caller holds the row lock. */
 static void pass_row(struct dg_vol *vol, const struct dg_row_pass *p,
 		     uint64_t row, uint8_t *mem, const uint64_t *cs,
-		     struct dg_csum_cursor *cur)
+		     bool known, struct dg_csum_cursor *cur)
 {
 	unsigned k = vol->k;
 	uint8_t *pages[DG_MAX_DEVS], *calc[DG_MAX_PARITY];
 	unsigned stale = 0;
 	bool ok, fixed = false;
 
+	if (known && dg_row_clean(vol, row, cs, mem)) {
+		row_clean_done(vol, p, row, cs);
+		return;
+	}
 	ok = dg_row_recompute(vol, row, mem, pages, calc, cur);
 	for (unsigned j = 0; ok && j < vol->parity; j++)
 		if (memcmp(calc[j], pages[k + j], DG_PAGE_SIZE))
@@ -269,6 +293,25 @@ static void pass_row(struct dg_vol *vol, const struct dg_row_pass *p,
 		p->row(p->arg, row, cs, ok, stale, fixed);
 }
 
+/* One thread: the written pages of row's block, from row to the end of
+ * the block or the pass (from the checksum pages the look-ups of the
+ * row before it just read: dg_rows_map_in()). Returns the row they go
+ * up to. */
+static uint64_t map_in(struct dg_vol *vol, const struct dg_csum_cursor *cur,
+		       uint64_t row, uint64_t end)
+{
+	uint64_t index = row / DG_CSUMS_PER_PAGE;
+	uint64_t e = (index + 1) * DG_CSUMS_PER_PAGE;
+
+	if (e > end)
+		e = end;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		if (cur[d].owner == (int)d && cur[d].index == index &&
+		    cur[d].entries)
+			dg_rows_map_in(vol, d, cur[d].entries, row, e);
+	return e;
+}
+
 int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 {
 	struct dg_csum_cursor cur[DG_MAX_DEVS];
@@ -276,6 +319,7 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 	uint64_t cs[DG_MAX_DEVS], stale;
 	uint64_t end = p->end && p->end < vol->sb.rows ? p->end : vol->sb.rows;
 	struct dg_row_walk w;
+	struct dg_par *par = NULL;
 	uint8_t *mem;
 	int ret = 0;
 
@@ -283,6 +327,10 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
 	if (!mem)
 		return -ENOMEM;
+	/* Offline, the rows ahead are verified by threads (verify_par.c);
+	 * online each row is verified under its lock, here. */
+	if (p->offline)
+		par = dg_par_start(vol);
 	/* Every checksum page from media, never the cache. */
 	for (unsigned d = 0; d < vol->ndev; d++) {
 		dg_csum_cursor_init(&cur[d]);
@@ -301,9 +349,13 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 	 * decays at rest.
 	 */
 	dg_walk_init(&w, vol, p->first, end);
-	for (uint64_t row, report = p->first; dg_walk_next(&w, &row);) {
+	for (uint64_t row, report = p->first, mapped = 0;
+	     dg_walk_next(&w, &row);) {
 		pthread_rwlock_t *lk;
+		bool known, written;
 
+		if (par && !dg_par_covers(par, row))
+			dg_par_run(par, &w, row, end);
 		/* every 1024 rows visited, and once after each skip */
 		if (p->progress && row >= report) {
 			p->progress(p->parg, row, vol->sb.rows);
@@ -314,23 +366,36 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 		 * reads and updates of every other row go on. */
 		pthread_rwlock_wrlock(lk);
 		/* Online, updates change checksum pages between rows: look
-		 * them up again. Offline (fsck, the only writer), a page
-		 * looked up for one row stays right for the next, except
-		 * what this pass repaired. */
+		 * them up again, unless every copy is still at the
+		 * generation looked up (dg_csum_cursor_current()). Offline
+		 * (fsck, the only writer), a page looked up for one row
+		 * stays right for the next, except what this pass
+		 * repaired. */
 		dg_vol_fault_counts(vol, before);
 		if (!p->offline)
 			for (unsigned d = 0; d < vol->ndev; d++)
-				cur[d].owner = -1;
-		if (row_written(vol, cur, row, cs))
-			pass_row(vol, p, row, mem, cs, cur);
+				if (!dg_csum_cursor_current(vol, &cur[d]))
+					cur[d].owner = -1;
+		written = row_written(vol, cur, row, cs, &known);
+		if (written && par && known && dg_par_verdict(par, row, cs))
+			row_clean_done(vol, p, row, cs);
+		else if (written)
+			pass_row(vol, p, row, mem, cs, known, cur);
 		dg_vol_fault_counts(vol, after);
 		if (memcmp(before, after, sizeof(before)))
 			for (unsigned d = 0; d < vol->ndev; d++)
 				cur[d].owner = -1;
 		pthread_rwlock_unlock(lk);
+		/* One thread: the rest of the block mapped in as the pass
+		 * enters it, outside the row's lock (on a disk that may wait
+		 * for reads). */
+		if (!par && written && row + 1 >= mapped && row + 1 < end &&
+		    (row + 1) % DG_CSUMS_PER_PAGE)
+			mapped = map_in(vol, cur, row + 1, end);
 		if (p->after)
 			p->after(p->arg);
 	}
+	dg_par_stop(par);
 	if (!p->rows_only) {
 		ret = dg_ditto_check(vol, p->repair && !vol->read_only, &stale);
 		if (p->after)

@@ -119,6 +119,9 @@ struct dg_vol {
 	 * read ahead: a walk that begins there (the daemon's next batch)
 	 * goes on from them. Hints only: relaxed. */
 	_Atomic uint64_t walk_end, walk_ahead;
+	/* Threads fsck's row pass verifies with (verify_par.c); 0: one a
+	 * CPU online, at most DG_PAR_MAX_THREADS. */
+	unsigned check_threads;
 	pthread_mutex_t cmap_init_lock;		/* one index set up at a time */
 	struct dg_journal jrnl;
 
@@ -451,8 +454,46 @@ struct dg_row_walk {
 void dg_walk_init(struct dg_row_walk *w, struct dg_vol *vol, uint64_t first,
 		  uint64_t end);
 bool dg_walk_next(struct dg_row_walk *w, uint64_t *row);
+/* Ask for the written blocks of rows [row, lim) not asked for yet (the
+ * row pass's workers verify a batch of blocks before the walk is
+ * there: verify_par.c). */
+void dg_walk_ahead(struct dg_row_walk *w, uint64_t row, uint64_t lim);
 /* dg_dev_will_need() calls of every device since they were opened. */
 uint64_t dg_vol_read_hints(struct dg_vol *vol);
+
+/* ---- verify_par.c ---------------------------------------------------- */
+/*
+ * True when row verifies as it lies on the media: every written page
+ * against cs (its checksums by device, all looked up), hashed where it
+ * is mapped, no copy, and the parity computed from the data (into
+ * calc_mem, vol->parity pages) equal to the row's parity pages. Nothing
+ * noted, nothing repaired: a row that does not verify here goes the
+ * whole way of the read path (pass_row()), which finds, reports and
+ * repairs exactly as it always did. Reads only: under the row lock, or
+ * offline.
+ */
+bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
+		  uint8_t *calc_mem);
+/* The pages of rows [r0, r1) of one block on dev that its checksum
+ * page e says were written, mapped in at once (dg_dev_map_in()), for a
+ * pass about to read them all. */
+void dg_rows_map_in(struct dg_vol *vol, unsigned dev, const uint64_t *e,
+		    uint64_t r0, uint64_t r1);
+#define DG_PAR_MAX_THREADS 16u
+#define DG_PAR_BATCH_BLOCKS 4u	/* blocks of rows a worker's share */
+struct dg_par;
+/* Workers for an offline row pass (NULL: one thread is enough, or none
+ * could be had); dg_par_verdict() then says whether row was verified
+ * clean ahead with the checksums cs. */
+struct dg_par *dg_par_start(struct dg_vol *vol);
+void dg_par_stop(struct dg_par *par);
+/* The batch of blocks from row's verified by all threads, this one
+ * too; the devices asked for them (w) first. */
+void dg_par_run(struct dg_par *par, struct dg_row_walk *w, uint64_t row,
+		uint64_t end);
+bool dg_par_covers(const struct dg_par *par, uint64_t row);
+bool dg_par_verdict(const struct dg_par *par, uint64_t row,
+		    const uint64_t *cs);
 
 struct dg_row_pass {
 	bool repair;

@@ -82,9 +82,13 @@ static void hint_block(struct dg_row_walk *w, uint64_t row, uint64_t end)
  * once. */
 static void read_ahead(struct dg_row_walk *w, uint64_t row)
 {
+	dg_walk_ahead(w, row, (row / DG_CSUMS_PER_PAGE + 1 + DG_WALK_AHEAD) *
+				      DG_CSUMS_PER_PAGE);
+}
+
+void dg_walk_ahead(struct dg_row_walk *w, uint64_t row, uint64_t lim)
+{
 	uint64_t rows = w->vol->sb.rows;
-	uint64_t lim = (row / DG_CSUMS_PER_PAGE + 1 + DG_WALK_AHEAD) *
-		       DG_CSUMS_PER_PAGE;
 	uint64_t r = w->ahead > row ? w->ahead : row;
 
 	if (lim > rows)

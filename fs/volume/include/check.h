@@ -104,6 +104,10 @@ struct dg_chk_stats {
 	uint64_t bytes_checked;
 	uint64_t unrecoverable;
 };
+/* Threads dg_check_redundancy() verifies rows with (fsck --threads): 0,
+ * the default, one a CPU online (at most 16); 1, this thread alone.
+ * What it finds, and the order it reports it in, is the same. */
+void dg_vol_set_check_threads(struct dg_vol *vol, unsigned n);
 /* Every written page against its checksum, both copies of every
  * checksum page, the parity of every written row. */
 int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,

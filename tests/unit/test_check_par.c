@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+/* test_check_par.c -- fsck's page pass with threads (verify_par.c)
+ * finds, reports and repairs exactly what one thread does, in the same
+ * order: faults in different blocks and batches of rows, at the edges
+ * of the ranges the threads share out (a batch's first and last row, a
+ * block's), in the first row of the pass and the volume's last row;
+ * and the online pass sees a checksum page change under it */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "harness.h"
+#include "volume_i.h"
+
+#define PG DG_PAGE_SIZE
+#define C DG_CSUMS_PER_PAGE
+
+/* What a pass reported, in order, one line a finding. */
+struct log {
+	char *text;
+	size_t len, cap;
+	unsigned n;
+};
+
+static void on_event(void *arg, const struct dg_chk_event *ev)
+{
+	struct log *l = arg;
+	char line[512];
+	int n = snprintf(line, sizeof(line), "%d %d %lld %lld %d %d %s|%s\n",
+			 (int)ev->kind, ev->dev, (long long)ev->page,
+			 (long long)ev->vpn, ev->fixed, ev->fixable,
+			 ev->detail, ev->action);
+
+	if (n < 0)
+		return;
+	if (l->len + (size_t)n + 1 > l->cap) {
+		size_t cap = (l->cap + (size_t)n + 1) * 2;
+		char *t = realloc(l->text, cap);
+
+		if (!t)
+			return;
+		l->text = t;
+		l->cap = cap;
+	}
+	memcpy(l->text + l->len, line, (size_t)n + 1);
+	l->len += (size_t)n;
+	l->n++;
+}
+
+/* A page written in row (on its data device of rank rank). */
+static void write_in_row(struct dg_vol *vol, uint64_t row, unsigned rank,
+			 uint64_t *seed)
+{
+	uint8_t buf[PG];
+	struct dg_range r = {
+		dg_loc_vpn(vol, dg_row_data_dev(vol, row, rank), row), 0, PG,
+		buf,
+	};
+
+	trand_fill(seed, buf, PG);
+	CHECK(dg_apply(vol, &r, 1) == 0);
+}
+
+static void junk(struct tvol *tv, struct dg_vol *vol, unsigned dev,
+		 uint64_t row, uint64_t *seed)
+{
+	uint8_t buf[PG];
+
+	trand_fill(seed, buf, PG);
+	tvol_poke(tv, dev, dg_row_page(vol, row) * PG, buf, PG);
+}
+
+/* Rows the faults go in, beyond the first and last: the edges of the
+ * blocks and of the batches of 2, 3 and 4 threads, past the metadata
+ * zone. */
+static unsigned fault_rows(struct dg_vol *vol, uint64_t *out)
+{
+	uint64_t rows = dg_vol_rows(vol), z = tdata_row(vol);
+	unsigned n = 0;
+
+	for (uint64_t t = 2; t <= 4; t++) {
+		uint64_t b = t * DG_PAR_BATCH_BLOCKS * C;
+
+		for (uint64_t e = b; e < rows; e += b) {
+			if (e - 1 > z)
+				out[n++] = e - 1;
+			out[n++] = e;
+		}
+	}
+	out[n++] = z + C - 1 - z % C;	/* the last of a block */
+	out[n++] = z + 3 * C + 200;	/* inside one */
+	return n;
+}
+
+/* A volume of 4 devices, parity 1, written sparsely over many blocks,
+ * and damaged: the parity page of the pass's first row, a data page in
+ * the volume's last row, a data page or two (one row beyond repair) at
+ * each edge. The same every time but for the volume's seed. */
+static struct dg_vol *damaged(struct tvol *tv, const char *tag)
+{
+	uint64_t seed = 7, rows, first, fr[64];
+	struct dg_vol *vol;
+	unsigned nf;
+
+	tvol_make(tv, tag, 4, 1, 96ull << 20, false);
+	vol = tvol_open(tv, 0);
+	if (!vol)
+		return NULL;
+	rows = dg_vol_rows(vol);
+	nf = fault_rows(vol, fr);
+	for (uint64_t r = tdata_row(vol); r < rows; r += 211)
+		write_in_row(vol, r, 0, &seed);
+	for (unsigned i = 0; i < nf; i++)
+		write_in_row(vol, fr[i], 1, &seed);
+	write_in_row(vol, rows - 1, 0, &seed);
+	dg_vol_close(vol);
+	vol = tvol_open(tv, DG_OPEN_RDONLY);
+	if (!vol)
+		return NULL;
+	first = dg_cmap_next_row(vol, 0, rows);
+	junk(tv, vol, dg_row_parity_dev(vol, first, 0), first, &seed);
+	junk(tv, vol, dg_row_data_dev(vol, rows - 1, 0), rows - 1, &seed);
+	for (unsigned i = 0; i < nf; i++) {
+		junk(tv, vol, dg_row_data_dev(vol, fr[i], 1), fr[i], &seed);
+		if (i % 4 == 3) /* two in a row: beyond parity 1 */
+			junk(tv, vol, dg_row_parity_dev(vol, fr[i], 0), fr[i],
+			     &seed);
+	}
+	dg_vol_close(vol);
+	return tvol_open(tv, DG_OPEN_RDONLY);
+}
+
+/* One pass with threads threads on a fresh open (a pass reports what
+ * its open met too). */
+static int pass(struct tvol *tv, struct dg_vol **vol, unsigned flags,
+		bool repair, unsigned threads, struct log *l)
+{
+	struct dg_chk_stats st;
+	int ret;
+
+	dg_vol_close(*vol);
+	*vol = tvol_open(tv, flags);
+	if (!*vol)
+		return -1;
+	dg_vol_set_check_threads(*vol, threads);
+	ret = dg_check_redundancy(*vol, repair, on_event, l, NULL, NULL, &st);
+	return ret ? ret : (int)st.unrecoverable;
+}
+
+static bool has_page(const struct log *l, unsigned dev, uint64_t page)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), " %u %llu ", dev,
+		 (unsigned long long)page);
+	return l->text && strstr(l->text, key);
+}
+
+static void test_same_findings(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol = damaged(&tv, "parn");
+	struct log one = { 0 }, l;
+	uint64_t rows, first;
+	int u1;
+
+	REQUIRE(vol);
+	rows = dg_vol_rows(vol);
+	first = dg_cmap_next_row(vol, 0, rows);
+	u1 = pass(&tv, &vol, DG_OPEN_RDONLY, false, 1, &one);
+	REQUIRE(vol);
+	CHECK(u1 > 0);
+	CHECK(one.n > 8);
+	if (getenv("DG_TEST_SHOW"))
+		fprintf(stderr, "%u findings, %d unrecoverable:\n%s", one.n,
+			u1, one.text);
+	/* The range's edges: the first row of the pass, the last row. */
+	CHECK(has_page(&one, dg_row_parity_dev(vol, first, 0),
+		       dg_row_page(vol, first)));
+	CHECK(has_page(&one, dg_row_data_dev(vol, rows - 1, 0),
+		       dg_row_page(vol, rows - 1)));
+	for (unsigned t = 2; t <= 4; t++) {
+		memset(&l, 0, sizeof(l));
+		CHECK_EQ(pass(&tv, &vol, DG_OPEN_RDONLY, false, t, &l), u1);
+		REQUIRE(vol);
+		CHECK_EQ(l.n, one.n);
+		CHECK(l.text && one.text && !strcmp(l.text, one.text));
+		if (!l.text || !one.text || strcmp(l.text, one.text))
+			fprintf(stderr, "threads 1:\n%s\nthreads %u:\n%s\n",
+				one.text, t, l.text);
+		free(l.text);
+	}
+	free(one.text);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* Repairing (fsck -y) too: the same repairs, reported the same, and
+ * the next pass finds the same left (the pages beyond parity). */
+static void test_same_repairs(void)
+{
+	struct tvol ta, tb;
+	struct dg_vol *a = damaged(&ta, "parya"), *b = damaged(&tb, "paryb");
+	struct log la = { 0 }, lb = { 0 }, aa = { 0 }, ab = { 0 };
+
+	REQUIRE(a && b);
+	CHECK_EQ(pass(&ta, &a, 0, true, 1, &la),
+		 pass(&tb, &b, 0, true, 4, &lb));
+	REQUIRE(a && b);
+	CHECK(la.n > 8);
+	CHECK(la.text && lb.text && !strcmp(la.text, lb.text));
+	CHECK_EQ(pass(&ta, &a, DG_OPEN_RDONLY, false, 4, &aa),
+		 pass(&tb, &b, DG_OPEN_RDONLY, false, 1, &ab));
+	REQUIRE(a && b);
+	CHECK(aa.n < la.n);
+	CHECK_EQ(aa.n, ab.n);
+	CHECK(!aa.text || (ab.text && !strcmp(aa.text, ab.text)));
+	free(la.text);
+	free(lb.text);
+	free(aa.text);
+	free(ab.text);
+	dg_vol_close(a);
+	dg_vol_close(b);
+	tvol_cleanup(&ta);
+	tvol_cleanup(&tb);
+}
+
+/* The online pass (the scrub) keeps a checksum page while every copy
+ * is at its generation (dg_csum_cursor_current()): an update of a
+ * later row of the block between two rows of the pass must be seen,
+ * not judged by the checksum looked up before it. */
+struct upd {
+	struct dg_vol *vol;
+	uint64_t row, seed;
+	unsigned calls;
+};
+
+static void update_later_row(void *arg)
+{
+	struct upd *u = arg;
+
+	if (u->calls++ == 1) /* after the pass's second row */
+		write_in_row(u->vol, u->row, 0, &u->seed);
+}
+
+static void test_online_pass_sees_updates(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t seed = 9, z, before[DG_FAULT_NR], after[DG_FAULT_NR];
+	struct upd u = { 0 };
+	struct dg_row_pass p = { .after = update_later_row, .arg = &u,
+				 .rows_only = true };
+
+	tvol_make(&tv, "paronl", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	z = tdata_row(vol);
+	z += C - z % C;		/* a block of its own */
+	REQUIRE(z + 40 < dg_vol_rows(vol));
+	for (uint64_t r = z; r < z + 40; r++)
+		write_in_row(vol, r, 0, &seed);
+	u = (struct upd){ vol, z + 30, 77, 0 };
+	p.first = z;
+	p.end = z + 40;
+	dg_vol_fault_counts(vol, before);
+	CHECK_EQ(dg_vol_pass_rows(vol, &p), 0);
+	dg_vol_fault_counts(vol, after);
+	CHECK(u.calls >= 40);
+	CHECK(!memcmp(before, after, sizeof(before)));
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "same_findings", test_same_findings },
+		{ "same_repairs", test_same_repairs },
+		{ "online_pass_sees_updates", test_online_pass_sees_updates },
+		{ NULL, NULL },
+	};
+
+	return test_main(argc, argv, cases);
+}
