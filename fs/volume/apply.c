@@ -541,7 +541,10 @@ static void rowset_fini(struct rowset *rs)
 	rs->slot = NULL;
 }
 
-/* The entry of row; a new one has only its row (and page buffers) set. */
+/* The entry of row; a new one has only its row (and page buffers) set:
+ * it is zeroed here, as it is taken, so the caller's array need not be
+ * (a megabyte's 256 entries were 40 KiB of calloc() twice, for the 86
+ * rows it has). */
 static struct arow *rowset_get(struct rowset *rs, uint64_t row, bool *added)
 {
 	unsigned h = (unsigned)((row * 0x9e3779b97f4a7c15ull) >> 40) & rs->mask;
@@ -554,10 +557,15 @@ static struct arow *rowset_get(struct rowset *rs, uint64_t row, bool *added)
 			return &rs->rows[i - 1];
 		}
 		if (!i) {
+			struct arow *a = &rs->rows[rs->n];
+			uint8_t *par[DG_MAX_PARITY];
+
 			rs->slot[h] = ++rs->n;
-			rs->rows[rs->n - 1].row = row;
+			memcpy(par, a->par, sizeof(par));
+			*a = (struct arow){ .row = row };
+			memcpy(a->par, par, sizeof(par));
 			*added = true;
-			return &rs->rows[rs->n - 1];
+			return a;
 		}
 	}
 }
@@ -1094,7 +1102,7 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 	if (!nnew)
 		return 0;
 	locks = malloc(nnew * sizeof(*locks));
-	rows = calloc(nnew, sizeof(*rows));
+	rows = malloc(nnew * sizeof(*rows));	/* zeroed as taken */
 	par = aligned_alloc(DG_PAGE_SIZE, (size_t)nnew * vol->parity *
 					       DG_PAGE_SIZE);
 	ret = !locks || !rows || !par ? -ENOMEM : rowset_init(&rs, rows, nnew);
@@ -1336,15 +1344,17 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	mem_pages = vol->redundancy ? 2 * npg + npg * vol->parity +
 					      prepare_scratch_pages(vol)
 				    : 0;
+	/* pg[] is set whole below; rows[] is zeroed as taken
+	 * (rowset_get()), but for the page buffers set below. */
 	if (small) {
-		pg = memset(sm.pg, 0, npg * sizeof(*pg));
-		rows = memset(sm.rows, 0, npg * sizeof(*rows));
+		pg = sm.pg;
+		rows = sm.rows;
 		locks = sm.locks;
 		rix = sm.rix;
 		pix = sm.pix;
 	} else {
-		pg = calloc(npg, sizeof(*pg));
-		rows = calloc(npg, sizeof(*rows));
+		pg = malloc(npg * sizeof(*pg));
+		rows = malloc(npg * sizeof(*rows));
 		locks = malloc(npg * sizeof(*locks));
 		rix = malloc(n * sizeof(*rix));
 		/* room for companions */
