@@ -101,19 +101,62 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* qsort(), unless the array is in order already: the ranges of a write
- * come in order, and glibc's merge sort of 256 sorted entries still
- * costs a few microseconds of compare calls. */
-static void sort_unless_sorted(void *base, size_t n, size_t size,
-			       int (*cmp)(const void *, const void *))
+/* The end of the ascending run of b (n entries of size) that starts
+ * at i. */
+static size_t run_end(const char *b, size_t i, size_t n, size_t size,
+		      int (*cmp)(const void *, const void *))
 {
-	const char *b = base;
+	for (i++; i < n && cmp(b + (i - 1) * size, b + i * size) <= 0; i++)
+		;
+	return i;
+}
 
-	for (size_t i = 1; i < n; i++)
-		if (cmp(b + (i - 1) * size, b + i * size) > 0) {
-			qsort(base, n, size, cmp);
-			return;
+/*
+ * Sort, stable, by merging the ascending runs the array already has,
+ * pairwise, until one is left. The lists an update sorts come in a few
+ * runs (a band's pages rank by rank: a run a data device), so this is
+ * two or three passes, where glibc's merge sort of the 256 pages of a
+ * megabyte took n log n compare calls, 4% of the update. Nothing to do
+ * for a sorted array; qsort() when no buffer is to be had.
+ */
+static void sort_runs(void *base, size_t n, size_t size,
+		      int (*cmp)(const void *, const void *))
+{
+	char *b = base, *tmp;
+	size_t runs;
+
+	if (run_end(b, 0, n ? n : 1, size, cmp) >= n)
+		return;
+	tmp = malloc(n * size);
+	if (!tmp) {
+		qsort(base, n, size, cmp);
+		return;
+	}
+	do {
+		char *out = tmp;
+
+		runs = 0;
+		for (size_t i = 0; i < n;) {
+			size_t m = run_end(b, i, n, size, cmp);
+			size_t e = m < n ? run_end(b, m, n, size, cmp) : n;
+			size_t x = i, y = m;
+
+			runs++;
+			while (x < m || y < e) {
+				/* Ties from the first run: stable. */
+				size_t k = y >= e || (x < m &&
+					   cmp(b + x * size, b + y * size) <= 0)
+						   ? x++
+						   : y++;
+
+				memcpy(out, b + k * size, size);
+				out += size;
+			}
+			i = e;
 		}
+		memcpy(b, tmp, n * size);
+	} while (runs > 1);
+	free(tmp);
 }
 
 /* The index of vpn's page in pg (sorted by vpn): at or just after
@@ -271,7 +314,7 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 	for (unsigned i = 0; i < npg; i++)
 		if (pg[i].whole)
 			by_row[nwhole++] = &pg[i];
-	qsort(by_row, nwhole, sizeof(*by_row), apage_row_cmp);
+	sort_runs(by_row, nwhole, sizeof(*by_row), apage_row_cmp);
 	for (unsigned i = 0, j; i < nwhole; i = j) {
 		bool fresh = dg_new_row_allowed(vol);
 
@@ -921,8 +964,7 @@ static void sort_upd(struct dg_csum_upd *u, unsigned n)
 	free(tmp);
 	/* at[d] is now where device d + 1's begin. */
 	for (unsigned d = 0, b = 0; d < DG_MAX_DEVS && b < n; b = at[d++])
-		sort_unless_sorted(u + b, at[d] - b, sizeof(*u),
-				   dg_csum_upd_cmp);
+		sort_runs(u + b, at[d] - b, sizeof(*u), dg_csum_upd_cmp);
 }
 
 /* Write in place the pages and the parity of the rows that are (or are
@@ -1335,7 +1377,7 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
 		vpns[i] = r[i].vpn;
-	sort_unless_sorted(vpns, n, sizeof(*vpns), u64_cmp);
+	sort_runs(vpns, n, sizeof(*vpns), u64_cmp);
 	for (unsigned i = 0; i < n; i++)
 		if (i == 0 || vpns[i] != vpns[i - 1])
 			vpns[npg++] = vpns[i];
