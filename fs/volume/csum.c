@@ -970,6 +970,8 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 	return 0;
 }
 
+#define SMALL_BATCH 4	/* checksums: dg_csum_set_batch() */
+
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs)
 {
@@ -977,12 +979,24 @@ int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 	struct cpw *w = NULL;
 	bool *put = NULL;
 	uint8_t *img = NULL;
+	/* A small batch (a 4 KiB write: its page and its parity's) keeps
+	 * its arrays on the stack: five allocations, one of them
+	 * page-aligned, cost more than the rest of a cached page's
+	 * update. img is only written when a page is not cached. */
+	struct {
+		unsigned first[SMALL_BATCH + 1], locks[SMALL_BATCH];
+		struct cpw w[SMALL_BATCH];
+		bool put[SMALL_BATCH];
+		uint8_t img[SMALL_BATCH][DG_PAGE_SIZE]
+			__attribute__((aligned(DG_PAGE_SIZE)));
+	} sm;
+	bool small = n <= SMALL_BATCH;
 	int ret = 0;
 
 	if (!n)
 		return 0;
 	/* The pages, each a run of u: u is sorted by (dev, row). */
-	first = malloc((n + 1) * sizeof(*first));
+	first = small ? sm.first : malloc((n + 1) * sizeof(*first));
 	if (!first)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
@@ -991,10 +1005,18 @@ int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 			    u[i - 1].row / DG_CSUMS_PER_PAGE)
 			first[np++] = i;
 	first[np] = n;
-	w = calloc(np, sizeof(*w));
-	put = calloc(np, sizeof(*put));
-	locks = malloc(np * sizeof(*locks));
-	img = aligned_alloc(DG_PAGE_SIZE, (size_t)np * DG_PAGE_SIZE);
+	if (small) {
+		/* np <= n: no more pages than checksums. */
+		w = memset(sm.w, 0, np * sizeof(*w));
+		put = memset(sm.put, 0, np * sizeof(*put));
+		locks = sm.locks;
+		img = &sm.img[0][0];
+	} else {
+		w = calloc(np, sizeof(*w));
+		put = calloc(np, sizeof(*put));
+		locks = malloc(np * sizeof(*locks));
+		img = aligned_alloc(DG_PAGE_SIZE, (size_t)np * DG_PAGE_SIZE);
+	}
 	if (!w || !put || !locks || !img) {
 		ret = -ENOMEM;
 		goto out;
@@ -1038,11 +1060,13 @@ int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 	for (unsigned i = 0; i < nl; i++)
 		pthread_mutex_unlock(&vol->csum_locks[locks[i]]);
 out:
-	free(first);
-	free(w);
-	free(put);
-	free(locks);
-	free(img);
+	if (!small) {
+		free(first);
+		free(w);
+		free(put);
+		free(locks);
+		free(img);
+	}
 	return ret;
 }
 

@@ -521,7 +521,10 @@ void dg_latch_why(struct dg_latch *l, char *buf, size_t len)
 
 void dg_flushset_init(struct dg_flushset *fs)
 {
-	memset(fs, 0, sizeof(*fs));
+	fs->r = fs->inline_r;
+	fs->n = 0;
+	fs->cap = sizeof(fs->inline_r) / sizeof(fs->inline_r[0]);
+	fs->oom = false;
 }
 
 void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
@@ -538,8 +541,12 @@ void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
 	}
 	if (fs->n == fs->cap) {
 		unsigned cap = fs->cap ? fs->cap * 2 : 16;
-		void *r = realloc(fs->r, cap * sizeof(*fs->r));
+		bool in = fs->r == fs->inline_r;
+		struct dg_flushrange *r = in ? malloc(cap * sizeof(*r))
+					     : realloc(fs->r, cap * sizeof(*r));
 
+		if (r && in)
+			memcpy(r, fs->inline_r, fs->n * sizeof(*r));
 		if (!r) {
 			fs->oom = true;
 			return;
@@ -560,8 +567,9 @@ void dg_flushset_merge(struct dg_flushset *to, const struct dg_flushset *from)
 
 void dg_flushset_fini(struct dg_flushset *fs)
 {
-	free(fs->r);
-	memset(fs, 0, sizeof(*fs));
+	if (fs->r != fs->inline_r)
+		free(fs->r);
+	dg_flushset_init(fs);	/* empty, and fit for use again */
 }
 
 /* One range of a round, on a device flushed by the line. */

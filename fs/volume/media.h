@@ -199,9 +199,13 @@ struct dg_flushset {
 	struct dg_flushrange {
 		unsigned dev;
 		uint64_t off, len;
-	} *r;
+	} *r;			/* inline_r, or the heap past it */
 	unsigned n, cap;
 	bool oom;		/* an add failed: persist everything touched */
+	/* The first ranges: a round of a small update holds a few, and a
+	 * heap array per set cost a realloc and a free per round. The
+	 * set is used in place (r may point here): never copied. */
+	struct dg_flushrange inline_r[8];
 };
 void dg_flushset_init(struct dg_flushset *fs);
 void dg_flushset_add(struct dg_flushset *fs, unsigned dev, uint64_t off,
