@@ -85,6 +85,9 @@ def main():
         deadline = time.monotonic() + 60
         while not os.path.ismount(mnt):
             if time.monotonic() > deadline or p.poll() is not None:
+                # Not left running on images the caller deletes.
+                p.kill()
+                p.wait()
                 raise RuntimeError("mount did not come up")
             time.sleep(0.05)
         return p
