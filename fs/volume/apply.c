@@ -949,6 +949,20 @@ static void sort_upd(struct dg_csum_upd *u, unsigned n)
 		sorted = dg_csum_upd_cmp(&u[i - 1], &u[i]) <= 0;
 	if (sorted)
 		return;
+	if (n <= 2 * SMALL_PAGES * (1 + DG_MAX_PARITY)) {
+		/* A small update's few (its parity's device turns with
+		 * the row, so half come out of order): insertion, stable,
+		 * nothing allocated. */
+		for (unsigned i = 1; i < n; i++) {
+			struct dg_csum_upd x = u[i];
+			unsigned j = i;
+
+			for (; j && dg_csum_upd_cmp(&u[j - 1], &x) > 0; j--)
+				u[j] = u[j - 1];
+			u[j] = x;
+		}
+		return;
+	}
 	tmp = malloc(n * sizeof(*tmp));
 	if (!tmp) {
 		qsort(u, n, sizeof(*u), dg_csum_upd_cmp);
