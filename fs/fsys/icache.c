@@ -374,17 +374,21 @@ void dg_icache_sweep(struct dg_fs *fs)
 	fs->icache_sweep_at = at > limit ? at : limit;
 }
 
-/* ino just became idle (a forget, a release): over the bound, it goes
- * at once, so what the kernel forgets is let go whoever holds the cache
- * above it. fs->lock held for writing. */
+/* ino just became idle (a forget, a release): past 7/8 of the bound,
+ * it goes at once, so what the kernel forgets is let go whoever holds
+ * the cache above it -- and a burst of forgets (the kernel dropping its
+ * caches) leaves the last eighth free for the next loads to take their
+ * pages' neighbours into (take_neighbours(): a load under the shared
+ * lock cannot make room). fs->lock held for writing. */
 void dg_icache_settle(struct dg_fs *fs, uint64_t ino)
 {
 	struct dg_inode *ip;
+	uint64_t limit = limit_of(fs);
 
 	pthread_mutex_lock(&fs->ino_lock);
 	ip = dg_icache_peek(fs, ino);
 	pthread_mutex_unlock(&fs->ino_lock);
-	if (ip && fs->icached > limit_of(fs) && dg_inode_idle(fs, ip))
+	if (ip && fs->icached > limit - limit / 8 && dg_inode_idle(fs, ip))
 		evict(fs, ip);
 	dg_icache_sweep(fs);
 }
