@@ -59,15 +59,17 @@ def test_mount_memory_follows_use(volume_factory):
     rss = rss_anon_kib(vol.daemon.pid)
     print(f"RssAnon after mount: empty volume {base} KiB, "
           f"{N} files {rss} KiB; inodes_cached {st['inodes_cached']}")
-    # The root alone; reading every inode at mount held ~10 MiB here.
-    assert st["inodes_cached"] == 1, st["inodes_cached"]
+    # The root's inode table page alone (16 inodes); reading every inode
+    # at mount held ~10 MiB here.
+    assert st["inodes_cached"] <= 16, st["inodes_cached"]
     assert rss - base < 4 * 1024, (base, rss)
 
     # Every file stat'ed, then forgotten by the kernel: down to the bound
     # (plus what the kernel still holds: the directory, the root).
     for i in range(N):
         os.stat(d / f"f{i:06d}")
-    assert vol.status()["inode_loads"] >= N
+    # inode_loads counts table pages read (16 inodes a page).
+    assert vol.status()["inode_loads"] >= N // 16
     st = wait_status(vol, "inodes_cached", BOUND + 2)
     assert st["inodes_cached"] <= BOUND + 2, st["inodes_cached"]
     # Still all there, read again on use.

@@ -18,6 +18,7 @@
 
 #define NFILES 600
 #define BOUND 64
+#define NPAGEFILES 1100	/* more than a chunk of the inode table */
 
 static struct dg_fs_cache counts(struct tfs *t)
 {
@@ -105,30 +106,50 @@ static void check_files(struct tfs *t, unsigned n)
 	}
 }
 
-/* The mount keeps the root alone; k stats read k inodes. */
+/* The distinct inode table pages of n inodes (a page read each). */
+static unsigned pages_of(const uint64_t *inos, unsigned n)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned j = 0;
+
+		while (j < i && inos[j] / DG_INODES_PER_PAGE !=
+					inos[i] / DG_INODES_PER_PAGE)
+			j++;
+		k += j == i;
+	}
+	return k;
+}
+
+/* The mount keeps the root's table page alone; k stats of inodes on k
+ * pages read k pages (and take their neighbours). */
 static void test_mount_reads_root(void)
 {
 	struct tfs t;
-	uint64_t inos[NFILES];
+	uint64_t inos[NFILES], asked[11] = { DG_ROOT_INO };
 	struct dg_attr a;
 
 	REQUIRE(tfs_make(&t, "icache1"));
 	make_files(&t, 0, NFILES, inos);
 	REQUIRE(tfs_remount(&t));
-	CHECK_EQ(counts(&t).inodes_cached, 1);
+	CHECK(counts(&t).inodes_cached <= DG_INODES_PER_PAGE);
 	CHECK_EQ(counts(&t).inode_loads, 1);
-	for (unsigned i = 0; i < 10; i++)
+	for (unsigned i = 0; i < 10; i++) {
+		asked[i + 1] = inos[i * 7];
 		REQUIRE(dg_fs_getattr(t.fs, inos[i * 7], &a) == 0);
-	CHECK(counts(&t).inodes_cached <= 11);
-	CHECK_EQ(counts(&t).inode_loads, 11);
+	}
+	CHECK(counts(&t).inodes_cached <= 11 * DG_INODES_PER_PAGE);
+	CHECK_EQ(counts(&t).inode_loads, pages_of(asked, 11));
+	CHECK(counts(&t).inode_loads > 5); /* the files are spread */
 	/* Read once: a second stat finds them in core. */
 	for (unsigned i = 0; i < 10; i++)
 		REQUIRE(dg_fs_getattr(t.fs, inos[i * 7], &a) == 0);
-	CHECK_EQ(counts(&t).inode_loads, 11);
+	CHECK_EQ(counts(&t).inode_loads, pages_of(asked, 11));
 	/* A free slot is no inode, and reads nothing. */
 	CHECK_EQ(dg_fs_getattr(t.fs, inos[NFILES - 1] + 1, &a), -ENOENT);
 	CHECK_EQ(dg_fs_getattr(t.fs, 1ull << 40, &a), -ENOENT);
-	CHECK_EQ(counts(&t).inode_loads, 11);
+	CHECK_EQ(counts(&t).inode_loads, pages_of(asked, 11));
 	tfs_done(&t);
 }
 
@@ -267,7 +288,7 @@ static void test_create_after_evict(void)
 }
 
 /* Unlinked while open, then a crash (no release): the next mount frees
- * it from its scan, with no other inode in core. */
+ * it from its scan, with no other table page read. */
 static void test_orphan_freed(void)
 {
 	struct tfs t;
@@ -288,7 +309,10 @@ static void test_orphan_freed(void)
 	REQUIRE(tfs_remount(&t));
 	CHECK_EQ(dg_fs_getattr(t.fs, inos[5], &a), -ENOENT);
 	CHECK_EQ(dg_fs_getattr(t.fs, inos[9], &a), -ENOENT);
-	CHECK_EQ(counts(&t).inodes_cached, 1);
+	/* The root's and the orphans' table pages read, nothing else. */
+	CHECK(!in_core(&t, inos[5]) && !in_core(&t, inos[9]));
+	CHECK(counts(&t).inodes_cached <= 3 * DG_INODES_PER_PAGE);
+	CHECK(counts(&t).inode_loads <= 3);
 	REQUIRE(dg_fs_statfs(t.fs, &after) == 0);
 	CHECK_EQ(after.f_ffree, before.f_ffree + 2);
 	CHECK_EQ(fsck_findings(&t), 0);
@@ -318,7 +342,7 @@ static void *race_stats(void *arg)
 static void test_concurrent_loads(void)
 {
 	struct tfs t;
-	uint64_t inos[NFILES];
+	uint64_t inos[NFILES], all[NFILES + 1];
 	pthread_t th[4];
 	struct racer r[4];
 
@@ -333,9 +357,52 @@ static void test_concurrent_loads(void)
 		pthread_join(th[k], NULL);
 		CHECK_EQ(r[k].bad, 0);
 	}
-	CHECK_EQ(counts(&t).inode_loads, NFILES + 1);
+	/* The root's page at the mount, then each other page once. */
+	all[0] = DG_ROOT_INO;
+	memcpy(all + 1, inos, sizeof(inos));
+	CHECK_EQ(counts(&t).inode_loads, pages_of(all, NFILES + 1));
 	CHECK_EQ(counts(&t).inodes_cached, NFILES + 1);
 	tfs_done(&t);
+}
+
+/* The inodes on the table page of the one asked for: verified by the
+ * same read, taken with it, so a page of 16 in use costs one read
+ * (`ls -l` of a big directory); not while the cache is at its bound,
+ * since a load under the shared lock lets nothing go. */
+static void test_page_neighbours(void)
+{
+	struct tfs t;
+	uint64_t *inos = calloc(NPAGEFILES, sizeof(*inos)), first;
+	struct dg_attr a;
+	uint64_t loads;
+
+	REQUIRE(inos);
+	REQUIRE(tfs_make(&t, "icache7"));
+	make_files(&t, 0, NPAGEFILES, inos);	/* chunk 0 full */
+	REQUIRE(tfs_remount(&t));
+	first = inos[NPAGEFILES / 2] - inos[NPAGEFILES / 2] %
+					  DG_INODES_PER_PAGE;
+	REQUIRE(first / DG_INODES_PER_PAGE != DG_ROOT_INO / DG_INODES_PER_PAGE);
+	loads = counts(&t).inode_loads;
+	for (unsigned k = 0; k < DG_INODES_PER_PAGE; k++)
+		REQUIRE(dg_fs_getattr(t.fs, first + k, &a) == 0);
+	CHECK_EQ(counts(&t).inode_loads, loads + 1);
+	for (unsigned k = 0; k < DG_INODES_PER_PAGE; k++)
+		CHECK(in_core(&t, first + k));
+
+	/* At the bound: the one asked for alone, a read each. */
+	REQUIRE(tfs_remount(&t));
+	dg_fs_set_inode_cache(t.fs, 2);
+	REQUIRE(counts(&t).inodes_cached == 2);
+	loads = counts(&t).inode_loads;
+	for (unsigned k = 0; k < DG_INODES_PER_PAGE; k++) {
+		REQUIRE(dg_fs_getattr(t.fs, first + k, &a) == 0);
+		CHECK_EQ(counts(&t).inodes_cached, 2 + k + 1);
+	}
+	CHECK_EQ(counts(&t).inode_loads, loads + DG_INODES_PER_PAGE);
+	check_files(&t, NPAGEFILES);
+	tfs_done(&t);
+	free(inos);
 }
 
 int main(int argc, char **argv)
@@ -347,6 +414,7 @@ int main(int argc, char **argv)
 		{ "create_after_evict", test_create_after_evict },
 		{ "orphan_freed", test_orphan_freed },
 		{ "concurrent_loads", test_concurrent_loads },
+		{ "page_neighbours", test_page_neighbours },
 		{ NULL, NULL },
 	};
 

@@ -189,8 +189,8 @@ unsigned dg_fs_damaged_inodes(struct dg_fs *fs, uint64_t *inos, unsigned max);
 struct dg_fs_cache {
 	uint64_t dirs_cached, dirs_loaded;
 	/* inodes_cached: inodes in core now (the root, those in use, up to
-	 * -o inode_cache idle ones); inode_loads: inodes read since the
-	 * mount. */
+	 * -o inode_cache idle ones); inode_loads: inode table pages read
+	 * since the mount (a read takes the page's other inodes too). */
 	uint64_t inodes_cached, inode_loads;
 };
 void dg_fs_cache_counts(struct dg_fs *fs, struct dg_fs_cache *c);
