@@ -506,6 +506,9 @@ struct dg_row_pass {
 	void *arg;
 	uint64_t first, end;	/* rows [first, end); end 0: to the last */
 	bool rows_only;		/* no ditto pass after the rows */
+	/* Out, when set: rows taken from a worker's verdict, rows that
+	 * verified in place on the walk's thread (dg_row_clean()). */
+	uint64_t *rows_ahead, *rows_in_place;
 };
 int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p);
 /* The parity pages of row, computed from its verified data, then their

@@ -55,6 +55,12 @@ def outputs(devs, *opts):
         rcj, rep, _ = fsck(devs, *opts, "--threads", str(t),
                            json_out=True)
         assert rc == rcj, p.stderr
+        # The fast paths taken: verdicts of the workers with threads,
+        # rows verified in place with one.
+        if t >= 2:
+            assert rep["rows_ahead"] > 0, rep
+        else:
+            assert rep["rows_ahead"] == 0 and rep["rows_in_place"] > 0, rep
         got[t] = (rc, fsck_lines(p, uuid_of(p)), rep["findings"])
     return got
 

@@ -133,10 +133,12 @@ static struct dg_vol *damaged(struct tvol *tv, const char *tag)
 
 /* One pass with threads threads on a fresh open (a pass reports what
  * its open met too). */
+static struct dg_chk_stats last_st;	/* the last pass()'s */
+
 static int pass(struct tvol *tv, struct dg_vol **vol, unsigned flags,
 		bool repair, unsigned threads, struct log *l)
 {
-	struct dg_chk_stats st;
+	struct dg_chk_stats st = { 0 };
 	int ret;
 
 	dg_vol_close(*vol);
@@ -145,6 +147,7 @@ static int pass(struct tvol *tv, struct dg_vol **vol, unsigned flags,
 		return -1;
 	dg_vol_set_check_threads(*vol, threads);
 	ret = dg_check_redundancy(*vol, repair, on_event, l, NULL, NULL, &st);
+	last_st = st;
 	return ret ? ret : (int)st.unrecoverable;
 }
 
@@ -172,6 +175,9 @@ static void test_same_findings(void)
 	REQUIRE(vol);
 	CHECK(u1 > 0);
 	CHECK(one.n > 8);
+	/* One thread: the clean rows verified in place, none ahead. */
+	CHECK(last_st.rows_in_place > 0);
+	CHECK_EQ(last_st.rows_ahead, 0);
 	if (getenv("DG_TEST_SHOW"))
 		fprintf(stderr, "%u findings, %d unrecoverable:\n%s", one.n,
 			u1, one.text);
@@ -184,6 +190,8 @@ static void test_same_findings(void)
 		memset(&l, 0, sizeof(l));
 		CHECK_EQ(pass(&tv, &vol, DG_OPEN_RDONLY, false, t, &l), u1);
 		REQUIRE(vol);
+		/* The workers' verdicts were used (most rows are clean). */
+		CHECK(last_st.rows_ahead > 0);
 		CHECK_EQ(l.n, one.n);
 		CHECK(l.text && one.text && !strcmp(l.text, one.text));
 		if (!l.text || !one.text || strcmp(l.text, one.text))

@@ -103,6 +103,11 @@ struct dg_chk_stats {
 	uint64_t pages_checked;	/* written pages verified */
 	uint64_t bytes_checked;
 	uint64_t unrecoverable;
+	/* How rows verified (the tests see the fast paths are taken):
+	 * from a worker's verdict ahead, or in place on the walk's thread
+	 * (dg_row_clean()); every other written row took the read path. */
+	uint64_t rows_ahead;
+	uint64_t rows_in_place;
 };
 /* Threads dg_check_redundancy() verifies rows with (fsck --threads): 0,
  * the default, one a CPU online (at most 16); 1, this thread alone.
