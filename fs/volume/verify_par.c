@@ -323,6 +323,11 @@ void dg_par_run(struct dg_par *par, struct dg_row_walk *w, uint64_t row,
 	 * the walk would: the workers read them all before the walk is
 	 * there (on a disk, the reads overlap; in memory it is nothing). */
 	dg_walk_ahead(w, row, b1 + DG_WALK_AHEAD * DG_CSUMS_PER_PAGE);
+	/* No verdict left from the batch before: a block no thread takes
+	 * (never written, work()) must read as not verified, not as the
+	 * rows of another batch at the same index. */
+	memset(par->clean, 0, b1 - row);
+	memset(par->cs, 0, (b1 - row) * par->vol->ndev * sizeof(*par->cs));
 	pthread_mutex_lock(&par->lock);
 	par->b0 = row;
 	par->b1 = b1;
