@@ -84,6 +84,16 @@ void dg_rows_map_in(struct dg_vol *vol, unsigned dev, const uint64_t *e,
 
 	if (!dg_dev_has_row(d, r0))
 		return;
+	/* A device filling in (an online replace) holds only the rows
+	 * below its fill row; those past it are holes its checksum page
+	 * may well call written, and a hole mapped in is allocated. The
+	 * fill row only grows: what is below it now stays below. */
+	if (d->filling) {
+		uint64_t fill = __atomic_load_n(&d->fill_row, __ATOMIC_ACQUIRE);
+
+		if (r1 > fill)
+			r1 = fill;
+	}
 	for (uint64_t r = r0; r < r1;) {
 		uint64_t s;
 
