@@ -120,7 +120,8 @@ struct dg_vol {
 	 * goes on from them. Hints only: relaxed. */
 	_Atomic uint64_t walk_end, walk_ahead;
 	/* Threads fsck's row pass verifies with (verify_par.c); 0: one a
-	 * CPU online, at most DG_PAR_MAX_THREADS. */
+	 * CPU this process may run on (its affinity), at most
+	 * DG_PAR_MAX_THREADS. */
 	unsigned check_threads;
 	pthread_mutex_t cmap_init_lock;		/* one index set up at a time */
 	struct dg_journal jrnl;

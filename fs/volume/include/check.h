@@ -110,7 +110,8 @@ struct dg_chk_stats {
 	uint64_t rows_in_place;
 };
 /* Threads dg_check_redundancy() verifies rows with (fsck --threads): 0,
- * the default, one a CPU online (at most 16); 1, this thread alone.
+ * the default, one a CPU this process may run on (its affinity: a
+ * container's, taskset's; at most 16); 1, this thread alone.
  * What it finds, and the order it reports it in, is the same. */
 void dg_vol_set_check_threads(struct dg_vol *vol, unsigned n);
 /* Every written page against its checksum, both copies of every
