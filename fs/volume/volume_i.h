@@ -480,7 +480,6 @@ bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
  * pass about to read them all. */
 void dg_rows_map_in(struct dg_vol *vol, unsigned dev, const uint64_t *e,
 		    uint64_t r0, uint64_t r1);
-#define DG_PAR_MAX_THREADS 16u
 #define DG_PAR_BATCH_BLOCKS 4u	/* blocks of rows a worker's share */
 struct dg_par;
 /* Workers for an offline row pass (NULL: one thread is enough, or none

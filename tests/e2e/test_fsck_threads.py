@@ -126,7 +126,8 @@ def test_same_repairs_any_threads(golden, shape, volume_factory):
         assert lines_of(qa, a) == lines_of(qb, b)
 
 
-@pytest.mark.parametrize("bad", ["0", "17", "-1", "two", "2x", ""])
+@pytest.mark.parametrize("bad", ["0", "17", "-1", "two", "2x", "", " 4",
+                                 "+4", "4 ", "99999999999999999999"])
 def test_threads_usage(tmp_path, bad):
     # (refused before any device is looked at)
     devs = [str(tmp_path / f"d{i}.img") for i in range(4)]

@@ -109,6 +109,7 @@ struct dg_chk_stats {
 	uint64_t rows_ahead;
 	uint64_t rows_in_place;
 };
+#define DG_PAR_MAX_THREADS 16u	/* fsck --threads' bound */
 /* Threads dg_check_redundancy() verifies rows with (fsck --threads): 0,
  * the default, one a CPU this process may run on (its affinity: a
  * container's, taskset's; at most 16); 1, this thread alone.
