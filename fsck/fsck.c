@@ -38,8 +38,8 @@ static const char help_text[] =
 	"                  with -y: rebuild device N onto PATH, whatever it\n"
 	"                  holds (PATH need not be among the DEVs)\n"
 	"  --threads N     verify the pages with N threads (1-16; default:\n"
-	"                  one a CPU online, at most 16); the report is the\n"
-	"                  same whatever N\n"
+	"                  one a CPU fsck may run on, at most 16); the\n"
+	"                  report is the same whatever N\n"
 	"  -h, --help      show this help and exit\n"
 	"  -V, --version   show the version and exit\n"
 	"\n"
@@ -51,17 +51,18 @@ static const char help_text[] =
 
 static bool verbose_log;
 
-/* --threads N: 1 to DG_PAR_MAX_THREADS (16). */
+/* --threads N: 1 to DG_PAR_MAX_THREADS, in digits only (strtoul()
+ * alone takes " 4", "+4" and "-4"). */
 static unsigned parse_threads(const char *arg)
 {
-	char *end;
-	unsigned long n;
+	unsigned long n = 0;
+	const char *p;
 
-	errno = 0;
-	n = strtoul(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-' || n < 1 || n > 16)
-		usage_error("--threads wants a number from 1 to 16, not '%s'",
-			    arg);
+	for (p = arg; *p >= '0' && *p <= '9' && n <= DG_PAR_MAX_THREADS; p++)
+		n = n * 10 + (unsigned long)(*p - '0');
+	if (p == arg || *p || n < 1 || n > DG_PAR_MAX_THREADS)
+		usage_error("--threads wants a number from 1 to %u, not '%s'",
+			    DG_PAR_MAX_THREADS, arg);
 	return (unsigned)n;
 }
 

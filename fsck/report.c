@@ -231,6 +231,12 @@ static void report_json(const struct fsck_ctx *c, int exit_code, size_t fixed,
 			       json_object_new_uint64(c->stats.rows_checked));
 	json_object_object_add(r, "pages_checked",
 			       json_object_new_uint64(c->stats.pages_checked));
+	/* Rows verified ahead by the workers, and in place on the walk's
+	 * thread (the tests see the fast paths are taken). */
+	json_object_object_add(r, "rows_ahead",
+			       json_object_new_uint64(c->stats.rows_ahead));
+	json_object_object_add(r, "rows_in_place",
+			       json_object_new_uint64(c->stats.rows_in_place));
 	json_object_object_add(r, "meta_outside_zone",
 			       c->meta_outside < 0 ? NULL
 			       : json_object_new_int64(c->meta_outside));

@@ -931,6 +931,7 @@ int dg_ctl_start(struct dg_daemon *dd)
 	struct dg_vol_info in;
 	char uuid[37];
 	const char *dir = "/run/daxguard";
+	int ret;
 
 	pthread_mutex_init(&dd->dmg_lock, NULL);
 	pthread_mutex_init(&dd->events.lock, NULL);
@@ -961,9 +962,13 @@ int dg_ctl_start(struct dg_daemon *dd)
 	 * mutex while this thread initialised it). */
 	dg_scrub_init(dd);
 	dg_replace_init(dd);
-	if (pthread_create(&dd->ctl_thread, NULL, ctl_main, dd)) {
+	ret = pthread_create(&dd->ctl_thread, NULL, ctl_main, dd);
+	if (ret) {
 		dg_scrub_stop(dd);
 		dg_replace_stop(dd);
+		/* pthread_create() returns its error, errno is not set:
+		 * what fail: logs. */
+		errno = ret;
 		goto fail;
 	}
 	return 0;

@@ -315,6 +315,8 @@ int dg_check_redundancy(struct dg_vol *vol, bool repair, dg_chk_fn fn,
 		.repair = repair && !vol->read_only, .offline = true,
 		.progress = progress, .parg = parg,
 		.row = check_row, .after = drain, .arg = &c,
+		.rows_ahead = &st->rows_ahead,
+		.rows_in_place = &st->rows_in_place,
 	};
 	uint8_t *img;
 	int ret;

@@ -21,6 +21,12 @@
 #include "media.h"
 #include "volume.h"
 
+/* Linux 5.14; a libc older than that lacks the name. The call is only a
+ * hint: an older kernel refuses it (EINVAL) and the pages fault in. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
 
 static int map_fail(struct dg_dev *d, char *err, size_t errlen,
 		    const char *what)

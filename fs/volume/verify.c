@@ -280,6 +280,8 @@ static void pass_row(struct dg_vol *vol, const struct dg_row_pass *p,
 	bool ok, fixed = false;
 
 	if (known && dg_row_clean(vol, row, cs, mem)) {
+		if (p->rows_in_place)
+			(*p->rows_in_place)++;
 		row_clean_done(vol, p, row, cs);
 		return;
 	}
@@ -377,9 +379,11 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 				if (!dg_csum_cursor_current(vol, &cur[d]))
 					cur[d].owner = -1;
 		written = row_written(vol, cur, row, cs, &known);
-		if (written && par && known && dg_par_verdict(par, row, cs))
+		if (written && par && known && dg_par_verdict(par, row, cs)) {
+			if (p->rows_ahead)
+				(*p->rows_ahead)++;
 			row_clean_done(vol, p, row, cs);
-		else if (written)
+		} else if (written)
 			pass_row(vol, p, row, mem, cs, known, cur);
 		dg_vol_fault_counts(vol, after);
 		if (memcmp(before, after, sizeof(before)))

@@ -84,6 +84,16 @@ void dg_rows_map_in(struct dg_vol *vol, unsigned dev, const uint64_t *e,
 
 	if (!dg_dev_has_row(d, r0))
 		return;
+	/* A device filling in (an online replace) holds only the rows
+	 * below its fill row; those past it are holes its checksum page
+	 * may well call written, and a hole mapped in is allocated. The
+	 * fill row only grows: what is below it now stays below. */
+	if (d->filling) {
+		uint64_t fill = __atomic_load_n(&d->fill_row, __ATOMIC_ACQUIRE);
+
+		if (r1 > fill)
+			r1 = fill;
+	}
 	for (uint64_t r = r0; r < r1;) {
 		uint64_t s;
 
@@ -323,6 +333,11 @@ void dg_par_run(struct dg_par *par, struct dg_row_walk *w, uint64_t row,
 	 * the walk would: the workers read them all before the walk is
 	 * there (on a disk, the reads overlap; in memory it is nothing). */
 	dg_walk_ahead(w, row, b1 + DG_WALK_AHEAD * DG_CSUMS_PER_PAGE);
+	/* No verdict left from the batch before: a block no thread takes
+	 * (never written, work()) must read as not verified, not as the
+	 * rows of another batch at the same index. */
+	memset(par->clean, 0, b1 - row);
+	memset(par->cs, 0, (b1 - row) * par->vol->ndev * sizeof(*par->cs));
 	pthread_mutex_lock(&par->lock);
 	par->b0 = row;
 	par->b1 = b1;

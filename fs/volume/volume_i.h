@@ -120,7 +120,8 @@ struct dg_vol {
 	 * goes on from them. Hints only: relaxed. */
 	_Atomic uint64_t walk_end, walk_ahead;
 	/* Threads fsck's row pass verifies with (verify_par.c); 0: one a
-	 * CPU online, at most DG_PAR_MAX_THREADS. */
+	 * CPU this process may run on (its affinity), at most
+	 * DG_PAR_MAX_THREADS. */
 	unsigned check_threads;
 	pthread_mutex_t cmap_init_lock;		/* one index set up at a time */
 	struct dg_journal jrnl;
@@ -479,7 +480,6 @@ bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
  * pass about to read them all. */
 void dg_rows_map_in(struct dg_vol *vol, unsigned dev, const uint64_t *e,
 		    uint64_t r0, uint64_t r1);
-#define DG_PAR_MAX_THREADS 16u
 #define DG_PAR_BATCH_BLOCKS 4u	/* blocks of rows a worker's share */
 struct dg_par;
 /* Workers for an offline row pass (NULL: one thread is enough, or none
@@ -506,6 +506,9 @@ struct dg_row_pass {
 	void *arg;
 	uint64_t first, end;	/* rows [first, end); end 0: to the last */
 	bool rows_only;		/* no ditto pass after the rows */
+	/* Out, when set: rows taken from a worker's verdict, rows that
+	 * verified in place on the walk's thread (dg_row_clean()). */
+	uint64_t *rows_ahead, *rows_in_place;
 };
 int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p);
 /* The parity pages of row, computed from its verified data, then their

@@ -4,10 +4,12 @@
  * order: faults in different blocks and batches of rows, at the edges
  * of the ranges the threads share out (a batch's first and last row, a
  * block's), in the first row of the pass and the volume's last row;
- * and the online pass sees a checksum page change under it */
+ * and the online pass sees a checksum page change under it; parity 1
+ * and 2, and parity 1 with a device gone (opened degraded) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "harness.h"
@@ -93,17 +95,39 @@ static unsigned fault_rows(struct dg_vol *vol, uint64_t *out)
 	return n;
 }
 
-/* A volume of 4 devices, parity 1, written sparsely over many blocks,
- * and damaged: the parity page of the pass's first row, a data page in
- * the volume's last row, a data page or two (one row beyond repair) at
- * each edge. The same every time but for the volume's seed. */
-static struct dg_vol *damaged(struct tvol *tv, const char *tag)
+/* The volumes the cases run on: parity 1 and 2 with every device, and
+ * parity 1 with one device gone (opened degraded: a row with a written
+ * page there takes the read path, which rebuilds it from parity). */
+struct shape {
+	unsigned ndev, parity;
+	int lost;		/* the device removed after the damage, or -1 */
+};
+
+static const struct shape shapes[] = {
+	{ 4, 1, -1 },
+	{ 6, 2, -1 },
+	{ 4, 1, 1 },
+};
+
+/* How a shape's volume opens read-only. */
+static unsigned ro_flags(const struct shape *s)
+{
+	return DG_OPEN_RDONLY | (s->lost >= 0 ? DG_OPEN_DEGRADED : 0);
+}
+
+/* A volume of shape s, written sparsely over many blocks, and damaged:
+ * the parity page of the pass's first row, a data page in the volume's
+ * last row, a data page or two (one row beyond repair with parity 1)
+ * at each edge; then the device s->lost removed. The same every time
+ * but for the volume's seed. */
+static struct dg_vol *damaged(struct tvol *tv, const char *tag,
+			      const struct shape *s)
 {
 	uint64_t seed = 7, rows, first, fr[64];
 	struct dg_vol *vol;
 	unsigned nf;
 
-	tvol_make(tv, tag, 4, 1, 96ull << 20, false);
+	tvol_make(tv, tag, s->ndev, s->parity, 96ull << 20, false);
 	vol = tvol_open(tv, 0);
 	if (!vol)
 		return NULL;
@@ -128,15 +152,26 @@ static struct dg_vol *damaged(struct tvol *tv, const char *tag)
 			     &seed);
 	}
 	dg_vol_close(vol);
-	return tvol_open(tv, DG_OPEN_RDONLY);
+	if (s->lost >= 0) {
+		char *gone = tv->paths[s->lost];
+
+		CHECK(unlink(gone) == 0);
+		tv->paths[s->lost] = strdup("");
+		free(gone);
+		if (!tv->paths[s->lost])
+			return NULL;
+	}
+	return tvol_open(tv, ro_flags(s));
 }
 
 /* One pass with threads threads on a fresh open (a pass reports what
  * its open met too). */
+static struct dg_chk_stats last_st;	/* the last pass()'s */
+
 static int pass(struct tvol *tv, struct dg_vol **vol, unsigned flags,
 		bool repair, unsigned threads, struct log *l)
 {
-	struct dg_chk_stats st;
+	struct dg_chk_stats st = { 0 };
 	int ret;
 
 	dg_vol_close(*vol);
@@ -145,6 +180,7 @@ static int pass(struct tvol *tv, struct dg_vol **vol, unsigned flags,
 		return -1;
 	dg_vol_set_check_threads(*vol, threads);
 	ret = dg_check_redundancy(*vol, repair, on_event, l, NULL, NULL, &st);
+	last_st = st;
 	return ret ? ret : (int)st.unrecoverable;
 }
 
@@ -157,33 +193,44 @@ static bool has_page(const struct log *l, unsigned dev, uint64_t page)
 	return l->text && strstr(l->text, key);
 }
 
-static void test_same_findings(void)
+static void same_findings(const struct shape *s)
 {
 	struct tvol tv;
-	struct dg_vol *vol = damaged(&tv, "parn");
+	struct dg_vol *vol = damaged(&tv, "parn", s);
 	struct log one = { 0 }, l;
-	uint64_t rows, first;
-	int u1;
+	uint64_t rows, first, in_place;
+	int u1, dev;
 
 	REQUIRE(vol);
 	rows = dg_vol_rows(vol);
 	first = dg_cmap_next_row(vol, 0, rows);
-	u1 = pass(&tv, &vol, DG_OPEN_RDONLY, false, 1, &one);
+	u1 = pass(&tv, &vol, ro_flags(s), false, 1, &one);
 	REQUIRE(vol);
-	CHECK(u1 > 0);
+	if (s->parity == 1)	/* two pages of a row are beyond it */
+		CHECK(u1 > 0);
 	CHECK(one.n > 8);
+	/* One thread: none verified ahead, the clean rows in place. */
+	CHECK_EQ(last_st.rows_ahead, 0);
+	in_place = last_st.rows_in_place;
+	CHECK(in_place > 0);
 	if (getenv("DG_TEST_SHOW"))
-		fprintf(stderr, "%u findings, %d unrecoverable:\n%s", one.n,
-			u1, one.text);
+		fprintf(stderr, "%u devices, parity %u, lost %d: %u findings, "
+			"%d unrecoverable, %llu rows in place:\n%s", s->ndev,
+			s->parity, s->lost, one.n, u1,
+			(unsigned long long)last_st.rows_in_place, one.text);
 	/* The range's edges: the first row of the pass, the last row. */
-	CHECK(has_page(&one, dg_row_parity_dev(vol, first, 0),
-		       dg_row_page(vol, first)));
-	CHECK(has_page(&one, dg_row_data_dev(vol, rows - 1, 0),
-		       dg_row_page(vol, rows - 1)));
+	/* (A page of the device removed is not read, nor reported.) */
+	dev = dg_row_parity_dev(vol, first, 0);
+	CHECK(dev == s->lost || has_page(&one, dev, dg_row_page(vol, first)));
+	dev = dg_row_data_dev(vol, rows - 1, 0);
+	CHECK(dev == s->lost ||
+	      has_page(&one, dev, dg_row_page(vol, rows - 1)));
 	for (unsigned t = 2; t <= 4; t++) {
 		memset(&l, 0, sizeof(l));
-		CHECK_EQ(pass(&tv, &vol, DG_OPEN_RDONLY, false, t, &l), u1);
+		CHECK_EQ(pass(&tv, &vol, ro_flags(s), false, t, &l), u1);
 		REQUIRE(vol);
+		/* The workers' verdicts were used: the same rows clean. */
+		CHECK_EQ(last_st.rows_ahead, in_place);
 		CHECK_EQ(l.n, one.n);
 		CHECK(l.text && one.text && !strcmp(l.text, one.text));
 		if (!l.text || !one.text || strcmp(l.text, one.text))
@@ -196,12 +243,19 @@ static void test_same_findings(void)
 	tvol_cleanup(&tv);
 }
 
+static void test_same_findings(void)
+{
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		same_findings(&shapes[i]);
+}
+
 /* Repairing (fsck -y) too: the same repairs, reported the same, and
  * the next pass finds the same left (the pages beyond parity). */
-static void test_same_repairs(void)
+static void same_repairs(const struct shape *s)
 {
 	struct tvol ta, tb;
-	struct dg_vol *a = damaged(&ta, "parya"), *b = damaged(&tb, "paryb");
+	struct dg_vol *a = damaged(&ta, "parya", s);
+	struct dg_vol *b = damaged(&tb, "paryb", s);
 	struct log la = { 0 }, lb = { 0 }, aa = { 0 }, ab = { 0 };
 
 	REQUIRE(a && b);
@@ -210,8 +264,8 @@ static void test_same_repairs(void)
 	REQUIRE(a && b);
 	CHECK(la.n > 8);
 	CHECK(la.text && lb.text && !strcmp(la.text, lb.text));
-	CHECK_EQ(pass(&ta, &a, DG_OPEN_RDONLY, false, 4, &aa),
-		 pass(&tb, &b, DG_OPEN_RDONLY, false, 1, &ab));
+	CHECK_EQ(pass(&ta, &a, ro_flags(s), false, 4, &aa),
+		 pass(&tb, &b, ro_flags(s), false, 1, &ab));
 	REQUIRE(a && b);
 	CHECK(aa.n < la.n);
 	CHECK_EQ(aa.n, ab.n);
@@ -224,6 +278,15 @@ static void test_same_repairs(void)
 	dg_vol_close(b);
 	tvol_cleanup(&ta);
 	tvol_cleanup(&tb);
+}
+
+/* The shapes with every device: a degraded volume opens read-only,
+ * nothing is repaired. */
+static void test_same_repairs(void)
+{
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		if (shapes[i].lost < 0)
+			same_repairs(&shapes[i]);
 }
 
 /* The online pass (the scrub) keeps a checksum page while every copy

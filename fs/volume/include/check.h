@@ -103,9 +103,16 @@ struct dg_chk_stats {
 	uint64_t pages_checked;	/* written pages verified */
 	uint64_t bytes_checked;
 	uint64_t unrecoverable;
+	/* How rows verified (the tests see the fast paths are taken):
+	 * from a worker's verdict ahead, or in place on the walk's thread
+	 * (dg_row_clean()); every other written row took the read path. */
+	uint64_t rows_ahead;
+	uint64_t rows_in_place;
 };
+#define DG_PAR_MAX_THREADS 16u	/* fsck --threads' bound */
 /* Threads dg_check_redundancy() verifies rows with (fsck --threads): 0,
- * the default, one a CPU online (at most 16); 1, this thread alone.
+ * the default, one a CPU this process may run on (its affinity: a
+ * container's, taskset's; at most 16); 1, this thread alone.
  * What it finds, and the order it reports it in, is the same. */
 void dg_vol_set_check_threads(struct dg_vol *vol, unsigned n);
 /* Every written page against its checksum, both copies of every
