@@ -258,78 +258,6 @@ struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino)
 	return dg_inode_find(fs, ino, true, &ip) ? NULL : ip;
 }
 
-bool dg_inode_idle(const struct dg_fs *fs, const struct dg_inode *ip)
-{
-	/* A damaged inode keeps its mark (and its count in the status);
-	 * one with unlinked names, a stage or a map to recover is the
-	 * mount's or the release's business. */
-	return ip->ino != DG_ROOT_INO && !ip->nlookup && !ip->nopen &&
-	       !ip->map_rw && !ip->map_ro && !ip->times_dirty &&
-	       !ip->reaped && !ip->damaged && ip->d.nlink &&
-	       !ip->d.stage_ino && !ip->d.map_flags && !fs->broken;
-}
-
-static uint64_t limit_of(const struct dg_fs *fs)
-{
-	return fs->icache_limit ? fs->icache_limit : DG_ICACHE_DEFAULT;
-}
-
-/* Let ip go (fs->lock held for writing). */
-static void evict(struct dg_fs *fs, struct dg_inode *ip)
-{
-	dg_dir_evict(fs, ip);
-	pthread_mutex_lock(&fs->ino_lock);
-	dg_icache_del(fs, ip);
-	pthread_mutex_unlock(&fs->ino_lock);
-	dg_inode_free_core(ip);
-	/* Back under the bound: the next one over it sweeps. */
-	if (fs->icached <= limit_of(fs))
-		fs->icache_sweep_at = 0;
-}
-
-/*
- * Down to 7/8 of the bound, so the next sweep is an eighth of the bound
- * of loads away: a sweep visits every inode in core, and so costs O(1)
- * a load over time. When inodes that are held keep the cache above the
- * bound, the next sweep waits for as many loads again.
- */
-void dg_icache_sweep(struct dg_fs *fs)
-{
-	uint64_t limit = limit_of(fs), low = limit - limit / 8, at;
-	struct dg_inode **ips;
-	uint64_t n;
-
-	if (fs->icached <= limit || fs->icached <= fs->icache_sweep_at)
-		return;
-	pthread_mutex_lock(&fs->ino_lock);
-	n = 0;
-	ips = NULL;
-	if (dg_icache_list(fs, &ips, &n))
-		n = 0;
-	pthread_mutex_unlock(&fs->ino_lock);
-	for (uint64_t i = 0; i < n && fs->icached > low; i++)
-		if (dg_inode_idle(fs, ips[i]))
-			evict(fs, ips[i]);
-	free(ips);
-	at = fs->icached + limit / 8;
-	fs->icache_sweep_at = at > limit ? at : limit;
-}
-
-/* ino just became idle (a forget, a release): over the bound, it goes
- * at once, so what the kernel forgets is let go whoever holds the cache
- * above it. fs->lock held for writing. */
-void dg_icache_settle(struct dg_fs *fs, uint64_t ino)
-{
-	struct dg_inode *ip;
-
-	pthread_mutex_lock(&fs->ino_lock);
-	ip = dg_icache_peek(fs, ino);
-	pthread_mutex_unlock(&fs->ino_lock);
-	if (ip && fs->icached > limit_of(fs) && dg_inode_idle(fs, ip))
-		evict(fs, ip);
-	dg_icache_sweep(fs);
-}
-
 void dg_icache_free(struct dg_fs *fs)
 {
 	for (uint64_t i = 0; i < fs->nibucket; i++) {
@@ -343,13 +271,4 @@ void dg_icache_free(struct dg_fs *fs)
 	free(fs->ibucket);
 	fs->ibucket = NULL;
 	fs->nibucket = fs->icached = 0;
-}
-
-void dg_fs_set_inode_cache(struct dg_fs *fs, uint64_t n)
-{
-	pthread_rwlock_wrlock(&fs->lock);
-	fs->icache_limit = n;
-	fs->icache_sweep_at = 0;
-	dg_icache_sweep(fs);
-	pthread_rwlock_unlock(&fs->lock);
 }

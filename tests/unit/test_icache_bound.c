@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_icache_bound.c -- what keeps inodes in core past -o inode_cache
- * (issue 34, review of lazy inodes): a plain readdir reads no inode.
+ * (issue 34, review of lazy inodes): a plain readdir reads no inode;
+ * an inode with only its times to store still goes once let go.
  * Counts, not timings. */
 #include <errno.h>
 #include <stdio.h>
@@ -77,10 +78,54 @@ static void test_plain_readdir_loads_none(void)
 	tfs_done(&t);
 }
 
+/* Written, then overwritten in place after the last close (the
+ * writeback hold commits after the release): the overwrite leaves only
+ * times to store, and the forget must still let the inode go. */
+static void test_dirty_times_let_go(void)
+{
+	struct tfs t;
+	uint64_t ino, inos[NFILES];
+	char name[32];
+
+	REQUIRE(tfs_make(&t, "ibound2"));
+	dg_fs_set_inode_cache(t.fs, BOUND);
+	for (unsigned i = 0; i < NFILES; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		ino = inos[i] = tfs_file(&t, DG_ROOT_INO, name);
+		REQUIRE(ino);
+		REQUIRE(dg_fs_write(t.fs, ino, 0, &i, sizeof(i)) ==
+			(ssize_t)sizeof(i));
+		REQUIRE(dg_fs_write(t.fs, ino, 0, &i, sizeof(i)) ==
+			(ssize_t)sizeof(i));
+		dg_fs_forget(t.fs, ino, 1);
+	}
+	CHECK(counts(&t).inodes_cached <= BOUND + 1);
+	/* Overwritten after the forget (a commit of the hold that comes
+	 * last): the next sweep stores their times and lets them go. */
+	for (unsigned i = 0; i < NFILES; i++)
+		REQUIRE(dg_fs_write(t.fs, inos[i], 0, &i, sizeof(i)) ==
+			(ssize_t)sizeof(i));
+	CHECK(counts(&t).inodes_cached > BOUND + 1);
+	REQUIRE(tfs_file(&t, DG_ROOT_INO, "new"));
+	CHECK(counts(&t).inodes_cached <= BOUND + 2);
+	/* The times reached the media: a remount reads what was written. */
+	REQUIRE(tfs_remount(&t));
+	for (unsigned i = 0; i < NFILES; i += 97) {
+		struct dg_attr a;
+
+		snprintf(name, sizeof(name), "f%u", i);
+		REQUIRE(dg_fs_lookup(t.fs, DG_ROOT_INO, name, &a) == 0);
+		CHECK_EQ(a.size, sizeof(i));
+		dg_fs_forget(t.fs, a.ino, 1);
+	}
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "plain_readdir_loads_none", test_plain_readdir_loads_none },
+		{ "dirty_times_let_go", test_dirty_times_let_go },
 		{ NULL, NULL },
 	};
 
