@@ -579,7 +579,10 @@ static int fill(void *arg, const char *name, const struct dg_attr *a,
 		bool dot = !strcmp(name, ".") || !strcmp(name, "..");
 
 		to_stat(a, &e.attr);
-		if (!dot) {
+		/* nlink 0: an entry whose inode could not be read (its
+		 * attributes unknown): node id 0 hands the kernel the name
+		 * alone, and a stat of it looks it up (EIO). */
+		if (!dot && a->nlink) {
 			e.ino = a->ino;
 			e.generation = a->generation;
 			e.attr_timeout = e.entry_timeout = c->timeout;

@@ -151,6 +151,22 @@ int dg_icache_list(struct dg_fs *fs, struct dg_inode ***ips, uint64_t *n)
 	return 0;
 }
 
+/* Inode ino's record is unreadable or malformed: a damaged stub kept
+ * in core, so the status counts it and the next use neither reads nor
+ * logs it again; finds of it give EIO (look()). Never idle: it stays
+ * until fsck. */
+static int unreadable(uint64_t ino, struct dg_inode **ipp)
+{
+	struct dg_inode *ip = dg_inode_alloc_core(ino);
+
+	if (!ip)
+		return -EIO;
+	ip->damaged = true;
+	ip->unreadable = true;
+	*ipp = ip;
+	return 0;
+}
+
 /* Read inode ino off its table page (iload_lock held). */
 static int inode_read(struct dg_fs *fs, uint64_t ino, struct dg_inode **ipp)
 {
@@ -175,7 +191,8 @@ static int inode_read(struct dg_fs *fs, uint64_t ino, struct dg_inode **ipp)
 		ret = dg_dinode_check(fs->vol, ino, d);
 	if (ret) {
 		free(pg);
-		return ret == -EUCLEAN ? -EIO : ret;
+		return ret == -EUCLEAN || ret == -EIO ? unreadable(ino, ipp)
+						      : ret;
 	}
 	ip = dg_inode_alloc_core(ino);
 	if (!ip) {
@@ -209,7 +226,9 @@ static int look(struct dg_fs *fs, uint64_t ino, bool reaped,
 	pthread_mutex_lock(&fs->ino_lock);
 	if (ino && ino < (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK) {
 		*ipp = dg_icache_peek(fs, ino);
-		if (*ipp)
+		if (*ipp && (*ipp)->unreadable)
+			ret = -EIO;
+		else if (*ipp)
 			ret = !(*ipp)->reaped || reaped ? 0 : -ENOENT;
 		else if (dg_ino_used(fs, ino))
 			ret = 1;
@@ -239,6 +258,8 @@ int dg_inode_find(struct dg_fs *fs, uint64_t ino, bool reaped,
 			dg_inode_free_core(ip);
 		else
 			*ipp = ip;
+		if (!ret && ip->unreadable)
+			ret = -EIO;
 	}
 	pthread_mutex_unlock(&fs->iload_lock);
 	return ret;

@@ -820,6 +820,7 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 	}
 	for (uint64_t i = off - 2; i < dp->dir->nents; i++) {
 		struct dg_dent *de = &dp->dir->ents[i];
+		int found;
 
 		if (!de->ino)
 			continue;
@@ -837,8 +838,20 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 			given++;
 			continue;
 		}
-		ip = dg_inode_get(fs, de->ino);
-		if (!ip)
+		found = dg_inode_find(fs, de->ino, false, &ip);
+		if (found == -EIO) {
+			/* Its record is lost: listed as a plain readdir
+			 * would, with no attributes and no lookup taken
+			 * (nlink 0), so a stat of it asks, and gets EIO. */
+			dent_attr(de->ino, de->type, &attr);
+			if (fill(arg, de->name, &attr, i + 3)) {
+				more = true;
+				break;
+			}
+			given++;
+			continue;
+		}
+		if (found)
 			continue;
 		dg_inode_attr(ip, &attr);
 		if (plus)

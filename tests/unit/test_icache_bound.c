@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* test_icache_bound.c -- what keeps inodes in core past -o inode_cache
  * (issue 34, review of lazy inodes): a plain readdir reads no inode;
- * an inode with only its times to store still goes once let go.
+ * an inode with only its times to store still goes once let go; an
+ * inode whose record is lost stays in core as damaged.
  * Counts, not timings. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,11 +123,100 @@ static void test_dirty_times_let_go(void)
 	tfs_done(&t);
 }
 
+static unsigned nlogged;
+
+static void count_log(enum dg_log_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	__atomic_add_fetch(&nlogged, 1, __ATOMIC_RELAXED);
+}
+
+/* Beyond parity while mounted: the page of vpn and its row's parity
+ * junk on their devices. */
+static void lose_page_live(struct tfs *t, uint64_t vpn)
+{
+	struct dg_loc l = dg_vpn_loc(t->vol, vpn);
+	uint64_t off = dg_row_page(t->vol, l.row) * DG_PAGE_SIZE;
+	uint64_t seed = 91;
+	uint8_t junk[DG_PAGE_SIZE];
+
+	for (unsigned d = 0; d < 3; d++) {
+		if (d != l.dev && !dg_vol_row_is_parity(t->vol, l.row, d))
+			continue;
+		trand_fill(&seed, junk, sizeof(junk));
+		tvol_poke(&t->tv, d, off, junk, sizeof(junk));
+	}
+}
+
+/* An inode table page lost after the mount: its inodes give EIO to a
+ * stat, a lookup and an unlink, are counted in the damage and logged
+ * once (a stub stays in core), and readdir still lists their names. */
+static void test_lost_table_page(void)
+{
+	struct tfs t;
+	uint64_t inos[NFILES], vpn;
+	uint32_t off;
+	unsigned victim = NFILES / 2, logged, lost = 0;
+	struct dg_attr a;
+	struct dg_fs_damage dmg;
+	struct listing l = { 0 }, lp = { 0 };
+	char name[32];
+
+	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
+				    .no_meta_zone = true, .force = true };
+
+	/* No metadata zone: its pages have ditto copies (ditto.c), and
+	 * one page lost beyond them is what this needs. */
+	tvol_make_opts(&t.tv, "ibound3", 3, &o);
+	t.vol = tvol_open(&t.tv, 0);
+	t.fs = NULL;
+	REQUIRE(t.vol && dg_fs_open(t.vol, &t.fs) == 0);
+	make_files(&t, NFILES, inos);
+	REQUIRE(tfs_remount(&t));
+	dg_fs_set_inode_cache(t.fs, BOUND);
+	dg_ino_where(t.fs, inos[victim], &vpn, &off);
+	for (unsigned i = 0; i < NFILES; i++) {
+		uint64_t v;
+
+		dg_ino_where(t.fs, inos[i], &v, &off);
+		lost += v == vpn;
+	}
+	REQUIRE(lost > 0 && lost < NFILES);
+	lose_page_live(&t, vpn);
+	dg_vol_set_log(t.vol, count_log, DG_LOG_DEBUG);
+	CHECK_EQ(dg_fs_getattr(t.fs, inos[victim], &a), -EIO);
+	logged = nlogged;
+	CHECK(logged > 0);
+	CHECK_EQ(dg_fs_getattr(t.fs, inos[victim], &a), -EIO);
+	snprintf(name, sizeof(name), "f%u", victim);
+	CHECK_EQ(dg_fs_lookup(t.fs, DG_ROOT_INO, name, &a), -EIO);
+	CHECK_EQ(dg_fs_unlink(t.fs, DG_ROOT_INO, name), -EIO);
+	CHECK_EQ(nlogged, logged);
+	dg_fs_get_damage(t.fs, &dmg);
+	CHECK_EQ(dmg.inodes, 1);
+	/* Listed, with their type, plain or plus. */
+	REQUIRE(dg_fs_readdir(t.fs, DG_ROOT_INO, 0, false, count_fill,
+			      &l) == 0);
+	CHECK_EQ(l.names, NFILES);
+	CHECK_EQ(l.regular, NFILES);
+	REQUIRE(dg_fs_readdir(t.fs, DG_ROOT_INO, 0, true, count_fill,
+			      &lp) == 0);
+	CHECK_EQ(lp.names, NFILES);
+	CHECK_EQ(lp.regular, NFILES);
+	dg_fs_get_damage(t.fs, &dmg);
+	CHECK_EQ(dmg.inodes, lost);
+	dg_vol_set_log(t.vol, NULL, DG_LOG_WARNING);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "plain_readdir_loads_none", test_plain_readdir_loads_none },
 		{ "dirty_times_let_go", test_dirty_times_let_go },
+		{ "lost_table_page", test_lost_table_page },
 		{ NULL, NULL },
 	};
 
