@@ -127,6 +127,19 @@ void dg_fs_forget(struct dg_fs *fs, uint64_t ino, uint64_t nlookup)
 	pthread_rwlock_unlock(&fs->lock);
 }
 
+bool dg_fs_ino_in_use(struct dg_fs *fs, uint64_t ino)
+{
+	bool used;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	pthread_mutex_lock(&fs->ino_lock);
+	used = ino && ino < (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK &&
+	       dg_ino_used(fs, ino);
+	pthread_mutex_unlock(&fs->ino_lock);
+	pthread_rwlock_unlock(&fs->lock);
+	return used;
+}
+
 int dg_fs_getattr(struct dg_fs *fs, uint64_t ino, struct dg_attr *attr)
 {
 	struct dg_inode *ip;

@@ -211,12 +211,36 @@ static void test_lost_table_page(void)
 	tfs_done(&t);
 }
 
+/* Whether a forget freed the inode is told by its slot alone: asking
+ * reads nothing back into core (ops.c forget_one()). */
+static void test_in_use_reads_nothing(void)
+{
+	struct tfs t;
+	uint64_t inos[NFILES];
+
+	REQUIRE(tfs_make(&t, "ibound4"));
+	make_files(&t, NFILES, inos);
+	REQUIRE(tfs_remount(&t));
+	uint64_t loads = counts(&t).inode_loads;
+
+	for (unsigned i = 0; i < NFILES; i++)
+		CHECK(dg_fs_ino_in_use(t.fs, inos[i]));
+	CHECK(!dg_fs_ino_in_use(t.fs, inos[NFILES - 1] + 1));
+	CHECK(!dg_fs_ino_in_use(t.fs, 0));
+	CHECK(!dg_fs_ino_in_use(t.fs, 1ull << 40));
+	CHECK_EQ(counts(&t).inode_loads, loads);
+	REQUIRE(dg_fs_unlink(t.fs, DG_ROOT_INO, "f0") == 0);
+	CHECK(!dg_fs_ino_in_use(t.fs, inos[0]));
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "plain_readdir_loads_none", test_plain_readdir_loads_none },
 		{ "dirty_times_let_go", test_dirty_times_let_go },
 		{ "lost_table_page", test_lost_table_page },
+		{ "in_use_reads_nothing", test_in_use_reads_nothing },
 		{ NULL, NULL },
 	};
 
