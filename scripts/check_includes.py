@@ -67,6 +67,7 @@ tests/unit/test_itable.c
 tests/unit/test_journal.c
 tests/unit/test_lazy.c
 tests/unit/test_icache.c
+tests/unit/test_icache_bound.c
 tests/unit/test_latch.c
 tests/unit/test_media_counts.c
 tests/unit/test_parity.c

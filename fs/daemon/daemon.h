@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "fsys.h"
+#include "owner_memo.h"
 #include "wb_hold.h"
 
 /* ---- events (events.c) ------------------------------------------------ */
@@ -249,6 +250,7 @@ struct dg_daemon {
 	atomic_int stop;
 	uint64_t fault_seq;	/* last fault event logged, by faults_lock */
 	pthread_mutex_t faults_lock;
+	struct dg_owner_memo owners; /* by faults_lock (lost_pages.c) */
 	/* Counters as of the last "clear", by dmg_lock (the lost pages
 	 * are the volume's registry, lost_reg.c). */
 	pthread_mutex_t dmg_lock;

@@ -4,6 +4,7 @@
  * (fs/volume/lost_reg.c) listed and reset */
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "daemon.h"
 
@@ -34,13 +35,27 @@ static void vpn_path(struct dg_daemon *dd, uint64_t vpn,
  * page may not be in core: the pages of a batch of events that no inode
  * in core maps but the allocator has in use are placed off the media
  * at once (one stream of the inode table a batch, not an event), so
- * the events name their files as before.
+ * the events name their files as before. A stream reads the whole table
+ * and every extent map under the filesystem's lock: at most one each
+ * DG_OWNER_SCAN_INTERVAL_NS (owner_memo.c), and a page placed once is
+ * recalled, not streamed for again. Pages a batch could not stream for
+ * go unnamed in their events; the registry's resolve or a scrub names
+ * them later (faults_lock held).
  */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static unsigned owners_of_batch(struct dg_daemon *dd,
 				const struct dg_fault_event *ev, unsigned n,
 				struct dg_lost_page *lp)
 {
-	unsigned nlp = 0;
+	unsigned nlp = 0, nknown = 0;
+	struct dg_lost_page known[32];
 
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t vpn, ino, fpage;
@@ -50,10 +65,19 @@ static unsigned owners_of_batch(struct dg_daemon *dd,
 		    !dg_vpn_allocated(dd->vol, vpn) ||
 		    dg_fs_owner(dd->fs, vpn, &ino, &fpage) == 0)
 			continue;
+		if (nknown < 32 &&
+		    dg_owner_memo_recall(&dd->owners, vpn, &known[nknown])) {
+			nknown++;
+			continue;
+		}
 		lp[nlp++] = (struct dg_lost_page){ .vpn = vpn };
 	}
-	if (nlp && dg_fs_resolve_owners(dd->fs, lp, nlp))
+	if (nlp && (!dg_owner_memo_may_scan(&dd->owners, mono_ns()) ||
+		    dg_fs_resolve_owners(dd->fs, lp, nlp)))
 		nlp = 0;
+	dg_owner_memo_keep(&dd->owners, lp, nlp);
+	for (unsigned i = 0; i < nknown; i++)
+		lp[nlp++] = known[i];
 	return nlp;
 }
 

@@ -163,7 +163,6 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
  * before the check below. */
 static void forget_one(struct dg_daemon *dd, fuse_ino_t ino, uint64_t n)
 {
-	struct dg_attr a;
 	bool known = dd->wb_on && dg_wb_knows(&dd->wb, ino);
 	uint64_t epoch = 0;
 
@@ -172,7 +171,9 @@ static void forget_one(struct dg_daemon *dd, fuse_ino_t ino, uint64_t n)
 		epoch = dg_wb_epoch(&dd->wb);
 	}
 	dg_fs_forget(dd->fs, ino, n);
-	if (known && dg_fs_getattr(dd->fs, ino, &a) == -ENOENT)
+	/* Freed by the forget? The slot's bit says, reading nothing: a
+	 * getattr would load the inode the forget just let go. */
+	if (known && !dg_fs_ino_in_use(dd->fs, ino))
 		dg_wb_forget_err(&dd->wb, ino, epoch);
 }
 
@@ -579,7 +580,10 @@ static int fill(void *arg, const char *name, const struct dg_attr *a,
 		bool dot = !strcmp(name, ".") || !strcmp(name, "..");
 
 		to_stat(a, &e.attr);
-		if (!dot) {
+		/* nlink 0: an entry whose inode could not be read (its
+		 * attributes unknown): node id 0 hands the kernel the name
+		 * alone, and a stat of it looks it up (EIO). */
+		if (!dot && a->nlink) {
 			e.ino = a->ino;
 			e.generation = a->generation;
 			e.attr_timeout = e.entry_timeout = c->timeout;

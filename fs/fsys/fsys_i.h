@@ -81,6 +81,10 @@ struct dg_inode {
 	 * fsck gives the page up. Set at load only. */
 	_Atomic bool damaged; /* atomic: a directory load sets it under
 				* fs->lock read (dir_load.c) */
+	/* Its record could not be read or did not check: a stub kept in
+	 * core (damaged too) so the damage is counted and logged once;
+	 * every find of it gives EIO (icache.c). Set at load only. */
+	bool unreadable;
 	/* xattrs the hot paths ask for (a write: file capabilities; a
 	 * chmod: the access ACL; a create: the directory's default ACL)
 	 * that it is known not to have: DG_XABSENT_* bits, learnt when
@@ -215,6 +219,11 @@ static inline uint64_t dg_itable_chunk(const struct dg_fs *fs, uint64_t c)
 
 /* ---- icache.c: the inodes in core --------------------------------- */
 #define DG_ICACHE_DEFAULT 65536u
+/* The bound on idle inodes in core (-o inode_cache). */
+static inline uint64_t dg_icache_limit(const struct dg_fs *fs)
+{
+	return fs->icache_limit ? fs->icache_limit : DG_ICACHE_DEFAULT;
+}
 #define DG_IUSED_WORDS (DG_INODES_PER_CHUNK / 64) /* ino_used, a chunk */
 /* The inode ino, read from the media at its first use: 0 and *ipp;
  * -ENOENT for a free slot (and a reaped inode unless reaped); else

@@ -158,11 +158,6 @@ int dg_icache_list(struct dg_fs *fs, struct dg_inode ***ips, uint64_t *n)
 	return 0;
 }
 
-static uint64_t limit_of(const struct dg_fs *fs)
-{
-	return fs->icache_limit ? fs->icache_limit : DG_ICACHE_DEFAULT;
-}
-
 /*
  * The other inodes on the table page pg just read for one: a listing or
  * a walk asks for them soon, and the read verified them already, so
@@ -191,7 +186,7 @@ static void take_neighbours(struct dg_fs *fs, uint64_t ino, const uint8_t *pg)
 		    d->nextents > MAX_EXTENTS)
 			continue;
 		pthread_mutex_lock(&fs->ino_lock);
-		want = fs->icached < limit_of(fs) && dg_ino_used(fs, n) &&
+		want = fs->icached < dg_icache_limit(fs) && dg_ino_used(fs, n) &&
 		       !dg_icache_peek(fs, n) && !dg_ino_lost(fs, n);
 		pthread_mutex_unlock(&fs->ino_lock);
 		if (!want)
@@ -212,6 +207,22 @@ static void take_neighbours(struct dg_fs *fs, uint64_t ino, const uint8_t *pg)
 		}
 		pthread_mutex_unlock(&fs->ino_lock);
 	}
+}
+
+/* Inode ino's record is unreadable or malformed: a damaged stub kept
+ * in core, so the status counts it and the next use neither reads nor
+ * logs it again; finds of it give EIO (look()). Never idle: it stays
+ * until fsck. */
+static int unreadable(uint64_t ino, struct dg_inode **ipp)
+{
+	struct dg_inode *ip = dg_inode_alloc_core(ino);
+
+	if (!ip)
+		return -EIO;
+	ip->damaged = true;
+	ip->unreadable = true;
+	*ipp = ip;
+	return 0;
 }
 
 /* Read inode ino off its table page (iload_lock held). */
@@ -238,7 +249,8 @@ static int inode_read(struct dg_fs *fs, uint64_t ino, struct dg_inode **ipp)
 		ret = dg_dinode_check(fs->vol, ino, d);
 	if (ret) {
 		free(pg);
-		return ret == -EUCLEAN ? -EIO : ret;
+		return ret == -EUCLEAN || ret == -EIO ? unreadable(ino, ipp)
+						      : ret;
 	}
 	ip = dg_inode_alloc_core(ino);
 	if (!ip) {
@@ -273,7 +285,9 @@ static int look(struct dg_fs *fs, uint64_t ino, bool reaped,
 	pthread_mutex_lock(&fs->ino_lock);
 	if (ino && ino < (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK) {
 		*ipp = dg_icache_peek(fs, ino);
-		if (*ipp)
+		if (*ipp && (*ipp)->unreadable)
+			ret = -EIO;
+		else if (*ipp)
 			ret = !(*ipp)->reaped || reaped ? 0 : -ENOENT;
 		else if (dg_ino_used(fs, ino))
 			ret = 1;
@@ -303,6 +317,8 @@ int dg_inode_find(struct dg_fs *fs, uint64_t ino, bool reaped,
 			dg_inode_free_core(ip);
 		else
 			*ipp = ip;
+		if (!ret && ip->unreadable)
+			ret = -EIO;
 	}
 	pthread_mutex_unlock(&fs->iload_lock);
 	return ret;
@@ -322,77 +338,6 @@ struct dg_inode *dg_inode_slot(struct dg_fs *fs, uint64_t ino)
 	return dg_inode_find(fs, ino, true, &ip) ? NULL : ip;
 }
 
-bool dg_inode_idle(const struct dg_fs *fs, const struct dg_inode *ip)
-{
-	/* A damaged inode keeps its mark (and its count in the status);
-	 * one with unlinked names, a stage or a map to recover is the
-	 * mount's or the release's business. */
-	return ip->ino != DG_ROOT_INO && !ip->nlookup && !ip->nopen &&
-	       !ip->map_rw && !ip->map_ro && !ip->times_dirty &&
-	       !ip->reaped && !ip->damaged && ip->d.nlink &&
-	       !ip->d.stage_ino && !ip->d.map_flags && !fs->broken;
-}
-
-/* Let ip go (fs->lock held for writing). */
-static void evict(struct dg_fs *fs, struct dg_inode *ip)
-{
-	dg_dir_evict(fs, ip);
-	pthread_mutex_lock(&fs->ino_lock);
-	dg_icache_del(fs, ip);
-	pthread_mutex_unlock(&fs->ino_lock);
-	dg_inode_free_core(ip);
-	/* Back under the bound: the next one over it sweeps. */
-	if (fs->icached <= limit_of(fs))
-		fs->icache_sweep_at = 0;
-}
-
-/*
- * Down to 7/8 of the bound, so the next sweep is an eighth of the bound
- * of loads away: a sweep visits every inode in core, and so costs O(1)
- * a load over time. When inodes that are held keep the cache above the
- * bound, the next sweep waits for as many loads again.
- */
-void dg_icache_sweep(struct dg_fs *fs)
-{
-	uint64_t limit = limit_of(fs), low = limit - limit / 8, at;
-	struct dg_inode **ips;
-	uint64_t n;
-
-	if (fs->icached <= limit || fs->icached <= fs->icache_sweep_at)
-		return;
-	pthread_mutex_lock(&fs->ino_lock);
-	n = 0;
-	ips = NULL;
-	if (dg_icache_list(fs, &ips, &n))
-		n = 0;
-	pthread_mutex_unlock(&fs->ino_lock);
-	for (uint64_t i = 0; i < n && fs->icached > low; i++)
-		if (dg_inode_idle(fs, ips[i]))
-			evict(fs, ips[i]);
-	free(ips);
-	at = fs->icached + limit / 8;
-	fs->icache_sweep_at = at > limit ? at : limit;
-}
-
-/* ino just became idle (a forget, a release): past 7/8 of the bound,
- * it goes at once, so what the kernel forgets is let go whoever holds
- * the cache above it -- and a burst of forgets (the kernel dropping its
- * caches) leaves the last eighth free for the next loads to take their
- * pages' neighbours into (take_neighbours(): a load under the shared
- * lock cannot make room). fs->lock held for writing. */
-void dg_icache_settle(struct dg_fs *fs, uint64_t ino)
-{
-	struct dg_inode *ip;
-	uint64_t limit = limit_of(fs);
-
-	pthread_mutex_lock(&fs->ino_lock);
-	ip = dg_icache_peek(fs, ino);
-	pthread_mutex_unlock(&fs->ino_lock);
-	if (ip && fs->icached > limit - limit / 8 && dg_inode_idle(fs, ip))
-		evict(fs, ip);
-	dg_icache_sweep(fs);
-}
-
 void dg_icache_free(struct dg_fs *fs)
 {
 	for (uint64_t i = 0; i < fs->nibucket; i++) {
@@ -406,13 +351,4 @@ void dg_icache_free(struct dg_fs *fs)
 	free(fs->ibucket);
 	fs->ibucket = NULL;
 	fs->nibucket = fs->icached = 0;
-}
-
-void dg_fs_set_inode_cache(struct dg_fs *fs, uint64_t n)
-{
-	pthread_rwlock_wrlock(&fs->lock);
-	fs->icache_limit = n;
-	fs->icache_sweep_at = 0;
-	dg_icache_sweep(fs);
-	pthread_rwlock_unlock(&fs->lock);
 }

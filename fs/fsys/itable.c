@@ -111,6 +111,10 @@ static int reserve(struct dg_fs *fs, uint32_t c)
 		return 0;
 	while (cap <= c)
 		cap *= 2;
+	/* Every array grown first, then their new tails cleared and
+	 * chunk_cap moved: a failed realloc leaves some arrays longer than
+	 * chunk_cap says (harmless, their tails cleared at the next try),
+	 * never chunk_cap past one of them. */
 	v = realloc(fs->chunk_vpn, cap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -118,14 +122,14 @@ static int reserve(struct dg_fs *fs, uint32_t c)
 	u = realloc(fs->chunk_used, cap * sizeof(*u));
 	if (!u)
 		return -ENOMEM;
-	memset(u + fs->chunk_cap, 0, (cap - fs->chunk_cap) * sizeof(*u));
 	fs->chunk_used = u;
 	w = realloc(fs->ino_used, (size_t)cap * DG_IUSED_WORDS * sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	fs->ino_used = w;
+	memset(u + fs->chunk_cap, 0, (cap - fs->chunk_cap) * sizeof(*u));
 	memset(w + (size_t)fs->chunk_cap * DG_IUSED_WORDS, 0,
 	       (size_t)(cap - fs->chunk_cap) * DG_IUSED_WORDS * sizeof(*w));
-	fs->ino_used = w;
 	fs->chunk_cap = cap;
 	return 0;
 }

@@ -127,6 +127,19 @@ void dg_fs_forget(struct dg_fs *fs, uint64_t ino, uint64_t nlookup)
 	pthread_rwlock_unlock(&fs->lock);
 }
 
+bool dg_fs_ino_in_use(struct dg_fs *fs, uint64_t ino)
+{
+	bool used;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	pthread_mutex_lock(&fs->ino_lock);
+	used = ino && ino < (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK &&
+	       dg_ino_used(fs, ino);
+	pthread_mutex_unlock(&fs->ino_lock);
+	pthread_rwlock_unlock(&fs->lock);
+	return used;
+}
+
 int dg_fs_getattr(struct dg_fs *fs, uint64_t ino, struct dg_attr *attr)
 {
 	struct dg_inode *ip;
@@ -781,6 +794,15 @@ int dg_fs_opendir(struct dg_fs *fs, uint64_t ino)
 	return ret;
 }
 
+/* What a plain readdir tells of an entry: its ino and type (DT_*,
+ * which is S_IFMT >> 12), read off the dirent alone. */
+static void dent_attr(uint64_t ino, uint8_t type, struct dg_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = ino;
+	a->mode = (uint32_t)type << 12;
+}
+
 /* Cookies: 1 ".", 2 "..", then 3 + the entry's index in the directory. */
 int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 		  dg_fill_fn fill, void *arg)
@@ -796,10 +818,14 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 	if (ret)
 		goto out;
 	for (; off < 2; off++) {
-		ip = off == 0 ? dp : dg_inode_get(fs, dp->d.parent);
-		if (!ip)
-			ip = dp;
-		dg_inode_attr(ip, &attr);
+		if (!plus && off == 1) {
+			dent_attr(dp->d.parent, S_IFDIR >> 12, &attr);
+		} else {
+			ip = off == 0 ? dp : dg_inode_get(fs, dp->d.parent);
+			if (!ip)
+				ip = dp;
+			dg_inode_attr(ip, &attr);
+		}
 		/* "." and ".." never take a lookup count (FUSE rule). */
 		if (fill(arg, off == 0 ? "." : "..", &attr, off + 1))
 			goto out;
@@ -807,11 +833,38 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 	}
 	for (uint64_t i = off - 2; i < dp->dir->nents; i++) {
 		struct dg_dent *de = &dp->dir->ents[i];
+		int found;
 
 		if (!de->ino)
 			continue;
-		ip = dg_inode_get(fs, de->ino);
-		if (!ip)
+		if (!plus) {
+			/* ls -f, find: the name, ino and type are all a
+			 * plain readdir gives, and the dirent holds them.
+			 * Loading each inode would fill the cache with
+			 * inodes no lookup holds, and nothing sweeps on a
+			 * read path (issue 34). */
+			dent_attr(de->ino, de->type, &attr);
+			if (fill(arg, de->name, &attr, i + 3)) {
+				more = true;
+				break;
+			}
+			given++;
+			continue;
+		}
+		found = dg_inode_find(fs, de->ino, false, &ip);
+		if (found == -EIO) {
+			/* Its record is lost: listed as a plain readdir
+			 * would, with no attributes and no lookup taken
+			 * (nlink 0), so a stat of it asks, and gets EIO. */
+			dent_attr(de->ino, de->type, &attr);
+			if (fill(arg, de->name, &attr, i + 3)) {
+				more = true;
+				break;
+			}
+			given++;
+			continue;
+		}
+		if (found)
 			continue;
 		dg_inode_attr(ip, &attr);
 		if (plus)

@@ -194,6 +194,9 @@ struct dg_fs_cache {
 	uint64_t inodes_cached, inode_loads;
 };
 void dg_fs_cache_counts(struct dg_fs *fs, struct dg_fs_cache *c);
+/* Whether slot ino holds an inode (live, or reaped and still known to
+ * the kernel): what getattr's -ENOENT tells, reading nothing. */
+bool dg_fs_ino_in_use(struct dg_fs *fs, uint64_t ino);
 /* -o inode_cache: idle inodes kept in core (0: the default, 65536);
  * set before the first request. */
 void dg_fs_set_inode_cache(struct dg_fs *fs, uint64_t n);
