@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "old_layout.h"
 #include "recorder.h"
 #include "super.h"
 #include "volume_i.h"
@@ -69,31 +70,6 @@ struct run {
 	uint8_t *buf, *area;
 };
 
-/* The volume as made before JOURNAL_V2: the bit cleared in every
- * superblock copy (nothing else of the layout depends on it). */
-static void clear_v2(struct tvol *tv)
-{
-	struct dg_dsuper *sb = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-
-	REQUIRE(sb);
-	for (unsigned d = 0; d < tv->ndev; d++) {
-		uint64_t last;
-
-		tvol_peek(tv, d, 0, sb, DG_PAGE_SIZE);
-		last = (sb->dev_pages - 1) * DG_PAGE_SIZE;
-		for (unsigned c = 0; c < 2; c++) {
-			uint64_t off = c ? last : 0;
-
-			tvol_peek(tv, d, off, sb, DG_PAGE_SIZE);
-			REQUIRE(sb->incompat & DG_FEAT_INCOMPAT_JOURNAL_V2);
-			sb->incompat &= ~DG_FEAT_INCOMPAT_JOURNAL_V2;
-			dg_dsuper_seal(sb);
-			tvol_poke(tv, d, off, sb, DG_PAGE_SIZE);
-		}
-	}
-	free(sb);
-}
-
 /* Record the run: PAGES pages of state 0 made durable, then UPDATES
  * updates, each marked once it returned. */
 static void record(struct run *ru, const char *tag)
@@ -114,8 +90,8 @@ static void record(struct run *ru, const char *tag)
 	REQUIRE(ru->buf);
 	trand_fill(&rs, ru->state[0], sz);
 	if (ru->old_layout) {
-		clear_v2(&ru->tv);
-		clear_v2(&ru->out);
+		tvol_clear_incompat(&ru->tv, DG_FEAT_INCOMPAT_JOURNAL_V2);
+		tvol_clear_incompat(&ru->out, DG_FEAT_INCOMPAT_JOURNAL_V2);
 	}
 
 	vol = tvol_open(&ru->tv, 0);

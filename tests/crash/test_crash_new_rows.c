@@ -9,6 +9,7 @@
 
 #include "fsys_i.h"
 #include "harness.h"
+#include "old_layout.h"
 #include "recorder.h"
 #include "super.h"
 #include "volume_i.h"
@@ -151,32 +152,6 @@ static uint64_t create(struct dg_fs *fs, const char *name, const uint8_t *g)
 	return at.ino;
 }
 
-/* The volume as made before RESERVED_ROWS: the bit cleared in both
- * superblocks of every device (nothing else of the layout depends on
- * it). */
-static void clear_reserved_rows(struct tvol *tv)
-{
-	struct dg_dsuper *sb = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-
-	REQUIRE(sb);
-	for (unsigned d = 0; d < tv->ndev; d++) {
-		uint64_t last;
-
-		tvol_peek(tv, d, 0, sb, DG_PAGE_SIZE);
-		last = (sb->dev_pages - 1) * DG_PAGE_SIZE;
-		for (unsigned c = 0; c < 2; c++) {
-			uint64_t off = c ? last : 0;
-
-			tvol_peek(tv, d, off, sb, DG_PAGE_SIZE);
-			REQUIRE(sb->incompat & DG_FEAT_INCOMPAT_RESERVED_ROWS);
-			sb->incompat &= ~DG_FEAT_INCOMPAT_RESERVED_ROWS;
-			dg_dsuper_seal(sb);
-			tvol_poke(tv, d, off, sb, DG_PAGE_SIZE);
-		}
-	}
-	free(sb);
-}
-
 /* Entries numbered from seq on in the log of tv's first journal copy
  * (the recording's: the log has not wrapped over them) that reserve new
  * rows: *runs by runs of rows (DG_JRANGE_ROWS), *pages a range a page
@@ -233,8 +208,8 @@ static void new_rows_states(bool old_layout)
 	tvol_make(&out, old_layout ? "crnewoout" : "crnewout", NDEV, 1,
 		  16ull << 20, false);
 	if (old_layout) {
-		clear_reserved_rows(&tv);
-		clear_reserved_rows(&out);
+		tvol_clear_incompat(&tv, DG_FEAT_INCOMPAT_RESERVED_ROWS);
+		tvol_clear_incompat(&out, DG_FEAT_INCOMPAT_RESERVED_ROWS);
 	}
 	for (unsigned i = 0; i < 5; i++) {
 		g[i] = malloc(PAGES * DG_PAGE_SIZE);
