@@ -837,25 +837,14 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 
 		if (!de->ino)
 			continue;
-		if (!plus) {
-			/* ls -f, find: the name, ino and type are all a
-			 * plain readdir gives, and the dirent holds them.
-			 * Loading each inode would fill the cache with
-			 * inodes no lookup holds, and nothing sweeps on a
-			 * read path (issue 34). */
-			dent_attr(de->ino, de->type, &attr);
-			if (fill(arg, de->name, &attr, i + 3)) {
-				more = true;
-				break;
-			}
-			given++;
-			continue;
-		}
-		found = dg_inode_find(fs, de->ino, false, &ip);
+		/* A plain readdir (ls -f, find) gives the name, ino and
+		 * type, and the dirent holds them: loading each inode would
+		 * fill the cache with inodes no lookup holds, and nothing
+		 * sweeps on a read path (issue 34). An inode whose record is
+		 * lost is listed so too, with no attributes and no lookup
+		 * taken (nlink 0), so a stat of it asks, and gets EIO. */
+		found = plus ? dg_inode_find(fs, de->ino, false, &ip) : -EIO;
 		if (found == -EIO) {
-			/* Its record is lost: listed as a plain readdir
-			 * would, with no attributes and no lookup taken
-			 * (nlink 0), so a stat of it asks, and gets EIO. */
 			dent_attr(de->ino, de->type, &attr);
 			if (fill(arg, de->name, &attr, i + 3)) {
 				more = true;
@@ -866,13 +855,12 @@ int dg_fs_readdir(struct dg_fs *fs, uint64_t ino, uint64_t off, bool plus,
 		}
 		if (found)
 			continue;
+		/* READDIRPLUS: the entry is a lookup the kernel counts. */
 		dg_inode_attr(ip, &attr);
-		if (plus)
-			__atomic_add_fetch(&ip->nlookup, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ip->nlookup, 1, __ATOMIC_RELAXED);
 		if (fill(arg, de->name, &attr, i + 3)) {
-			if (plus) /* not handed out after all */
-				__atomic_sub_fetch(&ip->nlookup, 1,
-						   __ATOMIC_RELAXED);
+			/* not handed out after all */
+			__atomic_sub_fetch(&ip->nlookup, 1, __ATOMIC_RELAXED);
 			more = true;
 			break;
 		}
