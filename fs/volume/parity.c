@@ -44,17 +44,16 @@ void dg_parity_fini(struct dg_vol *vol)
  * not ISA-L's xor_gen(): its AVX2 and SSE versions store the parity past
  * the caches (non-temporal), and the update reads it back at once, to
  * hash it and to copy it to the device; plain stores leave it in the
- * cache. Loads and stores through memcpy: no alignment wanted. A delta stays with ec_encode_data_update(), whose update of one
- * parity row is as cheap as an XOR loop.
+ * cache. Loads and stores through memcpy: no alignment wanted. A delta
+ * stays with ec_encode_data_update(), whose update of one parity row is
+ * as cheap as an XOR loop.
  */
 typedef uint64_t xor_vec __attribute__((vector_size(32)));
 
-/* Two accumulators of 32 bytes a step: in registers with AVX2 (the
- * clone the loader picks where the CPU has it), in pairs of SSE2
- * registers by default. */
-__attribute__((target_clones("avx2", "default")))
-static void xor_row(unsigned k, uint8_t *const *data, uint8_t *par,
-		    size_t len)
+/* Two accumulators of 32 bytes a step: pairs of SSE2 registers in the
+ * generic build, one AVX2 register each in xor_row_avx2(). */
+static inline __attribute__((always_inline)) void
+xor_row_body(unsigned k, uint8_t *const *data, uint8_t *par, size_t len)
 {
 	size_t i = 0;
 
@@ -79,6 +78,31 @@ static void xor_row(unsigned k, uint8_t *const *data, uint8_t *par,
 			c ^= data[d][i];
 		par[i] = c;
 	}
+}
+
+static void xor_row_generic(unsigned k, uint8_t *const *data, uint8_t *par,
+			    size_t len)
+{
+	xor_row_body(k, data, par, len);
+}
+
+__attribute__((target("avx2")))
+static void xor_row_avx2(unsigned k, uint8_t *const *data, uint8_t *par,
+			 size_t len)
+{
+	xor_row_body(k, data, par, len);
+}
+
+/* Chosen at the call, not by an ifunc (target_clones): an ifunc's
+ * resolver runs before ThreadSanitizer's runtime is up, and crashes
+ * every sanitized binary. */
+static void xor_row(unsigned k, uint8_t *const *data, uint8_t *par,
+		    size_t len)
+{
+	if (__builtin_cpu_supports("avx2"))
+		xor_row_avx2(k, data, par, len);
+	else
+		xor_row_generic(k, data, par, len);
 }
 
 /* Parity patches from data diffs commute (XOR, and GF(2^8) sums for
