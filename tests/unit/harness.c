@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "harness.h"
 
 int test_failures;
@@ -240,4 +241,11 @@ int dies_storing(volatile uint8_t *p)
 		return WEXITSTATUS(st) ? SIGSEGV_UNDER_ASAN : 0;
 	/* AddressSanitizer takes the SIGSEGV first and aborts. */
 	return WTERMSIG(st) == SIGABRT ? SIGSEGV_UNDER_ASAN : WTERMSIG(st);
+}
+
+void tcheck_count_event(void *arg, const struct dg_chk_event *ev)
+{
+	if ((*(int *)arg)++ < 3)
+		fprintf(stderr, "  fsck: %s: %s (%s)\n", ev->structure,
+			ev->detail, ev->action);
 }

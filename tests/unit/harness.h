@@ -93,6 +93,11 @@ void tvol_cleanup(struct tvol *tv);
  * removed at exit even when a case bails out early. */
 char *tfile_path(const char *tag);
 
+/* A check's event callback (check.h) that counts findings in *(int *)arg
+ * and prints the first three, so a failing case shows what fsck saw. */
+struct dg_chk_event;
+void tcheck_count_event(void *arg, const struct dg_chk_event *ev);
+
 /* Deterministic PRNG (xorshift64*), so failures reproduce. */
 uint64_t trand(uint64_t *state);
 void trand_fill(uint64_t *state, void *buf, size_t len);

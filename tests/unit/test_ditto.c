@@ -302,13 +302,6 @@ static bool read_tree(struct tvol *tv)
 	return ok;
 }
 
-static void count_event(void *arg, const struct dg_chk_event *ev)
-{
-	if ((*(int *)arg)++ < 4)
-		fprintf(stderr, "  fsck: %s: %s (%s)\n", ev->structure,
-			ev->detail, ev->action);
-}
-
 static bool say_yes(void *arg, const struct dg_chk_event *ev)
 {
 	(void)arg;
@@ -326,9 +319,9 @@ static int fsck(struct tvol *tv, bool repair)
 
 	if (!vol)
 		return -1;
-	if (dg_check_redundancy(vol, repair, count_event, &n, NULL, NULL,
+	if (dg_check_redundancy(vol, repair, tcheck_count_event, &n, NULL, NULL,
 				&st) < 0 ||
-	    dg_check_fs(vol, count_event, repair ? say_yes : NULL, &n) < 0)
+	    dg_check_fs(vol, tcheck_count_event, repair ? say_yes : NULL, &n) < 0)
 		n = -1;
 	else if (st.unrecoverable)
 		n = -1;

@@ -158,13 +158,6 @@ static bool map_ok(const struct dg_inode *ip)
 	return n == ip->next && ip->d.nextents == ip->next;
 }
 
-static void count_event(void *arg, const struct dg_chk_event *ev)
-{
-	if ((*(int *)arg)++ < 3)
-		fprintf(stderr, "  fsck: %s: %s (%s)\n", ev->structure,
-			ev->detail, ev->action);
-}
-
 static bool say_yes(void *arg, const struct dg_chk_event *ev)
 {
 	(void)arg;
@@ -182,7 +175,7 @@ static int fx_fsck(struct fx *x, bool repair)
 	x->vol = tvol_open(&x->tv, 0);
 	if (!x->vol)
 		return -1;
-	if (dg_check_fs(x->vol, count_event, repair ? say_yes : NULL, &n) < 0)
+	if (dg_check_fs(x->vol, tcheck_count_event, repair ? say_yes : NULL, &n) < 0)
 		n = -1;
 	dg_vol_close(x->vol);
 	x->vol = NULL;

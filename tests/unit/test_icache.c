@@ -55,13 +55,6 @@ static void make_files(struct tfs *t, unsigned from, unsigned n,
 	}
 }
 
-static void count_event(void *arg, const struct dg_chk_event *ev)
-{
-	if ((*(int *)arg)++ < 3)
-		fprintf(stderr, "  fsck: %s: %s (%s)\n", ev->structure,
-			ev->detail, ev->action);
-}
-
 /* fsck's findings on the volume with the filesystem closed (-1: the
  * check failed); the filesystem opened again (-2: it did not open). */
 static int fsck_findings(struct tfs *t)
@@ -70,7 +63,7 @@ static int fsck_findings(struct tfs *t)
 
 	dg_fs_close(t->fs);
 	t->fs = NULL;
-	if (dg_check_fs(t->vol, count_event, NULL, &n) < 0)
+	if (dg_check_fs(t->vol, tcheck_count_event, NULL, &n) < 0)
 		n = -1;
 	if (dg_fs_open(t->vol, &t->fs))
 		return -2;

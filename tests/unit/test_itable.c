@@ -17,19 +17,12 @@
 #include "fsys_i.h"
 #include "tfs.h"
 
-static void count_event(void *arg, const struct dg_chk_event *ev)
-{
-	if ((*(int *)arg)++ < 3)
-		fprintf(stderr, "  fsck: %s: %s (%s)\n", ev->structure,
-			ev->detail, ev->action);
-}
-
 /* Findings of fsck's filesystem check, read only; -1 if it failed. */
 static int fsck_findings(struct dg_vol *vol)
 {
 	int n = 0;
 
-	if (dg_check_fs(vol, count_event, NULL, &n) < 0)
+	if (dg_check_fs(vol, tcheck_count_event, NULL, &n) < 0)
 		return -1;
 	return n;
 }
@@ -165,7 +158,7 @@ static void bad_map_page(void)
 	REQUIRE(dg_txn_commit(txn) == 0);
 	dg_txn_free(txn);
 	CHECK_EQ(dg_fs_open(t.vol, &fs), -EUCLEAN);
-	CHECK(dg_check_fs(t.vol, count_event, NULL, &n) != 0 || n > 0);
+	CHECK(dg_check_fs(t.vol, tcheck_count_event, NULL, &n) != 0 || n > 0);
 	CHECK(n > 0);
 	tfs_done(&t);
 	free(inos);

@@ -20,21 +20,14 @@
 
 #define BIG DG_XATTR_VALUE_MAX
 
-static void count_event(void *arg, const struct dg_chk_event *ev)
-{
-	if ((*(int *)arg)++ < 3)
-		fprintf(stderr, "  fsck: %s: %s (%s)\n", ev->structure,
-			ev->detail, ev->action);
-}
-
 /* Findings of fsck's filesystem and superblock checks, read only. */
 static int fsck_findings(struct tfs *t)
 {
 	int n = 0;
 
-	if (dg_check_fs(t->vol, count_event, NULL, &n) < 0)
+	if (dg_check_fs(t->vol, tcheck_count_event, NULL, &n) < 0)
 		return -1;
-	if (dg_check_supers(t->vol, false, count_event, &n) < 0)
+	if (dg_check_supers(t->vol, false, tcheck_count_event, &n) < 0)
 		return -1;
 	return n;
 }
