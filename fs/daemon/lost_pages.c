@@ -38,9 +38,10 @@ static void vpn_path(struct dg_daemon *dd, uint64_t vpn,
  * the events name their files as before. A stream reads the whole table
  * and every extent map under the filesystem's lock: at most one each
  * DG_OWNER_SCAN_INTERVAL_NS (owner_memo.c), and a page placed once is
- * recalled, not streamed for again. Pages a batch could not stream for
- * go unnamed in their events; the registry's resolve or a scrub names
- * them later (faults_lock held).
+ * recalled, once its file is seen to map it still (dg_fs_owner_holds(),
+ * one record and its map), not streamed for again. Pages a batch could
+ * not stream for go unnamed in their events; the registry's resolve or
+ * a scrub names them later (faults_lock held).
  */
 static int64_t mono_ns(void)
 {
@@ -65,8 +66,16 @@ static unsigned owners_of_batch(struct dg_daemon *dd,
 		    !dg_vpn_allocated(dd->vol, vpn) ||
 		    dg_fs_owner(dd->fs, vpn, &ino, &fpage) == 0)
 			continue;
+		/* A file recalled is checked first: since the stream, the
+		 * page may have been freed and taken by another file not in
+		 * core (the memo hears of no delete, truncate or move). A
+		 * stale one is streamed for again, else left unnamed, never
+		 * reported as the old file's. "No file" is kept as found. */
 		if (nknown < 32 &&
-		    dg_owner_memo_recall(&dd->owners, vpn, &known[nknown])) {
+		    dg_owner_memo_recall(&dd->owners, vpn, &known[nknown]) &&
+		    (!known[nknown].ino ||
+		     dg_fs_owner_holds(dd->fs, known[nknown].ino, vpn,
+				       known[nknown].fpage))) {
 			nknown++;
 			continue;
 		}

@@ -34,7 +34,9 @@ bool dg_owner_memo_may_scan(struct dg_owner_memo *m, int64_t now_ns);
 /* What a stream found for the pages of lp (ino 0: no file). */
 void dg_owner_memo_keep(struct dg_owner_memo *m,
 			const struct dg_lost_page *lp, unsigned n);
-/* The file a stream found for vpn: true and *lp filled, else false. */
+/* The file a stream found for vpn: true and *lp filled, else false.
+ * Nothing here hears of the page being freed or taken by another file
+ * since: the caller checks that file still maps it (lost_pages.c). */
 bool dg_owner_memo_recall(const struct dg_owner_memo *m, uint64_t vpn,
 			  struct dg_lost_page *lp);
 

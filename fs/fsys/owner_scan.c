@@ -3,7 +3,8 @@
  * inodes in core first, then the inode table streamed off the media,
  * one chunk and one extent map page at a time, for the inodes not in
  * core. For the volume's registry of lost pages (lost_reg.c), whose
- * quick answer only knows the inodes in core. */
+ * quick answer only knows the inodes in core; and whether one file
+ * still maps a page an earlier answer gave it (fault reports). */
 #include <stdlib.h>
 
 #include "fsys_i.h"
@@ -154,4 +155,62 @@ int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
 		ret = dg_fs_owners_on_media(fs, lp, n, true);
 	pthread_rwlock_unlock(&fs->lock);
 	return ret;
+}
+
+/* The record of ino (not in core) off its table page, and whether its
+ * extent map gives vpn at fpage. fs->lock held. */
+static bool record_maps(struct dg_fs *fs, uint64_t ino, uint64_t vpn,
+			uint64_t fpage)
+{
+	uint8_t *page = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	struct dg_demap *pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	struct dg_lost_page lp = { .vpn = vpn };
+	const struct dg_dinode *d;
+	uint64_t tvpn;
+	uint32_t off;
+
+	if (!page || !pg)
+		goto out;
+	pthread_mutex_lock(&fs->ino_lock);
+	dg_ino_where(fs, ino, &tvpn, &off);
+	pthread_mutex_unlock(&fs->ino_lock);
+	if (dg_read(fs->vol, tvpn, 1, page))
+		goto out;
+	d = (const void *)(page + off);
+	if (d->mode && !dg_dinode_check(fs->vol, ino, d))
+		scan_dinode(fs, ino, d, pg, &lp, 1);
+out:
+	free(page);
+	free(pg);
+	return lp.ino == ino && lp.fpage == fpage;
+}
+
+bool dg_fs_owner_holds(struct dg_fs *fs, uint64_t ino, uint64_t vpn,
+		       uint64_t fpage)
+{
+	struct dg_inode *ip = NULL;
+	bool used, held = false;
+	uint64_t fp;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	pthread_mutex_lock(&fs->ino_lock);
+	used = ino && ino < (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK &&
+	       dg_ino_used(fs, ino) && !dg_ino_lost(fs, ino);
+	if (used)
+		ip = dg_icache_peek(fs, ino);
+	pthread_mutex_unlock(&fs->ino_lock);
+	if (ip) {
+		/* In core: its map is the truth (the media's may lag a
+		 * write). Valid while fs->lock is held; its extents change
+		 * under its own lock, waited for as the thorough answer
+		 * waits. */
+		pthread_rwlock_rdlock(&ip->lock);
+		held = !ip->reaped && !ip->unreadable &&
+		       dg_ext_owns(ip, vpn, &fp) && fp == fpage;
+		pthread_rwlock_unlock(&ip->lock);
+	} else if (used) {
+		held = record_maps(fs, ino, vpn, fpage);
+	}
+	pthread_rwlock_unlock(&fs->lock);
+	return held;
 }

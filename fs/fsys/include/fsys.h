@@ -315,6 +315,14 @@ int dg_fs_owner(struct dg_fs *fs, uint64_t vpn, uint64_t *ino,
  * media for the rest. Takes the fs lock (read). 0, or -ENOMEM. */
 int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
 			 unsigned n);
+/* Whether ino maps vpn at file page fpage now: what an earlier answer
+ * found checked before a report names it again, since the page may have
+ * been freed (the file deleted, truncated, punched, the page moved) and
+ * taken by another file since. The inode in core, else its record and
+ * extent map off the media (a few reads, not the table). Takes the fs
+ * lock (read) and waits for the inode's. */
+bool dg_fs_owner_holds(struct dg_fs *fs, uint64_t ino, uint64_t vpn,
+		       uint64_t fpage);
 /* The media half alone (skip_in_core: not the inodes in core); the
  * caller holds the fs lock. Tests call it with !skip_in_core. */
 int dg_fs_owners_on_media(struct dg_fs *fs, struct dg_lost_page *lp,
