@@ -81,9 +81,10 @@ struct dg_inode {
 	 * fsck gives the page up. Set at load only. */
 	_Atomic bool damaged; /* atomic: a directory load sets it under
 				* fs->lock read (dir_load.c) */
-	/* Its record could not be read or did not check: a stub kept in
-	 * core (damaged too) so the damage is counted and logged once;
-	 * every find of it gives EIO (icache.c). Set at load only. */
+	/* Its record could not be read or did not check, or its extent
+	 * map is malformed (-EUCLEAN): a stub kept in core (damaged too)
+	 * so the damage is counted and logged once; every find of it
+	 * gives EIO (icache.c). Set at load only. */
 	bool unreadable;
 	/* xattrs the hot paths ask for (a write: file capabilities; a
 	 * chmod: the access ACL; a create: the directory's default ACL)

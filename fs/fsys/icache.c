@@ -158,6 +158,21 @@ int dg_icache_list(struct dg_fs *fs, struct dg_inode ***ips, uint64_t *n)
 	return 0;
 }
 
+/* Whether d's inline extent map walks clean, asked quietly: a
+ * neighbour's malformed map is its own load's to report (once). */
+static bool inline_map_ok(struct dg_vol *vol, const struct dg_dinode *d)
+{
+	struct dg_emap_reader r;
+	const struct dg_dextent *e;
+	int k;
+
+	/* No page buffer: a map that goes on past the record fails. */
+	dg_emap_begin(&r, vol, d, NULL);
+	while ((k = dg_emap_next(&r, &e)) > 0)
+		;
+	return k == DG_EMAP_END;
+}
+
 /*
  * The other inodes on the table page pg just read for one: a listing or
  * a walk asks for them soon, and the read verified them already, so
@@ -183,7 +198,7 @@ static void take_neighbours(struct dg_fs *fs, uint64_t ino, const uint8_t *pg)
 		bool want;
 
 		if (n == ino || !n || !mode_ok(d->mode) || d->emap_vpn ||
-		    d->nextents > MAX_EXTENTS)
+		    d->nextents > MAX_EXTENTS || !inline_map_ok(fs->vol, d))
 			continue;
 		pthread_mutex_lock(&fs->ino_lock);
 		want = fs->icached < dg_icache_limit(fs) && dg_ino_used(fs, n) &&
@@ -209,10 +224,10 @@ static void take_neighbours(struct dg_fs *fs, uint64_t ino, const uint8_t *pg)
 	}
 }
 
-/* Inode ino's record is unreadable or malformed: a damaged stub kept
- * in core, so the status counts it and the next use neither reads nor
- * logs it again; finds of it give EIO (look()). Never idle: it stays
- * until fsck. */
+/* Inode ino's record is unreadable or malformed, or its extent map
+ * is malformed: a damaged stub kept in core, so the status counts it
+ * and the next use neither reads nor logs it again; finds of it give
+ * EIO (look()). Never idle: it stays until fsck. */
 static int unreadable(uint64_t ino, struct dg_inode **ipp)
 {
 	struct dg_inode *ip = dg_inode_alloc_core(ino);
@@ -270,7 +285,12 @@ static int inode_read(struct dg_fs *fs, uint64_t ino, struct dg_inode **ipp)
 	}
 	if (ret) {
 		dg_inode_free_core(ip);
-		return ret == -EUCLEAN ? -EIO : ret;
+		/* A map whose checksums hold but whose structure does not
+		 * (a software bug; dg_ext_load() said why, once) is served
+		 * as a lost record is: a stub, counted, EIO on every find,
+		 * never read nor logged again until fsck. Its extents are
+		 * not trusted even in part: nothing frees by them. */
+		return ret == -EUCLEAN ? unreadable(ino, ipp) : ret;
 	}
 	*ipp = ip;
 	return 0;
