@@ -10,45 +10,120 @@
 
 int test_failures;
 
-/* Every image path handed out, so that images of a case that bailed
- * out through REQUIRE are removed at exit too. */
-static char **reg_paths;
-static unsigned reg_n, reg_cap;
-static bool reg_atexit;
+/*
+ * Every image path handed out, with the process that asked for it, so
+ * that the images go however that process ends: at exit (a case that
+ * bailed out through REQUIRE too), and on a signal that ends it (the
+ * runner's SIGTERM at a timeout, ^C, abort(), a crash), which skips
+ * atexit and would leave them on /dev/shm, in memory, until someone
+ * removes them. Each process removes only its own: a forked child
+ * (dies_storing(), a crash test's worker) that dies must not take its
+ * parent's images with it. Entries sit in blocks that never move and
+ * are counted once written, so a signal handler on any thread reads
+ * only whole entries.
+ */
+#define REG_BLOCK 64
+struct reg_block {
+	struct reg_block *next;
+	unsigned n;
+	pid_t owner[REG_BLOCK];
+	char *path[REG_BLOCK];
+};
+static struct reg_block *reg_head, *reg_tail;
+static bool reg_hooked;
+
+/* Async-signal-safe: unlink() and reads only. */
+static void reg_unlink_mine(void)
+{
+	pid_t me = getpid();
+
+	for (struct reg_block *b = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE);
+	     b; b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+		unsigned n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+
+		for (unsigned i = 0; i < n; i++)
+			if (b->owner[i] == me)
+				unlink(b->path[i]);
+	}
+}
 
 static void reg_cleanup(void)
 {
-	for (unsigned i = 0; i < reg_n; i++) {
-		unlink(reg_paths[i]);
-		free(reg_paths[i]);
+	struct reg_block *b = reg_head, *next;
+
+	reg_unlink_mine();
+	__atomic_store_n(&reg_head, NULL, __ATOMIC_RELEASE);
+	reg_tail = NULL;
+	for (; b; b = next) {
+		next = b->next;
+		for (unsigned i = 0; i < b->n; i++)
+			free(b->path[i]);
+		free(b);
 	}
-	free(reg_paths);
-	reg_paths = NULL;
-	reg_n = reg_cap = 0;
+}
+
+/* The images removed, then the signal's own action (SA_RESETHAND put
+ * it back), so the process ends as it would have. */
+static void reg_on_signal(int sig)
+{
+	reg_unlink_mine();
+	raise(sig);
+}
+
+static void reg_hook(void)
+{
+	static const int sigs[] = {
+		SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT,
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+		/* Under a sanitizer, its own handler reports a crash. */
+		SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+#endif
+	};
+	struct sigaction sa = { .sa_handler = reg_on_signal,
+				.sa_flags = SA_RESETHAND };
+
+	atexit(reg_cleanup);
+	for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+
+		/* A signal ignored (a background job's SIGINT) or handled
+		 * by the test itself is left as it is. */
+		if (sigaction(sigs[i], NULL, &old) == 0 &&
+		    old.sa_handler == SIG_DFL)
+			sigaction(sigs[i], &sa, NULL);
+	}
+	reg_hooked = true;
 }
 
 static void reg_add(const char *path)
 {
-	if (reg_n == reg_cap) {
-		unsigned cap = reg_cap ? 2 * reg_cap : 32;
-		char **n = realloc(reg_paths, cap * sizeof(*n));
+	pid_t me = getpid();
+	struct reg_block *b;
+	char *p;
 
-		if (!n)
-			abort();
-		reg_paths = n;
-		reg_cap = cap;
-	}
-	for (unsigned i = 0; i < reg_n; i++)
-		if (!strcmp(reg_paths[i], path))
-			return;
-	reg_paths[reg_n] = strdup(path);
-	if (!reg_paths[reg_n])
+	for (b = reg_head; b; b = b->next)
+		for (unsigned i = 0; i < b->n; i++)
+			if (b->owner[i] == me && !strcmp(b->path[i], path))
+				return;
+	if (!reg_hooked)
+		reg_hook();
+	p = strdup(path);
+	if (!p)
 		abort();
-	reg_n++;
-	if (!reg_atexit) {
-		atexit(reg_cleanup);
-		reg_atexit = true;
+	b = reg_tail;
+	if (!b || b->n == REG_BLOCK) {
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			abort();
+		if (reg_tail)
+			__atomic_store_n(&reg_tail->next, b, __ATOMIC_RELEASE);
+		else
+			__atomic_store_n(&reg_head, b, __ATOMIC_RELEASE);
+		reg_tail = b;
 	}
+	b->owner[b->n] = me;
+	b->path[b->n] = p;
+	__atomic_store_n(&b->n, b->n + 1, __ATOMIC_RELEASE);
 }
 
 char *tfile_path(const char *tag)

@@ -72,7 +72,8 @@ int test_main(int argc, char **argv, const struct test_case *cases);
 /* ---- volumes on /dev/shm for tests ---------------------------------- */
 
 /* Image paths /dev/shm/dgtest-<pid>-<tag>-<i>.img; removed by
- * tvol_cleanup() (and atexit). */
+ * tvol_cleanup(), else at exit or on a signal that ends the process
+ * (a REQUIRE that bailed out, a timeout's SIGTERM, abort(), a crash). */
 struct tvol {
 	unsigned ndev;
 	char *paths[DG_MAX_DEVS];
@@ -90,7 +91,8 @@ void tvol_make_opts(struct tvol *tv, const char *tag, unsigned ndev,
 struct dg_vol *tvol_open(struct tvol *tv, unsigned flags);
 void tvol_cleanup(struct tvol *tv);
 /* A scratch file path /dev/shm/dgtest-<pid>-<tag>.img (malloc'd),
- * removed at exit even when a case bails out early. */
+ * removed at exit or on a signal that ends the process, even when a
+ * case bails out early. */
 char *tfile_path(const char *tag);
 
 /* A check's event callback (check.h) that counts findings in *(int *)arg

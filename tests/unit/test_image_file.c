@@ -10,13 +10,22 @@
 #include "image_file.h"
 
 /* A scratch tree: DIR/plain (0755) and DIR/sticky (1777), removed at
- * the end by rm_tree(). */
+ * the end by rm_tree(); a case that bails out (REQUIRE) leaves it to
+ * the next make_tree() or the exit, not on /dev/shm. */
 static char dir[128];
+
+static void rm_tree(void);
 
 static bool make_tree(const char *name)
 {
+	static bool hooked;
 	char p[256];
 
+	if (!hooked) {
+		atexit(rm_tree);
+		hooked = true;
+	}
+	rm_tree();
 	snprintf(dir, sizeof(dir), "/dev/shm/dgtest-%d-%s", getpid(), name);
 	if (mkdir(dir, 0755) < 0)
 		return false;
@@ -31,9 +40,12 @@ static void rm_tree(void)
 {
 	char cmd[PATH_MAX + 16];
 
+	if (!dir[0])
+		return;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
+	dir[0] = '\0';
 }
 
 static const char *at(const char *rel)
