@@ -337,6 +337,80 @@ static void test_owner_while_writing(void)
 	tfs_done(&t);
 }
 
+/* The vpn of file page fpage of ino (loaded for it), 0 for a hole. */
+static uint64_t vpn_of(struct tfs *t, uint64_t ino, uint64_t fpage)
+{
+	struct dg_inode *ip;
+	uint64_t vpn = 0, run;
+
+	pthread_rwlock_rdlock(&t->fs->lock);
+	ip = dg_inode_get(t->fs, ino);
+	if (ip)
+		dg_ext_lookup(ip, fpage, &vpn, &run);
+	pthread_rwlock_unlock(&t->fs->lock);
+	return vpn;
+}
+
+static bool in_core(struct tfs *t, uint64_t ino)
+{
+	bool in;
+
+	pthread_mutex_lock(&t->fs->ino_lock);
+	in = dg_icache_peek(t->fs, ino) != NULL;
+	pthread_mutex_unlock(&t->fs->ino_lock);
+	return in;
+}
+
+/* What a fault report recalled is checked against the file now
+ * (dg_fs_owner_holds(), lost_pages.c): true only for the inode that
+ * maps that vpn at that file page, asked of the inode in core or,
+ * out of core, of its record and map without loading it; false once
+ * the file gave the page up (truncated, deleted). */
+static void test_owner_holds(void)
+{
+	struct dg_setattr sa = { .valid = DG_SET_SIZE, .size = DG_PAGE_SIZE };
+	uint8_t data[3 * DG_PAGE_SIZE];
+	struct dg_attr a;
+	uint64_t f[20], v19, v18;
+	struct tfs t;
+	char name[32];
+
+	REQUIRE(tfs_make(&t, "lazy6"));
+	for (unsigned i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		f[i] = tfs_file(&t, 1, name);
+		REQUIRE(f[i]);
+		memset(data, 'a' + (int)i, sizeof(data));
+		REQUIRE(dg_fs_write(t.fs, f[i], 0, data, sizeof(data)) ==
+			(ssize_t)sizeof(data));
+	}
+	v19 = vpn_of(&t, f[19], 2);
+	v18 = vpn_of(&t, f[18], 2);
+	REQUIRE(v19 && v18);
+	REQUIRE(tfs_remount(&t));
+	REQUIRE(!in_core(&t, f[19]) && !in_core(&t, f[18]));
+	/* Off the media, nothing loaded. */
+	CHECK(dg_fs_owner_holds(t.fs, f[19], v19, 2));
+	CHECK(!dg_fs_owner_holds(t.fs, f[19], v19, 1));
+	CHECK(!dg_fs_owner_holds(t.fs, f[18], v19, 2));
+	CHECK(!dg_fs_owner_holds(t.fs, 0, v19, 2));
+	CHECK(!dg_fs_owner_holds(t.fs, UINT64_MAX / 2, v19, 2));
+	CHECK(!in_core(&t, f[19]) && !in_core(&t, f[18]));
+	/* Truncated: in core, then off the media. */
+	REQUIRE(dg_fs_setattr(t.fs, f[19], &sa, &a) == 0);
+	CHECK(in_core(&t, f[19]));
+	CHECK(!dg_fs_owner_holds(t.fs, f[19], v19, 2));
+	REQUIRE(tfs_remount(&t));
+	CHECK(!dg_fs_owner_holds(t.fs, f[19], v19, 2));
+	/* Deleted. */
+	CHECK(dg_fs_owner_holds(t.fs, f[18], v18, 2));
+	REQUIRE(dg_fs_unlink(t.fs, 1, "f18") == 0);
+	CHECK(!dg_fs_owner_holds(t.fs, f[18], v18, 2));
+	REQUIRE(tfs_remount(&t));
+	CHECK(!dg_fs_owner_holds(t.fs, f[18], v18, 2));
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -346,6 +420,7 @@ int main(int argc, char **argv)
 		{ "lost_page_of_file_not_in_core",
 		  test_lost_page_of_file_not_in_core },
 		{ "owner_while_writing", test_owner_while_writing },
+		{ "owner_holds", test_owner_holds },
 		{ NULL, NULL },
 	};
 
