@@ -4,7 +4,8 @@
  * one chunk and one extent map page at a time, for the inodes not in
  * core. For the volume's registry of lost pages (lost_reg.c), whose
  * quick answer only knows the inodes in core; and whether one file
- * still maps a page an earlier answer gave it (fault reports). */
+ * still maps a page an earlier answer gave it (fault reports), asked
+ * of that file loaded. */
 #include <stdlib.h>
 
 #include "fsys_i.h"
@@ -157,34 +158,19 @@ int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
 	return ret;
 }
 
-/* The record of ino (not in core) off its table page, and whether its
- * extent map gives vpn at fpage. fs->lock held. */
-static bool record_maps(struct dg_fs *fs, uint64_t ino, uint64_t vpn,
-			uint64_t fpage)
-{
-	uint8_t *page = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	struct dg_demap *pg = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	struct dg_lost_page lp = { .vpn = vpn };
-	const struct dg_dinode *d;
-	uint64_t tvpn;
-	uint32_t off;
-
-	if (!page || !pg)
-		goto out;
-	pthread_mutex_lock(&fs->ino_lock);
-	dg_ino_where(fs, ino, &tvpn, &off);
-	pthread_mutex_unlock(&fs->ino_lock);
-	if (dg_read(fs->vol, tvpn, 1, page))
-		goto out;
-	d = (const void *)(page + off);
-	if (d->mode && !dg_dinode_check(fs->vol, ino, d))
-		scan_dinode(fs, ino, d, pg, &lp, 1);
-out:
-	free(page);
-	free(pg);
-	return lp.ino == ino && lp.fpage == fpage;
-}
-
+/*
+ * An inode not in core is loaded (dg_inode_find()), not read on the
+ * side: a fault storm recalls the same few files again and again, and a
+ * walk of the record and extent chain per event costs the whole chain
+ * each time (a file of a million extents: milliseconds, under the
+ * faults lock and fs->lock). Loaded, the file costs its record page and
+ * its chain once; every later check, and the owner lookup before it
+ * (dg_fs_owner(), which then finds its pages in core), reads nothing
+ * until a sweep lets it go (at a forget or release). The report naming
+ * the file loads it right after anyway (dg_fs_path()), so the check
+ * adds no reads to it. A record or map that cannot be read or is
+ * malformed loads as a stub (EIO): not held.
+ */
 bool dg_fs_owner_holds(struct dg_fs *fs, uint64_t ino, uint64_t vpn,
 		       uint64_t fpage)
 {
@@ -196,10 +182,8 @@ bool dg_fs_owner_holds(struct dg_fs *fs, uint64_t ino, uint64_t vpn,
 	pthread_mutex_lock(&fs->ino_lock);
 	used = ino && ino < (uint64_t)fs->root.nchunks * DG_INODES_PER_CHUNK &&
 	       dg_ino_used(fs, ino) && !dg_ino_lost(fs, ino);
-	if (used)
-		ip = dg_icache_peek(fs, ino);
 	pthread_mutex_unlock(&fs->ino_lock);
-	if (ip) {
+	if (used && dg_inode_find(fs, ino, false, &ip) == 0) {
 		/* In core: its map is the truth (the media's may lag a
 		 * write). Valid while fs->lock is held; its extents change
 		 * under its own lock, waited for as the thorough answer
@@ -208,8 +192,6 @@ bool dg_fs_owner_holds(struct dg_fs *fs, uint64_t ino, uint64_t vpn,
 		held = !ip->reaped && !ip->unreadable &&
 		       dg_ext_owns(ip, vpn, &fp) && fp == fpage;
 		pthread_rwlock_unlock(&ip->lock);
-	} else if (used) {
-		held = record_maps(fs, ino, vpn, fpage);
 	}
 	pthread_rwlock_unlock(&fs->lock);
 	return held;

@@ -318,8 +318,9 @@ int dg_fs_resolve_owners(struct dg_fs *fs, struct dg_lost_page *lp,
 /* Whether ino maps vpn at file page fpage now: what an earlier answer
  * found checked before a report names it again, since the page may have
  * been freed (the file deleted, truncated, punched, the page moved) and
- * taken by another file since. The inode in core, else its record and
- * extent map off the media (a few reads, not the table). Takes the fs
+ * taken by another file since. Asked of the inode in core, loading it
+ * when it is not (its record and extent map read once, as naming the
+ * file in the report would; later checks read nothing). Takes the fs
  * lock (read) and waits for the inode's. */
 bool dg_fs_owner_holds(struct dg_fs *fs, uint64_t ino, uint64_t vpn,
 		       uint64_t fpage);
