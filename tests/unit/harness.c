@@ -18,9 +18,9 @@ int test_failures;
  * atexit and would leave them on /dev/shm, in memory, until someone
  * removes them. Each process removes only its own: a forked child
  * (dies_storing(), a crash test's worker) that dies must not take its
- * parent's images with it. Entries sit in blocks that never move and
- * are counted once written, so a signal handler on any thread reads
- * only whole entries.
+ * parent's images with it. Entries sit in blocks that never move nor
+ * go (not even at exit) and are counted once written, so a signal
+ * handler on any thread reads only whole entries.
  */
 #define REG_BLOCK 64
 struct reg_block {
@@ -47,27 +47,29 @@ static void reg_unlink_mine(void)
 	}
 }
 
+/* At exit the images go; the blocks stay, reachable and whole: a
+ * signal on another thread may be walking them in reg_on_signal(). */
 static void reg_cleanup(void)
 {
-	struct reg_block *b = reg_head, *next;
-
 	reg_unlink_mine();
-	__atomic_store_n(&reg_head, NULL, __ATOMIC_RELEASE);
-	reg_tail = NULL;
-	for (; b; b = next) {
-		next = b->next;
-		for (unsigned i = 0; i < b->n; i++)
-			free(b->path[i]);
-		free(b);
-	}
 }
 
-/* The images removed, then the signal's own action (SA_RESETHAND put
- * it back), so the process ends as it would have. */
+/* The images removed, then the signal's own action: its default put
+ * back first (sigaction() is async-signal-safe), so the raise ends the
+ * process even when another handler (libcommit's SIGSEGV handler
+ * chains to this one by a plain call) is still the one installed, and
+ * would call back here without end. */
 static void reg_on_signal(int sig)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	int saved = errno;
+
 	reg_unlink_mine();
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
 	raise(sig);
+	/* Blocked while a handler runs: delivered once it returns. */
+	errno = saved;
 }
 
 static void reg_hook(void)
