@@ -40,10 +40,10 @@ static void vpn_path(struct dg_daemon *dd, uint64_t vpn,
  * DG_OWNER_SCAN_INTERVAL_NS (owner_memo.c), and a page placed once is
  * recalled, once its file is seen to map it still (dg_fs_owner_holds(),
  * which loads the file: its record and map read once, then its pages
- * are found in core, dg_fs_owner(), with no recall, until the file is
- * let go), not streamed for again. Pages a batch could
- * not stream for go unnamed in their events; the registry's resolve or
- * a scrub names them later (faults_lock held).
+ * are found in core by dg_fs_owner(), with no recall, until the file
+ * is let go), not streamed for again. Pages a batch could not stream
+ * for go unnamed in their events; the registry's resolve or a scrub
+ * names them later (faults_lock held).
  */
 static int64_t mono_ns(void)
 {
