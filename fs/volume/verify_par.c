@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * verify_par.c -- the row pass's fast path: a row verified where it is
- * mapped, and offline (fsck) blocks of rows verified ahead by threads
+ * mapped, and blocks of rows verified ahead by threads (fsck's offline,
+ * the daemon's scrub's online)
  *
  * Checking a written row costs the hashing of its pages and the parity
  * computed from them; the read path also copied every page into a
@@ -13,19 +14,20 @@
  * so every fault is found, reported and repaired exactly as before.
  *
  * The rows ahead of the pass can be verified by other threads (fsck
- * offline, the daemon's scrub online): the walk's thread hands out a batch of
- * blocks of rows (DG_PAR_BATCH_BLOCKS a thread), every thread, it too,
- * takes whole blocks until none is left, and records for each row
- * whether it verified and against which checksums (read from the newest
- * copy of its checksum page that verifies, examined quietly: nothing
- * noted, nothing rewritten). The walk's thread then goes over the rows
+ * offline, the daemon's scrub online): the walk's thread hands out a
+ * batch of blocks of rows (DG_PAR_BATCH_BLOCKS a thread), every
+ * thread, it too, takes whole blocks until none is left, and records
+ * for each row whether it verified and against which checksums (read
+ * from the newest copy of its checksum page that verifies, examined
+ * quietly: nothing noted, nothing rewritten). The walk's thread then goes over the rows
  * in order as before, each under its lock; a row verified ahead with
  * the very checksums its own look-up gives is done, any other row takes
  * the read path there and then. A thread maps a block's written pages
  * in at once before it reads them (dg_rows_map_in()), instead of a
  * page fault every 16 pages. Only the pages written, those it reads:
- * on tmpfs a hole mapped in would be allocated. So the findings, their order and the
- * repairs are the same as one thread's, whatever the number of threads:
+ * on tmpfs a hole mapped in would be allocated. So the findings, their
+ * order and the repairs are the same as one thread's, whatever the
+ * number of threads:
  * the workers only read, and only while the walk's thread waits for
  * them. A repair of one row writes that row's pages and checksums, its
  * ditto copies (outside the rows) or copies of a checksum page: never
