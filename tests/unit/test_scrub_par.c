@@ -86,10 +86,12 @@ static int daemon_scrub(struct dg_vol *vol, bool repair, unsigned threads,
 {
 	uint64_t rows = dg_vol_rows(vol), seq = 0;
 	struct dg_par *par = dg_vol_scrub_threads(vol, threads);
+	struct log opened = { 0 };
 	int ret = 0;
 
 	CHECK_EQ(dg_vol_scrub_threads_n(par), threads);
-	take_events(vol, &seq, &(struct log){ 0 }); /* the open's */
+	take_events(vol, &seq, &opened); /* the open's, not the scrub's */
+	free(opened.text);
 	memset(&l->rep, 0, sizeof(l->rep));
 	for (uint64_t row = 0; row < rows && !ret;) {
 		uint64_t end = row + BATCH < rows ? row + BATCH : rows;
