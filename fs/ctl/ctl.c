@@ -25,7 +25,7 @@
 static const char usage[] =
 	"usage: daxguard-ctl MOUNTPOINT status [-v] [--json]\n"
 	"       daxguard-ctl MOUNTPOINT scrub [start] [-w] [--rate MB/s] "
-	"[--json]\n"
+	"[--threads N] [--json]\n"
 	"       daxguard-ctl MOUNTPOINT scrub status|pause|cancel [--json]\n"
 	"       daxguard-ctl MOUNTPOINT scrub resume [-w] [--json]\n"
 	"       daxguard-ctl MOUNTPOINT events [--follow] [--json]\n"
@@ -70,6 +70,8 @@ static const char help_text[] =
 	"  --rate MB/s     scrub start: verify at most this many megabytes\n"
 	"                  (10^6 bytes) a second; replace: rebuild at most\n"
 	"                  this many megabytes of the device a second\n"
+	"  --threads N     scrub start: verify with N threads, 1 to 16\n"
+	"                  (default: one a CPU the daemon may use)\n"
 	"  -f, --follow    events: keep printing new ones until interrupted\n"
 	"  --json          print the reply as JSON (events: one object a line)\n"
 	"  -h, --help      show this help and exit\n"
@@ -379,6 +381,21 @@ static int events(const char *mnt, bool json, bool follow)
 	}
 }
 
+/* --threads N: 1 to CTL_SCRUB_MAX_THREADS, in digits only (strtoul()
+ * alone takes " 4", "+4" and "-4"); 0 on a bad value. */
+static unsigned parse_threads(const char *arg)
+{
+	unsigned long n = 0;
+	const char *p;
+
+	for (p = arg; *p >= '0' && *p <= '9' && n <= CTL_SCRUB_MAX_THREADS;
+	     p++)
+		n = n * 10 + (unsigned long)(*p - '0');
+	if (p == arg || *p || n < 1 || n > CTL_SCRUB_MAX_THREADS)
+		return 0;
+	return (unsigned)n;
+}
+
 /* MB/s (10^6 bytes), as given, to bytes a second; 0 on a bad value. */
 static uint64_t parse_rate(const char *s)
 {
@@ -402,6 +419,7 @@ int main(int argc, char **argv)
 {
 	bool json = false, verbose = false, wait = false, follow = false;
 	uint64_t rate = 0;
+	unsigned threads = 0;	/* 0: the daemon's default */
 	const char *cmd, *mnt, *sub = NULL;
 	char req[4400];
 	const char *rdev = NULL, *rpath = NULL;
@@ -485,6 +503,14 @@ int main(int argc, char **argv)
 					    i < argc ? " (not '" : "",
 					    i < argc ? argv[i] : "",
 					    i < argc ? "')" : "");
+		} else if (!strcmp(a, "--threads") && sub &&
+			   !strcmp(sub, "start")) {
+			if (++i == argc || !(threads = parse_threads(argv[i])))
+				usage_error("--threads takes a number from 1 "
+					    "to %u%s%s%s", CTL_SCRUB_MAX_THREADS,
+					    i < argc ? " (not '" : "",
+					    i < argc ? argv[i] : "",
+					    i < argc ? "')" : "");
 		} else {
 			return bad_option(a);
 		}
@@ -509,10 +535,15 @@ int main(int argc, char **argv)
 	if (sub) {
 		char *reply;
 
-		if (!strcmp(sub, "start") && rate)
-			snprintf(req, sizeof(req), "scrub start rate=%llu%s\n",
-				 (unsigned long long)rate, json ? " json" : "");
-		else
+		if (!strcmp(sub, "start") && (rate || threads)) {
+			char t[32] = "";
+
+			if (threads)
+				snprintf(t, sizeof(t), " threads=%u", threads);
+			snprintf(req, sizeof(req), "scrub start rate=%llu%s%s\n",
+				 (unsigned long long)rate, t,
+				 json ? " json" : "");
+		} else
 			snprintf(req, sizeof(req), "scrub %s%s\n", sub,
 				 json ? " json" : "");
 		reply = request(mnt, req);

@@ -21,6 +21,9 @@
  * event's text (a file name may say anything).
  */
 #define CTL_REQ_MAX	 4400	/* a replace names a path */
+/* "scrub start [rate=BYTES] [threads=N]": N from 1 to this (the engine's
+ * DG_PAR_MAX_THREADS, which scrub.c checks it equals). */
+#define CTL_SCRUB_MAX_THREADS 16u
 #define CTL_EVENTS_PAGE	 (256u << 10)
 
 enum ctl_cmd {

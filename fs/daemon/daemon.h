@@ -136,6 +136,11 @@ struct dg_scrub {
 	uint64_t pages_reset;	/* free pages given zeros */
 	uint64_t fault_seq;	/* engine fault events looked at */
 	int save_err;		/* last dg_vol_scrub_save() error */
+	/* Threads asked for (scrub start --threads; 0: one a CPU), kept in
+	 * memory only: the record has no room for it, so the resume at a
+	 * mount takes the default. threads_used: how many the running or
+	 * last run had (1: the scrub's own alone). */
+	unsigned threads, threads_used;
 };
 
 int dg_scrub_init(struct dg_daemon *dd);

@@ -7,15 +7,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+#include "ctl_proto.h"
 #include "daemon.h"
 #include "json.h"
+
+_Static_assert(CTL_SCRUB_MAX_THREADS == DG_PAR_MAX_THREADS,
+	       "daxguard-ctl's --threads bound is the engine's");
 
 /* Rows checked between looks at the commands and the rate: a row locks
  * one of the row locks for a few microseconds, a batch is well under a
  * millisecond, so pause and cancel answer at once. Each batch looks its
  * checksum pages up afresh (every copy read and verified): 8 rows a
- * batch made that a third of the scrub's work, 32 a tenth. */
+ * batch made that a third of the scrub's work, 32 a tenth.
+ *
+ * With threads (dg_vol_scrub_threads()) the batches stay these, so the
+ * faults are looked at, counted and classified after the same rows
+ * whatever their number; the threads verify ahead of them, a batch of
+ * their own (DG_PAR_BATCH_BLOCKS blocks of rows a thread: 128 MiB of a
+ * 4-device volume with 4 threads, some 60 ms) each time the scrub
+ * reaches a row none verified, and the scrub's batches take their
+ * verdicts (a row updated since is checked again, there). A pause waits
+ * for at most that batch. */
 #define BATCH_ROWS 32
+
+/* With a rate the threads verify at most about this long of it ahead of
+ * the scrub (1/10 s), so its reads come about as evenly spread as one
+ * thread's, not a batch of the threads at a time. */
+#define AHEAD_PER_S 10
 
 static const char *const state_names[] = {
 	[DG_SCRUB_NONE] = "none",	    [DG_SCRUB_RUNNING] = "running",
@@ -142,7 +161,8 @@ static void *scrub_main(void *arg)
 	struct dg_daemon *dd = arg;
 	struct dg_scrub *s = &dd->scrub;
 	struct dg_vol_info in;
-	uint64_t rows, rb = row_bytes(dd);
+	uint64_t rows, rb = row_bytes(dd), ahead;
+	struct dg_par *par;
 	bool repair;
 	int ret = 0;
 
@@ -150,6 +170,12 @@ static void *scrub_main(void *arg)
 	rows = in.rows;
 	repair = !in.read_only;
 	pthread_mutex_lock(&s->job.lock);
+	/* The threads for this run, from its start (or resume) to its
+	 * pause, cancel, end or the unmount; none when one is asked for or
+	 * no other can be had. */
+	par = dg_vol_scrub_threads(dd->vol, s->threads);
+	s->threads_used = dg_vol_scrub_threads_n(par);
+	ahead = s->rec.rate ? s->rec.rate / AHEAD_PER_S / rb : rows;
 	while (s->job.req == DG_JOB_GO && s->rec.next_row < rows) {
 		uint64_t first = s->rec.next_row;
 		uint64_t end = first + BATCH_ROWS < rows ? first + BATCH_ROWS
@@ -166,7 +192,10 @@ static void *scrub_main(void *arg)
 		/* The rows unlocked: status, pause and cancel answer while
 		 * the batch runs; each row's lock is the engine's. */
 		pthread_mutex_unlock(&s->job.lock);
-		ret = dg_vol_scrub_rows(dd->vol, repair, first, end, &r);
+		ret = dg_vol_scrub_rows_par(dd->vol, repair, first, end, par,
+					    end + ahead < end ? rows
+							      : end + ahead,
+					    &r);
 		look_at_faults(dd, &in_use, &other, &reset);
 		/* The engine keeps its last DG_FAULT_RING events: past that,
 		 * unrecoverable pages this batch met and nobody classified
@@ -192,6 +221,8 @@ static void *scrub_main(void *arg)
 			    s->rec.rep.rows_checked * rb - s->verified0,
 			    s->rec.rate);
 	}
+	/* Idle between batches: joined at once. */
+	dg_vol_scrub_threads_stop(par);
 	if (!ret && s->job.req == DG_JOB_GO) {
 		struct dg_scrub_report r = { 0 };
 		uint64_t in_use = 0, other = 0, reset = 0;
@@ -363,6 +394,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o)
 	json_add_u64(r, "run_ms", p.run_ms);
 	json_add_u64(r, "rate_bytes_per_s", (uint64_t)p.rate);
 	json_add_u64(r, "rate_limit_bytes_per_s", s->rec.rate);
+	json_add_u64(r, "threads", s->threads_used);
 	json_object_object_add(r, "eta_s", json_object_new_int64(p.eta_s));
 	json_add_u64(r, "rows_checked", s->rec.rep.rows_checked);
 	json_add_u64(r, "detected", s->rec.rep.detected);
@@ -450,7 +482,24 @@ static void reply(struct dg_out *o, bool json, bool err, const char *msg)
 	}
 }
 
-/* args: "start [rate=BYTES]", "status", "pause", "resume", "cancel". */
+/* "threads=N" in args: N, 1 to DG_PAR_MAX_THREADS, in digits only;
+ * 0 when absent (the default); -1 when it is not such a number. */
+static int threads_arg(const char *args)
+{
+	const char *t = strstr(args, " threads=");
+	unsigned n = 0;
+
+	if (!t)
+		return 0;
+	for (t += 9; *t >= '0' && *t <= '9' && n <= DG_PAR_MAX_THREADS; t++)
+		n = n * 10 + (unsigned)(*t - '0');
+	if (n < 1 || n > DG_PAR_MAX_THREADS || (*t && *t != ' '))
+		return -1;
+	return (int)n;
+}
+
+/* args: "start [rate=BYTES] [threads=N]", "status", "pause", "resume",
+ * "cancel". */
 void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 		  struct dg_out *o)
 {
@@ -465,8 +514,13 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 			status_text(dd, o);
 	} else if (!strncmp(args, "start", 5)) {
 		const char *r = strstr(args, " rate=");
+		int threads = threads_arg(args);
 
-		if (dg_replace_running(dd)) {
+		if (threads < 0) {
+			snprintf(msg, sizeof(msg), "threads must be a number "
+				 "from 1 to %u", DG_PAR_MAX_THREADS);
+			reply(o, json, true, msg);
+		} else if (dg_replace_running(dd)) {
 			reply(o, json, true, "a device is being replaced: "
 			      "'daxguard-ctl status' shows how far; scrub "
 			      "after it");
@@ -481,13 +535,15 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 			memset(&s->rec, 0, sizeof(s->rec));
 			s->rec.started = (uint64_t)time(NULL);
 			s->rec.rate = r ? strtoull(r + 6, NULL, 10) : 0;
+			s->threads = (unsigned)threads;
 			s->lost_in_use = s->lost_other = s->pages_reset = 0;
 			if (launch(dd)) {
 				reply(o, json, true, "cannot start the scrub "
 				      "thread");
 			} else {
 				post(dd, DG_EV_SCRUB_STARTED, "rate limit %"
-				     PRIu64 " bytes/s (0: none)", s->rec.rate);
+				     PRIu64 " bytes/s (0: none), threads %u "
+				     "(0: one a CPU)", s->rec.rate, s->threads);
 				reply(o, json, false, "scrub started");
 			}
 		}

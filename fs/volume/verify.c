@@ -321,7 +321,8 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 	uint64_t cs[DG_MAX_DEVS], stale;
 	uint64_t end = p->end && p->end < vol->sb.rows ? p->end : vol->sb.rows;
 	struct dg_row_walk w;
-	struct dg_par *par = NULL;
+	struct dg_par *par = p->par, *own = NULL;
+	uint64_t ahead_end = end;
 	uint8_t *mem;
 	int ret = 0;
 
@@ -329,10 +330,14 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 			    (DG_MAX_DEVS + DG_MAX_PARITY) * DG_PAGE_SIZE);
 	if (!mem)
 		return -ENOMEM;
-	/* Offline, the rows ahead are verified by threads (verify_par.c);
-	 * online each row is verified under its lock, here. */
-	if (p->offline)
-		par = dg_par_start(vol);
+	/* The rows ahead verified by threads (verify_par.c): offline the
+	 * pass's own, online (the scrub) the caller's, which live across
+	 * its passes of a few rows and may run ahead of them. */
+	if (!par && p->offline)
+		par = own = dg_par_start(vol, vol->check_threads);
+	if (p->par && p->ahead_end > end)
+		ahead_end = p->ahead_end < vol->sb.rows ? p->ahead_end
+							: vol->sb.rows;
 	/* Every checksum page from media, never the cache. */
 	for (unsigned d = 0; d < vol->ndev; d++) {
 		dg_csum_cursor_init(&cur[d]);
@@ -357,7 +362,7 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 		bool known, written;
 
 		if (par && !dg_par_covers(par, row))
-			dg_par_run(par, &w, row, end);
+			dg_par_run(par, &w, row, ahead_end);
 		/* every 1024 rows visited, and once after each skip */
 		if (p->progress && row >= report) {
 			p->progress(p->parg, row, vol->sb.rows);
@@ -399,7 +404,7 @@ int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p)
 		if (p->after)
 			p->after(p->arg);
 	}
-	dg_par_stop(par);
+	dg_par_stop(own);
 	if (!p->rows_only) {
 		ret = dg_ditto_check(vol, p->repair && !vol->read_only, &stale);
 		if (p->after)
@@ -446,6 +451,7 @@ static int scrub_pass(struct dg_vol *vol, struct dg_row_pass *p,
 		return 0;
 	p->row = scrub_row;
 	p->arg = &s;
+	p->rows_ahead = &rep->rows_ahead;
 	dg_fault_attribute(rep);
 	ret = dg_vol_pass_rows(vol, p);
 	dg_fault_attribute(NULL);
@@ -466,14 +472,38 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
 int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
 		      uint64_t end, struct dg_scrub_report *rep)
 {
+	return dg_vol_scrub_rows_par(vol, repair, first, end, NULL, end, rep);
+}
+
+int dg_vol_scrub_rows_par(struct dg_vol *vol, bool repair, uint64_t first,
+			  uint64_t end, struct dg_par *par, uint64_t ahead_end,
+			  struct dg_scrub_report *rep)
+{
 	struct dg_row_pass p = {
 		.repair = repair, .first = first, .end = end,
-		.rows_only = true,
+		.rows_only = true, .par = par, .ahead_end = ahead_end,
 	};
 
 	if (first >= end)
 		return 0;
 	return scrub_pass(vol, &p, rep);
+}
+
+struct dg_par *dg_vol_scrub_threads(struct dg_vol *vol, unsigned threads)
+{
+	if (!vol->redundancy)	/* nothing to verify */
+		return NULL;
+	return dg_par_start(vol, threads);
+}
+
+void dg_vol_scrub_threads_stop(struct dg_par *par)
+{
+	dg_par_stop(par);
+}
+
+unsigned dg_vol_scrub_threads_n(const struct dg_par *par)
+{
+	return dg_par_threads(par);
 }
 
 uint64_t dg_vol_next_used_row(struct dg_vol *vol, uint64_t row,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * verify_par.c -- the row pass's fast path: a row verified where it is
- * mapped, and offline (fsck) blocks of rows verified ahead by threads
+ * mapped, and blocks of rows verified ahead by threads (fsck's offline,
+ * the daemon's scrub's online)
  *
  * Checking a written row costs the hashing of its pages and the parity
  * computed from them; the read path also copied every page into a
@@ -12,25 +13,43 @@
  * it goes the read path's way (verify.c, pass_row()), from the start,
  * so every fault is found, reported and repaired exactly as before.
  *
- * Offline the pass is the only writer, and the rows ahead of it can be
- * verified by other threads: the walk's thread hands out a batch of
- * blocks of rows (DG_PAR_BATCH_BLOCKS a thread), every thread, it too,
- * takes whole blocks until none is left, and records for each row
- * whether it verified and against which checksums (read from the newest
- * copy of its checksum page that verifies, examined quietly: nothing
- * noted, nothing rewritten). The walk's thread then goes over the rows
+ * The rows ahead of the pass can be verified by other threads (fsck
+ * offline, the daemon's scrub online): the walk's thread hands out a
+ * batch of blocks of rows (DG_PAR_BATCH_BLOCKS a thread), every
+ * thread, it too, takes whole blocks until none is left, and records
+ * for each row whether it verified and against which checksums (read
+ * from the newest copy of its checksum page that verifies, examined
+ * quietly: nothing noted, nothing rewritten). The walk's thread then goes over the rows
  * in order as before, each under its lock; a row verified ahead with
  * the very checksums its own look-up gives is done, any other row takes
  * the read path there and then. A thread maps a block's written pages
  * in at once before it reads them (dg_rows_map_in()), instead of a
  * page fault every 16 pages. Only the pages written, those it reads:
- * on tmpfs a hole mapped in would be allocated. So the findings, their order and the
- * repairs are the same as one thread's, whatever the number of threads:
+ * on tmpfs a hole mapped in would be allocated. So the findings, their
+ * order and the repairs are the same as one thread's, whatever the
+ * number of threads:
  * the workers only read, and only while the walk's thread waits for
  * them. A repair of one row writes that row's pages and checksums, its
  * ditto copies (outside the rows) or copies of a checksum page: never
  * another row's bytes, and a checksum that changed makes the row's
  * verdict void.
+ *
+ * Online (the daemon's scrub) reads and updates go on while the workers
+ * run, and the workers' state lives from one of the scrub's batches to
+ * the next (the walk only runs them for a row no batch covers). A worker
+ * verifies each row under that row's lock, for reading: every update of
+ * a row's pages, checksums and parity holds it for writing (apply.c,
+ * the read path's repairs, the scrub's own), so a row is never seen half
+ * written, and readers go on beside. Its checksums come from before that
+ * lock: a row updated since fails against them (not verified), or was
+ * updated in full before the lock (its data, parity and checksum pages
+ * all stored under the locks), and then matches the checksums only if
+ * they are the new ones. Either way the walk's thread takes the verdict
+ * only if the checksums it looks up itself, under the row's lock for
+ * writing, are those very ones: one checksum a page, data and parity, so
+ * the row is the bytes the worker verified (a verdict is at most one
+ * batch of the threads old, as a one-thread scrub's check of a row is
+ * older by the time the pass ends). Any other row takes the read path.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -152,6 +171,17 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 	unsigned n = vol->ndev;
 	bool known[DG_MAX_DEVS];
 
+	/*
+	 * Each checksum page examined quietly under its lock, as the walk's
+	 * own look-up does (load_page()) but nothing noted or rewritten:
+	 * online too, every store of a copy (an update, a repair of a copy
+	 * by a reader or the walk) is made under that lock, all copies of
+	 * the page before it is let go (write_pages_copies()), so the newest
+	 * copy that verifies is the page as it stands, the one the walk's
+	 * uncached look-up takes. The cache (csum_cache.c) is never read
+	 * here: it is written through, under the same lock, after the
+	 * copies, so media are never behind it once the lock is free.
+	 */
 	for (unsigned d = 0; d < n; d++) {
 		pthread_mutex_t *lk = &vol->csum_locks[dg_cpage_lock_idx(
 			dg_cpage_key(d, b))];
@@ -169,6 +199,7 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 				       (size_t)d * DG_PAGE_SIZE), r0, r1);
 	for (uint64_t r = r0; r < r1; r++) {
 		uint64_t *cs = par->cs + (r - par->b0) * n;
+		pthread_rwlock_t *lk;
 		bool ok = true, any = false;
 
 		for (unsigned d = 0; d < n; d++) {
@@ -179,8 +210,16 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 			ok &= known[d];
 			any |= cs[d] != DG_CSUM_NONE;
 		}
-		par->clean[r - par->b0] = ok && any &&
-					  dg_row_clean(vol, r, cs, wk->calc);
+		if (!ok || !any) {
+			par->clean[r - par->b0] = false;
+			continue;
+		}
+		/* Under the row's lock, for reading (see the top): offline
+		 * nobody else holds it, online updates of the row wait. */
+		lk = dg_row_lock(vol, r);
+		pthread_rwlock_rdlock(lk);
+		par->clean[r - par->b0] = dg_row_clean(vol, r, cs, wk->calc);
+		pthread_rwlock_unlock(lk);
 	}
 }
 
@@ -231,9 +270,9 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static unsigned threads_wanted(const struct dg_vol *vol)
+static unsigned threads_wanted(unsigned threads)
 {
-	long n = vol->check_threads;
+	long n = threads;
 	cpu_set_t set;
 
 	/* The CPUs this process may run on (a container's, taskset's),
@@ -261,9 +300,9 @@ static void free_par(struct dg_par *par)
 	free(par);
 }
 
-struct dg_par *dg_par_start(struct dg_vol *vol)
+struct dg_par *dg_par_start(struct dg_vol *vol, unsigned threads)
 {
-	unsigned want = threads_wanted(vol);
+	unsigned want = threads_wanted(threads);
 	struct dg_par *par;
 
 	if (want < 2)
@@ -366,4 +405,9 @@ bool dg_par_verdict(const struct dg_par *par, uint64_t row,
 	return dg_par_covers(par, row) && par->clean[i] &&
 	       !memcmp(par->cs + i * par->vol->ndev, cs,
 		       par->vol->ndev * sizeof(*cs));
+}
+
+unsigned dg_par_threads(const struct dg_par *par)
+{
+	return par ? par->nthreads : 1;
 }

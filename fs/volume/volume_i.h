@@ -482,11 +482,14 @@ void dg_rows_map_in(struct dg_vol *vol, unsigned dev, const uint64_t *e,
 		    uint64_t r0, uint64_t r1);
 #define DG_PAR_BATCH_BLOCKS 4u	/* blocks of rows a worker's share */
 struct dg_par;
-/* Workers for an offline row pass (NULL: one thread is enough, or none
- * could be had); dg_par_verdict() then says whether row was verified
- * clean ahead with the checksums cs. */
-struct dg_par *dg_par_start(struct dg_vol *vol);
+/* Workers for a row pass, threads of them with this one (0: one a CPU
+ * this process may run on, at most DG_PAR_MAX_THREADS); NULL: one
+ * thread is enough, or no other could be had. dg_par_verdict() then
+ * says whether row was verified clean ahead with the checksums cs. */
+struct dg_par *dg_par_start(struct dg_vol *vol, unsigned threads);
 void dg_par_stop(struct dg_par *par);
+/* How many threads verify (this one included); 1 for NULL. */
+unsigned dg_par_threads(const struct dg_par *par);
 /* The batch of blocks from row's verified by all threads, this one
  * too; the devices asked for them (w) first. */
 void dg_par_run(struct dg_par *par, struct dg_row_walk *w, uint64_t row,
@@ -509,6 +512,12 @@ struct dg_row_pass {
 	/* Out, when set: rows taken from a worker's verdict, rows that
 	 * verified in place on the walk's thread (dg_row_clean()). */
 	uint64_t *rows_ahead, *rows_in_place;
+	/* The caller's workers, kept from one pass to the next (the
+	 * daemon's scrub: a pass of a few rows each): they may verify
+	 * ahead past end, up to ahead_end (at least end). NULL: offline,
+	 * the pass starts its own (vol->check_threads); online, none. */
+	struct dg_par *par;
+	uint64_t ahead_end;
 };
 int dg_vol_pass_rows(struct dg_vol *vol, const struct dg_row_pass *p);
 /* The parity pages of row, computed from its verified data, then their

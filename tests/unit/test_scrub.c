@@ -128,7 +128,7 @@ static void test_record_round_trip(void)
 	rec.started = 1700000000;
 	rec.run_ms = 1234;
 	rec.rate = 5000000;
-	rec.rep = (struct dg_scrub_report){ 70, 3, 2, 1, 4, 4 };
+	rec.rep = (struct dg_scrub_report){ 70, 3, 2, 1, 4, 4, 0 };
 	REQUIRE(dg_vol_scrub_save(vol, &rec) == 0);
 	dg_vol_close(vol);
 	vol = tvol_open(&tv, DG_OPEN_RDONLY);

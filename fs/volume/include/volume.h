@@ -400,6 +400,9 @@ struct dg_scrub_report {
 	uint64_t unrecoverable; /* ... and could not be */
 	uint64_t parity_mismatch; /* rows whose parity disagreed with data */
 	uint64_t parity_fixed;	/* ... and were recomputed */
+	/* Of rows_checked: verified clean ahead by the threads of a
+	 * scrub with more than one (dg_vol_scrub_threads()). */
+	uint64_t rows_ahead;
 };
 typedef void (*dg_progress_fn)(void *arg, uint64_t done, uint64_t total);
 /*
@@ -419,6 +422,26 @@ int dg_vol_scrub(struct dg_vol *vol, bool repair, struct dg_scrub_report *rep,
  */
 int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
 		      uint64_t end, struct dg_scrub_report *rep);
+/*
+ * Threads that verify the rows ahead of a background scrub, kept from
+ * one batch of rows to the next (starting them for a few rows would
+ * cost more than they save): threads of them with the scrub's own (0:
+ * one a CPU this process may run on, at most DG_PAR_MAX_THREADS,
+ * check.h). NULL: one thread (threads 1, or no other could be had).
+ * Each row is verified under its lock; what the scrub finds, repairs
+ * and reports, and in which order, is the same with any number of them
+ * (verify_par.c says why).
+ */
+struct dg_par;
+struct dg_par *dg_vol_scrub_threads(struct dg_vol *vol, unsigned threads);
+void dg_vol_scrub_threads_stop(struct dg_par *par);
+/* How many threads verify (the scrub's included); 1 for NULL. */
+unsigned dg_vol_scrub_threads_n(const struct dg_par *par);
+/* dg_vol_scrub_rows() with par's threads (NULL: none), which may verify
+ * rows ahead up to ahead_end (past end: the batches that follow). */
+int dg_vol_scrub_rows_par(struct dg_vol *vol, bool repair, uint64_t first,
+			  uint64_t end, struct dg_par *par, uint64_t ahead_end,
+			  struct dg_scrub_report *rep);
 /* The first row in [row, end) of a block the checksum-page init map
  * says was written, else end: the rows before it were never written,
  * and the row passes skip them (docs/design.md, "What the passes
