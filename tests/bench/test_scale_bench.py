@@ -53,7 +53,42 @@ def test_targets_pass_and_miss():
     assert rows["scrub of used data 4x1T vs 4x64G"]["verdict"] == "PASS"
     assert rows["daemon RSS after mount at 4x1T"]["verdict"] == "MISS"
     assert rows["daemon RSS after mount 4x1T vs 4x64G"]["verdict"] == "MISS"
-    assert len(rows) == 12          # the 16-device layout is not judged
+    assert len(rows) == 16          # the 16-device layout is not judged
+    # warm and cold: the warm pass against 2 GB/s, the cold one as a share
+    # of the disk's read rate of the same run (not judged: the disk's)
+    assert rows["fsck -n of used data, warm (CPU only), at 4x1T"]["verdict"] == "n/a"
+    cold = [r for t, r in rows.items() if t.startswith("scrub of used data, cold")]
+    assert len(cold) == 1 and cold[0]["value"] is None and cold[0]["verdict"] == "-"
+
+
+def test_targets_warm_and_share_of_the_disk():
+    big = dict(SMALL, fsck_data_gbps=0.6, fsck_data_warm_gbps=3.5, scrub_gbps=0.5,
+               scrub_warm_gbps=1.9, ceiling_gbps=0.75)
+    rows = by_target(scale.targets({"daxguard-4x64G": layout(64, **SMALL),
+                                    "daxguard-4x1T": layout(1024, **big)}))
+    assert rows["fsck -n of used data, warm (CPU only), at 4x1T"]["verdict"] == "PASS"
+    assert rows["scrub of used data, warm (CPU only), at 4x1T"]["verdict"] == "MISS"
+    share = "fsck -n of used data, cold, share of the disk's read rate (0.75 GB/s of data, " \
+            "same run) at 4x1T"
+    assert rows[share]["value"] == 0.8
+
+
+def test_render_again_from_the_json(tmp_path):
+    results = {"machine": {"date": "d", "git_commit": "abc"}, "dir": "/var/tmp/x",
+               "data_bytes": 8 * GIB, "sizes": [64 * GIB, 1024 * GIB],
+               "layouts": {"daxguard-4x64G": layout(64, **SMALL),
+                           "daxguard-4x1T": layout(1024, **dict(SMALL, scrub_warm_gbps=2.5))},
+               "anchors": {}, "targets": []}
+    (tmp_path / "results.json").write_text(__import__("json").dumps(results))
+    cp = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "scale.py"),
+                         "--render", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    md = (tmp_path / "results.md").read_text()
+    assert "| scrub of used data, warm (CPU only), at 4x1T | 2.5 GB/s | >= 2 GB/s | PASS |" in md
+    cp = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "scale.py"),
+                         "--render", str(tmp_path / "none")], capture_output=True, text=True,
+                        timeout=60)
+    assert cp.returncode == 2 and "results.json" in cp.stderr
 
 
 def test_targets_skip_failed_and_missing():
