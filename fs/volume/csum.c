@@ -192,12 +192,13 @@ static unsigned first_copy(struct dg_vol *vol, unsigned owner, uint64_t index)
 }
 
 /* One checksum page being written: its new image and the bytes of it
- * that changed. */
+ * that changed; first: its first_copy(), set by write_pages_copies(). */
 struct cpw {
 	unsigned owner;
 	uint64_t index;
 	const void *img;
 	uint32_t from, to;
+	unsigned first;
 };
 
 /*
@@ -219,14 +220,19 @@ struct cpw {
  * the first. 0, or the first failure (the volume is latched, media.h:
  * nothing more is stored).
  */
-static int write_pages_copies(struct dg_vol *vol, const struct cpw *w,
+static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 			      unsigned n, struct dg_flushset *fs)
 {
 	struct dg_flushset rest;
 	int ret = 0, r;
 
+	/* Each page's first copy found once, not again in every later
+	 * round (300 instructions a 4 KiB write): the later rounds store
+	 * exactly the copies other than the one this round stored, even
+	 * should a device's state change meanwhile. */
 	for (unsigned i = 0; i < n && !ret; i++) {
-		unsigned c = first_copy(vol, w[i].owner, w[i].index);
+		unsigned c = w[i].first = first_copy(vol, w[i].owner,
+						     w[i].index);
 
 		if (c < vol->sb.csum_copies)
 			ret = store_copy(vol, w[i].owner, w[i].index, c,
@@ -242,9 +248,7 @@ static int write_pages_copies(struct dg_vol *vol, const struct cpw *w,
 	for (unsigned j = 0; j + 1 < vol->sb.csum_copies && !ret; j++) {
 		dg_flushset_init(&rest);
 		for (unsigned i = 0; i < n && !ret; i++) {
-			unsigned first = first_copy(vol, w[i].owner,
-						    w[i].index);
-			unsigned c = j < first ? j : j + 1;
+			unsigned c = j < w[i].first ? j : j + 1;
 
 			ret = store_copy(vol, w[i].owner, w[i].index, c,
 					 w[i].img, w[i].from, w[i].to, &rest);
@@ -766,7 +770,7 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 			p->gen = dg_gen_next(vol);
 			dg_csum_page_seal(vol, owner, index, pg);
 			w[nw++] = (struct cpw){ owner, index, pg, 0,
-						DG_PAGE_SIZE };
+						DG_PAGE_SIZE, 0 };
 		}
 		ret = ret < 0 ? ret : 0;
 	}
@@ -966,7 +970,7 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 		p->csum[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
 	p->gen = dg_gen_next(vol);
 	dg_csum_page_seal(vol, owner, index, p);
-	*w = (struct cpw){ owner, index, p, from, to };
+	*w = (struct cpw){ owner, index, p, from, to, 0 };
 	return 0;
 }
 
