@@ -665,26 +665,6 @@ static int rows_of(struct dg_vol *vol, struct rowset *rs, struct arow *rows,
 	return ret;
 }
 
-/* d = a xor b over len bytes, a multiple of 32 (whole cache lines), in
- * 32-byte vectors (two SSE2 registers where AVX is not enabled): the
- * word-by-word loop was 3,100 instructions a 4 KiB write, a tenth of
- * the update. memcpy() keeps the loads and stores free of alignment
- * assumptions; the compiler makes them vector moves. */
-typedef uint64_t xor_vec __attribute__((vector_size(32)));
-
-static void xor_lines(uint8_t *d, const uint8_t *a, const uint8_t *b,
-		      size_t len)
-{
-	for (size_t i = 0; i < len; i += sizeof(xor_vec)) {
-		xor_vec x, y;
-
-		memcpy(&x, a + i, sizeof(x));
-		memcpy(&y, b + i, sizeof(y));
-		x ^= y;
-		memcpy(d + i, &x, sizeof(x));
-	}
-}
-
 /* Verified parity of this part's rows (rows_of()), patched with the data
  * deltas (old xor new) of the changed cache lines only, and its
  * checksums, taken as the row's last page is patched in, while the
@@ -738,11 +718,11 @@ static int prepare_parity(struct prep *x, struct dg_csum_cursor *cur)
 			a->lo = lo;
 		if (hi > a->hi)
 			a->hi = hi;
-		xor_lines(x->delta + lo, p->old + lo, p->new + lo, hi - lo);
 		for (unsigned j = 0; j < vol->parity; j++)
 			par[j] = pb[j] + lo;
-		dg_parity_delta(vol, dg_row_data_rank(vol, p->row, p->dev),
-				x->delta + lo, hi - lo, par);
+		dg_parity_patch(vol, dg_row_data_rank(vol, p->row, p->dev),
+				p->old + lo, p->new + lo, x->delta + lo,
+				hi - lo, par);
 		if (--a->left)
 			continue;
 		for (unsigned j = 0; j < vol->parity; j++) {

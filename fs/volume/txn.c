@@ -129,12 +129,19 @@ static bool allocated_here(const struct dg_txn *t, uint64_t vpn)
 	return false;
 }
 
+/* Writes of a txn whose ranges and fresh flags dg_txn_commit() keeps on
+ * the stack: a small write's page or two, and its bitmap bytes. */
+#define TXN_SMALL 8
+
 int dg_txn_commit(struct dg_txn *t)
 {
 	const struct dg_apply_hooks hooks = dg_alloc_hooks(t);
 	struct dg_vol *vol = t->vol;
-	struct dg_range *r = NULL;
-	bool *fresh = NULL;
+	/* Two allocations and their frees were 300 instructions of a
+	 * 4 KiB write's commit. */
+	struct dg_range small_r[TXN_SMALL], *r = NULL;
+	bool small_fresh[TXN_SMALL], *fresh = NULL;
+	bool small;
 	int ret = 0;
 
 	if (!t->nw && !t->nop)
@@ -145,10 +152,12 @@ int dg_txn_commit(struct dg_txn *t)
 	t->bm_first = t->nw;
 	for (unsigned i = 0; i < t->nop && !ret; i++)
 		ret = bitmap_writes(t, t->op[i].start, t->op[i].n);
-	r = ret ? NULL : malloc(t->nw * sizeof(*r));
+	small = t->nw <= TXN_SMALL;
+	r = ret ? NULL : small ? small_r : malloc(t->nw * sizeof(*r));
 	if (!ret && !r)
 		ret = -ENOMEM;
-	fresh = ret ? NULL : malloc(t->nw * sizeof(*fresh));
+	fresh = ret ? NULL : small ? small_fresh
+				   : malloc(t->nw * sizeof(*fresh));
 	if (!ret && !fresh)
 		ret = -ENOMEM;
 	for (unsigned i = 0; !ret && i < t->nw; i++) {
@@ -158,8 +167,10 @@ int dg_txn_commit(struct dg_txn *t)
 	}
 	if (!ret)
 		ret = dg_apply_new(vol, r, t->nw, fresh, t->nop ? &hooks : NULL);
-	free(fresh);
-	free(r);
+	if (!small) {
+		free(fresh);
+		free(r);
+	}
 	txn_reset(t, ret == 0);
 	return ret;
 }

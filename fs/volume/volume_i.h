@@ -371,9 +371,11 @@ struct dg_dev *dg_ditto_copy_at(struct dg_vol *vol, uint64_t vpn, unsigned j,
 /* ---- parity.c -------------------------------------------------------- */
 int dg_parity_init(struct dg_vol *vol);
 void dg_parity_fini(struct dg_vol *vol);
-/* parity[j] ^= coef(j, rank) * delta over len bytes (len % 32 == 0). */
-void dg_parity_delta(const struct dg_vol *vol, unsigned rank,
-		     const uint8_t *delta, size_t len, uint8_t **parity);
+/* parity[j] ^= coef(j, rank) * (old ^ new) over len bytes (len % 32
+ * == 0); delta: len bytes of scratch (parity 2 builds old ^ new in it). */
+void dg_parity_patch(const struct dg_vol *vol, unsigned rank,
+		     const uint8_t *old, const uint8_t *new, uint8_t *delta,
+		     size_t len, uint8_t **parity);
 /* Compute all parity pages of a row from its k data pages. */
 void dg_parity_compute(const struct dg_vol *vol, uint8_t **data,
 		       uint8_t **parity, size_t len);

@@ -221,13 +221,14 @@ static void delta_rounds(unsigned k, unsigned parity, unsigned rounds)
 {
 	uint64_t seed = 0xde17a + k * 8 + parity;
 	struct dg_vol *vol = pvol_new(k, parity);
-	uint8_t *calc, *delta, *par[DG_MAX_PARITY], *cp[DG_MAX_PARITY];
+	uint8_t *calc, *old, *delta, *par[DG_MAX_PARITY], *cp[DG_MAX_PARITY];
 	struct prow r;
 
 	REQUIRE(vol);
 	calc = aligned_alloc(PG, DG_MAX_PARITY * PG);
+	old = aligned_alloc(PG, PG);
 	delta = aligned_alloc(PG, PG);
-	REQUIRE(calc && delta);
+	REQUIRE(calc && old && delta);
 	REQUIRE(prow_init(&r, k, parity, &seed));
 	dg_parity_compute(vol, r.pg, r.pg + k, PG);
 	for (unsigned j = 0; j < parity; j++)
@@ -248,13 +249,12 @@ static void delta_rounds(unsigned k, unsigned parity, unsigned rounds)
 		}
 		lo = a * DG_LINE_SIZE;
 		hi = (b + 1) * DG_LINE_SIZE;
-		memcpy(delta + lo, r.pg[rank] + lo, hi - lo);
+		memcpy(old + lo, r.pg[rank] + lo, hi - lo);
 		trand_fill(&seed, r.pg[rank] + lo, hi - lo);
-		for (uint32_t i = lo; i < hi; i++)
-			delta[i] ^= r.pg[rank][i];
 		for (unsigned j = 0; j < parity; j++)
 			par[j] = r.pg[k + j] + lo;
-		dg_parity_delta(vol, rank, delta + lo, hi - lo, par);
+		dg_parity_patch(vol, rank, old + lo, r.pg[rank] + lo,
+				delta + lo, hi - lo, par);
 
 		dg_parity_compute(vol, r.pg, cp, PG);
 		for (unsigned j = 0; j < parity; j++)
@@ -275,6 +275,7 @@ static void delta_rounds(unsigned k, unsigned parity, unsigned rounds)
 out:
 	free(r.mem);
 	free(calc);
+	free(old);
 	free(delta);
 	pvol_free(vol);
 }
