@@ -572,6 +572,14 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 	} else if (!strncmp(args, "resume", 6)) {
 		if (s->job.running) {
 			reply(o, json, true, "the scrub is running already");
+		} else if (s->rec.state == DG_SCRUB_PAUSED &&
+			   dg_replace_running(dd)) {
+			/* As start: the scrub's threads read every device,
+			 * the replace closes one (a paused scrub did not
+			 * stop the replace from starting). */
+			reply(o, json, true, "a device is being replaced: "
+			      "'daxguard-ctl status' shows how far; resume "
+			      "the scrub after it");
 		} else if (s->rec.state != DG_SCRUB_PAUSED) {
 			snprintf(msg, sizeof(msg), "no scrub to resume (the "
 				 "last one is %s): 'scrub start' begins one",

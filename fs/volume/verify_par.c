@@ -170,6 +170,7 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 	struct dg_vol *vol = par->vol;
 	unsigned n = vol->ndev;
 	bool known[DG_MAX_DEVS];
+	pthread_rwlock_t *lk0;
 
 	/*
 	 * Each checksum page examined quietly under its lock, as the walk's
@@ -181,7 +182,16 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 	 * uncached look-up takes. The cache (csum_cache.c) is never read
 	 * here: it is written through, under the same lock, after the
 	 * copies, so media are never behind it once the lock is free.
+	 *
+	 * The reads of the copies and the map-in under the read lock of
+	 * the block's first row: a device is swapped (an online replace,
+	 * replace.c: closed, unmapped) only under every row lock, so not
+	 * while a worker reads it. Row locks come before checksum page
+	 * locks (volume_i.h). Let go before the rows, each verified under
+	 * its own.
 	 */
+	lk0 = dg_row_lock(vol, r0);
+	pthread_rwlock_rdlock(lk0);
 	for (unsigned d = 0; d < n; d++) {
 		pthread_mutex_t *lk = &vol->csum_locks[dg_cpage_lock_idx(
 			dg_cpage_key(d, b))];
@@ -197,6 +207,7 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 		if (known[d])
 			dg_rows_map_in(vol, d, (const void *)(wk->img +
 				       (size_t)d * DG_PAGE_SIZE), r0, r1);
+	pthread_rwlock_unlock(lk0);
 	for (uint64_t r = r0; r < r1; r++) {
 		uint64_t *cs = par->cs + (r - par->b0) * n;
 		pthread_rwlock_t *lk;
