@@ -50,6 +50,8 @@
  * the row is the bytes the worker verified (a verdict is at most one
  * batch of the threads old, as a one-thread scrub's check of a row is
  * older by the time the pass ends). Any other row takes the read path.
+ * A halt (dg_par_halt(): the scrub paused, cancelled or unmounted) stops
+ * the workers taking blocks; the rows they leave have no verdict.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -147,6 +149,9 @@ struct dg_par {
 	uint64_t gen;		/* batches handed out */
 	unsigned busy;		/* workers still on this batch */
 	bool quit;
+	/* Stop taking blocks (dg_par_halt()): the blocks left read as not
+	 * verified, so a pause waits for one block a thread at most. */
+	atomic_bool halt;
 	unsigned nthreads;	/* this one included */
 	uint64_t b0, b1;	/* the batch: rows [b0, b1) */
 	_Atomic uint64_t next;	/* the next block to take */
@@ -241,8 +246,13 @@ static void work(struct worker *wk)
 	uint64_t last = (par->b1 - 1) / DG_CSUMS_PER_PAGE;
 
 	for (;;) {
-		uint64_t b = atomic_fetch_add(&par->next, 1), r0, r1;
+		uint64_t b, r0, r1;
 
+		/* Halted: no verdict for the rest (dg_par_run() cleared
+		 * them), which the walk checks itself, if it goes on. */
+		if (atomic_load_explicit(&par->halt, memory_order_relaxed))
+			return;
+		b = atomic_fetch_add(&par->next, 1);
 		if (b > last)
 			return;
 		r0 = b * DG_CSUMS_PER_PAGE;
@@ -369,6 +379,12 @@ void dg_par_stop(struct dg_par *par)
 	for (unsigned i = 1; i < par->nthreads; i++)
 		pthread_join(par->w[i].tid, NULL);
 	free_par(par);
+}
+
+void dg_par_halt(struct dg_par *par)
+{
+	if (par)
+		atomic_store_explicit(&par->halt, true, memory_order_relaxed);
 }
 
 void dg_par_run(struct dg_par *par, struct dg_row_walk *w, uint64_t row,
