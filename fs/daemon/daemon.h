@@ -141,6 +141,10 @@ struct dg_scrub {
 	 * mount takes the default. threads_used: how many the running or
 	 * last run had (1: the scrub's own alone). */
 	unsigned threads, threads_used;
+	/* The running scrub's threads (NULL: none), by job.lock: halted
+	 * with a pause, cancel or unmount, so it waits for no batch of
+	 * theirs. */
+	struct dg_par *par;
 };
 
 int dg_scrub_init(struct dg_daemon *dd);

@@ -16,8 +16,9 @@ _Static_assert(CTL_SCRUB_MAX_THREADS == DG_PAR_MAX_THREADS,
 	       "daxguard-ctl's --threads bound is the engine's");
 
 /* Rows checked between looks at the commands and the rate: a row locks
- * one of the row locks for a few microseconds, a batch is well under a
- * millisecond, so pause and cancel answer at once. Each batch looks its
+ * one of the row locks for a few microseconds, a batch (128 KiB a
+ * device) is well under a millisecond in memory, a few read from a cold
+ * disk, so pause and cancel answer at once. Each batch looks its
  * checksum pages up afresh (every copy read and verified): 8 rows a
  * batch made that a third of the scrub's work, 32 a tenth.
  *
@@ -27,8 +28,11 @@ _Static_assert(CTL_SCRUB_MAX_THREADS == DG_PAR_MAX_THREADS,
  * their own (DG_PAR_BATCH_BLOCKS blocks of rows a thread: 128 MiB of a
  * 4-device volume with 4 threads, some 60 ms) each time the scrub
  * reaches a row none verified, and the scrub's batches take their
- * verdicts (a row updated since is checked again, there). A pause waits
- * for at most that batch. */
+ * verdicts (a row updated since is checked again, there). A pause,
+ * cancel or unmount halts them first (dg_vol_scrub_threads_halt()): it
+ * waits for the block each is on (2 MiB a device; milliseconds, more
+ * from a cold disk), not their batch, then for the scrub's own batch,
+ * checked by its thread alone where the threads left no verdict. */
 #define BATCH_ROWS 32
 
 /* With a rate the threads verify at most about this long of it ahead of
@@ -173,7 +177,7 @@ static void *scrub_main(void *arg)
 	/* The threads for this run, from its start (or resume) to its
 	 * pause, cancel, end or the unmount; none when one is asked for or
 	 * no other can be had. */
-	par = dg_vol_scrub_threads(dd->vol, s->threads);
+	par = s->par = dg_vol_scrub_threads(dd->vol, s->threads);
 	s->threads_used = dg_vol_scrub_threads_n(par);
 	ahead = s->rec.rate ? s->rec.rate / AHEAD_PER_S / rb : rows;
 	while (s->job.req == DG_JOB_GO && s->rec.next_row < rows) {
@@ -222,6 +226,7 @@ static void *scrub_main(void *arg)
 			    s->rec.rate);
 	}
 	/* Idle between batches: joined at once. */
+	s->par = NULL;
 	dg_vol_scrub_threads_stop(par);
 	if (!ret && s->job.req == DG_JOB_GO) {
 		struct dg_scrub_report r = { 0 };
@@ -324,6 +329,10 @@ int dg_scrub_init(struct dg_daemon *dd)
 
 void dg_scrub_stop(struct dg_daemon *dd)
 {
+	/* The unmount waits for the scrub as a pause does (see there). */
+	pthread_mutex_lock(&dd->scrub.job.lock);
+	dg_vol_scrub_threads_halt(dd->scrub.par);
+	pthread_mutex_unlock(&dd->scrub.job.lock);
 	dg_job_stop(&dd->scrub.job);
 }
 
@@ -552,7 +561,10 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 
 		if (s->job.running) {
 			/* Answer once it has stopped: a scrub said paused
-			 * or cancelled does no more work. */
+			 * or cancelled does no more work. Its threads take
+			 * no more blocks: the wait is one block a thread at
+			 * most, not their batch. */
+			dg_vol_scrub_threads_halt(s->par);
 			dg_job_ask(&s->job, cancel ? DG_JOB_CANCEL
 						   : DG_JOB_PAUSE);
 			reply(o, json, false, cancel ? "scrub cancelled"
@@ -572,6 +584,14 @@ void dg_scrub_cmd(struct dg_daemon *dd, const char *args, bool json,
 	} else if (!strncmp(args, "resume", 6)) {
 		if (s->job.running) {
 			reply(o, json, true, "the scrub is running already");
+		} else if (s->rec.state == DG_SCRUB_PAUSED &&
+			   dg_replace_running(dd)) {
+			/* As start: the scrub's threads read every device,
+			 * the replace closes one (a paused scrub did not
+			 * stop the replace from starting). */
+			reply(o, json, true, "a device is being replaced: "
+			      "'daxguard-ctl status' shows how far; resume "
+			      "the scrub after it");
 		} else if (s->rec.state != DG_SCRUB_PAUSED) {
 			snprintf(msg, sizeof(msg), "no scrub to resume (the "
 				 "last one is %s): 'scrub start' begins one",

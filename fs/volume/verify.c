@@ -501,6 +501,11 @@ void dg_vol_scrub_threads_stop(struct dg_par *par)
 	dg_par_stop(par);
 }
 
+void dg_vol_scrub_threads_halt(struct dg_par *par)
+{
+	dg_par_halt(par);
+}
+
 unsigned dg_vol_scrub_threads_n(const struct dg_par *par)
 {
 	return dg_par_threads(par);

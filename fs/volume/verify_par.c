@@ -50,6 +50,8 @@
  * the row is the bytes the worker verified (a verdict is at most one
  * batch of the threads old, as a one-thread scrub's check of a row is
  * older by the time the pass ends). Any other row takes the read path.
+ * A halt (dg_par_halt(): the scrub paused, cancelled or unmounted) stops
+ * the workers taking blocks; the rows they leave have no verdict.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -147,6 +149,9 @@ struct dg_par {
 	uint64_t gen;		/* batches handed out */
 	unsigned busy;		/* workers still on this batch */
 	bool quit;
+	/* Stop taking blocks (dg_par_halt()): the blocks left read as not
+	 * verified, so a pause waits for one block a thread at most. */
+	atomic_bool halt;
 	unsigned nthreads;	/* this one included */
 	uint64_t b0, b1;	/* the batch: rows [b0, b1) */
 	_Atomic uint64_t next;	/* the next block to take */
@@ -170,6 +175,7 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 	struct dg_vol *vol = par->vol;
 	unsigned n = vol->ndev;
 	bool known[DG_MAX_DEVS];
+	pthread_rwlock_t *lk0;
 
 	/*
 	 * Each checksum page examined quietly under its lock, as the walk's
@@ -181,7 +187,16 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 	 * uncached look-up takes. The cache (csum_cache.c) is never read
 	 * here: it is written through, under the same lock, after the
 	 * copies, so media are never behind it once the lock is free.
+	 *
+	 * The reads of the copies and the map-in under the read lock of
+	 * the block's first row: a device is swapped (an online replace,
+	 * replace.c: closed, unmapped) only under every row lock, so not
+	 * while a worker reads it. Row locks come before checksum page
+	 * locks (volume_i.h). Let go before the rows, each verified under
+	 * its own.
 	 */
+	lk0 = dg_row_lock(vol, r0);
+	pthread_rwlock_rdlock(lk0);
 	for (unsigned d = 0; d < n; d++) {
 		pthread_mutex_t *lk = &vol->csum_locks[dg_cpage_lock_idx(
 			dg_cpage_key(d, b))];
@@ -197,6 +212,7 @@ static void verify_block(struct worker *wk, uint64_t b, uint64_t r0,
 		if (known[d])
 			dg_rows_map_in(vol, d, (const void *)(wk->img +
 				       (size_t)d * DG_PAGE_SIZE), r0, r1);
+	pthread_rwlock_unlock(lk0);
 	for (uint64_t r = r0; r < r1; r++) {
 		uint64_t *cs = par->cs + (r - par->b0) * n;
 		pthread_rwlock_t *lk;
@@ -230,8 +246,13 @@ static void work(struct worker *wk)
 	uint64_t last = (par->b1 - 1) / DG_CSUMS_PER_PAGE;
 
 	for (;;) {
-		uint64_t b = atomic_fetch_add(&par->next, 1), r0, r1;
+		uint64_t b, r0, r1;
 
+		/* Halted: no verdict for the rest (dg_par_run() cleared
+		 * them), which the walk checks itself, if it goes on. */
+		if (atomic_load_explicit(&par->halt, memory_order_relaxed))
+			return;
+		b = atomic_fetch_add(&par->next, 1);
 		if (b > last)
 			return;
 		r0 = b * DG_CSUMS_PER_PAGE;
@@ -358,6 +379,12 @@ void dg_par_stop(struct dg_par *par)
 	for (unsigned i = 1; i < par->nthreads; i++)
 		pthread_join(par->w[i].tid, NULL);
 	free_par(par);
+}
+
+void dg_par_halt(struct dg_par *par)
+{
+	if (par)
+		atomic_store_explicit(&par->halt, true, memory_order_relaxed);
 }
 
 void dg_par_run(struct dg_par *par, struct dg_row_walk *w, uint64_t row,

@@ -490,6 +490,11 @@ struct dg_par;
  * says whether row was verified clean ahead with the checksums cs. */
 struct dg_par *dg_par_start(struct dg_vol *vol, unsigned threads);
 void dg_par_stop(struct dg_par *par);
+/* From any thread: the workers take no more blocks, this batch's or a
+ * later one's (its rows then read as not verified); the one each is on
+ * is finished. For a pause, cancel or unmount that waits on the walk.
+ * NULL: nothing. */
+void dg_par_halt(struct dg_par *par);
 /* How many threads verify (this one included); 1 for NULL. */
 unsigned dg_par_threads(const struct dg_par *par);
 /* The batch of blocks from row's verified by all threads, this one

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import CTL, run
-from dgfault import copy_of, inject, make_tree
+from dgfault import copy_of, inject, make_tree, replace_status
 
 # What the status tells that does not depend on the threads: all but
 # times, rates and the threads themselves.
@@ -182,3 +182,29 @@ def test_bad_threads_usage(mounted):
     st = json.loads(p.stdout)
     assert st["state"] == "finished" and st["threads"] == 2, st
     assert st["detected"] == 0 and st["rows_checked"] > 0, st
+
+
+def test_resume_refused_during_a_replace(volume_factory):
+    """A paused scrub resumed while a device is being replaced would run
+    its threads over a device the replace closes: refused, as a start
+    is, with the same exit status."""
+    v = volume_factory(ndev=4, size="64M", parity=1)
+    v.mkfs()
+    v.mount()
+    (v.mnt / "big").write_bytes(os.urandom(16 << 20))
+    p = ctl(v, "scrub", "start", "--rate", "1", "--threads", "2")
+    assert p.returncode == 0, p
+    p = ctl(v, "scrub", "pause")
+    assert p.returncode == 0 and "paused" in p.stdout, p
+    new = v.devs[1].with_name(v.devs[1].stem + "-new.img")
+    # 64 MiB at 1 MB/s: still running through the checks below.
+    p = ctl(v, "replace", "1", str(new), "--rate", "1")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert replace_status(v)["state"] == "running"
+    start = ctl(v, "scrub", "start", "--threads", "2")
+    p = ctl(v, "scrub", "resume")
+    assert p.returncode == start.returncode == 1, (p, start)
+    assert "is being replaced" in p.stdout, p
+    st = json.loads(ctl(v, "scrub", "status", "--json").stdout)
+    assert st["state"] == "paused", st
+    assert replace_status(v)["state"] == "running"

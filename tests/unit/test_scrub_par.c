@@ -70,6 +70,10 @@ static void take_events(struct dg_vol *vol, uint64_t *seq, struct log *l)
 	}
 }
 
+/* daemon_scrub() halts its threads before the batch from this row on
+ * (dg_vol_scrub_threads_halt(), as a pause does); UINT64_MAX: never. */
+static uint64_t halt_row = UINT64_MAX;
+
 /* Called between two batches, as the daemon looks at its commands. */
 typedef void (*between_fn)(void *arg, uint64_t next_row);
 
@@ -100,6 +104,8 @@ static int daemon_scrub(struct dg_vol *vol, bool repair, unsigned threads,
 
 		if (used > end)
 			end = used;
+		if (row >= halt_row)
+			dg_vol_scrub_threads_halt(par);
 		ret = dg_vol_scrub_rows_par(vol, repair, row, end, par,
 					    ahead_end, &l->rep);
 		take_events(vol, &seq, l);
@@ -296,6 +302,17 @@ static void same_findings(const struct shape *s)
 	same_text(&one, &l, "ahead 100 rows");
 	CHECK_EQ(l.rep.rows_ahead, ahead0);
 	free(l.text);
+	/* Halted before the first batch (a pause asked at once): no
+	 * verdict of theirs, the same findings from the scrub alone. */
+	memset(&l, 0, sizeof(l));
+	reopen(&tv, &vol, ro_flags(s));
+	halt_row = 0;
+	CHECK_EQ(daemon_scrub(vol, false, 4, UINT64_MAX, &l, NULL, NULL), 0);
+	halt_row = UINT64_MAX;
+	same_counts(&one.rep, &l.rep);
+	same_text(&one, &l, "halted");
+	CHECK_EQ(l.rep.rows_ahead, 0);
+	free(l.text);
 	free(one.text);
 	dg_vol_close(vol);
 	tvol_cleanup(&tv);
@@ -471,6 +488,56 @@ static void test_updated_ahead_checked_again(void)
 	area_free(&tv, &a);
 }
 
+/* A halt (pause, cancel, unmount) stops the threads at once: no row is
+ * verified ahead past it, each row then checked by the scrub itself, and
+ * nothing is found that is not there. */
+static void test_halt_stops_the_threads(void)
+{
+	struct tvol tv;
+	struct area a;
+	struct log l = { 0 };
+	uint64_t rows, h, past;
+
+	area_make(&tv, &a, "sparhalt", 3 * C);
+	/* Ahead by 100 rows (the daemon with a rate): every written row
+	 * from the threads. */
+	CHECK_EQ(daemon_scrub(a.vol, true, 4, 100, &l, NULL, NULL), 0);
+	rows = l.rep.rows_checked;
+	CHECK(rows > a.n);
+	CHECK_EQ(l.rep.rows_ahead, rows);
+	free(l.text);
+	/* Halted a block into the area: the threads went at most 100 rows
+	 * past the batch before the halt, so the area's rows from h + BATCH
+	 * + 100 on were all the scrub's own. */
+	h = a.z + C;
+	past = a.z + a.n - (h + BATCH + 100);
+	memset(&l, 0, sizeof(l));
+	halt_row = h;
+	CHECK_EQ(daemon_scrub(a.vol, true, 4, 100, &l, NULL, NULL), 0);
+	halt_row = UINT64_MAX;
+	CHECK_EQ(l.rep.rows_checked, rows);
+	CHECK(l.rep.rows_ahead > 0);
+	CHECK(l.rep.rows_ahead <= rows - past);
+	CHECK_EQ(l.rep.detected, 0);
+	CHECK_EQ(l.rep.parity_mismatch, 0);
+	CHECK_EQ(l.n, 0);
+	free(l.text);
+	/* Unbounded ahead (one batch of theirs covers the volume) and
+	 * halted before it: none at all. */
+	memset(&l, 0, sizeof(l));
+	halt_row = 0;
+	CHECK_EQ(daemon_scrub(a.vol, true, 4, UINT64_MAX, &l, NULL, NULL),
+		 0);
+	halt_row = UINT64_MAX;
+	CHECK_EQ(l.rep.rows_checked, rows);
+	CHECK_EQ(l.rep.rows_ahead, 0);
+	CHECK_EQ(l.n, 0);
+	free(l.text);
+	area_reads_back(&a);
+	SCRUB_CLEAN(a.vol, false);
+	area_free(&tv, &a);
+}
+
 /* A writer updating pages of the area, at random, until told to stop. */
 struct writer {
 	struct area *a;
@@ -548,6 +615,7 @@ int main(int argc, char **argv)
 		{ "same_repairs", test_same_repairs },
 		{ "updated_ahead_checked_again",
 		  test_updated_ahead_checked_again },
+		{ "halt_stops_the_threads", test_halt_stops_the_threads },
 		{ "writer_beside_threads", test_writer_beside_threads },
 		{ NULL, NULL },
 	};

@@ -435,6 +435,13 @@ int dg_vol_scrub_rows(struct dg_vol *vol, bool repair, uint64_t first,
 struct dg_par;
 struct dg_par *dg_vol_scrub_threads(struct dg_vol *vol, unsigned threads);
 void dg_vol_scrub_threads_stop(struct dg_par *par);
+/* From any thread, par still started: its threads take no more blocks
+ * of rows (the one each is on, at most DG_CSUMS_PER_PAGE rows, is
+ * finished), so a scrub asked to pause or stop is not held up by a
+ * batch of theirs; the rows they leave the scrub checks itself, one
+ * thread. For good: a halted par verifies nothing more ahead. NULL:
+ * nothing. */
+void dg_vol_scrub_threads_halt(struct dg_par *par);
 /* How many threads verify (the scrub's included); 1 for NULL. */
 unsigned dg_vol_scrub_threads_n(const struct dg_par *par);
 /* dg_vol_scrub_rows() with par's threads (NULL: none), which may verify
