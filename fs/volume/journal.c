@@ -987,8 +987,11 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 	uint8_t *buf = NULL;
 	int ret = 0;
 
-	/* A page's touches kept in entry order: the last one wins. */
-	qsort(t, nt, sizeof(*t), touched_order);
+	/* A page's touches kept in entry order: the last one wins. (A
+	 * replay that touched nothing has no array: qsort(NULL, 0) is
+	 * undefined.) */
+	if (nt)
+		qsort(t, nt, sizeof(*t), touched_order);
 	u = calloc(nt + vol->parity * nt + 1, sizeof(*u));
 	buf = aligned_alloc(DG_PAGE_SIZE, (DG_MAX_DEVS + 1) * DG_PAGE_SIZE);
 	if (!u || !buf) {
