@@ -54,6 +54,7 @@ tests/fuzz/mkseeds.c
 tests/unit/test_acl.c
 tests/unit/test_alloc.c
 tests/unit/test_check.c
+tests/unit/damaged_rows.h
 tests/unit/test_check_par.c
 tests/unit/test_csum.c
 tests/unit/test_csum_cache.c

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "harness.h"
+#include "damaged_rows.h"
 #include "volume_i.h"
 
 #define PG DG_PAGE_SIZE
@@ -50,120 +51,6 @@ static void on_event(void *arg, const struct dg_chk_event *ev)
 	l->n++;
 }
 
-/* A page written in row (on its data device of rank rank). */
-static void write_in_row(struct dg_vol *vol, uint64_t row, unsigned rank,
-			 uint64_t *seed)
-{
-	uint8_t buf[PG];
-	struct dg_range r = {
-		dg_loc_vpn(vol, dg_row_data_dev(vol, row, rank), row), 0, PG,
-		buf,
-	};
-
-	trand_fill(seed, buf, PG);
-	CHECK(dg_apply(vol, &r, 1) == 0);
-}
-
-static void junk(struct tvol *tv, struct dg_vol *vol, unsigned dev,
-		 uint64_t row, uint64_t *seed)
-{
-	uint8_t buf[PG];
-
-	trand_fill(seed, buf, PG);
-	tvol_poke(tv, dev, dg_row_page(vol, row) * PG, buf, PG);
-}
-
-/* Rows the faults go in, beyond the first and last: the edges of the
- * blocks and of the batches of 2, 3 and 4 threads, past the metadata
- * zone. */
-static unsigned fault_rows(struct dg_vol *vol, uint64_t *out)
-{
-	uint64_t rows = dg_vol_rows(vol), z = tdata_row(vol);
-	unsigned n = 0;
-
-	for (uint64_t t = 2; t <= 4; t++) {
-		uint64_t b = t * DG_PAR_BATCH_BLOCKS * C;
-
-		for (uint64_t e = b; e < rows; e += b) {
-			if (e - 1 > z)
-				out[n++] = e - 1;
-			out[n++] = e;
-		}
-	}
-	out[n++] = z + C - 1 - z % C;	/* the last of a block */
-	out[n++] = z + 3 * C + 200;	/* inside one */
-	return n;
-}
-
-/* The volumes the cases run on: parity 1 and 2 with every device, and
- * parity 1 with one device gone (opened degraded: a row with a written
- * page there takes the read path, which rebuilds it from parity). */
-struct shape {
-	unsigned ndev, parity;
-	int lost;		/* the device removed after the damage, or -1 */
-};
-
-static const struct shape shapes[] = {
-	{ 4, 1, -1 },
-	{ 6, 2, -1 },
-	{ 4, 1, 1 },
-};
-
-/* How a shape's volume opens read-only. */
-static unsigned ro_flags(const struct shape *s)
-{
-	return DG_OPEN_RDONLY | (s->lost >= 0 ? DG_OPEN_DEGRADED : 0);
-}
-
-/* A volume of shape s, written sparsely over many blocks, and damaged:
- * the parity page of the pass's first row, a data page in the volume's
- * last row, a data page or two (one row beyond repair with parity 1)
- * at each edge; then the device s->lost removed. The same every time
- * but for the volume's seed. */
-static struct dg_vol *damaged(struct tvol *tv, const char *tag,
-			      const struct shape *s)
-{
-	uint64_t seed = 7, rows, first, fr[64];
-	struct dg_vol *vol;
-	unsigned nf;
-
-	tvol_make(tv, tag, s->ndev, s->parity, 96ull << 20, false);
-	vol = tvol_open(tv, 0);
-	if (!vol)
-		return NULL;
-	rows = dg_vol_rows(vol);
-	nf = fault_rows(vol, fr);
-	for (uint64_t r = tdata_row(vol); r < rows; r += 211)
-		write_in_row(vol, r, 0, &seed);
-	for (unsigned i = 0; i < nf; i++)
-		write_in_row(vol, fr[i], 1, &seed);
-	write_in_row(vol, rows - 1, 0, &seed);
-	dg_vol_close(vol);
-	vol = tvol_open(tv, DG_OPEN_RDONLY);
-	if (!vol)
-		return NULL;
-	first = dg_cmap_next_row(vol, 0, rows);
-	junk(tv, vol, dg_row_parity_dev(vol, first, 0), first, &seed);
-	junk(tv, vol, dg_row_data_dev(vol, rows - 1, 0), rows - 1, &seed);
-	for (unsigned i = 0; i < nf; i++) {
-		junk(tv, vol, dg_row_data_dev(vol, fr[i], 1), fr[i], &seed);
-		if (i % 4 == 3) /* two in a row: beyond parity 1 */
-			junk(tv, vol, dg_row_parity_dev(vol, fr[i], 0), fr[i],
-			     &seed);
-	}
-	dg_vol_close(vol);
-	if (s->lost >= 0) {
-		char *gone = tv->paths[s->lost];
-
-		CHECK(unlink(gone) == 0);
-		tv->paths[s->lost] = strdup("");
-		free(gone);
-		if (!tv->paths[s->lost])
-			return NULL;
-	}
-	return tvol_open(tv, ro_flags(s));
-}
-
 /* One pass with threads threads on a fresh open (a pass reports what
  * its open met too). */
 static struct dg_chk_stats last_st;	/* the last pass()'s */
@@ -193,10 +80,10 @@ static bool has_page(const struct log *l, unsigned dev, uint64_t page)
 	return l->text && strstr(l->text, key);
 }
 
-static void same_findings(const struct shape *s)
+static void same_findings(const struct tshape *s)
 {
 	struct tvol tv;
-	struct dg_vol *vol = damaged(&tv, "parn", s);
+	struct dg_vol *vol = tvol_damaged(&tv, "parn", s, tshape_ro_flags(s));
 	struct log one = { 0 }, l;
 	uint64_t rows, first, in_place;
 	int u1, dev;
@@ -204,7 +91,7 @@ static void same_findings(const struct shape *s)
 	REQUIRE(vol);
 	rows = dg_vol_rows(vol);
 	first = dg_cmap_next_row(vol, 0, rows);
-	u1 = pass(&tv, &vol, ro_flags(s), false, 1, &one);
+	u1 = pass(&tv, &vol, tshape_ro_flags(s), false, 1, &one);
 	REQUIRE(vol);
 	if (s->parity == 1)	/* two pages of a row are beyond it */
 		CHECK(u1 > 0);
@@ -227,7 +114,7 @@ static void same_findings(const struct shape *s)
 	      has_page(&one, dev, dg_row_page(vol, rows - 1)));
 	for (unsigned t = 2; t <= 4; t++) {
 		memset(&l, 0, sizeof(l));
-		CHECK_EQ(pass(&tv, &vol, ro_flags(s), false, t, &l), u1);
+		CHECK_EQ(pass(&tv, &vol, tshape_ro_flags(s), false, t, &l), u1);
 		REQUIRE(vol);
 		/* The workers' verdicts were used: the same rows clean. */
 		CHECK_EQ(last_st.rows_ahead, in_place);
@@ -245,17 +132,17 @@ static void same_findings(const struct shape *s)
 
 static void test_same_findings(void)
 {
-	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-		same_findings(&shapes[i]);
+	for (size_t i = 0; i < TSHAPES; i++)
+		same_findings(&tshapes[i]);
 }
 
 /* Repairing (fsck -y) too: the same repairs, reported the same, and
  * the next pass finds the same left (the pages beyond parity). */
-static void same_repairs(const struct shape *s)
+static void same_repairs(const struct tshape *s)
 {
 	struct tvol ta, tb;
-	struct dg_vol *a = damaged(&ta, "parya", s);
-	struct dg_vol *b = damaged(&tb, "paryb", s);
+	struct dg_vol *a = tvol_damaged(&ta, "parya", s, tshape_ro_flags(s));
+	struct dg_vol *b = tvol_damaged(&tb, "paryb", s, tshape_ro_flags(s));
 	struct log la = { 0 }, lb = { 0 }, aa = { 0 }, ab = { 0 };
 
 	REQUIRE(a && b);
@@ -264,8 +151,8 @@ static void same_repairs(const struct shape *s)
 	REQUIRE(a && b);
 	CHECK(la.n > 8);
 	CHECK(la.text && lb.text && !strcmp(la.text, lb.text));
-	CHECK_EQ(pass(&ta, &a, ro_flags(s), false, 4, &aa),
-		 pass(&tb, &b, ro_flags(s), false, 1, &ab));
+	CHECK_EQ(pass(&ta, &a, tshape_ro_flags(s), false, 4, &aa),
+		 pass(&tb, &b, tshape_ro_flags(s), false, 1, &ab));
 	REQUIRE(a && b);
 	CHECK(aa.n < la.n);
 	CHECK_EQ(aa.n, ab.n);
@@ -284,9 +171,9 @@ static void same_repairs(const struct shape *s)
  * nothing is repaired. */
 static void test_same_repairs(void)
 {
-	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-		if (shapes[i].lost < 0)
-			same_repairs(&shapes[i]);
+	for (size_t i = 0; i < TSHAPES; i++)
+		if (tshapes[i].lost < 0)
+			same_repairs(&tshapes[i]);
 }
 
 /* The online pass (the scrub) keeps a checksum page while every copy
@@ -304,7 +191,7 @@ static void update_later_row(void *arg)
 	struct upd *u = arg;
 
 	if (u->calls++ == 1) /* after the pass's second row */
-		write_in_row(u->vol, u->row, 0, &u->seed);
+		trow_write(u->vol, u->row, 0, &u->seed);
 }
 
 static void test_online_pass_sees_updates(void)
@@ -323,7 +210,7 @@ static void test_online_pass_sees_updates(void)
 	z += C - z % C;		/* a block of its own */
 	REQUIRE(z + 40 < dg_vol_rows(vol));
 	for (uint64_t r = z; r < z + 40; r++)
-		write_in_row(vol, r, 0, &seed);
+		trow_write(vol, r, 0, &seed);
 	u = (struct upd){ vol, z + 30, 77, 0 };
 	p.first = z;
 	p.end = z + 40;

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "harness.h"
+#include "damaged_rows.h"
 #include "volume_i.h"
 
 #define PG DG_PAGE_SIZE
@@ -117,117 +118,6 @@ static int daemon_scrub(struct dg_vol *vol, bool repair, unsigned threads,
 	return ret;
 }
 
-/* A page written in row (on its data device of rank rank). */
-static void write_in_row(struct dg_vol *vol, uint64_t row, unsigned rank,
-			 uint64_t *seed)
-{
-	uint8_t buf[PG];
-	struct dg_range r = {
-		dg_loc_vpn(vol, dg_row_data_dev(vol, row, rank), row), 0, PG,
-		buf,
-	};
-
-	trand_fill(seed, buf, PG);
-	CHECK(dg_apply(vol, &r, 1) == 0);
-}
-
-static void junk(struct tvol *tv, struct dg_vol *vol, unsigned dev,
-		 uint64_t row, uint64_t *seed)
-{
-	uint8_t buf[PG];
-
-	trand_fill(seed, buf, PG);
-	tvol_poke(tv, dev, dg_row_page(vol, row) * PG, buf, PG);
-}
-
-/* Rows the faults go in, beyond the first and last: the edges of the
- * blocks and of the threads' batches of 2, 3 and 4, past the metadata
- * zone (those are multiples of the daemon's batch too). */
-static unsigned fault_rows(struct dg_vol *vol, uint64_t *out)
-{
-	uint64_t rows = dg_vol_rows(vol), z = tdata_row(vol);
-	unsigned n = 0;
-
-	for (uint64_t t = 2; t <= 4; t++) {
-		uint64_t b = t * DG_PAR_BATCH_BLOCKS * C;
-
-		for (uint64_t e = b; e < rows; e += b) {
-			if (e - 1 > z)
-				out[n++] = e - 1;
-			out[n++] = e;
-		}
-	}
-	out[n++] = z + C - 1 - z % C;	/* the last of a block */
-	out[n++] = z + 3 * C + 200;	/* inside one */
-	out[n++] = z + 3 * C + BATCH - 1; /* a daemon batch's last */
-	return n;
-}
-
-/* Parity 1 and 2 with every device, and parity 1 with one device gone
- * (opened degraded: a row with a written page there takes the read
- * path, which rebuilds it from parity). */
-struct shape {
-	unsigned ndev, parity;
-	int lost;		/* the device removed after the damage, or -1 */
-};
-
-static const struct shape shapes[] = { { 4, 1, -1 }, { 6, 2, -1 },
-				       { 4, 1, 1 } };
-
-/* How a shape's volume opens read-only. */
-static unsigned ro_flags(const struct shape *s)
-{
-	return DG_OPEN_RDONLY | (s->lost >= 0 ? DG_OPEN_DEGRADED : 0);
-}
-
-/* A volume of shape s written sparsely over many blocks and damaged:
- * the parity page of the scrub's first row, a data page in the last
- * row, a data page or two (one row beyond repair with parity 1) at
- * each edge; then the device s->lost removed. Opened with flags. */
-static struct dg_vol *damaged(struct tvol *tv, const char *tag,
-			      const struct shape *s, unsigned flags)
-{
-	uint64_t seed = 7, rows, first, fr[64];
-	struct dg_vol *vol;
-	unsigned nf;
-
-	tvol_make(tv, tag, s->ndev, s->parity, 96ull << 20, false);
-	vol = tvol_open(tv, 0);
-	if (!vol)
-		return NULL;
-	rows = dg_vol_rows(vol);
-	nf = fault_rows(vol, fr);
-	for (uint64_t r = tdata_row(vol); r < rows; r += 211)
-		write_in_row(vol, r, 0, &seed);
-	for (unsigned i = 0; i < nf; i++)
-		write_in_row(vol, fr[i], 1, &seed);
-	write_in_row(vol, rows - 1, 0, &seed);
-	first = dg_cmap_next_row(vol, 0, rows);
-	dg_vol_close(vol);
-	vol = tvol_open(tv, DG_OPEN_RDONLY);
-	if (!vol)
-		return NULL;
-	junk(tv, vol, dg_row_parity_dev(vol, first, 0), first, &seed);
-	junk(tv, vol, dg_row_data_dev(vol, rows - 1, 0), rows - 1, &seed);
-	for (unsigned i = 0; i < nf; i++) {
-		junk(tv, vol, dg_row_data_dev(vol, fr[i], 1), fr[i], &seed);
-		if (i % 4 == 3) /* two in a row: beyond parity 1 */
-			junk(tv, vol, dg_row_parity_dev(vol, fr[i], 0), fr[i],
-			     &seed);
-	}
-	dg_vol_close(vol);
-	if (s->lost >= 0) {
-		char *gone = tv->paths[s->lost];
-
-		CHECK(unlink(gone) == 0);
-		tv->paths[s->lost] = strdup("");
-		free(gone);
-		if (!tv->paths[s->lost])
-			return NULL;
-	}
-	return tvol_open(tv, flags);
-}
-
 /* A fresh open of tv: a lost page met again is a repeat (noted once,
  * fault.c) in the open that met it first, so each scrub compared gets
  * an open of its own. */
@@ -260,10 +150,10 @@ static void same_text(const struct log *a, const struct log *b,
 			a->text, b->text);
 }
 
-static void same_findings(const struct shape *s)
+static void same_findings(const struct tshape *s)
 {
 	struct tvol tv;
-	struct dg_vol *vol = damaged(&tv, "spar", s, ro_flags(s));
+	struct dg_vol *vol = tvol_damaged(&tv, "spar", s, tshape_ro_flags(s));
 	struct log one = { 0 }, l;
 	uint64_t ahead0 = 0;
 
@@ -281,7 +171,7 @@ static void same_findings(const struct shape *s)
 			(unsigned long long)one.rep.rows_checked, one.text);
 	for (unsigned t = 2; t <= 4; t++) {
 		memset(&l, 0, sizeof(l));
-		reopen(&tv, &vol, ro_flags(s));
+		reopen(&tv, &vol, tshape_ro_flags(s));
 		CHECK_EQ(daemon_scrub(vol, false, t, UINT64_MAX, &l, NULL,
 				      NULL), 0);
 		same_counts(&one.rep, &l.rep);
@@ -296,7 +186,7 @@ static void same_findings(const struct shape *s)
 	/* Ahead of a batch by a few rows only (the daemon with a rate):
 	 * the same, and the threads' verdicts still taken. */
 	memset(&l, 0, sizeof(l));
-	reopen(&tv, &vol, ro_flags(s));
+	reopen(&tv, &vol, tshape_ro_flags(s));
 	CHECK_EQ(daemon_scrub(vol, false, 3, 100, &l, NULL, NULL), 0);
 	same_counts(&one.rep, &l.rep);
 	same_text(&one, &l, "ahead 100 rows");
@@ -305,7 +195,7 @@ static void same_findings(const struct shape *s)
 	/* Halted before the first batch (a pause asked at once): no
 	 * verdict of theirs, the same findings from the scrub alone. */
 	memset(&l, 0, sizeof(l));
-	reopen(&tv, &vol, ro_flags(s));
+	reopen(&tv, &vol, tshape_ro_flags(s));
 	halt_row = 0;
 	CHECK_EQ(daemon_scrub(vol, false, 4, UINT64_MAX, &l, NULL, NULL), 0);
 	halt_row = UINT64_MAX;
@@ -320,17 +210,17 @@ static void same_findings(const struct shape *s)
 
 static void test_same_findings(void)
 {
-	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-		same_findings(&shapes[i]);
+	for (size_t i = 0; i < TSHAPES; i++)
+		same_findings(&tshapes[i]);
 }
 
 /* Repairing (a writable mount) too: the same repairs, reported the same,
  * and the next scrub finds the same left (the rows beyond parity). */
-static void same_repairs(const struct shape *s)
+static void same_repairs(const struct tshape *s)
 {
 	struct tvol ta, tb;
-	struct dg_vol *a = damaged(&ta, "spara", s, 0);
-	struct dg_vol *b = damaged(&tb, "sparb", s, 0);
+	struct dg_vol *a = tvol_damaged(&ta, "spara", s, 0);
+	struct dg_vol *b = tvol_damaged(&tb, "sparb", s, 0);
 	struct log la = { 0 }, lb = { 0 }, aa = { 0 }, ab = { 0 };
 
 	REQUIRE(a && b);
@@ -362,9 +252,9 @@ static void same_repairs(const struct shape *s)
  * nothing is repaired. */
 static void test_same_repairs(void)
 {
-	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-		if (shapes[i].lost < 0)
-			same_repairs(&shapes[i]);
+	for (size_t i = 0; i < TSHAPES; i++)
+		if (tshapes[i].lost < 0)
+			same_repairs(&tshapes[i]);
 }
 
 /* ---- updates beside the scrub ------------------------------------------ */
@@ -384,7 +274,7 @@ static void area_write(struct area *a, uint64_t row, unsigned rank,
 	uint64_t s = seed;
 
 	a->seed[(row - a->z) * a->k + rank] = seed;
-	write_in_row(a->vol, row, rank, &s);
+	trow_write(a->vol, row, rank, &s);
 }
 
 /* Every page written reads back as it was last written. */
