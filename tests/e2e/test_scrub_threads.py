@@ -197,14 +197,19 @@ def test_resume_refused_during_a_replace(volume_factory):
     p = ctl(v, "scrub", "pause")
     assert p.returncode == 0 and "paused" in p.stdout, p
     new = v.devs[1].with_name(v.devs[1].stem + "-new.img")
-    # 64 MiB at 1 MB/s: still running through the checks below.
-    p = ctl(v, "replace", "1", str(new), "--rate", "1")
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert replace_status(v)["state"] == "running"
-    start = ctl(v, "scrub", "start", "--threads", "2")
-    p = ctl(v, "scrub", "resume")
-    assert p.returncode == start.returncode == 1, (p, start)
-    assert "is being replaced" in p.stdout, p
-    st = json.loads(ctl(v, "scrub", "status", "--json").stdout)
-    assert st["state"] == "paused", st
-    assert replace_status(v)["state"] == "running"
+    try:
+        # 64 MiB at 1 MB/s: still running through the checks below.
+        p = ctl(v, "replace", "1", str(new), "--rate", "1")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert replace_status(v)["state"] == "running"
+        start = ctl(v, "scrub", "start", "--threads", "2")
+        p = ctl(v, "scrub", "resume")
+        assert p.returncode == start.returncode == 1, (p, start)
+        assert "is being replaced" in p.stdout, p
+        st = json.loads(ctl(v, "scrub", "status", "--json").stdout)
+        assert st["state"] == "paused", st
+        assert replace_status(v)["state"] == "running"
+    finally:
+        # The replace never ends here: its new device is no device of
+        # the volume's, which the teardown removes.
+        new.unlink(missing_ok=True)
