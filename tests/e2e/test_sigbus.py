@@ -5,7 +5,8 @@ system is full, or poisoned pmem) -- raises SIGBUS on the next load or
 store there. The daemon lives on: the volume latches read-only with the
 device and offset as the reason, reads come back from parity (or say
 EIO, never wrong bytes), writes fail, and it unmounts cleanly. With the
-image's size back, fsck rebuilds the lost pages from parity.
+image's size back, fsck rebuilds the lost pages from parity. The same
+for sparse images on a file system that fills up (a tmpfs of 8 MiB).
 
 fsck on an image cut short while unmounted: the open finds it shorter
 than its superblock says and says so; fsck ends with a status, not a
@@ -13,6 +14,7 @@ signal."""
 import errno
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -139,6 +141,68 @@ def test_write_into_a_cut_image(volume_factory):
     v.mount()
     pages_old_or_new((v.mnt / "f").read_bytes(), old, new)
     assert v.status()["health"] == "ok"
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A tmpfs of 8 MiB of its own (root), unmounted at the end: sparse
+    images on it fill it up long before their size."""
+    d = tmp_path / "small"
+    d.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700",
+                        "tmpfs", str(d)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+def test_sparse_images_on_a_full_file_system(small_fs, volume_factory):
+    """A store into a hole of a sparse image whose file system is full
+    faults as a cut image does: the write fails, what was committed
+    stays, and with room again fsck finishes the journal."""
+    v = volume_factory()
+    v.devs = [small_fs / f"d{i}.img" for i in range(4)]
+    v.mkfs()
+    v.mount()
+    small = os.urandom(1 << 20)
+    with open(v.mnt / "small", "wb") as f:
+        f.write(small)
+        f.flush()
+        os.fsync(f.fileno())
+    v.expect_log(r"SIGBUS at byte \d+ \(image truncated, file system full, "
+                 r"or media poisoned\): volume read-only until remount|"
+                 r"filesystem update failed|refusing further changes")
+    big = os.urandom(16 << 20)      # twice the room left
+    with pytest.raises(OSError) as e:
+        with open(v.mnt / "big", "wb") as f:
+            f.write(big)
+            f.flush()
+            os.fsync(f.fileno())
+    assert e.value.errno in (errno.EIO, errno.EROFS), e.value
+    assert v.daemon.poll() is None, v.read_log()
+    st = v.status()
+    assert st["health"] == "failed" and "SIGBUS at byte" in st["failed"], st
+    v.drop_caches()
+    assert (v.mnt / "small").read_bytes() == small
+    daemon = v.daemon
+    v.umount()
+    assert daemon.returncode is not None and daemon.returncode >= 0, \
+        v.read_log()
+
+    subprocess.run(["mount", "-o", "remount,size=512m", str(small_fs)],
+                   check=True)
+    p = run([FSCK, "-y", v.devlist], check=False)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    p = run([FSCK, "-n", v.devlist], check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    v.mount()
+    assert (v.mnt / "small").read_bytes() == small
+    got = (v.mnt / "big").read_bytes()  # the pieces committed, whole
+    assert got == big[:len(got)]
+    v.umount()
 
 
 def test_fsck_on_an_image_cut_short(volume_factory):
