@@ -78,6 +78,7 @@ tests/unit/test_replace.c
 tests/unit/test_scrub.c
 tests/unit/test_scrub_par.c
 tests/unit/test_setid.c
+tests/unit/test_sigbus.c
 tests/unit/test_stage.c
 tests/unit/test_super.c
 tests/unit/test_verify.c

@@ -214,6 +214,22 @@ static bool piece_undo(struct dg_fs *fs, struct dg_txn **txn,
 		       struct dg_inode *ip, const struct dg_dinode *saved,
 		       int ret, bool moved)
 {
+	/*
+	 * A commit that failed (a persist, or a SIGBUS on a device's
+	 * mapping: the volume is latched, media.h) left the in-core
+	 * extents on the pages the piece moved to, which the failure may
+	 * have left unwritten: new rows are written before the update's
+	 * entry, so their checksums say "never written" and they read as
+	 * zeros. The inode and its extents are read back from what the
+	 * media holds instead (old, or new when the entry was appended:
+	 * the journal says which at the next open); EIO when they cannot
+	 * be.
+	 */
+	if (ret != -ENOSPC && fs->broken) {
+		ip->d = *saved;
+		if (dg_ext_load(fs, ip))
+			ip->damaged = true;
+	}
 	if (ret != -ENOSPC)
 		return false;
 	dg_txn_free(*txn);

@@ -216,6 +216,9 @@ int dg_dev_open(struct dg_dev *d, const char *path, bool rdonly, bool nolock,
 	}
 	ret = S_ISBLK(st.st_mode) ? blk_map(d, err, errlen)
 				  : dev_map(d, err, errlen);
+	if (!ret)
+		ret = dg_dev_watch(d, PROT_READ | (rdonly ? 0 : PROT_WRITE),
+				   err, errlen);
 	if (ret)
 		goto fail;
 	d->present = true;
@@ -227,6 +230,8 @@ fail:
 
 void dg_dev_close(struct dg_dev *d)
 {
+	/* Before the unmap: the range may be mapped again by anyone. */
+	dg_sigbus_unwatch(d->fault);
 	if (d->map)
 		pmem2_map_delete(&d->map);
 	else if (d->base)
@@ -240,13 +245,36 @@ void dg_dev_close(struct dg_dev *d)
 	d->fd = -1;
 }
 
-/* The latched error of d's volume, 0 while no persist has failed. */
+int dg_dev_watch(struct dg_dev *d, int prot, char *err, size_t errlen)
+{
+	int ret = dg_sigbus_watch(d->base, d->size, prot, &d->fault);
+
+	if (ret)
+		snprintf(err, errlen, "cannot watch the mapping of '%s' for "
+			 "faults: %s", d->path, strerror(-ret));
+	return ret;
+}
+
+int dg_dev_fault_check(const struct dg_dev *d)
+{
+	if (!dg_dev_faulted(d))
+		return 0;
+	if (d->latch)
+		dg_latch_set(d->latch, -EIO, "device %s: SIGBUS at byte %llu "
+			     "(image truncated, file system full, or media "
+			     "poisoned)", d->path,
+			     (unsigned long long)atomic_load(&d->fault->first));
+	return -EIO;
+}
+
+/* The latched error of d's volume, 0 while no persist has failed and
+ * d's mapping has not faulted (which latches it). */
 static int dg_dev_refused(const struct dg_dev *d)
 {
 	/* on is set after err (dg_latch_set()), both by the latch's lock:
 	 * whoever sees it set sees the error. */
 	if (!d->latch || !dg_latch_on(d->latch))
-		return 0;
+		return dg_dev_fault_check(d);
 	return d->latch->err ? d->latch->err : -EIO;
 }
 
@@ -382,6 +410,10 @@ int dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 	else
 		d->memcpy_fn(d->base + off, src, len, PMEM2_F_MEM_NOFLUSH);
 	count(&d->tally.stored, len);
+	/* The store may have been the one that faulted (media.h). */
+	ret = dg_dev_fault_check(d);
+	if (ret)
+		return ret;
 	return mirrored(d, off, len) ? dg_dev_write(d->mirror, off, src, len)
 				     : 0;
 }
@@ -412,6 +444,9 @@ int dg_dev_stream(struct dg_dev *d, uint64_t off, const void *src,
 		    PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
 	count(&d->tally.stored, len);
 	count(&d->tally.streamed, len);
+	ret = dg_dev_fault_check(d);
+	if (ret)
+		return ret;
 	return mirrored(d, off, len) ? dg_dev_stream(d->mirror, off, src, len)
 				     : 0;
 }
@@ -440,6 +475,9 @@ int dg_dev_zero(struct dg_dev *d, uint64_t off, size_t len)
 	observe_zeros(d, off, len);
 	d->memset_fn(d->base + off, 0, len, PMEM2_F_MEM_NOFLUSH);
 	count(&d->tally.stored, len);
+	ret = dg_dev_fault_check(d);
+	if (ret)
+		return ret;
 	return mirrored(d, off, len) ? dg_dev_zero(d->mirror, off, len) : 0;
 }
 
@@ -489,6 +527,11 @@ int dg_dev_persist(struct dg_dev *d, uint64_t off, size_t len)
 		ret = sync_pages(d->base + off, len);
 	else if (!ret)
 		d->persist_fn(d->base + off, len);
+	/* Looked at after the fence too: a store of another thread that
+	 * went to a page of zeros is made "durable" here, and must not
+	 * count as such (media.h). */
+	if (!ret && dg_dev_faulted(d))
+		return dg_dev_fault_check(d);
 	if (ret && d->latch)
 		dg_latch_set(d->latch, ret, "persist of %s at byte %llu failed: "
 			     "%s", d->path, (unsigned long long)off,
@@ -682,7 +725,10 @@ static int round_drain(struct rspan *s, unsigned n)
 		drain();
 	else if (fence)
 		tmpfs_persist(NULL, 0);
-	return 0;
+	/* A store to a device of the round faulted (media.h). */
+	for (unsigned i = 0; i < n && !ret; i++)
+		ret = dg_dev_fault_check(s[i].d);
+	return ret;
 }
 
 /*

@@ -13,6 +13,7 @@
 
 #include "format.h"
 #include "media_counts.h"
+#include "sigbus.h"
 
 /*
  * The devices of one volume share one latch. The first persist that
@@ -95,6 +96,9 @@ struct dg_dev {
 	 * need no flush, and one fence drains them all. */
 	bool fence_only;
 	struct dg_latch *latch;	/* the volume's; NULL: failures only returned */
+	/* The SIGBUS record of the mapping (sigbus.h), shared by every
+	 * copy of this struct; NULL when not mapped. */
+	struct dg_sigbus_rec *fault;
 	const struct dg_media_observer *obs; /* tests only; NULL */
 	/* Online replace of this present device (replace.c): every write
 	 * and persist of bytes [mirror_lo, mirror_hi) goes to the new
@@ -172,8 +176,31 @@ int dg_dev_open_scratch(struct dg_dev *d, const char *path, char *err,
  * least of all a journal header that retires it. The latch is looked at
  * here, where the media is written, so no caller can forget it.
  */
+/*
+ * A SIGBUS on a device's mapping (sigbus.h: the image was cut short, its
+ * file system is full, the media is poisoned) put zeros in place of the
+ * page that faulted: a store there never reached the device, and a load
+ * read zeros. So it is a failed persist too: the first look at the
+ * device after it latches the volume, with the device and offset as
+ * the reason. The store functions and dg_dev_persist() look before they
+ * store and again after (a store of theirs may be the one that
+ * faulted), and fail with -EIO; the read path looks after it copies a
+ * page out (read.c) and leaves it to the checksum whether the page's
+ * bytes are good.
+ */
+static inline bool dg_dev_faulted(const struct dg_dev *d)
+{
+	return d->fault && atomic_load(&d->fault->pages) != 0;
+}
+/* 0, or -EIO with the volume latched when d's mapping faulted. */
+int dg_dev_fault_check(const struct dg_dev *d);
+/* Watch d's mapping (base, size) for SIGBUS, with the protection it was
+ * mapped with; a failure is said in err. For the mappings of
+ * dg_dev_open() and dg_dev_open_scratch(). */
+int dg_dev_watch(struct dg_dev *d, int prot, char *err, size_t errlen);
+
 /* Store without flushing; off + len must lie within the device. 0, or
- * the latched error (nothing stored). */
+ * the latched error (nothing stored), or -EIO when the store faulted. */
 int dg_dev_write(struct dg_dev *d, uint64_t off, const void *src,
 		 size_t len);
 /* The same, for bytes not read back soon (new rows): past the caches. */

@@ -40,6 +40,10 @@ static int fetch_verified(struct dg_vol *vol, unsigned dev, uint64_t row,
 	if (!dg_dev_has_row(d, row))
 		return 0;
 	memcpy(buf, dg_dev_ptr(d, page_off(vol, row)), DG_PAGE_SIZE);
+	/* A SIGBUS on the device's mapping (media.h) left zeros where
+	 * the page was: the volume is latched now, and the checksum says
+	 * whether these bytes are the page's (a page of zeros is). */
+	(void)dg_dev_fault_check(d);
 	if (dg_csum_page(vol, dev, row, buf) != csum)
 		return 0;
 	/* Verified: if it was known lost, its next loss is a new one. */
@@ -214,7 +218,9 @@ int dg_page_read_cur(struct dg_vol *vol, struct dg_csum_cursor *cur,
 	if (!vol->redundancy) {
 		memcpy(buf, dg_dev_ptr(d, page_off(vol, row)), DG_PAGE_SIZE);
 		*csum_out = DG_CSUM_NONE;
-		return 0;
+		/* No checksum to tell zeros put in by a SIGBUS (media.h)
+		 * from the page's bytes: a device that faulted reads EIO. */
+		return dg_dev_fault_check(d);
 	}
 	ret = csum_of(vol, cur, dev, row, &csum);
 	if (ret < 0)
@@ -330,6 +336,12 @@ static int64_t read_batch(struct dg_vol *vol, uint64_t vpn, uint64_t n,
 			memcpy(p, dg_dev_ptr(&vol->devs[l.dev],
 					     page_off(vol, l.row)),
 			       DG_PAGE_SIZE);
+			/* As in dg_page_read_cur(). */
+			if (dg_dev_fault_check(&vol->devs[l.dev])) {
+				memset(p, 0, DG_PAGE_SIZE);
+				done = -EIO;
+				break;
+			}
 			continue;
 		}
 		if (dg_csum_lookup(vol, cur, l.dev, l.row, &csum) < 0) {

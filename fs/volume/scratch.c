@@ -113,6 +113,11 @@ int dg_dev_open_scratch(struct dg_dev *d, const char *path, char *err,
 	d->persist_fn = scratch_persist;
 	d->fence_only = true;
 	d->coarse = false;
+	/* A page not yet copied is still read from the file: cut short
+	 * under us, it faults as a shared mapping does. */
+	ret = dg_dev_watch(d, PROT_READ | PROT_WRITE, err, errlen);
+	if (ret)
+		goto fail;
 	d->present = true;
 	return 0;
 fail:
