@@ -499,18 +499,16 @@ static int ext_free_part(struct dg_txn *txn, struct dg_inode *ip,
 	return ret;
 }
 
-int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
-		 uint64_t fpage, uint64_t len)
+/* Unmap and free [fpage, fpage + len); *changed when anything was
+ * mapped there. The leaves are not stored (the caller's ext_store()). */
+static int ext_punch(struct dg_txn *txn, struct dg_inode *ip, uint64_t fpage,
+		     uint64_t len, bool *changed)
 {
 	uint64_t end = fpage + len;
-	bool changed = false;
 	struct epos p;
 	struct dg_ext *e;
-	int ret = leaf0(ip);
+	int ret;
 
-	(void)fs;
-	if (ret)
-		return ret;
 	p = pos_find(ip, fpage);
 	while ((e = ext_at(ip, &p)) && e->fpage < end) {
 		struct dg_eleaf *lf = ip->leaf[p.leaf];
@@ -518,7 +516,7 @@ int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		uint64_t t = e->fpage + e->len < end ? e->fpage + e->len : end;
 		uint32_t k = 0;
 
-		changed = true;
+		*changed = true;
 		if (s > e->fpage && t < e->fpage + e->len) {
 			/* A hole in the middle splits the extent. */
 			struct dg_ext tail = { t, e->vpn + (t - e->fpage),
@@ -563,7 +561,70 @@ int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		if (ret)
 			return ret;
 	}
-	return changed ? ext_store(txn, ip) : 0;
+	return 0;
+}
+
+int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		 uint64_t fpage, uint64_t len)
+{
+	bool changed = false;
+	int ret = leaf0(ip);
+
+	(void)fs;
+	if (!ret)
+		ret = ext_punch(txn, ip, fpage, len, &changed);
+	return !ret && changed ? ext_store(txn, ip) : ret;
+}
+
+/*
+ * Every run of file pages unmapped (freed) and mapped again, in file
+ * order, onto the media runs, which hold as many pages. The leaves are
+ * stored once, at the end: a store after each run would write each
+ * changed leaf from its first changed slot to its end once a run, so
+ * n scattered runs would store n times most of a leaf.
+ */
+int dg_ext_move(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		const struct dg_frun *file, unsigned nfile,
+		const struct dg_vrun *media, unsigned nmedia)
+{
+	uint64_t pages = 0, fo = 0, mo = 0;
+	unsigned j = 0;
+	bool changed = false;
+	int ret = leaf0(ip);
+
+	(void)fs;
+	for (unsigned i = 0; i < nfile; i++)
+		pages += file[i].n;
+	for (unsigned i = 0; i < nmedia; i++)
+		pages -= media[i].n;
+	if (pages)
+		return -EINVAL;
+	for (unsigned i = 0; i < nfile && !ret; i++)
+		ret = ext_punch(txn, ip, file[i].fpage, file[i].n, &changed);
+	for (unsigned i = 0; i < nfile && !ret;) {
+		uint64_t len = file[i].n - fo;
+
+		if (len > media[j].n - mo)
+			len = media[j].n - mo;
+		if (len > UINT32_MAX / 2)
+			len = UINT32_MAX / 2;
+		ret = ext_insert(txn, ip, file[i].fpage + fo, media[j].vpn + mo,
+				 (uint32_t)len);
+		if (ret)
+			break;
+		ip->d.blocks += len;
+		fo += len;
+		mo += len;
+		if (fo == file[i].n) {
+			i++;
+			fo = 0;
+		}
+		if (mo == media[j].n) {
+			j++;
+			mo = 0;
+		}
+	}
+	return ret ? ret : ext_store(txn, ip);
 }
 
 int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip)

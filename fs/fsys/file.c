@@ -305,49 +305,156 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 	return done ? (ssize_t)done : ret;
 }
 
-/*
- * Fill one transaction with runs from seg[*i] at byte *pos on, up to max
- * bytes. A run that starts in the page the one before it ended in goes
- * to the next transaction: each page is written once per transaction.
- * The bytes taken are added to *bytes, the file's new end to *end.
- */
 /* A batch's transactions carry at most a FUSE write's 1 MiB: a larger
  * one, with several allocations, got fewer whole rows (128 MiB written
  * in order: 4480 rows patched against 1176, 1.90 bytes stored a byte
  * against 1.54), and small runs still share an entry 256 at a time. */
 #define BATCH_TXN_MAX (1u << 20)
 
+/* Where a batch's transaction is in its runs: seg[i] at byte pos,
+ * bytes taken so far, and the last page the run before ended in. */
+struct bcur {
+	unsigned i;
+	size_t pos, bytes;
+	uint64_t last_page;
+};
+
+/*
+ * The next run of the transaction at c, up to max bytes: false when it
+ * is full. A run that starts in the page the one before it ended in
+ * goes to the next transaction: each page is written once per
+ * transaction.
+ */
+static bool bcur_next(const struct dg_wseg *seg, unsigned n,
+		      const struct bcur *c, size_t max, uint64_t *off,
+		      size_t *take)
+{
+	if (c->i >= n || c->bytes >= max)
+		return false;
+	*off = seg[c->i].off + c->pos;
+	*take = seg[c->i].len - c->pos;
+	if (*take > max - c->bytes)
+		*take = max - c->bytes;
+	return c->last_page == UINT64_MAX ||
+	       *off / DG_PAGE_SIZE > c->last_page;
+}
+
+static void bcur_step(const struct dg_wseg *seg, struct bcur *c,
+		      uint64_t off, size_t take)
+{
+	c->last_page = (off + take - 1) / DG_PAGE_SIZE;
+	c->bytes += take;
+	c->pos += take;
+	if (c->pos == seg[c->i].len) {
+		c->i++;
+		c->pos = 0;
+	}
+}
+
+/* Room in *p (of *cap elements of size) for want elements. */
+static int room_for(void **p, unsigned *cap, unsigned want, size_t size)
+{
+	unsigned c = *cap ? *cap : 8;
+	void *q;
+
+	if (want <= *cap)
+		return 0;
+	while (c < want)
+		c *= 2;
+	q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/*
+ * The whole pages of a transaction's runs that relocate() leaves in
+ * place (runs shorter than a band: random overwrites), moved together to
+ * one band of new pages when there are 8 rows' worth or more
+ * (dg_vol_scatter_min()), so that they too are written as whole rows,
+ * before the journal entry and not copied into it (apply.c, new rows),
+ * where in place each would be journaled and its row's parity patched.
+ * Mapped pages and holes alike; the pages at the ends of runs that are
+ * written in part stay where they are. As for relocate(): the old
+ * pages are freed by the same commit, not while the file has a
+ * libcommit map, and -ENOSPC (no band free) has the caller write the
+ * transaction again in place. *moved once anything may have changed.
+ */
+static int scatter_move(struct dg_fs *fs, struct dg_txn *txn,
+			struct dg_inode *ip, const struct dg_wseg *seg,
+			unsigned n, struct bcur c, size_t max, bool *moved)
+{
+	uint64_t min = dg_vol_scatter_min(fs->vol);
+	uint64_t band = dg_vol_new_row_min(fs->vol), total = 0, off;
+	struct dg_frun *fr = NULL;
+	struct dg_vrun *vr = NULL;
+	unsigned nf = 0, capf = 0, nv = 0, capv = 0;
+	size_t take;
+	int ret = 0;
+
+	if (!min || !band || dg_inode_map_check(ip, true))
+		return 0;
+	for (; bcur_next(seg, n, &c, max, &off, &take);
+	     bcur_step(seg, &c, off, take)) {
+		uint64_t first = dg_div_up(off, DG_PAGE_SIZE);
+		uint64_t end = (off + take) / DG_PAGE_SIZE;
+
+		if (end <= first || end >= first + band)
+			continue;	/* no whole page, or relocate()'s */
+		ret = room_for((void **)&fr, &capf, nf + 1, sizeof(*fr));
+		if (ret)
+			goto out;
+		fr[nf++] = (struct dg_frun){ first, end - first };
+		total += end - first;
+	}
+	if (total < min)
+		goto out;
+	*moved = true;
+	for (uint64_t left = total; left && !ret;) {
+		unsigned got = 0;
+
+		ret = room_for((void **)&vr, &capv, nv + DG_MAX_DEVS,
+			       sizeof(*vr));
+		if (ret)
+			break;
+		ret = dg_alloc_band(txn, 0, left, &vr[nv], &got);
+		if (!ret && !got)
+			ret = -ENOSPC;
+		for (unsigned j = 0; j < got && !ret; j++)
+			left -= vr[nv + j].n;
+		nv += ret ? 0 : got;
+	}
+	if (!ret)
+		ret = dg_ext_move(fs, txn, ip, fr, nf, vr, nv);
+out:
+	free(fr);
+	free(vr);
+	return ret;
+}
+
+/* Write the runs of one transaction, from c on, up to max bytes; the
+ * bytes taken are added to c->bytes, the file's new end to *end. */
 static int batch_fill(struct dg_fs *fs, struct dg_txn *txn,
 		      struct dg_inode *ip, const struct dg_wseg *seg,
-		      unsigned n, unsigned *i, size_t *pos, size_t max,
-		      bool *moved, size_t *bytes, uint64_t *end)
+		      unsigned n, struct bcur *c, size_t max, bool *moved,
+		      uint64_t *end)
 {
-	uint64_t last_page = UINT64_MAX;
+	uint64_t off;
+	size_t take;
 
-	while (*i < n && *bytes < max) {
-		const struct dg_wseg *s = &seg[*i];
-		uint64_t off = s->off + *pos;
-		size_t take = s->len - *pos;
-		int ret;
+	for (; bcur_next(seg, n, c, max, &off, &take);
+	     bcur_step(seg, c, off, take)) {
+		int ret = dg_file_write_txn(fs, txn, ip, off,
+					    (const uint8_t *)seg[c->i].buf +
+						    c->pos,
+					    take, moved);
 
-		if (take > max - *bytes)
-			take = max - *bytes;
-		if (last_page != UINT64_MAX && off / DG_PAGE_SIZE <= last_page)
-			break;
-		ret = dg_file_write_txn(fs, txn, ip, off,
-					(const uint8_t *)s->buf + *pos, take,
-					moved);
 		if (ret)
 			return ret;
-		last_page = (off + take - 1) / DG_PAGE_SIZE;
 		if (off + take > *end)
 			*end = off + take;
-		*bytes += take;
-		*pos += take;
-		if (*pos == s->len) {
-			(*i)++;
-			*pos = 0;
-		}
 	}
 	return 0;
 }
@@ -358,47 +465,49 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 	struct dg_inode *ip;
 	struct dg_txn *txn;
 	size_t done = 0, max = txn_data_max(fs);
-	unsigned i = 0;
-	size_t pos = 0;
-
-	if (max > BATCH_TXN_MAX)
-		max = BATCH_TXN_MAX;
+	struct bcur c = { 0, 0, 0, UINT64_MAX };
 	bool relocating = true;
 	int ret = 0;
 
+	if (max > BATCH_TXN_MAX)
+		max = BATCH_TXN_MAX;
 	for (unsigned k = 0; k < n; k++)
 		if (seg[k].off + seg[k].len < seg[k].off ||
 		    seg[k].off + seg[k].len > DG_MAX_FILE_SIZE)
 			return -EFBIG;
-	while (i < n && seg[i].len == 0)
-		i++;
-	if (i == n)
+	while (c.i < n && seg[c.i].len == 0)
+		c.i++;
+	if (c.i == n)
 		return 0;
 	ret = write_begin(fs, ino, &ip, &txn);
 	if (ret)
 		return ret;
 	/* One transaction a loop: as many runs as the journal takes. */
-	while (i < n) {
+	while (c.i < n) {
 		struct dg_dinode saved = ip->d;
-		unsigned i0 = i;
-		size_t pos0 = pos, bytes = 0;
+		struct bcur c0 = c;
 		uint64_t end = 0;
 		bool moved = false;
 
-		ret = batch_fill(fs, txn, ip, seg, n, &i, &pos, max,
-				 relocating ? &moved : NULL, &bytes, &end);
+		c.bytes = 0;
+		c.last_page = UINT64_MAX;
+		ret = relocating ? scatter_move(fs, txn, ip, seg, n, c, max,
+						&moved)
+				 : 0;
+		if (!ret)
+			ret = batch_fill(fs, txn, ip, seg, n, &c, max,
+					 relocating ? &moved : NULL, &end);
 		if (!ret)
 			ret = piece_commit(fs, txn, ip, &saved, end, moved);
 		if (ret) {
 			if (piece_undo(fs, &txn, ip, &saved, ret, moved)) {
 				relocating = false;	/* in place */
-				i = i0;
-				pos = pos0;
+				c = c0;
 				continue;
 			}
 			break;
 		}
-		done += bytes;
+		done += c.bytes;
 	}
 	write_end(fs, ip, txn, requests ? requests : 1, done);
 	return ret;

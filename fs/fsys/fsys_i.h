@@ -318,7 +318,17 @@ int dg_ext_alloc(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 /* Unmap and free [fpage, fpage + len) in txn. */
 int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		 uint64_t fpage, uint64_t len);
-/* Both write the leaves they changed to txn, adding or freeing chain
+/* A run of file pages. */
+struct dg_frun {
+	uint64_t fpage, n;
+};
+/* Each run of file pages unmapped (its pages freed) and mapped again,
+ * in order, onto the given media runs (as many pages in all, allocated
+ * by the caller in txn): a move to pages the caller chose. */
+int dg_ext_move(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		const struct dg_frun *file, unsigned nfile,
+		const struct dg_vrun *media, unsigned nmedia);
+/* The three write the leaves they changed to txn, adding or freeing chain
  * pages; the caller stores the inode (which holds leaf 0). On failure
  * the in-core map may be half changed: reload it with dg_ext_load(). */
 int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip);

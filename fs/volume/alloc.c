@@ -313,6 +313,13 @@ uint64_t dg_vol_new_row_min(struct dg_vol *vol)
 	return dg_new_row_allowed(vol) ? dg_alloc_band_pages(vol) : 0;
 }
 
+uint64_t dg_vol_scatter_min(struct dg_vol *vol)
+{
+	return dg_new_row_allowed(vol) && vol->parity && vol->redundancy
+		       ? BAND_MIN_ROWS * vol->k
+		       : 0;
+}
+
 static bool band_row_free(const struct dg_vol *vol, uint64_t g, uint64_t o)
 {
 	uint64_t cp = vol->sb.chunk_pages;
@@ -351,8 +358,13 @@ static uint64_t band_find(const struct dg_vol *vol, uint64_t g,
 	return best;
 }
 
-int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
-		  struct dg_vrun *runs, unsigned *nruns)
+/*
+ * A band for want pages (dg_alloc_rows()), or, when there is none of at
+ * least BAND_MIN_ROWS rows (or of the rows want needs, if fewer): one
+ * plain run when plain, else -ENOSPC.
+ */
+static int alloc_band(struct dg_txn *t, uint64_t hint, uint64_t want,
+		      bool plain, struct dg_vrun *runs, unsigned *nruns)
 {
 	struct dg_vol *vol = t->vol;
 	uint64_t k = vol->k, cp = vol->sb.chunk_pages, gsize = k * cp;
@@ -362,9 +374,11 @@ int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
 	int ret = 0;
 
 	*nruns = 1;
-	if (!vol->parity || !vol->redundancy ||
-	    want < dg_alloc_band_pages(vol) || first >= last)
-		return dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n);
+	if (want == 0)
+		return -EINVAL;
+	if (!vol->parity || !vol->redundancy || first >= last)
+		return plain ? dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n)
+			     : -ENOSPC;
 	if (rows > cp)
 		rows = cp;
 	pthread_mutex_lock(&vol->alloc_lock);
@@ -386,7 +400,8 @@ int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
 	}
 	if (best < rows && best < BAND_MIN_ROWS) {
 		pthread_mutex_unlock(&vol->alloc_lock);
-		return dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n);
+		return plain ? dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n)
+			     : -ENOSPC;
 	}
 	for (uint64_t r = 0; r < k && left && !ret; r++) {
 		/* The pages left spread evenly over the ranks left: n = q k + m
@@ -416,6 +431,22 @@ int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
 	pthread_mutex_unlock(&vol->alloc_lock);
 	*nruns = n;
 	return ret;
+}
+
+int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
+		  struct dg_vrun *runs, unsigned *nruns)
+{
+	if (want < dg_alloc_band_pages(t->vol)) {
+		*nruns = 1;
+		return dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n);
+	}
+	return alloc_band(t, hint, want, true, runs, nruns);
+}
+
+int dg_alloc_band(struct dg_txn *t, uint64_t hint, uint64_t want,
+		  struct dg_vrun *runs, unsigned *nruns)
+{
+	return alloc_band(t, hint, want, false, runs, nruns);
 }
 
 /*

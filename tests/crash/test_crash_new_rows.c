@@ -89,7 +89,8 @@ static int file_state(struct dg_fs *fs, const char *name, uint8_t *buf,
 }
 
 static struct found look(char **paths, uint8_t *buf,
-			 const uint8_t *const *gens, bool scrub)
+			 const uint8_t *const *gens, bool scrub,
+			 unsigned ngens)
 {
 	struct found f = { F_ERROR, F_ERROR, F_ERROR, true };
 	struct dg_vol *vol = crec_open(paths, NDEV, 0);
@@ -103,9 +104,9 @@ static struct found look(char **paths, uint8_t *buf,
 		dg_vol_close(vol);
 		return f;
 	}
-	f.a = file_state(fs, "a", buf, gens, 5);
-	f.b = file_state(fs, "b", buf, gens, 5);
-	f.c = file_state(fs, "c", buf, gens, 5);
+	f.a = file_state(fs, "a", buf, gens, ngens);
+	f.b = file_state(fs, "b", buf, gens, ngens);
+	f.c = file_state(fs, "c", buf, gens, ngens);
 	/* The replay and the reads met no bad data or parity page: one
 	 * the replay spoilt and parity mended would still be a fault. (A
 	 * checksum copy the crash left stale is the crash's.) */
@@ -293,9 +294,9 @@ static void new_rows_states(bool old_layout)
 			REQUIRE(crec_build(rec, k, pols[p], k * 7 + p,
 					   (const char *const *)out.paths) == 0);
 			f = look(out.paths, buf, (const uint8_t *const *)g,
-				 false);
+				 false, 5);
 			f2 = look(out.paths, buf, (const uint8_t *const *)g,
-				  k % 4 == p % 4);
+				  k % 4 == p % 4, 5);
 			bad = f.b != 1 && f.b != 2;
 			bad |= k >= m_b && f.b != 2;
 			bad |= f.a != 1 && f.a != F_A_CHANGED && f.a != 0;
@@ -335,6 +336,112 @@ static void test_new_rows_states(void)
 static void test_new_rows_states_old_layout(void)
 {
 	new_rows_states(true);
+}
+
+/*
+ * The writeback hold's scattered pages (file.c, scatter_move()): one
+ * batch of every 4th page of file s and a few bytes of another, each
+ * run shorter than a band, moved together to new rows in one
+ * transaction, the old pages freed by it. At every persist point, under
+ * every policy, s is wholly old or wholly new (new once the batch
+ * returned), no open, read or scrub meets a fault, and a second open
+ * reads the same.
+ */
+static void test_scatter_states(void)
+{
+	enum { NSEG = PAGES / 4 + 1 };
+	struct tvol tv, out;
+	struct dg_vol *vol;
+	struct dg_fs *fs;
+	struct dg_vol_info in;
+	struct dg_wseg seg[NSEG];
+	struct dg_attr at;
+	struct crec *rec;
+	uint8_t *g[3], *buf;
+	uint64_t K, m_s, new0, seen[3] = { 0 };
+	unsigned checked = 0;
+
+	tvol_make(&tv, "crscat", NDEV, 1, 16ull << 20, false);
+	tvol_make(&out, "crscatout", NDEV, 1, 16ull << 20, false);
+	for (unsigned i = 0; i < 3; i++) {
+		g[i] = malloc(PAGES * DG_PAGE_SIZE);
+		REQUIRE(g[i]);
+		fill_gen(g[i], i);
+	}
+	/* g[2]: generation 1 with the batch's bytes of generation 0. */
+	memcpy(g[2], g[1], PAGES * DG_PAGE_SIZE);
+	for (unsigned i = 0; i + 1 < NSEG; i++)
+		seg[i] = (struct dg_wseg){ 4ull * i * DG_PAGE_SIZE,
+					   g[0] + 4ull * i * DG_PAGE_SIZE,
+					   DG_PAGE_SIZE };
+	seg[NSEG - 1] = (struct dg_wseg){ 190ull * DG_PAGE_SIZE + 100,
+					  g[0] + 190ull * DG_PAGE_SIZE + 100,
+					  300 };
+	for (unsigned i = 0; i < NSEG; i++)
+		memcpy(g[2] + seg[i].off, seg[i].buf, seg[i].len);
+	buf = aligned_alloc(DG_PAGE_SIZE, (PAGES + 2) * DG_PAGE_SIZE);
+	REQUIRE(buf);
+
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_fs_open(vol, &fs) == 0);
+	REQUIRE(create(fs, "b", g[1]));
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+
+	rec = crec_start((const char *const *)tv.paths, NDEV);
+	REQUIRE(rec);
+	vol = crec_open(tv.paths, NDEV, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_vol_cache_csum_pages(vol, 1u << 20) == 0);
+	REQUIRE(dg_fs_open(vol, &fs) == 0);
+	dg_vol_get_info(vol, &in);
+	new0 = in.rows_new;
+	REQUIRE(dg_fs_lookup(fs, DG_ROOT_INO, "b", &at) == 0);
+	dg_fs_forget(fs, at.ino, 1);
+	REQUIRE(dg_fs_write_batch(fs, at.ino, seg, NSEG, NSEG) == 0);
+	m_s = crec_mark(rec, "batch written");
+	dg_vol_get_info(vol, &in);
+	dg_fs_close(fs);
+	dg_vol_close(vol);
+	crec_stop(rec);
+	/* The case: the 48 pages went to new rows (16 of 3 pages). */
+	CHECK_EQ(in.rows_new - new0, (PAGES / 4) / 3);
+	K = crec_npersists(rec);
+	m_s = crec_marker(rec, (unsigned)m_s)->persists;
+	printf("# %" PRIu64 " persists, the batch written after %" PRIu64
+	       "\n", K, m_s);
+
+	for (uint64_t k = 0; k <= K; k++)
+		for (unsigned p = 0; p < sizeof(pols) / sizeof(pols[0]); p++) {
+			struct found f, f2;
+
+			REQUIRE(crec_build(rec, k, pols[p], k * 13 + p,
+					   (const char *const *)out.paths) == 0);
+			f = look(out.paths, buf, (const uint8_t *const *)g,
+				 false, 3);
+			f2 = look(out.paths, buf, (const uint8_t *const *)g,
+				  k % 4 == p % 4, 3);
+			if ((f.b != 1 && f.b != 2) || (k >= m_s && f.b != 2) ||
+			    f.scrub_bad || f2.b != f.b || f2.scrub_bad) {
+				fprintf(stderr, "k=%" PRIu64 " %s: s %d%s, "
+					"again %d%s\n", k, pol_names[p], f.b,
+					f.scrub_bad ? " faults" : "", f2.b,
+					f2.scrub_bad ? " faults" : "");
+				CHECK(false);
+			}
+			seen[f.b == 2 ? 2 : 1]++;
+			checked++;
+		}
+	printf("# %u crash states: old in %" PRIu64 ", new in %" PRIu64 "\n",
+	       checked, seen[1], seen[2]);
+	CHECK(seen[1] > 0 && seen[2] > 0);
+	crec_free(rec);
+	tvol_cleanup(&out);
+	tvol_cleanup(&tv);
+	for (unsigned i = 0; i < 3; i++)
+		free(g[i]);
+	free(buf);
 }
 
 /* Indexes whose checksum pages were written (the init map in core). */
@@ -518,6 +625,7 @@ int main(int argc, char **argv)
 		{ "new_rows_states", test_new_rows_states },
 		{ "new_rows_states_old_layout",
 		  test_new_rows_states_old_layout },
+		{ "scatter_states", test_scatter_states },
 		{ "new_index_states", test_new_index_states },
 		{ "new_index_states_cached", test_new_index_states_cached },
 		{ NULL, NULL },

@@ -190,14 +190,28 @@ def test_random_4k_four_writers(vol):
         f"4 writers: {four[1]:.2f} fences a write, 1 writer: {one[1]:.2f}"
 
 
-def test_random_4k_writeback_hold(volume_factory):
+# parity -> stored/written, fences a page for random 4 KiB overwrites under
+# the hold. The scattered pages of a batch move to one band of new rows
+# (file.c, scatter_move()): before, they were journaled and patched in
+# place, 4.26x and 0.21 fences a page under parity 1, 6.47x and 0.25 under
+# 2; with the extent map stored after each moved run rather than once,
+# 2.18x and 3.15x. The bounds fail both.
+HOLD_4K = {
+    1: (1.7, 1.0),      # 1.479x, 0.21 (101 lines a page)
+    2: (2.6, 1.0),      # 2.285x, 0.25 (157 lines a page)
+}
+
+
+@pytest.mark.parametrize("parity", [1, 2], ids=["p1", "p2"])
+def test_random_4k_writeback_hold(volume_factory, parity):
     """-o writeback with a hold (wb_max): the pages the kernel writes
     back wait in the daemon and share an update (docs/design.md,
     "Durability: the default mode and -o writeback"), so 64 random
     4 KiB overwrites made durable by one fsync pay the rounds of a few
-    updates, not four each. Their bytes are still journaled and patched
-    in place: the stored ratio is the default mode's."""
-    v = volume_factory(parity=1)
+    updates, not four each, and, 8 rows' worth or more, move together
+    to new rows: written whole before the journal entry, not copied
+    into it, no old data or parity read."""
+    v = volume_factory(parity=parity)
     v.mkfs()
     v.mount("writeback", "wb_max=64M", "commit=3600")
     n = 64
@@ -219,10 +233,9 @@ def test_random_4k_writeback_hold(volume_factory):
     d, ratios = costs(before, after,
                       lambda d: d["bytes_written"] / (4 * KIB))
     assert 0 < d["bytes_written"] <= n * 4 * KIB, d
-    report("4 KiB random overwrite, -o writeback,wb_max", 1, d, ratios,
-           "page")
-    # Measured 0.21 fences and 4.26x a page (one update of the 64
-    # pages, and the file's times); the default mode pays 4 fences a
-    # write.
-    assert ratios[1] <= 1.0, f"fences a page: {ratios[1]:.2f}"
-    assert ratios[0] <= 4.6, f"stored/written: {ratios[0]:.3f}"
+    report("4 KiB random overwrite, -o writeback,wb_max", parity, d,
+           ratios, "page")
+    assert d["streamed_bytes"] > 0, d       # new rows were written
+    bound = HOLD_4K[parity]
+    assert ratios[1] <= bound[1], f"fences a page: {ratios[1]:.2f}"
+    assert ratios[0] <= bound[0], f"stored/written: {ratios[0]:.3f}"

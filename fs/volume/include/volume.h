@@ -276,6 +276,10 @@ int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
  * again.
  */
 uint64_t dg_vol_new_row_min(struct dg_vol *vol);
+/* The fewest pages, scattered over a file, that are moved to a band of
+ * their own (dg_alloc_band(), the writeback hold: file.c): 8 rows'
+ * worth; 0 when new rows are not written (as above). */
+uint64_t dg_vol_scatter_min(struct dg_vol *vol);
 /* A run of vpns. */
 struct dg_vrun {
 	uint64_t vpn, n;
@@ -291,6 +295,15 @@ struct dg_vrun {
  * 1 to want pages.
  */
 int dg_alloc_rows(struct dg_txn *txn, uint64_t hint, uint64_t want,
+		  struct dg_vrun *runs, unsigned *nruns);
+/*
+ * The same for pages that are not worth k extents for their own sake
+ * but are worth whole rows (the writeback hold's scattered pages,
+ * file.c): a band however few pages want, of every row they need or of
+ * at least 8 rows, else -ENOSPC (no plain run: pages on partial rows
+ * would gain nothing from moving).
+ */
+int dg_alloc_band(struct dg_txn *txn, uint64_t hint, uint64_t want,
 		  struct dg_vrun *runs, unsigned *nruns);
 /* The same for metadata (inode table, directories, extent pages, xattr
  * and symlink pages): in the metadata zone, whose pages have ditto
