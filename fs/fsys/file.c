@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* file.c -- file data: read, write, truncate, fallocate */
+#include <inttypes.h>
 #include <linux/falloc.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -203,39 +205,57 @@ static int piece_commit(struct dg_fs *fs, struct dg_txn *txn,
 }
 
 /*
- * A piece failed with ret. -ENOSPC: the allocation failed before
- * anything changed on the media, so the piece is undone in core (inode
- * record, extent map) and *txn freed; when its pages were being moved
- * (moved), there was no room for new pages beside the old: true, with
- * a new *txn, to write it again in place. Otherwise false: the write
- * stops (*txn, maybe NULL, is the caller's to free).
+ * The inode record as it was (saved) and its extents as the media
+ * holds them, after a change that was not committed: relocate(),
+ * scatter_move(), fill_holes() and dg_ext_punch() change the in-core
+ * map first, and a failure after them (ENOMEM from dg_txn_write() or
+ * note_fresh(), a failed commit) would otherwise leave it on pages
+ * never written (they read as zeros), which the next store of the
+ * inode would make durable. A commit that failed once its entry was
+ * appended (the volume is latched, media.h) reads back the old map or
+ * the new: the journal says which at the next open. A map that cannot
+ * be read back (EIO, EUCLEAN) makes the inode damaged; a load short of
+ * memory is tried again, and the inode is damaged only if it still
+ * fails: a half-loaded map must not be stored.
+ */
+static void undo_map(struct dg_fs *fs, struct dg_inode *ip,
+		     const struct dg_dinode *saved)
+{
+	int ret;
+
+	ip->d = *saved;
+	for (unsigned tries = 0;; tries++) {
+		ret = dg_ext_load(fs, ip);
+		if (ret != -ENOMEM || tries == 8)
+			break;
+		sched_yield();
+	}
+	if (!ret)
+		return;
+	if (ret == -ENOMEM)
+		dg_vol_log(fs->vol, DG_LOG_ERR, "inode %" PRIu64 ": out of "
+			   "memory reloading its extents after a failed "
+			   "write: EIO until it is read again", ip->ino);
+	ip->damaged = true;
+}
+
+/*
+ * A piece failed with ret: it is undone in core (inode record, extent
+ * map, undo_map()). -ENOSPC: the allocation failed before anything
+ * changed on the media, and *txn is freed; when its pages were being
+ * moved (moved), there was no room for new pages beside the old: true,
+ * with a new *txn, to write it again in place. Otherwise false: the
+ * write stops (*txn, maybe NULL, is the caller's to free).
  */
 static bool piece_undo(struct dg_fs *fs, struct dg_txn **txn,
 		       struct dg_inode *ip, const struct dg_dinode *saved,
 		       int ret, bool moved)
 {
-	/*
-	 * A commit that failed (a persist, or a SIGBUS on a device's
-	 * mapping: the volume is latched, media.h) left the in-core
-	 * extents on the pages the piece moved to, which the failure may
-	 * have left unwritten: new rows are written before the update's
-	 * entry, so their checksums say "never written" and they read as
-	 * zeros. The inode and its extents are read back from what the
-	 * media holds instead (old, or new when the entry was appended:
-	 * the journal says which at the next open); EIO when they cannot
-	 * be.
-	 */
-	if (ret != -ENOSPC && fs->broken) {
-		ip->d = *saved;
-		if (dg_ext_load(fs, ip))
-			ip->damaged = true;
-	}
+	undo_map(fs, ip, saved);
 	if (ret != -ENOSPC)
 		return false;
 	dg_txn_free(*txn);
 	*txn = NULL;
-	ip->d = *saved;
-	dg_ext_load(fs, ip);
 	return moved && (*txn = dg_txn_new(fs->vol)) != NULL;
 }
 
@@ -762,6 +782,7 @@ static int punch(struct dg_fs *fs, struct dg_inode *ip, uint64_t off,
 		 uint64_t end)
 {
 	struct dg_txn *txn = dg_txn_new(fs->vol);
+	struct dg_dinode saved = ip->d;
 	uint64_t p0 = (off + DG_PAGE_SIZE - 1) / DG_PAGE_SIZE;
 	uint64_t p1 = end / DG_PAGE_SIZE;
 	int ret = txn ? 0 : -ENOMEM;
@@ -788,8 +809,10 @@ static int punch(struct dg_fs *fs, struct dg_inode *ip, uint64_t off,
 	}
 	if (!ret)
 		ret = dg_fs_commit(fs, txn);
-	else if (txn)
-		dg_ext_load(fs, ip); /* not committed: reload the map */
+	/* Not committed (a failed commit too): the record and the map as
+	 * the media holds them, not the punched ones. */
+	if (ret && txn)
+		undo_map(fs, ip, &saved);
 	dg_txn_free(txn);
 	return ret;
 }
