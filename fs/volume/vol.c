@@ -766,10 +766,15 @@ int dg_vol_sync(struct dg_vol *vol)
 void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 {
 	/* A SIGBUS on a device's mapping latches the volume when it is
-	 * next looked at (media.h); a status looks at every device. */
+	 * next looked at (media.h); a status looks at every device. A
+	 * replace's attach, finish and abort swap and close devs[] with
+	 * every row lock held (replace.c hold_all()): one of them, shared,
+	 * keeps the device and its path while they are looked at. */
+	pthread_rwlock_rdlock(&vol->row_locks[0]);
 	for (unsigned d = 0; d < vol->ndev; d++)
 		if (vol->devs[d].present)
 			(void)dg_dev_fault_check(&vol->devs[d]);
+	pthread_rwlock_unlock(&vol->row_locks[0]);
 	memset(info, 0, sizeof(*info));
 	memcpy(info->uuid, vol->sb.vol_uuid, 16);
 	memcpy(info->label, vol->sb.label, sizeof(info->label));
