@@ -230,6 +230,14 @@ fail:
 
 void dg_dev_close(struct dg_dev *d)
 {
+	/* A fault nobody looked at (a source read by a bare memcpy, a
+	 * device closed right after) still latches the volume, or is at
+	 * least said: its reader may have taken zeros for its bytes. */
+	if (dg_dev_fault_check(d) && !d->latch)
+		dg_log(DG_LOG_ERR, "device %s: SIGBUS at byte %llu (image "
+		       "truncated, file system full, or media poisoned) "
+		       "while it was open", d->path ? d->path : "?",
+		       (unsigned long long)atomic_load(&d->fault->first));
 	/* Before the unmap: the range may be mapped again by anyone. */
 	dg_sigbus_unwatch(d->fault);
 	if (d->map)

@@ -439,6 +439,11 @@ static int rebuild_row(struct rb *b, uint64_t row, uint8_t *mem)
 		memcpy(pages[p], dg_dev_ptr(d, dg_row_page(vol, row)
 					       << DG_PAGE_SHIFT),
 		       DG_PAGE_SIZE);
+		/* Zeros from a mapping that faulted: lost, and latched. */
+		if (dg_dev_fault_check(d)) {
+			lost[p] = true;
+			continue;
+		}
 		/* A page fsck gave up holds the bytes its row's parity
 		 * was computed from (given_up.c): they count. */
 		if (dg_csum_page(vol, dev, row, pages[p]) != cs[p] &&
@@ -649,6 +654,10 @@ int dg_vol_rebuild_observed(const char *const *paths, unsigned n,
 					       &vol->devs[odev],
 					       ostart << DG_PAGE_SHIFT),
 					   pages, b.member & (1u << dev));
+			/* A source that faulted under the copy gave
+			 * zeros: EIO, the volume latched. */
+			if (!ret)
+				ret = dg_dev_fault_check(&vol->devs[odev]);
 			if (ret)
 				goto out;
 		}

@@ -227,6 +227,9 @@ static void copy_head(struct dg_vol *vol, struct dg_dev *s, struct dg_dev *t)
 	    dg_dev_next_data(t, start, end, &tlo, &thi) < 0) {
 		(void)dg_repair_write_dev(vol, t, start, /* "Failures" */
 					  dg_dev_ptr(s, start), end - start);
+		/* S cut short or poisoned under the copy: zeros were
+		 * copied; latched (S shares the volume's latch). */
+		(void)dg_dev_fault_check(s);
 		return;
 	}
 	while (off < end) {
@@ -245,9 +248,10 @@ static void copy_head(struct dg_vol *vol, struct dg_dev *s, struct dg_dev *t)
 				return; /* "Failures" */
 			off = thi;
 		}
-		if (lo < hi && dg_repair_store_dev(vol, t, lo,
-						   dg_dev_ptr(s, lo), hi - lo))
-			return;
+		if (lo < hi && (dg_repair_store_dev(vol, t, lo,
+						    dg_dev_ptr(s, lo), hi - lo) ||
+				dg_dev_fault_check(s)))
+			return; /* as above */
 		off = hi > lo ? hi : end;
 	}
 	(void)dg_dev_persist(t, start, end - start); /* "Failures" */
@@ -317,6 +321,9 @@ static void copy_journal(struct dg_vol *vol, unsigned dev, struct dg_dev *t)
 					   sstart << DG_PAGE_SHIFT),
 				pages << DG_PAGE_SHIFT);
 	}
+	/* A source that faulted under the copy gave zeros: latched. */
+	if (src < nj)
+		(void)dg_dev_fault_check(&vol->devs[sdev]);
 }
 
 static int attach(struct dg_vol *vol, struct dg_repl *r)
