@@ -6,6 +6,7 @@
  * clean, and the old device is stale. */
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -275,6 +276,51 @@ static void test_foreign_refused(void)
 	tvol_cleanup(&tv);
 }
 
+/*
+ * A missing device's journal copy comes from another device's mapping
+ * by a plain copy. With that source poisoned under it (its journal's
+ * log pages mapped to a file with nothing behind them: a load there
+ * raises SIGBUS, as a truncated image or poisoned media would), the
+ * copy reads zeros: the volume must be latched (read-only, EIO), not
+ * left with a target whose journal is zeros and nothing said. Only the
+ * log pages: the superblock writes of the replace's start, at the
+ * device's ends, would notice a whole truncated image by themselves.
+ */
+static void test_source_poisoned(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	char err[512] = "", *newp = tfile_path("replpois");
+	unsigned dev = 1;
+	uint64_t off, len;
+	int fd;
+
+	tvol_make(&tv, "replpois", 4, 1, SIZE, false);
+	REQUIRE(unlink(tv.paths[dev]) == 0);
+	free(tv.paths[dev]);
+	tv.paths[dev] = strdup("");
+	vol = tvol_open(&tv, DG_OPEN_DEGRADED | DG_OPEN_DEGRADED_RW);
+	REQUIRE(vol);
+	/* Device 0 holds journal copy 0, the one copied. */
+	off = (vol->sb.jrnl_start + 2) * PG;
+	len = (vol->sb.jrnl_pages - 2) * PG;
+	fd = memfd_create("poisoned", 0);
+	REQUIRE(fd >= 0);
+	REQUIRE(ftruncate(fd, (off_t)len) == 0);
+	REQUIRE(mmap(vol->devs[0].base + off, len, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED);
+	REQUIRE(ftruncate(fd, 0) == 0);
+	close(fd);
+	CHECK(!dg_latch_on(&vol->latch));
+	(void)dg_vol_replace_begin(vol, dev, newp, false, err, sizeof(err));
+	CHECK(dg_latch_on(&vol->latch));
+	dg_vol_replace_abort(vol);
+	dg_vol_close(vol);
+	unlink(newp);
+	free(newp);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -284,6 +330,7 @@ int main(int argc, char **argv)
 		{ "resumed", test_resumed },
 		{ "one_persist_a_pass", test_one_persist_a_pass },
 		{ "foreign_refused", test_foreign_refused },
+		{ "source_poisoned", test_source_poisoned },
 		{ NULL, NULL },
 	};
 
