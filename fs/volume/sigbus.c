@@ -6,12 +6,18 @@
  * several threads may fault at once, on one device or several: it
  * takes no lock and calls only what a signal handler may. The watched
  * mappings are a fixed array of slots, each published by an atomic
- * state (a slot is filled, then made live; a fault reads the state,
- * then the range), so a mapping added or removed on another thread is
- * either seen whole or not at all.
+ * state and a generation, odd while the slot changes (a seqlock: a
+ * fault reads the generation, the state, the range, and the generation
+ * again, and skips the slot when it changed), so a mapping added or
+ * removed on another thread is either seen whole or not at all. A
+ * handler counts itself in the slot it looks at, and dg_sigbus_unwatch()
+ * waits for that count to drop: once it returns, no handler still
+ * holds the old range, which the caller unmaps and anyone may map again
+ * (a late handler would put zeros over an unrelated mapping).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -29,6 +35,8 @@ enum { FREE, BUSY, LIVE };
 
 struct watch {
 	_Atomic int state;
+	_Atomic unsigned gen;		/* odd while the slot changes */
+	_Atomic unsigned inflight;	/* handlers looking at the slot */
 	_Atomic uintptr_t base;
 	_Atomic size_t len;
 	_Atomic int prot;
@@ -90,42 +98,65 @@ static bool replace(uintptr_t lo, size_t len, int prot)
 /* A fault at a inside a watched mapping: recorded, then its page (or
  * the poisoned span of a machine check) replaced. false: not inside
  * one, or the replacement failed (the process ends as before). */
+static bool handle_slot(struct watch *w, const siginfo_t *si, uintptr_t a,
+			bool *done)
+{
+	uintptr_t base, end, lo, hi, span = page_size;
+	uint64_t none = UINT64_MAX;
+	unsigned gen = atomic_load(&w->gen);
+	size_t len;
+	int prot;
+
+	if ((gen & 1) || atomic_load(&w->state) != LIVE)
+		return false;
+	base = atomic_load(&w->base);
+	len = atomic_load(&w->len);
+	prot = atomic_load(&w->prot);
+	if (atomic_load(&w->gen) != gen)
+		return false;	/* changed while read: not this one */
+	end = base + len;
+	if (a < base || a >= end)
+		return false;
+	/* A hardware memory error names how much was lost (a huge page
+	 * of pmem: 2 MiB); a fault of the page cache is one page. */
+	if ((si->si_code == BUS_MCEERR_AR || si->si_code == BUS_MCEERR_AO) &&
+	    si->si_addr_lsb > 0 && si->si_addr_lsb < 48 &&
+	    ((uintptr_t)1 << si->si_addr_lsb) > span)
+		span = (uintptr_t)1 << si->si_addr_lsb;
+	lo = a & ~(span - 1);
+	hi = lo + span;
+	if (lo < base)
+		lo = base;
+	end = (end + page_size - 1) & ~(page_size - 1);
+	if (hi > end)
+		hi = end;
+	/* Recorded first: whoever meets the zeros (any thread) then
+	 * finds the fault (media.c). */
+	atomic_compare_exchange_strong(&w->rec.first, &none,
+				       (uint64_t)(a - base));
+	atomic_fetch_add(&w->rec.pages, (hi - lo) / page_size);
+	atomic_fetch_add(&total, 1);
+	*done = replace(lo, hi - lo, prot);
+	return true;
+}
+
+/* A fault at a inside a watched mapping: recorded, then its page (or
+ * the poisoned span of a machine check) replaced. false: not inside
+ * one, or the replacement failed (the process ends as before). Every
+ * slot is looked at counted in (inflight, before its generation is
+ * read: all sequentially consistent, so an unwatch either sees the
+ * count or this sees its change). */
 static bool handle(const siginfo_t *si, uintptr_t a)
 {
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct watch *w = &watches[i];
-		uintptr_t base, end, lo, hi, span = page_size;
-		uint64_t none = UINT64_MAX;
+		bool done = false, mine;
 
-		if (atomic_load_explicit(&w->state, memory_order_acquire) !=
-		    LIVE)
-			continue;
-		base = atomic_load(&w->base);
-		end = base + atomic_load(&w->len);
-		if (a < base || a >= end)
-			continue;
-		/* A hardware memory error names how much was lost (a
-		 * huge page of pmem: 2 MiB); a fault of the page cache is
-		 * one page. */
-		if ((si->si_code == BUS_MCEERR_AR ||
-		     si->si_code == BUS_MCEERR_AO) &&
-		    si->si_addr_lsb > 0 && si->si_addr_lsb < 48 &&
-		    ((uintptr_t)1 << si->si_addr_lsb) > span)
-			span = (uintptr_t)1 << si->si_addr_lsb;
-		lo = a & ~(span - 1);
-		hi = lo + span;
-		if (lo < base)
-			lo = base;
-		end = (end + page_size - 1) & ~(page_size - 1);
-		if (hi > end)
-			hi = end;
-		/* Recorded first: whoever meets the zeros (any thread)
-		 * then finds the fault (media.c). */
-		atomic_compare_exchange_strong(&w->rec.first, &none,
-					       (uint64_t)(a - base));
-		atomic_fetch_add(&w->rec.pages, (hi - lo) / page_size);
-		atomic_fetch_add(&total, 1);
-		return replace(lo, hi - lo, atomic_load(&w->prot));
+		atomic_fetch_add(&w->inflight, 1);
+		mine = handle_slot(w, si, a, &done);
+		atomic_fetch_sub(&w->inflight, 1);
+		if (mine)
+			return done;
 	}
 	return false;
 }
@@ -171,12 +202,14 @@ int dg_sigbus_watch(void *base, size_t len, int prot,
 
 		if (!atomic_compare_exchange_strong(&w->state, &expect, BUSY))
 			continue;
+		atomic_fetch_add(&w->gen, 1);	/* odd: changing */
 		atomic_store(&w->base, (uintptr_t)base);
 		atomic_store(&w->len, len);
 		atomic_store(&w->prot, prot);
 		atomic_store(&w->rec.first, UINT64_MAX);
 		atomic_store(&w->rec.pages, 0);
-		atomic_store_explicit(&w->state, LIVE, memory_order_release);
+		atomic_fetch_add(&w->gen, 1);	/* even: whole */
+		atomic_store(&w->state, LIVE);
 		*rec = &w->rec;
 		return 0;
 	}
@@ -190,7 +223,14 @@ void dg_sigbus_unwatch(struct dg_sigbus_rec *rec)
 	if (!rec)
 		return;
 	w = (struct watch *)((char *)rec - offsetof(struct watch, rec));
-	atomic_store_explicit(&w->state, FREE, memory_order_release);
+	atomic_store(&w->state, BUSY);
+	atomic_fetch_add(&w->gen, 1);	/* odd: a handler skips the slot */
+	/* A handler that counted itself in before the change may still
+	 * be putting zeros over the range: it is short (one mmap). */
+	while (atomic_load(&w->inflight))
+		sched_yield();
+	atomic_fetch_add(&w->gen, 1);
+	atomic_store(&w->state, FREE);
 }
 
 uint64_t dg_sigbus_total(void)
