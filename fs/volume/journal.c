@@ -1581,11 +1581,11 @@ static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
 	struct dg_journal *j = &vol->jrnl;
 	struct dg_flushset fs;
 
+	/* No one waits for an entry to be stored (a leader takes the
+	 * entries stored when it starts): nothing to wake. */
 	pend_of(j, seq)->stored = ret ? ret : 1;
 	if (ret)
 		mark_written(j, seq, ret); /* torn: never durable */
-	else if (j->wwaiters)
-		pthread_cond_broadcast(&j->wcond); /* a leader may wait */
 	while (!pend_of(j, seq)->written) {
 		uint64_t end = j->head_seq, from = j->written_seq, n = 0;
 		int r;
