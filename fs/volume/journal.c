@@ -1561,30 +1561,33 @@ static void mark_written(struct dg_journal *j, uint64_t seq, int ret)
  * Group commit. Entry seq is stored (ret: how the stores went); return
  * once it is durable, or its failure. Entries stored while a round of
  * the journal is being made wait for it to end and join the next one:
- * one of them leads -- waits for every entry reserved before it that is
- * still being copied (a copy in memory away: nothing blocks it), then
- * persists all stored entries not yet durable in one round, the ranges
- * of every copy of each -- and the others wait for their entry to be
- * marked. So concurrent updates pay one round of persists, not one each
- * (design.md, "Parallel commits"). Entries stay separate records in the
- * ring; a round makes nothing durable out of order that the replay
- * could misread (each entry counts alone, and wait_written() still
- * keeps an update from writing in place before the entries before it
- * are durable). Caller holds the lock.
+ * one of them leads -- persists all stored entries not yet durable in
+ * one round, the ranges of every copy of each -- and the others wait
+ * for their entry to be marked. So concurrent updates pay one round of
+ * persists, not one each (design.md, "Parallel commits"). An entry
+ * still being copied is not waited for: its append leads or joins the
+ * next round once stored. (The leader used to wait for every entry
+ * reserved before the round: on two cores a copier the scheduler put
+ * aside then held up the round and every append queued behind it.)
+ * Entries stay separate records in the ring; a round makes nothing
+ * durable out of order that the replay could misread (each entry
+ * counts alone, an entry durable before an earlier one is the
+ * overtaking a torn round leaves too, and wait_written() still keeps
+ * an update from writing in place before the entries before it are
+ * durable). Caller holds the lock.
  */
 static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
 {
 	struct dg_journal *j = &vol->jrnl;
 	struct dg_flushset fs;
 
+	/* No one waits for an entry to be stored (a leader takes the
+	 * entries stored when it starts): nothing to wake. */
 	pend_of(j, seq)->stored = ret ? ret : 1;
 	if (ret)
 		mark_written(j, seq, ret); /* torn: never durable */
-	else if (j->wwaiters)
-		pthread_cond_broadcast(&j->wcond); /* a leader may wait */
 	while (!pend_of(j, seq)->written) {
 		uint64_t end = j->head_seq, from = j->written_seq, n = 0;
-		bool copying;
 		int r;
 
 		if (j->committing) {
@@ -1594,17 +1597,8 @@ static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
 			continue;
 		}
 		j->committing = true;
-		do {
-			copying = false;
-			for (uint64_t s = from; s < end && !copying; s++)
-				copying = !pend_of(j, s)->stored;
-			if (copying) {
-				j->wwaiters++;
-				pthread_cond_wait(&j->wcond, &j->lock);
-				j->wwaiters--;
-			}
-		} while (copying);
 		dg_flushset_init(&fs);
+		/* An entry still being copied is left to a later round. */
 		for (uint64_t s = from; s < end; s++) {
 			struct dg_jpending *p = pend_of(j, s);
 			uint64_t area;
