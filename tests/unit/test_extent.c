@@ -518,13 +518,14 @@ static void batch_scatter_bytes(void)
 }
 
 /* Fill the volume with a second file, then free its pages but on every
- * eighth row: free space everywhere, no band of 8 free rows. */
-static bool fx_fragment_free_space(struct fx *x)
+ * eighth row: free space everywhere, no band of 8 free rows; but for
+ * rows 0-15 of chunk group band, all free (UINT64_MAX: none). */
+static bool fx_fragment_free_space(struct fx *x, uint64_t band)
 {
 	struct dg_vol_info in;
 	struct dg_attr a;
 	struct dg_inode *gip;
-	uint64_t pages = 0, from = UINT64_MAX;
+	uint64_t pages = 0, from = UINT64_MAX, gsize;
 
 	if (dg_fs_mknod(x->fs, DG_ROOT_INO, "filler", S_IFREG | 0644, 0, 0, 0,
 			&a))
@@ -541,6 +542,7 @@ static bool fx_fragment_free_space(struct fx *x)
 			pages += step;
 	}
 	dg_vol_get_info(x->vol, &in);
+	gsize = (uint64_t)(in.ndev - in.parity) * in.chunk_pages;
 	gip = dg_inode_get(x->fs, a.ino);
 	for (uint64_t p = 0; p <= pages; p++) {
 		uint64_t vpn = 0, run;
@@ -548,7 +550,9 @@ static bool fx_fragment_free_space(struct fx *x)
 
 		if (p < pages) {
 			dg_ext_lookup(gip, p, &vpn, &run);
-			keep = vpn % in.chunk_pages % 8 == 7;
+			keep = vpn % in.chunk_pages % 8 == 7 &&
+			       !(vpn / gsize == band &&
+				 vpn % in.chunk_pages < 16);
 		}
 		if (!keep && from == UINT64_MAX)
 			from = p;
@@ -584,7 +588,7 @@ static void batch_no_band_in_place(void)
 	REQUIRE(fx_make(&x, "noband", 800));
 	for (uint64_t p = 0; p < x.npages; p++)
 		REQUIRE(fx_write(&x, p));
-	REQUIRE(fx_fragment_free_space(&x));
+	REQUIRE(fx_fragment_free_space(&x, UINT64_MAX));
 	CHECK(dg_free_vpns(x.vol) > 20000);
 	t = dg_txn_new(x.vol);
 	REQUIRE(t);
@@ -613,6 +617,96 @@ static void batch_no_band_in_place(void)
 		 redone0);
 	CHECK(fx_verify_bytes(&x, img));
 	for (uint64_t i = 0; i < 40; i++) {	/* in place */
+		uint64_t p = 8 + 4 * i, vpn;
+
+		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
+		CHECK_EQ(vpn, vpn0[p]);
+	}
+	for (uint64_t p = 400; p < 800; p++) {
+		uint64_t vpn;
+
+		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
+		moved += vpn != vpn0[p];
+	}
+	fprintf(stderr, "  long run: %llu of 400 pages moved\n",
+		(unsigned long long)moved);
+	CHECK(moved >= min);
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(fx_verify_bytes(&x, img));
+	free(vpn0);
+	free(img);
+	free(b.bytes);
+	fx_free(&x);
+}
+
+/* The allocation cursor to vpn (dg_alloc_home() moves it on, and past
+ * the end back to the first data page): where a band is looked for. */
+static void set_cursor(struct dg_vol *vol, uint64_t vpn)
+{
+	uint64_t home = dg_alloc_home(vol, 0);
+
+	if (home > vpn) {
+		dg_alloc_home(vol, dg_vol_vpns(vol) - home);
+		home = dg_alloc_home(vol, 0);
+	}
+	dg_alloc_home(vol, vpn - home);
+}
+
+/* One band of 23 rows in fragmented free space: a batch's scattered
+ * pages (85 rows' worth) take it, then find no more. That transaction
+ * is undone once and written again without the scatter move but with
+ * relocate(); the batch's later long run still moves. */
+static void batch_band_runs_out(void)
+{
+	struct fx x;
+	struct bsegs b = { .cap = 4u << 20 };
+	struct dg_vrun vr[DG_MAX_DEVS];
+	struct dg_vol_info in;
+	struct dg_txn *t;
+	unsigned nr = 0;
+	uint64_t redone0, *vpn0, run, moved = 0, min, gsize, band, got = 0;
+	uint8_t *img;
+
+	REQUIRE(fx_make(&x, "bandout", 800));
+	for (uint64_t p = 0; p < x.npages; p++)
+		REQUIRE(fx_write(&x, p));
+	dg_vol_get_info(x.vol, &in);
+	gsize = (uint64_t)(in.ndev - in.parity) * in.chunk_pages;
+	band = in.vpns / gsize - 1;	/* the last group: the filler's */
+	REQUIRE(fx_fragment_free_space(&x, band));
+	/* The band, and none after it, from where the batch looks. */
+	set_cursor(x.vol, band * gsize);
+	t = dg_txn_new(x.vol);
+	REQUIRE(t);
+	REQUIRE(dg_alloc_band(t, 0, 255, vr, &nr) == 0);
+	for (unsigned i = 0; i < nr; i++)
+		got += vr[i].n;
+	/* rows 0-22: the 16, and the 7 free before row 23 */
+	CHECK_EQ(got, 23 * (in.ndev - in.parity));
+	CHECK_EQ(dg_alloc_band(t, 0, 255 - got, vr, &nr), -ENOSPC);
+	CHECK_EQ(nr, 0);
+	dg_txn_free(t);
+	set_cursor(x.vol, band * gsize);
+	min = dg_vol_new_row_min(x.vol);
+	REQUIRE(min && min <= 256);
+
+	img = fx_image(&x);
+	b.bytes = malloc(b.cap);
+	vpn0 = calloc(x.npages, sizeof(*vpn0));
+	REQUIRE(img && b.bytes && vpn0);
+	for (uint64_t p = 0; p < x.npages; p++)
+		dg_ext_lookup(fx_ip(&x), p, &vpn0[p], &run);
+	for (uint64_t i = 0; i < 40; i++)
+		REQUIRE(bseg_add(&b, &x, img, (8 + 4 * i) * PG, PG));
+	REQUIRE(bseg_add(&b, &x, img, 200 * PG + 5, 180 * PG - 5));
+	REQUIRE(bseg_add(&b, &x, img, 400 * PG, 400 * PG));
+	redone0 = __atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED);
+	REQUIRE(dg_fs_write_batch(x.fs, x.ino, b.seg, b.n, b.n) == 0);
+	CHECK_EQ(__atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED),
+		 redone0 + 1);
+	CHECK(fx_verify_bytes(&x, img));
+	for (uint64_t i = 0; i < 40; i++) {	/* in place after all */
 		uint64_t p = 8 + 4 * i, vpn;
 
 		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
@@ -758,6 +852,7 @@ static const struct test_case cases[] = {
 	{ "batch_scatter_moves", batch_scatter_moves },
 	{ "batch_scatter_bytes", batch_scatter_bytes },
 	{ "batch_no_band_in_place", batch_no_band_in_place },
+	{ "batch_band_runs_out", batch_band_runs_out },
 	{ "fsck_cuts_bad_map", fsck_cuts_bad_map },
 	{ "fsck_drops_bad_xattr_page", fsck_drops_bad_xattr_page },
 	{ NULL, NULL },
