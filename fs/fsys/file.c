@@ -399,8 +399,10 @@ static int room_for(void **p, unsigned *cap, unsigned want, size_t size)
  * Mapped pages and holes alike; the pages at the ends of runs that are
  * written in part stay where they are. As for relocate(): the old
  * pages are freed by the same commit, not while the file has a
- * libcommit map, and -ENOSPC (no band free) has the caller write the
- * transaction again in place. *moved once anything may have changed.
+ * libcommit map. No band at all: 0, nothing moved (nor *moved), the
+ * pages are written in place. -ENOSPC (the bands ran out after the
+ * first) has the caller undo the transaction and write it again
+ * without this move. *moved once anything may have changed.
  */
 static int scatter_move(struct dg_fs *fs, struct dg_txn *txn,
 			struct dg_inode *ip, const struct dg_wseg *seg,
@@ -431,7 +433,6 @@ static int scatter_move(struct dg_fs *fs, struct dg_txn *txn,
 	}
 	if (total < min)
 		goto out;
-	*moved = true;
 	for (uint64_t left = total; left && !ret;) {
 		unsigned got = 0;
 
@@ -442,6 +443,16 @@ static int scatter_move(struct dg_fs *fs, struct dg_txn *txn,
 		ret = dg_alloc_band(txn, 0, left, &vr[nv], &got);
 		if (!ret && !got)
 			ret = -ENOSPC;
+		/* No band at all (a fragmented volume: no 8 free rows
+		 * together where it looks) took nothing and changed
+		 * nothing: the pages stay where they are, in this same
+		 * transaction, at no cost. A band that runs out part way
+		 * has allocated: undone by the caller. */
+		if (!nv && !got) {
+			ret = ret == -ENOSPC ? 0 : ret;
+			goto out;
+		}
+		*moved = true;
 		for (unsigned j = 0; j < got && !ret; j++)
 			left -= vr[nv + j].n;
 		nv += ret ? 0 : got;
@@ -486,7 +497,10 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 	struct dg_txn *txn;
 	size_t done = 0, max = txn_data_max(fs);
 	struct bcur c = { 0, 0, 0, UINT64_MAX };
-	bool relocating = true;
+	/* The moves this transaction tries: a retry after a failed one
+	 * drops it (and relocate() too when that is not what ran out of
+	 * room), the next transaction tries both again. */
+	bool scatter = true, relocating = true;
 	int ret = 0;
 
 	if (max > BATCH_TXN_MAX)
@@ -507,13 +521,14 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 		struct dg_dinode saved = ip->d;
 		struct bcur c0 = c;
 		uint64_t end = 0;
-		bool moved = false;
+		bool moved = false, scatter_failed = false;
 
 		c.bytes = 0;
 		c.last_page = UINT64_MAX;
-		ret = relocating ? scatter_move(fs, txn, ip, seg, n, c, max,
-						&moved)
-				 : 0;
+		ret = scatter ? scatter_move(fs, txn, ip, seg, n, c, max,
+					     &moved)
+			      : 0;
+		scatter_failed = ret != 0;
 		if (!ret)
 			ret = batch_fill(fs, txn, ip, seg, n, &c, max,
 					 relocating ? &moved : NULL, &end);
@@ -521,13 +536,17 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 			ret = piece_commit(fs, txn, ip, &saved, end, moved);
 		if (ret) {
 			if (piece_undo(fs, &txn, ip, &saved, ret, moved)) {
-				relocating = false;	/* in place */
+				__atomic_fetch_add(&fs->moves_redone, 1,
+						   __ATOMIC_RELAXED);
+				relocating = relocating && scatter_failed;
+				scatter = false;
 				c = c0;
 				continue;
 			}
 			break;
 		}
 		done += c.bytes;
+		scatter = relocating = true;
 	}
 	write_end(fs, ip, txn, requests ? requests : 1, done);
 	return ret;

@@ -172,6 +172,9 @@ struct dg_fs {
 	bool map_hooked;	/* the hook is installed; by map_lock */
 	/* dg_fs_write_counts(); atomic (__atomic builtins) */
 	uint64_t writes, bytes_written;
+	/* Transactions of dg_fs_write_batch() undone after a move ran out
+	 * of room and written again without it (file.c); atomic. */
+	uint64_t moves_redone;
 	/* Where xattr names go (xattr_ops.c): set by the mount before its
 	 * first request, read unlocked after. */
 	bool posix_acl;

@@ -358,10 +358,21 @@ static uint64_t band_find(const struct dg_vol *vol, uint64_t g,
 	return best;
 }
 
+/* One plain run as dg_alloc() gives: *nruns 1, or 0 on failure. */
+static int one_run(struct dg_txn *t, uint64_t hint, uint64_t want,
+		   struct dg_vrun *runs, unsigned *nruns)
+{
+	int ret = dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n);
+
+	*nruns = ret ? 0 : 1;
+	return ret;
+}
+
 /*
  * A band for want pages (dg_alloc_rows()), or, when there is none of at
  * least BAND_MIN_ROWS rows (or of the rows want needs, if fewer): one
- * plain run when plain, else -ENOSPC.
+ * plain run when plain, else -ENOSPC. *nruns: the runs allocated, also
+ * on failure (0 when none: the caller then knows nothing changed).
  */
 static int alloc_band(struct dg_txn *t, uint64_t hint, uint64_t want,
 		      bool plain, struct dg_vrun *runs, unsigned *nruns)
@@ -373,12 +384,11 @@ static int alloc_band(struct dg_txn *t, uint64_t hint, uint64_t want,
 	unsigned n = 0;
 	int ret = 0;
 
-	*nruns = 1;
+	*nruns = 0;
 	if (want == 0)
 		return -EINVAL;
 	if (!vol->parity || !vol->redundancy || first >= last)
-		return plain ? dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n)
-			     : -ENOSPC;
+		return plain ? one_run(t, hint, want, runs, nruns) : -ENOSPC;
 	if (rows > cp)
 		rows = cp;
 	pthread_mutex_lock(&vol->alloc_lock);
@@ -400,8 +410,7 @@ static int alloc_band(struct dg_txn *t, uint64_t hint, uint64_t want,
 	}
 	if (best < rows && best < BAND_MIN_ROWS) {
 		pthread_mutex_unlock(&vol->alloc_lock);
-		return plain ? dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n)
-			     : -ENOSPC;
+		return plain ? one_run(t, hint, want, runs, nruns) : -ENOSPC;
 	}
 	for (uint64_t r = 0; r < k && left && !ret; r++) {
 		/* The pages left spread evenly over the ranks left: n = q k + m
@@ -436,10 +445,8 @@ static int alloc_band(struct dg_txn *t, uint64_t hint, uint64_t want,
 int dg_alloc_rows(struct dg_txn *t, uint64_t hint, uint64_t want,
 		  struct dg_vrun *runs, unsigned *nruns)
 {
-	if (want < dg_alloc_band_pages(t->vol)) {
-		*nruns = 1;
-		return dg_alloc(t, hint, want, &runs[0].vpn, &runs[0].n);
-	}
+	if (want < dg_alloc_band_pages(t->vol))
+		return one_run(t, hint, want, runs, nruns);
 	return alloc_band(t, hint, want, true, runs, nruns);
 }
 

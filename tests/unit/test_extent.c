@@ -395,6 +395,341 @@ static void batch_scatter_moves(void)
 	fx_free(&x);
 }
 
+/* The file's bytes as the page model says (fx.model): what a byte
+ * model starts from. */
+static uint8_t *fx_image(struct fx *x)
+{
+	uint8_t *img = malloc(x->npages * PG);
+
+	for (uint64_t p = 0; img && p < x->npages; p++)
+		if (x->model[p])
+			fill_page(img + p * PG, x->model[p], p);
+		else
+			memset(img + p * PG, 0, PG);
+	return img;
+}
+
+/* Every byte reads back as img says. */
+static bool fx_verify_bytes(struct fx *x, const uint8_t *img)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t p = 0; p < x->npages; p++) {
+		const void *data;
+
+		if (dg_fs_read(x->fs, x->ino, p * PG, PG, x->pages, &data) !=
+			    PG ||
+		    memcmp(data, img + p * PG, PG)) {
+			if (bad < 5)
+				fprintf(stderr, "page %llu differs\n",
+					(unsigned long long)p);
+			bad++;
+		}
+	}
+	return bad == 0;
+}
+
+/* A batch of segments, kept in order, of new random bytes. */
+struct bsegs {
+	struct dg_wseg seg[256];
+	unsigned n;
+	uint8_t *bytes;
+	size_t used, cap;
+};
+
+static bool bseg_add(struct bsegs *b, struct fx *x, uint8_t *img,
+		     uint64_t off, uint64_t len)
+{
+	if (b->n == 256 || b->used + len > b->cap || off + len > x->npages * PG)
+		return false;
+	if (b->n && b->seg[b->n - 1].off + b->seg[b->n - 1].len > off)
+		return false;	/* in file order, not overlapping */
+	trand_fill(&x->rng, b->bytes + b->used, len);
+	memcpy(img + off, b->bytes + b->used, len);
+	b->seg[b->n++] = (struct dg_wseg){ off, b->bytes + b->used, len };
+	b->used += len;
+	return true;
+}
+
+/* Runs written byte by byte by one batch: partial end pages around
+ * pages scatter_move() moves, partial pages over holes beside moved
+ * ones, a run starting in the page the run before ended in, then runs
+ * of random bytes at random offsets; every byte reads back as a model
+ * says, also after a reload. */
+static void batch_scatter_bytes(void)
+{
+	struct fx x;
+	struct bsegs b = { .cap = 8u << 20 };
+	struct dg_vol_info in;
+	uint64_t new0;
+	uint8_t *img;
+
+	REQUIRE(fx_make(&x, "sbytes", 1200));
+	REQUIRE(fx_write_shuffled(&x, 0, 2));	/* odd pages: holes */
+	img = fx_image(&x);
+	b.bytes = malloc(b.cap);
+	REQUIRE(img && b.bytes);
+	dg_vol_get_info(x.vol, &in);
+	new0 = in.rows_new;
+	/* mapped partial | hole, mapped, hole moved | mapped partial */
+	REQUIRE(bseg_add(&b, &x, img, 10 * PG + 100, 4 * PG - 50));
+	/* a partial page over a hole, then moved pages */
+	REQUIRE(bseg_add(&b, &x, img, 21 * PG + 3000, 4 * PG - 3000));
+	/* moved pages, then a partial page over a hole */
+	REQUIRE(bseg_add(&b, &x, img, 30 * PG, 5 * PG + 77));
+	/* two runs in one page (40): the second goes in the next
+	 * transaction */
+	REQUIRE(bseg_add(&b, &x, img, 37 * PG + 9, 3 * PG + 491));
+	REQUIRE(bseg_add(&b, &x, img, 40 * PG + 1000, 3 * PG + 10));
+	for (uint64_t i = 0; i < 30; i++)	/* whole pages: a band */
+		REQUIRE(bseg_add(&b, &x, img, (50 + 3 * i) * PG, PG));
+	REQUIRE(dg_fs_write_batch(x.fs, x.ino, b.seg, b.n, b.n) == 0);
+	dg_vol_get_info(x.vol, &in);
+	CHECK(in.rows_new - new0 >= 8);	/* the middle pages moved */
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK(fx_verify_bytes(&x, img));
+
+	for (int round = 0; round < 8; round++) {
+		uint64_t off = trand(&x.rng) % (3 * PG);
+
+		b.n = 0;
+		b.used = 0;
+		while (b.n < 200) {
+			uint64_t len = 1 + trand(&x.rng) % (5 * PG);
+
+			if (off + len > x.npages * PG)
+				break;
+			REQUIRE(bseg_add(&b, &x, img, off, len));
+			off += len + trand(&x.rng) % (3 * PG);
+		}
+		REQUIRE(dg_fs_write_batch(x.fs, x.ino, b.seg, b.n, b.n) == 0);
+		CHECK(map_ok(fx_ip(&x)));
+	}
+	dg_vol_get_info(x.vol, &in);
+	fprintf(stderr, "  %llu new rows\n",
+		(unsigned long long)(in.rows_new - new0));
+	CHECK(fx_verify_bytes(&x, img));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK(fx_verify_bytes(&x, img));
+	free(img);
+	free(b.bytes);
+	fx_free(&x);
+}
+
+/* Fill the volume with a second file, then free its pages but on every
+ * eighth row: free space everywhere, no band of 8 free rows; but for
+ * rows 0-15 of chunk group band, all free (UINT64_MAX: none). */
+static bool fx_fragment_free_space(struct fx *x, uint64_t band)
+{
+	struct dg_vol_info in;
+	struct dg_attr a;
+	struct dg_inode *gip;
+	uint64_t pages = 0, from = UINT64_MAX, gsize;
+
+	if (dg_fs_mknod(x->fs, DG_ROOT_INO, "filler", S_IFREG | 0644, 0, 0, 0,
+			&a))
+		return false;
+	for (uint64_t step = 1024; step;) {
+		int ret = dg_fs_fallocate(x->fs, a.ino, 0, pages * PG,
+					  step * PG);
+
+		if (ret && ret != -ENOSPC)
+			return false;
+		if (ret)
+			step /= 2;
+		else
+			pages += step;
+	}
+	dg_vol_get_info(x->vol, &in);
+	gsize = (uint64_t)(in.ndev - in.parity) * in.chunk_pages;
+	gip = dg_inode_get(x->fs, a.ino);
+	for (uint64_t p = 0; p <= pages; p++) {
+		uint64_t vpn = 0, run;
+		bool keep = true;
+
+		if (p < pages) {
+			dg_ext_lookup(gip, p, &vpn, &run);
+			keep = vpn % in.chunk_pages % 8 == 7 &&
+			       !(vpn / gsize == band &&
+				 vpn % in.chunk_pages < 16);
+		}
+		if (!keep && from == UINT64_MAX)
+			from = p;
+		if (keep && from != UINT64_MAX) {
+			if (dg_fs_fallocate(x->fs, a.ino,
+					    FALLOC_FL_PUNCH_HOLE |
+						    FALLOC_FL_KEEP_SIZE,
+					    from * PG, (p - from) * PG))
+				return false;
+			from = UINT64_MAX;
+		}
+	}
+	fprintf(stderr, "  filler: %llu pages, %llu free after\n",
+		(unsigned long long)pages,
+		(unsigned long long)dg_free_vpns(x->vol));
+	return true;
+}
+
+/* On a volume with free space but no band, a batch's scattered pages
+ * are written in place in the same transaction: nothing is undone and
+ * written again (the map is not reloaded), and a later transaction of
+ * the batch with a long run still moves it (relocate()). */
+static void batch_no_band_in_place(void)
+{
+	struct fx x;
+	struct bsegs b = { .cap = 4u << 20 };
+	struct dg_vrun vr[DG_MAX_DEVS];
+	struct dg_txn *t;
+	unsigned nr = 0;
+	uint64_t redone0, *vpn0, run, moved = 0, min;
+	uint8_t *img;
+
+	REQUIRE(fx_make(&x, "noband", 800));
+	for (uint64_t p = 0; p < x.npages; p++)
+		REQUIRE(fx_write(&x, p));
+	REQUIRE(fx_fragment_free_space(&x, UINT64_MAX));
+	CHECK(dg_free_vpns(x.vol) > 20000);
+	t = dg_txn_new(x.vol);
+	REQUIRE(t);
+	CHECK_EQ(dg_alloc_band(t, 0, 64, vr, &nr), -ENOSPC);
+	dg_txn_free(t);
+	min = dg_vol_new_row_min(x.vol);
+	REQUIRE(min && min <= 256);
+	fprintf(stderr, "  journal takes %zu bytes an update\n",
+		dg_apply_max_bytes(x.vol));
+
+	img = fx_image(&x);
+	b.bytes = malloc(b.cap);
+	vpn0 = calloc(x.npages, sizeof(*vpn0));
+	REQUIRE(img && b.bytes && vpn0);
+	for (uint64_t p = 0; p < x.npages; p++)
+		dg_ext_lookup(fx_ip(&x), p, &vpn0[p], &run);
+	/* The first transaction: 40 scattered pages and a short run, no
+	 * band for them; then a long run, most of it in a later one. */
+	for (uint64_t i = 0; i < 40; i++)
+		REQUIRE(bseg_add(&b, &x, img, (8 + 4 * i) * PG, PG));
+	REQUIRE(bseg_add(&b, &x, img, 200 * PG + 5, 180 * PG - 5));
+	REQUIRE(bseg_add(&b, &x, img, 400 * PG, 400 * PG));
+	redone0 = __atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED);
+	REQUIRE(dg_fs_write_batch(x.fs, x.ino, b.seg, b.n, b.n) == 0);
+	CHECK_EQ(__atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED),
+		 redone0);
+	CHECK(fx_verify_bytes(&x, img));
+	for (uint64_t i = 0; i < 40; i++) {	/* in place */
+		uint64_t p = 8 + 4 * i, vpn;
+
+		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
+		CHECK_EQ(vpn, vpn0[p]);
+	}
+	for (uint64_t p = 400; p < 800; p++) {
+		uint64_t vpn;
+
+		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
+		moved += vpn != vpn0[p];
+	}
+	fprintf(stderr, "  long run: %llu of 400 pages moved\n",
+		(unsigned long long)moved);
+	CHECK(moved >= min);
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(fx_verify_bytes(&x, img));
+	free(vpn0);
+	free(img);
+	free(b.bytes);
+	fx_free(&x);
+}
+
+/* The allocation cursor to vpn (dg_alloc_home() moves it on, and past
+ * the end back to the first data page): where a band is looked for. */
+static void set_cursor(struct dg_vol *vol, uint64_t vpn)
+{
+	uint64_t home = dg_alloc_home(vol, 0);
+
+	if (home > vpn) {
+		dg_alloc_home(vol, dg_vol_vpns(vol) - home);
+		home = dg_alloc_home(vol, 0);
+	}
+	dg_alloc_home(vol, vpn - home);
+}
+
+/* One band of 23 rows in fragmented free space: a batch's scattered
+ * pages (85 rows' worth) take it, then find no more. That transaction
+ * is undone once and written again without the scatter move but with
+ * relocate(); the batch's later long run still moves. */
+static void batch_band_runs_out(void)
+{
+	struct fx x;
+	struct bsegs b = { .cap = 4u << 20 };
+	struct dg_vrun vr[DG_MAX_DEVS];
+	struct dg_vol_info in;
+	struct dg_txn *t;
+	unsigned nr = 0;
+	uint64_t redone0, *vpn0, run, moved = 0, min, gsize, band, got = 0;
+	uint8_t *img;
+
+	REQUIRE(fx_make(&x, "bandout", 800));
+	for (uint64_t p = 0; p < x.npages; p++)
+		REQUIRE(fx_write(&x, p));
+	dg_vol_get_info(x.vol, &in);
+	gsize = (uint64_t)(in.ndev - in.parity) * in.chunk_pages;
+	band = in.vpns / gsize - 1;	/* the last group: the filler's */
+	REQUIRE(fx_fragment_free_space(&x, band));
+	/* The band, and none after it, from where the batch looks. */
+	set_cursor(x.vol, band * gsize);
+	t = dg_txn_new(x.vol);
+	REQUIRE(t);
+	REQUIRE(dg_alloc_band(t, 0, 255, vr, &nr) == 0);
+	for (unsigned i = 0; i < nr; i++)
+		got += vr[i].n;
+	/* rows 0-22: the 16, and the 7 free before row 23 */
+	CHECK_EQ(got, 23 * (in.ndev - in.parity));
+	CHECK_EQ(dg_alloc_band(t, 0, 255 - got, vr, &nr), -ENOSPC);
+	CHECK_EQ(nr, 0);
+	dg_txn_free(t);
+	set_cursor(x.vol, band * gsize);
+	min = dg_vol_new_row_min(x.vol);
+	REQUIRE(min && min <= 256);
+
+	img = fx_image(&x);
+	b.bytes = malloc(b.cap);
+	vpn0 = calloc(x.npages, sizeof(*vpn0));
+	REQUIRE(img && b.bytes && vpn0);
+	for (uint64_t p = 0; p < x.npages; p++)
+		dg_ext_lookup(fx_ip(&x), p, &vpn0[p], &run);
+	for (uint64_t i = 0; i < 40; i++)
+		REQUIRE(bseg_add(&b, &x, img, (8 + 4 * i) * PG, PG));
+	REQUIRE(bseg_add(&b, &x, img, 200 * PG + 5, 180 * PG - 5));
+	REQUIRE(bseg_add(&b, &x, img, 400 * PG, 400 * PG));
+	redone0 = __atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED);
+	REQUIRE(dg_fs_write_batch(x.fs, x.ino, b.seg, b.n, b.n) == 0);
+	CHECK_EQ(__atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED),
+		 redone0 + 1);
+	CHECK(fx_verify_bytes(&x, img));
+	for (uint64_t i = 0; i < 40; i++) {	/* in place after all */
+		uint64_t p = 8 + 4 * i, vpn;
+
+		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
+		CHECK_EQ(vpn, vpn0[p]);
+	}
+	for (uint64_t p = 400; p < 800; p++) {
+		uint64_t vpn;
+
+		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
+		moved += vpn != vpn0[p];
+	}
+	fprintf(stderr, "  long run: %llu of 400 pages moved\n",
+		(unsigned long long)moved);
+	CHECK(moved >= min);
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(fx_verify_bytes(&x, img));
+	free(vpn0);
+	free(img);
+	free(b.bytes);
+	fx_free(&x);
+}
+
 /* Damage the map through the engine (valid checksums and parity: a
  * software bug, not a media fault), as fsck would find it. */
 static bool poke_map(struct fx *x, uint64_t vpn, uint32_t off,
@@ -515,6 +850,9 @@ static const struct test_case cases[] = {
 	{ "fragment_then_merge", fragment_then_merge },
 	{ "punch_and_truncate", punch_and_truncate },
 	{ "batch_scatter_moves", batch_scatter_moves },
+	{ "batch_scatter_bytes", batch_scatter_bytes },
+	{ "batch_no_band_in_place", batch_no_band_in_place },
+	{ "batch_band_runs_out", batch_band_runs_out },
 	{ "fsck_cuts_bad_map", fsck_cuts_bad_map },
 	{ "fsck_drops_bad_xattr_page", fsck_drops_bad_xattr_page },
 	{ NULL, NULL },

@@ -292,7 +292,7 @@ struct dg_vrun {
  * so does every later write of the same range. With no parity, fewer
  * pages than a band is worth (alloc.c), or no free rows near hint, one
  * run as dg_alloc() gives. *nruns >= 1 runs (room for DG_MAX_DEVS) with
- * 1 to want pages.
+ * 1 to want pages; on failure the runs it did allocate (0: none).
  */
 int dg_alloc_rows(struct dg_txn *txn, uint64_t hint, uint64_t want,
 		  struct dg_vrun *runs, unsigned *nruns);
@@ -300,8 +300,8 @@ int dg_alloc_rows(struct dg_txn *txn, uint64_t hint, uint64_t want,
  * The same for pages that are not worth k extents for their own sake
  * but are worth whole rows (the writeback hold's scattered pages,
  * file.c): a band however few pages want, of every row they need or of
- * at least 8 rows, else -ENOSPC (no plain run: pages on partial rows
- * would gain nothing from moving).
+ * at least 8 rows, else -ENOSPC with *nruns 0 and nothing allocated
+ * (no plain run: pages on partial rows would gain nothing from moving).
  */
 int dg_alloc_band(struct dg_txn *txn, uint64_t hint, uint64_t want,
 		  struct dg_vrun *runs, unsigned *nruns);
