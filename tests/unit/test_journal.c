@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "csum.h"
 #include "harness.h"
 #include "super.h"
@@ -1086,6 +1087,140 @@ static void test_run_then_in_place(void)
 	run_replay_case("runrip", 4, 1, false, true);
 }
 
+/*
+ * The journal across a rebuild (rebuild.c opens without recovery).
+ */
+#define RB_SIZE (16ull << 20)
+
+static void rb_event(void *arg, const struct dg_chk_event *ev)
+{
+	unsigned *rebuilt = arg;
+
+	if (ev->kind == DG_CHK_DEV_REBUILT)
+		(*rebuilt)++;
+}
+
+/* Pages 500 + 7 i hold want[i], applied (and retired) before. */
+static void rb_fill(struct tvol *tv, uint8_t want[][DG_PAGE_SIZE], unsigned n)
+{
+	struct dg_vol *vol = tvol_open(tv, 0);
+	uint64_t seed = 31;
+
+	REQUIRE(vol);
+	for (unsigned i = 0; i < n; i++) {
+		struct dg_range r = { 500 + 7 * i, 0, DG_PAGE_SIZE, want[i] };
+
+		trand_fill(&seed, want[i], DG_PAGE_SIZE);
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	dg_vol_close(vol);
+}
+
+static void rb_check_all(struct tvol *tv, uint8_t want[][DG_PAGE_SIZE],
+			 unsigned n)
+{
+	struct dg_vol *vol = tvol_open(tv, 0);
+	uint8_t got[DG_PAGE_SIZE];
+
+	REQUIRE(vol);
+	for (unsigned i = 0; i < n; i++) {
+		REQUIRE(dg_read(vol, 500 + 7 * i, 1, got) == 0);
+		CHECK(memcmp(got, want[i], DG_PAGE_SIZE) == 0);
+	}
+	dg_vol_close(vol);
+}
+
+/*
+ * A child opens the volume with flags, journals one page of v at the
+ * first vpn from 900 on that is not on device skip, and dies before it
+ * writes in place (a crash). Returns that vpn, 0 on failure.
+ */
+static uint64_t crash_after_journal(struct tvol *tv, unsigned flags,
+				    unsigned skip, uint8_t v)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct dg_vol *vol = tvol_open(tv, flags);
+		struct {
+			struct dg_djentry e;
+			struct dg_djrange r;
+		} h;
+		uint8_t page[DG_PAGE_SIZE];
+		const void *data[1] = { page };
+		uint64_t vpn = 900, seq;
+		struct dg_loc l;
+
+		if (!vol)
+			_exit(100);
+		while ((l = dg_vpn_loc(vol, vpn)).dev == skip)
+			vpn++;
+		memset(page, v, DG_PAGE_SIZE);
+		memset(&h, 0, sizeof(h));
+		h.e.nranges = 1;
+		h.e.len = (sizeof(h) + DG_PAGE_SIZE + DG_JALIGN - 1) & ~(DG_JALIGN - 1);
+		h.r = (struct dg_djrange){
+			.row = l.row, .dev = (uint16_t)l.dev, .len = DG_PAGE_SIZE,
+			.page_csum = dg_csum_page(vol, l.dev, l.row, page) };
+		if (dg_journal_append(vol, &h.e, data, &seq))
+			_exit(101);
+		_exit((int)(vpn - 900)); /* nothing written in place */
+	}
+	if (pid <= 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) >= 100)
+		return 0;
+	return 900 + (uint64_t)WEXITSTATUS(st);
+}
+
+static void rb_check_page(struct tvol *tv, uint64_t vpn, uint8_t v)
+{
+	struct dg_vol *vol = tvol_open(tv, 0);
+	uint8_t got[DG_PAGE_SIZE], want[DG_PAGE_SIZE];
+
+	REQUIRE(vol);
+	memset(want, v, DG_PAGE_SIZE);
+	REQUIRE(dg_read(vol, vpn, 1, got) == 0);
+	CHECK(memcmp(got, want, DG_PAGE_SIZE) == 0);
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+}
+
+/*
+ * A rebuild opens without replaying the journal (fsck replays at its
+ * reopen after it) and writes: its close must not retire the committed
+ * entries it never replayed -- acknowledged updates would be lost. A
+ * crash on a degraded volume open for writes, then the rebuild; and a
+ * rebuild of a whole volume (fsck runs the pass on any) the same.
+ */
+static void test_unreplayed_journal_kept(void)
+{
+	static uint8_t want[4][DG_PAGE_SIZE];
+	struct tvol tv;
+	unsigned rebuilt = 0;
+	char err[256] = "";
+	uint64_t vpn;
+
+	tvol_make(&tv, "rebuildjrnl", 3, 1, RB_SIZE, false);
+	rb_fill(&tv, want, 4);
+	REQUIRE(truncate(tv.paths[1], 0) == 0 && truncate(tv.paths[1], RB_SIZE) == 0);
+	vpn = crash_after_journal(&tv, DG_OPEN_DEGRADED | DG_OPEN_DEGRADED_RW,
+				  1, 0x5a);
+	REQUIRE(vpn);
+	REQUIRE(dg_vol_rebuild((const char *const *)tv.paths, 3, rb_event, &rebuilt,
+			       NULL, NULL, err, sizeof(err)) == 0);
+	CHECK_EQ(rebuilt, 1);
+	rb_check_page(&tv, vpn, 0x5a);	/* the open after replays it */
+	rb_check_all(&tv, want, 4);
+
+	vpn = crash_after_journal(&tv, 0, DG_MAX_DEVS, 0xa5);
+	REQUIRE(vpn);
+	REQUIRE(dg_vol_rebuild((const char *const *)tv.paths, 3, rb_event, &rebuilt,
+			       NULL, NULL, err, sizeof(err)) == 0);
+	rb_check_page(&tv, vpn, 0xa5);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -1116,6 +1251,7 @@ int main(int argc, char **argv)
 		{ "run_replay_p2", test_run_replay_p2 },
 		{ "run_replay_degraded", test_run_replay_degraded },
 		{ "run_then_in_place", test_run_then_in_place },
+		{ "unreplayed_journal_kept", test_unreplayed_journal_kept },
 		{ NULL, NULL },
 	};
 
