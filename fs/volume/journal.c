@@ -2,6 +2,7 @@
 /* journal.c -- the redo journal: append, retire, recover (docs/design.md "The update path", G4) */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "xxh.h"
 
 #include "check.h"
@@ -368,6 +369,11 @@ static int write_head(struct dg_vol *vol)
 	struct dg_flushset fs;
 	uint64_t area;
 	int ret = 0, r;
+
+	/* Opened without recovery over live entries: the header on the
+	 * media names them, and stays (struct dg_journal, replayed). */
+	if (!j->replayed)
+		return 0;
 
 	h.magic = DG_JHEAD_MAGIC;
 	memcpy(h.vol_uuid, vol->sb.vol_uuid, 16);
@@ -1277,8 +1283,12 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 
 		for (unsigned c = 0; c < j->ncopies; c++)
 			any |= vol->devs[j->dev[c]].present;
-		if (!any)
+		if (!any) {
+			/* No copy to keep or append to: as before, the
+			 * volume's caller decides (vol.c). */
+			j->replayed = true;
 			return -ENXIO;
+		}
 	}
 	if (!read_head(vol, &h)) {
 		dg_vol_log(vol, DG_LOG_WARNING,
@@ -1307,8 +1317,16 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 		}
 		j->head_off = off;
 		j->head_seq = j->written_seq = seq;
+		/* Entries left unreplayed stay: were the tail moved past
+		 * them (a checkpoint at close retires every entry it does
+		 * not hold pending), committed updates would be dropped
+		 * unreplayed -- a rebuild opens so, then writes and
+		 * closes (rebuild.c). They wait for the next open that
+		 * recovers (fsck reopens after its rebuild pass). */
+		j->replayed = j->head_seq == j->tail_seq;
 		return 0;
 	}
+	j->replayed = true;
 	ret = recover(vol);
 	j->written_seq = j->head_seq;
 	if (!ret)
@@ -1339,7 +1357,15 @@ size_t dg_journal_max_entry(const struct dg_vol *vol)
  * core; write_head() makes it durable). Caller holds the journal lock. */
 static void retire(struct dg_journal *j)
 {
-	while (j->npend && j->pend[j->pend_first].done) {
+	if (!j->replayed)
+		return; /* unreplayed entries before the head: keep them */
+	/* Not past written_seq: pend_of() indexes from the first entry
+	 * held. A wrap is pushed done, and one that failed to be written
+	 * holds written_seq (mark_written()); only a durable entry is ever
+	 * marked done otherwise (dg_journal_done() follows a successful
+	 * append). */
+	while (j->npend && j->pend[j->pend_first].done &&
+	       j->pend[j->pend_first].seq < j->written_seq) {
 		struct dg_jpending *p = &j->pend[j->pend_first];
 
 		j->tail_off = p->end_off;
@@ -1669,6 +1695,22 @@ static int wait_written(struct dg_journal *j, uint64_t seq, int ret)
 	}
 }
 
+/* Wait on j->cond for an entry to be retired, at most JSPACE_WAIT_MS
+ * (the caller looks at the latch again). Caller holds the lock. */
+#define JSPACE_WAIT_MS 200
+static void space_wait(struct dg_journal *j)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts); /* the cond's clock */
+	ts.tv_nsec += JSPACE_WAIT_MS * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&j->cond, &j->lock, &ts);
+}
+
 /*
  * Appends run side by side: the lock is held only to reserve the space
  * and the number, and to wait for the entries before (wait_written());
@@ -1698,6 +1740,9 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 	len = entry->len;
 	if (len > dg_journal_max_entry(vol))
 		return -E2BIG;
+	/* An entry after unreplayed ones could never be retired (retire()). */
+	if (!j->replayed)
+		return -EROFS;
 	pthread_mutex_lock(&j->lock);
 	for (;;) {
 		uint64_t need = len;
@@ -1714,8 +1759,17 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 				goto out;
 			continue;
 		}
-		/* Every live entry is still being applied: wait for one. */
-		pthread_cond_wait(&j->cond, &j->lock);
+		/* Every live entry is still being applied: wait for one.
+		 * Once the volume latches (media.h) no entry is marked done
+		 * again (apply.c): a waiter would wait forever. The latch
+		 * is set deep in the media layer, which knows no journal to
+		 * wake, so the wait is bounded and the latch looked at
+		 * again after each. */
+		if (dg_latch_on(&vol->latch)) {
+			ret = vol->latch.err ? vol->latch.err : -EIO;
+			goto out;
+		}
+		space_wait(j);
 	}
 	if (j->head_off + len > j->log_bytes) {
 		struct dg_djentry wrap = { .len = DG_JALIGN,
@@ -1810,5 +1864,6 @@ int dg_journal_format(struct dg_vol *vol)
 	 * older journal left on a device that comes back stale, or its old
 	 * tail would send recovery to old entries still on that copy. */
 	j->hseq = dg_gen_base(vol->sb.generation);
+	j->replayed = true; /* empty: nothing left to replay */
 	return write_head(vol);
 }

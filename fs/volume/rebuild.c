@@ -567,6 +567,10 @@ int dg_vol_rebuild_observed(const char *const *paths, unsigned n,
 	/* No allocator: the root may live only on the lost devices. */
 	/* Devices behind the volume beyond what parity covers are used
 	 * page by page (fsck.c takes them back after its page pass). */
+	/* The journal is not replayed here (fsck's reopen, the pass after,
+	 * does): opened so, it keeps its tail and header whatever is
+	 * written (journal.c, dg_journal_open()), and the close leaves the
+	 * committed entries for that open. */
 	dg_flushset_init(&b.fs);
 	ret = dg_vol_open_observed(paths, n, DG_OPEN_DEGRADED |
 					   DG_OPEN_NORECOVER | DG_OPEN_FORMAT |

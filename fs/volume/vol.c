@@ -736,7 +736,10 @@ int dg_vol_close(struct dg_vol *vol)
 		/* Clean only once every entry is retired: a failure leaves
 		 * the volume dirty and the journal for the next open. */
 		ret = dg_journal_checkpoint(vol);
-		vol->sb.state = DG_STATE_CLEAN;
+		/* Entries a rebuild left unreplayed (journal.c) keep it
+		 * dirty: the next open redoes them. */
+		vol->sb.state = dg_journal_dirty(vol) ? DG_STATE_DIRTY
+						      : DG_STATE_CLEAN;
 		if (!ret)
 			ret = dg_write_supers(vol);
 	} else if (!vol->read_only) {

@@ -60,6 +60,12 @@ struct dg_journal {
 				 * (journal.c, copy_gets_bytes()) */
 	unsigned dev[DG_MAX_JCOPIES];	/* device of each copy */
 	uint64_t start[DG_MAX_JCOPIES];	/* first page of each copy */
+	bool replayed;		/* false: opened without recovery with live
+				 * entries left unreplayed (a rebuild, a
+				 * read-only open); its tail and header never
+				 * move, and nothing is appended after them,
+				 * so the next open that recovers redoes them
+				 * (journal.c, dg_journal_open()) */
 };
 
 struct dg_chk_event;
