@@ -33,6 +33,32 @@ def rows_past_zone(v):
     return (sb["data_start"] + d["geometry"]["zone_rows"]) * PAGE
 
 
+def write_synced(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def unmount_alive(v):
+    """Unmount a daemon that must have lived through the fault: it ends
+    with a status, not a signal."""
+    daemon = v.daemon
+    v.umount()
+    assert daemon.returncode is not None and daemon.returncode >= 0, \
+        v.read_log()
+
+
+def repair_and_mount(v):
+    """With the room back: fsck -y repairs, fsck -n then finds nothing,
+    and the volume mounts."""
+    p = run([FSCK, "-y", v.devlist], check=False)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    p = run([FSCK, "-n", v.devlist], check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    v.mount()
+
+
 def test_image_cut_under_the_daemon(volume_factory):
     v = volume_factory()
     v.mkfs()
@@ -41,10 +67,7 @@ def test_image_cut_under_the_daemon(volume_factory):
     # 8 MiB: rows of two chunks and more, so every device holds some of
     # the file's data (parity rotates a chunk at a time).
     data = os.urandom(8 << 20)
-    with open(v.mnt / "f", "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    write_synced(v.mnt / "f", data)
     victim = v.devs[1]
     os.truncate(victim, cut)
     v.drop_caches()             # the reads reach the daemon
@@ -69,19 +92,12 @@ def test_image_cut_under_the_daemon(volume_factory):
     assert e.value.errno in (errno.EIO, errno.EROFS), e.value
     assert v.daemon.poll() is None, v.read_log()
 
-    daemon = v.daemon
-    v.umount()
-    assert daemon.returncode is not None and daemon.returncode >= 0, \
-        v.read_log()
+    unmount_alive(v)
 
     # The size back: the cut pages read zeros, which fail their
     # checksums; parity on the other devices has them.
     os.truncate(victim, SIZE)
-    p = run([FSCK, "-y", v.devlist], check=False)
-    assert p.returncode in (0, 1), p.stdout + p.stderr
-    p = run([FSCK, "-n", v.devlist], check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
-    v.mount()
+    repair_and_mount(v)
     assert (v.mnt / "f").read_bytes() == data
     assert v.status()["health"] == "ok"
 
@@ -105,10 +121,7 @@ def test_write_into_a_cut_image(volume_factory):
     v.mount()
     old = os.urandom(8 << 20)
     new = os.urandom(8 << 20)
-    with open(v.mnt / "f", "wb") as f:
-        f.write(old)
-        f.flush()
-        os.fsync(f.fileno())
+    write_synced(v.mnt / "f", old)
     victim = v.devs[2]
     os.truncate(victim, cut)
     v.expect_log(r"SIGBUS at byte \d+ \(image truncated, file system full, "
@@ -128,17 +141,10 @@ def test_write_into_a_cut_image(volume_factory):
     assert st["health"] == "failed" and "SIGBUS at byte" in st["failed"], st
     v.drop_caches()
     pages_old_or_new((v.mnt / "f").read_bytes(), old, new)
-    daemon = v.daemon
-    v.umount()
-    assert daemon.returncode is not None and daemon.returncode >= 0, \
-        v.read_log()
+    unmount_alive(v)
 
     os.truncate(victim, SIZE)
-    p = run([FSCK, "-y", v.devlist], check=False)
-    assert p.returncode in (0, 1), p.stdout + p.stderr
-    p = run([FSCK, "-n", v.devlist], check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
-    v.mount()
+    repair_and_mount(v)
     pages_old_or_new((v.mnt / "f").read_bytes(), old, new)
     assert v.status()["health"] == "ok"
 
@@ -178,10 +184,7 @@ def test_sparse_images_on_a_full_file_system(small_fs, volume_factory):
         raise
     v.mount()
     small = os.urandom(1 << 20)
-    with open(v.mnt / "small", "wb") as f:
-        f.write(small)
-        f.flush()
-        os.fsync(f.fileno())
+    write_synced(v.mnt / "small", small)
     v.expect_log(r"SIGBUS at byte \d+ \(image truncated, file system full, "
                  r"or media poisoned\): volume read-only until remount|"
                  r"filesystem update failed|refusing further changes")
@@ -197,18 +200,11 @@ def test_sparse_images_on_a_full_file_system(small_fs, volume_factory):
     assert st["health"] == "failed" and "SIGBUS at byte" in st["failed"], st
     v.drop_caches()
     assert (v.mnt / "small").read_bytes() == small
-    daemon = v.daemon
-    v.umount()
-    assert daemon.returncode is not None and daemon.returncode >= 0, \
-        v.read_log()
+    unmount_alive(v)
 
     subprocess.run(["mount", "-o", "remount,size=512m", str(small_fs)],
                    check=True)
-    p = run([FSCK, "-y", v.devlist], check=False)
-    assert p.returncode in (0, 1), p.stdout + p.stderr
-    p = run([FSCK, "-n", v.devlist], check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
-    v.mount()
+    repair_and_mount(v)
     assert (v.mnt / "small").read_bytes() == small
     got = (v.mnt / "big").read_bytes()  # the pieces committed, whole
     assert got == big[:len(got)]

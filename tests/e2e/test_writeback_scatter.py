@@ -59,6 +59,27 @@ def check_bytes(path, model):
                              f"(page {bad // PAGE})")
 
 
+def created_with(path, model):
+    """An fd of a new file at path holding model, durable."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        assert os.write(fd, model) == len(model)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_after_remount(v, path, model):
+    """Unmounted, fsck -n finds nothing; mounted again, the bytes."""
+    v.umount()
+    rc, _, p = fsck(v.devs, "-n")
+    assert rc == 0, p.stdout + p.stderr
+    v.mount(*HOLD)
+    check_bytes(path, model)
+
+
 def test_scattered_overwrites_and_holes(volume_factory):
     v = volume_factory(parity=1)
     v.mkfs()
@@ -66,10 +87,8 @@ def test_scattered_overwrites_and_holes(volume_factory):
     path = v.mnt / "f"
     rnd = random.Random(3101)
     model = bytearray(rnd.randbytes(8 * MIB))
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    fd = created_with(path, model)
     try:
-        assert os.write(fd, model) == len(model)
-        os.fsync(fd)
         before = new_rows(v)
         for _ in range(3):
             scattered_writes(fd, model, rnd, 150)
@@ -89,11 +108,7 @@ def test_scattered_overwrites_and_holes(volume_factory):
         assert new_rows(v) > before
     finally:
         os.close(fd)
-    v.umount()
-    rc, _, p = fsck(v.devs, "-n")
-    assert rc == 0, p.stdout + p.stderr
-    v.mount(*HOLD)
-    check_bytes(path, model)
+    check_after_remount(v, path, model)
 
 
 def fill(path):
@@ -120,10 +135,8 @@ def test_full_volume_goes_in_place(volume_factory):
     path = v.mnt / "f"
     rnd = random.Random(3102)
     model = bytearray(rnd.randbytes(2 * MIB))
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    fd = created_with(path, model)
     try:
-        assert os.write(fd, model) == len(model)
-        os.fsync(fd)
         assert fill(v.mnt / "filler") > 0
         assert v.status()["free_bytes"] < 64 * KIB
         before = new_rows(v)
@@ -138,8 +151,4 @@ def test_full_volume_goes_in_place(volume_factory):
         assert new_rows(v) == before
     finally:
         os.close(fd)
-    v.umount()
-    rc, _, p = fsck(v.devs, "-n")
-    assert rc == 0, p.stdout + p.stderr
-    v.mount(*HOLD)
-    check_bytes(path, model)
+    check_after_remount(v, path, model)

@@ -571,6 +571,57 @@ static bool fx_fragment_free_space(struct fx *x, uint64_t band)
 	return true;
 }
 
+/*
+ * One batch over x (its file written whole): 40 scattered pages and a
+ * short run, which must stay where they are (redos: the undos it is
+ * expected to cost, fs->moves_redone), then a long run of 400 pages,
+ * of which a later transaction still moves at least min (relocate());
+ * the bytes, the map and fsck checked after.
+ */
+static void scattered_then_long_run(struct fx *x, uint64_t min,
+				    uint64_t redos)
+{
+	struct bsegs b = { .cap = 4u << 20 };
+	uint64_t redone0, *vpn0, run, moved = 0;
+	uint8_t *img = fx_image(x);
+
+	b.bytes = malloc(b.cap);
+	vpn0 = calloc(x->npages, sizeof(*vpn0));
+	REQUIRE(img && b.bytes && vpn0);
+	for (uint64_t p = 0; p < x->npages; p++)
+		dg_ext_lookup(fx_ip(x), p, &vpn0[p], &run);
+	for (uint64_t i = 0; i < 40; i++)
+		REQUIRE(bseg_add(&b, x, img, (8 + 4 * i) * PG, PG));
+	REQUIRE(bseg_add(&b, x, img, 200 * PG + 5, 180 * PG - 5));
+	REQUIRE(bseg_add(&b, x, img, 400 * PG, 400 * PG));
+	redone0 = __atomic_load_n(&x->fs->moves_redone, __ATOMIC_RELAXED);
+	REQUIRE(dg_fs_write_batch(x->fs, x->ino, b.seg, b.n, b.n) == 0);
+	CHECK_EQ(__atomic_load_n(&x->fs->moves_redone, __ATOMIC_RELAXED),
+		 redone0 + redos);
+	CHECK(fx_verify_bytes(x, img));
+	for (uint64_t i = 0; i < 40; i++) {	/* in place */
+		uint64_t p = 8 + 4 * i, vpn;
+
+		dg_ext_lookup(fx_ip(x), p, &vpn, &run);
+		CHECK_EQ(vpn, vpn0[p]);
+	}
+	for (uint64_t p = 400; p < 800; p++) {
+		uint64_t vpn;
+
+		dg_ext_lookup(fx_ip(x), p, &vpn, &run);
+		moved += vpn != vpn0[p];
+	}
+	fprintf(stderr, "  long run: %llu of 400 pages moved\n",
+		(unsigned long long)moved);
+	CHECK(moved >= min);
+	CHECK(map_ok(fx_ip(x)));
+	CHECK_EQ(fx_fsck(x, false), 0);
+	CHECK(fx_verify_bytes(x, img));
+	free(vpn0);
+	free(img);
+	free(b.bytes);
+}
+
 /* On a volume with free space but no band, a batch's scattered pages
  * are written in place in the same transaction: nothing is undone and
  * written again (the map is not reloaded), and a later transaction of
@@ -578,12 +629,10 @@ static bool fx_fragment_free_space(struct fx *x, uint64_t band)
 static void batch_no_band_in_place(void)
 {
 	struct fx x;
-	struct bsegs b = { .cap = 4u << 20 };
 	struct dg_vrun vr[DG_MAX_DEVS];
 	struct dg_txn *t;
 	unsigned nr = 0;
-	uint64_t redone0, *vpn0, run, moved = 0, min;
-	uint8_t *img;
+	uint64_t min;
 
 	REQUIRE(fx_make(&x, "noband", 800));
 	for (uint64_t p = 0; p < x.npages; p++)
@@ -599,44 +648,7 @@ static void batch_no_band_in_place(void)
 	fprintf(stderr, "  journal takes %zu bytes an update\n",
 		dg_apply_max_bytes(x.vol));
 
-	img = fx_image(&x);
-	b.bytes = malloc(b.cap);
-	vpn0 = calloc(x.npages, sizeof(*vpn0));
-	REQUIRE(img && b.bytes && vpn0);
-	for (uint64_t p = 0; p < x.npages; p++)
-		dg_ext_lookup(fx_ip(&x), p, &vpn0[p], &run);
-	/* The first transaction: 40 scattered pages and a short run, no
-	 * band for them; then a long run, most of it in a later one. */
-	for (uint64_t i = 0; i < 40; i++)
-		REQUIRE(bseg_add(&b, &x, img, (8 + 4 * i) * PG, PG));
-	REQUIRE(bseg_add(&b, &x, img, 200 * PG + 5, 180 * PG - 5));
-	REQUIRE(bseg_add(&b, &x, img, 400 * PG, 400 * PG));
-	redone0 = __atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED);
-	REQUIRE(dg_fs_write_batch(x.fs, x.ino, b.seg, b.n, b.n) == 0);
-	CHECK_EQ(__atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED),
-		 redone0);
-	CHECK(fx_verify_bytes(&x, img));
-	for (uint64_t i = 0; i < 40; i++) {	/* in place */
-		uint64_t p = 8 + 4 * i, vpn;
-
-		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
-		CHECK_EQ(vpn, vpn0[p]);
-	}
-	for (uint64_t p = 400; p < 800; p++) {
-		uint64_t vpn;
-
-		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
-		moved += vpn != vpn0[p];
-	}
-	fprintf(stderr, "  long run: %llu of 400 pages moved\n",
-		(unsigned long long)moved);
-	CHECK(moved >= min);
-	CHECK(map_ok(fx_ip(&x)));
-	CHECK_EQ(fx_fsck(&x, false), 0);
-	CHECK(fx_verify_bytes(&x, img));
-	free(vpn0);
-	free(img);
-	free(b.bytes);
+	scattered_then_long_run(&x, min, 0);
 	fx_free(&x);
 }
 
@@ -660,13 +672,11 @@ static void set_cursor(struct dg_vol *vol, uint64_t vpn)
 static void batch_band_runs_out(void)
 {
 	struct fx x;
-	struct bsegs b = { .cap = 4u << 20 };
 	struct dg_vrun vr[DG_MAX_DEVS];
 	struct dg_vol_info in;
 	struct dg_txn *t;
 	unsigned nr = 0;
-	uint64_t redone0, *vpn0, run, moved = 0, min, gsize, band, got = 0;
-	uint8_t *img;
+	uint64_t min, gsize, band, got = 0;
 
 	REQUIRE(fx_make(&x, "bandout", 800));
 	for (uint64_t p = 0; p < x.npages; p++)
@@ -691,42 +701,7 @@ static void batch_band_runs_out(void)
 	min = dg_vol_new_row_min(x.vol);
 	REQUIRE(min && min <= 256);
 
-	img = fx_image(&x);
-	b.bytes = malloc(b.cap);
-	vpn0 = calloc(x.npages, sizeof(*vpn0));
-	REQUIRE(img && b.bytes && vpn0);
-	for (uint64_t p = 0; p < x.npages; p++)
-		dg_ext_lookup(fx_ip(&x), p, &vpn0[p], &run);
-	for (uint64_t i = 0; i < 40; i++)
-		REQUIRE(bseg_add(&b, &x, img, (8 + 4 * i) * PG, PG));
-	REQUIRE(bseg_add(&b, &x, img, 200 * PG + 5, 180 * PG - 5));
-	REQUIRE(bseg_add(&b, &x, img, 400 * PG, 400 * PG));
-	redone0 = __atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED);
-	REQUIRE(dg_fs_write_batch(x.fs, x.ino, b.seg, b.n, b.n) == 0);
-	CHECK_EQ(__atomic_load_n(&x.fs->moves_redone, __ATOMIC_RELAXED),
-		 redone0 + 1);
-	CHECK(fx_verify_bytes(&x, img));
-	for (uint64_t i = 0; i < 40; i++) {	/* in place after all */
-		uint64_t p = 8 + 4 * i, vpn;
-
-		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
-		CHECK_EQ(vpn, vpn0[p]);
-	}
-	for (uint64_t p = 400; p < 800; p++) {
-		uint64_t vpn;
-
-		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
-		moved += vpn != vpn0[p];
-	}
-	fprintf(stderr, "  long run: %llu of 400 pages moved\n",
-		(unsigned long long)moved);
-	CHECK(moved >= min);
-	CHECK(map_ok(fx_ip(&x)));
-	CHECK_EQ(fx_fsck(&x, false), 0);
-	CHECK(fx_verify_bytes(&x, img));
-	free(vpn0);
-	free(img);
-	free(b.bytes);
+	scattered_then_long_run(&x, min, 1);
 	fx_free(&x);
 }
 
