@@ -848,6 +848,7 @@ struct wpart {
 	struct arow *rows;
 	unsigned nrows;
 	bool new_rows;
+	bool defer_parity;	/* lean: the parity waits (write_pages()) */
 	unsigned part, parts;
 	struct dg_csum_upd *u;	/* the checksums written: room for all */
 	unsigned nu;
@@ -855,6 +856,22 @@ struct wpart {
 	int ret;		/* the first store that failed: the part
 				 * stops there */
 };
+
+/* Row a's parity pages in place (stream: a new row's). */
+static int write_parity(struct dg_vol *vol, const struct arow *a,
+			bool stream, struct dg_flushset *fs)
+{
+	int ret = 0;
+
+	for (unsigned j = 0; j < vol->parity && !ret; j++) {
+		bool fresh = a->par_csum[j] == DG_CSUM_NONE;
+
+		ret = write_page_span(vol, dg_row_parity_dev(vol, a->row, j),
+				      a->row, a->par[j], fresh ? 0 : a->lo,
+				      fresh ? DG_PAGE_SIZE : a->hi, stream, fs);
+	}
+	return ret;
+}
 
 static void *write_part(void *arg)
 {
@@ -894,19 +911,32 @@ static void *write_part(void *arg)
 		if (a->in_place != w->new_rows ||
 		    !part_has(w->part, w->parts, a->row))
 			continue;
-		for (unsigned j = 0; j < vol->parity && !w->ret; j++) {
-			unsigned dev = dg_row_parity_dev(vol, a->row, j);
-			bool fresh = a->par_csum[j] == DG_CSUM_NONE;
-
-			w->ret = write_page_span(vol, dev, a->row, a->par[j],
-						 fresh ? 0 : a->lo,
-						 fresh ? DG_PAGE_SIZE : a->hi,
-						 w->new_rows, w->fs);
+		if (!w->defer_parity)
+			w->ret = write_parity(vol, a, w->new_rows, w->fs);
+		for (unsigned j = 0; j < vol->parity && !w->ret; j++)
 			w->u[w->nu++] = (struct dg_csum_upd){
-				dev, a->row, a->new_par_csum[j] };
-		}
+				dg_row_parity_dev(vol, a->row, j), a->row,
+				a->new_par_csum[j] };
 	}
 	return NULL;
+}
+
+/* A lean update's parity, stored after its page's round (write_pages()). */
+struct lean_parity {
+	struct dg_vol *vol;
+	const struct arow *rows;
+	unsigned nrows;
+};
+
+static int lean_parity_store(void *arg, struct dg_flushset *fs)
+{
+	const struct lean_parity *lp = arg;
+	int ret = 0;
+
+	for (unsigned i = 0; i < lp->nrows && !ret; i++)
+		if (!lp->rows[i].in_place)
+			ret = write_parity(lp->vol, &lp->rows[i], false, fs);
+	return ret;
 }
 
 /*
@@ -961,13 +991,20 @@ static void sort_upd(struct dg_csum_upd *u, unsigned n)
 		sort_runs(u + b, at[d] - b, sizeof(*u), dg_csum_upd_cmp);
 }
 
-/* Write in place the pages and the parity of the rows that are (or are
+/*
+ * Write in place the pages and the parity of the rows that are (or are
  * not) new rows, on two threads when they are many (above), then their
- * checksums. */
+ * checksums. lean (a lean update, format.h DG_JENTRY_LEAN): the page and
+ * the first checksum copies in one round, the parity after its fence,
+ * with the second copies -- so a crash leaves the page torn beside the
+ * parity as it was, or the page whole, never both torn.
+ */
 static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		       struct arow *rows, unsigned nrows, bool new_rows,
-		       struct dg_flushset *fs)
+		       bool lean, struct dg_flushset *fs)
 {
+	struct lean_parity lp = { vol, rows, nrows };
+	const struct dg_csum_then then = { lean_parity_store, &lp };
 	size_t cap = npg + (size_t)nrows * vol->parity;
 	struct dg_csum_upd *u, small_u[2 * SMALL_PAGES * (1 + DG_MAX_PARITY)];
 	struct dg_flushset fs1;
@@ -980,7 +1017,7 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	 * next megabyte in (a second thread gained nothing measurable). */
 	for (unsigned i = 0; i < npg; i++)
 		todo += pg[i].nranges && pg[i].in_place == new_rows;
-	two = !new_rows && worth_two(todo);
+	two = !new_rows && !lean && worth_two(todo);
 	u = (two ? 2 : 1) * cap <= sizeof(small_u) / sizeof(*small_u)
 		    ? small_u
 		    : malloc((two ? 2 : 1) * cap * sizeof(*u));
@@ -989,7 +1026,7 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	dg_flushset_init(&fs1);
 	for (unsigned i = 0; i < 2; i++)
 		w[i] = (struct wpart){ vol, pg, npg, rows, nrows, new_rows,
-				       i, two ? 2 : 1, u + i * cap, 0,
+				       lean, i, two ? 2 : 1, u + i * cap, 0,
 				       i ? &fs1 : fs, 0 };
 	run_parts(write_part, &w[0], &w[1], two);
 	if (two) {
@@ -1002,7 +1039,8 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	ret = w[0].ret ? w[0].ret : w[1].ret;
 	if (!ret) {
 		sort_upd(u, w[0].nu + w[1].nu);
-		ret = dg_csum_set_batch(vol, u, w[0].nu + w[1].nu, fs);
+		ret = dg_csum_set_batch_then(vol, u, w[0].nu + w[1].nu, fs,
+					     lean ? &then : NULL);
 	}
 	if (u != small_u)
 		free(u);
@@ -1214,7 +1252,7 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 	if (ret)
 		goto unlock;
 	dg_flushset_init(&fs);
-	ret = write_pages(vol, pg, npg, rows, rs.n, true, &fs);
+	ret = write_pages(vol, pg, npg, rows, rs.n, true, false, &fs);
 	/* Maybe half written on failure: only the replay of the
 	 * reservation makes them consistent again. */
 	ret = persist_writes(vol, &fs, ret, "new rows reserved by", seq);
@@ -1231,10 +1269,11 @@ out:
 	return ret;
 }
 
-/* Write everything else in place; the journal already holds the entry. */
+/* Write everything else in place; the journal already holds the entry
+ * (lean: a lean one, write_pages()). */
 static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 			  unsigned n, struct apage *pg, unsigned npg,
-			  struct arow *rows, unsigned nrows,
+			  struct arow *rows, unsigned nrows, bool lean,
 			  struct dg_flushset *fs)
 {
 	if (!vol->redundancy) {
@@ -1251,7 +1290,7 @@ static int write_in_place(struct dg_vol *vol, const struct dg_range *r,
 		}
 		return 0;
 	}
-	return write_pages(vol, pg, npg, rows, nrows, false, fs);
+	return write_pages(vol, pg, npg, rows, nrows, false, lean, fs);
 }
 
 /*
@@ -1372,6 +1411,27 @@ static void prefetch_old(struct dg_vol *vol, const struct apage *pg,
 	}
 }
 
+/*
+ * A lean update (format.h, DG_JENTRY_LEAN; docs/design.md "Lean
+ * entries"): one range, a whole data page patched into its row (not a
+ * new row, not the metadata zone, not a page new to the update) that
+ * held data. Its bytes go to parity copies of the journal instead of
+ * parity + 1, and its page is written before its parity (write_pages()).
+ * Not during a replace, whose copy of a row argues from the journaled
+ * update's bytes.
+ */
+static bool lean_update(const struct dg_vol *vol, const struct apage *pg,
+			unsigned npg, unsigned njr, struct dg_jlean *jl)
+{
+	if (!vol->lean_journal || vol->repl || npg != 1 || njr != 1 ||
+	    !sole_whole(pg) || pg->in_place || pg->full_row || pg->fresh ||
+	    pg->old_csum == DG_CSUM_NONE || dg_ditto_has(vol, pg->vpn))
+		return false;
+	jl->prior = pg->old_csum;
+	jl->copies = dg_journal_lean_copies(vol, pg->dev, pg->row);
+	return jl->copies != 0;
+}
+
 /* held: the caller holds the locks of every row r touches, for writing
  * (dg_apply_locked()). fresh, hooks: dg_apply_new(). */
 static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
@@ -1390,6 +1450,8 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	unsigned njr = n;
 	size_t mem_pages;
 	struct dg_flushset fs;
+	struct dg_jlean jl;
+	bool lean;
 	struct {
 		uint64_t vpns[SMALL_PAGES];
 		struct apage pg[SMALL_PAGES];
@@ -1489,12 +1551,14 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	}
 	/* The entry is durable before anything else is written in place:
 	 * after a crash recovery redoes it whole (G4, no write hole). */
-	ret = dg_journal_append(vol, entry, edata, &seq);
+	lean = lean_update(vol, pg, npg, njr, &jl);
+	ret = lean ? dg_journal_append_lean(vol, entry, edata, &jl, &seq)
+		   : dg_journal_append(vol, entry, edata, &seq);
 	if (ret)
 		goto unlock;
 	if (hooks && hooks->journaled)
 		hooks->journaled(hooks->arg);
-	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, &fs);
+	ret = write_in_place(vol, r, n, pg, npg, rows, nrows, lean, &fs);
 	/* Partly applied, or not known durable, on failure: the entry
 	 * stays in the journal and only recovery can finish it. */
 	ret = persist_writes(vol, &fs, ret, "update", seq);

@@ -221,7 +221,8 @@ struct cpw {
  * nothing more is stored).
  */
 static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
-			      unsigned n, struct dg_flushset *fs)
+			      unsigned n, struct dg_flushset *fs,
+			      const struct dg_csum_then *then)
 {
 	struct dg_flushset rest;
 	int ret = 0, r;
@@ -244,10 +245,15 @@ static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 		return ret;
 	/* The other copies one at a time: step j stores the j-th copy
 	 * after the first of every page, and is durable before step j + 1
-	 * touches the next. */
-	for (unsigned j = 0; j + 1 < vol->sb.csum_copies && !ret; j++) {
+	 * touches the next. Then's stores join step 0, or make a round of
+	 * their own. */
+	for (unsigned j = 0; (j + 1 < vol->sb.csum_copies || (!j && then)) &&
+			     !ret; j++) {
 		dg_flushset_init(&rest);
-		for (unsigned i = 0; i < n && !ret; i++) {
+		if (!j && then)
+			ret = then->store(then->arg, &rest);
+		for (unsigned i = 0; j + 1 < vol->sb.csum_copies && i < n &&
+				     !ret; i++) {
 			unsigned c = j < w[i].first ? j : j + 1;
 
 			ret = store_copy(vol, w[i].owner, w[i].index, c,
@@ -997,6 +1003,13 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs)
 {
+	return dg_csum_set_batch_then(vol, u, n, fs, NULL);
+}
+
+int dg_csum_set_batch_then(struct dg_vol *vol, const struct dg_csum_upd *u,
+			   unsigned n, struct dg_flushset *fs,
+			   const struct dg_csum_then *then)
+{
 	unsigned np = 0, nl = 0, *locks = NULL, *first = NULL;
 	struct cpw *w = NULL;
 	bool *put = NULL;
@@ -1070,7 +1083,7 @@ int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 				   img + (size_t)i * DG_PAGE_SIZE, &w[i],
 				   &put[i]);
 	if (!ret)
-		ret = write_pages_copies(vol, w, np, fs);
+		ret = write_pages_copies(vol, w, np, fs, then);
 	/* On failure the volume is latched (media.h) and takes no more
 	 * updates; a page cached is what was meant to be written, which
 	 * the journal redoes at the next open. Cached only now: a put

@@ -97,6 +97,17 @@ struct dg_csum_upd {
  * and emptied. */
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs);
+/* Stores that must wait for the first round's fence: called once, after
+ * it, to store into the round that follows (the second copies', or one
+ * of their own where there is none). A lean update's parity (apply.c). */
+struct dg_csum_then {
+	int (*store)(void *arg, struct dg_flushset *fs);
+	void *arg;
+};
+/* dg_csum_set_batch(), with then's stores in the second round. */
+int dg_csum_set_batch_then(struct dg_vol *vol, const struct dg_csum_upd *u,
+			   unsigned n, struct dg_flushset *fs,
+			   const struct dg_csum_then *then);
 int dg_csum_upd_cmp(const void *a, const void *b);
 
 #endif /* DG_CSUM_H */

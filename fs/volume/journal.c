@@ -15,6 +15,7 @@ struct dg_jpending {
 	uint64_t at, len;	/* log bytes of the entry */
 	uint64_t mlen;		/* of them on a metadata-only copy */
 	uint64_t end_off;	/* log offset just past the entry */
+	uint32_t bytes_mask;	/* copies that hold its bytes (entry_copies()) */
 	int stored;		/* 0 being copied, 1 copied (not yet known
 				 * durable), else the store's failure */
 	int written;		/* 0 being written, 1 durable, else the
@@ -201,6 +202,20 @@ int dg_jhead_decode(const struct dg_vol *vol, const void *slot,
 	return 0;
 }
 
+static uint64_t zone_rows(const struct dg_vol *vol);
+
+/* A lean entry is what format.h says (DG_JENTRY_LEAN), on a volume that
+ * has them; its row is checked with every range's (dg_jrange_check()). */
+static bool lean_fits(const struct dg_vol *vol, const struct dg_djentry *e)
+{
+	const struct dg_djrange *r = (const void *)(e + 1);
+
+	if (!(e->flags & DG_JENTRY_LEAN))
+		return true;
+	return vol->lean_journal && e->nranges == 1 &&
+	       r->flags == DG_JRANGE_SEALED && r->row >= zone_rows(vol);
+}
+
 /* The header fields and descriptors fit in avail bytes and the ranges
  * in the entry: what must hold before anything is hashed. */
 static bool entry_fits(const struct dg_vol *vol, const struct dg_djentry *e,
@@ -211,7 +226,7 @@ static bool entry_fits(const struct dg_vol *vol, const struct dg_djentry *e,
 	       (uint64_t)e->nranges * sizeof(struct dg_djrange) +
 			       (vol->journal_v2 ? sizeof(uint64_t) : 0) <=
 		       e->len - sizeof(*e) &&
-	       ranges_fit(vol, e);
+	       ranges_fit(vol, e) && lean_fits(vol, e);
 }
 
 /* With JOURNAL_V2 the metadata only: the bytes may be on another copy
@@ -236,6 +251,10 @@ bool dg_jentry_bytes_ok(const struct dg_vol *vol, const struct dg_djentry *e,
 
 	if (!vol->journal_v2)
 		return true;
+	/* A lean entry's one range is sealed: the word bytes_csum would
+	 * take holds its prior (format.h). */
+	if (e->flags & DG_JENTRY_LEAN)
+		return seals_hold(vol, e, b);
 	return bytes_csum(vol, e, NULL, b) == stored_bcs(e) &&
 	       seals_hold(vol, e, b);
 }
@@ -562,6 +581,18 @@ static const struct dg_djentry *entry_live(struct dg_vol *vol, uint64_t off,
 	*bytes = bytes_any(vol, e, off);
 	if (*bytes)
 		return e;
+	if (e->flags & DG_JENTRY_LEAN) {
+		/* Its bytes were on parity copies: a crash tore them, or a
+		 * fault within parity took them. Either way its page is in
+		 * place new, or rebuilds from its row as before the entry
+		 * (replay_entry()), and entries after it may be in place:
+		 * the log goes on. */
+		dg_vol_log(vol, recovering ? DG_LOG_NOTICE : DG_LOG_DEBUG,
+			   "journal entry %" PRIu64 ": lean, its bytes verify "
+			   "on no copy: its page is taken new where it "
+			   "proves so, else as before the entry", seq);
+		return e;
+	}
 	if (!went_in_place(vol, e)) {
 		dg_vol_log(vol, recovering ? DG_LOG_NOTICE : DG_LOG_DEBUG,
 			   "journal entry %" PRIu64
@@ -645,12 +676,17 @@ static int in_place_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int in_places_add(struct in_places *ip, const struct dg_djentry *e)
+/* lean_lost: e is a lean entry whose bytes no copy holds; its page then
+ * holds what the replay goes by (replay_entry()), which no earlier
+ * entry's bytes may overwrite: those entries were in place before its
+ * update read the page (its row lock). */
+static int in_places_add(struct in_places *ip, const struct dg_djentry *e,
+			 bool lean_lost)
 {
 	const struct dg_djrange *r = (const void *)(e + 1);
 
 	for (uint32_t i = 0; i < e->nranges; i++) {
-		if (!(r[i].flags & DG_JRANGE_IN_PLACE))
+		if (!(r[i].flags & DG_JRANGE_IN_PLACE) && !lean_lost)
 			continue;
 		if (ip->n == ip->cap) {
 			size_t cap = ip->cap ? ip->cap * 2 : 64;
@@ -814,6 +850,33 @@ static int touch_rows(struct dg_vol *vol, const struct dg_djrange *r,
 	return 0;
 }
 
+/*
+ * The checksum the page of lean entry e (range r), whose bytes no copy
+ * holds, is to prove: its new one when the page holds it (its round came
+ * through), else its prior -- the page's write never made it whole, so
+ * the row's parity, written in the round after (apply.c), is still the
+ * one before the entry and rebuilds the page as it was. The row is kept
+ * as found for that proof (redo_data_page()). On a missing device, the
+ * new one: that is beyond parity (the bytes and the device), and the page
+ * proves it or reads EIO.
+ */
+static int lean_lost_csum(struct dg_vol *vol, const struct dg_djentry *e,
+			  const struct dg_djrange *r, struct dg_rproof *pf,
+			  uint64_t *csum)
+{
+	struct dg_dev *d = &vol->devs[r->dev];
+	const void *pg;
+
+	*csum = r->page_csum;
+	if (!d->present)
+		return 0;
+	pg = dg_dev_ptr(d, dg_row_page(vol, r->row) << DG_PAGE_SHIFT);
+	if (dg_csum_page(vol, r->dev, r->row, pg) == r->page_csum)
+		return 0;
+	*csum = stored_bcs(e);
+	return dg_rproof_keep(pf, vol, r->dev, r->row, 0, 0);
+}
+
 /* Redo the bytes of one entry; remember the pages it touched, and keep
  * each page as found before its first rewrite (pf). A page a later
  * entry wrote in place keeps what it holds. */
@@ -830,7 +893,7 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 	/* entry_at() checked that the bytes lie inside the entry. */
 	for (uint32_t i = 0; i < e->nranges; i++) {
 		struct dg_dev *d;
-		uint64_t off;
+		uint64_t off, csum;
 
 		if (dg_jrange_check(vol, &r[i]))
 			return DG_CORRUPT(vol, "journal entry %" PRIu64
@@ -860,8 +923,12 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		}
 		if (!lost)
 			data += dg_jrange_bytes(&r[i]);
+		csum = r[i].page_csum;
+		if (lost && (e->flags & DG_JENTRY_LEAN) &&
+		    lean_lost_csum(vol, e, &r[i], pf, &csum))
+			return -ENOMEM;
 		if (touch(t, nt, capt, (struct touched){
-				  r[i].dev, r[i].row, r[i].page_csum,
+				  r[i].dev, r[i].row, csum,
 				  r[i].flags & DG_JRANGE_IN_PLACE,
 				  r[i].flags & DG_JRANGE_RESERVED, 0 }))
 			return -ENOMEM;
@@ -1182,7 +1249,8 @@ static int recover(struct dg_vol *vol)
 		if (e->flags & DG_JENTRY_WRAP) {
 			off = 0;
 		} else {
-			ret = in_places_add(&ip, e);
+			ret = in_places_add(&ip, e, !bytes &&
+						     (e->flags & DG_JENTRY_LEAN));
 			if (ret)
 				goto out;
 			off += e->len;
@@ -1390,7 +1458,8 @@ static uint64_t log_used(const struct dg_journal *j)
 }
 
 static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
-		     uint64_t len, uint64_t mlen, uint64_t end, bool done)
+		     uint64_t len, uint64_t mlen, uint32_t mask, uint64_t end,
+		     bool done)
 {
 	if (j->npend == j->pend_cap) {
 		unsigned cap = j->pend_cap ? j->pend_cap * 2 : 64;
@@ -1407,7 +1476,8 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
 	}
 	j->pend[(j->pend_first + j->npend++) % j->pend_cap] =
 		(struct dg_jpending){ .seq = seq, .at = at, .len = len,
-				      .mlen = mlen, .end_off = end,
+				      .mlen = mlen, .bytes_mask = mask,
+				      .end_off = end,
 				      .done = done };
 	return 0;
 }
@@ -1422,16 +1492,69 @@ static int pend_push(struct dg_journal *j, uint64_t seq, uint64_t at,
  * nothing of its update is in place yet (wait_written()). That is the
  * state a crash before the first of the copies' persists left already.
  */
+/* The copies that take an entry's bytes, a bit each: those
+ * copy_gets_bytes() names, or a lean entry's (dg_journal_lean_copies()). */
+static uint32_t entry_copies(const struct dg_vol *vol,
+			     const struct dg_jlean *lean)
+{
+	uint32_t mask = 0;
+
+	if (lean)
+		return lean->copies;
+	for (unsigned c = 0; c < vol->jrnl.ncopies; c++)
+		if (copy_gets_bytes(vol, c))
+			mask |= 1u << c;
+	return mask;
+}
+
+/*
+ * A lean entry's bytes go to parity copies of the journal on devices
+ * other than the page's, and under parity 1 other than its row's parity
+ * device: a crash in the page's round (apply.c) leaves the page torn and
+ * the parity as before, so the page is its bytes or its row as found,
+ * and one fault may take either, not both -- a device that held the
+ * page, or the parity, and the only copy of the bytes would take both.
+ * Under parity 2 two copies: the parity devices may hold one (one lost
+ * parity leaves the other to rebuild the page as found). Only on a
+ * volume whose journal has parity + 2 copies, each on a device of its
+ * own, all present. 0: no lean entry for this page.
+ */
+uint32_t dg_journal_lean_copies(const struct dg_vol *vol, unsigned dev,
+				uint64_t row)
+{
+	const struct dg_journal *j = &vol->jrnl;
+	uint32_t mask = 0, devs = 0;
+	unsigned n = 0;
+
+	if (!vol->lean_journal || vol->missing_mask ||
+	    j->ncopies != vol->parity + 2u || row < zone_rows(vol))
+		return 0;
+	for (unsigned c = 0; c < j->ncopies; c++) {
+		unsigned cd = j->dev[c];
+
+		if (devs & (1u << cd))
+			return 0; /* two copies on one device */
+		devs |= 1u << cd;
+		if (cd == dev || n == vol->parity ||
+		    (vol->parity == 1 && dg_row_dev_is_parity(vol, row, cd)))
+			continue;
+		mask |= 1u << c;
+		n++;
+	}
+	return n == vol->parity ? mask : 0;
+}
+
 /* Log bytes of an entry of len bytes that copy c stores: all of them,
- * or the metadata (mlen) on a metadata-only copy (JOURNAL_V2). */
-static uint64_t copy_len(const struct dg_vol *vol, unsigned c, uint64_t len,
+ * or the metadata (mlen) on a copy not in mask, the entry's bytes
+ * copies (entry_copies()). */
+static uint64_t copy_len(uint32_t mask, unsigned c, uint64_t len,
 			 uint64_t mlen)
 {
-	return copy_gets_bytes(vol, c) ? len : mlen;
+	return mask & (1u << c) ? len : mlen;
 }
 
 static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len,
-			  uint64_t mlen)
+			  uint64_t mlen, uint32_t mask)
 {
 	struct dg_journal *j = &vol->jrnl;
 	struct dg_flushset fs;
@@ -1445,7 +1568,7 @@ static int persist_copies(struct dg_vol *vol, uint64_t at, uint64_t len,
 		if (d)
 			dg_flushset_add(&fs, (unsigned)(d - vol->devs),
 					area + j->log_off + at,
-					copy_len(vol, c, len, mlen));
+					copy_len(mask, c, len, mlen));
 	}
 	ret = dg_flushset_persist(vol->devs, vol->ndev, &fs);
 	dg_flushset_fini(&fs);
@@ -1485,11 +1608,14 @@ static size_t meta_image(const struct dg_vol *vol, struct dg_djentry *e,
 /* Store entry e, numbered seq, at log offset at of every copy: the
  * header and descriptors from e, the bytes of range i from data[i] (a
  * wrap entry has no ranges: data may be NULL), with the zero padding the
- * layout asks for. Not persisted. The space is the caller's (reserved,
- * or the lock held). Returns the first failure (latched, media.h): the
- * entry is then as torn by a crash. */
+ * layout asks for; the bytes on the copies of mask only (entry_copies()),
+ * and for a lean entry its prior where bytes_csum goes. Not persisted.
+ * The space is the caller's (reserved, or the lock held). Returns the
+ * first failure (latched, media.h): the entry is then as torn by a
+ * crash. */
 static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
-		       const void *const *data, uint64_t seq, uint64_t at)
+		       const void *const *data, uint64_t seq, uint64_t at,
+		       const struct dg_jlean *lean, uint32_t mask)
 {
 	int ret = 0;
 	static const uint8_t zeros[8];
@@ -1501,7 +1627,7 @@ static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
 	e->magic = DG_JENTRY_MAGIC;
 	e->seq = seq;
 	if (vol->journal_v2) {
-		bcs = bytes_csum(vol, e, data, NULL);
+		bcs = lean ? lean->prior : bytes_csum(vol, e, data, NULL);
 		mlen = meta_image(vol, e, bcs, img);
 		if (!mlen)
 			e->csum = meta_csum(vol, e, bcs);
@@ -1526,8 +1652,8 @@ static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
 				off += sizeof(bcs);
 			}
 		}
-		if (!copy_gets_bytes(vol, c)) {
-			/* The metadata-only copy: its bytes area is left
+		if (!(mask & (1u << c))) {
+			/* A metadata-only copy: its bytes area is left
 			 * as it is (format.h, JOURNAL_V2). */
 			if (ret)
 				return ret;
@@ -1558,10 +1684,12 @@ static int store_entry(struct dg_vol *vol, struct dg_djentry *e,
 static int put_entry(struct dg_vol *vol, struct dg_djentry *e,
 		     const void *const *data, uint64_t seq, uint64_t at)
 {
-	int ret = store_entry(vol, e, data, seq, at);
+	uint32_t mask = entry_copies(vol, NULL);
+	int ret = store_entry(vol, e, data, seq, at, NULL, mask);
 
 	return ret ? ret : persist_copies(vol, at, e->len,
-					  dg_jentry_meta_len(vol, e->nranges));
+					  dg_jentry_meta_len(vol, e->nranges),
+					  mask);
 }
 
 static struct dg_jpending *pend_of(struct dg_journal *j, uint64_t seq)
@@ -1640,7 +1768,7 @@ static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
 					dg_flushset_add(&fs,
 						(unsigned)(d - vol->devs),
 						area + j->log_off + p->at,
-						copy_len(vol, c, p->len,
+						copy_len(p->bytes_mask, c, p->len,
 							 p->mlen));
 			}
 		}
@@ -1718,11 +1846,13 @@ static void space_wait(struct dg_journal *j)
  * entries stored meanwhile (commit_group()), so concurrent updates share
  * the journal instead of queueing on it.
  */
-int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
-		      const void *const *data, uint64_t *seq)
+static int append(struct dg_vol *vol, struct dg_djentry *entry,
+		  const void *const *data, const struct dg_jlean *lean,
+		  uint64_t *seq)
 {
 	struct dg_journal *j = &vol->jrnl;
 	size_t len, mlen = dg_jentry_meta_len(vol, entry->nranges);
+	uint32_t mask = entry_copies(vol, lean);
 	uint64_t at;
 	int ret;
 
@@ -1776,7 +1906,8 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 					   .flags = DG_JENTRY_WRAP };
 
 		ret = pend_push(j, j->head_seq, j->head_off, DG_JALIGN,
-				dg_jentry_meta_len(vol, 0), 0, true);
+				dg_jentry_meta_len(vol, 0),
+				entry_copies(vol, NULL), 0, true);
 		if (ret)
 			goto out;
 		/* Written under the lock: the next entry waits for it. */
@@ -1788,7 +1919,7 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		if (ret)
 			goto out;
 	}
-	ret = pend_push(j, j->head_seq, j->head_off, len, mlen,
+	ret = pend_push(j, j->head_seq, j->head_off, len, mlen, mask,
 			(j->head_off + len) % j->log_bytes, false);
 	if (ret)
 		goto out;
@@ -1797,7 +1928,7 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 	j->head_off = (j->head_off + len) % j->log_bytes;
 	pthread_mutex_unlock(&j->lock);
 
-	ret = store_entry(vol, entry, data, *seq, at);
+	ret = store_entry(vol, entry, data, *seq, at, lean, mask);
 
 	pthread_mutex_lock(&j->lock);
 	ret = commit_group(vol, *seq, ret);
@@ -1805,6 +1936,20 @@ int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 out:
 	pthread_mutex_unlock(&j->lock);
 	return ret;
+}
+
+int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
+		      const void *const *data, uint64_t *seq)
+{
+	return append(vol, entry, data, NULL, seq);
+}
+
+int dg_journal_append_lean(struct dg_vol *vol, struct dg_djentry *entry,
+			   const void *const *data,
+			   const struct dg_jlean *lean, uint64_t *seq)
+{
+	entry->flags |= DG_JENTRY_LEAN;
+	return append(vol, entry, data, lean, seq);
 }
 
 void dg_journal_done(struct dg_vol *vol, uint64_t seq)

@@ -193,7 +193,10 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 			* without it the bit would only lock out older
 			* readers */
 		       (o->no_redundancy || !o->parity
-				? 0 : DG_FEAT_INCOMPAT_RESERVED_ROWS);
+				? 0 : DG_FEAT_INCOMPAT_RESERVED_ROWS) |
+		       /* lean entries stand on the row's parity */
+		       (o->no_redundancy || !o->parity
+				? 0 : DG_FEAT_INCOMPAT_LEAN_JOURNAL);
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else

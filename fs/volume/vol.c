@@ -72,6 +72,9 @@ static int vol_init_core(struct dg_vol *vol)
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_JOURNAL_V2);
 	vol->reserved_rows = vol->new_rows &&
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_RESERVED_ROWS);
+	vol->lean_journal = vol->journal_v2 && vol->sealed_journal &&
+		vol->parity &&
+		(vol->sb.incompat & DG_FEAT_INCOMPAT_LEAN_JOURNAL);
 	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
 	dg_latch_init(&vol->latch);
 	for (unsigned i = 0; i < vol->ndev; i++) {

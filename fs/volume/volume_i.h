@@ -102,6 +102,7 @@ struct dg_vol {
 	bool new_rows;			/* ... and hold in-place ranges */
 	bool journal_v2;		/* entry bytes on nbytes copies */
 	bool reserved_rows;		/* reservations by row runs */
+	bool lean_journal;		/* lean entries (DG_JENTRY_LEAN) */
 	bool read_only, degraded;
 	uint32_t missing_mask;
 	struct dg_latch latch;			/* a persist failed: refuse writes */
@@ -578,6 +579,21 @@ void dg_journal_close(struct dg_vol *vol);
  * bytes of range i are read from data[i], not copied first. */
 int dg_journal_append(struct dg_vol *vol, struct dg_djentry *entry,
 		      const void *const *data, uint64_t *seq);
+/* A lean entry's page (format.h, DG_JENTRY_LEAN): its checksum before
+ * the entry, and the journal copies that take its bytes. */
+struct dg_jlean {
+	uint64_t prior;
+	uint32_t copies;	/* dg_journal_lean_copies() */
+};
+/* Copies for the bytes of a lean entry of page (dev, row), a bit each;
+ * 0 when the volume takes no lean entry for it. */
+uint32_t dg_journal_lean_copies(const struct dg_vol *vol, unsigned dev,
+				uint64_t row);
+/* dg_journal_append() of a lean entry: one sealed range of a data page
+ * outside the metadata zone that held data (lean->prior its checksum). */
+int dg_journal_append_lean(struct dg_vol *vol, struct dg_djentry *entry,
+			   const void *const *data,
+			   const struct dg_jlean *lean, uint64_t *seq);
 /* The entry's effects are durable in place: it may be retired. */
 void dg_journal_done(struct dg_vol *vol, uint64_t seq);
 /* Retire everything completed, writing the header: 0, or its failure

@@ -191,13 +191,17 @@
  * with parity (runs of new rows need it); a volume made without it keeps
  * a range a page. */
 #define DG_FEAT_INCOMPAT_RESERVED_ROWS (1ull << 10)
+/* A journal entry may be lean (DG_JENTRY_LEAN): its one page's bytes on
+ * parity copies of the journal, not parity + 1 (docs/design.md, "Lean
+ * entries"). Set by mkfs where parity > 0. */
+#define DG_FEAT_INCOMPAT_LEAN_JOURNAL (1ull << 11)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
 	 DG_FEAT_INCOMPAT_STAGED_SYNC | DG_FEAT_INCOMPAT_JOURNAL_COPIES |    \
 	 DG_FEAT_INCOMPAT_NEW_ROWS | DG_FEAT_INCOMPAT_XATTR_64K |            \
 	 DG_FEAT_INCOMPAT_BIG_ITABLE | DG_FEAT_INCOMPAT_JOURNAL_V2 |         \
-	 DG_FEAT_INCOMPAT_RESERVED_ROWS)
+	 DG_FEAT_INCOMPAT_RESERVED_ROWS | DG_FEAT_INCOMPAT_LEAN_JOURNAL)
 /*
  * Features set on first use. A volume that never needs the new form
  * stays readable by a daxguard that does not know it. The superblocks
@@ -406,6 +410,20 @@ struct dg_djentry {
 	uint64_t csum;		/* see above */
 };
 #define DG_JENTRY_WRAP 1u
+/*
+ * A lean entry (DG_FEAT_INCOMPAT_LEAN_JOURNAL, JOURNAL_V2): one range, a
+ * whole data page sealed by its page_csum, outside the metadata zone,
+ * that held data before (docs/design.md, "Lean entries"). Its bytes are
+ * on parity copies of the journal, none on the devices of the page and
+ * (parity 1) of its row's parity; the others hold its metadata only.
+ * The word after the descriptor is not bytes_csum (the seal proves the
+ * bytes) but the page's checksum before the entry, its prior: the
+ * update writes the page in a round of its own before the row's parity,
+ * so a replay that finds no copy of the bytes takes the page new where
+ * it proves page_csum and else rebuilds it from the row as found, which
+ * proves the prior -- the update rolled back, never acknowledged.
+ */
+#define DG_JENTRY_LEAN 2u
 _Static_assert(sizeof(struct dg_djentry) == 32, "djentry size");
 
 /* A byte range of one page of a data row, and that page's checksum after
