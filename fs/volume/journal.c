@@ -856,25 +856,45 @@ static int touch_rows(struct dg_vol *vol, const struct dg_djrange *r,
  * through), else its prior -- the page's write never made it whole, so
  * the row's parity, written in the round after (apply.c), is still the
  * one before the entry and rebuilds the page as it was. The row is kept
- * as found for that proof (redo_data_page()). On a missing device, the
- * new one: that is beyond parity (the bytes and the device), and the page
- * proves it or reads EIO.
+ * as found for that proof (redo_data_page()). A page whose device is
+ * missing is its row's: rebuilt as found, it proves the one or the other
+ * (the bytes torn by a crash in their round, the device the one fault:
+ * nothing went in place, and the prior proves), or neither -- beyond
+ * parity, the new one then, which the page never proves: EIO.
  */
 static int lean_lost_csum(struct dg_vol *vol, const struct dg_djentry *e,
 			  const struct dg_djrange *r, struct dg_rproof *pf,
 			  uint64_t *csum)
 {
 	struct dg_dev *d = &vol->devs[r->dev];
-	const void *pg;
+	uint64_t prior = stored_bcs(e);
+	uint8_t *buf;
+	int ret;
 
 	*csum = r->page_csum;
-	if (!d->present)
-		return 0;
-	pg = dg_dev_ptr(d, dg_row_page(vol, r->row) << DG_PAGE_SHIFT);
-	if (dg_csum_page(vol, r->dev, r->row, pg) == r->page_csum)
-		return 0;
-	*csum = stored_bcs(e);
-	return dg_rproof_keep(pf, vol, r->dev, r->row, 0, 0);
+	if (d->present) {
+		const void *pg = dg_dev_ptr(d, dg_row_page(vol, r->row)
+						       << DG_PAGE_SHIFT);
+
+		if (dg_csum_page(vol, r->dev, r->row, pg) == r->page_csum)
+			return 0;
+		*csum = prior;
+		return dg_rproof_keep(pf, vol, r->dev, r->row, 0, 0);
+	}
+	ret = dg_rproof_row(pf, vol, r->row);
+	buf = ret ? NULL : aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	ret = dg_rproof_page(pf, vol, r->dev, r->row, r->page_csum, buf);
+	if (ret == -EIO) {
+		ret = dg_rproof_page(pf, vol, r->dev, r->row, prior, buf);
+		if (ret == 0)
+			*csum = prior;
+		else if (ret == -EIO)
+			ret = 0;
+	}
+	free(buf);
+	return ret;
 }
 
 /* Redo the bytes of one entry; remember the pages it touched, and keep
@@ -926,7 +946,7 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		csum = r[i].page_csum;
 		if (lost && (e->flags & DG_JENTRY_LEAN) &&
 		    lean_lost_csum(vol, e, &r[i], pf, &csum))
-			return -ENOMEM;
+			return -ENOMEM; /* its only failure */
 		if (touch(t, nt, capt, (struct touched){
 				  r[i].dev, r[i].row, csum,
 				  r[i].flags & DG_JRANGE_IN_PLACE,

@@ -182,6 +182,13 @@ int dg_rproof_keep(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 	return 0;
 }
 
+int dg_rproof_row(struct dg_rproof *p, struct dg_vol *vol, uint64_t row)
+{
+	if (!vol->parity || find_row(p, row))
+		return 0;
+	return add_row(p, vol, row) ? 0 : -ENOMEM;
+}
+
 /* What one proof attempt works with. */
 struct attempt {
 	struct dg_vol *vol;

@@ -30,6 +30,11 @@ void dg_rproof_free(struct dg_rproof *p);
 int dg_rproof_keep(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 		   uint64_t row, uint32_t off, uint32_t len);
 
+/* Keep row's parity pages as found (the first time) without a page of
+ * its own: a page of a missing device is then proven from the row as
+ * found (journal.c, a lean entry's page). 0 or -ENOMEM. */
+int dg_rproof_row(struct dg_rproof *p, struct dg_vol *vol, uint64_t row);
+
 /*
  * Rebuild data page (dev, row) of a row the replay rewrote into buf, from
  * the row as found, as redone, or (a parity write torn by the crash)

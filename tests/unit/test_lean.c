@@ -387,6 +387,70 @@ static void test_log_goes_on(void)
 	crash_case(5, 2, KEPT_WHOLE, true, true);
 }
 
+/*
+ * A device gone at the next open (degraded, writable), the one fault:
+ * the page's own (its bytes on no copy: a crash tore them, nothing went
+ * in place), or one of its row's parity devices (parity 2: the crash in
+ * the page's round, both bytes copies lost -- two faults). The page reads
+ * as before the update, then again read-only.
+ */
+static void missing_case(unsigned ndev, unsigned parity, int parity_dev,
+			 enum kept kept)
+{
+	struct crash_info *info = mmap(NULL, sizeof(*info),
+				       PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint8_t old[DG_PAGE_SIZE], newpg[DG_PAGE_SIZE], buf[DG_PAGE_SIZE];
+	const unsigned flags[2] = { DG_OPEN_DEGRADED | DG_OPEN_DEGRADED_RW,
+				    DG_OPEN_DEGRADED };
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t s = 99, vpn;
+	struct dg_loc l;
+	unsigned gone;
+
+	REQUIRE(info != MAP_FAILED);
+	tvol_make(&tv, "lean-missing", ndev, parity, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	vpn = tdata_vpn(vol) + 7;
+	l = dg_vpn_loc(vol, vpn);
+	gone = parity_dev < 0 ? l.dev
+			      : dg_row_parity_dev(vol, l.row,
+						  (unsigned)parity_dev);
+	dg_vol_close(vol);
+	trand_fill(&s, old, sizeof(old));
+	trand_fill(&s, newpg, sizeof(newpg));
+	REQUIRE(child_crashes(&tv, info, vpn, 0, old, newpg, kept));
+	lose_bytes(&tv, info);
+	REQUIRE(unlink(tv.paths[gone]) == 0);
+	free(tv.paths[gone]);
+	tv.paths[gone] = strdup("");
+	for (int i = 0; i < 2; i++) {
+		vol = tvol_open(&tv, flags[i]);
+		CHECK(vol != NULL);
+		if (!vol)
+			continue;
+		CHECK_EQ(dg_read(vol, vpn, 1, buf), 0);
+		CHECK(!memcmp(buf, old, DG_PAGE_SIZE));
+		dg_vol_close(vol);
+	}
+	tvol_cleanup(&tv);
+	munmap(info, sizeof(*info));
+}
+
+static void test_page_device_missing(void)
+{
+	missing_case(4, 1, -1, KEPT_NONE);
+	missing_case(5, 2, -1, KEPT_NONE);
+}
+
+static void test_parity_device_missing_p2(void)
+{
+	missing_case(5, 2, 0, KEPT_HALF);
+	missing_case(5, 2, 1, KEPT_HALF);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -396,6 +460,8 @@ int main(int argc, char **argv)
 		{ "crash_p1", test_crash_p1 },
 		{ "crash_p2", test_crash_p2 },
 		{ "log_goes_on", test_log_goes_on },
+		{ "page_device_missing", test_page_device_missing },
+		{ "parity_device_missing_p2", test_parity_device_missing_p2 },
 		{ NULL, NULL },
 	};
 
