@@ -279,12 +279,14 @@ static void print_jentry(void *arg, const struct dg_jentry_info *e)
 		json_add_u64(o, "in_place", e->in_place);
 		json_add_u64(o, "reserved", e->reserved);
 		json_add_bool(o, "wrap", e->wrap);
+		json_add_bool(o, "lean", e->lean);
 		json_object_array_add(d->entries, o);
 		return;
 	}
 	printf("    seq %" PRIu64 " offset %" PRIu64 " len %u: %s%u ranges, "
 	       "%" PRIu64 " bytes, %u sealed, %u in place, %u reserved\n",
-	       e->seq, e->off, e->len, e->wrap ? "wrap, " : "", e->nranges,
+	       e->seq, e->off, e->len,
+	       e->wrap ? "wrap, " : e->lean ? "lean, " : "", e->nranges,
 	       e->bytes, e->sealed, e->in_place, e->reserved);
 }
 

@@ -362,6 +362,7 @@ int dg_inspect_jentries(struct dg_vol *vol, dg_jentry_fn fn, void *arg)
 		in.nranges = e->nranges;
 		in.flags = e->flags;
 		in.wrap = e->flags & DG_JENTRY_WRAP;
+		in.lean = e->flags & DG_JENTRY_LEAN;
 		if (!in.wrap &&
 		    (uint64_t)e->nranges * sizeof(struct dg_djrange) <=
 			    e->len - sizeof(*e)) {

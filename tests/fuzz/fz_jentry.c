@@ -56,6 +56,12 @@ static void replay_checks(struct dg_vol *vol, const struct dg_djentry *e,
 		bytes += dg_jrange_bytes(&r[i]);
 	}
 	FUZZ_ASSERT(bytes <= (const uint8_t *)e + e->len);
+	/* A lean entry is one sealed whole page outside the zone (format.h
+	 * DG_JENTRY_LEAN), on a volume that has them. */
+	if (e->flags & DG_JENTRY_LEAN)
+		FUZZ_ASSERT(vol->lean_journal && e->nranges == 1 &&
+			    r[0].flags == DG_JRANGE_SEALED &&
+			    r[0].len == DG_PAGE_SIZE && r[0].off == 0);
 	runs_check(vol, e);
 }
 
@@ -92,18 +98,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dg_vol *vol = dg_fuzz_vol();
 	/* Two header slots, then the log, as on the media. */
 	uint8_t *area;
-	bool v2 = vol->journal_v2;
+	bool v2 = vol->journal_v2, lean = vol->lean_journal;
 
 	if (size > MAX_ENTRY)
 		size = MAX_ENTRY;
 	area = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE + MAX_ENTRY);
 	if (!area)
 		return 0;
+	/* Lean entries exist only with JOURNAL_V2 (vol.c). */
 	for (unsigned l = 0; l < 2; l++) {
 		vol->journal_v2 = l;
+		vol->lean_journal = l && lean;
 		one_layout(vol, area, data, size);
 	}
 	vol->journal_v2 = v2;
+	vol->lean_journal = lean;
 	free(area);
 	return 0;
 }

@@ -768,6 +768,8 @@ struct dg_jentry_info {
 	uint64_t seq, off;	/* sequence number, byte offset in the log */
 	uint32_t len, nranges, flags;
 	bool wrap;		/* the log continues at offset 0 */
+	bool lean;		/* its page's bytes on parity copies only
+				 * (format.h DG_JENTRY_LEAN) */
 	uint64_t bytes;		/* payload bytes of its ranges */
 	uint32_t sealed;	/* ranges vouched for by their page checksum */
 	uint32_t in_place;	/* pages written before it, no bytes here */
