@@ -43,6 +43,7 @@ tests/crash/test_crash_concurrent.c
 tests/crash/test_crash_failpersist.c
 tests/crash/test_crash_itable.c
 tests/crash/test_crash_jbytes.c
+tests/crash/test_crash_lean.c
 tests/crash/test_crash_new_rows.c
 tests/crash/test_crash_repair.c
 tests/crash/test_crash_stage.c
