@@ -194,9 +194,11 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 			* readers */
 		       (o->no_redundancy || !o->parity
 				? 0 : DG_FEAT_INCOMPAT_RESERVED_ROWS) |
-		       /* lean entries stand on the row's parity */
-		       (o->no_redundancy || !o->parity
-				? 0 : DG_FEAT_INCOMPAT_LEAN_JOURNAL);
+		       /* asked for only: it trades crash plus device loss
+			* states for bytes (docs/design.md, "Lean
+			* entries"); they stand on the row's parity */
+		       (o->lean_journal && !o->no_redundancy && o->parity
+				? DG_FEAT_INCOMPAT_LEAN_JOURNAL : 0);
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else

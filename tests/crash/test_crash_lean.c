@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "harness.h"
-#include "old_layout.h"
 #include "recorder.h"
 #include "volume_i.h"
 
@@ -42,8 +41,8 @@
  * second open reads the same, and a scrub then finds nothing (no damage,
  * no parity that disagrees, nothing unrecoverable). The run must have
  * written the lean entries it meant to (the journal areas are scanned
- * for them), so the test cannot pass on plain entries; the same run with
- * LEAN_JOURNAL cleared is the control (lean_plain_*).
+ * for them), so the test cannot pass on plain entries; the same run on a
+ * volume made without --lean-journal is the control (lean_plain_*).
  *
  * lean_torn_entry_page_dev_*: the smallest state of page_dev that the
  * replay refused the open in before lean_lost_csum() proved a missing
@@ -94,7 +93,7 @@ struct jcopy {
 
 struct run {
 	unsigned ndev, parity, ncopies;
-	bool plain;			/* LEAN_JOURNAL cleared after mkfs */
+	bool plain;			/* made without --lean-journal */
 	struct jcopy jc[DG_MAX_JCOPIES];
 	uint32_t lean_mask;		/* copies that take the lean bytes */
 	uint64_t vpn[NPG];
@@ -174,11 +173,15 @@ static void record(struct run *ru, const char *tag, unsigned nupd)
 	uint8_t *data = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
 	struct dg_vol *vol;
 	char otag[32];
+	/* The control is a volume made without --lean-journal. */
+	const struct dg_format_opts o = { .parity = ru->parity, .size = SIZE,
+					  .force = true,
+					  .lean_journal = !ru->plain };
 
 	REQUIRE(data);
-	tvol_make(&ru->tv, tag, ru->ndev, ru->parity, SIZE, false);
+	tvol_make_opts(&ru->tv, tag, ru->ndev, &o);
 	snprintf(otag, sizeof(otag), "%so", tag);
-	tvol_make(&ru->out, otag, ru->ndev, ru->parity, SIZE, false);
+	tvol_make_opts(&ru->out, otag, ru->ndev, &o);
 	for (unsigned u = 0; u <= NUPD; u++) {
 		ru->state[u] = malloc(sz);
 		REQUIRE(ru->state[u]);
@@ -186,10 +189,6 @@ static void record(struct run *ru, const char *tag, unsigned nupd)
 	ru->buf = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	REQUIRE(ru->buf);
 	trand_fill(&rs, ru->state[0], sz);
-	if (ru->plain) {
-		tvol_clear_incompat(&ru->tv, DG_FEAT_INCOMPAT_LEAN_JOURNAL);
-		tvol_clear_incompat(&ru->out, DG_FEAT_INCOMPAT_LEAN_JOURNAL);
-	}
 
 	vol = tvol_open(&ru->tv, 0);
 	REQUIRE(vol);
@@ -616,8 +615,8 @@ static void test_plain_torn_page_copy_devs_p2(void)
 	torn_page_copy_devs(5, 2, "lxt2", true);
 }
 
-/* The same run with LEAN_JOURNAL cleared (every entry plain): what the
- * lean cases are measured against. */
+/* The same run on a volume made without --lean-journal (every entry
+ * plain): what the lean cases are measured against. */
 static void test_plain_page_dev_p1(void)
 {
 	lean_run(4, 1, "lxd1", FC_PAGE_DEV, true);

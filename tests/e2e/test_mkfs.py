@@ -91,6 +91,10 @@ def test_refuses_same_device_twice(volume_factory):
     (["--chunk", "1000", "x"], "bad chunk size"),
     (["--redundancy", "some", "x"], "--redundancy takes full or none"),
     (["--redundancy", "none", "--parity", "1", "x"], "excludes"),
+    (["--lean-journal", "--size", "32M", "x"],
+     "mkfs.daxguard: --lean-journal needs parity"),
+    (["--lean-journal", "--parity", "0", "--size", "32M", "a", "b"],
+     "--lean-journal needs parity"),
     (["--bogus", "x"], "mkfs.daxguard: bad option '--bogus'"),
     (["--size"], "mkfs.daxguard: bad option '--size'"),
 ])

@@ -9,8 +9,9 @@
 #include "harness.h"
 
 /*
- * A lean entry (format.h DG_JENTRY_LEAN; docs/design.md "Lean entries")
- * keeps one whole data page's bytes on parity journal copies, not
+ * A lean entry (format.h DG_JENTRY_LEAN, on volumes made with mkfs
+ * --lean-journal; docs/design.md "Lean entries") keeps one whole data
+ * page's bytes on parity journal copies, not
  * parity + 1, because its update writes the page in a round before its
  * row's parity: a crash leaves the page new, or torn beside the parity
  * it had. With no copy of the bytes the replay takes the page new where
@@ -21,6 +22,16 @@
  * kept; the parent breaks the bytes copies and opens the volume.
  */
 #define SIZE (32u << 20)
+
+/* A volume made with --lean-journal. */
+static void lean_make(struct tvol *tv, const char *tag, unsigned ndev,
+		      unsigned parity)
+{
+	const struct dg_format_opts o = { .parity = parity, .size = SIZE,
+					  .force = true, .lean_journal = true };
+
+	tvol_make_opts(tv, tag, ndev, &o);
+}
 
 static unsigned popcount(uint32_t m)
 {
@@ -36,7 +47,7 @@ static void copies_case(unsigned ndev, unsigned parity)
 	struct dg_vol *vol;
 	uint64_t row0;
 
-	tvol_make(&tv, "lean-copies", ndev, parity, SIZE, false);
+	lean_make(&tv, "lean-copies", ndev, parity);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
 	REQUIRE(vol->lean_journal);
@@ -67,6 +78,33 @@ static void copies_case(unsigned ndev, unsigned parity)
 	vol->lean_journal = false;	/* a volume made before the bit */
 	CHECK_EQ(dg_journal_lean_copies(vol, dg_row_data_dev(vol, row0, 0),
 					row0), 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* Only asked for, and only with parity: a default volume, or one without
+ * parity that asked, writes every entry as before. */
+static void test_off_by_default(void)
+{
+	const struct dg_format_opts none = { .parity = 0, .size = SIZE,
+					     .force = true,
+					     .lean_journal = true };
+	struct tvol tv;
+	struct dg_vol *vol;
+
+	tvol_make(&tv, "lean-default", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK(!vol->lean_journal);
+	CHECK(!(vol->sb.incompat & DG_FEAT_INCOMPAT_LEAN_JOURNAL));
+	CHECK_EQ(dg_journal_lean_copies(vol, dg_row_data_dev(vol,
+					 tdata_row(vol), 0), tdata_row(vol)), 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+	tvol_make_opts(&tv, "lean-p0", 2, &none);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK(!(vol->sb.incompat & DG_FEAT_INCOMPAT_LEAN_JOURNAL));
 	dg_vol_close(vol);
 	tvol_cleanup(&tv);
 }
@@ -129,7 +167,7 @@ static void lean_shapes_case(unsigned ndev, unsigned parity)
 	uint32_t changed, flags;
 	struct dg_loc l;
 
-	tvol_make(&tv, "lean-shapes", ndev, parity, SIZE, false);
+	lean_make(&tv, "lean-shapes", ndev, parity);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
 	vpn = tdata_vpn(vol) + 40;
@@ -334,7 +372,7 @@ static void crash_case(unsigned ndev, unsigned parity, enum kept kept,
 	struct dg_djentry e;
 
 	REQUIRE(info != MAP_FAILED);
-	tvol_make(&tv, "lean-crash", ndev, parity, SIZE, false);
+	lean_make(&tv, "lean-crash", ndev, parity);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
 	vpn = tdata_vpn(vol) + 7;
@@ -410,7 +448,7 @@ static void missing_case(unsigned ndev, unsigned parity, int parity_dev,
 	unsigned gone;
 
 	REQUIRE(info != MAP_FAILED);
-	tvol_make(&tv, "lean-missing", ndev, parity, SIZE, false);
+	lean_make(&tv, "lean-missing", ndev, parity);
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
 	vpn = tdata_vpn(vol) + 7;
@@ -454,6 +492,7 @@ static void test_parity_device_missing_p2(void)
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
+		{ "off_by_default", test_off_by_default },
 		{ "copies_p1", test_copies_p1 },
 		{ "copies_p2", test_copies_p2 },
 		{ "lean_shapes", test_lean_shapes },

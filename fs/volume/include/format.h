@@ -193,7 +193,7 @@
 #define DG_FEAT_INCOMPAT_RESERVED_ROWS (1ull << 10)
 /* A journal entry may be lean (DG_JENTRY_LEAN): its one page's bytes on
  * parity copies of the journal, not parity + 1 (docs/design.md, "Lean
- * entries"). Set by mkfs where parity > 0. */
+ * entries"). Set by mkfs --lean-journal (parity > 0 only). */
 #define DG_FEAT_INCOMPAT_LEAN_JOURNAL (1ull << 11)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \

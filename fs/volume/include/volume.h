@@ -53,6 +53,9 @@ struct dg_format_opts {
 				    to whole chunks of rows; 0: default */
 	bool no_meta_zone;	 /* the layout without a zone (format.h):
 				    readable by daxguard before META_ZONE */
+	bool lean_journal;	 /* --lean-journal: whole-page overwrites
+				    journal their bytes on parity copies
+				    (format.h DG_JENTRY_LEAN); needs parity */
 	/* The volume's uuid (and so its checksum seed); NULL: a random one.
 	 * Two volumes made with one uuid seal their pages alike: the fuzz
 	 * harnesses' seed pages verify in a volume made afresh. */
