@@ -548,6 +548,10 @@ def all_systems(cfg):
         # needs no old data (not the default, see README "Chunk size").
         Daxguard(cfg, "daxguard-p1-64k", ["--parity", "1", "--chunk", "64K"],
                  "parity 1 + checksums, 64 KiB chunks"),
+        # A whole page's overwrite journaled on parity copies (not the
+        # default: docs/design.md, "Lean entries").
+        Daxguard(cfg, "daxguard-p1-lean", ["--parity", "1", "--lean-journal"],
+                 "parity 1 + checksums, --lean-journal"),
         Daxguard(cfg, "daxguard-p2", ["--parity", "2"], "parity 2 + checksums"),
         Daxguard(cfg, "daxguard-none", ["--redundancy", "none"], "none", checksums=False),
         # The kernel's writeback cache: a write() is durable only at fsync
@@ -567,7 +571,7 @@ def all_systems(cfg):
     ]
 
 
-SYSTEM_NAMES = ["daxguard-p1", "daxguard-p1-64k", "daxguard-p2", "daxguard-none",
+SYSTEM_NAMES = ["daxguard-p1", "daxguard-p1-64k", "daxguard-p1-lean", "daxguard-p2", "daxguard-none",
                 "daxguard-p1-wb", "passthrough", "passthrough-wb", "btrfs-raid5", "btrfs-single", "zfs-raidz1", "zfs-single", "tmpfs"]
 
 
