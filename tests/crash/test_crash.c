@@ -98,6 +98,7 @@ struct cfg {
 	uint64_t seed;
 	bool alloc;		/* some vpns allocated before recording, so
 				 * the bitmap has bits to get wrong */
+	bool lean;		/* made with --lean-journal (COMPOUND_LEAN) */
 };
 
 struct run {
@@ -204,7 +205,8 @@ static void model_apply(uint8_t *m, const struct dg_range *rg, unsigned n)
 static int format_images(const struct cfg *c, char **paths)
 {
 	struct dg_format_opts o = { .parity = c->parity, .size = c->size,
-				    .force = true, .chunk_pages = c->chunk };
+				    .force = true, .chunk_pages = c->chunk,
+				    .lean_journal = c->lean };
 
 	return dg_format((const char *const *)paths, c->ndev, &o, NULL);
 }
@@ -844,6 +846,8 @@ static void report(const char *tag, const char *what, uint64_t points,
  * COMPOUND_SEED (another workload) set the density: bench/campaign.py
  * compound runs it at 50,000 states and more. COMPOUND_F=i narrows a
  * run to fault i of each state (with CRASH_K and CRASH_POL: one state).
+ * COMPOUND_LEAN=1 makes the volume with --lean-journal (docs/design.md,
+ * "Lean entries"; campaign.py compound --lean).
  */
 static const char *const fk_names[FK_NR] = { "flip", "zero", "lost",
 					     "misdirect" };
@@ -1357,6 +1361,7 @@ static void compound_run(const struct cfg *c0, unsigned stride)
 
 	c.seed = env_uint("COMPOUND_SEED", (unsigned)c.seed);
 	c.alloc = true;
+	c.lean = env_uint("COMPOUND_LEAN", 0) != 0;
 	stride = env_uint("COMPOUND_STRIDE", stride);
 	if (!stride)
 		stride = 1;
