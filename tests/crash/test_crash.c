@@ -343,6 +343,12 @@ static bool record_run(struct run *ru, const struct cfg *c)
 	}
 	dg_vol_get_info(vol, &info);
 	ru->span = SPAN;
+	if (vol->lean_journal != c->lean) {
+		fprintf(stderr, "%s: lean entries %s\n", c->tag,
+			c->lean ? "asked for, not on" : "on, not asked for");
+		dg_vol_close(vol);
+		return false;
+	}
 	if (info.vpns < BASE_VPN + 2 * SPAN) {
 		fprintf(stderr, "%s: volume too small\n", c->tag);
 		dg_vol_close(vol);
@@ -1531,11 +1537,11 @@ static void recover_run(const struct cfg *c, unsigned nstates,
 
 /* 4 devices, single parity; 64-page chunks (the smallest the inode
  * table allows) so the region spans every data column of its rows. */
-static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11, false };
+static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11, false, false };
 /* 5 devices, double parity: sampled, every 3rd crash point. */
-static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22, false };
+static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22, false, false };
 /* One device, no parity: both journal copies share it. */
-static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33, false };
+static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33, false, false };
 
 static void test_crash_p1(void)
 {
