@@ -47,7 +47,8 @@ static const char help_text[] =
 	"                          of 4.1x under parity 1); a crash during such a\n"
 	"                          write together with the loss of a whole\n"
 	"                          device then loses data in more cases\n"
-	"                          (docs/design.md, \"Lean entries\"); needs parity\n"
+	"                          (docs/design.md, \"Lean entries\"); needs\n"
+	"                          parity and parity + 2 devices\n"
 	"  -f, --force             overwrite an existing daxguard volume, or a\n"
 	"                          device or file that holds something else\n"
 	"  -q, --quiet             print nothing on success\n"
@@ -376,6 +377,10 @@ int main(int argc, char **argv)
 		usage_error("--redundancy none excludes --parity");
 	if (o.lean_journal && !o.parity)
 		usage_error("--lean-journal needs parity");
+	if (o.lean_journal && argc - optind < (int)o.parity + 2)
+		usage_error("--lean-journal needs parity + 2 devices (%u with "
+			    "parity %u; %d given)", o.parity + 2, o.parity,
+			    argc - optind);
 	/* Checked here, not only by dg_format(), so that the message names
 	 * the tool and the count given and the exit says "bad usage". */
 	if (o.parity >= (unsigned)(argc - optind))

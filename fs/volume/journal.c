@@ -860,7 +860,8 @@ static int touch_rows(struct dg_vol *vol, const struct dg_djrange *r,
  * missing is its row's: rebuilt as found, it proves the one or the other
  * (the bytes torn by a crash in their round, the device the one fault:
  * nothing went in place, and the prior proves), or neither -- beyond
- * parity, the new one then, which the page never proves: EIO.
+ * parity: the new one then, which the page never proves, and the
+ * replay refuses the open with the row named (redo_redundancy()).
  */
 static int lean_lost_csum(struct dg_vol *vol, const struct dg_djentry *e,
 			  const struct dg_djrange *r, struct dg_rproof *pf,
@@ -1532,12 +1533,14 @@ static uint32_t entry_copies(const struct dg_vol *vol,
  * other than the page's, and under parity 1 other than its row's parity
  * device: a crash in the page's round (apply.c) leaves the page torn and
  * the parity as before, so the page is its bytes or its row as found,
- * and one fault may take either, not both -- a device that held the
- * page, or the parity, and the only copy of the bytes would take both.
- * Under parity 2 two copies: the parity devices may hold one (one lost
- * parity leaves the other to rebuild the page as found). Only on a
- * volume whose journal has parity + 2 copies, each on a device of its
- * own, all present. 0: no lean entry for this page.
+ * and one fault of a page or a journal copy may take either, not both
+ * -- a device that held the page, or (parity 1) the parity, and the
+ * only copy of the bytes would take both. Under parity 2 the two copies
+ * may both sit on the row's parity devices; no choice does better, as
+ * every device is in every row, and so the loss of whole devices under
+ * a crash is the price of lean entries (docs/design.md, "Lean
+ * entries"). Only on a volume whose journal has parity + 2 copies, each
+ * on a device of its own, all present. 0: no lean entry for this page.
  */
 uint32_t dg_journal_lean_copies(const struct dg_vol *vol, unsigned dev,
 				uint64_t row)

@@ -196,8 +196,12 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 				? 0 : DG_FEAT_INCOMPAT_RESERVED_ROWS) |
 		       /* asked for only: it trades crash plus device loss
 			* states for bytes (docs/design.md, "Lean
-			* entries"); they stand on the row's parity */
-		       (o->lean_journal && !o->no_redundancy && o->parity
+			* entries"); they stand on the row's parity, and on
+			* parity + 2 journal copies (journal.c) -- with
+			* fewer devices the bit would only lock out older
+			* readers */
+		       (o->lean_journal && !o->no_redundancy && o->parity &&
+				ndev >= o->parity + 2
 				? DG_FEAT_INCOMPAT_LEAN_JOURNAL : 0);
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);

@@ -95,6 +95,8 @@ def test_refuses_same_device_twice(volume_factory):
      "mkfs.daxguard: --lean-journal needs parity"),
     (["--lean-journal", "--parity", "0", "--size", "32M", "a", "b"],
      "--lean-journal needs parity"),
+    (["--lean-journal", "--size", "32M", "a", "b"],
+     "--lean-journal needs parity + 2 devices (3 with parity 1; 2 given)"),
     (["--bogus", "x"], "mkfs.daxguard: bad option '--bogus'"),
     (["--size"], "mkfs.daxguard: bad option '--size'"),
 ])

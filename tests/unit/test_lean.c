@@ -82,6 +82,61 @@ static void copies_case(unsigned ndev, unsigned parity)
 	tvol_cleanup(&tv);
 }
 
+/* A lean entry on a volume made without the bit is no entry of its
+ * log: forged or corrupt, it ends the log there (journal.c lean_fits()),
+ * and the page keeps what it had. */
+static void test_forged_on_default(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint8_t old[DG_PAGE_SIZE], newpg[DG_PAGE_SIZE], buf[DG_PAGE_SIZE];
+	uint64_t vpn, s = 3;
+	pid_t pid;
+	int st;
+
+	tvol_make(&tv, "lean-forged", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	vpn = tdata_vpn(vol) + 7;
+	trand_fill(&s, old, sizeof(old));
+	trand_fill(&s, newpg, sizeof(newpg));
+	REQUIRE(dg_apply(vol, &(struct dg_range){ vpn, 0, DG_PAGE_SIZE, old },
+			 1) == 0);
+	dg_vol_close(vol);
+	pid = fork();
+	if (pid == 0) {
+		struct dg_loc l;
+		struct {
+			struct dg_djentry e;
+			struct dg_djrange r;
+		} h;
+		const void *data[1] = { newpg };
+		struct dg_jlean jl = { 0, 1 };	/* copy 0 */
+		uint64_t seq;
+
+		vol = tvol_open(&tv, 0);
+		if (!vol)
+			_exit(2);
+		l = dg_vpn_loc(vol, vpn);
+		memset(&h, 0, sizeof(h));
+		h.e.nranges = 1;
+		h.r = (struct dg_djrange){
+			.row = l.row, .dev = (uint16_t)l.dev,
+			.len = DG_PAGE_SIZE, .flags = DG_JRANGE_SEALED,
+			.page_csum = dg_csum_page(vol, l.dev, l.row, newpg) };
+		_exit(dg_journal_append_lean(vol, &h.e, data, &jl, &seq) ? 3
+									 : 0);
+	}
+	REQUIRE(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(dg_read(vol, vpn, 1, buf), 0);
+	CHECK(!memcmp(buf, old, DG_PAGE_SIZE));
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 /* Only asked for, and only with parity: a default volume, or one without
  * parity that asked, writes every entry as before. */
 static void test_off_by_default(void)
@@ -190,6 +245,13 @@ static void lean_shapes_case(unsigned ndev, unsigned parity)
 				      { vpn, 0, DG_PAGE_SIZE, page[0] },
 				      { vpn + 1, 0, DG_PAGE_SIZE, page[1] } },
 			      2, &changed);
+	CHECK_EQ(flags & DG_JENTRY_LEAN, 0);
+	/* During a replace: as before (its copy of a row argues from the
+	 * journaled bytes). Only whether one runs matters to the writer. */
+	vol->repl = (struct dg_repl *)&s;
+	flags = applied_flags(&tv, vol, &(struct dg_range){ vpn, 0,
+			      DG_PAGE_SIZE, page[0] }, 1, &changed);
+	vol->repl = NULL;
 	CHECK_EQ(flags & DG_JENTRY_LEAN, 0);
 	/* A page of the metadata zone (ditto copies): as before. */
 	if (tdata_vpn(vol) > 0) {
@@ -493,6 +555,7 @@ int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "off_by_default", test_off_by_default },
+		{ "forged_on_default", test_forged_on_default },
 		{ "copies_p1", test_copies_p1 },
 		{ "copies_p2", test_copies_p2 },
 		{ "lean_shapes", test_lean_shapes },
