@@ -49,8 +49,9 @@
  * page from its row (journal.c): a crash in a lean entry's own journal
  * round that drops its bytes, then the page's device missing.
  *
- * KNOWN, NOT FIXED (bug_ cases, run only when named): copy_dev under
- * parity 2. Every device holds a page of every row, so the devices of
+ * KNOWN, THE PRICE OF --lean-journal (bug_ cases, run only when named;
+ * why the layout is opt-in: docs/design.md, "Lean entries"): copy_dev
+ * under parity 2. Every device holds a page of every row, so the devices of
  * the lean copies are members of the page's row; here (the copies avoid
  * only the page's device) they are the row's two parity devices. Both
  * lost (within parity) after a crash that tore the page's round, the
@@ -59,13 +60,10 @@
  * that never returned is lost -- in 10 of 432 states, where plain
  * entries keep a third bytes copy and read exactly in all (the plain
  * control passes). Smallest state: bug_lean_torn_page_copy_devs_p2.
- * docs/design.md ("Lean entries") names as the exception to "P copies
- * carry P faults" a device holding a page of the row and the only copy
- * of the bytes, where plain entries lost a page too; here plain entries
- * lose nothing. Under parity 1 that named case (the copy's device, a
- * data device of the row, lost) refuses the open in 28 of 348 states,
- * against 6 with plain entries (the write hole after a crash): accepted
- * by design.md, no case here.
+ * Plain entries lose nothing there. Under parity 1 the copy's device (a
+ * data device of the row) lost refuses the open in 28 of 348 states and
+ * reads EIO in 1, against 6 refused with plain entries (the write hole
+ * after a crash, design.md "Degraded writes"): no case here.
  */
 
 #define NPG	 4u	/* A, B, C on PDEV in three rows; X beside A */
