@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "jcopy.h"
 #include "old_layout.h"
 #include "recorder.h"
 #include "super.h"
@@ -53,10 +54,6 @@ static const enum crec_policy pols[] = { CREC_NONE, CREC_ALL, CREC_RANDOM,
 					 CREC_TORN };
 static const char *const pol_names[] = { "none", "all", "random", "torn" };
 
-struct jcopy {
-	unsigned dev;
-	uint64_t off, bytes;	/* byte offset and size of its area */
-};
 
 struct run {
 	unsigned ndev, parity, ncopies, nbytes;
@@ -99,13 +96,7 @@ static void record(struct run *ru, const char *tag)
 	REQUIRE(vol->journal_v2 == !ru->old_layout);
 	ru->ncopies = vol->jrnl.ncopies;
 	ru->nbytes = vol->jrnl.nbytes;
-	for (unsigned c = 0; c < ru->ncopies; c++) {
-		uint64_t start, pages;
-
-		dg_jrnl_loc(vol, c, &ru->jc[c].dev, &start, &pages);
-		ru->jc[c].off = start << DG_PAGE_SHIFT;
-		ru->jc[c].bytes = pages << DG_PAGE_SHIFT;
-	}
+	jcopy_locate(vol, ru->jc, ru->ncopies);
 	ru->base = tdata_vpn(vol);
 	{
 		struct dg_range r[PAGES];
@@ -164,48 +155,31 @@ static void put_fault(struct run *ru, unsigned c, enum fkind kind)
 	const struct jcopy *j = &ru->jc[c];
 	const uint64_t log = 2 * DG_PAGE_SIZE;
 	uint64_t size;
-	const uint8_t *snap = crec_snapshot(ru->rec, j->dev, &size);
+	const uint8_t *snap;
 
+	if (kind == FK_LOST) {
+		jcopy_lose(&ru->out, ru->rec, j);
+		return;
+	}
+	if (kind == FK_FLIP) {
+		jcopy_flip(&ru->out, ru->rec, j, ru->area);
+		return;
+	}
+	/* misdirect: each log page the run wrote to the next page, none at
+	 * its own */
+	snap = crec_snapshot(ru->rec, j->dev, &size);
 	REQUIRE(snap && j->off + j->bytes <= size);
 	snap += j->off;
 	tvol_peek(&ru->out, j->dev, j->off, ru->area, j->bytes);
-	if (kind == FK_LOST) {
-		tvol_poke(&ru->out, j->dev, j->off, snap, j->bytes);
-		return;
-	}
 	for (uint64_t pg = log; pg < j->bytes; pg += DG_PAGE_SIZE) {
 		if (!memcmp(ru->area + pg, snap + pg, DG_PAGE_SIZE))
 			continue;
-		if (kind == FK_FLIP) {
-			for (uint64_t l = 0; l < DG_PAGE_SIZE; l += 64) {
-				uint8_t b = ru->area[pg + l + 17] ^ 0x5a;
-
-				if (memcmp(ru->area + pg + l, snap + pg + l, 64))
-					tvol_poke(&ru->out, j->dev,
-						  j->off + pg + l + 17, &b, 1);
-			}
-		} else {
-			/* misdirect: to the next page, none at its own */
-			tvol_poke(&ru->out, j->dev, j->off + pg, snap + pg,
-				  DG_PAGE_SIZE);
-			if (pg + DG_PAGE_SIZE < j->bytes)
-				tvol_poke(&ru->out, j->dev,
-					  j->off + pg + DG_PAGE_SIZE,
-					  ru->area + pg, DG_PAGE_SIZE);
-		}
+		tvol_poke(&ru->out, j->dev, j->off + pg, snap + pg,
+			  DG_PAGE_SIZE);
+		if (pg + DG_PAGE_SIZE < j->bytes)
+			tvol_poke(&ru->out, j->dev, j->off + pg + DG_PAGE_SIZE,
+				  ru->area + pg, DG_PAGE_SIZE);
 	}
-}
-
-/* Every write to journal copy j since the recording began lost: its
- * area as it was then. */
-static void put_lost(struct tvol *out, struct crec *rec,
-		     const struct jcopy *j)
-{
-	uint64_t size;
-	const uint8_t *snap = crec_snapshot(rec, j->dev, &size);
-
-	REQUIRE(snap && j->off + j->bytes <= size);
-	tvol_poke(out, j->dev, j->off, snap + j->off, j->bytes);
 }
 
 /* Open the rebuilt images and read every page: which state they hold
@@ -525,13 +499,7 @@ static void test_noop_fault_p1(void)
 	nr.ncopies = vol->jrnl.ncopies;
 	nr.nbytes = vol->jrnl.nbytes;
 	CHECK_EQ(nr.nbytes, 2u);
-	for (unsigned c = 0; c < nr.ncopies; c++) {
-		uint64_t start, pages;
-
-		dg_jrnl_loc(vol, c, &nr.jc[c].dev, &start, &pages);
-		nr.jc[c].off = start << DG_PAGE_SHIFT;
-		nr.jc[c].bytes = pages << DG_PAGE_SHIFT;
-	}
+	jcopy_locate(vol, nr.jc, nr.ncopies);
 	base = tdata_vpn(vol);
 	{
 		struct dg_range r[2] = {
@@ -605,7 +573,7 @@ static void test_noop_fault_p1(void)
 
 					for (unsigned c = 0; c < nr.nbytes;
 					     c++)
-						put_lost(&nr.out, rec, &nr.jc[c]);
+						jcopy_lose(&nr.out, rec, &nr.jc[c]);
 					for (uint64_t o = 2 * DG_PAGE_SIZE;
 					     o < m->bytes; o += DG_PAGE_SIZE) {
 						tvol_peek(&nr.out, m->dev,
@@ -705,13 +673,7 @@ static void test_degraded_p1(void)
 	ncopies = vol->jrnl.ncopies;
 	CHECK_EQ(ncopies, 3u);
 	CHECK_EQ(vol->jrnl.nbytes, 2u);
-	for (unsigned c = 0; c < ncopies; c++) {
-		uint64_t start, pages;
-
-		dg_jrnl_loc(vol, c, &jc[c].dev, &start, &pages);
-		jc[c].off = start << DG_PAGE_SHIFT;
-		jc[c].bytes = pages << DG_PAGE_SHIFT;
-	}
+	jcopy_locate(vol, jc, ncopies);
 	REQUIRE(jc[0].dev == 0 && jc[1].dev == 1);
 	base = tdata_vpn(vol);
 	for (unsigned p = 0; p < DG_PAGES; p++) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "jcopy.h"
 #include "recorder.h"
 #include "volume_i.h"
 
@@ -83,11 +84,6 @@ static const char *const fc_names[] = { "bytes_lost", "bytes_flipped",
 static const enum crec_policy pols[] = { CREC_NONE, CREC_ALL, CREC_RANDOM,
 					 CREC_TORN };
 static const char *const pol_names[] = { "none", "all", "random", "torn" };
-
-struct jcopy {
-	unsigned dev;
-	uint64_t off, bytes;	/* byte offset and size of its area */
-};
 
 struct run {
 	unsigned ndev, parity, ncopies;
@@ -193,13 +189,7 @@ static void record(struct run *ru, const char *tag, unsigned nupd)
 	REQUIRE(vol->lean_journal == !ru->plain);
 	ru->ncopies = vol->jrnl.ncopies;
 	REQUIRE(ru->ncopies == ru->parity + 2);
-	for (unsigned c = 0; c < ru->ncopies; c++) {
-		uint64_t start, pages;
-
-		dg_jrnl_loc(vol, c, &ru->jc[c].dev, &start, &pages);
-		ru->jc[c].off = start << DG_PAGE_SHIFT;
-		ru->jc[c].bytes = pages << DG_PAGE_SHIFT;
-	}
+	jcopy_locate(vol, ru->jc, ru->ncopies);
 	pick_pages(ru, vol);
 	ru->a_off = dg_row_page(vol, dg_vpn_loc(vol, ru->vpn[0]).row)
 		    << DG_PAGE_SHIFT;
@@ -303,26 +293,12 @@ static unsigned lean_entries(struct run *ru)
 static void put_fault(struct run *ru, enum fclass fc)
 {
 	for (unsigned c = 0; c < ru->ncopies; c++) {
-		const struct jcopy *j = &ru->jc[c];
-		uint64_t size;
-		const uint8_t *snap = crec_snapshot(ru->rec, j->dev, &size);
-
 		if (!(ru->lean_mask & (1u << c)))
 			continue;
-		REQUIRE(snap && j->off + j->bytes <= size);
-		snap += j->off;
-		if (fc == FC_LOST) {
-			tvol_poke(&ru->out, j->dev, j->off, snap, j->bytes);
-			continue;
-		}
-		tvol_peek(&ru->out, j->dev, j->off, ru->area, j->bytes);
-		for (uint64_t l = 2 * DG_PAGE_SIZE; l < j->bytes; l += 64) {
-			uint8_t b = ru->area[l + 17] ^ 0x5a;
-
-			if (memcmp(ru->area + l, snap + l, 64))
-				tvol_poke(&ru->out, j->dev, j->off + l + 17, &b,
-					  1);
-		}
+		if (fc == FC_LOST)
+			jcopy_lose(&ru->out, ru->rec, &ru->jc[c]);
+		else
+			jcopy_flip(&ru->out, ru->rec, &ru->jc[c], ru->area);
 	}
 }
 
