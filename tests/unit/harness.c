@@ -213,6 +213,22 @@ void tvol_make_opts(struct tvol *tv, const char *tag, unsigned ndev,
 	make(tv, tag, ndev, o);
 }
 
+void tvol_fill_spread(struct tvol *tv, uint8_t (*want)[DG_PAGE_SIZE],
+		      unsigned n)
+{
+	struct dg_vol *vol = tvol_open(tv, 0);
+	uint64_t seed = 31;
+
+	REQUIRE(vol);
+	for (unsigned i = 0; i < n; i++) {
+		struct dg_range r = { 500 + 7 * i, 0, DG_PAGE_SIZE, want[i] };
+
+		trand_fill(&seed, want[i], DG_PAGE_SIZE);
+		REQUIRE(dg_apply(vol, &r, 1) == 0);
+	}
+	dg_vol_close(vol);
+}
+
 struct dg_vol *tvol_open(struct tvol *tv, unsigned flags)
 {
 	struct dg_vol *vol = NULL;

@@ -111,6 +111,12 @@ void tvol_poke(struct tvol *tv, unsigned dev, uint64_t off, const void *src,
 void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
 	       size_t len);
 
+/* Pages 500 + 7 i of tv hold want[i] (i < n, random bytes from a fixed
+ * seed), each applied and retired; REQUIREs in the caller. Cases about
+ * a rebuild's rows use them. */
+void tvol_fill_spread(struct tvol *tv, uint8_t (*want)[DG_PAGE_SIZE],
+		      unsigned n);
+
 /* The first vpn, and the first row, past the metadata zone: pages of
  * file data, which have no ditto copies (format.h). Cases about what
  * parity alone does use these. */

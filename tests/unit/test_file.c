@@ -10,23 +10,6 @@
 
 #define PG DG_PAGE_SIZE
 
-/* Read size bytes at off of ino into out; the byte count or -errno. */
-static ssize_t fread_at(struct tfs *t, uint64_t ino, uint64_t off,
-			size_t size, void *out)
-{
-	uint8_t *pages = aligned_alloc(PG, (size + 3 * PG - 1) / PG * PG);
-	const void *data;
-	ssize_t n;
-
-	if (!pages)
-		return -ENOMEM;
-	n = dg_fs_read(t->fs, ino, off, size, pages, &data);
-	if (n > 0)
-		memcpy(out, data, (size_t)n);
-	free(pages);
-	return n;
-}
-
 static void test_write_read_holes(void)
 {
 	struct tfs t;
@@ -46,17 +29,17 @@ static void test_write_read_holes(void)
 	REQUIRE(tfs_remount(&t));
 	REQUIRE(dg_fs_getattr(t.fs, f, &a) == 0);
 	CHECK_EQ(a.size, 64 * PG + 3);
-	CHECK_EQ(fread_at(&t, f, 1000, len, got), (ssize_t)len);
+	CHECK_EQ(tfs_read_at(&t, f, 1000, len, got), (ssize_t)len);
 	CHECK(memcmp(got, want, len) == 0);
-	CHECK_EQ(fread_at(&t, f, 0, 1000, got), 1000);
+	CHECK_EQ(tfs_read_at(&t, f, 0, 1000, got), 1000);
 	CHECK(got[0] == 0 && got[999] == 0);
-	CHECK_EQ(fread_at(&t, f, 20 * PG, PG, got), PG);
+	CHECK_EQ(tfs_read_at(&t, f, 20 * PG, PG, got), PG);
 	for (unsigned i = 0; i < PG; i++)
 		if (got[i]) {
 			CHECK(!"a hole reads as zeros");
 			break;
 		}
-	CHECK_EQ(fread_at(&t, f, 64 * PG, 100, got), 3);
+	CHECK_EQ(tfs_read_at(&t, f, 64 * PG, 100, got), 3);
 	CHECK(memcmp(got, "end", 3) == 0);
 	/* Only written pages are allocated. */
 	CHECK(a.blocks * 512 <= 8 * PG + PG);
@@ -86,7 +69,7 @@ static void test_truncate(void)
 	sa.size = 3 * PG; /* grow again: no stale bytes come back */
 	REQUIRE(dg_fs_setattr(t.fs, f, &sa, &a) == 0);
 	REQUIRE(tfs_remount(&t));
-	CHECK_EQ(fread_at(&t, f, PG, 2 * PG, buf), 2 * PG);
+	CHECK_EQ(tfs_read_at(&t, f, PG, 2 * PG, buf), 2 * PG);
 	CHECK(buf[9] == 0xab && buf[10] == 0 && buf[PG - 1] == 0 &&
 	      buf[PG] == 0);
 	sa.size = 0;
@@ -117,7 +100,7 @@ static void test_fallocate(void)
 	REQUIRE(tfs_remount(&t));
 	REQUIRE(dg_fs_getattr(t.fs, f, &a) == 0);
 	CHECK_EQ(a.size, 4 * PG);
-	CHECK_EQ(fread_at(&t, f, 0, sizeof(buf), buf), sizeof(buf));
+	CHECK_EQ(tfs_read_at(&t, f, 0, sizeof(buf), buf), sizeof(buf));
 	CHECK(buf[0] == 0x5a && buf[PG] == 0 && buf[3 * PG - 1] == 0 &&
 	      buf[3 * PG] == 0x5a);
 	CHECK_EQ(dg_fs_fallocate(t.fs, f, 0x40 /* COLLAPSE */, 0, PG),
@@ -197,7 +180,7 @@ static void test_whole_rows(void)
 	CHECK_EQ(d.fresh, 0);
 	CHECK(d.patched >= 2);
 	REQUIRE(tfs_remount(&t));
-	CHECK_EQ(fread_at(&t, f, 0, len, got), (ssize_t)len);
+	CHECK_EQ(tfs_read_at(&t, f, 0, len, got), (ssize_t)len);
 	CHECK(memcmp(got, want, len) == 0);
 	REQUIRE(dg_vol_scrub(t.vol, false, &sr, NULL, NULL) == 0);
 	CHECK(sr.detected == 0 && sr.parity_mismatch == 0);
@@ -237,7 +220,7 @@ static void test_whole_rows_full_volume(void)
 	d = rows_since(&t, &r0);
 	CHECK_EQ(d.fresh, 0);
 	REQUIRE(tfs_remount(&t));
-	CHECK_EQ(fread_at(&t, f, 0, len, got), (ssize_t)len);
+	CHECK_EQ(tfs_read_at(&t, f, 0, len, got), (ssize_t)len);
 	CHECK(memcmp(got, want, len) == 0);
 	tfs_done(&t);
 	free(want);
@@ -319,7 +302,7 @@ static void test_parallel_writers(void)
 		struct dg_attr a;
 
 		CHECK_EQ(w[i].err, 0);
-		CHECK_EQ(fread_at(&t, w[i].ino, 0, len, got), (ssize_t)len);
+		CHECK_EQ(tfs_read_at(&t, w[i].ino, 0, len, got), (ssize_t)len);
 		CHECK(memcmp(got, w[i].want, len) == 0);
 		REQUIRE(dg_fs_getattr(t.fs, w[i].ino, &a) == 0);
 		held += a.blocks;	/* pages, data and extent */
@@ -375,7 +358,7 @@ static void test_write_batch(void)
 	REQUIRE(tfs_remount(&t));
 	REQUIRE(dg_fs_getattr(t.fs, f, &a) == 0);
 	CHECK_EQ(a.size, 100 * PG + (3u << 20));
-	CHECK_EQ(fread_at(&t, f, 0, (size_t)a.size, got), (ssize_t)a.size);
+	CHECK_EQ(tfs_read_at(&t, f, 0, (size_t)a.size, got), (ssize_t)a.size);
 	CHECK(memcmp(got, want, (size_t)a.size) == 0);
 	CHECK_EQ(dg_fs_write_batch(t.fs, 999999, seg, 1, 1), -ENOENT);
 	tfs_done(&t);

@@ -1103,22 +1103,6 @@ static void rb_event(void *arg, const struct dg_chk_event *ev)
 		(*rebuilt)++;
 }
 
-/* Pages 500 + 7 i hold want[i], applied (and retired) before. */
-static void rb_fill(struct tvol *tv, uint8_t want[][DG_PAGE_SIZE], unsigned n)
-{
-	struct dg_vol *vol = tvol_open(tv, 0);
-	uint64_t seed = 31;
-
-	REQUIRE(vol);
-	for (unsigned i = 0; i < n; i++) {
-		struct dg_range r = { 500 + 7 * i, 0, DG_PAGE_SIZE, want[i] };
-
-		trand_fill(&seed, want[i], DG_PAGE_SIZE);
-		REQUIRE(dg_apply(vol, &r, 1) == 0);
-	}
-	dg_vol_close(vol);
-}
-
 static void rb_check_all(struct tvol *tv, uint8_t want[][DG_PAGE_SIZE],
 			 unsigned n)
 {
@@ -1205,7 +1189,7 @@ static void test_unreplayed_journal_kept(void)
 	uint64_t vpn;
 
 	tvol_make(&tv, "rebuildjrnl", 3, 1, RB_SIZE, false);
-	rb_fill(&tv, want, 4);
+	tvol_fill_spread(&tv, want, 4);
 	REQUIRE(truncate(tv.paths[1], 0) == 0 && truncate(tv.paths[1], RB_SIZE) == 0);
 	vpn = crash_after_journal(&tv, DG_OPEN_DEGRADED | DG_OPEN_DEGRADED_RW,
 				  1, 0x5a);

@@ -8,20 +8,6 @@
 
 #define PG DG_PAGE_SIZE
 
-static ssize_t fread_at(struct tfs *t, uint64_t ino, uint64_t off,
-			size_t size, void *out)
-{
-	uint8_t *pages = aligned_alloc(PG, (size + 3 * PG - 1) / PG * PG);
-	const void *data;
-	ssize_t n = pages ? dg_fs_read(t->fs, ino, off, size, pages, &data)
-			  : -ENOMEM;
-
-	if (n > 0)
-		memcpy(out, data, (size_t)n);
-	free(pages);
-	return n;
-}
-
 static void test_map_commit_remount(void)
 {
 	struct tfs t;
@@ -62,10 +48,10 @@ static void test_map_commit_remount(void)
 	dg_fmap_delete(m);
 	CHECK_EQ(dg_fs_write(t.fs, f, 0, "x", 1), 1);
 	REQUIRE(tfs_remount(&t));
-	CHECK_EQ(fread_at(&t, f, PG, PG, got), PG);
+	CHECK_EQ(tfs_read_at(&t, f, PG, PG, got), PG);
 	CHECK(got[63] == 0 && got[64] == 0x3c && got[191] == 0x3c &&
 	      got[192] == 0);
-	CHECK_EQ(fread_at(&t, f, 3 * PG, 64, got), 64);
+	CHECK_EQ(tfs_read_at(&t, f, 3 * PG, 64, got), 64);
 	CHECK(got[0] == 0x3c && got[63] == 0x3c);
 	tfs_done(&t);
 }
@@ -102,7 +88,7 @@ static void test_verify_and_repair(void)
 	CHECK_EQ(dg_fmap_verify(m, 0, PG, &bad), 0);
 	dg_fmap_delete(m);
 	REQUIRE(tfs_remount(&t));
-	CHECK_EQ(fread_at(&t, f, 0, PG, got), PG);
+	CHECK_EQ(tfs_read_at(&t, f, 0, PG, got), PG);
 	memset(want, 0x11, 64);
 	CHECK(memcmp(got, want, PG) == 0);
 	tfs_done(&t);

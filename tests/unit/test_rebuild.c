@@ -28,21 +28,6 @@ static void on_event(void *arg, const struct dg_chk_event *ev)
 		s->missing++;
 }
 
-static void fill(struct tvol *tv, uint8_t want[][PG], unsigned n)
-{
-	struct dg_vol *vol = tvol_open(tv, 0);
-	uint64_t seed = 31;
-
-	REQUIRE(vol);
-	for (unsigned i = 0; i < n; i++) {
-		struct dg_range r = { 500 + 7 * i, 0, PG, want[i] };
-
-		trand_fill(&seed, want[i], PG);
-		REQUIRE(dg_apply(vol, &r, 1) == 0);
-	}
-	dg_vol_close(vol);
-}
-
 static void check_all(struct tvol *tv, uint8_t want[][PG], unsigned n)
 {
 	struct dg_vol *vol = tvol_open(tv, 0); /* not degraded: whole */
@@ -65,7 +50,7 @@ static void test_blank_device(void)
 	char err[256] = "";
 
 	tvol_make(&tv, "rebuildblank", 3, 1, SIZE, false);
-	fill(&tv, want, 40);
+	tvol_fill_spread(&tv, want, 40);
 	REQUIRE(truncate(tv.paths[1], 0) == 0 && truncate(tv.paths[1], SIZE) == 0);
 	CHECK(tvol_open(&tv, 0) == NULL); /* missing: not without a rebuild */
 	REQUIRE(dg_vol_rebuild((const char *const *)tv.paths, 3, on_event, &s,
@@ -85,7 +70,7 @@ static void test_two_devices(void)
 	char err[256] = "";
 
 	tvol_make(&tv, "rebuildtwo", 4, 2, SIZE, false);
-	fill(&tv, want, 40);
+	tvol_fill_spread(&tv, want, 40);
 	REQUIRE(truncate(tv.paths[0], 0) == 0 && truncate(tv.paths[0], SIZE) == 0);
 	REQUIRE(truncate(tv.paths[3], SIZE / 2) == 0); /* cut short */
 	REQUIRE(dg_vol_rebuild((const char *const *)tv.paths, 4, on_event, &s,
@@ -104,7 +89,7 @@ static void test_too_many(void)
 	char err[256] = "";
 
 	tvol_make(&tv, "rebuildmany", 3, 1, SIZE, false);
-	fill(&tv, want, 4);
+	tvol_fill_spread(&tv, want, 4);
 	REQUIRE(truncate(tv.paths[0], 0) == 0 && truncate(tv.paths[0], SIZE) == 0);
 	REQUIRE(truncate(tv.paths[2], 0) == 0 && truncate(tv.paths[2], SIZE) == 0);
 	CHECK(dg_vol_rebuild((const char *const *)tv.paths, 3, on_event, &s,

@@ -43,22 +43,6 @@ int __wrap_dg_fs_commit(struct dg_fs *fs, struct dg_txn *txn)
 	return __real_dg_fs_commit(fs, txn);
 }
 
-static ssize_t fread_at(struct tfs *t, uint64_t ino, uint64_t off,
-			size_t size, void *out)
-{
-	uint8_t *pages = aligned_alloc(PG, (size + 3 * PG - 1) / PG * PG);
-	const void *data;
-	ssize_t n;
-
-	if (!pages)
-		return -ENOMEM;
-	n = dg_fs_read(t->fs, ino, off, size, pages, &data);
-	if (n > 0)
-		memcpy(out, data, (size_t)n);
-	free(pages);
-	return n;
-}
-
 /* The file reads want (len bytes) now, after a write that stores its
  * inode (the map made durable), and after a remount. */
 static void check_old_bytes(struct tfs *t, uint64_t f, const uint8_t *want,
@@ -67,13 +51,13 @@ static void check_old_bytes(struct tfs *t, uint64_t f, const uint8_t *want,
 	uint8_t *got = malloc(len);
 
 	REQUIRE(got);
-	CHECK_EQ(fread_at(t, f, 0, len, got), (ssize_t)len);
+	CHECK_EQ(tfs_read_at(t, f, 0, len, got), (ssize_t)len);
 	CHECK(memcmp(got, want, len) == 0);
 	/* Extending the file stores the inode and its map. */
 	CHECK_EQ(dg_fs_write(t->fs, f, len, "x", 1), 1);
 	REQUIRE(tfs_remount(t));
 	memset(got, 0, len);
-	CHECK_EQ(fread_at(t, f, 0, len, got), (ssize_t)len);
+	CHECK_EQ(tfs_read_at(t, f, 0, len, got), (ssize_t)len);
 	CHECK(memcmp(got, want, len) == 0);
 	free(got);
 }

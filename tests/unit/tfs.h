@@ -4,6 +4,11 @@
 #ifndef DG_TEST_TFS_H
 #define DG_TEST_TFS_H
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
 #include "fsys.h"
 #include "harness.h"
 
@@ -77,6 +82,23 @@ static inline int64_t tfs_lookup(struct tfs *t, uint64_t parent,
 		return ret;
 	dg_fs_forget(t->fs, a.ino, 1);
 	return (int64_t)a.ino;
+}
+
+/* Read size bytes at off of ino into out: the byte count or -errno. */
+static inline ssize_t tfs_read_at(struct tfs *t, uint64_t ino, uint64_t off,
+				  size_t size, void *out)
+{
+	size_t room = (size + 3 * DG_PAGE_SIZE - 1) / DG_PAGE_SIZE *
+		      DG_PAGE_SIZE;
+	uint8_t *pages = aligned_alloc(DG_PAGE_SIZE, room);
+	const void *data;
+	ssize_t n = pages ? dg_fs_read(t->fs, ino, off, size, pages, &data)
+			  : -ENOMEM;
+
+	if (n > 0)
+		memcpy(out, data, (size_t)n);
+	free(pages);
+	return n;
 }
 
 #endif /* DG_TEST_TFS_H */
