@@ -381,7 +381,8 @@ static void test_lost_headers_legacy(void)
 #define VPN_A 2048u
 #define VPN_B 2049u
 
-static void append_page(struct dg_vol *vol, uint64_t vpn, uint8_t v)
+/* Journal page vpn, all bytes v: 0 or the append's failure. */
+static int append_page(struct dg_vol *vol, uint64_t vpn, uint8_t v)
 {
 	struct {
 		struct dg_djentry e;
@@ -400,8 +401,7 @@ static void append_page(struct dg_vol *vol, uint64_t vpn, uint8_t v)
 	h.r = (struct dg_djrange){
 		.row = l.row, .dev = (uint16_t)l.dev, .len = DG_PAGE_SIZE,
 		.page_csum = dg_csum_page(vol, l.dev, l.row, page) };
-	if (dg_journal_append(vol, &h.e, data, &seq))
-		_exit(3);
+	return dg_journal_append(vol, &h.e, data, &seq);
 }
 
 static bool child_appends(struct tvol *tv, const uint64_t *vpn,
@@ -416,7 +416,8 @@ static bool child_appends(struct tvol *tv, const uint64_t *vpn,
 		if (!vol)
 			_exit(2);
 		for (unsigned i = 0; i < n; i++)
-			append_page(vol, vpn[i], v[i]);
+			if (append_page(vol, vpn[i], v[i]))
+				_exit(3);
 		_exit(0);	/* a crash: nothing written in place */
 	}
 	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
@@ -1130,27 +1131,13 @@ static uint64_t crash_after_journal(struct tvol *tv, unsigned flags,
 
 	if (pid == 0) {
 		struct dg_vol *vol = tvol_open(tv, flags);
-		struct {
-			struct dg_djentry e;
-			struct dg_djrange r;
-		} h;
-		uint8_t page[DG_PAGE_SIZE];
-		const void *data[1] = { page };
-		uint64_t vpn = 900, seq;
-		struct dg_loc l;
+		uint64_t vpn = 900;
 
 		if (!vol)
 			_exit(100);
-		while ((l = dg_vpn_loc(vol, vpn)).dev == skip)
+		while (dg_vpn_loc(vol, vpn).dev == skip)
 			vpn++;
-		memset(page, v, DG_PAGE_SIZE);
-		memset(&h, 0, sizeof(h));
-		h.e.nranges = 1;
-		h.e.len = (sizeof(h) + DG_PAGE_SIZE + DG_JALIGN - 1) & ~(DG_JALIGN - 1);
-		h.r = (struct dg_djrange){
-			.row = l.row, .dev = (uint16_t)l.dev, .len = DG_PAGE_SIZE,
-			.page_csum = dg_csum_page(vol, l.dev, l.row, page) };
-		if (dg_journal_append(vol, &h.e, data, &seq))
+		if (append_page(vol, vpn, v))
 			_exit(101);
 		_exit((int)(vpn - 900)); /* nothing written in place */
 	}
