@@ -1039,8 +1039,12 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	ret = w[0].ret ? w[0].ret : w[1].ret;
 	if (!ret) {
 		sort_upd(u, w[0].nu + w[1].nu);
-		ret = dg_csum_set_batch_then(vol, u, w[0].nu + w[1].nu, fs,
-					     lean ? &then : NULL);
+		/* Under the update's entry, or the reservation of its
+		 * new rows, which the replay redoes. */
+		ret = lean ? dg_csum_set_batch_then(vol, u, w[0].nu + w[1].nu,
+						    fs, &then)
+			   : dg_csum_set_journaled(vol, u, w[0].nu + w[1].nu,
+						   fs);
 	}
 	if (u != small_u)
 		free(u);

@@ -222,10 +222,24 @@ struct cpw {
  */
 static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 			      unsigned n, struct dg_flushset *fs,
-			      const struct dg_csum_then *then)
+			      const struct dg_csum_then *then, bool together)
 {
 	struct dg_flushset rest;
 	int ret = 0, r;
+
+	if (together) {
+		/* Every copy in the caller's round (copies_together_ok()):
+		 * a crash may tear them all, and the replay rebuilds each
+		 * page from them (cpage_salvage()). */
+		for (unsigned i = 0; i < n && !ret; i++)
+			for (unsigned c = 0; c < vol->sb.csum_copies && !ret;
+			     c++)
+				ret = store_copy(vol, w[i].owner, w[i].index, c,
+						 w[i].img, w[i].from, w[i].to,
+						 fs);
+		r = dg_flushset_persist(vol->devs, vol->ndev, fs);
+		return ret ? ret : r;
+	}
 
 	/* Each page's first copy found once, not again in every later
 	 * round (300 instructions a 4 KiB write): the later rounds store
@@ -353,6 +367,79 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 			      "rewritten from the newest copy");
 }
 
+/*
+ * Checksum page (owner, index), no copy of which verifies, rebuilt slot
+ * by slot into img from its copies, where a crash tore them all in the
+ * round that writes them together (write_pages_copies(),
+ * DG_FEAT_INCOMPAT_COPIES_TOGETHER). A copy's store rewrites the slots
+ * it spans with the bytes each holds already, but for those its update
+ * sets, and a crash keeps or loses each 8-byte store; so a torn copy
+ * still holds every slot its round did not set as it was, and the
+ * slots a round sets are those of rows its live journal entry names
+ * (the journal's cover, dg_journal_covers()), which the replay sets
+ * again. Each slot takes the value that most copies that count hold, if
+ * two hold it and no other value as many: one fault under parity 1
+ * leaves two of the three copies as they were (or as the round left
+ * them). A slot none wins is a live entry's to set, and takes the
+ * first copy's value until then (an old or a new one). Anything else is
+ * not a crash's doing: 0 if rebuilt (*first: the first copy that
+ * counts), -EIO if not.
+ */
+static int cpage_salvage(struct dg_vol *vol, unsigned owner, uint64_t index,
+			 void *img, unsigned *first)
+{
+	const unsigned n = vol->sb.csum_copies;
+	const struct dg_dcpage *cp[DG_MAX_CSUM_COPIES];
+	struct dg_dcpage *out = img;
+	unsigned m = 0;
+	uint64_t off;
+
+	if (!vol->copies_together || !vol->jrnl.ncover)
+		return -EIO;
+	for (unsigned c = 0; c < n; c++) {
+		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+
+		if (!d || !copy_counts(vol, owner, c))
+			continue;
+		if (!m)
+			*first = c;
+		cp[m++] = (const void *)dg_dev_ptr(d, off);
+	}
+	if (m < 2)
+		return -EIO;
+	for (unsigned s = 0; s < DG_CSUMS_PER_PAGE; s++) {
+		unsigned best = 0, votes = 0;
+		bool tie = false;
+
+		for (unsigned a = 0; a < m; a++) {
+			unsigned same = 0;
+
+			for (unsigned b = 0; b < m; b++)
+				same += cp[b]->csum[s] == cp[a]->csum[s];
+			if (same > votes) {
+				best = a;
+				votes = same;
+				tie = false;
+			} else if (same == votes &&
+				   cp[a]->csum[s] != cp[best]->csum[s]) {
+				tie = true;
+			}
+		}
+		if (votes < 2 || tie) {
+			if (!dg_journal_covers(vol, index * DG_CSUMS_PER_PAGE +
+							    s))
+				return -EIO;
+			best = 0;
+		}
+		out->csum[s] = cp[best]->csum[s];
+	}
+	/* Newer than any this volume wrote before the open (super.c,
+	 * the epoch), so newer than every copy, torn or not. */
+	out->gen = dg_gen_next(vol);
+	dg_csum_page_seal(vol, owner, index, out);
+	return 0;
+}
+
 int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 		     void *img, struct dg_cpage_view *v, unsigned flags)
 {
@@ -405,6 +492,17 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 		}
 	}
 	free(tmp);
+	if (ref < 0 && dg_cmap_test(vol, index)) {
+		unsigned first;
+
+		if (cpage_salvage(vol, owner, index, img, &first) == 0) {
+			dg_vol_log(vol, DG_LOG_NOTICE, "checksum page %u/%" PRIu64
+				   ": no copy verifies; rebuilt slot by slot "
+				   "from its copies, which a crash tore "
+				   "together", owner, index);
+			ref = (int)first;
+		}
+	}
 	if (ref < 0) {
 		memset(img, 0, DG_PAGE_SIZE);
 		if (!dg_cmap_test(vol, index))
@@ -1000,15 +1098,52 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 
 #define SMALL_BATCH 4	/* checksums: dg_csum_set_batch() */
 
+/*
+ * Whether a journaled batch may write every copy in one round
+ * (DG_FEAT_INCOMPAT_COPIES_TOGETHER): a crash plus one fault then leaves
+ * two copies whose slots outside the live entries agree, which
+ * cpage_salvage() needs -- so each copy on a device of its own that
+ * counts after a crash, or missing (the one fault): none filled by a
+ * replace nor rebuilt, whose copies do not vote (copy_counts()). A
+ * replace is set and cleared under every row lock, which the batch's
+ * caller holds some of.
+ */
+static bool copies_together_ok(struct dg_vol *vol)
+{
+	if (!vol->copies_together || vol->repl || vol->cpx_rebuilding)
+		return false;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		if (vol->devs[d].present && vol->devs[d].filling)
+			return false;
+	return true;
+}
+
+static int set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
+		     unsigned n, struct dg_flushset *fs,
+		     const struct dg_csum_then *then, bool together);
+
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs)
 {
-	return dg_csum_set_batch_then(vol, u, n, fs, NULL);
+	return set_batch(vol, u, n, fs, NULL, false);
 }
 
 int dg_csum_set_batch_then(struct dg_vol *vol, const struct dg_csum_upd *u,
 			   unsigned n, struct dg_flushset *fs,
 			   const struct dg_csum_then *then)
+{
+	return set_batch(vol, u, n, fs, then, false);
+}
+
+int dg_csum_set_journaled(struct dg_vol *vol, const struct dg_csum_upd *u,
+			  unsigned n, struct dg_flushset *fs)
+{
+	return set_batch(vol, u, n, fs, NULL, copies_together_ok(vol));
+}
+
+static int set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
+		     unsigned n, struct dg_flushset *fs,
+		     const struct dg_csum_then *then, bool together)
 {
 	unsigned np = 0, nl = 0, *locks = NULL, *first = NULL;
 	struct cpw *w = NULL;
@@ -1083,7 +1218,7 @@ int dg_csum_set_batch_then(struct dg_vol *vol, const struct dg_csum_upd *u,
 				   img + (size_t)i * DG_PAGE_SIZE, &w[i],
 				   &put[i]);
 	if (!ret)
-		ret = write_pages_copies(vol, w, np, fs, then);
+		ret = write_pages_copies(vol, w, np, fs, then, together);
 	/* On failure the volume is latched (media.h) and takes no more
 	 * updates; a page cached is what was meant to be written, which
 	 * the journal redoes at the next open. Cached only now: a put

@@ -108,6 +108,16 @@ struct dg_csum_then {
 int dg_csum_set_batch_then(struct dg_vol *vol, const struct dg_csum_upd *u,
 			   unsigned n, struct dg_flushset *fs,
 			   const struct dg_csum_then *then);
+/*
+ * dg_csum_set_batch() for checksums a live journal entry names -- an
+ * update's (its entry, or the reservation of its new rows) or the
+ * replay's -- which the replay sets again after a crash: on volumes with
+ * DG_FEAT_INCOMPAT_COPIES_TOGETHER every copy goes in the first round,
+ * one fence for all (csum.c, write_pages_copies()); else as
+ * dg_csum_set_batch().
+ */
+int dg_csum_set_journaled(struct dg_vol *vol, const struct dg_csum_upd *u,
+			  unsigned n, struct dg_flushset *fs);
 int dg_csum_upd_cmp(const void *a, const void *b);
 
 #endif /* DG_CSUM_H */

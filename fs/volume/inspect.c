@@ -55,6 +55,7 @@ static const struct {
 	{ 2, DG_FEAT_INCOMPAT_JOURNAL_V2, "journal_v2" },
 	{ 2, DG_FEAT_INCOMPAT_RESERVED_ROWS, "reserved_rows" },
 	{ 2, DG_FEAT_INCOMPAT_LEAN_JOURNAL, "lean_journal" },
+	{ 2, DG_FEAT_INCOMPAT_COPIES_TOGETHER, "copies_together" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)

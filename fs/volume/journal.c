@@ -1148,7 +1148,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 		u[nu++] = (struct dg_csum_upd){ t[i].dev, t[i].row, t[i].csum };
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
-	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
+	ret = dg_csum_set_journaled(vol, u, (unsigned)nu, fs);
 	if (!ret)
 		ret = dg_flushset_persist(vol->devs, vol->ndev, fs);
 	if (ret)
@@ -1226,7 +1226,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 		}
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
-	ret = dg_csum_set_batch(vol, u, (unsigned)nu, fs);
+	ret = dg_csum_set_journaled(vol, u, (unsigned)nu, fs);
 	if (!ret)
 		ret = dg_flushset_persist(vol->devs, vol->ndev, fs);
 out:
@@ -1350,6 +1350,94 @@ static int fresh_numbers(struct dg_vol *vol)
 	return write_head(vol);
 }
 
+/* ---- the cover: rows a crash may have torn checksum slots of -------- */
+
+static int row_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cover_add(struct dg_journal *j, size_t *cap, uint64_t row)
+{
+	if (j->ncover == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		uint64_t *n = realloc(j->cover, c * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		j->cover = n;
+		*cap = c;
+	}
+	j->cover[j->ncover++] = row;
+	return 0;
+}
+
+/*
+ * The rows the entries from the tail on name, found from their metadata
+ * alone -- before anything reads a checksum page, which may need them
+ * (csum.c, cpage_salvage()). A checksum round of an update, of the
+ * reservation of its new rows or of a replay sets slots of those rows
+ * only (the pages it names and their rows' parity), under an entry that
+ * is in the log until the round is durable. Entries past the end of the
+ * log the replay finds (never committed) add rows whose slots no round
+ * set: harmless, a slot of them that no copy agrees on is a fault
+ * beyond the one a salvage takes either way. Runs of rows are bounded
+ * as the replay bounds them (dg_jentry_pages_take()).
+ */
+static int cover_build(struct dg_vol *vol)
+{
+	struct dg_journal *j = &vol->jrnl;
+	const struct dg_djentry *e;
+	uint64_t off = j->tail_off, seq = j->tail_seq;
+	uint64_t left = dg_jrange_budget(vol);
+	size_t cap = 0, n = 0;
+
+	if (!vol->copies_together)
+		return 0;
+	while ((e = entry_any(vol, off, seq))) {
+		const struct dg_djrange *r = (const void *)(e + 1);
+
+		if (e->flags & DG_JENTRY_WRAP) {
+			off = 0;
+			seq++;
+			continue;
+		}
+		if (dg_jentry_pages_take(vol, e, &left))
+			break; /* the replay refuses it (recover()) */
+		for (uint32_t i = 0; i < e->nranges; i++) {
+			uint64_t rows = (r[i].flags & DG_JRANGE_ROWS)
+						? r[i].page_csum : 1;
+
+			if (dg_jrange_check(vol, &r[i]))
+				continue;
+			for (uint64_t x = 0; x < rows; x++)
+				if (cover_add(j, &cap, r[i].row + x))
+					return -ENOMEM;
+		}
+		off += e->len;
+		if (off >= j->log_bytes)
+			off = 0;
+		seq++;
+	}
+	if (!j->ncover)
+		return 0;
+	qsort(j->cover, j->ncover, sizeof(*j->cover), row_cmp);
+	for (size_t i = 0; i < j->ncover; i++)
+		if (!n || j->cover[i] != j->cover[n - 1])
+			j->cover[n++] = j->cover[i];
+	j->ncover = n;
+	return 0;
+}
+
+static void cover_free(struct dg_journal *j)
+{
+	free(j->cover);
+	j->cover = NULL;
+	j->ncover = 0;
+}
+
 int dg_journal_open(struct dg_vol *vol, bool do_recover)
 {
 	struct dg_journal *j = &vol->jrnl;
@@ -1392,6 +1480,9 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 	j->hseq = h.hseq;
 	j->tail_off = j->head_off = j->disk_tail_off = h.tail_off;
 	j->tail_seq = j->head_seq = j->disk_tail_seq = h.tail_seq;
+	ret = cover_build(vol);
+	if (ret)
+		return ret;
 	if (!do_recover) {
 		/* Find the head only, so nothing is appended over it. */
 		const struct dg_djentry *e;
@@ -1417,6 +1508,10 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 	}
 	j->replayed = true;
 	ret = recover(vol);
+	/* Every page the replay set is whole on every copy now; a page
+	 * torn later is a new crash's, for the next open. */
+	if (!ret)
+		cover_free(j);
 	j->written_seq = j->head_seq;
 	if (!ret)
 		ret = fresh_numbers(vol);
@@ -1430,6 +1525,7 @@ bool dg_journal_dirty(struct dg_vol *vol)
 
 void dg_journal_close(struct dg_vol *vol)
 {
+	cover_free(&vol->jrnl);
 	free(vol->jrnl.pend);
 	vol->jrnl.pend = NULL;
 	pthread_mutex_destroy(&vol->jrnl.lock);

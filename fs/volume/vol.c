@@ -75,6 +75,9 @@ static int vol_init_core(struct dg_vol *vol)
 	vol->lean_journal = vol->journal_v2 && vol->sealed_journal &&
 		vol->parity &&
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_LEAN_JOURNAL);
+	vol->copies_together = vol->redundancy && vol->parity == 1 &&
+		vol->ndev >= vol->sb.csum_copies &&
+		(vol->sb.incompat & DG_FEAT_INCOMPAT_COPIES_TOGETHER);
 	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
 	dg_latch_init(&vol->latch);
 	for (unsigned i = 0; i < vol->ndev; i++) {

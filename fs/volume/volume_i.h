@@ -66,6 +66,12 @@ struct dg_journal {
 				 * move, and nothing is appended after them,
 				 * so the next open that recovers redoes them
 				 * (journal.c, dg_journal_open()) */
+	/* Rows the entries found at the open name (sorted, distinct):
+	 * those whose checksum slots a crash may have torn on every copy
+	 * (csum.c, cpage_salvage()). Kept until the replay is done; an open
+	 * that does not replay keeps them to the close. */
+	uint64_t *cover;
+	size_t ncover;
 };
 
 struct dg_chk_event;
@@ -103,6 +109,7 @@ struct dg_vol {
 	bool journal_v2;		/* entry bytes on nbytes copies */
 	bool reserved_rows;		/* reservations by row runs */
 	bool lean_journal;		/* lean entries (DG_JENTRY_LEAN) */
+	bool copies_together;		/* journaled copies in one round */
 	bool read_only, degraded;
 	uint32_t missing_mask;
 	struct dg_latch latch;			/* a persist failed: refuse writes */
@@ -601,6 +608,25 @@ void dg_journal_done(struct dg_vol *vol, uint64_t seq);
 int dg_journal_checkpoint(struct dg_vol *vol);
 size_t dg_journal_max_entry(const struct dg_vol *vol);
 bool dg_journal_dirty(struct dg_vol *vol);
+/* Whether an entry found in the log at the open names row (its page or
+ * its run of rows): its checksum slots may be torn on every copy by the
+ * crash (struct dg_journal, cover; journal.c builds it). Inline: the
+ * checksum layer asks, below the journal. */
+static inline bool dg_journal_covers(const struct dg_vol *vol, uint64_t row)
+{
+	const struct dg_journal *j = &vol->jrnl;
+	size_t lo = 0, hi = j->ncover;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (j->cover[mid] < row)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < j->ncover && j->cover[lo] == row;
+}
 /* A journal header slot or entry in area (a copy's journal area read
  * from a device) that verifies with this volume's seed. */
 bool dg_journal_marks(const struct dg_vol *vol, const uint8_t *area,

@@ -195,13 +195,24 @@
  * parity copies of the journal, not parity + 1 (docs/design.md, "Lean
  * entries"). Set by mkfs --lean-journal (parity > 0 only). */
 #define DG_FEAT_INCOMPAT_LEAN_JOURNAL (1ull << 11)
+/* The checksum copies an update sets under its journal entry are written
+ * together, in one round (docs/design.md, "Copies together"): a crash
+ * may tear every copy of a checksum page, and the replay rebuilds such a
+ * page slot by slot from its copies (a slot no live entry names is whole
+ * on every copy a crash tore). A reader that did not know it would find
+ * no copy that verifies and refuse the pages it covers. Set by mkfs on
+ * volumes with parity 1 and a copy on each of three devices or more;
+ * parity 2 keeps the copies one round each (two faults could leave two
+ * copies against two). */
+#define DG_FEAT_INCOMPAT_COPIES_TOGETHER (1ull << 12)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
 	 DG_FEAT_INCOMPAT_STAGED_SYNC | DG_FEAT_INCOMPAT_JOURNAL_COPIES |    \
 	 DG_FEAT_INCOMPAT_NEW_ROWS | DG_FEAT_INCOMPAT_XATTR_64K |            \
 	 DG_FEAT_INCOMPAT_BIG_ITABLE | DG_FEAT_INCOMPAT_JOURNAL_V2 |         \
-	 DG_FEAT_INCOMPAT_RESERVED_ROWS | DG_FEAT_INCOMPAT_LEAN_JOURNAL)
+	 DG_FEAT_INCOMPAT_RESERVED_ROWS | DG_FEAT_INCOMPAT_LEAN_JOURNAL |    \
+	 DG_FEAT_INCOMPAT_COPIES_TOGETHER)
 /*
  * Features set on first use. A volume that never needs the new form
  * stays readable by a daxguard that does not know it. The superblocks
