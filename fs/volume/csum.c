@@ -368,9 +368,33 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 }
 
 /*
- * Checksum page (owner, index), no copy of which verifies, rebuilt slot
- * by slot into img from its copies, where a crash tore them all in the
- * round that writes them together (write_pages_copies(),
+ * Whether the copies of (owner, index) look torn by a round that wrote
+ * them together (write_pages_copies()): the open found entries in the
+ * log (a crash), the index is in use, and two copies or more that
+ * count fail their seal --
+ * a round that writes one copy at a time tears one, and one fault
+ * another. A copy that verifies beside them may then be one that lost
+ * its writes, older than what the torn ones hold outside their round:
+ * the newest copy that verifies is not to be trusted alone.
+ */
+static bool torn_together(struct dg_vol *vol, unsigned owner,
+			  uint64_t index, const struct dg_cpage_view *v)
+{
+	unsigned bad = 0;
+
+	/* An index whose bit is clear holds no checksum in use. */
+	if (!vol->copies_together || !vol->jrnl.ncover ||
+	    !dg_cmap_test(vol, index))
+		return false;
+	for (unsigned c = 0; c < vol->sb.csum_copies; c++)
+		bad += v->state[c] == DG_COPY_BAD && copy_counts(vol, owner, c);
+	return bad >= 2;
+}
+
+/*
+ * Checksum page (owner, index), whose copies a crash tore together
+ * (torn_together()), rebuilt slot by slot into img from every copy that
+ * counts, torn or not (write_pages_copies(),
  * DG_FEAT_INCOMPAT_COPIES_TOGETHER). A copy's store rewrites the slots
  * it spans with the bytes each holds already, but for those its update
  * sets, and a crash keeps or loses each 8-byte store; so a torn copy
@@ -394,8 +418,6 @@ static int cpage_salvage(struct dg_vol *vol, unsigned owner, uint64_t index,
 	unsigned m = 0;
 	uint64_t off;
 
-	if (!vol->copies_together || !vol->jrnl.ncover)
-		return -EIO;
 	for (unsigned c = 0; c < n; c++) {
 		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
 
@@ -476,6 +498,29 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 			ref = (int)c;
 		}
 	}
+	if (torn_together(vol, owner, index, v)) {
+		unsigned first;
+
+		if (cpage_salvage(vol, owner, index, img, &first) == 0) {
+			dg_vol_log(vol, DG_LOG_NOTICE, "checksum page %u/%" PRIu64
+				   ": copies torn together by a crash; rebuilt "
+				   "slot by slot from them", owner, index);
+			/* Each counted copy is rewritten from it. */
+			for (unsigned c = 0; c < n; c++)
+				if (v->state[c] == DG_COPY_CURRENT &&
+				    copy_counts(vol, owner, c))
+					v->state[c] = DG_COPY_BAD;
+			ref = (int)first;
+		} else if (ref >= 0) {
+			/* The newest that verifies, as before: the page is
+			 * not one a together round tore. */
+			uint64_t off;
+			struct dg_dev *d = copy_dev(vol, owner, index,
+						    (unsigned)ref, &off);
+
+			memcpy(best, dg_dev_ptr(d, off), DG_PAGE_SIZE);
+		}
+	}
 	/* Only copies on devices being rebuilt verify: the newest of them,
 	 * the only evidence left. */
 	if (ref < 0) {
@@ -492,17 +537,6 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 		}
 	}
 	free(tmp);
-	if (ref < 0 && dg_cmap_test(vol, index)) {
-		unsigned first;
-
-		if (cpage_salvage(vol, owner, index, img, &first) == 0) {
-			dg_vol_log(vol, DG_LOG_NOTICE, "checksum page %u/%" PRIu64
-				   ": no copy verifies; rebuilt slot by slot "
-				   "from its copies, which a crash tore "
-				   "together", owner, index);
-			ref = (int)first;
-		}
-	}
 	if (ref < 0) {
 		memset(img, 0, DG_PAGE_SIZE);
 		if (!dg_cmap_test(vol, index))

@@ -203,11 +203,11 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 		       (o->lean_journal && !o->no_redundancy && o->parity &&
 				ndev >= o->parity + 2
 				? DG_FEAT_INCOMPAT_LEAN_JOURNAL : 0) |
-		       /* parity 1 and a copy on each of three devices: one
-			* fault leaves two torn copies that agree (csum.c,
-			* cpage_salvage()) */
+		       /* parity 1 and a copy on each of three devices or
+			* more: one fault leaves two torn copies that agree
+			* (csum.c, cpage_salvage()) */
 		       (!o->no_redundancy && o->parity == 1 &&
-				ndev >= sb->csum_copies
+				sb->csum_copies >= 3 && ndev >= sb->csum_copies
 				? DG_FEAT_INCOMPAT_COPIES_TOGETHER : 0);
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);

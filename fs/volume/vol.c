@@ -76,7 +76,7 @@ static int vol_init_core(struct dg_vol *vol)
 		vol->parity &&
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_LEAN_JOURNAL);
 	vol->copies_together = vol->redundancy && vol->parity == 1 &&
-		vol->ndev >= vol->sb.csum_copies &&
+		vol->sb.csum_copies >= 3 && vol->ndev >= vol->sb.csum_copies &&
 		(vol->sb.incompat & DG_FEAT_INCOMPAT_COPIES_TOGETHER);
 	vol->seed = dg_seed_from_uuid(vol->sb.vol_uuid);
 	dg_latch_init(&vol->latch);
