@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "csum.h"
 #include "harness.h"
 
@@ -218,6 +219,47 @@ static void lost_copy_beside_torn(void)
 	tvol_cleanup(&tv);
 }
 
+/* Counts the pages a rebuild could not rebuild. */
+static void count_lost(void *arg, const struct dg_chk_event *ev)
+{
+	if (ev->kind == DG_CHK_PAGE_BAD)
+		++*(unsigned *)arg;
+}
+
+/* Torn on every copy, and the device of a, b and the first copy lost
+ * too: fsck rebuilds the device before it replays the journal
+ * (rebuild.c opens without replay), from the two copies left, which
+ * agree; then the replay. a reads its old bytes, b its new ones. */
+static void torn_then_device_lost(void)
+{
+	uint8_t old[DG_PAGE_SIZE], neu[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
+	char err[256] = "";
+	unsigned lost = 0;
+	struct tvol tv;
+	struct pair p;
+	struct dg_vol *vol;
+
+	make_state(&tv, &p, 0, false, false);
+	fill(old, 1);
+	fill(neu, 2);
+	REQUIRE(truncate(tv.paths[p.dev], 0) == 0 &&
+		truncate(tv.paths[p.dev], SIZE) == 0);
+	CHECK_EQ(dg_vol_rebuild((const char *const *)tv.paths, tv.ndev,
+				count_lost, &lost, NULL, NULL, err,
+				sizeof(err)),
+		 0);
+	CHECK_EQ(lost, 0);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(dg_read(vol, p.va, 1, got), 0);
+	CHECK(!memcmp(got, old, DG_PAGE_SIZE));
+	CHECK_EQ(dg_read(vol, p.vb, 1, got), 0);
+	CHECK(!memcmp(got, neu, DG_PAGE_SIZE));
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 /* Two copies wrong about a, differently: beyond parity 1. The page is
  * not rebuilt from a guess: the open refuses, or a reads EIO. */
 static void torn_everywhere_two_faults(void)
@@ -279,6 +321,7 @@ static const struct test_case cases[] = {
 	{ "feature_where", feature_where },
 	{ "torn_everywhere_one_fault", torn_everywhere_one_fault },
 	{ "lost_copy_beside_torn", lost_copy_beside_torn },
+	{ "torn_then_device_lost", torn_then_device_lost },
 	{ "torn_everywhere_two_faults", torn_everywhere_two_faults },
 	{ "torn_without_entry", torn_without_entry },
 	{ "torn_read_only", torn_read_only },
