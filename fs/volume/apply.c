@@ -1041,10 +1041,8 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		sort_upd(u, w[0].nu + w[1].nu);
 		/* Under the update's entry, or the reservation of its
 		 * new rows, which the replay redoes. */
-		ret = lean ? dg_csum_set_batch_then(vol, u, w[0].nu + w[1].nu,
-						    fs, &then)
-			   : dg_csum_set_journaled(vol, u, w[0].nu + w[1].nu,
-						   fs);
+		ret = dg_csum_set_journaled(vol, u, w[0].nu + w[1].nu, fs,
+					    lean ? &then : NULL);
 	}
 	if (u != small_u)
 		free(u);

@@ -227,7 +227,7 @@ static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 	struct dg_flushset rest;
 	int ret = 0, r;
 
-	if (together) {
+	if (together && !then) {
 		/* Every copy in the caller's round (copies_together_ok()):
 		 * a crash may tear them all, and the replay rebuilds each
 		 * page from them (cpage_salvage()). */
@@ -257,6 +257,24 @@ static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 	ret = ret ? ret : r;
 	if (ret)
 		return ret;
+	if (together) {
+		/* A lean update's (then): every other copy in the round
+		 * of its parity, which the first round's fence orders after
+		 * its page (apply.c, "Lean entries"). */
+		dg_flushset_init(&rest);
+		ret = then->store(then->arg, &rest);
+		for (unsigned i = 0; i < n && !ret; i++)
+			for (unsigned c = 0; c < vol->sb.csum_copies && !ret;
+			     c++)
+				if (c != w[i].first)
+					ret = store_copy(vol, w[i].owner,
+							 w[i].index, c, w[i].img,
+							 w[i].from, w[i].to,
+							 &rest);
+		r = dg_flushset_persist(vol->devs, vol->ndev, &rest);
+		dg_flushset_fini(&rest);
+		return ret ? ret : r;
+	}
 	/* The other copies one at a time: step j stores the j-th copy
 	 * after the first of every page, and is durable before step j + 1
 	 * touches the next. Then's stores join step 0, or make a round of
@@ -1162,17 +1180,11 @@ int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 	return set_batch(vol, u, n, fs, NULL, false);
 }
 
-int dg_csum_set_batch_then(struct dg_vol *vol, const struct dg_csum_upd *u,
-			   unsigned n, struct dg_flushset *fs,
-			   const struct dg_csum_then *then)
-{
-	return set_batch(vol, u, n, fs, then, false);
-}
-
 int dg_csum_set_journaled(struct dg_vol *vol, const struct dg_csum_upd *u,
-			  unsigned n, struct dg_flushset *fs)
+			  unsigned n, struct dg_flushset *fs,
+			  const struct dg_csum_then *then)
 {
-	return set_batch(vol, u, n, fs, NULL, copies_together_ok(vol));
+	return set_batch(vol, u, n, fs, then, copies_together_ok(vol));
 }
 
 static int set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,

@@ -104,20 +104,19 @@ struct dg_csum_then {
 	int (*store)(void *arg, struct dg_flushset *fs);
 	void *arg;
 };
-/* dg_csum_set_batch(), with then's stores in the second round. */
-int dg_csum_set_batch_then(struct dg_vol *vol, const struct dg_csum_upd *u,
-			   unsigned n, struct dg_flushset *fs,
-			   const struct dg_csum_then *then);
 /*
  * dg_csum_set_batch() for checksums a live journal entry names -- an
  * update's (its entry, or the reservation of its new rows) or the
  * replay's -- which the replay sets again after a crash: on volumes with
  * DG_FEAT_INCOMPAT_COPIES_TOGETHER every copy goes in the first round,
  * one fence for all (csum.c, write_pages_copies()); else as
- * dg_csum_set_batch().
+ * dg_csum_set_batch(). then (NULL: none): stores that wait for the first
+ * round's fence, in the round after it, with every copy but the first
+ * on such volumes, else with the second copies.
  */
 int dg_csum_set_journaled(struct dg_vol *vol, const struct dg_csum_upd *u,
-			  unsigned n, struct dg_flushset *fs);
+			  unsigned n, struct dg_flushset *fs,
+			  const struct dg_csum_then *then);
 int dg_csum_upd_cmp(const void *a, const void *b);
 
 #endif /* DG_CSUM_H */

@@ -1148,7 +1148,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 		u[nu++] = (struct dg_csum_upd){ t[i].dev, t[i].row, t[i].csum };
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
-	ret = dg_csum_set_journaled(vol, u, (unsigned)nu, fs);
+	ret = dg_csum_set_journaled(vol, u, (unsigned)nu, fs, NULL);
 	if (!ret)
 		ret = dg_flushset_persist(vol->devs, vol->ndev, fs);
 	if (ret)
@@ -1226,7 +1226,7 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 		}
 	}
 	qsort(u, nu, sizeof(*u), dg_csum_upd_cmp);
-	ret = dg_csum_set_journaled(vol, u, (unsigned)nu, fs);
+	ret = dg_csum_set_journaled(vol, u, (unsigned)nu, fs, NULL);
 	if (!ret)
 		ret = dg_flushset_persist(vol->devs, vol->ndev, fs);
 out:
