@@ -387,26 +387,58 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 
 /*
  * Whether the copies of (owner, index) look torn by a round that wrote
- * them together (write_pages_copies()): the open found entries in the
- * log (a crash), the index is in use, and two copies or more that
- * count fail their seal --
- * a round that writes one copy at a time tears one, and one fault
- * another. A copy that verifies beside them may then be one that lost
- * its writes, older than what the torn ones hold outside their round:
- * the newest copy that verifies is not to be trusted alone.
+ * them together (write_pages_copies()), so that they are to be voted on
+ * slot by slot (cpage_salvage()): the open found entries in the log (a
+ * crash), the index is in use, the page holds a row an entry names (a
+ * together round sets only those), and two copies or more that count
+ * fail their seal -- a round that writes one copy at a time tears one,
+ * and one fault another. Beside a copy that verifies (the newest, of
+ * generation ref_gen), only if a torn copy went through a later round
+ * than it (its generation word, an 8-byte store of that round, is
+ * higher): the copy that verifies then lost writes the torn ones hold
+ * outside their round. Else it is the newest state, and wins, as a copy
+ * written alone and durable before the others (a writer that keeps a
+ * round a copy) must.
  */
 static bool torn_together(struct dg_vol *vol, unsigned owner,
-			  uint64_t index, const struct dg_cpage_view *v)
+			  uint64_t index, const struct dg_cpage_view *v,
+			  bool verified, uint64_t ref_gen)
 {
 	unsigned bad = 0;
+	bool later = !verified;
 
 	/* An index whose bit is clear holds no checksum in use. */
 	if (!vol->copies_together || !vol->jrnl.ncover ||
-	    !dg_cmap_test(vol, index))
+	    !dg_cmap_test(vol, index) ||
+	    !dg_journal_covers_any(vol, index * DG_CSUMS_PER_PAGE,
+				   (index + 1) * DG_CSUMS_PER_PAGE))
 		return false;
-	for (unsigned c = 0; c < vol->sb.csum_copies; c++)
-		bad += v->state[c] == DG_COPY_BAD && copy_counts(vol, owner, c);
-	return bad >= 2;
+	for (unsigned c = 0; c < vol->sb.csum_copies; c++) {
+		uint64_t off;
+		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
+
+		if (v->state[c] != DG_COPY_BAD || !d ||
+		    !copy_counts(vol, owner, c))
+			continue;
+		bad++;
+		later = later || ((const struct dg_dcpage *)dg_dev_ptr(d, off))
+					 ->gen > ref_gen;
+	}
+	return bad >= 2 && later;
+}
+
+/* A generation for a page rebuilt from copies that verify up to
+ * generation floor: newer than floor, even in an open that began no
+ * epoch of its own (read-only, or a rebuild's), and the volume's
+ * counter moved past it so that later updates are newer still. */
+static uint64_t gen_past(struct dg_vol *vol, uint64_t floor)
+{
+	uint64_t cur = atomic_load(&vol->gen);
+
+	while (cur < floor &&
+	       !atomic_compare_exchange_weak(&vol->gen, &cur, floor))
+		;
+	return dg_gen_next(vol);
 }
 
 /*
@@ -434,7 +466,7 @@ static int cpage_salvage(struct dg_vol *vol, unsigned owner, uint64_t index,
 	const struct dg_dcpage *cp[DG_MAX_CSUM_COPIES];
 	struct dg_dcpage *out = img;
 	unsigned m = 0;
-	uint64_t off;
+	uint64_t off, floor = 0;
 
 	for (unsigned c = 0; c < n; c++) {
 		struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
@@ -443,7 +475,11 @@ static int cpage_salvage(struct dg_vol *vol, unsigned owner, uint64_t index,
 			continue;
 		if (!m)
 			*first = c;
-		cp[m++] = (const void *)dg_dev_ptr(d, off);
+		cp[m] = (const void *)dg_dev_ptr(d, off);
+		if (dg_csum_page_check(vol, owner, index, cp[m]) == 1 &&
+		    cp[m]->gen > floor)
+			floor = cp[m]->gen;
+		m++;
 	}
 	if (m < 2)
 		return -EIO;
@@ -473,9 +509,7 @@ static int cpage_salvage(struct dg_vol *vol, unsigned owner, uint64_t index,
 		}
 		out->csum[s] = cp[best]->csum[s];
 	}
-	/* Newer than any this volume wrote before the open (super.c,
-	 * the epoch), so newer than every copy, torn or not. */
-	out->gen = dg_gen_next(vol);
+	out->gen = gen_past(vol, floor);
 	dg_csum_page_seal(vol, owner, index, out);
 	return 0;
 }
@@ -516,18 +550,20 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 			ref = (int)c;
 		}
 	}
-	if (torn_together(vol, owner, index, v)) {
+	if (torn_together(vol, owner, index, v, ref >= 0,
+			  ref >= 0 ? best->gen : 0)) {
 		unsigned first;
 
 		if (cpage_salvage(vol, owner, index, img, &first) == 0) {
 			dg_vol_log(vol, DG_LOG_NOTICE, "checksum page %u/%" PRIu64
 				   ": copies torn together by a crash; rebuilt "
 				   "slot by slot from them", owner, index);
-			/* Each counted copy is rewritten from it. */
+			/* Each counted copy is rewritten from it: one that
+			 * verifies is older (torn_together()). */
 			for (unsigned c = 0; c < n; c++)
 				if (v->state[c] == DG_COPY_CURRENT &&
 				    copy_counts(vol, owner, c))
-					v->state[c] = DG_COPY_BAD;
+					v->state[c] = DG_COPY_STALE;
 			ref = (int)first;
 		} else if (ref >= 0) {
 			/* The newest that verifies, as before: the page is
@@ -593,6 +629,22 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 		}
 	}
 	return v->result = 1;
+}
+
+int dg_cpage_settle(struct dg_vol *vol, unsigned owner, uint64_t index)
+{
+	pthread_mutex_t *lock = cpage_lock(vol, owner, index);
+	uint8_t *img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	struct dg_cpage_view v;
+	int ret;
+
+	if (!img)
+		return -ENOMEM;
+	pthread_mutex_lock(lock);
+	ret = dg_cpage_examine(vol, owner, index, img, &v, DG_CPX_REPAIR);
+	pthread_mutex_unlock(lock);
+	free(img);
+	return ret == -ENOMEM ? ret : 0;
 }
 
 /* ---- the init map ------------------------------------------------------ */

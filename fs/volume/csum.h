@@ -81,6 +81,10 @@ struct dg_cpage_view {
 #define DG_CPX_QUIET  2u
 int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 		     void *img, struct dg_cpage_view *v, unsigned flags);
+/* dg_cpage_examine() with DG_CPX_REPAIR under the page's lock: its
+ * copies made whole and equal where they can be (the rest is noted).
+ * 0, or -ENOMEM. */
+int dg_cpage_settle(struct dg_vol *vol, unsigned owner, uint64_t index);
 
 struct dg_csum_upd {
 	unsigned dev;

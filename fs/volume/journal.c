@@ -1431,6 +1431,32 @@ static int cover_build(struct dg_vol *vol)
 	return 0;
 }
 
+/*
+ * After the replay: every checksum page of an index the cover touches,
+ * examined and repaired, before the cover goes (cover_free()) and with
+ * it the means to rebuild a page a crash tore on every copy. The replay
+ * reads most of them (the pages it sets), but not, say, those whose
+ * only slots in the cover are of rows it leaves as they are (rows whose
+ * pages were all written in place before their entry, redo_redundancy()).
+ */
+static int cover_settle(struct dg_vol *vol)
+{
+	const struct dg_journal *j = &vol->jrnl;
+	uint64_t last = UINT64_MAX;
+
+	for (size_t i = 0; i < j->ncover; i++) {
+		uint64_t index = j->cover[i] / DG_CSUMS_PER_PAGE;
+
+		if (index == last)
+			continue;
+		last = index;
+		for (unsigned owner = 0; owner < vol->ndev; owner++)
+			if (dg_cpage_settle(vol, owner, index))
+				return -ENOMEM;
+	}
+	return 0;
+}
+
 static void cover_free(struct dg_journal *j)
 {
 	free(j->cover);
@@ -1508,8 +1534,10 @@ int dg_journal_open(struct dg_vol *vol, bool do_recover)
 	}
 	j->replayed = true;
 	ret = recover(vol);
-	/* Every page the replay set is whole on every copy now; a page
+	/* Every page the cover touches whole on every copy now; a page
 	 * torn later is a new crash's, for the next open. */
+	if (!ret)
+		ret = cover_settle(vol);
 	if (!ret)
 		cover_free(j);
 	j->written_seq = j->head_seq;

@@ -612,7 +612,8 @@ bool dg_journal_dirty(struct dg_vol *vol);
  * its run of rows): its checksum slots may be torn on every copy by the
  * crash (struct dg_journal, cover; journal.c builds it). Inline: the
  * checksum layer asks, below the journal. */
-static inline bool dg_journal_covers(const struct dg_vol *vol, uint64_t row)
+static inline size_t dg_journal_cover_at(const struct dg_vol *vol,
+					 uint64_t row)
 {
 	const struct dg_journal *j = &vol->jrnl;
 	size_t lo = 0, hi = j->ncover;
@@ -625,7 +626,23 @@ static inline bool dg_journal_covers(const struct dg_vol *vol, uint64_t row)
 		else
 			hi = mid;
 	}
-	return lo < j->ncover && j->cover[lo] == row;
+	return lo;	/* the first covered row >= row */
+}
+
+static inline bool dg_journal_covers(const struct dg_vol *vol, uint64_t row)
+{
+	size_t at = dg_journal_cover_at(vol, row);
+
+	return at < vol->jrnl.ncover && vol->jrnl.cover[at] == row;
+}
+
+/* Whether the cover names a row in [lo, hi). */
+static inline bool dg_journal_covers_any(const struct dg_vol *vol,
+					 uint64_t lo, uint64_t hi)
+{
+	size_t at = dg_journal_cover_at(vol, lo);
+
+	return at < vol->jrnl.ncover && vol->jrnl.cover[at] < hi;
 }
 /* A journal header slot or entry in area (a copy's journal area read
  * from a device) that verifies with this volume's seed. */
