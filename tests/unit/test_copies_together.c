@@ -145,6 +145,25 @@ static void make_state(struct tvol *tv, struct pair *p, unsigned bad_a,
 	free(before);
 }
 
+/* The volume opens (replaying the journal), a reads the bytes filled
+ * with va_fill, b those with vb_fill, and the scrub finds it clean. */
+static void reads_back(struct tvol *tv, const struct pair *p, uint8_t va_fill,
+		       uint8_t vb_fill)
+{
+	uint8_t want[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
+	struct dg_vol *vol = tvol_open(tv, 0);
+
+	REQUIRE(vol);
+	fill(want, va_fill);
+	CHECK_EQ(dg_read(vol, p->va, 1, got), 0);
+	CHECK(!memcmp(got, want, DG_PAGE_SIZE));
+	fill(want, vb_fill);
+	CHECK_EQ(dg_read(vol, p->vb, 1, got), 0);
+	CHECK(!memcmp(got, want, DG_PAGE_SIZE));
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+}
+
 /* Volumes that have the feature, and those that keep a round a copy. */
 static void feature_where(void)
 {
@@ -175,22 +194,11 @@ static void feature_where(void)
  * and the scrub finds the volume clean. */
 static void torn_everywhere_one_fault(void)
 {
-	uint8_t old[DG_PAGE_SIZE], neu[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
 	struct tvol tv;
 	struct pair p;
-	struct dg_vol *vol;
 
 	make_state(&tv, &p, 1, false, false);
-	fill(old, 1);
-	fill(neu, 2);
-	vol = tvol_open(&tv, 0);
-	REQUIRE(vol);
-	CHECK_EQ(dg_read(vol, p.va, 1, got), 0);
-	CHECK(!memcmp(got, old, DG_PAGE_SIZE));
-	CHECK_EQ(dg_read(vol, p.vb, 1, got), 0);
-	CHECK(!memcmp(got, neu, DG_PAGE_SIZE));
-	SCRUB_CLEAN(vol, false);
-	dg_vol_close(vol);
+	reads_back(&tv, &p, 1, 2);
 	tvol_cleanup(&tv);
 }
 
@@ -200,22 +208,11 @@ static void torn_everywhere_one_fault(void)
  * EIO, and b its new ones. */
 static void lost_copy_beside_torn(void)
 {
-	uint8_t old[DG_PAGE_SIZE], neu[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
 	struct tvol tv;
 	struct pair p;
-	struct dg_vol *vol;
 
 	make_state(&tv, &p, 0, false, true);
-	fill(old, 1);
-	fill(neu, 2);
-	vol = tvol_open(&tv, 0);
-	REQUIRE(vol);
-	CHECK_EQ(dg_read(vol, p.va, 1, got), 0);
-	CHECK(!memcmp(got, old, DG_PAGE_SIZE));
-	CHECK_EQ(dg_read(vol, p.vb, 1, got), 0);
-	CHECK(!memcmp(got, neu, DG_PAGE_SIZE));
-	SCRUB_CLEAN(vol, false);
-	dg_vol_close(vol);
+	reads_back(&tv, &p, 1, 2);
 	tvol_cleanup(&tv);
 }
 
@@ -232,16 +229,12 @@ static void count_lost(void *arg, const struct dg_chk_event *ev)
  * agree; then the replay. a reads its old bytes, b its new ones. */
 static void torn_then_device_lost(void)
 {
-	uint8_t old[DG_PAGE_SIZE], neu[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
 	char err[256] = "";
 	unsigned lost = 0;
 	struct tvol tv;
 	struct pair p;
-	struct dg_vol *vol;
 
 	make_state(&tv, &p, 0, false, false);
-	fill(old, 1);
-	fill(neu, 2);
 	REQUIRE(truncate(tv.paths[p.dev], 0) == 0 &&
 		truncate(tv.paths[p.dev], SIZE) == 0);
 	CHECK_EQ(dg_vol_rebuild((const char *const *)tv.paths, tv.ndev,
@@ -249,14 +242,7 @@ static void torn_then_device_lost(void)
 				sizeof(err)),
 		 0);
 	CHECK_EQ(lost, 0);
-	vol = tvol_open(&tv, 0);
-	REQUIRE(vol);
-	CHECK_EQ(dg_read(vol, p.va, 1, got), 0);
-	CHECK(!memcmp(got, old, DG_PAGE_SIZE));
-	CHECK_EQ(dg_read(vol, p.vb, 1, got), 0);
-	CHECK(!memcmp(got, neu, DG_PAGE_SIZE));
-	SCRUB_CLEAN(vol, false);
-	dg_vol_close(vol);
+	reads_back(&tv, &p, 1, 2);
 	tvol_cleanup(&tv);
 }
 
@@ -293,7 +279,6 @@ static void torn_everywhere_two_faults(void)
 static void newest_copy_kept(void)
 {
 	uint8_t one[DG_PAGE_SIZE], three[DG_PAGE_SIZE], neu[DG_PAGE_SIZE];
-	uint8_t got[DG_PAGE_SIZE];
 	uint8_t *snap = aligned_alloc(DG_PAGE_SIZE, 2 * DG_PAGE_SIZE);
 	struct tvol tv;
 	struct pair p;
@@ -336,14 +321,7 @@ static void newest_copy_kept(void)
 		pg[DG_PAGE_SIZE - 1] ^= 1;	/* the seal */
 		tvol_poke(&tv, dev[c], off[c], pg, DG_PAGE_SIZE);
 	}
-	vol = tvol_open(&tv, 0);
-	REQUIRE(vol);
-	CHECK_EQ(dg_read(vol, p.va, 1, got), 0);
-	CHECK(!memcmp(got, three, DG_PAGE_SIZE));
-	CHECK_EQ(dg_read(vol, p.vb, 1, got), 0);
-	CHECK(!memcmp(got, neu, DG_PAGE_SIZE));
-	SCRUB_CLEAN(vol, false);
-	dg_vol_close(vol);
+	reads_back(&tv, &p, 3, 2);
 	tvol_cleanup(&tv);
 	free(snap);
 }
