@@ -201,6 +201,22 @@ struct cpw {
 	unsigned first;
 };
 
+/* Store every copy of the n pages w into fs, but each page's first
+ * copy (w[i].first, stored already) where but_first. */
+static int store_copies(struct dg_vol *vol, const struct cpw *w, unsigned n,
+			bool but_first, struct dg_flushset *fs)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < n && !ret; i++)
+		for (unsigned c = 0; c < vol->sb.csum_copies && !ret; c++)
+			if (!but_first || c != w[i].first)
+				ret = store_copy(vol, w[i].owner, w[i].index, c,
+						 w[i].img, w[i].from, w[i].to,
+						 fs);
+	return ret;
+}
+
 /*
  * Write the n pages w to their copies, one copy of each page a round.
  * First one copy of every page that counts after a crash (first_copy()),
@@ -231,12 +247,7 @@ static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 		/* Every copy in the caller's round (copies_together_ok()):
 		 * a crash may tear them all, and the replay rebuilds each
 		 * page from them (cpage_salvage()). */
-		for (unsigned i = 0; i < n && !ret; i++)
-			for (unsigned c = 0; c < vol->sb.csum_copies && !ret;
-			     c++)
-				ret = store_copy(vol, w[i].owner, w[i].index, c,
-						 w[i].img, w[i].from, w[i].to,
-						 fs);
+		ret = store_copies(vol, w, n, false, fs);
 		r = dg_flushset_persist(vol->devs, vol->ndev, fs);
 		return ret ? ret : r;
 	}
@@ -263,14 +274,8 @@ static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 		 * its page (apply.c, "Lean entries"). */
 		dg_flushset_init(&rest);
 		ret = then->store(then->arg, &rest);
-		for (unsigned i = 0; i < n && !ret; i++)
-			for (unsigned c = 0; c < vol->sb.csum_copies && !ret;
-			     c++)
-				if (c != w[i].first)
-					ret = store_copy(vol, w[i].owner,
-							 w[i].index, c, w[i].img,
-							 w[i].from, w[i].to,
-							 &rest);
+		if (!ret)
+			ret = store_copies(vol, w, n, true, &rest);
 		r = dg_flushset_persist(vol->devs, vol->ndev, &rest);
 		dg_flushset_fini(&rest);
 		return ret ? ret : r;
@@ -318,13 +323,9 @@ static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 static int write_fresh_copies(struct dg_vol *vol, const struct cpw *w,
 			      unsigned n, struct dg_flushset *fs)
 {
-	int ret = 0, r;
+	int ret = store_copies(vol, w, n, false, fs);
+	int r = dg_flushset_persist(vol->devs, vol->ndev, fs);
 
-	for (unsigned i = 0; i < n && !ret; i++)
-		for (unsigned c = 0; c < vol->sb.csum_copies && !ret; c++)
-			ret = store_copy(vol, w[i].owner, w[i].index, c,
-					 w[i].img, w[i].from, w[i].to, fs);
-	r = dg_flushset_persist(vol->devs, vol->ndev, fs);
 	return ret ? ret : r;
 }
 
