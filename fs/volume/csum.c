@@ -553,7 +553,7 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 	}
 	if (torn_together(vol, owner, index, v, ref >= 0,
 			  ref >= 0 ? best->gen : 0)) {
-		unsigned first;
+		unsigned first = 0;
 
 		if (cpage_salvage(vol, owner, index, img, &first) == 0) {
 			dg_vol_log(vol, DG_LOG_NOTICE, "checksum page %u/%" PRIu64
