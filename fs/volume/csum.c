@@ -387,6 +387,22 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 }
 
 /*
+ * Whether a stale or torn copy of a checksum page of index may be what
+ * a crash left of a round in flight: the open found entries in the log
+ * that name a row of the page. The replay sets those rows again and the
+ * copy is rewritten from the newest, but it is no fault of the device:
+ * no fault event (which fsck -n, replaying in memory, would report as a
+ * finding the crash alone made). The price: a real fault on such a copy
+ * at that moment is repaired unreported too.
+ */
+static bool crash_debris(const struct dg_vol *vol, uint64_t index)
+{
+	return vol->jrnl.ncover &&
+	       dg_journal_covers_any(vol, index * DG_CSUMS_PER_PAGE,
+				     (index + 1) * DG_CSUMS_PER_PAGE);
+}
+
+/*
  * Whether the copies of (owner, index) look torn by a round that wrote
  * them together (write_pages_copies()), so that they are to be voted on
  * slot by slot (cpage_salvage()): the open found entries in the log (a
@@ -409,10 +425,8 @@ static bool torn_together(struct dg_vol *vol, unsigned owner,
 	bool later = !verified;
 
 	/* An index whose bit is clear holds no checksum in use. */
-	if (!vol->copies_together || !vol->jrnl.ncover ||
-	    !dg_cmap_test(vol, index) ||
-	    !dg_journal_covers_any(vol, index * DG_CSUMS_PER_PAGE,
-				   (index + 1) * DG_CSUMS_PER_PAGE))
+	if (!vol->copies_together || !dg_cmap_test(vol, index) ||
+	    !crash_debris(vol, index))
 		return false;
 	for (unsigned c = 0; c < vol->sb.csum_copies; c++) {
 		uint64_t off;
@@ -626,7 +640,7 @@ int dg_cpage_examine(struct dg_vol *vol, unsigned owner, uint64_t index,
 			if (flags & DG_CPX_REPAIR)
 				repair_copy(vol, owner, index, c, img,
 					    v->state[c] == DG_COPY_STALE,
-					    quiet);
+					    quiet || crash_debris(vol, index));
 		}
 	}
 	return v->result = 1;

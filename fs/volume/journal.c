@@ -1377,7 +1377,7 @@ static int cover_add(struct dg_journal *j, size_t *cap, uint64_t row)
 /*
  * The rows the entries from the tail on name, found from their metadata
  * alone -- before anything reads a checksum page, which may need them
- * (csum.c, cpage_salvage()). A checksum round of an update, of the
+ * (csum.c, crash_debris(), cpage_salvage()). A checksum round of an update, of the
  * reservation of its new rows or of a replay sets slots of those rows
  * only (the pages it names and their rows' parity), under an entry that
  * is in the log until the round is durable. Entries past the end of the
@@ -1394,7 +1394,7 @@ static int cover_build(struct dg_vol *vol)
 	uint64_t left = dg_jrange_budget(vol);
 	size_t cap = 0, n = 0;
 
-	if (!vol->copies_together)
+	if (!vol->redundancy)
 		return 0;
 	while ((e = entry_any(vol, off, seq))) {
 		const struct dg_djrange *r = (const void *)(e + 1);

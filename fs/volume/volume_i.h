@@ -67,9 +67,10 @@ struct dg_journal {
 				 * so the next open that recovers redoes them
 				 * (journal.c, dg_journal_open()) */
 	/* Rows the entries found at the open name (sorted, distinct):
-	 * those whose checksum slots a crash may have torn on every copy
-	 * (csum.c, cpage_salvage()). Kept until the replay is done; an open
-	 * that does not replay keeps them to the close. */
+	 * those whose checksum slots a crash may have left torn or stale,
+	 * on every copy where they go together (csum.c, crash_debris(),
+	 * cpage_salvage()). Kept until the replay is done; an open that
+	 * does not replay keeps them to the close. */
 	uint64_t *cover;
 	size_t ncover;
 };
