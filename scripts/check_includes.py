@@ -70,6 +70,7 @@ tests/unit/test_itable.c
 tests/unit/test_journal.c
 tests/unit/test_lean.c
 tests/unit/test_copies_together.c
+tests/unit/test_new_index.c
 tests/unit/test_lazy.c
 tests/unit/test_icache.c
 tests/unit/test_icache_bound.c

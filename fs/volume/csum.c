@@ -697,57 +697,306 @@ uint64_t dg_cmap_slot_off(const struct dg_vol *vol, unsigned slot)
 	return cmap_off(vol, 0, slot);
 }
 
-/* Write map page p to both slots of every present device (all) or of
- * those marked in differs: slot 0 durable before slot 1 is touched. 0,
- * or the first failure (nothing more written). */
-static int cmap_write(struct dg_vol *vol, uint64_t p, bool all,
-		      const uint8_t *differs)
-{
-	struct dg_dcmap *m = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	int ret = 0;
+/*
+ * The map's writes. Every write of a page is a round of its own or a
+ * round it rides in (dg_cmap_ride()), one at a time (cmap_init_lock,
+ * held until the round is durable), each writing the bits in core, which
+ * only grow. A whole write puts a page in both slots, slot 0 durable
+ * before slot 1 is touched; a one-slot write (a pending bit's, below)
+ * goes to the slot not written last, so the other holds every bit
+ * written before it, whole. Either way a crash tears at most one slot of
+ * a page, and the map -- the union of the copies that verify -- keeps
+ * every bit it held.
+ *
+ * A bit set in core by a journaled batch's new index (fresh_add()) is
+ * *pending* until a write holds it: the next journal entry's round takes
+ * it along (journal.c, append()), or the next batch's that touches no
+ * pending index (set_batch()); a batch that would touch the index's
+ * pages writes it in a round of its own first. So nothing but the
+ * initialising round touches a pending index's pages, and a crash that
+ * finds its bit clear on the media finds pages whole or torn by that
+ * round alone (fresh_add()).
+ */
 
-	if (!m)
-		return -ENOMEM;
+/* Map page p's image in core into m, with a new generation and sealed;
+ * the pending bits it carries into took (NULL: none wanted). */
+static void cmap_image(struct dg_vol *vol, uint64_t p, struct dg_dcmap *m,
+		       uint8_t *took)
+{
+	const size_t bytes = sizeof(m->bits);
+
 	pthread_mutex_lock(&vol->cmap_lock);
-	memcpy(m->bits, vol->cmap + p * sizeof(m->bits), sizeof(m->bits));
+	memcpy(m->bits, vol->cmap + p * bytes, bytes);
+	if (took)
+		memcpy(took, vol->cmap_pending + p * bytes, bytes);
 	pthread_mutex_unlock(&vol->cmap_lock);
 	m->gen = dg_gen_next(vol);
 	dg_cmap_page_seal(vol, p, m);
-	/* A round a slot (media.h): slot 0 of every device, then slot 1.
-	 * A crash that tears slot 0 everywhere leaves slot 1 whole, and
-	 * the map is the union of the copies that verify (bits are only
-	 * set, and one that did not make it is set again). */
-	for (unsigned slot = 0; slot < 2 && !ret; slot++) {
+}
+
+/* The bits in took (cmap_image()) are on the media now: not pending. */
+static void cmap_written(struct dg_vol *vol, uint64_t p, const uint8_t *took)
+{
+	const size_t bytes = DG_CMAP_BITS / 8;
+	uint8_t *pend = vol->cmap_pending + p * bytes;
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&vol->cmap_lock);
+	for (size_t i = 0; i < bytes; i++) {
+		n += (uint64_t)__builtin_popcount(pend[i] & took[i]);
+		pend[i] &= (uint8_t)~took[i];
+	}
+	vol->cmap_npending -= n;
+	pthread_mutex_unlock(&vol->cmap_lock);
+}
+
+/* Store m into page p on every present device (or those marked in
+ * differs), into fs: into slot (slot ^ flip[d], with flip). */
+static int cmap_store_slot(struct dg_vol *vol, uint64_t p, unsigned slot,
+			   const uint8_t *flip, const struct dg_dcmap *m,
+			   const uint8_t *differs, struct dg_flushset *fs)
+{
+	int ret = 0;
+
+	for (unsigned d = 0; d < vol->ndev && !ret; d++) {
+		uint64_t off = cmap_off(vol, p, slot ^ (flip ? flip[d] : 0));
+
+		if (!vol->devs[d].present || (differs && !differs[d]))
+			continue;
+		ret = dg_dev_write(&vol->devs[d], off, m, DG_PAGE_SIZE);
+		if (!ret)
+			dg_flushset_add(fs, d, off, DG_PAGE_SIZE);
+	}
+	return ret;
+}
+
+/* Write map page p whole, to both slots of every present device (all)
+ * or of those marked in differs: first the slot not written last (the
+ * other one holds every bit written before, whole), or on device d slot
+ * behind[d] where given (dg_cmap_load(): the slot short of the union).
+ * 0, or the first failure (nothing more written). Caller holds
+ * cmap_init_lock, or is alone (the format, the open). */
+static int cmap_write(struct dg_vol *vol, uint64_t p, bool all,
+		      const uint8_t *differs, const uint8_t *behind)
+{
+	struct dg_dcmap *m = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	uint8_t *took = all ? malloc(DG_CMAP_BITS / 8) : NULL;
+	int ret = 0;
+
+	if (!m || (all && !took)) {
+		free(m);
+		free(took);
+		return -ENOMEM;
+	}
+	cmap_image(vol, p, m, took);
+	/* A round a slot (media.h). */
+	for (unsigned k = 0; k < 2 && !ret; k++) {
 		struct dg_flushset fs;
 		int r;
 
 		dg_flushset_init(&fs);
-		for (unsigned d = 0; d < vol->ndev && !ret; d++) {
-			uint64_t off = cmap_off(vol, p, slot);
-
-			if (!vol->devs[d].present || (!all && !differs[d]))
-				continue;
-			ret = dg_dev_write(&vol->devs[d], off, m, DG_PAGE_SIZE);
-			if (!ret)
-				dg_flushset_add(&fs, d, off, DG_PAGE_SIZE);
-		}
+		ret = cmap_store_slot(vol, p,
+				      k ^ (behind ? 0 : vol->cmap_next_slot[p]),
+				      behind, m, all ? NULL : differs, &fs);
 		r = dg_flushset_persist(vol->devs, vol->ndev, &fs);
 		dg_flushset_fini(&fs);
 		ret = ret ? ret : r;
 	}
+	if (!ret && all)
+		cmap_written(vol, p, took);
+	free(took);
 	free(m);
 	return ret;
+}
+
+/* Whether any bit of map page p is pending. Caller holds cmap_lock. */
+static bool page_pending(const struct dg_vol *vol, uint64_t p)
+{
+	const size_t bytes = DG_CMAP_BITS / 8;
+	const uint8_t *pend = vol->cmap_pending + p * bytes;
+
+	for (size_t i = 0; i < bytes; i++)
+		if (pend[i])
+			return true;
+	return false;
+}
+
+/* One slot of map page p, pending bits and all (the slot not written
+ * last), into the round fs: held in *r until that round is durable,
+ * then cmap_rode(). Caller holds cmap_init_lock until then. */
+static int cmap_ride_page(struct dg_vol *vol, uint64_t p,
+			  struct dg_flushset *fs, struct dg_cmap_rider *r)
+{
+	r->p = p;
+	r->m = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
+	r->took = malloc(DG_CMAP_BITS / 8);
+	if (!r->m || !r->took) {
+		free(r->m);
+		free(r->took);
+		return -ENOMEM; /* nothing stored */
+	}
+	cmap_image(vol, p, r->m, r->took);
+	return cmap_store_slot(vol, p, vol->cmap_next_slot[p], NULL, r->m,
+			       NULL, fs);
+}
+
+/* The round r rode in is over (ok: durable): its bits are written, and
+ * the page's next write goes to its other slot. */
+static void cmap_rode(struct dg_vol *vol, struct dg_cmap_rider *r, bool ok)
+{
+	if (ok) {
+		cmap_written(vol, r->p, r->took);
+		vol->cmap_next_slot[r->p] ^= 1;
+	}
+	free(r->m);
+	free(r->took);
+	r->m = NULL;
+	r->took = NULL;
+}
+
+/* Write map page p in a round of its own if a bit of it is pending,
+ * after taking the map's lock (only if free, where try: -EBUSY). */
+static int cmap_flush_page_if(struct dg_vol *vol, uint64_t p, bool try)
+{
+	struct dg_cmap_rider r = { 0 };
+	struct dg_flushset fs;
+	bool pending;
+	int ret, pr;
+
+	if (!try)
+		pthread_mutex_lock(&vol->cmap_init_lock);
+	else if (pthread_mutex_trylock(&vol->cmap_init_lock))
+		return -EBUSY;
+	pthread_mutex_lock(&vol->cmap_lock);
+	pending = vol->cmap_pending && page_pending(vol, p);
+	pthread_mutex_unlock(&vol->cmap_lock);
+	if (!pending) {
+		pthread_mutex_unlock(&vol->cmap_init_lock);
+		return 0;
+	}
+	dg_flushset_init(&fs);
+	ret = cmap_ride_page(vol, p, &fs, &r);
+	pr = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	dg_flushset_fini(&fs);
+	ret = ret ? ret : pr;
+	cmap_rode(vol, &r, !ret);
+	pthread_mutex_unlock(&vol->cmap_init_lock);
+	return ret;
+}
+
+static int cmap_flush_page(struct dg_vol *vol, uint64_t p)
+{
+	return cmap_flush_page_if(vol, p, false);
+}
+
+int dg_cmap_flush(struct dg_vol *vol)
+{
+	int ret = 0;
+
+	if (!vol->cmap || !vol->cmap_npending)
+		return 0;
+	for (uint64_t p = 0; p < vol->sb.cmap_pages && !ret; p++)
+		ret = cmap_flush_page(vol, p);
+	return ret;
+}
+
+bool dg_cmap_flush_try(struct dg_vol *vol, int *ret)
+{
+	*ret = 0;
+	if (!vol->cmap || !vol->cmap_npending)
+		return true;
+	for (uint64_t p = 0; p < vol->sb.cmap_pages && !*ret; p++)
+		*ret = cmap_flush_page_if(vol, p, true);
+	if (*ret != -EBUSY)
+		return true;
+	*ret = 0;
+	return false;
+}
+
+/* Whether index is pending (cmap_set_new()). */
+static bool cmap_is_pending(struct dg_vol *vol, uint64_t index)
+{
+	bool set;
+
+	if (!vol->cmap_npending)
+		return false;
+	pthread_mutex_lock(&vol->cmap_lock);
+	set = vol->cmap_pending[index / 8] & (1u << (index % 8));
+	pthread_mutex_unlock(&vol->cmap_lock);
+	return set;
+}
+
+/* Set index in core, pending: its map page is written in the next
+ * round that can take it (cmap_ride()), else before anything touches
+ * the index's pages again, or the journal's tail moves. */
+static void cmap_set_new(struct dg_vol *vol, uint64_t index)
+{
+	pthread_mutex_lock(&vol->cmap_lock);
+	vol->cmap[index / 8] |= 1u << (index % 8);
+	if (!(vol->cmap_pending[index / 8] & (1u << (index % 8)))) {
+		vol->cmap_pending[index / 8] |= 1u << (index % 8);
+		vol->cmap_npending++;
+	}
+	pthread_mutex_unlock(&vol->cmap_lock);
+}
+
+int dg_cmap_ride(struct dg_vol *vol, struct dg_flushset *fs,
+		 struct dg_cmap_rider *r, unsigned max, unsigned *nr)
+{
+	int ret = 0;
+
+	*nr = 0;
+	if (!vol->cmap_npending || pthread_mutex_trylock(&vol->cmap_init_lock))
+		return 0;
+	for (uint64_t p = 0; p < vol->sb.cmap_pages && *nr < max && !ret;
+	     p++) {
+		bool pending;
+
+		pthread_mutex_lock(&vol->cmap_lock);
+		pending = page_pending(vol, p);
+		pthread_mutex_unlock(&vol->cmap_lock);
+		if (!pending)
+			continue;
+		ret = cmap_ride_page(vol, p, fs, &r[*nr]);
+		if (ret == -ENOMEM) {
+			/* Not this page: a later round takes it. */
+			ret = 0;
+			break;
+		}
+		(*nr)++;
+	}
+	if (!*nr)
+		pthread_mutex_unlock(&vol->cmap_init_lock);
+	return ret;
+}
+
+void dg_cmap_ride_end(struct dg_vol *vol, struct dg_cmap_rider *r,
+		      unsigned nr, bool ok)
+{
+	for (unsigned i = 0; i < nr; i++)
+		cmap_rode(vol, &r[i], ok);
+	if (nr)
+		pthread_mutex_unlock(&vol->cmap_init_lock);
+}
+
+static int cmap_alloc(struct dg_vol *vol)
+{
+	vol->cmap = calloc(vol->sb.cmap_pages, DG_CMAP_BITS / 8);
+	vol->cmap_pending = calloc(vol->sb.cmap_pages, DG_CMAP_BITS / 8);
+	vol->cmap_next_slot = calloc(vol->sb.cmap_pages, 1);
+	vol->cmap_npending = 0;
+	return vol->cmap && vol->cmap_pending && vol->cmap_next_slot ? 0
+								     : -ENOMEM;
 }
 
 int dg_cmap_format(struct dg_vol *vol)
 {
 	int ret = 0;
 
-	vol->cmap = calloc(vol->sb.cmap_pages, DG_CMAP_BITS / 8);
-	if (!vol->cmap)
+	if (cmap_alloc(vol))
 		return -ENOMEM;
 	for (uint64_t p = 0; p < vol->sb.cmap_pages && !ret; p++)
-		ret = cmap_write(vol, p, true, NULL);
+		ret = cmap_write(vol, p, true, NULL, NULL);
 	return ret;
 }
 
@@ -757,15 +1006,15 @@ int dg_cmap_load(struct dg_vol *vol)
 	struct dg_dcmap *m = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	int ret = 0;
 
-	vol->cmap = calloc(vol->sb.cmap_pages, bytes);
-	if (!m || !vol->cmap) {
+	if (!m || cmap_alloc(vol)) {
 		free(m);
 		return -ENOMEM;
 	}
 	for (uint64_t p = 0; p < vol->sb.cmap_pages; p++) {
 		uint8_t *u = vol->cmap + p * bytes;
 		uint8_t differs[DG_MAX_DEVS] = { 0 };
-		uint8_t seen[DG_MAX_DEVS] = { 0 };
+		uint8_t seen[DG_MAX_DEVS] = { 0 }, whole[DG_MAX_DEVS] = { 0 };
+		uint8_t first[DG_MAX_DEVS] = { 0 }, quiet[DG_MAX_DEVS] = { 0 };
 		bool any = false, fix = false;
 
 		/* Bits are only ever set: the union of the verified copies
@@ -810,10 +1059,26 @@ int dg_cmap_load(struct dg_vol *vol)
 				       DG_PAGE_SIZE);
 				if (memcmp(m->bits, u, bytes))
 					differs[d] = 1;
+				else
+					whole[d] |= 1u << slot;
 			}
 		for (unsigned d = 0; d < vol->ndev; d++) {
 			if (!differs[d] || !vol->devs[d].present)
 				continue;
+			/* Rewritten slot by slot, the one short of the union
+			 * (or failing its seal) first: the other keeps what
+			 * it holds until that one is whole. */
+			first[d] = (whole[d] & 1u) || ((seen[d] & 1u) &&
+						       !(seen[d] & 2u));
+			/* Both slots whole, one of them the union: the
+			 * other one write behind, as a one-slot write
+			 * (cmap_ride_page()) leaves it. Made equal again,
+			 * no fault. */
+			if (seen[d] == 3u && whole[d]) {
+				quiet[d] = 1;
+				fix = true;
+				continue;
+			}
 			dg_fault_note(vol, DG_FAULT_DETECTED, d,
 				      vol->sb.cmap_start + p, DG_WHAT_CMAP,
 				      !seen[d] ? "both slots fail their seal"
@@ -830,11 +1095,12 @@ int dg_cmap_load(struct dg_vol *vol)
 					      "copies that verify is used");
 		}
 		if (fix && !vol->read_only) {
-			ret = cmap_write(vol, p, false, differs);
+			ret = cmap_write(vol, p, false, differs, first);
 			if (ret)
 				break; /* latched (media.h): the open fails */
 			for (unsigned d = 0; d < vol->ndev; d++)
-				if (differs[d] && vol->devs[d].present)
+				if (differs[d] && !quiet[d] &&
+				    vol->devs[d].present)
 					dg_fault_note(vol, DG_FAULT_REPAIRED, d,
 						      vol->sb.cmap_start + p,
 						      DG_WHAT_CMAP, "rewritten from "
@@ -852,8 +1118,13 @@ int dg_cmap_store(struct dg_vol *vol, uint32_t devs)
 
 	for (unsigned d = 0; d < DG_MAX_DEVS; d++)
 		differs[d] = (devs >> d) & 1;
+	/* One writer of the map at a time (above): a replace attaching
+	 * its device holds every row lock, so no rider holds this lock
+	 * waiting for one, and the others hold it a round at most. */
+	pthread_mutex_lock(&vol->cmap_init_lock);
 	for (uint64_t p = 0; p < vol->sb.cmap_pages && !ret; p++)
-		ret = cmap_write(vol, p, false, differs);
+		ret = cmap_write(vol, p, false, differs, NULL);
+	pthread_mutex_unlock(&vol->cmap_init_lock);
 	return ret;
 }
 
@@ -861,6 +1132,11 @@ void dg_cmap_free(struct dg_vol *vol)
 {
 	free(vol->cmap);
 	vol->cmap = NULL;
+	free(vol->cmap_pending);
+	vol->cmap_pending = NULL;
+	free(vol->cmap_next_slot);
+	vol->cmap_next_slot = NULL;
+	vol->cmap_npending = 0;
 }
 
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index)
@@ -922,8 +1198,13 @@ uint64_t dg_cmap_next_row(struct dg_vol *vol, uint64_t row, uint64_t end)
  * owner's checksum page of index that verifies (its seal names this
  * volume, owner and index). Then the bit is set again, in core, and on
  * every device when writable; true. Pages after a cut-short
- * initialisation hold no entry (an entry is set only after the bit), so
- * setting it then changes nothing read.
+ * initialisation hold what its round set, nothing else (a pending
+ * index's pages are touched by no other round: the map, above), so
+ * setting it then changes nothing read. But an index whose rows the log
+ * names is left to the replay (false, no fault): its bit was pending at
+ * a crash, which an open that does not replay meets (`fsck -n`, a
+ * rebuild's open); one that replays has written it before its tail
+ * moved.
  */
 bool dg_cmap_recover(struct dg_vol *vol, unsigned owner, uint64_t index)
 {
@@ -932,6 +1213,13 @@ bool dg_cmap_recover(struct dg_vol *vol, unsigned owner, uint64_t index)
 
 	if (!vol->cmap || index >= vol->sb.csum_pages ||
 	    dg_cmap_test(vol, index))
+		return false;
+	/* The log names rows of it: a bit still pending at a crash, over
+	 * pages whole or torn by the round that set the index up, which
+	 * the replay sets up again. Left clear until then: taken as set,
+	 * an owner's page that round tore would read EIO, and written so
+	 * (a rebuild's open), the replay could no longer set it up. */
+	if (crash_debris(vol, index))
 		return false;
 	img = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
 	if (!img)
@@ -959,7 +1247,7 @@ bool dg_cmap_recover(struct dg_vol *vol, unsigned owner, uint64_t index)
 		dg_fault_note(vol, DG_FAULT_DETECTED, owner,
 			      vol->sb.cmap_start + p, DG_WHAT_CMAP,
 			      "an index in use is clear");
-		if (!vol->read_only && !cmap_write(vol, p, true, NULL))
+		if (!vol->read_only && !cmap_write(vol, p, true, NULL, NULL))
 			dg_fault_note(vol, DG_FAULT_REPAIRED, owner,
 				      vol->sb.cmap_start + p, DG_WHAT_CMAP,
 				      "bit set again");
@@ -969,10 +1257,28 @@ bool dg_cmap_recover(struct dg_vol *vol, unsigned owner, uint64_t index)
 }
 
 /*
+ * The image of (owner, index), an index the map says was never written,
+ * into img: 1 a copy verifies (kept, the others made equal to it: an
+ * initialisation a crash cut short), 0 none does (img empty: the page is
+ * to be written whole), or a failure -- never EIO, the map saying
+ * "never written". Caller holds the page's lock.
+ */
+static int fresh_load(struct dg_vol *vol, unsigned owner, uint64_t index,
+		      void *img)
+{
+	struct dg_cpage_view v;
+
+	return dg_cpage_examine(vol, owner, index, img, &v, DG_CPX_REPAIR);
+}
+
+/*
  * Write the checksum pages of index on every device (empty, or the
  * newest copy where one verifies), then set the index in the map. Only
  * then may an entry of those pages be set: a set bit always means the
  * pages were written. Idempotent, so a crash anywhere just repeats it.
+ * For a batch whose checksums no entry names (set_batch()), which are in
+ * use at once; a journaled one writes the pages in its own round and
+ * the bit in the next (fresh_add()).
  */
 static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 {
@@ -1000,11 +1306,8 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 		pthread_mutex_lock(&vol->csum_locks[locks[i]]);
 	for (unsigned owner = 0; owner < vol->ndev && !ret; owner++) {
 		uint8_t *pg = img + (size_t)owner * DG_PAGE_SIZE;
-		struct dg_cpage_view v;
 
-		/* The map says "never written", so no EIO: a copy verifies
-		 * (kept, the others made equal to it) or none does. */
-		ret = dg_cpage_examine(vol, owner, index, pg, &v, DG_CPX_REPAIR);
+		ret = fresh_load(vol, owner, index, pg);
 		if (ret == 0) {
 			struct dg_dcpage *p = (void *)pg;
 
@@ -1036,7 +1339,7 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 		 * map's write fail, nothing sets an entry of them (the
 		 * volume is latched), and the next open finds the bit
 		 * clear and writes them again. */
-		ret = cmap_write(vol, index / DG_CMAP_BITS, true, NULL);
+		ret = cmap_write(vol, index / DG_CMAP_BITS, true, NULL, NULL);
 	}
 out:
 	pthread_mutex_unlock(&vol->cmap_init_lock);
@@ -1171,10 +1474,13 @@ int dg_csum_get(struct dg_vol *vol, unsigned dev, uint64_t row,
  * current image (cached, or examined and its copies made equal) with
  * the new entries and a new generation, into w. img is a page of the
  * caller's for a page not cached; *put says it is to be cached once
- * written. Caller holds the page's lock.
+ * written. fresh: of an index the map says was never written, which
+ * this batch initialises (fresh_add()): the page is written whole.
+ * Caller holds the page's lock.
  */
 static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
-			unsigned n, uint8_t *img, struct cpw *w, bool *put)
+			unsigned n, uint8_t *img, struct cpw *w, bool *put,
+			bool fresh)
 {
 	unsigned owner = u[0].dev;
 	uint64_t index = u[0].row / DG_CSUMS_PER_PAGE;
@@ -1186,9 +1492,17 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 	int ret;
 
 	*put = false;
-	cached = dg_cpcache_get(vol, owner, index, &all);
+	cached = fresh ? NULL : dg_cpcache_get(vol, owner, index, &all);
 	if (cached && all) {
 		p = (struct dg_dcpage *)cached;
+	} else if (fresh) {
+		ret = fresh_load(vol, owner, index, img);
+		if (ret < 0)
+			return ret;
+		p = (struct dg_dcpage *)img;
+		from = 0;
+		to = DG_PAGE_SIZE;
+		*put = true;
 	} else {
 		struct dg_cpage_view v;
 
@@ -1239,104 +1553,266 @@ static bool copies_together_ok(struct dg_vol *vol)
 
 static int set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		     unsigned n, struct dg_flushset *fs,
-		     const struct dg_csum_then *then, bool together);
+		     const struct dg_csum_then *then, bool together,
+		     bool journaled);
 
 int dg_csum_set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		      unsigned n, struct dg_flushset *fs)
 {
-	return set_batch(vol, u, n, fs, NULL, false);
+	return set_batch(vol, u, n, fs, NULL, false, false);
 }
 
 int dg_csum_set_journaled(struct dg_vol *vol, const struct dg_csum_upd *u,
 			  unsigned n, struct dg_flushset *fs,
 			  const struct dg_csum_then *then)
 {
-	return set_batch(vol, u, n, fs, then, copies_together_ok(vol));
+	return set_batch(vol, u, n, fs, then, copies_together_ok(vol), true);
 }
 
+/*
+ * The distinct indexes of the np pages (first[]) of u that the map says
+ * were never written, into fresh: their count.
+ */
+static unsigned new_indexes(struct dg_vol *vol, const struct dg_csum_upd *u,
+			    const unsigned *first, unsigned np,
+			    uint64_t *fresh)
+{
+	unsigned nf = 0;
+
+	for (unsigned i = 0; i < np; i++) {
+		uint64_t index = u[first[i]].row / DG_CSUMS_PER_PAGE;
+		unsigned k = 0;
+
+		if (dg_cmap_test(vol, index))
+			continue;
+		while (k < nf && fresh[k] != index)
+			k++;
+		if (k == nf)
+			fresh[nf++] = index;
+	}
+	return nf;
+}
+
+/*
+ * A journaled batch that sets the first checksums of a new index
+ * initialises it itself (docs/design.md, "A new index in the update's
+ * rounds"): the index's pages of every owner are written whole in the
+ * batch's own round(s) -- those of the batch with its checksums set,
+ * the other owners' (from img_extra on, into w[*nw...]) empty, or as a
+ * copy that verifies left them -- and the bit is set in core once that
+ * round is durable, pending (the map, above): the next round takes it
+ * along, not two rounds of its own first. A crash before then leaves
+ * the bit clear on the media over pages only this round wrote: whole
+ * (they verify, and hold what it set) or torn ("never written"), when
+ * the crash came in this round, which its entry (a reservation, or the
+ * update whose bytes it holds) was durable before and is replayed, so
+ * every checksum the round set is set again. For each index of
+ * fresh[0..nf) still clear (the caller holds the locks of its every
+ * owner's page): marks the batch's pages of it in isfresh, and adds the
+ * others. 0 or a failure.
+ */
+static int fresh_add(struct dg_vol *vol, const struct dg_csum_upd *u,
+		     const unsigned *first, unsigned np, uint64_t *fresh,
+		     unsigned *nf, bool *isfresh, struct cpw *w, bool *put,
+		     uint8_t *img_extra, unsigned *nw)
+{
+	unsigned kept = 0;
+
+	for (unsigned k = 0; k < *nf; k++) {
+		uint64_t index = fresh[k];
+
+		/* Another batch initialised it while this one waited. */
+		if (dg_cmap_test(vol, index))
+			continue;
+		fresh[kept++] = index;
+		for (unsigned owner = 0; owner < vol->ndev; owner++) {
+			unsigned i = 0;
+			uint8_t *pg;
+			int ret;
+
+			while (i < np && (u[first[i]].dev != owner ||
+					  u[first[i]].row / DG_CSUMS_PER_PAGE !=
+						  index))
+				i++;
+			if (i < np) {
+				isfresh[i] = true;
+				continue;
+			}
+			pg = img_extra + (size_t)(*nw - np) * DG_PAGE_SIZE;
+			ret = fresh_load(vol, owner, index, pg);
+			if (ret < 0)
+				return ret;
+			if (ret == 1)
+				continue; /* whole on every copy already */
+			((struct dg_dcpage *)pg)->gen = dg_gen_next(vol);
+			dg_csum_page_seal(vol, owner, index, pg);
+			w[*nw] = (struct cpw){ owner, index, pg, 0,
+					       DG_PAGE_SIZE, 0 };
+			put[(*nw)++] = true;
+		}
+	}
+	*nf = kept;
+	return 0;
+}
+
+/*
+ * Set the checksums u[0..n) (sorted by (dev, row)), every page's copies
+ * durable on return, the first of each in the round of the caller's
+ * stores fs (all of them there where together). journaled: every
+ * checksum of u is of a row that an entry in the log names until this
+ * returns, which a new index's initialisation relies on (fresh_add()).
+ */
 static int set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 		     unsigned n, struct dg_flushset *fs,
-		     const struct dg_csum_then *then, bool together)
+		     const struct dg_csum_then *then, bool together,
+		     bool journaled)
 {
-	unsigned np = 0, nl = 0, *locks = NULL, *first = NULL;
+	unsigned np = 0, nl = 0, nf = 0, nw, cap, nr = 0, *locks = NULL,
+		 *first = NULL;
+	struct dg_cmap_rider riders[DG_CMAP_RIDERS];
 	struct cpw *w = NULL;
-	bool *put = NULL;
+	bool *put = NULL, *isfresh = NULL;
 	uint8_t *img = NULL;
+	uint64_t *fresh = NULL;
 	/* A small batch (a 4 KiB write: its page and its parity's) keeps
 	 * its arrays on the stack: five allocations, one of them
 	 * page-aligned, cost more than the rest of a cached page's
 	 * update. img is only written when a page is not cached. */
 	struct {
 		unsigned first[SMALL_BATCH + 1], locks[SMALL_BATCH];
+		uint64_t fresh[SMALL_BATCH];
 		struct cpw w[SMALL_BATCH];
-		bool put[SMALL_BATCH];
+		bool put[SMALL_BATCH], isfresh[SMALL_BATCH];
 		uint8_t img[SMALL_BATCH][DG_PAGE_SIZE]
 			__attribute__((aligned(DG_PAGE_SIZE)));
 	} sm;
-	bool small = n <= SMALL_BATCH;
+	bool small = n <= SMALL_BATCH, small_pages = false;
 	int ret = 0;
 
 	if (!n)
 		return 0;
 	/* The pages, each a run of u: u is sorted by (dev, row). */
 	first = small ? sm.first : malloc((n + 1) * sizeof(*first));
-	if (!first)
-		return -ENOMEM;
+	fresh = small ? sm.fresh : malloc(n * sizeof(*fresh));
+	if (!first || !fresh) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (unsigned i = 0; i < n; i++)
 		if (i == 0 || u[i].dev != u[i - 1].dev ||
 		    u[i].row / DG_CSUMS_PER_PAGE !=
 			    u[i - 1].row / DG_CSUMS_PER_PAGE)
 			first[np++] = i;
 	first[np] = n;
-	if (small) {
-		/* np <= n: no more pages than checksums. */
-		w = memset(sm.w, 0, np * sizeof(*w));
-		put = memset(sm.put, 0, np * sizeof(*put));
-		locks = sm.locks;
-		img = &sm.img[0][0];
-	} else {
-		w = calloc(np, sizeof(*w));
-		put = calloc(np, sizeof(*put));
-		locks = malloc(np * sizeof(*locks));
-		img = aligned_alloc(DG_PAGE_SIZE, (size_t)np * DG_PAGE_SIZE);
-	}
-	if (!w || !put || !locks || !img) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	/* Indexes first written take their own locks, one at a time. */
-	for (unsigned i = 0; i < np && !ret; i++) {
+	/* Checksums no entry names are in use from this round on: each new
+	 * index set up first, one at a time, its bit durable before any of
+	 * them is set. */
+	for (unsigned i = 0; i < np && !journaled && !ret; i++) {
 		uint64_t index = u[first[i]].row / DG_CSUMS_PER_PAGE;
 
 		if (!dg_cmap_test(vol, index))
 			ret = cmap_init_index(vol, index);
 	}
+	/* A pending index's pages are touched by no round before its bit
+	 * is durable (the map, above). */
+	for (unsigned i = 0; i < np && !ret; i++) {
+		uint64_t index = u[first[i]].row / DG_CSUMS_PER_PAGE;
+
+		if (cmap_is_pending(vol, index))
+			ret = cmap_flush_page(vol, index / DG_CMAP_BITS);
+	}
 	if (ret)
 		goto out;
+	if (journaled)
+		nf = new_indexes(vol, u, first, np, fresh);
+	/* np <= n: no more pages than checksums; a new index adds the
+	 * pages of its other owners. */
+	cap = np + nf * vol->ndev;
+	small_pages = small && !nf;
+	if (small_pages) {
+		w = memset(sm.w, 0, np * sizeof(*w));
+		put = memset(sm.put, 0, np * sizeof(*put));
+		isfresh = memset(sm.isfresh, 0, np * sizeof(*isfresh));
+		locks = sm.locks;
+		img = &sm.img[0][0];
+	} else {
+		w = calloc(cap, sizeof(*w));
+		put = calloc(cap, sizeof(*put));
+		isfresh = calloc(np, sizeof(*isfresh));
+		locks = malloc(cap * sizeof(*locks));
+		img = aligned_alloc(DG_PAGE_SIZE, (size_t)cap * DG_PAGE_SIZE);
+	}
+	if (!w || !put || !isfresh || !locks || !img) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	/* Every page's lock, held until its copies are all durable: in
 	 * ascending order, so two batches never wait on each other in a
 	 * cycle (cmap_init_index() takes its in the same order; everyone
-	 * else holds one at a time). */
+	 * else holds one at a time). A new index's: every owner's. */
+lock:
 	for (unsigned i = 0; i < np; i++)
-		locks[i] = dg_cpage_lock_idx(dg_cpage_key(
+		locks[nl++] = dg_cpage_lock_idx(dg_cpage_key(
 			u[first[i]].dev, u[first[i]].row / DG_CSUMS_PER_PAGE));
-	sort_lock_idx(locks, np);
-	for (unsigned i = 0; i < np; i++)
-		if (i == 0 || locks[i] != locks[i - 1])
-			locks[nl++] = locks[i];
+	for (unsigned k = 0; k < nf; k++)
+		for (unsigned owner = 0; owner < vol->ndev; owner++)
+			locks[nl++] = dg_cpage_lock_idx(
+				dg_cpage_key(owner, fresh[k]));
+	sort_lock_idx(locks, nl);
+	{
+		unsigned m = 0;
+
+		for (unsigned i = 0; i < nl; i++)
+			if (i == 0 || locks[i] != locks[i - 1])
+				locks[m++] = locks[i];
+		nl = m;
+	}
 	for (unsigned i = 0; i < nl; i++)
 		pthread_mutex_lock(&vol->csum_locks[locks[i]]);
+	nw = np;
+	if (nf)
+		ret = fresh_add(vol, u, first, np, fresh, &nf, isfresh, w, put,
+				img + (size_t)np * DG_PAGE_SIZE, &nw);
+	/* An index set up by another batch since the look above (while
+	 * this one waited for its locks) is pending still, maybe: its bit
+	 * written first, and everything looked at again. Rare: both
+	 * batches wanted the same new index at once. */
+	for (unsigned i = 0; i < np && !ret; i++) {
+		uint64_t index = u[first[i]].row / DG_CSUMS_PER_PAGE;
+
+		if (!cmap_is_pending(vol, index))
+			continue;
+		for (unsigned l = 0; l < nl; l++)
+			pthread_mutex_unlock(&vol->csum_locks[locks[l]]);
+		ret = cmap_flush_page(vol, index / DG_CMAP_BITS);
+		if (ret)
+			goto out;
+		nl = nf = 0;
+		memset(put, 0, cap * sizeof(*put));
+		memset(isfresh, 0, np * sizeof(*isfresh));
+		nf = journaled ? new_indexes(vol, u, first, np, fresh) : 0;
+		goto lock;
+	}
 	for (unsigned i = 0; i < np && !ret; i++)
 		ret = prepare_page(vol, u + first[i], first[i + 1] - first[i],
 				   img + (size_t)i * DG_PAGE_SIZE, &w[i],
-				   &put[i]);
+				   &put[i], isfresh[i]);
+	/* Pending bits of other batches' new indexes ride this round. */
+	if (!ret && journaled)
+		ret = dg_cmap_ride(vol, fs, riders, DG_CMAP_RIDERS, &nr);
 	if (!ret)
-		ret = write_pages_copies(vol, w, np, fs, then, together);
+		ret = write_pages_copies(vol, w, nw, fs, then, together);
+	dg_cmap_ride_end(vol, riders, nr, !ret);
 	/* On failure the volume is latched (media.h) and takes no more
 	 * updates; a page cached is what was meant to be written, which
 	 * the journal redoes at the next open. Cached only now: a put
-	 * may take the slot of a page cached above. */
-	for (unsigned i = 0; i < np && !ret; i++)
+	 * may take the slot of a page cached above. (Pages of two owners
+	 * may share a slot; one put over another only costs that page a
+	 * reread.) A new index's bit is set under its pages' locks: a
+	 * batch that waited for them finds it set. */
+	for (unsigned k = 0; k < nf && !ret; k++)
+		cmap_set_new(vol, fresh[k]);
+	for (unsigned i = 0; i < nw && !ret; i++)
 		if (put[i])
 			dg_cpcache_put(vol, w[i].owner, w[i].index, w[i].img,
 				       true);
@@ -1345,8 +1821,12 @@ static int set_batch(struct dg_vol *vol, const struct dg_csum_upd *u,
 out:
 	if (!small) {
 		free(first);
+		free(fresh);
+	}
+	if (!small_pages) {
 		free(w);
 		free(put);
+		free(isfresh);
 		free(locks);
 		free(img);
 	}

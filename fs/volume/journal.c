@@ -22,6 +22,9 @@ struct dg_jpending {
 				 * persist failure */
 	bool grouped;		/* in the round a leader is making */
 	bool done;
+	/* Stores the append put in the entry's round besides it (the
+	 * map's pending pages, dg_cmap_ride()), or NULL. */
+	struct dg_flushset *extra;
 };
 
 /*
@@ -393,6 +396,16 @@ static int write_head(struct dg_vol *vol)
 	 * media names them, and stays (struct dg_journal, replayed). */
 	if (!j->replayed)
 		return 0;
+	/* A new index's bit still pending (csum.c, the map) is written
+	 * before the tail passes the entries that name its rows: an open
+	 * after a crash then finds the index clear only while the log
+	 * still names them (dg_cmap_recover(): no fault). Not needed for
+	 * the data -- no round but the one that set the index up has
+	 * touched its pages -- so skipped while an append holds the map's
+	 * lock (it waits for this one's, and writes the map itself). */
+	dg_cmap_flush_try(vol, &ret);
+	if (ret)
+		return ret;
 
 	h.magic = DG_JHEAD_MAGIC;
 	memcpy(h.vol_uuid, vol->sb.vol_uuid, 16);
@@ -1908,6 +1921,8 @@ static int commit_group(struct dg_vol *vol, uint64_t seq, int ret)
 				continue;
 			p->grouped = true;
 			n++;
+			if (p->extra)
+				dg_flushset_merge(&fs, p->extra);
 			for (unsigned c = 0; c < j->ncopies; c++) {
 				struct dg_dev *d = copy_dev(vol, c, &area);
 
@@ -2000,6 +2015,9 @@ static int append(struct dg_vol *vol, struct dg_djentry *entry,
 	struct dg_journal *j = &vol->jrnl;
 	size_t len, mlen = dg_jentry_meta_len(vol, entry->nranges);
 	uint32_t mask = entry_copies(vol, lean);
+	struct dg_cmap_rider riders[DG_CMAP_RIDERS];
+	struct dg_flushset extra;
+	unsigned nr = 0;
 	uint64_t at;
 	int ret;
 
@@ -2075,11 +2093,23 @@ static int append(struct dg_vol *vol, struct dg_djentry *entry,
 	j->head_off = (j->head_off + len) % j->log_bytes;
 	pthread_mutex_unlock(&j->lock);
 
-	ret = store_entry(vol, entry, data, *seq, at, lean, mask);
+	/* A new index's bit rides the entry's round (csum.c, the map):
+	 * the round after the one that set the index up, for the update
+	 * that did -- before its pages in place touch the index again. */
+	dg_flushset_init(&extra);
+	ret = dg_cmap_ride(vol, &extra, riders, DG_CMAP_RIDERS, &nr);
+	if (!ret)
+		ret = store_entry(vol, entry, data, *seq, at, lean, mask);
 
 	pthread_mutex_lock(&j->lock);
+	pend_of(j, *seq)->extra = nr ? &extra : NULL;
 	ret = commit_group(vol, *seq, ret);
 	ret = wait_written(j, *seq, ret);
+	pend_of(j, *seq)->extra = NULL;
+	pthread_mutex_unlock(&j->lock);
+	dg_cmap_ride_end(vol, riders, nr, !ret);
+	dg_flushset_fini(&extra);
+	return ret;
 out:
 	pthread_mutex_unlock(&j->lock);
 	return ret;
@@ -2125,9 +2155,14 @@ int dg_journal_checkpoint(struct dg_vol *vol)
 
 	int ret = 0;
 
+	/* The map whole on the media too (outside the journal's lock,
+	 * which a rider waits for while it holds the map's). */
+	if (j->replayed)
+		ret = dg_cmap_flush(vol);
 	pthread_mutex_lock(&j->lock);
 	retire(j);
-	if (j->disk_tail_off != j->tail_off || j->disk_tail_seq != j->tail_seq)
+	if (!ret && (j->disk_tail_off != j->tail_off ||
+		     j->disk_tail_seq != j->tail_seq))
 		ret = write_head(vol);
 	pthread_mutex_unlock(&j->lock);
 	return ret;

@@ -129,6 +129,14 @@ struct dg_vol {
 	_Atomic uint64_t gen;			/* last generation handed out */
 	pthread_mutex_t epoch_lock;		/* a new epoch is being begun */
 	uint8_t *cmap;				/* init map, by cmap_lock */
+	/* Indexes set in core whose bit the media may not hold yet (set
+	 * up by a journaled batch, csum.c "pending"), as cmap, and how
+	 * many: by cmap_lock (the count also read without it, a hint). */
+	uint8_t *cmap_pending;
+	_Atomic uint64_t cmap_npending;
+	/* Per map page, the slot its next one-slot write goes to (the one
+	 * not written last): by cmap_init_lock. */
+	uint8_t *cmap_next_slot;
 	pthread_mutex_t cmap_lock;
 	/* walk.c: where the last walk ends, and the rows below which it
 	 * read ahead: a walk that begins there (the daemon's next batch)
@@ -138,7 +146,9 @@ struct dg_vol {
 	 * CPU this process may run on (its affinity), at most
 	 * DG_PAR_MAX_THREADS. */
 	unsigned check_threads;
-	pthread_mutex_t cmap_init_lock;		/* one index set up at a time */
+	/* The map's writes, one at a time (no crash tears both slots of a
+	 * page); an index set up outside a journaled batch. */
+	pthread_mutex_t cmap_init_lock;
 	struct dg_journal jrnl;
 
 	/* allocator, alloc.c */
@@ -298,6 +308,37 @@ void dg_cmap_free(struct dg_vol *vol);
 /* Write the whole map to the devices in the mask (a rebuilt device):
  * 0 or the first failure. */
 int dg_cmap_store(struct dg_vol *vol, uint32_t devs);
+/*
+ * Put the map pages holding pending bits (a new index's, csum.c) into the
+ * round fs, which must touch no pending index's checksum pages: the
+ * round after the one that set an index up -- its update's journal
+ * entry (journal.c, append()) -- takes its bit along, at no round of its
+ * own. Only when the map's lock is free (a trylock: the rider holds
+ * locks that a writer of the map may wait for). *nr riders filled (at
+ * most max); if any, the map's lock is held until dg_cmap_ride_end(),
+ * called once the round is durable (ok) or failed. 0 (out of memory
+ * included: a page not taken waits for a later round), or a store's
+ * failure (the volume latched, media.h).
+ */
+struct dg_cmap_rider {
+	uint64_t p;
+	struct dg_dcmap *m;
+	uint8_t *took;
+};
+#define DG_CMAP_RIDERS 4
+int dg_cmap_ride(struct dg_vol *vol, struct dg_flushset *fs,
+		 struct dg_cmap_rider *r, unsigned max, unsigned *nr);
+void dg_cmap_ride_end(struct dg_vol *vol, struct dg_cmap_rider *r,
+		      unsigned nr, bool ok);
+/* As dg_cmap_flush(), but only if the map's lock is free (false: it was
+ * not, nothing written): a caller that holds the journal's lock, which a
+ * rider waits for while it holds the map's. */
+bool dg_cmap_flush_try(struct dg_vol *vol, int *ret);
+/* Write every map page that holds a pending bit (a journaled batch's
+ * new index, csum.c) in a round of its own, so the media holds it:
+ * before the journal's tail moves (journal.c, write_head()) and at a
+ * checkpoint. 0 or the first failure. */
+int dg_cmap_flush(struct dg_vol *vol);
 bool dg_cmap_test(struct dg_vol *vol, uint64_t index);
 /* Index is clear, but owner's checksum page of it verifies: the bit
  * was lost from the map; set it again (written when writable): true. */

@@ -74,6 +74,10 @@
  * says which indexes have had their checksum pages written, sealed, on
  * every device. A bit is set only after those pages are durable and is
  * never cleared, so the union of the verified map copies is the truth.
+ * (A bit may reach the media a round after its pages, no other round
+ * touching them meanwhile: docs/design.md, "A new index in the update's
+ * rounds". Its two slots are written one at a time, a write to one slot
+ * or both.)
  * A checksum page whose index is set in the map and of which no copy
  * verifies is damage (its pages give EIO), never "never written".
  *

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: MIT
+/* test_new_index.c -- a checksum index set up in the rounds of the
+ * journaled update that first sets a checksum of it, its bit in the init
+ * map written before the journal's tail passes that update */
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "csum.h"
+#include "harness.h"
+
+/*
+ * A journaled batch that sets the first checksums of an index writes the
+ * index's pages with them, in its own round, and leaves the bit in core
+ * (csum.c, fresh_add()); the map page is written before the journal's
+ * tail moves (journal.c, write_head()). Until then a crash leaves the
+ * bit clear on the media over pages that hold checksums of rows the log
+ * names, which the replay sets again. These cases look at the map on
+ * the media, crash (a child that exits without a checkpoint), tear the
+ * pages by hand, and read back. docs/design.md, "A new index in the
+ * update's rounds".
+ */
+#define SIZE (32u << 20)
+
+/* An index no one wrote, far from the metadata's, and a row of it
+ * (slot off) on its first data page. */
+static void fresh_index(struct dg_vol *vol, uint64_t *index)
+{
+	*index = vol->sb.csum_pages - 2;
+	REQUIRE(*index > 2);
+	REQUIRE(!dg_cmap_test(vol, *index));
+}
+
+static uint64_t row_vpn(struct dg_vol *vol, uint64_t index, unsigned off,
+			unsigned *dev)
+{
+	uint64_t row = index * DG_CSUMS_PER_PAGE + off;
+
+	*dev = dg_row_data_dev(vol, row, 0);
+	return dg_loc_vpn(vol, *dev, row);
+}
+
+static void fill(uint8_t *buf, uint8_t v)
+{
+	for (unsigned i = 0; i < DG_PAGE_SIZE; i++)
+		buf[i] = (uint8_t)(v + i * 13);
+}
+
+static int put(struct dg_vol *vol, uint64_t vpn, const uint8_t *buf)
+{
+	return dg_apply(vol, &(struct dg_range){ vpn, 0, DG_PAGE_SIZE, buf },
+			1);
+}
+
+/* put(), and the page's bit in the allocation bitmap in the same update,
+ * as a file's write allocates: a page in use. */
+static int put_allocated(struct dg_vol *vol, uint64_t vpn,
+			 const uint8_t *buf)
+{
+	const uint64_t per = DG_PAGE_SIZE * 8ull;
+	uint64_t bm = vol->bitmap_vpn + vpn / per;
+	uint16_t off = (uint16_t)(vpn % per / 8);
+	uint8_t page[DG_PAGE_SIZE], byte;
+	int ret = dg_read(vol, bm, 1, page);
+
+	if (ret)
+		return ret;
+	byte = page[off] | (uint8_t)(1u << (vpn % 8));
+	return dg_apply(vol,
+			(struct dg_range[]){ { bm, off, 1, &byte },
+					     { vpn, 0, DG_PAGE_SIZE, buf } },
+			2);
+}
+
+/* How many (device, slot) copies of the map on the media verify and
+ * hold index's bit; *verify: how many verify. */
+static unsigned bit_on_media(struct tvol *tv, struct dg_vol *vol,
+			     uint64_t index, unsigned *verify)
+{
+	uint64_t p = index / DG_CMAP_BITS, bit = index % DG_CMAP_BITS;
+	struct dg_dcmap page __attribute__((aligned(DG_PAGE_SIZE))),
+		*m = &page;
+	unsigned set = 0;
+
+	*verify = 0;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		for (unsigned slot = 0; slot < 2; slot++) {
+			tvol_peek(tv, d, dg_cmap_slot_off(vol, slot) +
+						 p * DG_PAGE_SIZE,
+				  m, DG_PAGE_SIZE);
+			if (dg_cmap_page_check(vol, p, m) != 1)
+				continue;
+			(*verify)++;
+			set += (m->bits[bit / 8] >> (bit % 8)) & 1;
+		}
+	return set;
+}
+
+static uint64_t faults(struct dg_vol *vol)
+{
+	uint64_t n[DG_FAULT_NR], sum = 0;
+
+	dg_vol_fault_counts(vol, n);
+	for (unsigned k = 0; k < DG_FAULT_NR; k++)
+		sum += n[k];
+	return sum;
+}
+
+/*
+ * The bit is in core at once, on the media once the next round (the next
+ * update's journal entry) has taken it along -- one slot of the map page
+ * on every device -- and in both slots after a clean close and an open,
+ * which makes the slot left behind equal again without a fault.
+ */
+static void bit_rides_next_round(void)
+{
+	uint8_t buf[DG_PAGE_SIZE];
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t index;
+	unsigned dev, verify;
+
+	tvol_make(&tv, "newidx-ride", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	fresh_index(vol, &index);
+	fill(buf, 1);
+	CHECK_EQ(put(vol, row_vpn(vol, index, 3, &dev), buf), 0);
+	CHECK(dg_cmap_test(vol, index));
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 0);
+	CHECK_EQ(verify, 2 * vol->ndev);
+	/* A page of an index in use: its entry's round takes the bit. */
+	CHECK_EQ(put(vol, tdata_vpn(vol), buf), 0);
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), vol->ndev);
+	CHECK_EQ(verify, 2 * vol->ndev);
+	SCRUB_CLEAN(vol, false);
+	CHECK_EQ(dg_vol_close(vol), 0);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(faults(vol), 0);
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 2 * vol->ndev);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* A checkpoint (as at a close) writes a pending bit in a round of its
+ * own. */
+static void bit_written_at_checkpoint(void)
+{
+	uint8_t buf[DG_PAGE_SIZE];
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t index;
+	unsigned dev, verify;
+
+	tvol_make(&tv, "newidx-ckpt", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	fresh_index(vol, &index);
+	fill(buf, 1);
+	CHECK_EQ(put(vol, row_vpn(vol, index, 3, &dev), buf), 0);
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 0);
+	CHECK_EQ(dg_journal_checkpoint(vol), 0);
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), vol->ndev);
+	CHECK_EQ(verify, 2 * vol->ndev);
+	CHECK_EQ(dg_vol_close(vol), 0);
+	tvol_cleanup(&tv);
+}
+
+/*
+ * A child writes a page of a new index and crashes: the bit is clear on
+ * the media. crash_tear: every copy of every owner's page of the index
+ * then fails its seal (a crash in a later round that wrote them all).
+ */
+static void crash_state(struct tvol *tv, unsigned parity, uint64_t *index,
+			uint64_t *vpn, bool tear)
+{
+	uint8_t buf[DG_PAGE_SIZE];
+	struct dg_vol *vol;
+	unsigned dev, verify;
+	pid_t pid;
+	int st;
+
+	tvol_make(tv, "newidx-crash", 4, parity, SIZE, false);
+	vol = tvol_open(tv, 0);
+	REQUIRE(vol);
+	fresh_index(vol, index);
+	*vpn = row_vpn(vol, *index, 5, &dev);
+	REQUIRE(dg_vol_close(vol) == 0);
+	fill(buf, 2);
+	pid = fork();
+	if (pid == 0) {
+		vol = tvol_open(tv, 0);
+		/* No close: a crash. */
+		_exit(!vol || put_allocated(vol, *vpn, buf) ? 2 : 0);
+	}
+	REQUIRE(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+	vol = tvol_open(tv, DG_OPEN_RDONLY | DG_OPEN_NORECOVER);
+	REQUIRE(vol);
+	CHECK_EQ(bit_on_media(tv, vol, *index, &verify), 0);
+	for (unsigned owner = 0; tear && owner < vol->ndev; owner++)
+		for (unsigned c = 0; c < vol->sb.csum_copies; c++) {
+			unsigned d = dg_cpage_copy_dev(vol, owner, c);
+			uint64_t off = (dg_cpage_copy_page(vol, *index, c)
+					<< DG_PAGE_SHIFT) +
+				       DG_PAGE_SIZE - 8;
+			uint64_t seal;
+
+			tvol_peek(tv, d, off, &seal, 8);
+			seal ^= 1;
+			tvol_poke(tv, d, off, &seal, 8);
+		}
+	dg_vol_close(vol);
+}
+
+/* The open replays the entry: the page reads its new bytes, every
+ * checksum the log names set again, the bit written, nothing reported
+ * as a fault, the scrub clean. */
+static void reads_back(struct tvol *tv, uint64_t index, uint64_t vpn)
+{
+	uint8_t want[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
+	struct dg_vol *vol = tvol_open(tv, 0);
+	unsigned verify;
+
+	REQUIRE(vol);
+	fill(want, 2);
+	CHECK_EQ(dg_read(vol, vpn, 1, got), 0);
+	CHECK(!memcmp(got, want, DG_PAGE_SIZE));
+	CHECK(dg_cmap_test(vol, index));
+	CHECK(bit_on_media(tv, vol, index, &verify) >= vol->ndev);
+	CHECK_EQ(faults(vol), 0);
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+}
+
+static void crash_bit_clear(void)
+{
+	for (unsigned parity = 1; parity <= 2; parity++) {
+		struct tvol tv;
+		uint64_t index, vpn;
+
+		crash_state(&tv, parity, &index, &vpn, false);
+		reads_back(&tv, index, vpn);
+		tvol_cleanup(&tv);
+	}
+}
+
+/* Pages torn on every copy with the bit clear: "never written", set up
+ * again by the replay with the checksum its entry names. */
+static void crash_torn_pages(void)
+{
+	for (unsigned parity = 1; parity <= 2; parity++) {
+		struct tvol tv;
+		uint64_t index, vpn;
+
+		crash_state(&tv, parity, &index, &vpn, true);
+		reads_back(&tv, index, vpn);
+		tvol_cleanup(&tv);
+	}
+}
+
+/* An open that does not replay (fsck -n) finds the index's pages in
+ * use with the bit clear, and the log naming its rows: left to the
+ * replay, no fault -- the crash's. The page reads (its checksum page
+ * verifies). */
+static void readonly_quiet(void)
+{
+	uint8_t want[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t index, vpn;
+
+	crash_state(&tv, 1, &index, &vpn, false);
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	CHECK(!dg_cmap_test(vol, index));
+	fill(want, 2);
+	CHECK_EQ(dg_read(vol, vpn, 1, got), 0);
+	CHECK(!memcmp(got, want, DG_PAGE_SIZE));
+	CHECK_EQ(faults(vol), 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* A checksum set outside any entry (a repair's) is in use at once: the
+ * bit a journaled batch left in core is written first. */
+static void unjournaled_writes_bit(void)
+{
+	uint8_t buf[DG_PAGE_SIZE];
+	struct dg_flushset fs;
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t index, csum;
+	unsigned dev, verify;
+
+	tvol_make(&tv, "newidx-unj", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	fresh_index(vol, &index);
+	fill(buf, 3);
+	CHECK_EQ(put(vol, row_vpn(vol, index, 7, &dev), buf), 0);
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 0);
+	REQUIRE(dg_csum_get(vol, dev, index * DG_CSUMS_PER_PAGE + 7,
+			    &csum) == 0);
+	dg_flushset_init(&fs);
+	CHECK_EQ(dg_csum_set(vol, dev, index * DG_CSUMS_PER_PAGE + 7, csum,
+			     &fs), 0);
+	CHECK_EQ(dg_flushset_persist(vol->devs, vol->ndev, &fs), 0);
+	dg_flushset_fini(&fs);
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), vol->ndev);
+	SCRUB_CLEAN(vol, false);
+	CHECK_EQ(dg_vol_close(vol), 0);
+	tvol_cleanup(&tv);
+}
+
+/* Writers of one new index at once (each its own rows): one sets it up,
+ * the others wait for its pages' locks and find it set. */
+struct writer {
+	struct dg_vol *vol;
+	uint64_t index;
+	unsigned t;
+	int ret;
+};
+
+#define WRITERS 4
+#define PAGES	16
+
+static void *write_rows(void *arg)
+{
+	struct writer *w = arg;
+	uint8_t buf[DG_PAGE_SIZE];
+
+	for (unsigned i = 0; i < PAGES && !w->ret; i++) {
+		unsigned dev;
+
+		fill(buf, (uint8_t)(w->t * PAGES + i));
+		w->ret = put(w->vol, row_vpn(w->vol, w->index,
+					     i * WRITERS + w->t, &dev),
+			     buf);
+	}
+	return NULL;
+}
+
+static void writers_at_once(void)
+{
+	uint8_t want[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
+	struct writer w[WRITERS];
+	pthread_t th[WRITERS];
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t index;
+	unsigned verify;
+
+	tvol_make(&tv, "newidx-writers", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	fresh_index(vol, &index);
+	for (unsigned t = 0; t < WRITERS; t++) {
+		w[t] = (struct writer){ vol, index, t, 0 };
+		REQUIRE(pthread_create(&th[t], NULL, write_rows, &w[t]) == 0);
+	}
+	for (unsigned t = 0; t < WRITERS; t++) {
+		pthread_join(th[t], NULL);
+		CHECK_EQ(w[t].ret, 0);
+	}
+	CHECK_EQ(dg_vol_close(vol), 0);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	for (unsigned t = 0; t < WRITERS; t++)
+		for (unsigned i = 0; i < PAGES; i++) {
+			unsigned dev;
+
+			fill(want, (uint8_t)(t * PAGES + i));
+			CHECK_EQ(dg_read(vol, row_vpn(vol, index,
+						      i * WRITERS + t, &dev),
+					 1, got),
+				 0);
+			CHECK(!memcmp(got, want, DG_PAGE_SIZE));
+		}
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 2 * vol->ndev);
+	CHECK_EQ(faults(vol), 0);
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+static const struct test_case cases[] = {
+	{ "bit_rides_next_round", bit_rides_next_round },
+	{ "bit_written_at_checkpoint", bit_written_at_checkpoint },
+	{ "crash_bit_clear", crash_bit_clear },
+	{ "crash_torn_pages", crash_torn_pages },
+	{ "readonly_quiet", readonly_quiet },
+	{ "unjournaled_writes_bit", unjournaled_writes_bit },
+	{ "writers_at_once", writers_at_once },
+	{ NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, cases);
+}
