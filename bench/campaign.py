@@ -440,7 +440,8 @@ def compound_one(parity, seed, a):
     """One workload: (rows of counts, failure lines, seconds)."""
     env = dict(os.environ, COMPOUND_SEED=str(seed),
                COMPOUND_FAULTS=str(a.faults), COMPOUND_STRIDE=str(a.stride),
-               COMPOUND_LEAN=str(int(a.lean)), CRASH_JOBS=str(a.jobs))
+               COMPOUND_LEAN=str(int(a.lean)),
+               COMPOUND_FRESH=str(int(a.fresh)), CRASH_JOBS=str(a.jobs))
     cmd = ["nice", str(BUILD / "tests" / "crash" / "test_crash"),
            f"compound_p{parity}"]
     t0 = time.time()
@@ -461,7 +462,8 @@ def compound_one(parity, seed, a):
         fails.append(f"p{parity} seed {seed}: no summary lines "
                      f"(exit {p.returncode})")
     env_s = (f"COMPOUND_SEED={seed} COMPOUND_FAULTS={a.faults} "
-             f"COMPOUND_STRIDE={a.stride} COMPOUND_LEAN={int(a.lean)}")
+             f"COMPOUND_STRIDE={a.stride} COMPOUND_LEAN={int(a.lean)} "
+             f"COMPOUND_FRESH={int(a.fresh)}")
     fails = [f"{f} [{env_s} {' '.join(cmd[1:])}]" for f in fails]
     return rows, fails, time.time() - t0
 
@@ -693,6 +695,10 @@ def main():
                     help="worker processes per run (CRASH_JOBS)")
     cp.add_argument("--lean", action="store_true",
                     help="volumes made with --lean-journal (COMPOUND_LEAN)")
+    cp.add_argument("--fresh", action="store_true",
+                    help="the updated region in a checksum index no one "
+                         "has written, so the first update sets it up "
+                         "(COMPOUND_FRESH)")
     cp.add_argument("--out", help="directory for summary.md, summary.json")
     cp.add_argument("--label", help="what was measured, e.g. the commit")
     cp.add_argument("--show", type=int, default=10)

@@ -34,8 +34,13 @@
  * samples; DG_TEST_VERBOSE=1 shows the engine's log.
  */
 
-#define BASE_VPN     768u /* clear of the root, bitmap and inode table */
 #define SPAN	     256u /* pages updated: all data columns of some rows */
+/* The first page of the region: 768, clear of the root, bitmap and
+ * inode table; or, with COMPOUND_FRESH, in a checksum index no one has
+ * written (fresh_base()). The journal's prefill goes after 768's. */
+static uint64_t base_vpn = 768u;
+#define BASE_VPN    base_vpn
+#define PREFILL_VPN (768u + SPAN)
 #define MAX_FAILS    12u  /* detailed reports per worker */
 #define MAX_JOBS     8u
 #define SCRUB2_EVERY 8u	  /* full scrub on every n-th second open */
@@ -99,6 +104,7 @@ struct cfg {
 	bool alloc;		/* some vpns allocated before recording, so
 				 * the bitmap has bits to get wrong */
 	bool lean;		/* made with --lean-journal (COMPOUND_LEAN) */
+	bool fresh;		/* the region in a new index (COMPOUND_FRESH) */
 };
 
 struct run {
@@ -224,6 +230,35 @@ static struct dg_vol *open_images(char **paths, unsigned n, char *err,
 	return *retp ? NULL : vol;
 }
 
+/*
+ * COMPOUND_FRESH: the region's rows at the start of a chunk, all in one
+ * checksum index that no one has written, so that its first update sets
+ * the index up in its own rounds (csum.c, fresh_add()) -- and the crash
+ * and the fault meet that (docs/design.md, "A new index in the update's
+ * rounds"). false if the volume has no such index.
+ */
+static bool fresh_base(struct dg_vol *vol)
+{
+	const uint64_t cp = vol->sb.chunk_pages, per = DG_CSUMS_PER_PAGE;
+	const uint64_t rows = (SPAN + vol->k * cp - 1) / (vol->k * cp) * cp;
+
+	for (uint64_t m = 2; m + 1 < vol->sb.csum_pages; m++) {
+		uint64_t r0 = (m * per + cp - 1) / cp * cp;
+
+		if (dg_cmap_test(vol, m) || r0 + rows > (m + 1) * per)
+			continue;
+		base_vpn = r0 / cp * vol->k * cp;
+		if (base_vpn + 4 * SPAN < vol->vpns) {
+			printf("# the region at vpn %" PRIu64 ", rows %" PRIu64
+			       "-%" PRIu64 " of checksum index %" PRIu64
+			       ", never written\n", base_vpn, r0,
+			       r0 + rows - 1, m);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* A few runs of vpns allocated (nothing written to them), far from the
  * region and spread over the volume: the compound campaign checks that
  * every open loads the bitmap as recorded (issue 34). */
@@ -272,7 +307,7 @@ static int fill_journal(struct dg_vol *vol, uint64_t room_to_end, bool wrap,
 		if (!n)
 			n = 1; /* does not fit: this one wraps */
 		for (unsigned i = 0; i < n; i++)
-			rg[i] = (struct dg_range){ BASE_VPN + SPAN + i, 0,
+			rg[i] = (struct dg_range){ PREFILL_VPN + i, 0,
 						   DG_PAGE_SIZE,
 						   buf + i * DG_PAGE_SIZE };
 		buf[0]++;
@@ -349,7 +384,14 @@ static bool record_run(struct run *ru, const struct cfg *c)
 		dg_vol_close(vol);
 		return false;
 	}
-	if (info.vpns < BASE_VPN + 2 * SPAN) {
+	base_vpn = 768u;
+	if (c->fresh && !fresh_base(vol)) {
+		fprintf(stderr, "%s: no unwritten checksum index to put the "
+			"region in\n", c->tag);
+		dg_vol_close(vol);
+		return false;
+	}
+	if (info.vpns < BASE_VPN + 4 * SPAN) {
 		fprintf(stderr, "%s: volume too small\n", c->tag);
 		dg_vol_close(vol);
 		return false;
@@ -853,7 +895,9 @@ static void report(const char *tag, const char *what, uint64_t points,
  * compound runs it at 50,000 states and more. COMPOUND_F=i narrows a
  * run to fault i of each state (with CRASH_K and CRASH_POL: one state).
  * COMPOUND_LEAN=1 makes the volume with --lean-journal (docs/design.md,
- * "Lean entries"; campaign.py compound --lean).
+ * "Lean entries"; campaign.py compound --lean). COMPOUND_FRESH=1 puts
+ * the region in a checksum index no one has written (fresh_base();
+ * campaign.py compound --fresh).
  */
 static const char *const fk_names[FK_NR] = { "flip", "zero", "lost",
 					     "misdirect" };
@@ -1368,6 +1412,7 @@ static void compound_run(const struct cfg *c0, unsigned stride)
 	c.seed = env_uint("COMPOUND_SEED", (unsigned)c.seed);
 	c.alloc = true;
 	c.lean = env_uint("COMPOUND_LEAN", 0) != 0;
+	c.fresh = env_uint("COMPOUND_FRESH", 0) != 0;
 	stride = env_uint("COMPOUND_STRIDE", stride);
 	if (!stride)
 		stride = 1;
@@ -1537,11 +1582,11 @@ static void recover_run(const struct cfg *c, unsigned nstates,
 
 /* 4 devices, single parity; 64-page chunks (the smallest the inode
  * table allows) so the region spans every data column of its rows. */
-static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11, false, false };
+static const struct cfg cfg_p1 = { "p1", 4, 1, 64, 16u << 20, 30, 1, 11, false, false, false };
 /* 5 devices, double parity: sampled, every 3rd crash point. */
-static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22, false, false };
+static const struct cfg cfg_p2 = { "p2", 5, 2, 64, 16u << 20, 30, 3, 22, false, false, false };
 /* One device, no parity: both journal copies share it. */
-static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33, false, false };
+static const struct cfg cfg_p0 = { "p0", 1, 0, 64, 16u << 20, 30, 1, 33, false, false, false };
 
 static void test_crash_p1(void)
 {
