@@ -234,30 +234,29 @@ static void reads_back(struct tvol *tv, uint64_t index, uint64_t vpn)
 	dg_vol_close(vol);
 }
 
-static void crash_bit_clear(void)
+/* The crash, then the replay, under both parities. */
+static void crash_and_replay(bool tear)
 {
 	for (unsigned parity = 1; parity <= 2; parity++) {
 		struct tvol tv;
 		uint64_t index, vpn;
 
-		crash_state(&tv, parity, &index, &vpn, false);
+		crash_state(&tv, parity, &index, &vpn, tear);
 		reads_back(&tv, index, vpn);
 		tvol_cleanup(&tv);
 	}
+}
+
+static void crash_bit_clear(void)
+{
+	crash_and_replay(false);
 }
 
 /* Pages torn on every copy with the bit clear: "never written", set up
  * again by the replay with the checksum its entry names. */
 static void crash_torn_pages(void)
 {
-	for (unsigned parity = 1; parity <= 2; parity++) {
-		struct tvol tv;
-		uint64_t index, vpn;
-
-		crash_state(&tv, parity, &index, &vpn, true);
-		reads_back(&tv, index, vpn);
-		tvol_cleanup(&tv);
-	}
+	crash_and_replay(true);
 }
 
 /* An open that does not replay (fsck -n) finds the index's pages in
