@@ -833,6 +833,8 @@ static int cmap_ride_page(struct dg_vol *vol, uint64_t p,
 	if (!r->m || !r->took) {
 		free(r->m);
 		free(r->took);
+		r->m = NULL;
+		r->took = NULL;
 		return -ENOMEM; /* nothing stored */
 	}
 	cmap_image(vol, p, r->m, r->took);
@@ -927,8 +929,8 @@ static bool cmap_is_pending(struct dg_vol *vol, uint64_t index)
 }
 
 /* Set index in core, pending: its map page is written in the next
- * round that can take it (cmap_ride()), else before anything touches
- * the index's pages again, or the journal's tail moves. */
+ * round that can take it (dg_cmap_ride()), else before anything
+ * touches the index's pages again, or the journal's tail moves. */
 static void cmap_set_new(struct dg_vol *vol, uint64_t index)
 {
 	pthread_mutex_lock(&vol->cmap_lock);
