@@ -107,6 +107,29 @@ static uint64_t faults(struct dg_vol *vol)
 }
 
 /*
+ * A 4-device parity 1 volume (tag) with one page written into a new
+ * index (slot off of it; *dev its device): the bit set in core, on no
+ * copy of the map on the media yet, every copy of which verifies.
+ */
+static void pending_index(struct tvol *tv, const char *tag, unsigned off,
+			  struct dg_vol **vol, uint64_t *index, unsigned *dev)
+{
+	uint8_t buf[DG_PAGE_SIZE];
+	unsigned verify;
+
+	*vol = NULL;
+	tvol_make(tv, tag, 4, 1, SIZE, false);
+	*vol = tvol_open(tv, 0);
+	REQUIRE(*vol);
+	fresh_index(*vol, index);
+	fill(buf, 1);
+	CHECK_EQ(put(*vol, row_vpn(*vol, *index, off, dev), buf), 0);
+	CHECK(dg_cmap_test(*vol, *index));
+	CHECK_EQ(bit_on_media(tv, *vol, *index, &verify), 0);
+	CHECK_EQ(verify, 2 * (*vol)->ndev);
+}
+
+/*
  * The bit is in core at once, on the media once the next round (the next
  * update's journal entry) has taken it along -- one slot of the map page
  * on every device -- and in both slots after a clean close and an open,
@@ -120,15 +143,10 @@ static void bit_rides_next_round(void)
 	uint64_t index;
 	unsigned dev, verify;
 
-	tvol_make(&tv, "newidx-ride", 4, 1, SIZE, false);
-	vol = tvol_open(&tv, 0);
-	REQUIRE(vol);
-	fresh_index(vol, &index);
-	fill(buf, 1);
-	CHECK_EQ(put(vol, row_vpn(vol, index, 3, &dev), buf), 0);
-	CHECK(dg_cmap_test(vol, index));
-	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 0);
-	CHECK_EQ(verify, 2 * vol->ndev);
+	pending_index(&tv, "newidx-ride", 3, &vol, &index, &dev);
+	if (!vol)
+		return;
+	fill(buf, 2);
 	/* A page of an index in use: its entry's round takes the bit. */
 	CHECK_EQ(put(vol, tdata_vpn(vol), buf), 0);
 	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), vol->ndev);
@@ -147,19 +165,14 @@ static void bit_rides_next_round(void)
  * own. */
 static void bit_written_at_checkpoint(void)
 {
-	uint8_t buf[DG_PAGE_SIZE];
 	struct tvol tv;
 	struct dg_vol *vol;
 	uint64_t index;
 	unsigned dev, verify;
 
-	tvol_make(&tv, "newidx-ckpt", 4, 1, SIZE, false);
-	vol = tvol_open(&tv, 0);
-	REQUIRE(vol);
-	fresh_index(vol, &index);
-	fill(buf, 1);
-	CHECK_EQ(put(vol, row_vpn(vol, index, 3, &dev), buf), 0);
-	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 0);
+	pending_index(&tv, "newidx-ckpt", 3, &vol, &index, &dev);
+	if (!vol)
+		return;
 	CHECK_EQ(dg_journal_checkpoint(vol), 0);
 	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), vol->ndev);
 	CHECK_EQ(verify, 2 * vol->ndev);
@@ -286,20 +299,15 @@ static void readonly_quiet(void)
  * bit a journaled batch left in core is written first. */
 static void unjournaled_writes_bit(void)
 {
-	uint8_t buf[DG_PAGE_SIZE];
 	struct dg_flushset fs;
 	struct tvol tv;
 	struct dg_vol *vol;
 	uint64_t index, csum;
 	unsigned dev, verify;
 
-	tvol_make(&tv, "newidx-unj", 4, 1, SIZE, false);
-	vol = tvol_open(&tv, 0);
-	REQUIRE(vol);
-	fresh_index(vol, &index);
-	fill(buf, 3);
-	CHECK_EQ(put(vol, row_vpn(vol, index, 7, &dev), buf), 0);
-	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 0);
+	pending_index(&tv, "newidx-unj", 7, &vol, &index, &dev);
+	if (!vol)
+		return;
 	REQUIRE(dg_csum_get(vol, dev, index * DG_CSUMS_PER_PAGE + 7,
 			    &csum) == 0);
 	dg_flushset_init(&fs);
