@@ -383,7 +383,10 @@ static struct dg_dev *copy_dev(struct dg_vol *vol, unsigned c,
 
 /* Write both header slots' successor: the slot not written last. 0, or
  * the first failure: no further copy is written, and the in-core tail
- * is not taken as durable (log_used() measures from the durable one). */
+ * is not taken as durable (log_used() measures from the durable one).
+ * -EAGAIN, nothing written: a new index's bit is pending and an append
+ * holds the map's lock (below); the caller lets go of the journal's
+ * lock, writes the map (dg_cmap_flush()) and comes back. */
 static int write_head(struct dg_vol *vol)
 {
 	struct dg_journal *j = &vol->jrnl;
@@ -399,11 +402,11 @@ static int write_head(struct dg_vol *vol)
 	/* A new index's bit still pending (csum.c, the map) is written
 	 * before the tail passes the entries that name its rows: an open
 	 * after a crash then finds the index clear only while the log
-	 * still names them (dg_cmap_recover(): no fault). Not needed for
-	 * the data -- no round but the one that set the index up has
-	 * touched its pages -- so skipped while an append holds the map's
-	 * lock (it waits for this one's, and writes the map itself). */
-	dg_cmap_flush_try(vol, &ret);
+	 * still names them (dg_cmap_recover(): no fault). Only tried
+	 * here: an append holding the map's lock waits for the journal's,
+	 * which the caller holds. */
+	if (!dg_cmap_flush_try(vol, &ret))
+		return -EAGAIN;
 	if (ret)
 		return ret;
 
@@ -2001,6 +2004,20 @@ static void space_wait(struct dg_journal *j)
 	pthread_cond_timedwait(&j->cond, &j->lock, &ts);
 }
 
+/* write_head() found the map's lock held (-EAGAIN): the map written
+ * outside the journal's lock, which the caller holds on entry and on
+ * return, and which the holder of the map's may be waiting for. The
+ * caller looks at the journal again, as after any wait. */
+static int flush_map_unlocked(struct dg_vol *vol)
+{
+	int ret;
+
+	pthread_mutex_unlock(&vol->jrnl.lock);
+	ret = dg_cmap_flush(vol);
+	pthread_mutex_lock(&vol->jrnl.lock);
+	return ret;
+}
+
 /*
  * Appends run side by side: the lock is held only to reserve the space
  * and the number, and to wait for the entries before (wait_written());
@@ -2050,6 +2067,8 @@ static int append(struct dg_vol *vol, struct dg_djentry *entry,
 		if (j->disk_tail_off != j->tail_off ||
 		    j->disk_tail_seq != j->tail_seq) {
 			ret = write_head(vol);
+			if (ret == -EAGAIN)
+				ret = flush_map_unlocked(vol);
 			if (ret)
 				goto out;
 			continue;
@@ -2152,7 +2171,6 @@ void dg_journal_done(struct dg_vol *vol, uint64_t seq)
 int dg_journal_checkpoint(struct dg_vol *vol)
 {
 	struct dg_journal *j = &vol->jrnl;
-
 	int ret = 0;
 
 	/* The map whole on the media too (outside the journal's lock,
@@ -2160,10 +2178,16 @@ int dg_journal_checkpoint(struct dg_vol *vol)
 	if (j->replayed)
 		ret = dg_cmap_flush(vol);
 	pthread_mutex_lock(&j->lock);
-	retire(j);
-	if (!ret && (j->disk_tail_off != j->tail_off ||
-		     j->disk_tail_seq != j->tail_seq))
+	for (;;) {
+		retire(j);
+		if (ret || (j->disk_tail_off == j->tail_off &&
+			    j->disk_tail_seq == j->tail_seq))
+			break;
 		ret = write_head(vol);
+		if (ret != -EAGAIN)
+			break;
+		ret = flush_map_unlocked(vol);
+	}
 	pthread_mutex_unlock(&j->lock);
 	return ret;
 }
