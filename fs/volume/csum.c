@@ -1074,9 +1074,16 @@ int dg_cmap_load(struct dg_vol *vol)
 						       !(seen[d] & 2u));
 			/* Both slots whole, one of them the union: the
 			 * other one write behind, as a one-slot write
-			 * (cmap_ride_page()) leaves it. Made equal again,
-			 * no fault. */
-			if (seen[d] == 3u && whole[d]) {
+			 * (cmap_ride_page()) leaves it. Or, after a crash,
+			 * one slot failing its seal beside one that
+			 * verifies: a write of one slot torn (every write
+			 * is a round a slot, above). Made equal again, no
+			 * fault -- the price, as for checksum pages
+			 * (crash_debris()): a real fault of such a slot at
+			 * that moment is repaired unreported. */
+			if ((seen[d] == 3u && whole[d]) ||
+			    (vol->found_dirty &&
+			     (seen[d] == 1u || seen[d] == 2u))) {
 				quiet[d] = 1;
 				fix = true;
 				continue;

@@ -647,6 +647,7 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 				      : "read-write: parity keeps their pages "
 					"until they are rebuilt");
 
+	vol->found_dirty = vol->sb.state != DG_STATE_CLEAN;
 	ret = vol_init_core(vol);
 	if (ret)
 		FAIL(ret, "out of memory");

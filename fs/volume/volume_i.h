@@ -112,6 +112,9 @@ struct dg_vol {
 	bool lean_journal;		/* lean entries (DG_JENTRY_LEAN) */
 	bool copies_together;		/* journaled copies in one round */
 	bool read_only, degraded;
+	/* The volume was found not closed cleanly (a crash, or mounted
+	 * still): what rounds in flight tear is no fault of a device. */
+	bool found_dirty;
 	uint32_t missing_mask;
 	struct dg_latch latch;			/* a persist failed: refuse writes */
 	const struct dg_media_observer *obs;	/* tests: media.h */
