@@ -3,6 +3,7 @@
  * journaled update that first sets a checksum of it, its bit in the init
  * map written before the journal's tail passes that update */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -321,6 +322,171 @@ static void unjournaled_writes_bit(void)
 	tvol_cleanup(&tv);
 }
 
+/*
+ * An append that must move the journal's tail to find space while another
+ * thread holds the map's lock (as an append carrying a pending bit does,
+ * waiting for the journal's lock) writes the map before the tail moves:
+ * a crash right after finds the bit on the media, and the open reports
+ * nothing. Moved past the entry that set the index up with the bit still
+ * pending, the tail would leave a clear bit over pages the log no longer
+ * names: an "index in use is clear" fault the crash alone made.
+ */
+struct map_holder {
+	struct dg_vol *vol;
+	atomic_uint started, finished;
+	atomic_bool locked, done;
+};
+
+/* Hold the map's lock until the writer has been inside one append for
+ * two looks in a row (it waits for the lock), or is done. */
+static void *hold_map(void *arg)
+{
+	struct map_holder *h = arg;
+	unsigned last = ~0u;
+
+	pthread_mutex_lock(&h->vol->cmap_init_lock);
+	atomic_store(&h->locked, true);
+	while (!atomic_load(&h->done)) {
+		unsigned s = atomic_load(&h->started);
+
+		usleep(50000);
+		if (s != atomic_load(&h->finished) && s == last)
+			break;
+		last = s;
+	}
+	pthread_mutex_unlock(&h->vol->cmap_init_lock);
+	return NULL;
+}
+
+/* The child: a pending index, the map's lock held, appends until the
+ * tail has moved on the media; exits without a close (a crash). */
+static int fill_log_held(struct tvol *tv, uint64_t index)
+{
+	uint8_t buf[DG_PAGE_SIZE];
+	struct map_holder h = { 0 };
+	struct dg_vol *vol = tvol_open(tv, 0);
+	pthread_t th;
+	uint64_t tail;
+	unsigned dev;
+
+	if (!vol)
+		return 2;
+	fill(buf, 1);
+	if (put(vol, row_vpn(vol, index, 3, &dev), buf))
+		return 2;
+	h.vol = vol;
+	if (pthread_create(&th, NULL, hold_map, &h))
+		return 2;
+	while (!atomic_load(&h.locked))
+		usleep(1000);
+	tail = vol->jrnl.disk_tail_seq;
+	for (unsigned i = 0; i < 100000; i++) {
+		atomic_fetch_add(&h.started, 1);
+		fill(buf, (uint8_t)i);
+		if (put(vol, tdata_vpn(vol), buf))
+			return 2;
+		atomic_fetch_add(&h.finished, 1);
+		if (vol->jrnl.disk_tail_seq != tail)
+			return 0;
+	}
+	return 3; /* the tail never moved */
+}
+
+static void tail_waits_for_map(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t index;
+	unsigned verify;
+	pid_t pid;
+	int st;
+
+	tvol_make(&tv, "newidx-tail", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	fresh_index(vol, &index);
+	REQUIRE(dg_vol_close(vol) == 0);
+	pid = fork();
+	if (pid == 0)
+		_exit(fill_log_held(&tv, index));
+	REQUIRE(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	vol = tvol_open(&tv, DG_OPEN_RDONLY | DG_OPEN_NORECOVER);
+	REQUIRE(vol);
+	CHECK(bit_on_media(&tv, vol, index, &verify) >= vol->ndev);
+	dg_vol_close(vol);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK(dg_cmap_test(vol, index));
+	CHECK_EQ(faults(vol), 0);
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/*
+ * One slot of a map page failing its seal on one device, the other slot
+ * verifying: after a crash (the volume found dirty), a one-slot write
+ * the crash tore -- rewritten with no fault; after a clean close, a fault
+ * of the device -- reported and rewritten.
+ */
+static void torn_slot(bool crash)
+{
+	uint8_t buf[DG_PAGE_SIZE];
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t index, off, word;
+	unsigned verify;
+	pid_t pid;
+	int st;
+
+	tvol_make(&tv, "newidx-torn", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	fresh_index(vol, &index);
+	off = dg_cmap_slot_off(vol, 0) +
+	      index / DG_CMAP_BITS * DG_PAGE_SIZE + 64;
+	REQUIRE(dg_vol_close(vol) == 0);
+	pid = fork();
+	if (pid == 0) {
+		unsigned dev;
+
+		vol = tvol_open(&tv, 0);
+		fill(buf, 1);
+		/* The new index's bit rides the second put's round. */
+		if (!vol || put(vol, row_vpn(vol, index, 3, &dev), buf) ||
+		    put(vol, tdata_vpn(vol), buf))
+			_exit(2);
+		_exit(crash ? 0 : dg_vol_close(vol) ? 3 : 0);
+	}
+	REQUIRE(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+	tvol_peek(&tv, 1, off, &word, 8);
+	word ^= 0x10;
+	tvol_poke(&tv, 1, off, &word, 8);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	if (crash)
+		CHECK_EQ(faults(vol), 0);
+	else
+		CHECK(faults(vol) > 0);
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 2 * vol->ndev);
+	CHECK_EQ(verify, 2 * vol->ndev);
+	SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+static void torn_slot_after_crash(void)
+{
+	torn_slot(true);
+}
+
+static void torn_slot_after_close(void)
+{
+	torn_slot(false);
+}
+
 /* Writers of one new index at once (each its own rows): one sets it up,
  * the others wait for its pages' locks and find it set. */
 struct writer {
@@ -398,6 +564,9 @@ static const struct test_case cases[] = {
 	{ "crash_bit_clear", crash_bit_clear },
 	{ "crash_torn_pages", crash_torn_pages },
 	{ "readonly_quiet", readonly_quiet },
+	{ "tail_waits_for_map", tail_waits_for_map },
+	{ "torn_slot_after_crash", torn_slot_after_crash },
+	{ "torn_slot_after_close", torn_slot_after_close },
 	{ "unjournaled_writes_bit", unjournaled_writes_bit },
 	{ "writers_at_once", writers_at_once },
 	{ NULL, NULL },
