@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_rebuild.c -- a device rebuilt whole from parity: blank or
- * truncated images, every page and checksum back, too many lost refused */
+ * truncated images, every page and checksum back, too many lost refused,
+ * a fault on top of the loss */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 #define SIZE (16ull << 20)
 
 struct seen {
-	unsigned rebuilt, missing;
+	unsigned rebuilt, missing, bad;
 	int dev;
 };
 
@@ -26,6 +27,8 @@ static void on_event(void *arg, const struct dg_chk_event *ev)
 	}
 	if (ev->kind == DG_CHK_DEV_MISSING)
 		s->missing++;
+	if (ev->kind == DG_CHK_PAGE_BAD)
+		s->bad++;
 }
 
 static void check_all(struct tvol *tv, uint8_t want[][PG], unsigned n)
@@ -46,7 +49,7 @@ static void test_blank_device(void)
 {
 	static uint8_t want[40][PG];
 	struct tvol tv;
-	struct seen s = { 0, 0, -1 };
+	struct seen s = { 0, 0, 0, -1 };
 	char err[256] = "";
 
 	tvol_make(&tv, "rebuildblank", 3, 1, SIZE, false);
@@ -66,7 +69,7 @@ static void test_two_devices(void)
 {
 	static uint8_t want[40][PG];
 	struct tvol tv;
-	struct seen s = { 0, 0, -1 };
+	struct seen s = { 0, 0, 0, -1 };
 	char err[256] = "";
 
 	tvol_make(&tv, "rebuildtwo", 4, 2, SIZE, false);
@@ -85,7 +88,7 @@ static void test_too_many(void)
 {
 	static uint8_t want[4][PG];
 	struct tvol tv;
-	struct seen s = { 0, 0, -1 };
+	struct seen s = { 0, 0, 0, -1 };
 	char err[256] = "";
 
 	tvol_make(&tv, "rebuildmany", 3, 1, SIZE, false);
@@ -97,6 +100,85 @@ static void test_too_many(void)
 	CHECK(err[0] != 0);
 	CHECK_EQ(s.rebuilt, 0);
 	tvol_cleanup(&tv);
+}
+
+/*
+ * A device lost and, in a row it held a page of, a page of another
+ * device flipped: a fault on top of the loss (rebuild.c, rebuild_row()).
+ * Every data page of one row written (want[i]: the page of its i-th data
+ * device in device order), the first data device blanked, a byte of the
+ * second one's page flipped. Under parity 2 both are rebuilt, the flipped page written
+ * back; under parity 1 the row has two unknowns: the lost page is named
+ * and left, and both read EIO -- never other bytes.
+ */
+static void fault_on_top(unsigned ndev, unsigned parity)
+{
+	static uint8_t want[DG_MAX_DEVS][PG];
+	uint8_t got[PG];
+	struct tvol tv;
+	struct seen s = { 0, 0, 0, -1 };
+	struct dg_vol *vol;
+	char err[256] = "";
+	uint64_t row, vpn[DG_MAX_DEVS], seed = 77, off, word;
+	unsigned k = 0, dev[DG_MAX_DEVS], lost, flipped;
+
+	tvol_make(&tv, "rebuildtop", ndev, parity, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	row = tdata_row(vol);
+	for (unsigned d = 0; d < ndev; d++) {
+		if (dg_vol_row_is_parity(vol, row, d))
+			continue;
+		dev[k] = d;
+		vpn[k] = dg_loc_vpn(vol, d, row);
+		trand_fill(&seed, want[k], PG);
+		REQUIRE(dg_apply(vol, &(struct dg_range){ vpn[k], 0, PG,
+							  want[k] },
+				 1) == 0);
+		k++;
+	}
+	REQUIRE(k == ndev - parity);
+	lost = dev[0];
+	flipped = dev[1];
+	off = (dg_row_page(vol, row) << DG_PAGE_SHIFT) + 808;
+	REQUIRE(dg_vol_close(vol) == 0);
+	REQUIRE(truncate(tv.paths[lost], 0) == 0 &&
+		truncate(tv.paths[lost], SIZE) == 0);
+	tvol_peek(&tv, flipped, off, &word, 8);
+	word ^= 1ull << 17;
+	tvol_poke(&tv, flipped, off, &word, 8);
+	/* -EIO: pages lost, each named by an event (fsck's pass says so). */
+	CHECK_EQ(dg_vol_rebuild((const char *const *)tv.paths, ndev, on_event,
+				&s, NULL, NULL, err, sizeof(err)),
+		 parity == 1 ? -EIO : 0);
+	CHECK_EQ(s.rebuilt, 1);
+	CHECK_EQ(s.bad, parity == 1 ? 1 : 0);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	for (unsigned i = 0; i < k; i++) {
+		int ret = dg_read(vol, vpn[i], 1, got);
+
+		if (parity > 1 || i > 1) {
+			CHECK_EQ(ret, 0);
+			CHECK(memcmp(got, want[i], PG) == 0);
+		} else {
+			CHECK_EQ(ret, -EIO);
+		}
+	}
+	if (parity > 1)
+		SCRUB_CLEAN(vol, false);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+static void test_fault_on_top_p2(void)
+{
+	fault_on_top(4, 2);
+}
+
+static void test_fault_on_top_p1(void)
+{
+	fault_on_top(4, 1);
 }
 
 /*
@@ -112,7 +194,7 @@ static void test_fences_per_batch(void)
 {
 	enum { NP = 8960, RUN = 64 };
 	struct tvol tv;
-	struct seen s = { 0, 0, -1 };
+	struct seen s = { 0, 0, 0, -1 };
 	struct dg_media_counts c;
 	struct dg_vol *vol;
 	uint8_t *buf = malloc((size_t)RUN * PG), got[PG];
@@ -163,6 +245,8 @@ int main(int argc, char **argv)
 		{ "blank_device", test_blank_device },
 		{ "two_devices", test_two_devices },
 		{ "too_many", test_too_many },
+		{ "fault_on_top_p2", test_fault_on_top_p2 },
+		{ "fault_on_top_p1", test_fault_on_top_p1 },
 		{ "fences_per_batch", test_fences_per_batch },
 		{ NULL, NULL },
 	};
