@@ -487,6 +487,69 @@ static void torn_slot_after_close(void)
 	torn_slot(false);
 }
 
+/*
+ * A bit lost from every copy of the map (both slots of every device
+ * missed its write: beyond what the map's copies cover) over an index
+ * whose pages hold checksums of pages in use: the open finds its
+ * checksum pages sealed for this volume, sets the bit again in core and
+ * on the media, and says so (dg_cmap_recover(): detected, repaired);
+ * the page reads back, and the next open finds nothing.
+ */
+static void lost_bit_set_again(void)
+{
+	uint8_t want[DG_PAGE_SIZE], got[DG_PAGE_SIZE];
+	struct dg_dcmap page __attribute__((aligned(DG_PAGE_SIZE))),
+		*m = &page;
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t index, vpn, p, bit, n[DG_FAULT_NR];
+	unsigned dev, verify;
+
+	tvol_make(&tv, "newidx-lost", 4, 1, SIZE, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	fresh_index(vol, &index);
+	vpn = row_vpn(vol, index, 9, &dev);
+	fill(want, 4);
+	CHECK_EQ(put_allocated(vol, vpn, want), 0);
+	REQUIRE(dg_vol_close(vol) == 0);
+	vol = tvol_open(&tv, DG_OPEN_RDONLY | DG_OPEN_NORECOVER);
+	REQUIRE(vol);
+	REQUIRE(bit_on_media(&tv, vol, index, &verify) >= vol->ndev);
+	p = index / DG_CMAP_BITS;
+	bit = index % DG_CMAP_BITS;
+	for (unsigned d = 0; d < vol->ndev; d++)
+		for (unsigned slot = 0; slot < 2; slot++) {
+			uint64_t off = dg_cmap_slot_off(vol, slot) +
+				       p * DG_PAGE_SIZE;
+
+			tvol_peek(&tv, d, off, m, DG_PAGE_SIZE);
+			m->bits[bit / 8] &= (uint8_t)~(1u << (bit % 8));
+			dg_cmap_page_seal(vol, p, m);
+			tvol_poke(&tv, d, off, m, DG_PAGE_SIZE);
+		}
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 0);
+	CHECK_EQ(verify, 2 * vol->ndev);
+	dg_vol_close(vol);
+
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK(dg_cmap_test(vol, index));
+	dg_vol_fault_counts(vol, n);
+	CHECK_EQ(n[DG_FAULT_DETECTED], 1);
+	CHECK_EQ(n[DG_FAULT_REPAIRED], 1);
+	CHECK_EQ(bit_on_media(&tv, vol, index, &verify), 2 * vol->ndev);
+	CHECK_EQ(dg_read(vol, vpn, 1, got), 0);
+	CHECK(!memcmp(got, want, DG_PAGE_SIZE));
+	SCRUB_CLEAN(vol, false);
+	CHECK_EQ(dg_vol_close(vol), 0);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK_EQ(faults(vol), 0);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 /* Writers of one new index at once (each its own rows): one sets it up,
  * the others wait for its pages' locks and find it set. */
 struct writer {
@@ -567,6 +630,7 @@ static const struct test_case cases[] = {
 	{ "tail_waits_for_map", tail_waits_for_map },
 	{ "torn_slot_after_crash", torn_slot_after_crash },
 	{ "torn_slot_after_close", torn_slot_after_close },
+	{ "lost_bit_set_again", lost_bit_set_again },
 	{ "unjournaled_writes_bit", unjournaled_writes_bit },
 	{ "writers_at_once", writers_at_once },
 	{ NULL, NULL },
