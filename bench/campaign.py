@@ -41,8 +41,10 @@ pages; every open must then load the bitmap as recorded, and the map
 must cover every page in use. The target journal (issue 31) puts one
 state in eight on a page of a journal copy the run wrote (headers or
 log, any copy): the replay must then find every entry it needs on the
-other copies, every page exact. A failure prints the environment that
-reproduces it.
+other copies, every page exact. The target csum puts one state in eight
+on a copy of a checksum page that covers the region (a handful of pages,
+which the draw by page almost never met). A failure prints the
+environment that reproduces it.
 """
 import argparse
 import json
@@ -510,7 +512,8 @@ def write_compound(out, rows, fails, conf):
               "load as recorded, the map cover every page in use, a "
               "never-written page read zeros), or (one state in eight) on a "
               "page of a journal copy the run wrote (journal: every page "
-              "must come back exact); then the open (which replays the "
+              "must come back exact), or (one state in eight) on a copy of "
+              "a checksum page that covers the region (csum); then the open (which replays the "
               "journal) and every page read back, twice. exact: every page "
               "right; eio: the faulted page given up (docs/integrity.md, "
               "\"Replay under faults\"), every other page right; failed: a "
