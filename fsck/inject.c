@@ -434,20 +434,29 @@ static int pick1(struct inj *s, enum target t, bool need_nonzero,
 		}
 		return 0;
 	case T_JOURNAL: {
-		bool newest = false;
-		unsigned c = (unsigned)rndn(dg_jrnl_ncopies(s->vol));
+		unsigned n = dg_jrnl_ncopies(s->vol);
+		unsigned c0 = (unsigned)rndn(n);
 
-		/* The newest header slot: the live part of the journal. */
-		for (unsigned sl = 0; sl < 2; sl++) {
-			dg_jhead_loc(s->vol, c, sl, &o->dev, &o->page,
-				     &newest);
-			if (newest)
-				break;
-		}
+		/* A header slot: the newest of a copy drawn at random (the
+		 * live part of the journal), else, once earlier faults took
+		 * it (--count), that copy's other slot, then the slots of
+		 * the next copies: --count 2 x copies takes every one. */
 		o->lim = sizeof(struct dg_djhead);
 		o->what = "journal";
-		return s->devpath[o->dev] && !taken(s, o->dev, o->page)
-			       ? 0 : -ENOENT;
+		for (unsigned i = 0; i < n; i++)
+			for (unsigned pass = 0; pass < 2; pass++)
+				for (unsigned sl = 0; sl < 2; sl++) {
+					bool newest;
+
+					dg_jhead_loc(s->vol, (c0 + i) % n, sl,
+						     &o->dev, &o->page,
+						     &newest);
+					if (newest == (pass == 0) &&
+					    s->devpath[o->dev] &&
+					    !taken(s, o->dev, o->page))
+						return 0;
+				}
+		return -ENOENT;
 	}
 	default:
 		return pick_vpn(s, t, need_nonzero, o);
