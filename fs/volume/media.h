@@ -76,6 +76,9 @@ struct dg_dev {
 	bool suspect;		/* behind the volume (DG_OPEN_SUSPECT): its
 				 * superblocks are not rewritten until fsck
 				 * has checked every page of it */
+	bool found;		/* suspect for a reason of its own: no
+				 * superblock verified, its pages said which
+				 * device it is (vol.c, identify_by_pages()) */
 	bool coarse;		/* persist costs a syscall, not a flush per
 				 * line: one call over a span is cheapest */
 	unsigned idx;		/* device index, once known */

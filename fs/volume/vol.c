@@ -18,6 +18,8 @@ struct cand {
 	struct dg_dsuper sb;
 	bool opened, valid;
 	bool blank;		/* an empty file: a rebuild target */
+	bool nosuper;		/* opened, no superblock verifies */
+	bool found;		/* ... taken as the device its pages name */
 };
 
 #define FAIL(code, ...)                                                    \
@@ -160,8 +162,11 @@ static int probe(struct cand *c, unsigned n, bool rdonly, bool nolock,
 			return ret;
 		}
 		if (ret) {
+			/* Blank, a rebuild target; or a device that lost
+			 * its superblocks alone (identify_by_pages()). */
+			c[i].nosuper = true;
 			if (degraded)
-				continue; /* blank: a rebuild target */
+				continue;
 			snprintf(errbuf, errlen, "'%s' is not a daxguard "
 				 "device (no valid superblock)", c[i].path);
 			return -ENODEV;
@@ -431,6 +436,155 @@ static int resolve_claims(struct dg_vol *vol, struct cand *c, unsigned n,
 	return ret;
 }
 
+/* The candidate that holds slot by its superblock, or NULL. */
+static const struct cand *holder(const struct cand *c, unsigned n,
+				 unsigned slot)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (c[i].opened && c[i].valid && c[i].sb.dev_index == slot)
+			return &c[i];
+	return NULL;
+}
+
+static bool all_zero(const uint8_t *p)
+{
+	static const uint8_t zero[DG_PAGE_SIZE];
+
+	return !memcmp(p, zero, DG_PAGE_SIZE);
+}
+
+/*
+ * How many pages of slot on dev hash to the checksums the other devices
+ * keep for slot: for the first few indexes, a copy of slot's checksum
+ * page that verifies on a device its superblock names, and each page of
+ * a row it holds a checksum of. The checksums are seeded by (device,
+ * row), so only the slot's own pages match; pages of zeros are left out
+ * (zeros written to a file of one device would match zeros where
+ * another device lost its pages).
+ */
+static unsigned page_votes(struct dg_vol *vol, const struct cand *c,
+			   unsigned n, const struct dg_dev *dev, unsigned slot)
+{
+	uint64_t most = vol->sb.csum_pages < 8 ? vol->sb.csum_pages : 8;
+	unsigned votes = 0;
+
+	for (uint64_t i = 0; i < most; i++) {
+		const struct dg_dcpage *cp = NULL;
+
+		for (unsigned k = 0; k < vol->sb.csum_copies && !cp; k++) {
+			const struct cand *h =
+				holder(c, n, dg_cpage_copy_dev(vol, slot, k));
+			uint64_t off = dg_cpage_copy_page(vol, i, k)
+				       << DG_PAGE_SHIFT;
+
+			if (h && off + DG_PAGE_SIZE <= h->dev.size &&
+			    dg_csum_page_check(vol, slot, i,
+					       dg_dev_ptr(&h->dev, off)) == 1)
+				cp = (const void *)dg_dev_ptr(&h->dev, off);
+		}
+		for (unsigned e = 0; cp && e < DG_CSUMS_PER_PAGE; e++) {
+			uint64_t row = i * DG_CSUMS_PER_PAGE + e;
+			uint64_t off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
+			const uint8_t *pg;
+
+			if (cp->csum[e] == DG_CSUM_NONE ||
+			    row >= vol->sb.rows || off + DG_PAGE_SIZE > dev->size)
+				continue;
+			pg = dg_dev_ptr(dev, off);
+			votes += !all_zero(pg) &&
+				 dg_csum_page(vol, slot, row, pg) == cp->csum[e];
+		}
+	}
+	return votes;
+}
+
+/*
+ * Devices no superblock of which verifies, where leaving them out would
+ * leave more slots missing than parity covers (DG_OPEN_SUSPECT): a device
+ * that lost its superblocks alone -- both copies, as firmware that zeroes
+ * ranges of two devices at once does -- is still the device its pages
+ * say. Each slot no device claims is weighed by the device's checksum
+ * page copies (content_votes()) and by its pages that hash to the
+ * checksums the others keep for that slot (page_votes()); a device whose
+ * pages name one such slot by far is taken as it: a suspect, used page by
+ * page where it verifies, as a stale device is (use_suspects()), with
+ * the volume's superblock as its own and a new device UUID, written only
+ * once fsck has checked every page of it. At most parity + 1 devices
+ * lose writes in all (lagging: the stale, those a superblock copy of
+ * which is behind, and every slot no current device holds), as
+ * use_suspects() asks; past that, or where the pages name no slot
+ * clearly, the device is left out as before. Returns how many were
+ * found.
+ */
+enum { FOUND_MIN_VOTES = 2, FOUND_MARGIN = 4 };
+
+static unsigned identify_by_pages(struct dg_vol *vol, struct cand *c,
+				  unsigned n, unsigned lagging)
+{
+	uint32_t claimed = 0;
+	unsigned found = 0, unclaimed;
+
+	for (unsigned i = 0; i < n; i++)
+		if (c[i].opened && c[i].valid &&
+		    c[i].sb.dev_index < vol->sb.dev_count)
+			claimed |= 1u << c[i].sb.dev_index;
+	/* Within parity a device without a superblock is left out and
+	 * rebuilt whole, as before: a rebuild cut short leaves its target
+	 * so, pages and all, and the next rebuild must take it again. */
+	unclaimed = vol->sb.dev_count - (unsigned)__builtin_popcount(claimed);
+	if (unclaimed <= vol->sb.parity || lagging > vol->sb.parity + 1u)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		int slot = -1;
+		unsigned best = 0, second = 0;
+
+		if (!c[i].opened || !c[i].nosuper ||
+		    c[i].dev.size < vol->sb.dev_pages * DG_PAGE_SIZE)
+			continue;
+		for (unsigned s = 0; s < vol->sb.dev_count; s++) {
+			unsigned v;
+
+			if (claimed & (1u << s))
+				continue;
+			v = content_votes(vol, &c[i].dev, s) +
+			    page_votes(vol, c, n, &c[i].dev, s);
+			if (v > best) {
+				second = best;
+				best = v;
+				slot = (int)s;
+			} else if (v > second) {
+				second = v;
+			}
+		}
+		/* Pages of equal bytes at one row of two devices (metadata
+		 * alike on both) vote for the other slot too: the slot
+		 * must win by far, on more than one page. Taken wrongly,
+		 * a device would be repaired into another's place. */
+		if (slot < 0 || best < FOUND_MIN_VOTES ||
+		    best < FOUND_MARGIN * second) {
+			if (best)
+				dg_log(DG_LOG_WARNING, "'%s': no superblock "
+				       "verifies, and its pages do not say "
+				       "clearly which device it is (%u for "
+				       "device %d, %u for another): left out",
+				       c[i].path, best, slot, second);
+			continue;
+		}
+		dg_log(DG_LOG_WARNING, "'%s': no superblock verifies, but %u "
+		       "of its pages are device %u's: taken as device %u, "
+		       "used page by page where it verifies until fsck has "
+		       "checked it", c[i].path, best, slot, slot);
+		c[i].sb = vol->sb;
+		c[i].sb.dev_index = (uint32_t)slot;
+		dg_uuid_new(c[i].sb.dev_uuid);
+		c[i].valid = c[i].found = true;
+		c[i].nosuper = false;
+		claimed |= 1u << slot;
+		found++;
+	}
+	return found;
+}
+
 /*
  * A degraded volume takes writes only when asked (DG_OPEN_DEGRADED_RW)
  * and when parity can carry the missing pages. A journal copy is always
@@ -513,8 +667,12 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 		return -ENOMEM;
 	vol->obs = obs;
 	dg_vol_set_consent(vol, ask, ask_arg);
+	/* A device without a superblock may yet be found by its pages
+	 * (DG_OPEN_SUSPECT): refused below unless it is. */
 	ret = probe(c, n, rdonly, flags & DG_OPEN_NOLOCK,
-		    flags & DG_OPEN_SCRATCH, degraded, errbuf, errlen, &ref);
+		    flags & DG_OPEN_SCRATCH,
+		    degraded || (flags & DG_OPEN_SUSPECT), errbuf, errlen,
+		    &ref);
 	if (ret)
 		goto fail;
 	vol->sb = c[ref].sb;
@@ -525,6 +683,14 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 	if (ret)
 		goto fail;
 	suspects = use_suspects(c, n, &vol->sb, flags, &lagging);
+	/* lagging counts the devices without a superblock as not current:
+	 * found, they stay so. */
+	if (flags & DG_OPEN_SUSPECT)
+		identify_by_pages(vol, c, n, lagging);
+	for (unsigned i = 0; i < n && !degraded; i++)
+		if (c[i].opened && c[i].nosuper)
+			FAIL(-ENODEV, "'%s' is not a daxguard device (no "
+			     "valid superblock)", c[i].path);
 
 	for (unsigned i = 0; i < n; i++) {
 		struct dg_dsuper *s = &c[i].sb;
@@ -583,6 +749,10 @@ static int vol_open(const char *const *paths, unsigned n, unsigned flags,
 			dg_log(DG_LOG_WARNING, "'%s' is truncated: left out",
 			       c[i].path);
 			c[i].valid = false;
+		}
+		if (c[i].found) {
+			c[i].dev.suspect = c[i].dev.found = true;
+			nsuspect++;
 		}
 		if (c[i].valid && vol->devs[idx].present)
 			FAIL(-EINVAL, "'%s' and '%s' both claim to be device "
@@ -799,8 +969,11 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	dg_latch_why(&vol->latch, info->failed, sizeof(info->failed));
 	info->missing_mask = vol->missing_mask;
 	for (unsigned d = 0; d < vol->ndev; d++)
-		if (vol->devs[d].present && vol->devs[d].suspect)
+		if (vol->devs[d].present && vol->devs[d].suspect) {
 			info->suspect_mask |= 1u << d;
+			if (vol->devs[d].found)
+				info->found_mask |= 1u << d;
+		}
 	info->chunk_pages = vol->sb.chunk_pages;
 	info->dev_pages = vol->sb.dev_pages;
 	info->rows = vol->sb.rows;

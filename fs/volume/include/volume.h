@@ -76,6 +76,8 @@ struct dg_vol_info {
 	uint32_t missing_mask;	/* bit d: device d missing/stale/unusable */
 	uint32_t suspect_mask;	/* bit d: device d stale but used page by
 				 * page (DG_OPEN_SUSPECT) */
+	uint32_t found_mask;	/* bit d: ... because no superblock of it
+				 * verified and its pages named it */
 	uint32_t chunk_pages;
 	uint64_t dev_pages;
 	uint64_t rows;
