@@ -66,10 +66,11 @@ static bool degradable(int ret)
 
 /*
  * More devices behind the volume's generation than parity covers: they
- * lost writes, their superblock updates among them. Each is used page
- * by page, a page counting only where it verifies against the newest
- * checksum copy (DG_OPEN_SUSPECT); what does not verify is rebuilt from
- * parity where its row allows, else given up and named.
+ * lost writes, their superblock updates among them; or devices no
+ * superblock of which verifies, whose pages said which they are. Each is
+ * used page by page, a page counting only where it verifies against the
+ * newest checksum copy (DG_OPEN_SUSPECT); what does not verify is
+ * rebuilt from parity where its row allows, else given up and named.
  */
 static void suspect_findings(struct fsck_ctx *c)
 {
@@ -86,11 +87,18 @@ static void suspect_findings(struct fsck_ctx *c)
 		ev.page = ev.vpn = -1;
 		ev.structure = "device";
 		ev.fixable = true;
-		snprintf(ev.detail, sizeof(ev.detail),
-			 "device %u of %u is behind the volume: it lost "
-			 "writes, its superblock's too (more such devices "
-			 "than parity covers)",
-			 d, info.ndev);
+		if (info.found_mask & (1u << d))
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "device %u of %u: no superblock of it "
+				 "verifies, its pages say which device it is "
+				 "(more devices missing than parity covers)",
+				 d, info.ndev);
+		else
+			snprintf(ev.detail, sizeof(ev.detail),
+				 "device %u of %u is behind the volume: it "
+				 "lost writes, its superblock's too (more "
+				 "such devices than parity covers)",
+				 d, info.ndev);
 		snprintf(ev.action, sizeof(ev.action),
 			 "every page checked, then taken back");
 		ctx_add(c, &ev);

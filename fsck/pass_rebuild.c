@@ -262,5 +262,16 @@ int pass_rebuild(struct fsck_ctx *c)
 		say_error(c, "cannot check after rebuild: %s\n", c->err);
 		return FSCK_ERROR | FSCK_UNCORRECTED;
 	}
+	/* A device found by its pages went through the rebuild's rows and
+	 * got its superblocks there (rebuild.c): no longer a suspect. */
+	dg_vol_get_info(c->vol, &info);
+	for (size_t i = 0; i < before; i++) {
+		struct finding *f = &c->f[i];
+
+		if (f->code == PR_0_DEV_STALE && f->dev >= 0 &&
+		    !((info.suspect_mask | info.missing_mask) &
+		      (1u << f->dev)))
+			f->fixed = true;
+	}
 	return PASS_NEXT;
 }

@@ -432,10 +432,11 @@ static bool explain_degraded(char **paths, int n, bool mounting,
 		slot_list(in.suspect_mask, slots, sizeof(slots));
 		dg_uuid_format(in.uuid, u);
 		dg_log(mounting ? DG_LOG_NOTICE : DG_LOG_ERR, "%s volume %s: "
-		       "%s of %u %s behind the volume (lost writes), more "
+		       "%s of %u %s behind the volume (lost writes%s), more "
 		       "than parity covers%s", mounting ? "mounting" :
 		       "cannot mount", u, slots, in.ndev,
 		       in.suspect_mask & (in.suspect_mask - 1) ? "are" : "is",
+		       in.found_mask ? ", or their superblocks" : "",
 		       mounting ? ": read-only, their pages used only where "
 				  "they verify against the newest checksums"
 				: "; mount with -o degraded to mount it "
