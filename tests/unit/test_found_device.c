@@ -41,6 +41,26 @@ static void reads_all(struct dg_vol *vol, uint8_t want[][PG])
 	}
 }
 
+/* Opened as fsck looks first (read-only, degraded, with suspects): the
+ * devices found by their pages and those missing are as said, and every
+ * page reads back. */
+static void opens_as(struct tvol *tv, uint8_t want[][PG], uint32_t found,
+		     uint32_t missing)
+{
+	struct dg_vol_info info;
+	struct dg_vol *vol = open_flags(tv, DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
+						    DG_OPEN_SUSPECT);
+
+	REQUIRE(vol);
+	dg_vol_get_info(vol, &info);
+	CHECK_EQ(info.found_mask, found);
+	CHECK_EQ(info.suspect_mask, found);
+	CHECK_EQ(info.missing_mask, missing);
+	CHECK(info.read_only);
+	reads_all(vol, want);
+	dg_vol_close(vol);
+}
+
 /*
  * Parity 1, two of four devices without a superblock: more slots
  * missing than parity covers, so the open used to refuse the volume.
@@ -63,16 +83,7 @@ static void test_two_found(void)
 	CHECK(open_flags(&tv, 0) == NULL);
 	CHECK(open_flags(&tv, DG_OPEN_RDONLY | DG_OPEN_DEGRADED) == NULL);
 
-	vol = open_flags(&tv, DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
-				      DG_OPEN_SUSPECT);
-	REQUIRE(vol);
-	dg_vol_get_info(vol, &info);
-	CHECK_EQ(info.found_mask, 0x6u);
-	CHECK_EQ(info.suspect_mask, 0x6u);
-	CHECK_EQ(info.missing_mask, 0u);
-	CHECK(info.read_only);
-	reads_all(vol, want);
-	dg_vol_close(vol);
+	opens_as(&tv, want, 0x6u, 0u);
 
 	vol = open_flags(&tv, DG_OPEN_DEGRADED | DG_OPEN_SUSPECT |
 				      DG_OPEN_REPAIR);
@@ -100,36 +111,19 @@ static void test_two_found(void)
 static void test_found_and_blank(void)
 {
 	static uint8_t want[NPAGES][PG];
-	struct dg_vol_info info;
 	struct tvol tv;
-	struct dg_vol *vol;
-	const unsigned flags = DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
-			       DG_OPEN_SUSPECT;
 
 	tvol_make(&tv, "found-blank", 4, 1, SIZE, false);
 	tvol_fill_spread(&tv, want, NPAGES);
 	lose_supers(&tv, 3);
-	vol = open_flags(&tv, flags);
-	REQUIRE(vol);
-	dg_vol_get_info(vol, &info);
-	CHECK_EQ(info.found_mask, 0u);
-	CHECK_EQ(info.missing_mask, 0x8u);
-	reads_all(vol, want);
-	dg_vol_close(vol);
-
+	opens_as(&tv, want, 0u, 0x8u);
 	REQUIRE(truncate(tv.paths[0], 0) == 0 &&
 		truncate(tv.paths[0], SIZE) == 0);
-	vol = open_flags(&tv, flags);
-	REQUIRE(vol);
-	dg_vol_get_info(vol, &info);
-	CHECK_EQ(info.found_mask, 0x8u);
-	CHECK_EQ(info.missing_mask, 0x1u);
-	reads_all(vol, want);
-	dg_vol_close(vol);
-
+	opens_as(&tv, want, 0x8u, 0x1u);
 	REQUIRE(truncate(tv.paths[3], 0) == 0 &&
 		truncate(tv.paths[3], SIZE) == 0);
-	CHECK(open_flags(&tv, flags) == NULL);
+	CHECK(open_flags(&tv, DG_OPEN_RDONLY | DG_OPEN_DEGRADED |
+				      DG_OPEN_SUSPECT) == NULL);
 	tvol_cleanup(&tv);
 }
 
