@@ -725,15 +725,17 @@ int dg_vol_rebuild_observed(const char *const *paths, unsigned n,
 	 * parity covers (tests/crash/test_crash_rebuild.c). The close
 	 * marks it clean. */
 	vol->read_only = false;
-	/* A device found by its pages (vol.c, identify_by_pages()) went
-	 * through every row above like the others: each page verified
-	 * against its checksum, rebuilt where it failed and its row
-	 * allowed. Its superblocks, lost, are written with the others:
-	 * left suspect, it would have none, and the next open -- within
-	 * parity now -- would take it for a blank device. Not after a
-	 * resync, which skips the rows that did not change. */
+	/* A suspect -- a device behind the volume, or one found by its
+	 * pages (vol.c, identify_by_pages()) -- went through every row
+	 * above like the others: each page verified against its newest
+	 * checksum, rebuilt where it failed and its row allowed, which is
+	 * what fsck's page pass would check it for. Its superblocks are
+	 * written with the others: left as they were, the next open --
+	 * within parity now -- would take it for a stale device (refused)
+	 * or a blank one. Not after a resync, which skips the rows that
+	 * did not change. */
 	for (unsigned d = 0; d < vol->ndev && !b.member; d++)
-		if (vol->devs[d].present && vol->devs[d].found)
+		if (vol->devs[d].present && vol->devs[d].suspect)
 			vol->devs[d].suspect = vol->devs[d].found = false;
 	ret = dg_super_new_epoch(vol);
 	if (ret)
