@@ -32,6 +32,20 @@ static void fresh_index(struct dg_vol *vol, uint64_t *index)
 	REQUIRE(!dg_cmap_test(vol, *index));
 }
 
+/* A 4-device volume (tag) open, and an index no one wrote; NULL if it
+ * does not open (the caller REQUIREs it). */
+static struct dg_vol *fresh_volume(struct tvol *tv, const char *tag,
+				   unsigned parity, uint64_t *index)
+{
+	struct dg_vol *vol;
+
+	tvol_make(tv, tag, 4, parity, SIZE, false);
+	vol = tvol_open(tv, 0);
+	if (vol)
+		fresh_index(vol, index);
+	return vol;
+}
+
 static uint64_t row_vpn(struct dg_vol *vol, uint64_t index, unsigned off,
 			unsigned *dev)
 {
@@ -195,10 +209,8 @@ static void crash_state(struct tvol *tv, unsigned parity, uint64_t *index,
 	pid_t pid;
 	int st;
 
-	tvol_make(tv, "newidx-crash", 4, parity, SIZE, false);
-	vol = tvol_open(tv, 0);
+	vol = fresh_volume(tv, "newidx-crash", parity, index);
 	REQUIRE(vol);
-	fresh_index(vol, index);
 	*vpn = row_vpn(vol, *index, 5, &dev);
 	REQUIRE(dg_vol_close(vol) == 0);
 	fill(buf, 2);
@@ -408,10 +420,8 @@ static void tail_waits_for_map(void)
 	pid_t pid;
 	int st;
 
-	tvol_make(&tv, "newidx-tail", 4, 1, SIZE, false);
-	vol = tvol_open(&tv, 0);
+	vol = fresh_volume(&tv, "newidx-tail", 1, &index);
 	REQUIRE(vol);
-	fresh_index(vol, &index);
 	REQUIRE(dg_vol_close(vol) == 0);
 	pid = fork();
 	if (pid == 0)
@@ -447,10 +457,8 @@ static void torn_slot(bool crash)
 	pid_t pid;
 	int st;
 
-	tvol_make(&tv, "newidx-torn", 4, 1, SIZE, false);
-	vol = tvol_open(&tv, 0);
+	vol = fresh_volume(&tv, "newidx-torn", 1, &index);
 	REQUIRE(vol);
-	fresh_index(vol, &index);
 	off = dg_cmap_slot_off(vol, 0) +
 	      index / DG_CMAP_BITS * DG_PAGE_SIZE + 64;
 	REQUIRE(dg_vol_close(vol) == 0);
@@ -512,10 +520,8 @@ static void lost_bit_set_again(void)
 	uint64_t index, vpn, p, bit, n[DG_FAULT_NR];
 	unsigned dev, verify;
 
-	tvol_make(&tv, "newidx-lost", 4, 1, SIZE, false);
-	vol = tvol_open(&tv, 0);
+	vol = fresh_volume(&tv, "newidx-lost", 1, &index);
 	REQUIRE(vol);
-	fresh_index(vol, &index);
 	vpn = row_vpn(vol, index, 9, &dev);
 	fill(want, 4);
 	CHECK_EQ(put_allocated(vol, vpn, want), 0);
