@@ -49,8 +49,14 @@ static int dir_read(struct dg_fs *fs, struct dg_inode *dp,
 		uint64_t vpn, run;
 
 		dg_ext_lookup(dp, pg, &vpn, &run);
-		if (!vpn && dp->damaged)
-			continue;	/* mapped by the lost extent page */
+		if (!vpn && dp->damaged) {
+			/* Mapped by the lost extent page: the whole hole is
+			 * skipped at once, as a damaged size can be huge. */
+			if (run >= npages - pg)
+				break;
+			pg += run - 1;
+			continue;
+		}
 		if (!vpn) {
 			ret = DG_CORRUPT(fs->vol, "directory %" PRIu64
 					 ": hole at page %" PRIu64, dp->ino, pg);

@@ -303,6 +303,21 @@ void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
 	image_io(tv, dev, off, dst, len, false);
 }
 
+void tvol_lose_page(struct tvol *tv, struct dg_vol *vol, uint64_t vpn)
+{
+	struct dg_loc l = dg_vpn_loc(vol, vpn);
+	uint64_t off = dg_row_page(vol, l.row) * DG_PAGE_SIZE;
+	uint64_t seed = 91 + vpn;
+	uint8_t junk[DG_PAGE_SIZE];
+
+	for (unsigned d = 0; d < tv->ndev; d++) {
+		if (d != l.dev && !dg_vol_row_is_parity(vol, l.row, d))
+			continue;
+		trand_fill(&seed, junk, sizeof(junk));
+		tvol_poke(tv, d, off, junk, sizeof(junk));
+	}
+}
+
 uint64_t tdata_vpn(struct dg_vol *vol)
 {
 	struct dg_vol_info info;

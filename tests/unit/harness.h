@@ -110,6 +110,10 @@ void tvol_poke(struct tvol *tv, unsigned dev, uint64_t off, const void *src,
 	       size_t len);
 void tvol_peek(struct tvol *tv, unsigned dev, uint64_t off, void *dst,
 	       size_t len);
+/* Page vpn of tv, open as vol, lost beyond parity: its data page and
+ * every parity page of its row overwritten with random bytes. (A page
+ * of the metadata zone keeps its ditto copies.) */
+void tvol_lose_page(struct tvol *tv, struct dg_vol *vol, uint64_t vpn);
 
 /* Pages 500 + 7 i of tv hold want[i] (i < n, random bytes from a fixed
  * seed), each applied and retired; REQUIREs in the caller. Cases about

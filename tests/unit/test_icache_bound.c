@@ -134,23 +134,6 @@ static void count_log(enum dg_log_level level, const char *fmt, va_list ap)
 	__atomic_add_fetch(&nlogged, 1, __ATOMIC_RELAXED);
 }
 
-/* Beyond parity while mounted: the page of vpn and its row's parity
- * junk on their devices. */
-static void lose_page_live(struct tfs *t, uint64_t vpn)
-{
-	struct dg_loc l = dg_vpn_loc(t->vol, vpn);
-	uint64_t off = dg_row_page(t->vol, l.row) * DG_PAGE_SIZE;
-	uint64_t seed = 91;
-	uint8_t junk[DG_PAGE_SIZE];
-
-	for (unsigned d = 0; d < 3; d++) {
-		if (d != l.dev && !dg_vol_row_is_parity(t->vol, l.row, d))
-			continue;
-		trand_fill(&seed, junk, sizeof(junk));
-		tvol_poke(&t->tv, d, off, junk, sizeof(junk));
-	}
-}
-
 /* An inode table page lost after the mount: its inodes give EIO to a
  * stat, a lookup and an unlink, are counted in the damage and logged
  * once (a stub stays in core), and readdir still lists their names. */
@@ -185,7 +168,7 @@ static void test_lost_table_page(void)
 		lost += v == vpn;
 	}
 	REQUIRE(lost > 0 && lost < NFILES);
-	lose_page_live(&t, vpn);
+	tvol_lose_page(&t.tv, t.vol, vpn);
 	dg_vol_set_log(t.vol, count_log, DG_LOG_DEBUG);
 	CHECK_EQ(dg_fs_getattr(t.fs, inos[victim], &a), -EIO);
 	logged = nlogged;
