@@ -1379,6 +1379,141 @@ static int journal_ranges(struct dg_vol *vol, const struct dg_range *r,
 }
 
 /*
+ * A page whose ranges rewrite bytes it already holds: an inode stored
+ * whole for a changed size and time, a directory record rewritten with
+ * one field changed. Its old image, read and verified under the row
+ * lock (prepare_pages()), says which of the bytes change; only those
+ * are journaled and written (with the ditto copy and the parity): every
+ * byte it stores costs P + 1 journal copies, the page, its ditto copy
+ * and both rows' parity. Not a page a range covers whole (its bytes
+ * seal the entry), nor one never written (the media may hold anything
+ * there: written whole), nor a new row's; not on a degraded volume
+ * (journal_ranges()) nor during a replace, whose replays argue from the
+ * journal's bytes.
+ */
+static bool trimmable(const struct dg_vol *vol, const struct apage *p)
+{
+	return vol->redundancy && !vol->degraded && !vol->repl &&
+	       p->nranges && !p->whole && !p->in_place && !p->full_row &&
+	       p->old && p->old_csum != DG_CSUM_NONE;
+}
+
+/* The bytes of [*lo, *hi) that change from old to new (narrowed to the
+ * first and last that do); false when none does. */
+static bool changed_span(const uint8_t *old, const uint8_t *new,
+			 uint32_t *lo, uint32_t *hi)
+{
+	uint32_t a = *lo, b = *hi;
+
+	while (a < b && old[a] == new[a])
+		a++;
+	while (b > a && old[b - 1] == new[b - 1])
+		b--;
+	*lo = a;
+	*hi = b;
+	return a < b;
+}
+
+/* Row a's parity span: the lines its pages change now. */
+static void row_span(struct dg_vol *vol, const struct apage *pg,
+		     struct arow *a)
+{
+	uint32_t lo = DG_PAGE_SIZE, hi = 0;
+
+	for (unsigned rank = 0; rank < vol->k; rank++) {
+		const struct apage *p;
+
+		if (!a->page[rank])
+			continue;
+		p = &pg[a->page[rank] - 1];
+		if (p->lo < lo)
+			lo = p->lo;
+		if (p->hi > hi)
+			hi = p->hi;
+	}
+	a->lo = lo & ~(DG_LINE_SIZE - 1);
+	a->hi = (hi + DG_LINE_SIZE - 1) & ~(DG_LINE_SIZE - 1);
+}
+
+/*
+ * The ranges to journal with the bytes that do not change trimmed off
+ * (trimmable() pages), each taken from the page's new image, so ranges
+ * that overlap say the same as the caller's in any order; a range that
+ * changes nothing is dropped, but a page keeps one byte (every page of
+ * an update is in its entry). The pages' spans, and their rows' parity
+ * spans, shrink to match: what is written in place. *outp is r itself
+ * when nothing is trimmed, else a new array for the caller to free.
+ */
+static int trim_ranges(struct dg_vol *vol, const struct dg_range *r,
+		       unsigned n, const unsigned *rix, struct apage *pg,
+		       unsigned npg, struct arow *rows, unsigned nrows,
+		       unsigned *pix, const struct dg_range **outp,
+		       unsigned *np)
+{
+	struct dg_range *out;
+	bool any = false;
+	unsigned m = 0;
+
+	*outp = r;
+	*np = n;
+	for (unsigned i = 0; i < npg && !any; i++)
+		any = trimmable(vol, &pg[i]);
+	if (!any)
+		return 0;
+	out = malloc(n * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (unsigned i = 0; i < npg; i++)
+		if (trimmable(vol, &pg[i])) {
+			pg[i].lo = DG_PAGE_SIZE;
+			pg[i].hi = 0;
+		}
+	/* pix[m] is written only once pix[i >= m] has been read. */
+	for (unsigned i = 0; i < n; i++) {
+		struct apage *p = &pg[pix[i]];
+		uint32_t lo = r[i].off, hi = r[i].off + r[i].len;
+
+		if (!trimmable(vol, p)) {
+			pix[m] = pix[i];
+			out[m++] = r[i];
+			continue;
+		}
+		if (!changed_span(p->old, p->new, &lo, &hi))
+			continue;
+		if (lo < p->lo)
+			p->lo = lo;
+		if (hi > p->hi)
+			p->hi = hi;
+		pix[m] = pix[i];
+		out[m++] = (struct dg_range){ .vpn = r[i].vpn, .off = lo,
+					      .len = hi - lo,
+					      .data = p->new + lo };
+	}
+	/* A page none of whose bytes change keeps the first byte of its
+	 * first range: one range dropped for it, so out has room. */
+	for (unsigned i = 0; i < npg; i++) {
+		struct apage *p = &pg[i];
+		const struct dg_range *q;
+
+		if (!trimmable(vol, p) || p->lo < p->hi)
+			continue;
+		q = &r[rix[p->r0]];
+		p->lo = q->off;
+		p->hi = q->off + 1;
+		pix[m] = i;
+		out[m++] = (struct dg_range){ .vpn = q->vpn, .off = q->off,
+					      .len = 1,
+					      .data = p->new + q->off };
+	}
+	for (unsigned i = 0; i < nrows; i++)
+		if (!rows[i].in_place)
+			row_span(vol, pg, &rows[i]);
+	*outp = out;
+	*np = m;
+	return 0;
+}
+
+/*
  * The old pages a small update will read (its data pages and the parity
  * of their rows), asked of memory at once: read one after the other,
  * each waits out its own walk of the page tables and its own trip to
@@ -1543,7 +1678,10 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 					  DG_PAGE_SIZE
 			  : NULL);
 	if (!ret)
-		ret = journal_ranges(vol, r, n, pg, npg, pix, &jr, &njr);
+		ret = vol->degraded ? journal_ranges(vol, r, n, pg, npg, pix,
+						     &jr, &njr)
+				    : trim_ranges(vol, r, n, rix, pg, npg,
+						  rows, nrows, pix, &jr, &njr);
 	if (ret)
 		goto unlock;
 	entry = build_entry(vol, jr, njr, pix, pg, &edata);

@@ -141,7 +141,8 @@ static unsigned add_ranges(struct dg_range *rg, unsigned n, uint64_t off,
 /*
  * Update i of the workload: a mix of 64 B, whole pages, unaligned
  * pages, large multi-page runs, several ranges in one call (some in one
- * page, later wins) and rewrites of earlier updates' pages.
+ * page, later wins, some rewriting bytes the page holds) and rewrites
+ * of earlier updates' pages.
  */
 static unsigned make_update(struct run *ru, unsigned i, uint64_t *rs,
 			    size_t max_big, uint8_t *buf,
@@ -185,6 +186,18 @@ static unsigned make_update(struct run *ru, unsigned i, uint64_t *rs,
 			uint8_t *d = buf + (size_t)p * DG_PAGE_SIZE;
 
 			trand_fill(rs, d, l);
+			/* One part in three rewrites what the page holds
+			 * with at most two bytes changed (none: a third of
+			 * those): the update journals and writes only the
+			 * bytes that change (apply.c, trim_ranges()). */
+			if (trand(rs) % 3 == 0) {
+				unsigned flips = (unsigned)(trand(rs) % 3);
+
+				memcpy(d, ru->model[i] + pg * DG_PAGE_SIZE + po,
+				       l);
+				while (flips--)
+					d[trand(rs) % l] ^= 0x5a;
+			}
 			rg[n++] = (struct dg_range){ BASE_VPN + pg, po, l, d };
 		}
 		return n;
