@@ -1076,14 +1076,17 @@ static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
 		}
 		return n;
 	}
+	/* Each new row once, by its first data page (a new row's data
+	 * pages are all the update's): in vpn order they mostly come in
+	 * row order already, which sort_runs() only checks. */
 	for (unsigned i = 0; i < npg; i++)
-		if (pg[i].in_place)
+		if (pg[i].in_place &&
+		    !dg_row_data_rank(vol, pg[i].row, pg[i].dev))
 			rows[nr++] = pg[i].row;
-	qsort(rows, nr, sizeof(*rows), u64_cmp);
+	sort_runs(rows, nr, sizeof(*rows), u64_cmp);
 	for (unsigned i = 0, j; i < nr; i = j) {
-		/* rows[] holds each row k times: skip equal ones, extend
-		 * over the next. */
-		for (j = i + 1; j < nr && rows[j] <= rows[j - 1] + 1; j++)
+		/* A run of consecutive rows, one range. */
+		for (j = i + 1; j < nr && rows[j] == rows[j - 1] + 1; j++)
 			;
 		if (jr)
 			jr[n] = (struct dg_djrange){
@@ -1387,14 +1390,13 @@ static int journal_ranges(struct dg_vol *vol, const struct dg_range *r,
  * byte it stores costs P + 1 journal copies, the page, its ditto copy
  * and both rows' parity. Not a page a range covers whole (its bytes
  * seal the entry), nor one never written (the media may hold anything
- * there: written whole), nor a new row's; not on a degraded volume
- * (journal_ranges()) nor during a replace, whose replays argue from the
- * journal's bytes.
+ * there: written whole), nor a new row's; and not at all on a degraded
+ * volume (journal_ranges()) nor during a replace, whose replays argue
+ * from the journal's bytes (trim_ranges() looks).
  */
-static bool trimmable(const struct dg_vol *vol, const struct apage *p)
+static inline bool trimmable(const struct apage *p)
 {
-	return vol->redundancy && !vol->degraded && !vol->repl &&
-	       p->nranges && !p->whole && !p->in_place && !p->full_row &&
+	return p->nranges && !p->whole && !p->in_place && !p->full_row &&
 	       p->old && p->old_csum != DG_CSUM_NONE;
 }
 
@@ -1456,15 +1458,17 @@ static int trim_ranges(struct dg_vol *vol, const struct dg_range *r,
 
 	*outp = r;
 	*np = n;
+	if (!vol->redundancy || vol->degraded || vol->repl)
+		return 0;
 	for (unsigned i = 0; i < npg && !any; i++)
-		any = trimmable(vol, &pg[i]);
+		any = trimmable(&pg[i]);
 	if (!any)
 		return 0;
 	out = malloc(n * sizeof(*out));
 	if (!out)
 		return -ENOMEM;
 	for (unsigned i = 0; i < npg; i++)
-		if (trimmable(vol, &pg[i])) {
+		if (trimmable(&pg[i])) {
 			pg[i].lo = DG_PAGE_SIZE;
 			pg[i].hi = 0;
 		}
@@ -1473,7 +1477,7 @@ static int trim_ranges(struct dg_vol *vol, const struct dg_range *r,
 		struct apage *p = &pg[pix[i]];
 		uint32_t lo = r[i].off, hi = r[i].off + r[i].len;
 
-		if (!trimmable(vol, p)) {
+		if (!trimmable(p)) {
 			pix[m] = pix[i];
 			out[m++] = r[i];
 			continue;
@@ -1495,7 +1499,7 @@ static int trim_ranges(struct dg_vol *vol, const struct dg_range *r,
 		struct apage *p = &pg[i];
 		const struct dg_range *q;
 
-		if (!trimmable(vol, p) || p->lo < p->hi)
+		if (!trimmable(p) || p->lo < p->hi)
 			continue;
 		q = &r[rix[p->r0]];
 		p->lo = q->off;
