@@ -245,8 +245,6 @@ static uint64_t inline_vpn(struct tfs *t, uint64_t ino, uint64_t fpage,
  * a hole skipped at once, not 2^40 pages looked up one by one. */
 static void test_damaged_huge_size(void)
 {
-	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
-				    .no_meta_zone = true, .force = true };
 	struct tfs t;
 	struct listing l = { 0 };
 	struct dg_attr a;
@@ -255,12 +253,7 @@ static void test_damaged_huge_size(void)
 	uint32_t off;
 	char name[64];
 
-	/* No metadata zone: its pages have ditto copies, and a page lost
-	 * beyond them is what this needs. */
-	tvol_make_opts(&t.tv, "dirhuge", 3, &o);
-	t.vol = tvol_open(&t.tv, 0);
-	t.fs = NULL;
-	REQUIRE(t.vol && dg_fs_open(t.vol, &t.fs) == 0);
+	REQUIRE(tfs_make_no_zone(&t, "dirhuge"));
 	d = tfs_dir(&t, 1, "d");
 	REQUIRE(d);
 	for (unsigned i = 0; i < 600; i++) {

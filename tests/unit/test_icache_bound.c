@@ -148,15 +148,7 @@ static void test_lost_table_page(void)
 	struct listing l = { 0 }, lp = { 0 };
 	char name[32];
 
-	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
-				    .no_meta_zone = true, .force = true };
-
-	/* No metadata zone: its pages have ditto copies (ditto.c), and
-	 * one page lost beyond them is what this needs. */
-	tvol_make_opts(&t.tv, "ibound3", 3, &o);
-	t.vol = tvol_open(&t.tv, 0);
-	t.fs = NULL;
-	REQUIRE(t.vol && dg_fs_open(t.vol, &t.fs) == 0);
+	REQUIRE(tfs_make_no_zone(&t, "ibound3"));
 	make_files(&t, NFILES, inos);
 	REQUIRE(tfs_remount(&t));
 	dg_fs_set_inode_cache(t.fs, BOUND);

@@ -97,27 +97,15 @@ static void fill_name(char *name, size_t len, unsigned i)
 	snprintf(name, len, "a-rather-long-name-to-fill-pages-%04u", i);
 }
 
-/* Beyond parity: the page and its row's parity page junk on their
- * devices, poked with the volume closed. */
+/* Beyond parity, found by the next open: the page and its row's parity
+ * page junk on their devices (the filesystem closed first, so nothing
+ * of it is written after). */
 static void lose_page(struct tfs *t, uint64_t vpn)
 {
-	struct dg_loc l = dg_vpn_loc(t->vol, vpn);
-	uint64_t off = dg_row_page(t->vol, l.row) * DG_PAGE_SIZE;
-	uint64_t seed = 77;
-	uint8_t junk[DG_PAGE_SIZE];
-	bool par[3];
-
-	for (unsigned d = 0; d < 3; d++)
-		par[d] = dg_vol_row_is_parity(t->vol, l.row, d);
 	dg_fs_close(t->fs);
-	dg_vol_close(t->vol);
 	t->fs = NULL;
-	for (unsigned d = 0; d < 3; d++) {
-		if (d != l.dev && !par[d])
-			continue;
-		trand_fill(&seed, junk, sizeof(junk));
-		tvol_poke(&t->tv, d, off, junk, sizeof(junk));
-	}
+	tvol_lose_page(&t->tv, t->vol, vpn);
+	dg_vol_close(t->vol);
 	t->vol = tvol_open(&t->tv, 0);
 }
 
@@ -128,19 +116,12 @@ static void lose_page(struct tfs *t, uint64_t vpn)
 static void test_lost_page_found_at_use(void)
 {
 	struct tfs t;
-	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
-				    .no_meta_zone = true, .force = true };
 	struct dg_fs_damage dmg;
 	struct dg_attr a;
 	char name[64];
 	uint64_t d, vpn = 0, run;
 
-	/* No metadata zone: its pages have ditto copies (ditto.c), and
-	 * one page lost beyond them is what this needs. */
-	tvol_make_opts(&t.tv, "lazy3", 3, &o);
-	t.vol = tvol_open(&t.tv, 0);
-	t.fs = NULL;
-	REQUIRE(t.vol && dg_fs_open(t.vol, &t.fs) == 0);
+	REQUIRE(tfs_make_no_zone(&t, "lazy3"));
 	d = tfs_dir(&t, 1, "d");
 	REQUIRE(d);
 	for (unsigned i = 0; i < 300; i++) {
@@ -195,8 +176,6 @@ static struct dg_fault_event lost_event(struct dg_vol *vol, uint64_t vpn)
 static void test_lost_page_of_file_not_in_core(void)
 {
 	struct tfs t;
-	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
-				    .no_meta_zone = true, .force = true };
 	struct dg_fault_event ev;
 	struct dg_lost_page *l, lp[2];
 	uint8_t data[3 * DG_PAGE_SIZE];
@@ -207,10 +186,7 @@ static void test_lost_page_of_file_not_in_core(void)
 	unsigned n;
 
 	REQUIRE(pages);
-	tvol_make_opts(&t.tv, "lazy4", 3, &o);
-	t.vol = tvol_open(&t.tv, 0);
-	t.fs = NULL;
-	REQUIRE(t.vol && dg_fs_open(t.vol, &t.fs) == 0);
+	REQUIRE(tfs_make_no_zone(&t, "lazy4"));
 	for (unsigned i = 0; i < 20; i++) {
 		snprintf(name, sizeof(name), "f%u", i);
 		f[i] = tfs_file(&t, 1, name);
@@ -469,8 +445,6 @@ static void quiet_log(enum dg_log_level level, const char *fmt, va_list ap)
 static void test_owner_holds_damaged(void)
 {
 	struct tfs t;
-	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
-				    .no_meta_zone = true, .force = true };
 	struct dg_setattr sa = { .valid = DG_SET_MODE, .mode = 0600 };
 	uint8_t data[DG_PAGE_SIZE];
 	uint64_t f[2], v[2], tvpn[2], root_page;
@@ -478,12 +452,7 @@ static void test_owner_holds_damaged(void)
 	struct dg_attr a;
 	uint32_t off;
 
-	/* No metadata zone: its pages have ditto copies (ditto.c), and
-	 * one page lost beyond them is what this needs. */
-	tvol_make_opts(&t.tv, "lazy8", 3, &o);
-	t.vol = tvol_open(&t.tv, 0);
-	t.fs = NULL;
-	REQUIRE(t.vol && dg_fs_open(t.vol, &t.fs) == 0);
+	REQUIRE(tfs_make_no_zone(&t, "lazy8"));
 	memset(data, 'd', sizeof(data));
 	/* f[1] the first file; f[0] the first on a table page neither
 	 * the root nor f[1] is on: lost, with theirs left whole. */

@@ -33,6 +33,20 @@ static inline bool tfs_make(struct tfs *t, const char *tag)
 	return tfs_make_size(t, tag, 16ull << 20);
 }
 
+/* The same without a metadata zone (the layout before META_ZONE): its
+ * metadata pages have no ditto copies, so a page lost beyond parity
+ * stays lost, which the cases about damaged metadata need. */
+static inline bool tfs_make_no_zone(struct tfs *t, const char *tag)
+{
+	struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
+				    .no_meta_zone = true, .force = true };
+
+	tvol_make_opts(&t->tv, tag, 3, &o);
+	t->fs = NULL;
+	t->vol = tvol_open(&t->tv, 0);
+	return t->vol && dg_fs_open(t->vol, &t->fs) == 0;
+}
+
 /* Close and open again: what follows reads only what the media holds. */
 static inline bool tfs_remount(struct tfs *t)
 {
