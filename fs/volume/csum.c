@@ -119,42 +119,80 @@ static pthread_mutex_t *cpage_lock(struct dg_vol *vol, unsigned owner,
 }
 
 /*
- * Store bytes [from, to) and the generation and seal of img in copy c,
- * and add the lines stored to fs, the round that makes them durable.
- * Only those lines: every other line of the copy is durable already
- * (each writer of a copy persists what it stores before it lets go:
- * updates, repairs, the format), so flushing it would make nothing more
- * durable. A crash before the round's fence leaves this copy sealed at
- * the older generation (stale) or failing its seal (bad), as a crash
- * inside a persist of the whole page would (docs/design.md, "What a
- * write costs the media"). 0, or the store's failure (latched).
+ * One checksum page being written: its new image, and which of its
+ * bytes changed: [from, to) for a page written whole, else the slots of
+ * the updates u[0, nu) (sorted by row). first: its first_copy(), set by
+ * write_pages_copies().
  */
-static int store_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
-		      unsigned c, const void *img, uint32_t from, uint32_t to,
+struct cpw {
+	unsigned owner;
+	uint64_t index;
+	const void *img;
+	uint32_t from, to;
+	unsigned first;
+	const struct dg_csum_upd *u;
+	unsigned nu;
+};
+
+/* Store img's bytes [from, to) in copy c at off and add them to fs. */
+static int store_span(struct dg_dev *d, unsigned dev, uint64_t off,
+		      const void *img, uint32_t from, uint32_t to,
+		      struct dg_flushset *fs)
+{
+	int ret = dg_dev_write(d, off + from, (const uint8_t *)img + from,
+			       to - from);
+
+	if (!ret)
+		dg_flushset_add(fs, dev, off + from, to - from);
+	return ret;
+}
+
+/*
+ * Store the bytes of w that changed, and the generation and seal of
+ * its image, in copy c, and add the lines stored to fs, the round that
+ * makes them durable. Only those bytes: every other line of the copy is
+ * durable already (each writer of a copy persists what it stores before
+ * it lets go: updates, repairs, the format), so storing or flushing it
+ * would make nothing more durable. An update's slots are stored run by
+ * run, slots less than a line apart in one: the rows of an update (the
+ * data page's, a metadata page's, their ditto copies') are often far
+ * apart in one checksum page, and the span from the first to the last
+ * cost 270 bytes a copy where the slots are 8 each. A crash before the
+ * round's fence leaves this copy sealed at the older generation (stale)
+ * or failing its seal (bad), as a crash inside a persist of the whole
+ * page would (docs/design.md, "What a write costs the media"). 0, or
+ * the store's failure (latched).
+ */
+static int store_copy(struct dg_vol *vol, const struct cpw *w, unsigned c,
 		      struct dg_flushset *fs)
 {
 	const uint32_t tail = offsetof(struct dg_dcpage, gen);
 	uint64_t off;
-	struct dg_dev *d = copy_dev(vol, owner, index, c, &off);
-	unsigned dev = dg_cpage_copy_dev(vol, owner, c);
+	struct dg_dev *d = copy_dev(vol, w->owner, w->index, c, &off);
+	unsigned dev = dg_cpage_copy_dev(vol, w->owner, c);
 	int ret = 0;
 
 	if (!d)
 		return 0;
-	if (to > tail)
-		to = tail;
-	if (from < to)
-		ret = dg_dev_write(d, off + from, (const uint8_t *)img + from,
-				   to - from);
-	if (!ret)
-		ret = dg_dev_write(d, off + tail, (const uint8_t *)img + tail,
-				   DG_PAGE_SIZE - tail);
-	if (ret)
-		return ret;
-	if (from < to)
-		dg_flushset_add(fs, dev, off + from, to - from);
-	dg_flushset_add(fs, dev, off + tail, DG_PAGE_SIZE - tail);
-	return 0;
+	if (!w->nu && w->from < w->to)
+		ret = store_span(d, dev, off, w->img, w->from,
+				 w->to < tail ? w->to : tail, fs);
+	for (unsigned i = 0; i < w->nu && !ret;) {
+		uint32_t from = (uint32_t)(w->u[i].row % DG_CSUMS_PER_PAGE) * 8;
+		uint32_t to = from + 8;
+
+		for (i++; i < w->nu; i++) {
+			uint32_t at = (uint32_t)(w->u[i].row %
+						 DG_CSUMS_PER_PAGE) * 8;
+
+			if (at >= to + DG_LINE_SIZE)
+				break;
+			to = at + 8;
+		}
+		ret = store_span(d, dev, off, w->img, from, to, fs);
+	}
+	return ret ? ret : store_span(d, dev, off, w->img, tail, DG_PAGE_SIZE,
+				      fs);
 }
 
 /* Whether copy c of owner's checksum pages counts after a crash: its
@@ -191,16 +229,6 @@ static unsigned first_copy(struct dg_vol *vol, unsigned owner, uint64_t index)
 	return present;
 }
 
-/* One checksum page being written: its new image and the bytes of it
- * that changed; first: its first_copy(), set by write_pages_copies(). */
-struct cpw {
-	unsigned owner;
-	uint64_t index;
-	const void *img;
-	uint32_t from, to;
-	unsigned first;
-};
-
 /* Store every copy of the n pages w into fs, but each page's first
  * copy (w[i].first, stored already) where but_first. */
 static int store_copies(struct dg_vol *vol, const struct cpw *w, unsigned n,
@@ -211,9 +239,7 @@ static int store_copies(struct dg_vol *vol, const struct cpw *w, unsigned n,
 	for (unsigned i = 0; i < n && !ret; i++)
 		for (unsigned c = 0; c < vol->sb.csum_copies && !ret; c++)
 			if (!but_first || c != w[i].first)
-				ret = store_copy(vol, w[i].owner, w[i].index, c,
-						 w[i].img, w[i].from, w[i].to,
-						 fs);
+				ret = store_copy(vol, &w[i], c, fs);
 	return ret;
 }
 
@@ -261,8 +287,7 @@ static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 						     w[i].index);
 
 		if (c < vol->sb.csum_copies)
-			ret = store_copy(vol, w[i].owner, w[i].index, c,
-					 w[i].img, w[i].from, w[i].to, fs);
+			ret = store_copy(vol, &w[i], c, fs);
 	}
 	r = dg_flushset_persist(vol->devs, vol->ndev, fs);
 	ret = ret ? ret : r;
@@ -293,8 +318,7 @@ static int write_pages_copies(struct dg_vol *vol, struct cpw *w,
 				     !ret; i++) {
 			unsigned c = j < w[i].first ? j : j + 1;
 
-			ret = store_copy(vol, w[i].owner, w[i].index, c,
-					 w[i].img, w[i].from, w[i].to, &rest);
+			ret = store_copy(vol, &w[i], c, &rest);
 		}
 		r = dg_flushset_persist(vol->devs, vol->ndev, &rest);
 		dg_flushset_fini(&rest);
@@ -1322,8 +1346,9 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 
 			p->gen = dg_gen_next(vol);
 			dg_csum_page_seal(vol, owner, index, pg);
-			w[nw++] = (struct cpw){ owner, index, pg, 0,
-						DG_PAGE_SIZE, 0 };
+			w[nw++] = (struct cpw){ .owner = owner,
+						.index = index, .img = pg,
+						.to = DG_PAGE_SIZE };
 		}
 		ret = ret < 0 ? ret : 0;
 	}
@@ -1493,8 +1518,6 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 {
 	unsigned owner = u[0].dev;
 	uint64_t index = u[0].row / DG_CSUMS_PER_PAGE;
-	uint32_t from = (uint32_t)(u[0].row % DG_CSUMS_PER_PAGE) * 8;
-	uint32_t to = (uint32_t)(u[n - 1].row % DG_CSUMS_PER_PAGE) * 8 + 8;
 	struct dg_dcpage *p;
 	uint8_t *cached;
 	bool all = false;
@@ -1509,8 +1532,6 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 		if (ret < 0)
 			return ret;
 		p = (struct dg_dcpage *)img;
-		from = 0;
-		to = DG_PAGE_SIZE;
 		*put = true;
 	} else {
 		struct dg_cpage_view v;
@@ -1526,15 +1547,20 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 			return ret ? ret : -EIO;
 		}
 		p = (struct dg_dcpage *)img;
-		from = 0;
-		to = DG_PAGE_SIZE;
 		*put = true;
 	}
 	for (unsigned i = 0; i < n; i++)
 		p->csum[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
 	p->gen = dg_gen_next(vol);
 	dg_csum_page_seal(vol, owner, index, p);
-	*w = (struct cpw){ owner, index, p, from, to, 0 };
+	/* A page read into img is written whole: only one from the
+	 * cache is known to be whole on every copy but for u's slots. */
+	if (*put)
+		*w = (struct cpw){ .owner = owner, .index = index, .img = p,
+				   .to = DG_PAGE_SIZE };
+	else
+		*w = (struct cpw){ .owner = owner, .index = index, .img = p,
+				   .u = u, .nu = n };
 	return 0;
 }
 
@@ -1655,8 +1681,8 @@ static int fresh_add(struct dg_vol *vol, const struct dg_csum_upd *u,
 				continue; /* whole on every copy already */
 			((struct dg_dcpage *)pg)->gen = dg_gen_next(vol);
 			dg_csum_page_seal(vol, owner, index, pg);
-			w[*nw] = (struct cpw){ owner, index, pg, 0,
-					       DG_PAGE_SIZE, 0 };
+			w[*nw] = (struct cpw){ .owner = owner, .index = index,
+					       .img = pg, .to = DG_PAGE_SIZE };
 			put[(*nw)++] = true;
 		}
 	}

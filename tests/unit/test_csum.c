@@ -518,6 +518,64 @@ static void test_csum_cache(void)
 	free(mem);
 }
 
+/* Set the checksums of rows r[0, n) of device 0 to vals: the bytes the
+ * media was asked to store. */
+static uint64_t set_rows(struct dg_vol *vol, const uint64_t *r, unsigned n,
+			 uint64_t val)
+{
+	struct dg_csum_upd u[4];
+	struct dg_media_counts c0, c1;
+	struct dg_flushset fs;
+
+	for (unsigned i = 0; i < n; i++)
+		u[i] = (struct dg_csum_upd){ 0, r[i], val + i };
+	dg_vol_media_counts(vol, &c0, NULL);
+	dg_flushset_init(&fs);
+	if (dg_csum_set_batch(vol, u, n, &fs))
+		c0.bytes_stored = UINT64_MAX / 2;	/* fails any check */
+	dg_flushset_fini(&fs);
+	dg_vol_media_counts(vol, &c1, NULL);
+	return c1.bytes_stored - c0.bytes_stored;
+}
+
+/*
+ * An update of a cached checksum page stores, in each copy, the slots
+ * it changes -- slots less than a line apart as one run -- and the
+ * generation and seal: not the span from its first slot to its last
+ * (csum.c, store_copy()). The first update of the page reads it and
+ * writes it whole.
+ */
+static void test_copy_stores_changed_slots(void)
+{
+	const uint64_t far[2] = { 10, 300 }, near[2] = { 40, 42 };
+	struct tvol tv;
+	struct dg_vol *vol;
+	unsigned copies;
+	uint64_t got;
+
+	tvol_make(&tv, "cslots", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_vol_cache_csum_pages(vol, 1u << 20) == 0);
+	copies = vol->sb.csum_copies;
+	CHECK(set_rows(vol, far, 2, 0x1000) >= copies * (PG - 16));
+	CHECK_EQ(set_rows(vol, far, 2, 0x2000), copies * (8 + 8 + 16));
+	CHECK_EQ(set_rows(vol, near, 2, 0x3000), copies * (24 + 16));
+	dg_vol_close(vol);
+
+	/* What the copies hold, read from the media. */
+	vol = tvol_open(&tv, DG_OPEN_RDONLY);
+	REQUIRE(vol);
+	REQUIRE(dg_csum_get(vol, 0, 10, &got) == 0);
+	CHECK_HEX(got, 0x2000);
+	REQUIRE(dg_csum_get(vol, 0, 300, &got) == 0);
+	CHECK_HEX(got, 0x2001);
+	REQUIRE(dg_csum_get(vol, 0, 42, &got) == 0);
+	CHECK_HEX(got, 0x3001);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 /*
  * A cursor answers every lookup with the stored checksum: a first lookup
  * in a cached checksum page reads the one entry, a second in that page
@@ -727,6 +785,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{ "seeded_distinct", test_seeded_distinct },
 		{ "known_answers", test_known_answers },
+		{ "copy_stores_changed_slots", test_copy_stores_changed_slots },
 		{ "misdirected_same_dev", test_misdirected_same_dev },
 		{ "misdirected_same_row", test_misdirected_same_row },
 		{ "misdirected_other", test_misdirected_other },
