@@ -4,7 +4,8 @@
  * The in-core map mirrors the media leaf for leaf (fsys_i.h, format.h):
  * the inline array, then one leaf per chain page, each with slack. An
  * insert or removal shifts entries within one leaf and marks the slots
- * it moved; a full leaf splits into a new page. ext_store() then writes
+ * it moved; a full leaf, or a long one inserted into (LEAF_SOFT),
+ * splits into a new page. ext_store() then writes
  * only the marked part of each changed leaf, so the metadata cost of a
  * write is a few hundred bytes however many extents the file has.
  */
@@ -223,14 +224,12 @@ static int leaf_add(struct dg_txn *txn, struct dg_inode *ip, uint32_t at)
 	return 0;
 }
 
-/* Make room at *p in a full leaf: split it, or, when appending at the
- * very end, start a new page so files written in order fill pages. *p
- * is moved to where the new extent now goes. */
-static int leaf_split(struct dg_txn *txn, struct dg_inode *ip, struct epos *p)
+/* Split a chain leaf: its last move extents go to a new page after it.
+ * *p, a place in it, is moved to where the new extent now goes. */
+static int leaf_split(struct dg_txn *txn, struct dg_inode *ip, struct epos *p,
+		      uint32_t move)
 {
 	struct dg_eleaf *lf = ip->leaf[p->leaf], *nl;
-	bool append = p->slot == lf->n && p->leaf + 1 == ip->nleaf;
-	uint32_t move = append ? 0 : lf->n - lf->n / 2;
 	int ret = leaf_add(txn, ip, p->leaf + 1);
 
 	if (ret)
@@ -245,33 +244,61 @@ static int leaf_split(struct dg_txn *txn, struct dg_inode *ip, struct epos *p)
 	return 0;
 }
 
+/*
+ * A leaf is kept sorted, so an insert into its middle rewrites the slots
+ * after it, and each byte rewritten costs the journal's copies, the
+ * page, its ditto copy and their parity (docs/design.md, "What a write
+ * costs the media"). A random write into a sparse file inserts at a
+ * random slot: in leaves filled towards DG_EMAP_PER_PAGE that moved
+ * some 60 extents (1,440 bytes) a write. A chain leaf of LEAF_SOFT
+ * extents or more splits in half at such an insert, so leaves filled
+ * at random hold 32-64 extents (a fifth to two fifths of a page: one
+ * chain page for some 45 extents of a file split page by page, where
+ * full pages hold 170) and an insert moves about 20. Appends at a
+ * leaf's end move nothing and fill it to DG_EMAP_PER_PAGE, as files
+ * written in order do.
+ */
+#define LEAF_SOFT 64u
+
 static int leaf_insert(struct dg_txn *txn, struct dg_inode *ip, struct epos p,
 		       struct dg_ext x)
 {
 	struct dg_eleaf *lf = ip->leaf[p.leaf];
+	struct dg_eleaf *nx = p.leaf + 1 < ip->nleaf ? ip->leaf[p.leaf + 1] :
+						       NULL;
+	int ret = 0;
 
-	if (lf->n == leaf_cap(p.leaf)) {
-		struct dg_eleaf *nx = p.leaf + 1 < ip->nleaf ?
-				      ip->leaf[p.leaf + 1] : NULL;
+	if (p.leaf && p.slot < lf->n && lf->n >= LEAF_SOFT &&
+	    lf->dirty >= lf->n) {
+		/* Into the middle of a long leaf: split it in half first
+		 * (LEAF_SOFT). Only in a leaf this transaction has not
+		 * changed yet: where it has, the shift rewrites slots it
+		 * rewrites anyway (a batch's inserts into one leaf), and
+		 * a split each would leave a trail of short pages. */
+		ret = leaf_split(txn, ip, &p, lf->n - lf->n / 2);
+	} else if (lf->n < leaf_cap(p.leaf)) {
+		/* room */
+	} else if (p.slot == lf->n && nx && nx->n < DG_EMAP_PER_PAGE) {
+		/* At the end of a full leaf: the next has room. */
+		p = (struct epos){ p.leaf + 1, 0 };
+	} else if (p.leaf == 0 && nx && nx->n < DG_EMAP_PER_PAGE) {
+		/* The inline array spills its last extent into the first
+		 * chain page rather than start a page of two. */
+		memmove(&nx->e[1], &nx->e[0], nx->n * sizeof(*nx->e));
+		nx->e[0] = lf->e[--lf->n];
+		nx->n++;
+		leaf_dirty(nx, 0);
+	} else {
+		/* Split the full leaf in half or, appending at the very
+		 * end, start a new page, so files written in order fill
+		 * pages. */
+		bool append = p.slot == lf->n && !nx;
 
-		if (p.slot == lf->n && nx && nx->n < DG_EMAP_PER_PAGE) {
-			/* At the end of a full leaf: the next has room. */
-			p = (struct epos){ p.leaf + 1, 0 };
-		} else if (p.leaf == 0 && nx && nx->n < DG_EMAP_PER_PAGE) {
-			/* The inline array spills its last extent into the
-			 * first chain page rather than start a page of two. */
-			memmove(&nx->e[1], &nx->e[0], nx->n * sizeof(*nx->e));
-			nx->e[0] = lf->e[--lf->n];
-			nx->n++;
-			leaf_dirty(nx, 0);
-		} else {
-			int ret = leaf_split(txn, ip, &p);
-
-			if (ret)
-				return ret;
-		}
-		lf = ip->leaf[p.leaf];
+		ret = leaf_split(txn, ip, &p, append ? 0 : lf->n - lf->n / 2);
 	}
+	if (ret)
+		return ret;
+	lf = ip->leaf[p.leaf];
 	memmove(&lf->e[p.slot + 1], &lf->e[p.slot],
 		(lf->n - p.slot) * sizeof(*lf->e));
 	lf->e[p.slot] = x;

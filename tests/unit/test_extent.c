@@ -269,6 +269,51 @@ static void fragment_then_merge(void)
 	fx_free(&x);
 }
 
+/* Chain leaves in use, and the mean extents each. */
+static double mean_leaf(const struct dg_inode *ip)
+{
+	return ip->nleaf > 1 ? (double)(ip->next - ip->leaf[0]->n) /
+				       (ip->nleaf - 1)
+			     : 0;
+}
+
+/* Every other page, in order then at random: 2000 extents that cannot
+ * merge. In order each lands at the end of the map and fills chain
+ * pages to DG_EMAP_PER_PAGE; at random each lands in the middle of a
+ * leaf, which splits in half from 64 on (extent.c, LEAF_SOFT), so an
+ * insert moves a few dozen slots, not half a full page. */
+static void leaves_in_order_and_at_random(void)
+{
+	struct fx x;
+	uint32_t full = (2000 - DG_INLINE_EXTENTS + DG_EMAP_PER_PAGE - 1) /
+			DG_EMAP_PER_PAGE;
+
+	REQUIRE(fx_make(&x, "order", 4000));
+	for (uint64_t p = 0; p < 4000; p += 2)
+		REQUIRE(fx_write(&x, p));
+	CHECK(map_ok(fx_ip(&x)));
+	fprintf(stderr, "  in order: %u extents, %u leaves, %.0f a leaf\n",
+		fx_ip(&x)->next, fx_ip(&x)->nleaf, mean_leaf(fx_ip(&x)));
+	CHECK_EQ(fx_ip(&x)->next, 2000);
+	CHECK_EQ(fx_ip(&x)->nleaf, 1 + full);
+	CHECK(fx_verify(&x));
+	fx_free(&x);
+
+	REQUIRE(fx_make(&x, "random", 4000));
+	REQUIRE(fx_write_shuffled(&x, 0, 2));
+	CHECK(map_ok(fx_ip(&x)));
+	fprintf(stderr, "  at random: %u extents, %u leaves, %.0f a leaf\n",
+		fx_ip(&x)->next, fx_ip(&x)->nleaf, mean_leaf(fx_ip(&x)));
+	CHECK_EQ(fx_ip(&x)->next, 2000);
+	CHECK(mean_leaf(fx_ip(&x)) >= 32 && mean_leaf(fx_ip(&x)) <= 80);
+	CHECK(fx_verify(&x));
+	/* The map reads back from the media as it was made. */
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK(fx_verify(&x));
+	fx_free(&x);
+}
+
 /* Punch holes of every size over a fragmented file (splitting extents
  * in the middle, dropping whole runs across leaves), rewriting pages in
  * between; then truncate it to nothing: all pages come back. */
@@ -823,6 +868,7 @@ static void fsck_drops_bad_xattr_page(void)
 static const struct test_case cases[] = {
 	{ "fill_sparse_random", fill_sparse_random },
 	{ "fragment_then_merge", fragment_then_merge },
+	{ "leaves_in_order_and_at_random", leaves_in_order_and_at_random },
 	{ "punch_and_truncate", punch_and_truncate },
 	{ "batch_scatter_moves", batch_scatter_moves },
 	{ "batch_scatter_bytes", batch_scatter_bytes },
