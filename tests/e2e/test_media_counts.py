@@ -169,11 +169,13 @@ def test_sequential_1m(vol):
 # Only the bytes of a metadata page that change are journaled and
 # written (docs/design.md, "Bytes that do not change"); storing every
 # byte of the ranges the filesystem hands over, 4 KiB appends stored
-# 4.52x (p1) and 6.84x (p2), new 4 KiB files 6.52x and 10.47x. The
-# bounds fail that.
+# 4.52x (p1) and 6.84x (p2), new 4 KiB files 6.52x and 10.47x. New
+# files stored 5.85x and 9.41x while the checksum copies were stored
+# from an update's first slot in a page to its last. The bounds fail
+# both.
 METADATA = {  # job -> parity -> stored/written, fences a write
     "append": {1: (4.45, 2.5), 2: (6.7, 5.5)},       # 4.36x, 6.57x; 2, 5
-    "new file": {1: (6.1, 4.5), 2: (9.9, 10.5)},     # 5.85x, 9.41x; 4, 10
+    "new file": {1: (5.1, 4.5), 2: (7.7, 10.5)},     # 4.77x, 7.28x; 4, 10
 }
 
 
@@ -207,6 +209,46 @@ def test_metadata_writes(vol, job):
     d, ratios = metadata_job(vol, job)
     report(f"4 KiB {job}", vol.parity, d, ratios, "write")
     bound = METADATA[job][vol.parity]
+    assert ratios[0] <= bound[0], f"stored/written: {ratios[0]:.3f}"
+    assert ratios[1] <= bound[1], f"fences a write: {ratios[1]:.2f}"
+
+
+# Random 4 KiB writes into the holes of a sparse file, as fio's random
+# jobs make over files they do not lay out: each write maps a new page,
+# and one that continues neither neighbour on the media inserts an
+# extent into the middle of its leaf (fs/fsys/extent.c). The warm-up
+# leaves some thousands of extents. They stored 6.93x (parity 1) and
+# 11.08x (2) while the checksum copies were stored from an update's
+# first slot in a page to its last (csum.c, store_copy()), and 6.05x
+# and 9.32x while leaves filled to 170 extents before they split, so an
+# insert moved some 60 (extent.c, LEAF_SOFT). The bounds fail both.
+HOLES_4K = {  # stored/written, fences a write
+    1: (5.5, 2.5),      # 5.15x, 2
+    2: (8.3, 5.5),      # 7.86x, 5
+}
+
+
+def test_random_4k_into_holes(vol):
+    v, n = vol, 64
+    pages = 64 * MIB // (4 * KIB)
+    rnd = random.Random(47)
+    order = rnd.sample(range(pages), 4000 + n)
+    fd = os.open(v.mnt / "sparse", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        os.ftruncate(fd, 64 * MIB)
+        for p in order[:4000]:
+            os.pwrite(fd, os.urandom(4 * KIB), p * 4 * KIB)
+        os.fsync(fd)          # the file's times too: nothing left over
+        before = media(v)
+        for p in order[4000:]:
+            os.pwrite(fd, os.urandom(4 * KIB), p * 4 * KIB)
+        after = media(v)
+    finally:
+        os.close(fd)
+    d, ratios = costs(before, after, lambda d: d["writes"])
+    assert (d["writes"], d["bytes_written"]) == (n, n * 4 * KIB), d
+    report("4 KiB random write into holes", v.parity, d, ratios, "write")
+    bound = HOLES_4K[v.parity]
     assert ratios[0] <= bound[0], f"stored/written: {ratios[0]:.3f}"
     assert ratios[1] <= bound[1], f"fences a write: {ratios[1]:.2f}"
 
@@ -280,8 +322,8 @@ def test_random_4k_four_writers(vol):
 # 2; with the extent map stored after each moved run rather than once,
 # 2.18x and 3.15x. The bounds fail both.
 HOLD_4K = {
-    1: (1.7, 1.0),      # 1.479x, 0.11 (0.21 before copies together)
-    2: (2.6, 1.0),      # 2.285x, 0.25 (157 lines a page)
+    1: (1.7, 1.0),      # 1.461x, 0.11 (0.21 before copies together)
+    2: (2.6, 1.0),      # 2.253x, 0.25 (155 lines a page)
 }
 
 
