@@ -120,15 +120,14 @@ static pthread_mutex_t *cpage_lock(struct dg_vol *vol, unsigned owner,
 
 /*
  * One checksum page being written: its new image, and which of its
- * bytes changed: [from, to) for a page written whole, else the slots of
- * the updates u[0, nu) (sorted by row). first: its first_copy(), set by
+ * slots changed: those of the updates u[0, nu) (sorted by row), or, nu
+ * 0, every one (a page written whole). first: its first_copy(), set by
  * write_pages_copies().
  */
 struct cpw {
 	unsigned owner;
 	uint64_t index;
 	const void *img;
-	uint32_t from, to;
 	unsigned first;
 	const struct dg_csum_upd *u;
 	unsigned nu;
@@ -174,9 +173,8 @@ static int store_copy(struct dg_vol *vol, const struct cpw *w, unsigned c,
 
 	if (!d)
 		return 0;
-	if (!w->nu && w->from < w->to)
-		ret = store_span(d, dev, off, w->img, w->from,
-				 w->to < tail ? w->to : tail, fs);
+	if (!w->nu)
+		ret = store_span(d, dev, off, w->img, 0, tail, fs);
 	for (unsigned i = 0; i < w->nu && !ret;) {
 		uint32_t from = (uint32_t)(w->u[i].row % DG_CSUMS_PER_PAGE) * 8;
 		uint32_t to = from + 8;
@@ -1347,8 +1345,7 @@ static int cmap_init_index(struct dg_vol *vol, uint64_t index)
 			p->gen = dg_gen_next(vol);
 			dg_csum_page_seal(vol, owner, index, pg);
 			w[nw++] = (struct cpw){ .owner = owner,
-						.index = index, .img = pg,
-						.to = DG_PAGE_SIZE };
+						.index = index, .img = pg };
 		}
 		ret = ret < 0 ? ret : 0;
 	}
@@ -1556,8 +1553,7 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 	/* A page read into img is written whole: only one from the
 	 * cache is known to be whole on every copy but for u's slots. */
 	if (*put)
-		*w = (struct cpw){ .owner = owner, .index = index, .img = p,
-				   .to = DG_PAGE_SIZE };
+		*w = (struct cpw){ .owner = owner, .index = index, .img = p };
 	else
 		*w = (struct cpw){ .owner = owner, .index = index, .img = p,
 				   .u = u, .nu = n };
@@ -1682,7 +1678,7 @@ static int fresh_add(struct dg_vol *vol, const struct dg_csum_upd *u,
 			((struct dg_dcpage *)pg)->gen = dg_gen_next(vol);
 			dg_csum_page_seal(vol, owner, index, pg);
 			w[*nw] = (struct cpw){ .owner = owner, .index = index,
-					       .img = pg, .to = DG_PAGE_SIZE };
+					       .img = pg };
 			put[(*nw)++] = true;
 		}
 	}
