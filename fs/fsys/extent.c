@@ -224,8 +224,9 @@ static int leaf_add(struct dg_txn *txn, struct dg_inode *ip, uint32_t at)
 	return 0;
 }
 
-/* Split a chain leaf: its last move extents go to a new page after it.
- * *p, a place in it, is moved to where the new extent now goes. */
+/* Split leaf p->leaf: its last move extents go to a new chain page
+ * after it (none: an empty page, to append to). *p, a place in the leaf,
+ * is moved to where the new extent now goes. */
 static int leaf_split(struct dg_txn *txn, struct dg_inode *ip, struct epos *p,
 		      uint32_t move)
 {
