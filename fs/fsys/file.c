@@ -9,9 +9,7 @@
 
 #include "fsys_i.h"
 
-/* Bytes one transaction of file data may carry: what the journal takes,
- * less room for the metadata that rides along. */
-static size_t txn_data_max(struct dg_fs *fs)
+size_t dg_file_piece_max(struct dg_fs *fs)
 {
 	size_t max = dg_apply_max_bytes(fs->vol);
 
@@ -281,7 +279,7 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 {
 	struct dg_inode *ip;
 	struct dg_txn *txn;
-	size_t done = 0, max = txn_data_max(fs);
+	size_t done = 0, max = dg_file_piece_max(fs);
 	bool relocating = true;
 	int ret = 0;
 
@@ -313,13 +311,17 @@ static ssize_t write_file(struct dg_fs *fs, uint64_t ino, uint64_t off,
 			ret = piece_commit(fs, txn, ip, &saved, off + done + n,
 					   killed || moved);
 		if (ret) {
+			/* This piece again, in place; the next one may move
+			 * (space may have been freed meanwhile, and it may be
+			 * smaller: the last piece of a write). */
 			if (piece_undo(fs, &txn, ip, &saved, ret, moved)) {
-				relocating = false;	/* in place */
+				relocating = false;
 				continue;
 			}
 			break;
 		}
 		done += n;
+		relocating = true;
 	}
 	write_end(fs, ip, txn, 1, done);
 	return done ? (ssize_t)done : ret;
@@ -495,7 +497,7 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 {
 	struct dg_inode *ip;
 	struct dg_txn *txn;
-	size_t done = 0, max = txn_data_max(fs);
+	size_t done = 0, max = dg_file_piece_max(fs);
 	struct bcur c = { 0, 0, 0, UINT64_MAX };
 	/* The moves this transaction tries: a retry after a failed one
 	 * drops it (and relocate() too when that is not what ran out of
@@ -745,7 +747,7 @@ static int alloc_zeroed(struct dg_fs *fs, struct dg_inode *ip,
 			uint64_t first, uint64_t last, uint64_t new_size)
 {
 	static const uint8_t zero[DG_PAGE_SIZE];
-	uint64_t step = txn_data_max(fs) / DG_PAGE_SIZE;
+	uint64_t step = dg_file_piece_max(fs) / DG_PAGE_SIZE;
 	struct taken taken = { 0 };
 	int ret = 0;
 

@@ -408,6 +408,9 @@ bool dg_dir_empty(const struct dg_dir *dir);
 uint8_t dg_mode_dtype(uint32_t mode);
 
 /* ---- file.c ------------------------------------------------------------ */
+/* Bytes one transaction of file data may carry (a write's piece): what
+ * the journal takes, less room for the metadata that rides along. */
+size_t dg_file_piece_max(struct dg_fs *fs);
 /* Write into a file's pages within txn (no size or time update). With
  * moved, the whole pages of a large write may go to new pages instead
  * (file.c, relocate()): *moved is then true, and the inode must be

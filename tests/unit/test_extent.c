@@ -750,6 +750,85 @@ static void batch_band_runs_out(void)
 	fx_free(&x);
 }
 
+/*
+ * One write() of two pieces (dg_file_piece_max()) into a file written
+ * whole, on a volume with room for the second piece's new pages but not
+ * the first's: the first cannot move (ENOSPC before its old pages are
+ * freed) and is written again in place; the second, which fits, still
+ * moves (relocate()) -- one failed move does not keep the rest of the
+ * write in place.
+ */
+static void write_moves_after_failed_move(void)
+{
+	struct fx x;
+	struct dg_attr a;
+	uint64_t min, piece, tail, room, total, *vpn0, run, moved = 0;
+	uint8_t *img;
+
+	REQUIRE(fx_make(&x, "movelater", 1));
+	min = dg_vol_new_row_min(x.vol);
+	piece = dg_file_piece_max(x.fs) / PG;
+	tail = min;
+	REQUIRE(min && piece > tail + 64);
+	total = piece + tail;
+	free(x.model);
+	x.model = calloc(total, sizeof(*x.model));
+	REQUIRE(x.model);
+	x.npages = total;
+	for (uint64_t p = 0; p < total; p++)
+		REQUIRE(fx_write(&x, p));
+	/* Everything else taken by a filler, then room for the second
+	 * piece's pages (and the metadata of both) given back. */
+	REQUIRE(dg_fs_mknod(x.fs, DG_ROOT_INO, "filler", S_IFREG | 0644, 0,
+			    0, 0, &a) == 0);
+	for (uint64_t step = 1024, off = 0; step;) {
+		int ret = dg_fs_fallocate(x.fs, a.ino, 0, off * PG, step * PG);
+
+		REQUIRE(ret == 0 || ret == -ENOSPC);
+		if (ret)
+			step /= 2;
+		else
+			off += step;
+	}
+	room = (piece + tail) / 2;
+	REQUIRE(dg_fs_fallocate(x.fs, a.ino,
+				FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+				room * PG) == 0);
+	fprintf(stderr, "  pieces of %llu and %llu pages, %llu free\n",
+		(unsigned long long)piece, (unsigned long long)tail,
+		(unsigned long long)dg_free_vpns(x.vol));
+	REQUIRE(dg_free_vpns(x.vol) < piece);
+	vpn0 = calloc(total, sizeof(*vpn0));
+	REQUIRE(vpn0);
+	for (uint64_t p = 0; p < total; p++) {
+		dg_ext_lookup(fx_ip(&x), p, &vpn0[p], &run);
+		x.model[p] = trand(&x.rng) | 1;
+	}
+	img = fx_image(&x);
+	REQUIRE(img);
+	CHECK_EQ(dg_fs_write(x.fs, x.ino, 0, img, total * PG),
+		 (ssize_t)(total * PG));
+	for (uint64_t p = 0; p < total; p++) {
+		uint64_t vpn;
+
+		dg_ext_lookup(fx_ip(&x), p, &vpn, &run);
+		if (p < piece)
+			CHECK_EQ(vpn, vpn0[p]);	/* in place */
+		else
+			moved += vpn != vpn0[p];
+	}
+	fprintf(stderr, "  second piece: %llu of %llu pages moved\n",
+		(unsigned long long)moved, (unsigned long long)tail);
+	CHECK(moved >= min);
+	CHECK(fx_verify_bytes(&x, img));
+	CHECK(map_ok(fx_ip(&x)));
+	CHECK_EQ(fx_fsck(&x, false), 0);
+	CHECK(fx_verify_bytes(&x, img));
+	free(vpn0);
+	free(img);
+	fx_free(&x);
+}
+
 /* Damage the map through the engine (valid checksums and parity: a
  * software bug, not a media fault), as fsck would find it. */
 static bool poke_map(struct fx *x, uint64_t vpn, uint32_t off,
@@ -874,6 +953,7 @@ static const struct test_case cases[] = {
 	{ "batch_scatter_bytes", batch_scatter_bytes },
 	{ "batch_no_band_in_place", batch_no_band_in_place },
 	{ "batch_band_runs_out", batch_band_runs_out },
+	{ "write_moves_after_failed_move", write_moves_after_failed_move },
 	{ "fsck_cuts_bad_map", fsck_cuts_bad_map },
 	{ "fsck_drops_bad_xattr_page", fsck_drops_bad_xattr_page },
 	{ NULL, NULL },
