@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "lfault.h"
+#include "lfault_parity.h"
 #include "devlist.h"
 #include "json.h"
 #include "util.h"
@@ -44,12 +46,14 @@ static const char help_text[] =
 	"  -V, --version        show the version and exit\n"
 	"\n"
 	"logical (unmounted volume; checksums stay valid): WHAT is inode,\n"
-	"directory, allocation, extent or xattr; --seed picks the sub-kind,\n"
-	"--file the file. DEV... as separate arguments or one list separated\n"
-	"by ',' or ':'. bitmap: an allocation bitmap page; cmap: a copy of a\n"
-	"checksum-page init map page (lost-write: both slots of one device\n"
-	"miss the map's next update); free: a page of a vpn nothing uses that\n"
-	"was never written (garbage there must stay invisible).\n"
+	"directory, allocation, extent, xattr or parity (a row's parity\n"
+	"wrong under a matching checksum); --seed picks the sub-kind (for\n"
+	"parity the row), --file the file. DEV... as separate arguments or\n"
+	"one list separated by ',' or ':'. bitmap: an allocation bitmap\n"
+	"page; cmap: a copy of a checksum-page init map page (lost-write:\n"
+	"both slots of one device miss the map's next update); free: a page\n"
+	"of a vpn nothing uses that was never written (garbage there must\n"
+	"stay invisible).\n"
 	"Numbers take the suffixes K, M, G, T. Exit status: 0\n"
 	"done, 1 failed, 2 bad usage.\n";
 
@@ -922,6 +926,90 @@ static uint64_t resolve_file(struct inj *s, const char *path)
 	return ino;
 }
 
+/* Logical faults are written through the engine: the volume opened for
+ * writing, which it refuses while mounted. */
+static void open_writable(struct inj *s)
+{
+	char err[512] = "";
+	int ret = dg_vol_open(s->paths, s->n, 0, &s->vol, err, sizeof(err));
+
+	if (ret == -EBUSY)
+		die("the volume is mounted or in use: logical faults are "
+		    "written through the engine and need it unmounted (%s)",
+		    err);
+	if (ret)
+		die("cannot open the volume for writing: %s", err);
+	dg_vol_get_info(s->vol, &s->info);
+}
+
+/* After a logical fault's write (ret its result): the volume closed,
+ * or the tool dies saying which failed. */
+static void close_written(struct inj *s, int ret)
+{
+	if (ret)
+		die("cannot write through the engine: %s", strerror(-ret));
+	ret = dg_vol_close(s->vol);
+	s->vol = NULL;
+	if (ret)
+		die("cannot close the volume: %s", strerror(-ret));
+}
+
+/* The fields every logical fault's JSON report starts with. */
+static struct json_object *logical_json(const char *tname, uint64_t seed,
+					const char *kind)
+{
+	struct json_object *r = json_object_new_object();
+
+	json_object_object_add(r, "fault", json_object_new_string("logical"));
+	json_object_object_add(r, "target", json_object_new_string(tname));
+	json_object_object_add(r, "seed", json_object_new_uint64(seed));
+	json_object_object_add(r, "mounted", json_object_new_boolean(0));
+	json_object_object_add(r, "kind", json_object_new_string(kind));
+	return r;
+}
+
+/* Parity that verifies and disagrees with its data (lfault_parity.h). */
+static int do_logical_parity(struct inj *s, uint64_t seed, bool json)
+{
+	struct dg_parity_lfault pf;
+	struct json_object *r, *list, *o;
+	int ret;
+
+	open_writable(s);
+	ret = dg_check_parity_lfault(s->vol, seed, &pf);
+	if (ret == -EINVAL)
+		die("the volume has no parity");
+	if (ret == -ENXIO)
+		die("a device of the volume is missing: a logical parity "
+		    "fault needs them all");
+	if (ret == -ENOENT)
+		die("no row of file data on this volume whose pages all "
+		    "verify: nothing fitting a logical parity fault");
+	close_written(s, ret);
+	if (!json) {
+		printf("logical parity-stale: device %u page %" PRIu64
+		       " (parity of row %" PRIu64 "): bit %u flipped, its "
+		       "checksum set to match\n", pf.dev, pf.page, pf.row,
+		       pf.bit);
+		return 0;
+	}
+	r = logical_json("parity", seed, "parity-stale");
+	list = json_object_new_array();
+	o = json_object_new_object();
+	json_object_object_add(o, "device", json_object_new_int((int)pf.dev));
+	json_object_object_add(o, "page", json_object_new_uint64(pf.page));
+	json_object_object_add(o, "offset", json_object_new_uint64(pf.bit / 8));
+	json_object_object_add(o, "len", json_object_new_uint64(1));
+	json_object_object_add(o, "structure", json_object_new_string("parity"));
+	json_object_object_add(o, "how", json_object_new_string("logical"));
+	json_object_object_add(o, "vpn", json_object_new_int64(-1));
+	json_object_object_add(o, "row", json_object_new_int64((int64_t)pf.row));
+	json_object_array_add(list, o);
+	json_object_object_add(r, "changes", list);
+	json_print(r, stdout, 1);
+	return 0;
+}
+
 /*
  * A logical fault: structures that are consistent with their checksums
  * and parity but wrong, as a bug in daxguard would leave them. The
@@ -937,7 +1025,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 		{ T_ALLOC, DG_LF_ALLOCATION }, { T_EXTENT, DG_LF_EXTENT },
 		{ T_XATTR, DG_LF_XATTR },
 	};
-	char err[512] = "", path[512] = "", other[512] = "", dir[512] = "";
+	char path[512] = "", other[512] = "", dir[512] = "";
 	char entry[1024] = "";
 	struct json_object *r, *list;
 	struct dg_lfault lf;
@@ -948,17 +1036,12 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 	for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (map[i].t == t)
 			lt = (int)map[i].lt;
+	if (t == T_PARITY)
+		return do_logical_parity(s, seed, json);
 	if (lt < 0)
 		usage_error("--fault logical needs --target inode, directory, "
-			    "allocation, extent or xattr");
-	ret = dg_vol_open(s->paths, s->n, 0, &s->vol, err, sizeof(err));
-	if (ret == -EBUSY)
-		die("the volume is mounted or in use: logical faults are "
-		    "written through the engine and need it unmounted (%s)",
-		    err);
-	if (ret)
-		die("cannot open the volume for writing: %s", err);
-	dg_vol_get_info(s->vol, &s->info);
+			    "allocation, extent, xattr or parity");
+	open_writable(s);
 	if (dg_fs_open(s->vol, &s->fs))
 		die("cannot read the filesystem on the volume");
 	if (file)
@@ -994,12 +1077,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 	if (!ret)
 		ret = dg_txn_commit(txn);
 	dg_txn_free(txn);
-	if (ret)
-		die("cannot write through the engine: %s", strerror(-ret));
-	ret = dg_vol_close(s->vol);
-	s->vol = NULL;
-	if (ret)
-		die("cannot close the volume: %s", strerror(-ret));
+	close_written(s, ret);
 
 	if (!json) {
 		printf("logical %s: %s%s%s\n", lf.kind, lf.detail,
@@ -1007,12 +1085,7 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 		       entry[0] ? entry : path);
 		return 0;
 	}
-	r = json_object_new_object();
-	json_object_object_add(r, "fault", json_object_new_string("logical"));
-	json_object_object_add(r, "target", json_object_new_string(tname));
-	json_object_object_add(r, "seed", json_object_new_uint64(seed));
-	json_object_object_add(r, "mounted", json_object_new_boolean(0));
-	json_object_object_add(r, "kind", json_object_new_string(lf.kind));
+	r = logical_json(tname, seed, lf.kind);
 	json_object_object_add(r, "ino", json_object_new_uint64(lf.ino));
 	json_add_bytes(r, "file", path[0] ? path : NULL);
 	json_object_object_add(r, "other", json_object_new_uint64(lf.other));

@@ -2,12 +2,14 @@
 """fsck.daxguard repairs of the filesystem structures, end to end.
 
 daxguard-inject --fault logical writes LOGICAL corruption through the
-engine (checksums and parity stay valid, as a bug in daxguard itself
-would leave it): wrong link counts, orphans, dangling entries, bitmap
-leaks and missing bits, pages used twice, wrong block counts. For each:
-fsck -n exits 4 and names the PR_3_* code (and the file), fsck -y exits
-1, fsck -n exits 0, and the mounted volume shows the expected outcome
-with every other file intact by sha256 and a clean scrub."""
+engine (every checksum stays valid, as a bug in daxguard itself would
+leave it): wrong link counts, orphans, dangling entries, bitmap leaks
+and missing bits, pages used twice, wrong block counts, and a row's
+parity wrong under a checksum that matches it. For each: fsck -n exits
+4 and names the code (PR_3_*, and the file; PR_2_PARITY_STALE for the
+parity), fsck -y exits 1, fsck -n exits 0, and the mounted volume shows
+the expected outcome with every other file intact by sha256 and a clean
+scrub."""
 import hashlib
 import json
 import os
@@ -183,6 +185,31 @@ def test_block_count(vol):
         st[rel(rep["file"])].st_blocks
     assert diff_manifest(want, manifest(v.mnt)) == []
     scrub_clean(v)
+
+
+def test_parity_wrong_under_its_checksum(vol):
+    """A row's parity wrong under a checksum that matches it (a bug
+    computing parity): every page verifies, so only adding the row up
+    finds it. fsck -n names it (PR_2_PARITY_STALE, exit 4); the mounted
+    volume's scrub counts it and recomputes it from the verified data;
+    then fsck and a second scrub are clean and every file is intact."""
+    v, want, _, _, _ = vol
+    rep = logical(v, "parity", 7)
+    assert rep["kind"] == "parity-stale", rep
+    ch = rep["changes"][0]
+    rc, found, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 4, p.stdout + p.stderr
+    assert [(f["code"], f["device"], f["page"]) for f in found["findings"]] \
+        == [("PR_2_PARITY_STALE", ch["device"], ch["page"])], found
+    v.mount()
+    r = json.loads(v.ctl("scrub", "--json").stdout)
+    assert r["parity_mismatch"] == 1 and r["parity_fixed"] == 1, r
+    assert r["detected"] == 0 and r["unrecoverable"] == 0, r
+    scrub_clean(v)
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    v.umount()
+    rc, found, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 0 and found["findings"] == [], p.stdout + p.stderr
 
 
 def test_extent_double_use(vol):
