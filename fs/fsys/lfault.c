@@ -248,12 +248,86 @@ static int lf_xattr(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	return 0;
 }
 
+/* "type": the entry of a plain file (ino, or one chosen by rng) says
+ * it is a symbolic link. */
+static int lf_type(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+		   uint64_t *rng)
+{
+	uint64_t f = lf_pick_file(w, ino, UINT32_MAX, UINT64_MAX, rng), vpn;
+	const struct went *e = f ? lf_entry_of(w, f) : NULL;
+	uint8_t ty = DT_LNK;	/* the on-media type is the DT_ value */
+	struct dg_lf_write *x;
+
+	if (!e)
+		return -ENOENT;
+	dg_walk_ext_lookup(&w->in[e->dir], e->fpage, &vpn);
+	if (!vpn)
+		return -ENOENT;
+	x = lf_add(lf, vpn, e->off + (uint32_t)offsetof(struct dg_ddirent,
+							type), 1, "directory");
+	x->data[0] = ty;
+	lf->ino = f;
+	lf->dir = e->dir;
+	lf->before = e->type;
+	lf->after = ty;
+	snprintf(lf->name, sizeof(lf->name), "%s", e->name);
+	snprintf(lf->detail, sizeof(lf->detail),
+		 "entry '%s' of directory %llu: type %u -> %u (a symlink's)",
+		 e->name, (unsigned long long)e->dir, e->type, ty);
+	return 0;
+}
+
+/* A directory below another directory, consistent, with one name. */
+static bool lf_nested_dir(const struct walk *w, uint64_t ino)
+{
+	const struct wino *wi = &w->in[ino];
+
+	return ino > DG_ROOT_INO && ino < w->icap && wi->used && !wi->bad &&
+	       wi->reached && S_ISDIR(wi->d.mode) && wi->refs == 1 &&
+	       wi->d.parent != DG_ROOT_INO &&
+	       wi->d.parent == wi->first_parent;
+}
+
+/* "parent": a nested directory (ino, or one chosen by rng) names the
+ * root as its parent. */
+static int lf_parent(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+		     uint64_t *rng)
+{
+	uint64_t n = 0, k, dir = 0;
+	struct dg_dinode d;
+
+	if (ino) {
+		if (!lf_nested_dir(w, ino))
+			return -ENOENT;
+		dir = ino;
+	} else {
+		for (uint64_t i = DG_ROOT_INO + 1; i < w->icap; i++)
+			n += lf_nested_dir(w, i);
+		if (!n)
+			return -ENOENT;
+		k = lf_rnd(rng) % n;
+		for (uint64_t i = DG_ROOT_INO + 1; !dir && i < w->icap; i++)
+			if (lf_nested_dir(w, i) && k-- == 0)
+				dir = i;
+	}
+	d = w->in[dir].d;
+	lf->ino = dir;
+	lf->before = d.parent;
+	lf->after = d.parent = DG_ROOT_INO;
+	lf_inode(w, lf, dir, &d);
+	snprintf(lf->detail, sizeof(lf->detail),
+		 "directory %llu: parent %llu -> %llu",
+		 (unsigned long long)dir, (unsigned long long)lf->before,
+		 (unsigned long long)lf->after);
+	return 0;
+}
+
 int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		    uint64_t ino, uint64_t seed, struct dg_lfault *lf)
 {
 	struct walk w = { .vol = vol, .classify_only = true };
 	uint64_t rng = seed, f;
-	unsigned sub = (unsigned)(seed % 2);
+	unsigned sub = (unsigned)(seed % 2), sub3 = (unsigned)(seed % 3);
 	struct dg_dinode d;
 	int ret;
 
@@ -273,6 +347,12 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 	ret = -ENOENT;
 	switch (target) {
 	case DG_LF_INODE:
+		if (sub3 == 2) {
+			lf->kind = "parent";
+			ret = lf_parent(&w, lf, ino, &rng);
+			break;
+		}
+		sub = sub3;
 		f = lf_pick_file(&w, ino, UINT32_MAX, UINT64_MAX, &rng);
 		if (!f)
 			break;
@@ -291,6 +371,12 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		ret = 0;
 		break;
 	case DG_LF_DIRECTORY:
+		if (sub3 == 2) {
+			lf->kind = "type";
+			ret = lf_type(&w, lf, ino, &rng);
+			break;
+		}
+		sub = sub3;
 		if (sub == 0) {
 			const struct went *e;
 			struct dg_lf_write *x;

@@ -3,7 +3,8 @@
 
 daxguard-inject --fault logical writes LOGICAL corruption through the
 engine (every checksum stays valid, as a bug in daxguard itself would
-leave it): wrong link counts, orphans, dangling entries, bitmap leaks
+leave it): wrong link counts, orphans, dangling entries, wrong entry
+types and directory parents, bitmap leaks
 and missing bits, pages used twice, wrong block counts, and a row's
 parity wrong under a checksum that matches it. For each: fsck -n exits
 4 and names the code (PR_3_*, and the file; PR_2_PARITY_STALE for the
@@ -112,6 +113,35 @@ def test_nlink(vol, seed, kind, delta):
     v.mount()
     assert os.stat(v.mnt / rel(rep["file"])).st_nlink == \
         st[rel(rep["file"])].st_nlink == rep["before"]
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
+def test_entry_type_fixed(vol):
+    """A file's entry says it is a symlink: fsck sets the type from the
+    inode, and the mounted directory lists a regular file again."""
+    v, want, _, _, _ = vol
+    rep = logical(v, "directory", 2)
+    assert rep["kind"] == "type" and rep["before"] != rep["after"], rep
+    repair_cycle(v, "PR_3_DIRENT_TYPE", file=rep["dir_path"])
+    v.mount()
+    name = rep["entry"].rsplit("/", 1)[1]
+    with os.scandir(v.mnt / rel(rep["dir_path"])) as it:
+        ent = next(e for e in it if e.name == name)
+        assert ent.is_file(follow_symlinks=False)
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
+def test_directory_parent_fixed(vol):
+    """A nested directory names the root as its parent: fsck sets it
+    back to the directory whose entry names it."""
+    v, want, _, _, _ = vol
+    rep = logical(v, "inode", 2)
+    assert rep["kind"] == "parent" and rep["after"] == 1, rep
+    assert rep["before"] != 1, rep
+    repair_cycle(v, "PR_3_DIR_PARENT", file=rep["file"])
+    v.mount()
     assert diff_manifest(want, manifest(v.mnt)) == []
     scrub_clean(v)
 
