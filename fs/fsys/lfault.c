@@ -248,32 +248,46 @@ static int lf_xattr(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	return 0;
 }
 
-/* "type": the entry of a plain file (ino, or one chosen by rng) says
- * it is a symbolic link. */
-static int lf_type(struct walk *w, struct dg_lfault *lf, uint64_t ino,
-		   uint64_t *rng)
+/* A write of len bytes at offset field of the record naming a plain
+ * file (ino, or one chosen by rng), its file, directory and name noted
+ * in lf; NULL when there is no such record. */
+static struct dg_lf_write *lf_record_field(struct walk *w,
+					   struct dg_lfault *lf, uint64_t ino,
+					   uint64_t *rng, uint32_t field,
+					   uint32_t len,
+					   const struct went **ep)
 {
 	uint64_t f = lf_pick_file(w, ino, UINT32_MAX, UINT64_MAX, rng), vpn;
 	const struct went *e = f ? lf_entry_of(w, f) : NULL;
-	uint8_t ty = DT_LNK;	/* the on-media type is the DT_ value */
-	struct dg_lf_write *x;
 
 	if (!e)
-		return -ENOENT;
+		return NULL;
 	dg_walk_ext_lookup(&w->in[e->dir], e->fpage, &vpn);
 	if (!vpn)
-		return -ENOENT;
-	x = lf_add(lf, vpn, e->off + (uint32_t)offsetof(struct dg_ddirent,
-							type), 1, "directory");
-	x->data[0] = ty;
+		return NULL;
 	lf->ino = f;
 	lf->dir = e->dir;
-	lf->before = e->type;
-	lf->after = ty;
 	snprintf(lf->name, sizeof(lf->name), "%s", e->name);
+	*ep = e;
+	return lf_add(lf, vpn, e->off + field, len, "directory");
+}
+
+/* "type": the entry of a plain file says it is a symbolic link. */
+static int lf_type(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+		   uint64_t *rng)
+{
+	const struct went *e;
+	struct dg_lf_write *x = lf_record_field(
+		w, lf, ino, rng, offsetof(struct dg_ddirent, type), 1, &e);
+
+	if (!x)
+		return -ENOENT;
+	x->data[0] = DT_LNK;	/* the on-media type is the DT_ value */
+	lf->before = e->type;
+	lf->after = DT_LNK;
 	snprintf(lf->detail, sizeof(lf->detail),
 		 "entry '%s' of directory %llu: type %u -> %u (a symlink's)",
-		 e->name, (unsigned long long)e->dir, e->type, ty);
+		 e->name, (unsigned long long)e->dir, e->type, DT_LNK);
 	return 0;
 }
 
@@ -322,12 +336,55 @@ static int lf_parent(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	return 0;
 }
 
+/* "mode": a plain file's inode (ino, or one chosen by rng) gets a file
+ * type no file has (every S_IFMT bit set). */
+static int lf_mode(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+		   uint64_t *rng)
+{
+	uint64_t f = lf_pick_file(w, ino, UINT32_MAX, UINT64_MAX, rng);
+	struct dg_dinode d;
+
+	if (!f)
+		return -ENOENT;
+	d = w->in[f].d;
+	lf->ino = f;
+	lf->before = d.mode;
+	d.mode |= S_IFMT;
+	lf->after = d.mode;
+	lf_inode(w, lf, f, &d);
+	snprintf(lf->detail, sizeof(lf->detail), "inode %llu: mode %#llo -> "
+		 "%#llo", (unsigned long long)f,
+		 (unsigned long long)lf->before, (unsigned long long)lf->after);
+	return 0;
+}
+
+/* "record": the record naming a plain file gets a length no record
+ * has (3: not a multiple of 8). */
+static int lf_record(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+		     uint64_t *rng)
+{
+	const uint16_t bad = 3;
+	const struct went *e;
+	struct dg_lf_write *x = lf_record_field(
+		w, lf, ino, rng, offsetof(struct dg_ddirent, reclen),
+		sizeof(bad), &e);
+
+	if (!x)
+		return -ENOENT;
+	memcpy(x->data, &bad, sizeof(bad));
+	lf->after = bad;
+	snprintf(lf->detail, sizeof(lf->detail),
+		 "record of entry '%s' in directory %llu: length %u",
+		 e->name, (unsigned long long)e->dir, bad);
+	return 0;
+}
+
 int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		    uint64_t ino, uint64_t seed, struct dg_lfault *lf)
 {
 	struct walk w = { .vol = vol, .classify_only = true };
 	uint64_t rng = seed, f;
-	unsigned sub = (unsigned)(seed % 2), sub3 = (unsigned)(seed % 3);
+	unsigned sub = (unsigned)(seed % 2), sub4 = (unsigned)(seed % 4);
 	struct dg_dinode d;
 	int ret;
 
@@ -347,12 +404,17 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 	ret = -ENOENT;
 	switch (target) {
 	case DG_LF_INODE:
-		if (sub3 == 2) {
+		if (sub4 == 2) {
 			lf->kind = "parent";
 			ret = lf_parent(&w, lf, ino, &rng);
 			break;
 		}
-		sub = sub3;
+		if (sub4 == 3) {
+			lf->kind = "mode";
+			ret = lf_mode(&w, lf, ino, &rng);
+			break;
+		}
+		sub = sub4;
 		f = lf_pick_file(&w, ino, UINT32_MAX, UINT64_MAX, &rng);
 		if (!f)
 			break;
@@ -371,12 +433,17 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		ret = 0;
 		break;
 	case DG_LF_DIRECTORY:
-		if (sub3 == 2) {
+		if (sub4 == 2) {
 			lf->kind = "type";
 			ret = lf_type(&w, lf, ino, &rng);
 			break;
 		}
-		sub = sub3;
+		if (sub4 == 3) {
+			lf->kind = "record";
+			ret = lf_record(&w, lf, ino, &rng);
+			break;
+		}
+		sub = sub4;
 		if (sub == 0) {
 			const struct went *e;
 			struct dg_lf_write *x;

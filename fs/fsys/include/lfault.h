@@ -10,14 +10,16 @@
  * passes, as a bug in daxguard itself would leave: the new bytes of a
  * few ranges, for the caller to write through the engine (dg_txn_write
  * + dg_txn_commit) on a writable volume. Nothing is written here.
- * target picks the structure, seed % 2 its sub-kind (lf->kind; seed % 3
+ * target picks the structure, seed % 2 its sub-kind (lf->kind; seed % 4
  * for inodes and directories):
  *   DG_LF_INODE       0 "nlink+1"        1 "nlink-1"    (a regular file)
  *                     2 "parent": a nested directory names the root as
  *                       its parent (before, after: old and new parent)
+ *                     3 "mode": a file's type bits all set (no type)
  *   DG_LF_DIRECTORY   0 "orphan": the only entry naming a file removed
  *                     1 "dangling": an entry naming a free inode slot
  *                     2 "type": a file's entry says it is a symlink
+ *                     3 "record": a file's record length 3 (malformed)
  *   DG_LF_ALLOCATION  0 "bitmap-missing": a used data page marked free
  *                     1 "bitmap-leak": a free page marked in use
  *   DG_LF_EXTENT      0 "extent-dup": a file's last extent remapped onto
@@ -47,8 +49,8 @@ struct dg_lfault {
 	char name[DG_NAME_MAX + 1]; /* orphan, dangling: the entry's name */
 	int64_t vpn;		/* bitmap-*: page whose bit flips; -1 */
 	uint64_t fpage, pages;	/* extent-dup: file pages remapped */
-	uint64_t before, after;	/* nlink-*, blocks, parent, type: old and
-				 * new value */
+	uint64_t before, after;	/* nlink-*, blocks, parent, type, mode:
+				 * old and new value; record: after */
 	unsigned nw;
 	struct dg_lf_write w[DG_LF_MAX_WRITES];
 	char detail[160];
