@@ -379,6 +379,19 @@ static int lf_record(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	return 0;
 }
 
+/* Sub-kinds 2 and 3 (seed % 4) of inodes and directories; 0 and 1 are
+ * planned in dg_check_lfault() below. */
+typedef int (*lf_plan_fn)(struct walk *w, struct dg_lfault *lf,
+			  uint64_t ino, uint64_t *rng);
+static const struct lf_more {
+	enum dg_lf_target target;
+	const char *kind[2];
+	lf_plan_fn plan[2];
+} lf_more[] = {
+	{ DG_LF_INODE, { "parent", "mode" }, { lf_parent, lf_mode } },
+	{ DG_LF_DIRECTORY, { "type", "record" }, { lf_type, lf_record } },
+};
+
 int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		    uint64_t ino, uint64_t seed, struct dg_lfault *lf)
 {
@@ -402,19 +415,18 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		goto out;
 	}
 	ret = -ENOENT;
-	switch (target) {
-	case DG_LF_INODE:
-		if (sub4 == 2) {
-			lf->kind = "parent";
-			ret = lf_parent(&w, lf, ino, &rng);
-			break;
-		}
-		if (sub4 == 3) {
-			lf->kind = "mode";
-			ret = lf_mode(&w, lf, ino, &rng);
-			break;
+	for (unsigned i = 0; i < sizeof(lf_more) / sizeof(lf_more[0]); i++) {
+		if (lf_more[i].target != target)
+			continue;
+		if (sub4 >= 2) {
+			lf->kind = lf_more[i].kind[sub4 - 2];
+			ret = lf_more[i].plan[sub4 - 2](&w, lf, ino, &rng);
+			goto out;
 		}
 		sub = sub4;
+	}
+	switch (target) {
+	case DG_LF_INODE:
 		f = lf_pick_file(&w, ino, UINT32_MAX, UINT64_MAX, &rng);
 		if (!f)
 			break;
@@ -433,17 +445,6 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		ret = 0;
 		break;
 	case DG_LF_DIRECTORY:
-		if (sub4 == 2) {
-			lf->kind = "type";
-			ret = lf_type(&w, lf, ino, &rng);
-			break;
-		}
-		if (sub4 == 3) {
-			lf->kind = "record";
-			ret = lf_record(&w, lf, ino, &rng);
-			break;
-		}
-		sub = sub4;
 		if (sub == 0) {
 			const struct went *e;
 			struct dg_lf_write *x;
