@@ -28,6 +28,8 @@ struct finding {
 	char structure[16];
 	char file[512];		/* path on the volume, "" when unknown */
 	char name[256];		/* an entry of directory ino (file = its path) */
+	bool cleared;		/* ino goes with the repair: named by the */
+	uint64_t dir;		/* entry name of dir, or "#INO" (check.h) */
 	char detail[160];
 	char action[64];
 	bool fixed, fixable;

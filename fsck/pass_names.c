@@ -37,6 +37,35 @@ static void name_unattached(char *path, size_t size)
 		path[0] = 0;
 }
 
+/* The path of ino on the volume as the run left it, an unattached
+ * inode named where -y puts it. */
+static void path_of(struct dg_fs *fs, uint64_t ino, char *path, size_t size)
+{
+	if (fs)
+		dg_fs_path(fs, ino, path, size);
+	else
+		snprintf(path, size, "?ino%llu", (unsigned long long)ino);
+	name_unattached(path, size);
+}
+
+/*
+ * The file a finding is about. An inode the repair clears
+ * (PR_3_INODE_UNUSABLE) is on no path afterwards and never goes to
+ * /lost+found: it is named by the entry that named it (which the same
+ * run drops as dangling), or, none naming it, by its number alone.
+ */
+static void name_finding(struct dg_fs *fs, struct finding *f)
+{
+	if (f->cleared && !f->dir) {
+		snprintf(f->file, sizeof(f->file), "#%llu",
+			 (unsigned long long)f->ino);
+		return;
+	}
+	path_of(fs, f->cleared ? f->dir : f->ino, f->file, sizeof(f->file));
+	if (f->name[0])	/* an entry of that directory */
+		append_name(f->file, sizeof(f->file), f->name);
+}
+
 /* Name the file each page finding belongs to (G6: the report says
  * which file a page that stays bad belongs to). */
 static void annotate(struct fsck_ctx *c)
@@ -64,19 +93,8 @@ static void annotate(struct fsck_ctx *c)
 					 "%s", dg_pclass_name(dg_vpnmap_cls(
 						 map, (uint64_t)f->vpn)));
 		}
-		if (f->ino && !f->file[0]) {
-			if (fs)
-				dg_fs_path(fs, f->ino, f->file,
-					   sizeof(f->file));
-			else
-				snprintf(f->file, sizeof(f->file),
-					 "?ino%llu",
-					 (unsigned long long)f->ino);
-			name_unattached(f->file, sizeof(f->file));
-			if (f->name[0])	/* an entry of that directory */
-				append_name(f->file, sizeof(f->file),
-					    f->name);
-		}
+		if (f->ino && !f->file[0])
+			name_finding(fs, f);
 	}
 	dg_fs_close(fs);
 	dg_vpnmap_free(map);

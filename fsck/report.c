@@ -74,6 +74,8 @@ void ctx_add(struct fsck_ctx *c, const struct dg_chk_event *ev)
 	snprintf(f->detail, sizeof(f->detail), "%s", ev->detail);
 	snprintf(f->action, sizeof(f->action), "%s", ev->action);
 	snprintf(f->name, sizeof(f->name), "%s", ev->name);
+	f->cleared = ev->cleared;
+	f->dir = ev->dir;
 	f->fixed = ev->fixed;
 	f->fixable = ev->fixable;
 	/* The engine reports what a writable pass would do; a repair

@@ -166,6 +166,41 @@ static bool mode_ok(uint32_t mode)
 	       t == S_IFSOCK || t == S_IFCHR || t == S_IFBLK;
 }
 
+/* An extent count a file can have (the reader's bound on its walk). */
+static bool count_ok(const struct dg_dinode *d)
+{
+	return d->nextents <= (1u << 26);
+}
+
+/* The file type an entry's type says (DT_* == S_IFMT >> 12), 0 when it
+ * says none. */
+static uint32_t dtype_mode(uint8_t type)
+{
+	uint32_t m = (uint32_t)type << 12;
+
+	return !(m & ~(uint32_t)S_IFMT) && mode_ok(m) ? m : 0;
+}
+
+static const char *type_name(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFLNK:
+		return "a symbolic link";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	default:
+		return "a block device";
+	}
+}
+
 /* Forget the chain pages of wi from index keep on: they become leaks
  * the walk frees (only those this inode claimed). */
 static void drop_emap(struct walk *w, uint64_t ino, uint32_t keep)
@@ -449,6 +484,48 @@ static int load_chunk_map(struct walk *w)
 	return 0;
 }
 
+/* An inode's extents and extended attribute pages, marked as its own. */
+static void load_pages(struct walk *w, uint64_t ino)
+{
+	struct wino *wi = &w->in[ino];
+	uint32_t xn;
+
+	load_extents(w, ino);
+	xn = dg_xattr_run_pages(&wi->d);
+	if (xn && (xn == 1 ? wi->d.xattr_pages != 0
+			   : xn > (dg_vol_has_incompat(w->vol,
+				     DG_FEAT_INCOMPAT_XATTR_64K)
+					   ? DG_XATTR_64K_PAGES
+					   : DG_XATTR_MAX_PAGES) ||
+			     !dg_vol_has_incompat(
+				     w->vol, DG_FEAT_INCOMPAT_XATTR_RUN)))
+		xn = 0;	/* reported below as out of range */
+	if (wi->d.xattr_vpn &&
+	    (!xn || wi->d.xattr_vpn + xn > w->vpns ||
+	     !mark(w, wi->d.xattr_vpn, xn, DG_PC_XATTR, ino))) {
+		struct dg_chk_event ev;
+
+		dg_chk_event_init(&ev, DG_CHK_EXTENT_BAD, "inode");
+		ev_ino(w, &ev, ino);
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "inode %llu: xattr pages at %llu out of range "
+			 "or used twice", (unsigned long long)ino,
+			 (unsigned long long)wi->d.xattr_vpn);
+		snprintf(ev.action, sizeof(ev.action),
+			 "drop the extended attributes");
+		if (wask(w, &ev)) {
+			wi->d.xattr_vpn = 0;
+			wi->d.xattr_pages = 0;
+			wreport(w, &ev, store_inode(w, ino) == 0);
+		} else {
+			wreport(w, &ev, false);
+		}
+	} else if (wi->d.xattr_vpn && !w->classify_only &&
+		   xattr_run_lost(w, wi->d.xattr_vpn, xn)) {
+		lose_xattrs(w, ino);
+	}
+}
+
 static void load_itable(struct walk *w)
 {
 	for (uint32_t c = 0; c < w->fsr.nchunks; c++) {
@@ -485,73 +562,19 @@ static void load_itable(struct walk *w)
 				       sizeof(wi->d));
 				if (!wi->d.mode || ino == 0)
 					continue;
-				if (!mode_ok(wi->d.mode) ||
-				    wi->d.nextents > (1u << 26)) {
-					dg_chk_event_init(&ev, DG_CHK_INODE_BAD,
-							  "inode");
-					ev_ino(w, &ev, ino);
-					snprintf(ev.detail, sizeof(ev.detail),
-						 "inode %llu: bad mode %#o or "
-						 "extent count %u",
-						 (unsigned long long)ino,
-						 wi->d.mode, wi->d.nextents);
-					snprintf(ev.action, sizeof(ev.action),
-						 "clear the inode");
-					if (wask(w, &ev)) {
-						memset(&wi->d, 0, sizeof(wi->d));
-						wreport(w, &ev,
-							store_inode(w, ino) == 0);
-					} else {
-						wreport(w, &ev, false);
-						wi->bad = true;
-					}
+				/* Judged once the entries are read, which
+				 * may say its type (settle_bad_inodes()). */
+				if (!mode_ok(wi->d.mode) || !count_ok(&wi->d)) {
+					wi->bad = true;
 					continue;
 				}
 				wi->used = true;
 			}
 		}
 	}
-	for (uint64_t ino = 1; ino < w->icap; ino++) {
-		struct wino *wi = &w->in[ino];
-		uint32_t xn;
-
-		if (!wi->used)
-			continue;
-		load_extents(w, ino);
-		xn = dg_xattr_run_pages(&wi->d);
-		if (xn && (xn == 1 ? wi->d.xattr_pages != 0
-				   : xn > (dg_vol_has_incompat(w->vol,
-					     DG_FEAT_INCOMPAT_XATTR_64K)
-						   ? DG_XATTR_64K_PAGES
-						   : DG_XATTR_MAX_PAGES) ||
-				     !dg_vol_has_incompat(
-					     w->vol, DG_FEAT_INCOMPAT_XATTR_RUN)))
-			xn = 0;	/* reported below as out of range */
-		if (wi->d.xattr_vpn &&
-		    (!xn || wi->d.xattr_vpn + xn > w->vpns ||
-		     !mark(w, wi->d.xattr_vpn, xn, DG_PC_XATTR, ino))) {
-			struct dg_chk_event ev;
-
-			dg_chk_event_init(&ev, DG_CHK_EXTENT_BAD, "inode");
-			ev_ino(w, &ev, ino);
-			snprintf(ev.detail, sizeof(ev.detail),
-				 "inode %llu: xattr pages at %llu out of range "
-				 "or used twice", (unsigned long long)ino,
-				 (unsigned long long)wi->d.xattr_vpn);
-			snprintf(ev.action, sizeof(ev.action),
-				 "drop the extended attributes");
-			if (wask(w, &ev)) {
-				wi->d.xattr_vpn = 0;
-				wi->d.xattr_pages = 0;
-				wreport(w, &ev, store_inode(w, ino) == 0);
-			} else {
-				wreport(w, &ev, false);
-			}
-		} else if (wi->d.xattr_vpn && !w->classify_only &&
-			   xattr_run_lost(w, wi->d.xattr_vpn, xn)) {
-			lose_xattrs(w, ino);
-		}
-	}
+	for (uint64_t ino = 1; ino < w->icap; ino++)
+		if (w->in[ino].used)
+			load_pages(w, ino);
 }
 
 void dg_walk_ext_lookup(const struct wino *wi, uint64_t fpage, uint64_t *vpn)
@@ -668,30 +691,161 @@ static void lose_dir_page(struct walk *w, uint64_t dir, uint64_t vpn,
 		wreport(w, &ev, false);
 }
 
+/* The entries of directory ino. */
+static void load_dir(struct walk *w, uint64_t ino)
+{
+	struct wino *wi = &w->in[ino];
+
+	/* By extent, not by size: a damaged size can be huge. */
+	for (uint32_t e = 0; e < wi->next; e++)
+	for (uint64_t i = 0; i < wi->ext[e].len; i++) {
+		uint64_t pg = wi->ext[e].fpage + i;
+		uint64_t vpn = wi->ext[e].vpn + i;
+		int r;
+
+		if (pg >= wi->d.size / DG_PAGE_SIZE)
+			break;
+		r = dg_read(w->vol, vpn, 1, w->page);
+		if (r) {
+			lose_dir_page(w, ino, vpn, r);
+			continue;
+		}
+		parse_dir_page(w, ino, pg, vpn, w->page);
+	}
+}
+
 static void load_dirs(struct walk *w)
 {
-	for (uint64_t ino = 1; ino < w->icap; ino++) {
-		struct wino *wi = &w->in[ino];
+	for (uint64_t ino = 1; ino < w->icap; ino++)
+		if (w->in[ino].used && S_ISDIR(w->in[ino].d.mode))
+			load_dir(w, ino);
+}
 
-		if (!wi->used || !S_ISDIR(wi->d.mode))
+/*
+ * The type the entries naming ino give it: the one valid type all of
+ * them agree on, else 0 (none names it, one gives no valid type, or
+ * they disagree). *ep: the first entry naming it, NULL when none does.
+ */
+static uint32_t entry_type(const struct walk *w, uint64_t ino,
+			   const struct went **ep)
+{
+	uint32_t t = 0;
+
+	*ep = NULL;
+	for (size_t i = 0; i < w->nents; i++) {
+		const struct went *e = &w->ents[i];
+		uint32_t m;
+
+		if (e->dead || e->ino != ino)
 			continue;
-		/* By extent, not by size: a damaged size can be huge. */
-		for (uint32_t e = 0; e < wi->next; e++)
-		for (uint64_t i = 0; i < wi->ext[e].len; i++) {
-			uint64_t pg = wi->ext[e].fpage + i;
-			uint64_t vpn = wi->ext[e].vpn + i;
-			int r;
-
-			if (pg >= wi->d.size / DG_PAGE_SIZE)
-				break;
-			r = dg_read(w->vol, vpn, 1, w->page);
-			if (r) {
-				lose_dir_page(w, ino, vpn, r);
-				continue;
-			}
-			parse_dir_page(w, ino, pg, vpn, w->page);
-		}
+		if (!*ep)
+			*ep = e;
+		m = dtype_mode(e->type);
+		if (!m || (t && m != t))
+			return 0;
+		t = m;
 	}
+	return t;
+}
+
+/*
+ * An inode whose only fault is a mode that names no file type: an entry
+ * records the type the file was made with, so when the entries naming
+ * it agree on one, that type goes back into the mode and the file keeps
+ * its data (clearing it lost a whole file over four bits). Repaired or
+ * not, the rest of the walk takes it as that type, so its pages stay
+ * its own instead of being freed as leaks under a declined repair.
+ * Returns whether it was given a type.
+ */
+static bool retype_inode(struct walk *w, uint64_t ino)
+{
+	struct wino *wi = &w->in[ino];
+	const struct went *e;
+	uint32_t t = entry_type(w, ino, &e);
+	struct dg_chk_event ev;
+	bool fix;
+
+	if (!t || !count_ok(&wi->d))
+		return false;
+	dg_chk_event_init(&ev, DG_CHK_INODE_BAD, "inode");
+	ev_ino(w, &ev, ino);
+	snprintf(ev.detail, sizeof(ev.detail),
+		 "inode %llu: mode %#o has no file type; its entry '%s' says "
+		 "%s", (unsigned long long)ino, wi->d.mode, e->name,
+		 type_name(t));
+	snprintf(ev.action, sizeof(ev.action), "set the type its entry says");
+	fix = wask(w, &ev);
+	wi->d.mode = (wi->d.mode & ~(uint32_t)S_IFMT) | t;
+	wi->bad = false;
+	wi->used = true;
+	wreport(w, &ev, fix && store_inode(w, ino) == 0);
+	load_pages(w, ino);
+	if (S_ISDIR(t))
+		load_dir(w, ino);
+	return true;
+}
+
+/*
+ * An invalid inode nothing can mend (no entry says its type, or its
+ * extent count is out of range) is cleared, and its file with it: the
+ * entries naming it are then dangling and its pages leaks, which the
+ * checks after repair. Data given up (PR_LOSS: exit 4). No path reaches
+ * it afterwards, so the finding names the entry that named it.
+ */
+static void clear_inode(struct walk *w, uint64_t ino)
+{
+	struct wino *wi = &w->in[ino];
+	const struct went *e;
+	struct dg_chk_event ev;
+
+	entry_type(w, ino, &e);
+	dg_chk_event_init(&ev, DG_CHK_INODE_UNUSABLE, "inode");
+	ev_ino(w, &ev, ino);
+	ev.cleared = true;
+	if (e) {
+		ev.dir = e->dir;
+		snprintf(ev.name, sizeof(ev.name), "%s", e->name);
+	}
+	if (!count_ok(&wi->d))
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "inode %llu: extent count %u out of range",
+			 (unsigned long long)ino, wi->d.nextents);
+	else
+		snprintf(ev.detail, sizeof(ev.detail),
+			 "inode %llu: mode %#o has no file type, and %s",
+			 (unsigned long long)ino, wi->d.mode,
+			 e ? "its entries say none or disagree"
+			   : "no entry names it");
+	snprintf(ev.action, sizeof(ev.action),
+		 "clear the inode (its file is lost)");
+	if (wask(w, &ev)) {
+		memset(&wi->d, 0, sizeof(wi->d));
+		wi->bad = false;
+		wreport(w, &ev, store_inode(w, ino) == 0);
+	} else {
+		wreport(w, &ev, false);
+	}
+}
+
+/*
+ * The inodes load_itable() found invalid, judged once the entries are
+ * read: a directory given its type back holds entries too, which may
+ * give another its type, so again until none is; the rest are cleared.
+ */
+static void settle_bad_inodes(struct walk *w)
+{
+	bool more = true;
+
+	while (more) {
+		more = false;
+		for (uint64_t ino = 1; ino < w->icap; ino++)
+			if (w->in[ino].bad && retype_inode(w, ino) &&
+			    S_ISDIR(w->in[ino].d.mode))
+				more = true;
+	}
+	for (uint64_t ino = 1; ino < w->icap; ino++)
+		if (w->in[ino].bad)
+			clear_inode(w, ino);
 }
 
 /* Mark the record deleted: only its ino changes. Its reclen stays as
@@ -1063,6 +1217,7 @@ int dg_walk_load(struct walk *w)
 		return -EUCLEAN;
 	}
 	load_dirs(w);
+	settle_bad_inodes(w);
 	return w->nomem ? -ENOMEM : 0;
 }
 

@@ -17,7 +17,10 @@ struct went {			/* a directory entry as found */
 };
 
 struct wino {
-	bool used, bad;
+	bool used;
+	bool bad;		/* invalid: judged once the entries are read
+				 * (check_fs.c), still so if its repair is
+				 * declined */
 	bool lost;		/* its inode table page was given up */
 	struct dg_dinode d;
 	struct dg_dextent *ext;

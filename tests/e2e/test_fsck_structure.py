@@ -4,7 +4,7 @@
 daxguard-inject --fault logical writes LOGICAL corruption through the
 engine (every checksum stays valid, as a bug in daxguard itself would
 leave it): wrong link counts, orphans, dangling entries, wrong entry
-types and directory parents, bitmap leaks
+types and directory parents, an inode without a file type, bitmap leaks
 and missing bits, pages used twice, wrong block counts, and a row's
 parity wrong under a checksum that matches it. For each: fsck -n exits
 4 and names the code (PR_3_*, and the file; PR_2_PARITY_STALE for the
@@ -142,6 +142,25 @@ def test_directory_parent_fixed(vol):
     assert rep["before"] != 1, rep
     repair_cycle(v, "PR_3_DIR_PARENT", file=rep["file"])
     v.mount()
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
+def test_typeless_inode_keeps_its_data(vol):
+    """A file's inode has no file type (every S_IFMT bit set): its entry
+    still says it is a regular file, so fsck sets that type again
+    (exit 1: nothing given up, named by its path) and the file reads
+    back whole, with its mode, in its place."""
+    v, want, data, st, _ = vol
+    rep = logical(v, "inode", 3)
+    assert rep["kind"] == "mode" and rep["after"] & 0o170000 == 0o170000
+    _, rep_y = repair_cycle(v, "PR_3_INODE_BAD", ino=rep["ino"])
+    assert [(f["code"], f["file"]) for f in rep_y["findings"]] == \
+        [("PR_3_INODE_BAD", rep["file"])], rep_y
+    v.mount()
+    f = rel(rep["file"])
+    assert (v.mnt / f).read_bytes() == data[f]
+    assert os.lstat(v.mnt / f).st_mode == st[f].st_mode == rep["before"]
     assert diff_manifest(want, manifest(v.mnt)) == []
     scrub_clean(v)
 

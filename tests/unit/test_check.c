@@ -5,11 +5,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "fscheck.h"
+#include "fsys_i.h"
 #include "volume_i.h"
 #include "harness.h"
+#include "tfs.h"
 
 #define PG DG_PAGE_SIZE
 
@@ -268,6 +271,172 @@ static void test_scratch_writes_nothing(void)
 	tvol_cleanup(&tv);
 }
 
+/* Inode ino's record as the media holds it (white box: its place). */
+static void inode_at(struct tfs *t, uint64_t ino, uint64_t *vpn,
+		     uint32_t *off, struct dg_dinode *d)
+{
+	uint8_t pg[PG];
+
+	dg_ino_where(t->fs, ino, vpn, off);
+	REQUIRE(dg_read(t->vol, *vpn, 1, pg) == 0);
+	memcpy(d, pg + *off, sizeof(*d));
+}
+
+/* A record written through an update, its checksums and parity valid:
+ * what a bug in daxguard would leave, not a media fault. */
+static void inode_put(struct tfs *t, uint64_t vpn, uint32_t off,
+		      const struct dg_dinode *d)
+{
+	struct dg_txn *txn = dg_txn_new(t->vol);
+
+	REQUIRE(txn);
+	REQUIRE(dg_txn_write(txn, vpn, off, d, sizeof(*d)) == 0);
+	REQUIRE(dg_txn_commit(txn) == 0);
+	dg_txn_free(txn);
+}
+
+/* Inode ino's record on the media without its file type bits. */
+static void drop_type(struct tfs *t, uint64_t ino)
+{
+	struct dg_dinode d;
+	uint64_t vpn;
+	uint32_t off;
+
+	inode_at(t, ino, &vpn, &off, &d);
+	d.mode &= ~(uint32_t)S_IFMT;
+	inode_put(t, vpn, off, &d);
+}
+
+/*
+ * A file whose inode lost its type bits, in a directory that lost its
+ * own and holds it under a lower inode number (so the file's entry is
+ * read only once the directory has its type back): each gets the type
+ * its entry records, the file keeps its name and its bytes, and nothing
+ * else is found (no entry dangling, no page leaked).
+ */
+static void test_typeless_inode_retyped(void)
+{
+	struct tfs t;
+	struct seen s = { 0 }, fixed = { 0 }, again = { 0 };
+	static uint8_t data[3 * PG + 100], got[sizeof(data)];
+	uint64_t seed = 45, f, d;
+	struct dg_attr a;
+
+	REQUIRE(tfs_make(&t, "checktype"));
+	trand_fill(&seed, data, sizeof(data));
+	f = tfs_file(&t, DG_ROOT_INO, "f");
+	d = tfs_dir(&t, DG_ROOT_INO, "d");
+	REQUIRE(f && d > f);
+	REQUIRE(dg_fs_write(t.fs, f, 0, data, sizeof(data)) ==
+		(ssize_t)sizeof(data));
+	REQUIRE(dg_fs_rename(t.fs, DG_ROOT_INO, "f", d, "f", 0) == 0);
+	drop_type(&t, f);
+	drop_type(&t, d);
+	dg_fs_close(t.fs);
+	t.fs = NULL;
+	dg_check_fs(t.vol, on_event, NULL, &s);
+	CHECK_EQ(s.kinds[DG_CHK_INODE_BAD], 2);
+	CHECK_EQ(s.n, 2);
+	CHECK_EQ(s.fixed, 0);
+	dg_check_fs(t.vol, on_event, yes, &fixed);
+	CHECK_EQ(fixed.kinds[DG_CHK_INODE_BAD], 2);
+	CHECK_EQ(fixed.n, 2);
+	CHECK_EQ(fixed.fixed, 2);
+	dg_check_fs(t.vol, on_event, NULL, &again);
+	CHECK_EQ(again.n, 0);
+	REQUIRE(tfs_remount(&t));
+	REQUIRE(dg_fs_lookup(t.fs, DG_ROOT_INO, "d", &a) == 0);
+	CHECK(a.ino == d && S_ISDIR(a.mode));
+	REQUIRE(dg_fs_lookup(t.fs, d, "f", &a) == 0);
+	CHECK(a.ino == f && a.mode == 0100644 && a.size == sizeof(data));
+	CHECK_EQ(tfs_read_at(&t, f, 0, sizeof(got), got),
+		 (ssize_t)sizeof(got));
+	CHECK(memcmp(got, data, sizeof(data)) == 0);
+	tfs_done(&t);
+}
+
+struct cleared {
+	unsigned n, fixed;
+	uint64_t ino, dir;
+	bool cleared;
+	char name[256];
+};
+
+static void on_cleared(void *arg, const struct dg_chk_event *ev)
+{
+	struct cleared *c = arg;
+
+	if (ev->kind != DG_CHK_INODE_UNUSABLE)
+		return;
+	c->n++;
+	c->fixed += ev->fixed;
+	c->ino = ev->ino;
+	c->dir = ev->dir;
+	c->cleared = ev->cleared;
+	snprintf(c->name, sizeof(c->name), "%s", ev->name);
+}
+
+/*
+ * Inodes nothing can mend are cleared (PR_3_INODE_UNUSABLE: data lost),
+ * each named as it can be once it is gone: one with no type that no
+ * entry names, by its number alone (dir 0); one whose extent count is
+ * out of range, by the entry that named it, which is then dropped as
+ * dangling. The next check finds nothing.
+ */
+static void test_inode_cleared(void)
+{
+	struct tfs t;
+	struct cleared c = { 0 };
+	struct seen s = { 0 }, again = { 0 };
+	struct dg_dinode d;
+	uint64_t f, g, vpn;
+	uint32_t off;
+	uint8_t data[PG];
+	uint64_t seed = 46;
+
+	REQUIRE(tfs_make(&t, "checkclear"));
+	trand_fill(&seed, data, PG);
+	f = tfs_file(&t, DG_ROOT_INO, "f");
+	REQUIRE(f);
+	REQUIRE(dg_fs_write(t.fs, f, 0, data, PG) == PG);
+	/* A slot no entry names gets a record without a type. */
+	g = f + 1;
+	inode_at(&t, g, &vpn, &off, &d);
+	REQUIRE(d.mode == 0);
+	d = (struct dg_dinode){ .mode = 0644, .nlink = 1, .parent = 1 };
+	inode_put(&t, vpn, off, &d);
+	dg_fs_close(t.fs);
+	t.fs = NULL;
+	dg_check_fs(t.vol, on_cleared, yes, &c);
+	CHECK(c.n == 1 && c.fixed == 1 && c.ino == g && c.cleared);
+	CHECK(c.dir == 0 && !c.name[0]);
+	dg_check_fs(t.vol, on_event, NULL, &again);
+	CHECK_EQ(again.n, 0);
+	/* An extent count out of range, under a type its entry agrees
+	 * with: cleared too, named by that entry. */
+	REQUIRE(dg_fs_open(t.vol, &t.fs) == 0);
+	inode_at(&t, f, &vpn, &off, &d);
+	dg_fs_close(t.fs);
+	t.fs = NULL;
+	d.nextents = (1u << 26) + 1;
+	inode_put(&t, vpn, off, &d);
+	c = (struct cleared){ 0 };
+	dg_check_fs(t.vol, on_cleared, NULL, &c);
+	CHECK(c.n == 1 && !c.fixed && c.ino == f && c.cleared);
+	CHECK(c.dir == DG_ROOT_INO && !strcmp(c.name, "f"));
+	dg_check_fs(t.vol, on_event, yes, &s);
+	CHECK_EQ(s.kinds[DG_CHK_INODE_UNUSABLE], 1);
+	CHECK_EQ(s.kinds[DG_CHK_DIRENT_DANGLING], 1);
+	CHECK_EQ(s.kinds[DG_CHK_BITMAP_LEAK], 1);
+	CHECK_EQ(s.fixed, s.n);
+	memset(&again, 0, sizeof(again));
+	dg_check_fs(t.vol, on_event, NULL, &again);
+	CHECK_EQ(again.n, 0);
+	REQUIRE(tfs_remount(&t));
+	CHECK_EQ(tfs_lookup(&t, DG_ROOT_INO, "f"), -ENOENT);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -277,6 +446,8 @@ int main(int argc, char **argv)
 		{ "fs_leak", test_fs_leak },
 		{ "give_up", test_give_up },
 		{ "scratch_writes_nothing", test_scratch_writes_nothing },
+		{ "typeless_inode_retyped", test_typeless_inode_retyped },
+		{ "inode_cleared", test_inode_cleared },
 		{ NULL, NULL },
 	};
 

@@ -44,6 +44,11 @@ struct dg_chk_event {
 	char detail[160];	/* human readable specifics */
 	char action[64];	/* what was or would be done */
 	char name[256];		/* an entry of directory ino, "" if none */
+	/* ino goes with the repair (INODE_UNUSABLE): no path reaches it
+	 * afterwards, so the report names it by the entry that named it,
+	 * name in directory dir, or, with none (dir 0), as "#INO". */
+	bool cleared;
+	uint64_t dir;
 };
 typedef void (*dg_chk_fn)(void *arg, const struct dg_chk_event *ev);
 /* Whether to make the repair a finding offers (fsck asks per finding). */

@@ -62,6 +62,10 @@
 	X(PAGE_GIVEN_UP, 2, "page given up: reads of it give EIO", \
 	  PR_LOSS | PR_WARNING) \
 	X(MOVED_WITH_DIR, 3, "file moved with its directory to " \
-	  "/lost+found", 0)
+	  "/lost+found", 0) \
+	/* An inode nothing can make valid again (no entry says its \
+	 * file type, or an extent count out of range): cleared, its \
+	 * file and data lost. INODE_BAD's repairs lose nothing. */ \
+	X(INODE_UNUSABLE, 3, "inode invalid beyond repair", PR_LOSS)
 
 #endif /* DG_CHECK_KINDS_H */
