@@ -138,7 +138,8 @@ static void rdrain(struct rctx *c)
 					    c->pend[j].dev == (int)f->dev &&
 					    (byloc || c->pend[j].page ==
 					     (int64_t)dg_row_page(c->vol, f->row) ||
-					     c->pend[j].kind == DG_CHK_CSUM_BAD))
+					     c->pend[j].kind == DG_CHK_CSUM_BAD ||
+					     c->pend[j].kind == DG_CHK_CSUM_STALE))
 						break;
 				if (j < 0 && c->np)
 					for (j = (int)c->np - 1; j >= 0; j--)
@@ -152,13 +153,22 @@ static void rdrain(struct rctx *c)
 					rflush(c);
 				j = (int)c->np++;
 				ev = &c->pend[j];
-				dg_chk_event_init(ev, csum ? DG_CHK_CSUM_BAD
-							  : DG_CHK_PAGE_BAD,
+				/* A stale copy is no damage: the copy
+				 * lost writes (csum.c, repair_copy()). */
+				dg_chk_event_init(ev, f->stale ? DG_CHK_CSUM_STALE
+						      : csum   ? DG_CHK_CSUM_BAD
+							       : DG_CHK_PAGE_BAD,
 						  "data");
 				dg_chk_locate(c->vol, ev, f->dev, f->row, f->what);
-				snprintf(ev->detail, sizeof(ev->detail),
-					 "%s page fails verification (%s)",
-					 ev->structure, f->action);
+				if (f->stale)
+					snprintf(ev->detail, sizeof(ev->detail),
+						 "%s page %s", ev->structure,
+						 f->action);
+				else
+					snprintf(ev->detail, sizeof(ev->detail),
+						 "%s page fails verification "
+						 "(%s)", ev->structure,
+						 f->action);
 				c->pres[j] = -1;
 				if (f->kind == DG_FAULT_DETECTED)
 					continue;

@@ -387,15 +387,15 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 				: "copy fails its seal";
 
 	if (!quiet)
-		dg_fault_note(vol, DG_FAULT_DETECTED, dev, page, DG_WHAT_CSUM_COPY,
-			      why);
+		dg_fault_note_copy(vol, DG_FAULT_DETECTED, dev, page, stale,
+				   why);
 	if (!dg_repair_ok(vol, stale ? DG_CHK_CSUM_STALE : DG_CHK_CSUM_BAD,
 			  dev, page, DG_WHAT_CSUM_COPY, why,
 			  "rewrite it from the newest copy")) {
 		/* The newest copy serves the reader; this one stays. */
 		if (!quiet)
-			dg_fault_note(vol, DG_FAULT_RECOVERED, dev, page,
-				      DG_WHAT_CSUM_COPY, "newest copy used");
+			dg_fault_note_copy(vol, DG_FAULT_RECOVERED, dev, page,
+					   stale, "newest copy used");
 		return;
 	}
 	/* The newest copy serves the reader either way; a failure has
@@ -404,8 +404,8 @@ static void repair_copy(struct dg_vol *vol, unsigned owner, uint64_t index,
 			    DG_PAGE_SIZE))
 		return;
 	if (!quiet)
-		dg_fault_note(vol, DG_FAULT_REPAIRED, dev, page, DG_WHAT_CSUM_COPY,
-			      "rewritten from the newest copy");
+		dg_fault_note_copy(vol, DG_FAULT_REPAIRED, dev, page, stale,
+				   "rewritten from the newest copy");
 }
 
 /*

@@ -40,9 +40,10 @@ void dg_fault_attribute(struct dg_scrub_report *rep)
 }
 
 /* Keep the event in the ring; fault_lock held. */
-static void ring_put(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
-		     uint64_t row, enum dg_fault_what what, const char *action,
-		     bool repeat)
+static struct dg_fault_event *ring_put(struct dg_vol *vol,
+				       enum dg_fault kind, unsigned dev,
+				       uint64_t row, enum dg_fault_what what,
+				       const char *action, bool repeat)
 {
 	struct dg_fault_event *ev;
 
@@ -56,6 +57,7 @@ static void ring_put(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 	ev->repeat = repeat;
 	ev->by_scrub = scrub_rep != NULL;
 	snprintf(ev->action, sizeof(ev->action), "%s", action);
+	return ev;
 }
 
 static void scrub_count(enum dg_fault kind)
@@ -69,21 +71,34 @@ static void scrub_count(enum dg_fault kind)
 }
 
 /* Every fault is logged and counted exactly once per kind. */
-void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
-		   uint64_t row, enum dg_fault_what what, const char *action)
+static void note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
+		 uint64_t row, enum dg_fault_what what, const char *action,
+		 bool stale)
 {
 	atomic_fetch_add(&vol->faults[kind], 1);
 	if (dev < DG_MAX_DEVS)
 		atomic_fetch_add(&vol->dev_faults[dev][kind], 1);
 	scrub_count(kind);
 	pthread_mutex_lock(&vol->fault_lock);
-	ring_put(vol, kind, dev, row, what, action, false);
+	ring_put(vol, kind, dev, row, what, action, false)->stale = stale;
 	pthread_mutex_unlock(&vol->fault_lock);
 	dg_vol_log(vol, kind == DG_FAULT_UNRECOVERABLE ? DG_LOG_ERR
 						       : DG_LOG_WARNING,
 		   "fault %s dev=%u row=%" PRIu64 " what=%s action=%s",
 		   fault_names[kind], dev, row, dg_fault_what_name(what),
 		   action);
+}
+
+void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
+		   uint64_t row, enum dg_fault_what what, const char *action)
+{
+	note(vol, kind, dev, row, what, action, false);
+}
+
+void dg_fault_note_copy(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
+			uint64_t page, bool stale, const char *action)
+{
+	note(vol, kind, dev, page, DG_WHAT_CSUM_COPY, action, stale);
 }
 
 /*

@@ -601,6 +601,11 @@ int dg_page_read_locked(struct dg_vol *vol, unsigned dev, uint64_t row,
 /* Count a fault, keep it in the event ring and log it. */
 void dg_fault_note(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
 		   uint64_t row, enum dg_fault_what what, const char *action);
+/* The same of a checksum page copy at device page page, the event
+ * saying whether it is stale (an older generation) or damaged: fsck
+ * reports the two as different problems (CSUM_STALE, CSUM_BAD). */
+void dg_fault_note_copy(struct dg_vol *vol, enum dg_fault kind, unsigned dev,
+			uint64_t page, bool stale, const char *action);
 /* Count this thread's faults in rep too (NULL: stop). */
 void dg_fault_attribute(struct dg_scrub_report *rep);
 /* Whether the page (dev, row) with checksum csum was found lost before

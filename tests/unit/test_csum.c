@@ -396,6 +396,20 @@ static void csum_page_fault(enum cfault kind)
 	CHECK_EQ(got[DG_FAULT_DETECTED], 1);
 	CHECK_EQ(got[DG_FAULT_REPAIRED], 1);
 	CHECK_EQ(got[DG_FAULT_UNRECOVERABLE], 0);
+	/* Its events say whether the copy was stale or damaged: fsck
+	 * reports them as PR_2_CSUM_STALE and PR_2_CSUM_BAD. */
+	{
+		struct dg_fault_event ev[8];
+		unsigned n = dg_vol_fault_events(vol, 0, ev, 8), copies = 0;
+
+		for (unsigned i = 0; i < n; i++) {
+			if (ev[i].what != DG_WHAT_CSUM_COPY)
+				continue;
+			copies++;
+			CHECK_EQ(ev[i].stale, kind == CF_STALE);
+		}
+		CHECK_EQ(copies, 2);	/* detected, repaired */
+	}
 	/* The primary was rewritten from the replica. */
 	tvol_peek(&tv, l.dev, cpage * PG, img, PG);
 	CHECK(memcmp(img, rep, PG) == 0);

@@ -403,6 +403,9 @@ struct dg_fault_event {
 	bool repeat;
 	/* Met by a scrub (dg_fault_attribute), not by a reader. */
 	bool by_scrub;
+	/* A checksum page copy of an older generation (lost writes),
+	 * not a damaged one (CSUM_COPY only). */
+	bool stale;
 };
 /* Copy events newer than since, oldest first; returns how many. */
 unsigned dg_vol_fault_events(struct dg_vol *vol, uint64_t since,
