@@ -22,8 +22,8 @@
 
 static const char usage_line[] =
 	"usage: daxguard-inject DEV... --fault KIND --target WHAT [--file PATH] "
-	"[--count N] [--seed S] [--bits N] [--len BYTES] [--device N] "
-	"[--same-row] [--json]\n";
+	"[--count N] [--seed S] [--sub-kind NAME] [--bits N] [--len BYTES] "
+	"[--device N] [--same-row] [--json]\n";
 
 static const char help_text[] =
 	"Write faults straight into a daxguard volume's device images, behind\n"
@@ -37,6 +37,7 @@ static const char help_text[] =
 	"  -F, --file PATH      damage this file of the volume (with data)\n"
 	"  -c, --count N        faults to inject, 1 to 1000 (default 1)\n"
 	"  -s, --seed S         seed of the random choices (default: the time)\n"
+	"  -K, --sub-kind NAME  the logical fault's sub-kind (default: by --seed)\n"
 	"  -b, --bits N         bits a bitflip flips (default 1)\n"
 	"  -l, --len BYTES      bytes a scribble or zero covers\n"
 	"  -d, --device N       only damage device N\n"
@@ -48,12 +49,16 @@ static const char help_text[] =
 	"logical (unmounted volume; checksums stay valid): WHAT is inode,\n"
 	"directory, allocation, extent, xattr or parity (a row's parity\n"
 	"wrong under a matching checksum); --seed picks the sub-kind (for\n"
-	"parity the row), --file the file. DEV... as separate arguments or\n"
-	"one list separated by ',' or ':'. bitmap: an allocation bitmap\n"
-	"page; cmap: a copy of a checksum-page init map page (lost-write:\n"
-	"both slots of one device miss the map's next update); free: a page\n"
-	"of a vpn nothing uses that was never written (garbage there must\n"
-	"stay invisible).\n"
+	"parity the row) unless --sub-kind names it, --file the file.\n"
+	"Sub-kinds: inode nlink+1 nlink-1 parent mode; directory orphan\n"
+	"dangling type record, and by name only multi; allocation\n"
+	"bitmap-missing bitmap-leak; extent extent-dup blocks, and by name\n"
+	"only extent-bad; xattr xattr-garbage; parity parity-stale.\n"
+	"DEV... as separate arguments or one list separated by ',' or ':'.\n"
+	"bitmap: an allocation bitmap page; cmap: a copy of a checksum-page\n"
+	"init map page (lost-write: both slots of one device miss the map's\n"
+	"next update); free: a page of a vpn nothing uses that was never\n"
+	"written (garbage there must stay invisible).\n"
 	"Numbers take the suffixes K, M, G, T. Exit status: 0\n"
 	"done, 1 failed, 2 bad usage.\n";
 
@@ -969,12 +974,16 @@ static struct json_object *logical_json(const char *tname, uint64_t seed,
 }
 
 /* Parity that verifies and disagrees with its data (lfault_parity.h). */
-static int do_logical_parity(struct inj *s, uint64_t seed, bool json)
+static int do_logical_parity(struct inj *s, uint64_t seed, const char *sub,
+			     bool json)
 {
 	struct dg_parity_lfault pf;
 	struct json_object *r, *list, *o;
 	int ret;
 
+	if (sub && strcmp(sub, "parity-stale"))
+		usage_error("unknown --sub-kind '%s' for --target parity: "
+			    "parity-stale", sub);
 	open_writable(s);
 	ret = dg_check_parity_lfault(s->vol, seed, &pf);
 	if (ret == -EINVAL)
@@ -1017,8 +1026,31 @@ static int do_logical_parity(struct inj *s, uint64_t seed, bool json)
  * there); they are written here through its one update path, so
  * checksums and parity stay valid.
  */
+/* sub (NULL: none) names a sub-kind of target lt, or the tool stops
+ * with a usage error that lists them. */
+static void check_sub_kind(enum dg_lf_target lt, const char *tname,
+			   const char *sub)
+{
+	char names[256] = "";
+	const char *k;
+	size_t n = 0;
+
+	if (!sub)
+		return;
+	for (unsigned i = 0; (k = dg_lfault_kind(lt, i)); i++) {
+		if (!strcmp(k, sub))
+			return;
+		n += (size_t)snprintf(names + n, n < sizeof(names)
+						 ? sizeof(names) - n : 0,
+				      "%s%s", i ? " " : "", k);
+	}
+	usage_error("unknown --sub-kind '%s' for --target %s: %s", sub, tname,
+		    names);
+}
+
 static int do_logical(struct inj *s, enum target t, const char *tname,
-		      const char *file, uint64_t seed, bool json)
+		      const char *file, uint64_t seed, const char *sub,
+		      bool json)
 {
 	static const struct { enum target t; enum dg_lf_target lt; } map[] = {
 		{ T_INODE, DG_LF_INODE }, { T_DIR, DG_LF_DIRECTORY },
@@ -1037,16 +1069,18 @@ static int do_logical(struct inj *s, enum target t, const char *tname,
 		if (map[i].t == t)
 			lt = (int)map[i].lt;
 	if (t == T_PARITY)
-		return do_logical_parity(s, seed, json);
+		return do_logical_parity(s, seed, sub, json);
 	if (lt < 0)
 		usage_error("--fault logical needs --target inode, directory, "
 			    "allocation, extent, xattr or parity");
+	check_sub_kind((enum dg_lf_target)lt, tname, sub);
 	open_writable(s);
 	if (dg_fs_open(s->vol, &s->fs))
 		die("cannot read the filesystem on the volume");
 	if (file)
 		ino = resolve_file(s, file);
-	ret = dg_check_lfault(s->vol, (enum dg_lf_target)lt, ino, seed, &lf);
+	ret = dg_check_lfault(s->vol, (enum dg_lf_target)lt, ino, seed, sub,
+			      &lf);
 	if (ret == -EUCLEAN)
 		die("the filesystem has problems already: run fsck.daxguard "
 		    "first");
@@ -1128,6 +1162,7 @@ int main(int argc, char **argv)
 		{ "file", required_argument, NULL, 'F' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "sub-kind", required_argument, NULL, 'K' },
 		{ "bits", required_argument, NULL, 'b' },
 		{ "len", required_argument, NULL, 'l' },
 		{ "device", required_argument, NULL, 'd' },
@@ -1138,7 +1173,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct inj s;
-	const char *file = NULL, *kname = NULL, *tname = "any";
+	const char *file = NULL, *kname = NULL, *tname = "any", *sub = NULL;
 	uint64_t seed = (uint64_t)time(NULL), count = 1, v;
 	bool json = false;
 	int opt, kind, target, ret;
@@ -1150,7 +1185,7 @@ int main(int argc, char **argv)
 	if (tool_argv_has(argc, argv, "--json", 'j'))
 		tool_json_errors();
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "k:t:F:c:s:b:l:d:jRhV",
+	while ((opt = getopt_long(argc, argv, "k:t:F:c:s:K:b:l:d:jRhV",
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'k':
@@ -1170,6 +1205,9 @@ int main(int argc, char **argv)
 		case 's':
 			if (parse_size(optarg, &seed))
 				usage_error("bad --seed '%s'", optarg);
+			break;
+		case 'K':
+			sub = optarg;
 			break;
 		case 'b':
 			if (parse_size(optarg, &v) || !v || v > 4096 * 8)
@@ -1214,12 +1252,14 @@ int main(int argc, char **argv)
 	s.paths = devlist_args(argv + optind, argc - optind, &s.n);
 	if (file && target != T_DATA && target != T_ANY && kind != K_LOGICAL)
 		usage_error("--file goes with --target data");
+	if (sub && kind != K_LOGICAL)
+		usage_error("--sub-kind goes with --fault logical");
 	rng_state = seed;
 	s.lost = kind == K_LOST;
 	dg_log_set_level(DG_LOG_ERR);
 	if (kind == K_LOGICAL)
 		return do_logical(&s, (enum target)target, tname, file, seed,
-				  json);
+				  sub, json);
 
 	ret = dg_vol_open(s.paths, s.n, DG_OPEN_RDONLY, &s.vol, err,
 			  sizeof(err));

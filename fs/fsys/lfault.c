@@ -90,36 +90,26 @@ static const struct went *lf_entry_of(const struct walk *w, uint64_t ino)
 	return NULL;
 }
 
-/* A record naming a free inode slot, placed as dg_dir_add() would: in
- * a deleted record big enough (keeping its reclen), else at the tail of
- * the last page; -ENOSPC when neither has room. */
-static int lf_dangling(struct walk *w, struct dg_lfault *lf, uint64_t dir,
-		       uint64_t *rng)
+/* A record named lf->name in directory dir, naming ino of type type,
+ * placed as dg_dir_add() would: in a deleted record big enough (keeping
+ * its reclen) when reuse says so, else at the tail of the last page,
+ * after every record there; -ENOSPC when there is no room, -EEXIST
+ * when the name is taken. *reused: a deleted record was. */
+static int lf_place_record(struct walk *w, struct dg_lfault *lf,
+			   uint64_t dir, uint64_t ino, uint8_t type,
+			   bool reuse, bool *reused)
 {
 	struct wino *dp = &w->in[dir];
-	uint64_t pages = dp->d.size / DG_PAGE_SIZE, vpn = 0, start, ino = 0;
+	uint64_t pages = dp->d.size / DG_PAGE_SIZE, vpn = 0;
 	struct dg_ddirent *r;
 	struct dg_lf_write *x;
 	uint32_t off = 0, need, wlen = 0, reclen = 0;
-	bool reused = false;
 	size_t nlen;
 	int ret;
 
+	*reused = false;
 	if (!pages)
 		return -ENOSPC;
-	start = 2 + lf_rnd(rng) % (w->icap - 2);
-	for (uint64_t i = 0; i < w->icap - 2; i++) {
-		uint64_t c = 2 + (start - 2 + i) % (w->icap - 2);
-
-		if (!w->in[c].used && !w->in[c].bad && !w->in[c].d.mode) {
-			ino = c;
-			break;
-		}
-	}
-	if (!ino)
-		return -ENOENT;
-	snprintf(lf->name, sizeof(lf->name), "dangling-%llu",
-		 (unsigned long long)ino);
 	for (size_t i = 0; i < w->nents; i++)
 		if (w->ents[i].dir == dir && !strcmp(w->ents[i].name, lf->name))
 			return -EEXIST;
@@ -137,11 +127,11 @@ static int lf_dangling(struct walk *w, struct dg_lfault *lf, uint64_t dir,
 			r = (struct dg_ddirent *)(w->page + off);
 			if (r->reclen == 0)
 				break;
-			if (!r->ino && r->reclen >= need) {
+			if (reuse && !r->ino && r->reclen >= need) {
 				/* reuse: the record keeps its length */
 				reclen = r->reclen;
 				wlen = (uint32_t)(sizeof(*r) + nlen);
-				reused = true;
+				*reused = true;
 				break;
 			}
 		}
@@ -161,14 +151,45 @@ static int lf_dangling(struct walk *w, struct dg_lfault *lf, uint64_t dir,
 	r->ino = ino;
 	r->reclen = (uint16_t)reclen;
 	r->namelen = (uint8_t)nlen;
-	r->type = DT_REG;
+	r->type = type;
 	memcpy(r + 1, lf->name, nlen);
 	lf->dir = dir;
+	return 0;
+}
+
+/* A record naming a free inode slot, in a deleted record big enough or
+ * at the tail of dir's last page. */
+static int lf_dangling(struct walk *w, struct dg_lfault *lf, uint64_t dir,
+		       uint64_t *rng)
+{
+	uint64_t start, ino = 0;
+	bool reused;
+	int ret;
+
+	if (!(w->in[dir].d.size / DG_PAGE_SIZE))
+		return -ENOSPC;
+	start = 2 + lf_rnd(rng) % (w->icap - 2);
+	for (uint64_t i = 0; i < w->icap - 2; i++) {
+		uint64_t c = 2 + (start - 2 + i) % (w->icap - 2);
+
+		if (!w->in[c].used && !w->in[c].bad && !w->in[c].d.mode) {
+			ino = c;
+			break;
+		}
+	}
+	if (!ino)
+		return -ENOENT;
+	snprintf(lf->name, sizeof(lf->name), "dangling-%llu",
+		 (unsigned long long)ino);
+	ret = lf_place_record(w, lf, dir, ino, DT_REG, true, &reused);
+	if (ret)
+		return ret;
 	lf->other = ino;
 	snprintf(lf->detail, sizeof(lf->detail),
-		 "entry '%s' (%s record) added to directory %llu naming free "
-		 "inode %llu", lf->name, reused ? "reused" : "new",
-		 (unsigned long long)dir, (unsigned long long)ino);
+		 "entry 'dangling-%llu' (%s record) added to directory %llu "
+		 "naming free inode %llu", (unsigned long long)ino,
+		 reused ? "reused" : "new", (unsigned long long)dir,
+		 (unsigned long long)ino);
 	return 0;
 }
 
@@ -236,7 +257,6 @@ static int lf_xattr(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 		if ((!ino || i == ino) && lf_plain_file(w, i, UINT32_MAX) &&
 		    w->in[i].d.xattr_vpn && k-- == 0)
 			f = i;
-	lf->kind = "xattr-garbage";
 	lf->ino = f;
 	x = lf_add(lf, w->in[f].d.xattr_vpn,
 		   offsetof(struct dg_dxattr_hdr, used), sizeof(used), "xattr");
@@ -379,30 +399,165 @@ static int lf_record(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	return 0;
 }
 
-/* Sub-kinds 2 and 3 (seed % 4) of inodes and directories; 0 and 1 are
- * planned in dg_check_lfault() below. */
+/* A directory other than the root, consistent, with one name. */
+static bool lf_plain_dir(const struct walk *w, uint64_t ino)
+{
+	const struct wino *wi = &w->in[ino];
+
+	return ino > DG_ROOT_INO && ino < w->icap && wi->used && !wi->bad &&
+	       wi->reached && S_ISDIR(wi->d.mode) && wi->refs == 1 &&
+	       wi->d.parent == wi->first_parent;
+}
+
+/* "multi": a directory (ino, or one chosen by rng) gets a second name,
+ * link-INO, at the tail of the directory that holds its first: the
+ * walk meets the first name first and keeps it. */
+static int lf_multi(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+		    uint64_t *rng)
+{
+	uint64_t n = 0, k, dir = 0;
+	bool reused;
+	int ret;
+
+	if (ino) {
+		if (!lf_plain_dir(w, ino))
+			return -ENOENT;
+		dir = ino;
+	} else {
+		for (uint64_t i = DG_ROOT_INO + 1; i < w->icap; i++)
+			n += lf_plain_dir(w, i);
+		if (!n)
+			return -ENOENT;
+		k = lf_rnd(rng) % n;
+		for (uint64_t i = DG_ROOT_INO + 1; !dir && i < w->icap; i++)
+			if (lf_plain_dir(w, i) && k-- == 0)
+				dir = i;
+	}
+	snprintf(lf->name, sizeof(lf->name), "link-%llu",
+		 (unsigned long long)dir);
+	ret = lf_place_record(w, lf, w->in[dir].first_parent, dir, DT_DIR,
+			      false, &reused);
+	if (ret)
+		return ret;
+	lf->ino = dir;
+	snprintf(lf->detail, sizeof(lf->detail),
+		 "entry 'link-%llu' added to directory %llu: a second name "
+		 "of directory %llu", (unsigned long long)dir,
+		 (unsigned long long)lf->dir, (unsigned long long)dir);
+	return 0;
+}
+
+/* "extent-bad": a file's last extent (inline; the file ino, or one
+ * chosen by rng) starts past the end of the volume. */
+static int lf_extent_bad(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+			 uint64_t *rng)
+{
+	uint64_t f = lf_pick_file(w, ino, DG_INLINE_EXTENTS, UINT64_MAX, rng);
+	struct dg_dextent *e;
+	struct dg_dinode d;
+	uint32_t k;
+
+	if (!f)
+		return -ENOENT;
+	d = w->in[f].d;
+	k = d.nextents - 1;
+	e = &d.inl[k];
+	lf->ino = f;
+	lf->fpage = e->fpage;
+	lf->pages = e->len;
+	lf->before = e->vpn;
+	lf->after = e->vpn = w->vpns;
+	lf_inode(w, lf, f, &d);
+	snprintf(lf->detail, sizeof(lf->detail),
+		 "inode %llu extent %u (file pages %llu+%llu): vpn %llu -> "
+		 "%llu, past the end of the volume", (unsigned long long)f, k,
+		 (unsigned long long)lf->fpage, (unsigned long long)lf->pages,
+		 (unsigned long long)lf->before, (unsigned long long)lf->after);
+	return 0;
+}
+
+/*
+ * Every sub-kind, by target. The first ones of a target (by_seed) are
+ * what seed % (their number) picks when none is named; the rest are
+ * planned only when named (--sub-kind), so that a sub-kind added later
+ * changes what no seed plans (golden tests and campaigns name seeds).
+ * plan NULL: planned in dg_check_lfault() below, by its index.
+ */
 typedef int (*lf_plan_fn)(struct walk *w, struct dg_lfault *lf,
 			  uint64_t ino, uint64_t *rng);
-static const struct lf_more {
+static const struct lf_sub {
 	enum dg_lf_target target;
-	const char *kind[2];
-	lf_plan_fn plan[2];
-} lf_more[] = {
-	{ DG_LF_INODE, { "parent", "mode" }, { lf_parent, lf_mode } },
-	{ DG_LF_DIRECTORY, { "type", "record" }, { lf_type, lf_record } },
+	const char *kind;
+	bool by_seed;
+	lf_plan_fn plan;
+} lf_subs[] = {
+	{ DG_LF_INODE, "nlink+1", true, NULL },
+	{ DG_LF_INODE, "nlink-1", true, NULL },
+	{ DG_LF_INODE, "parent", true, lf_parent },
+	{ DG_LF_INODE, "mode", true, lf_mode },
+	{ DG_LF_DIRECTORY, "orphan", true, NULL },
+	{ DG_LF_DIRECTORY, "dangling", true, NULL },
+	{ DG_LF_DIRECTORY, "type", true, lf_type },
+	{ DG_LF_DIRECTORY, "record", true, lf_record },
+	{ DG_LF_DIRECTORY, "multi", false, lf_multi },
+	{ DG_LF_ALLOCATION, "bitmap-missing", true, NULL },
+	{ DG_LF_ALLOCATION, "bitmap-leak", true, NULL },
+	{ DG_LF_EXTENT, "extent-dup", true, NULL },
+	{ DG_LF_EXTENT, "blocks", true, NULL },
+	{ DG_LF_EXTENT, "extent-bad", false, lf_extent_bad },
+	{ DG_LF_XATTR, "xattr-garbage", true, NULL },
 };
+#define LF_NSUBS (sizeof(lf_subs) / sizeof(lf_subs[0]))
+
+const char *dg_lfault_kind(enum dg_lf_target target, unsigned i)
+{
+	for (unsigned s = 0; s < LF_NSUBS; s++)
+		if (lf_subs[s].target == target && i-- == 0)
+			return lf_subs[s].kind;
+	return NULL;
+}
+
+/* The sub-kind of target named kind, or, kind NULL, the one seed picks;
+ * NULL when target has no such sub-kind. *idx: its index in target. */
+static const struct lf_sub *lf_sub_find(enum dg_lf_target target,
+					const char *kind, uint64_t seed,
+					unsigned *idx)
+{
+	unsigned n = 0, seeded = 0;
+
+	for (unsigned s = 0; s < LF_NSUBS; s++)
+		seeded += lf_subs[s].target == target && lf_subs[s].by_seed;
+	for (unsigned s = 0; s < LF_NSUBS; s++) {
+		const struct lf_sub *x = &lf_subs[s];
+
+		if (x->target != target)
+			continue;
+		if (kind ? !strcmp(kind, x->kind)
+			 : x->by_seed && n == seed % seeded) {
+			*idx = n;
+			return x;
+		}
+		n++;
+	}
+	return NULL;
+}
 
 int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
-		    uint64_t ino, uint64_t seed, struct dg_lfault *lf)
+		    uint64_t ino, uint64_t seed, const char *kind,
+		    struct dg_lfault *lf)
 {
 	struct walk w = { .vol = vol, .classify_only = true };
 	uint64_t rng = seed, f;
-	unsigned sub = (unsigned)(seed % 2), sub4 = (unsigned)(seed % 4);
+	const struct lf_sub *sk;
+	unsigned sub;
 	struct dg_dinode d;
 	int ret;
 
 	memset(lf, 0, sizeof(*lf));
 	lf->vpn = -1;
+	sk = lf_sub_find(target, kind, seed, &sub);
+	if (!sk)
+		return -EINVAL;
 	if (dg_vol_read_only(vol))
 		return -EROFS;
 	ret = dg_walk_load(&w);
@@ -415,15 +570,10 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		goto out;
 	}
 	ret = -ENOENT;
-	for (unsigned i = 0; i < sizeof(lf_more) / sizeof(lf_more[0]); i++) {
-		if (lf_more[i].target != target)
-			continue;
-		if (sub4 >= 2) {
-			lf->kind = lf_more[i].kind[sub4 - 2];
-			ret = lf_more[i].plan[sub4 - 2](&w, lf, ino, &rng);
-			goto out;
-		}
-		sub = sub4;
+	lf->kind = sk->kind;
+	if (sk->plan) {
+		ret = sk->plan(&w, lf, ino, &rng);
+		goto out;
 	}
 	switch (target) {
 	case DG_LF_INODE:
@@ -431,7 +581,6 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		if (!f)
 			break;
 		d = w.in[f].d;
-		lf->kind = sub ? "nlink-1" : "nlink+1";
 		lf->ino = f;
 		lf->before = d.nlink;
 		d.nlink = sub ? d.nlink - 1 : d.nlink + 1;
@@ -450,7 +599,6 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 			struct dg_lf_write *x;
 			uint64_t vpn, zero = 0;
 
-			lf->kind = "orphan";
 			f = lf_pick_file(&w, ino, UINT32_MAX, UINT64_MAX, &rng);
 			e = f ? lf_entry_of(&w, f) : NULL;
 			if (!e)
@@ -473,7 +621,6 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 			ret = 0;
 			break;
 		}
-		lf->kind = "dangling";
 		if (ino) {
 			const struct went *e;
 
@@ -495,7 +642,6 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 				ret = lf_dangling(&w, lf, i, &rng);
 		break;
 	case DG_LF_ALLOCATION:
-		lf->kind = sub ? "bitmap-leak" : "bitmap-missing";
 		ret = lf_bitmap(&w, lf, ino, !sub, &rng);
 		break;
 	case DG_LF_XATTR:
@@ -503,7 +649,6 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 		break;
 	case DG_LF_EXTENT:
 		if (sub == 1) {
-			lf->kind = "blocks";
 			f = lf_pick_file(&w, ino, UINT32_MAX, UINT64_MAX, &rng);
 			if (!f)
 				break;
@@ -520,7 +665,6 @@ int dg_check_lfault(struct dg_vol *vol, enum dg_lf_target target,
 			ret = 0;
 			break;
 		}
-		lf->kind = "extent-dup";
 		{
 			uint64_t b = 0;
 			uint32_t k;

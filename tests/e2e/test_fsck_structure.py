@@ -4,8 +4,9 @@
 daxguard-inject --fault logical writes LOGICAL corruption through the
 engine (every checksum stays valid, as a bug in daxguard itself would
 leave it): wrong link counts, orphans, dangling entries, wrong entry
-types and directory parents, an inode without a file type, bitmap leaks
-and missing bits, pages used twice, wrong block counts, and a row's
+types and directory parents, an inode without a file type, a second
+name of a directory, bitmap leaks and missing bits, pages used twice,
+an extent past the end of the volume, wrong block counts, and a row's
 parity wrong under a checksum that matches it. For each: fsck -n exits
 4 and names the code (PR_3_*, and the file; PR_2_PARITY_STALE for the
 parity), fsck -y exits 1, fsck -n exits 0, and the mounted volume shows
@@ -202,6 +203,21 @@ def test_dangling_entry_removed(vol, where):
     scrub_clean(v)
 
 
+def test_directory_second_name_removed(vol):
+    """A directory gets a second name beside its first (sub-kind
+    "multi", by name only): fsck removes the second and the tree is as
+    it was."""
+    v, want, _, _, _ = vol
+    rep = logical(v, "directory", 1, extra=["--sub-kind", "multi"])
+    assert rep["kind"] == "multi" and rep["file"] != rep["entry"], rep
+    repair_cycle(v, "PR_3_DIR_MULTI", file=rep["dir_path"])
+    v.mount()
+    name = rep["entry"].rsplit("/", 1)[1]
+    assert name not in os.listdir(v.mnt / rel(rep["dir_path"]))
+    assert diff_manifest(want, manifest(v.mnt)) == []
+    scrub_clean(v)
+
+
 def test_bitmap_missing_bit(vol):
     v, want, _, _, free = vol
     rep = logical(v, "allocation", 0)
@@ -281,6 +297,30 @@ def test_extent_double_use(vol):
     orig = data[a]
     cut = rep["fpage"] * 4096
     assert len(orig) > cut and (v.mnt / a).read_bytes() == orig[:cut]
+    assert os.statvfs(v.mnt).f_bfree == free + rep["pages"]
+    del want[a], got[a]
+    assert diff_manifest(want, got) == []
+    scrub_clean(v)
+
+
+def test_extent_past_the_end_cut(vol):
+    """A file's last extent starts past the end of the volume (sub-kind
+    "extent-bad", by name only): fsck drops it (the file ends where its
+    kept extents end: data lost, exit 4), sets the block count and
+    frees the pages the extent mapped before."""
+    v, want, data, _, free = vol
+    want = dict(want)
+    rep = logical(v, "extent", 1, extra=["--sub-kind", "extent-bad"])
+    assert rep["kind"] == "extent-bad" and rep["after"] > rep["before"]
+    a = rel(rep["file"])
+    rep_n, _ = repair_cycle(v, "PR_3_EXTENT_BAD", file=rep["file"],
+                            loss=True)
+    assert {"PR_3_BLOCKS", "PR_3_BITMAP_LEAK"} <= \
+        {f["code"] for f in rep_n["findings"]}
+    v.mount()
+    got = manifest(v.mnt)
+    cut = rep["fpage"] * 4096
+    assert len(data[a]) > cut and (v.mnt / a).read_bytes() == data[a][:cut]
     assert os.statvfs(v.mnt).f_bfree == free + rep["pages"]
     del want[a], got[a]
     assert diff_manifest(want, got) == []
