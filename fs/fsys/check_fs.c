@@ -721,31 +721,44 @@ static void load_dirs(struct walk *w)
 			load_dir(w, ino);
 }
 
-/*
- * The type the entries naming ino give it: the one valid type all of
- * them agree on, else 0 (none names it, one gives no valid type, or
- * they disagree). *ep: the first entry naming it, NULL when none does.
- */
-static uint32_t entry_type(const struct walk *w, uint64_t ino,
-			   const struct went **ep)
-{
-	uint32_t t = 0;
+/* What the entries naming an invalid inode say of it: the one valid
+ * type they all agree on (0: none names it; NO_TYPE: one gives no valid
+ * type, or they disagree), and the first of them. */
+#define NO_TYPE UINT32_MAX
+struct said {
+	uint32_t type;
+	const struct went *first;
+};
 
-	*ep = NULL;
-	for (size_t i = 0; i < w->nents; i++) {
+/* For every invalid inode, in one pass over the entries (a damaged
+ * table can hold thousands of them, a large volume millions of
+ * entries); NULL when out of memory. */
+static struct said *entries_say(const struct walk *w)
+{
+	struct said *s = calloc(w->icap, sizeof(*s));
+
+	for (size_t i = 0; s && i < w->nents; i++) {
 		const struct went *e = &w->ents[i];
+		struct said *x;
 		uint32_t m;
 
-		if (e->dead || e->ino != ino)
+		if (e->dead || e->ino >= w->icap || !w->in[e->ino].bad)
 			continue;
-		if (!*ep)
-			*ep = e;
+		x = &s[e->ino];
+		if (!x->first)
+			x->first = e;
 		m = dtype_mode(e->type);
-		if (!m || (t && m != t))
-			return 0;
-		t = m;
+		x->type = !m || (x->type && x->type != m) ? NO_TYPE : m;
 	}
-	return t;
+	return s;
+}
+
+/* Whether type t fits what the inode holds: a device, FIFO or socket
+ * has no pages, so an entry saying one of those of an inode that has
+ * some is not believed. */
+static bool type_fits(const struct dg_dinode *d, uint32_t t)
+{
+	return S_ISREG(t) || S_ISDIR(t) || S_ISLNK(t) || !d->nextents;
 }
 
 /*
@@ -757,15 +770,15 @@ static uint32_t entry_type(const struct walk *w, uint64_t ino,
  * its own instead of being freed as leaks under a declined repair.
  * Returns whether it was given a type.
  */
-static bool retype_inode(struct walk *w, uint64_t ino)
+static bool retype_inode(struct walk *w, uint64_t ino, const struct said *s)
 {
 	struct wino *wi = &w->in[ino];
-	const struct went *e;
-	uint32_t t = entry_type(w, ino, &e);
+	const struct went *e = s->first;
+	uint32_t t = s->type;
 	struct dg_chk_event ev;
 	bool fix;
 
-	if (!t || !count_ok(&wi->d))
+	if (!t || t == NO_TYPE || !count_ok(&wi->d) || !type_fits(&wi->d, t))
 		return false;
 	dg_chk_event_init(&ev, DG_CHK_INODE_BAD, "inode");
 	ev_ino(w, &ev, ino);
@@ -792,13 +805,12 @@ static bool retype_inode(struct walk *w, uint64_t ino)
  * checks after repair. Data given up (PR_LOSS: exit 4). No path reaches
  * it afterwards, so the finding names the entry that named it.
  */
-static void clear_inode(struct walk *w, uint64_t ino)
+static void clear_inode(struct walk *w, uint64_t ino, const struct said *s)
 {
 	struct wino *wi = &w->in[ino];
-	const struct went *e;
+	const struct went *e = s->first;
 	struct dg_chk_event ev;
 
-	entry_type(w, ino, &e);
 	dg_chk_event_init(&ev, DG_CHK_INODE_UNUSABLE, "inode");
 	ev_ino(w, &ev, ino);
 	ev.cleared = true;
@@ -814,8 +826,10 @@ static void clear_inode(struct walk *w, uint64_t ino)
 		snprintf(ev.detail, sizeof(ev.detail),
 			 "inode %llu: mode %#o has no file type, and %s",
 			 (unsigned long long)ino, wi->d.mode,
-			 e ? "its entries say none or disagree"
-			   : "no entry names it");
+			 !e ? "no entry names it"
+			 : s->type == NO_TYPE
+				 ? "its entries say none or disagree"
+				 : "its entry's type does not fit its pages");
 	snprintf(ev.action, sizeof(ev.action),
 		 "clear the inode (its file is lost)");
 	if (wask(w, &ev)) {
@@ -834,18 +848,29 @@ static void clear_inode(struct walk *w, uint64_t ino)
  */
 static void settle_bad_inodes(struct walk *w)
 {
-	bool more = true;
+	struct said *s = NULL;
+	bool more = true, any = false;
 
-	while (more) {
+	for (uint64_t ino = 1; ino < w->icap && !any; ino++)
+		any = w->in[ino].bad;
+	while (any && more) {
 		more = false;
+		free(s);
+		s = entries_say(w);
+		if (!s) {
+			/* Nothing cleared for want of memory. */
+			w->nomem = true;
+			return;
+		}
 		for (uint64_t ino = 1; ino < w->icap; ino++)
-			if (w->in[ino].bad && retype_inode(w, ino) &&
+			if (w->in[ino].bad && retype_inode(w, ino, &s[ino]) &&
 			    S_ISDIR(w->in[ino].d.mode))
 				more = true;
 	}
-	for (uint64_t ino = 1; ino < w->icap; ino++)
+	for (uint64_t ino = 1; ino < w->icap && any; ino++)
 		if (w->in[ino].bad)
-			clear_inode(w, ino);
+			clear_inode(w, ino, &s[ino]);
+	free(s);
 }
 
 /* Mark the record deleted: only its ino changes. Its reclen stays as

@@ -437,6 +437,56 @@ static void test_inode_cleared(void)
 	tfs_done(&t);
 }
 
+/*
+ * A type the entries say is taken only where it fits the inode: a FIFO
+ * without pages gets its type back; a record with a file's extents
+ * under a FIFO's entry does not (a FIFO holds no pages), and is cleared,
+ * its data given up, rather than made a FIFO that owns pages.
+ */
+static void test_entry_type_must_fit(void)
+{
+	struct tfs t;
+	struct seen s = { 0 }, again = { 0 };
+	struct dg_dinode d, fd;
+	struct dg_attr a;
+	uint64_t f, p, q, vpn, fvpn;
+	uint32_t off, foff;
+	uint8_t data[PG];
+	uint64_t seed = 47;
+
+	REQUIRE(tfs_make(&t, "checkfits"));
+	trand_fill(&seed, data, PG);
+	f = tfs_file(&t, DG_ROOT_INO, "f");
+	REQUIRE(f);
+	REQUIRE(dg_fs_write(t.fs, f, 0, data, PG) == PG);
+	REQUIRE(dg_fs_mknod(t.fs, DG_ROOT_INO, "p", S_IFIFO | 0644, 0, 0, 0,
+			    &a) == 0);
+	p = a.ino;
+	REQUIRE(dg_fs_mknod(t.fs, DG_ROOT_INO, "q", S_IFIFO | 0644, 0, 0, 0,
+			    &a) == 0);
+	q = a.ino;
+	drop_type(&t, p);
+	/* q's record becomes f's, extents and all, with no type. */
+	inode_at(&t, f, &fvpn, &foff, &fd);
+	inode_at(&t, q, &vpn, &off, &d);
+	fd.mode &= ~(uint32_t)S_IFMT;
+	inode_put(&t, vpn, off, &fd);
+	dg_fs_close(t.fs);
+	t.fs = NULL;
+	dg_check_fs(t.vol, on_event, yes, &s);
+	CHECK_EQ(s.kinds[DG_CHK_INODE_BAD], 1);		/* p */
+	CHECK_EQ(s.kinds[DG_CHK_INODE_UNUSABLE], 1);	/* q */
+	CHECK_EQ(s.fixed, s.n);
+	dg_check_fs(t.vol, on_event, NULL, &again);
+	CHECK_EQ(again.n, 0);
+	REQUIRE(tfs_remount(&t));
+	REQUIRE(dg_fs_lookup(t.fs, DG_ROOT_INO, "p", &a) == 0);
+	CHECK(a.ino == p && S_ISFIFO(a.mode));
+	CHECK_EQ(tfs_lookup(&t, DG_ROOT_INO, "q"), -ENOENT);
+	CHECK_EQ(tfs_read_at(&t, f, 0, PG, data + 0), PG);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -448,6 +498,7 @@ int main(int argc, char **argv)
 		{ "scratch_writes_nothing", test_scratch_writes_nothing },
 		{ "typeless_inode_retyped", test_typeless_inode_retyped },
 		{ "inode_cleared", test_inode_cleared },
+		{ "entry_type_must_fit", test_entry_type_must_fit },
 		{ NULL, NULL },
 	};
 
