@@ -119,18 +119,6 @@ void dg_alloc_fini(struct dg_vol *vol)
 	dg_bm_fini(vol);
 }
 
-bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn)
-{
-	bool on;
-
-	if (vpn >= vol->vpns || !vol->bm)
-		return false;
-	pthread_mutex_lock(&vol->alloc_lock);
-	on = bit_get(vol, vpn);
-	pthread_mutex_unlock(&vol->alloc_lock);
-	return on;
-}
-
 uint64_t dg_vpn_next_allocated(struct dg_vol *vol, uint64_t vpn,
 			       uint64_t end)
 {

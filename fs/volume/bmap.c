@@ -213,6 +213,21 @@ bool dg_bm_get(const struct dg_vol *vol, uint64_t vpn)
 	return e->bits[i / 8] & (1u << (i % 8));
 }
 
+/* The locked look, for callers outside the allocator (the trim, the
+ * lone rows of apply.c): here, beside the table, so that they need not
+ * call into alloc.c, which calls them. */
+bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn)
+{
+	bool on;
+
+	if (vpn >= vol->vpns || !vol->bm)
+		return false;
+	pthread_mutex_lock(&vol->alloc_lock);
+	on = dg_bm_get(vol, vpn);
+	pthread_mutex_unlock(&vol->alloc_lock);
+	return on;
+}
+
 static int give_image(struct dg_vol *vol, struct dg_bmpage *e)
 {
 	if (e->bits)
