@@ -45,6 +45,7 @@ tests/crash/test_crash_itable.c
 tests/crash/test_crash_jbytes.c
 tests/crash/test_crash_lean.c
 tests/crash/test_crash_new_rows.c
+tests/crash/test_crash_lone.c
 tests/crash/test_crash_repair.c
 tests/crash/test_crash_stage.c
 tests/fuzz/fuzz_super.c
@@ -71,6 +72,7 @@ tests/unit/test_journal.c
 tests/unit/test_lean.c
 tests/unit/test_copies_together.c
 tests/unit/test_new_index.c
+tests/unit/test_lone_rows.c
 tests/unit/test_lazy.c
 tests/unit/test_icache.c
 tests/unit/test_icache_bound.c

@@ -212,6 +212,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(r, "rows_written_whole", in->rows_full);
 	json_add_u64(r, "rows_patched", in->rows_patched);
 	json_add_u64(r, "rows_written_before_journal", in->rows_new);
+	json_add_u64(r, "rows_written_alone_before_journal", in->rows_lone);
 	json_add_u64(r, "updates_verified_in_two_threads", in->updates_split);
 	json_add_u64(r, "journal_appends_waited", in->appends_waited);
 	json_add_u64(r, "generation", in->generation);

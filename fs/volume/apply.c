@@ -28,6 +28,8 @@ struct apage {
 	bool fresh;		/* ... a range new to the page (DG_RANGE_NEW) */
 	bool full_row;		/* every data page of its row is whole */
 	bool in_place;		/* ... and new: written before the entry */
+	bool lone;		/* in_place, its row's other pages free and
+				 * blank (mark_lone_rows()) */
 };
 
 /* One row whose parity an update patches. */
@@ -51,7 +53,7 @@ struct arow {
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
-enum { SCRATCH_PAGES, SCRATCH_ENTRY, SCRATCH_NR };
+enum { SCRATCH_PAGES, SCRATCH_ENTRY, SCRATCH_NEW_PARITY, SCRATCH_NR };
 
 struct scratch {
 	uint8_t *mem[SCRATCH_NR];
@@ -162,8 +164,8 @@ static void sort_runs(void *base, size_t n, size_t size,
 /* The index of vpn's page in pg (sorted by vpn): at or just after
  * hint, the page of the range before (ranges mostly come in order), or
  * found by bisection. */
-static unsigned page_ix(const struct apage *pg, unsigned npg, uint64_t vpn,
-			unsigned hint)
+static inline unsigned page_ix(const struct apage *pg, unsigned npg,
+			       uint64_t vpn, unsigned hint)
 {
 	unsigned lo = 0, hi = npg;
 
@@ -337,6 +339,70 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
 	return 0;
 }
 
+/*
+ * Lone rows. A small write into a hole lands on a page whose row may
+ * hold nothing else: every other data page free and blank (zeros with
+ * the checksum of zeros, or never written: a fresh volume is nothing
+ * but such rows, and the trim makes them). Then the row's parity is
+ * computed from the update's pages of the row alone, neither the old
+ * page nor the old parity is read, and the row is written as a new row
+ * is (new_rows_first(): reserved, written, durable, then the entry with
+ * its checksums and no bytes) -- where the journaled path stores the
+ * page's bytes on parity + 1 journal copies besides the page and its
+ * parity. Nothing acknowledged lives in such a row while it is written,
+ * so a crash there, with or without a device lost or a page flipped,
+ * loses nothing the new row would not: the replay takes the reserved
+ * page as found and recomputes the row's parity (journal.c), the other
+ * pages reading as the zeros they are.
+ *
+ * A candidate is a whole page new to the update, its only range, not
+ * in a full row nor the metadata zone, in a row where every page of
+ * the update is such a candidate. Whether the rest of the row is free
+ * and blank is decided under the row's lock (lone_row_ok()).
+ *
+ * The trade is two fences for a page of journal copies and two pages
+ * read: the reservation's round and the rows' come before the entry's.
+ * Only where the rows' checksum copies go in one round (copies
+ * together, parity 1): with a round a copy, parity 2 paid five fences
+ * more for its three pages (docs/design.md, "Lone rows").
+ */
+static bool lone_candidate(const struct dg_vol *vol, const struct apage *p)
+{
+	return p->whole && p->fresh && p->nranges == 1 && !p->full_row &&
+	       !dg_ditto_has(vol, p->vpn);
+}
+
+/* Whether every page of the update in row, but for candidates, is
+ * absent: the other data pages of the row looked up among the update's
+ * (sorted by vpn). */
+static bool row_all_candidates(struct dg_vol *vol, const struct apage *pg,
+			       unsigned npg, uint64_t row)
+{
+	for (unsigned rank = 0; rank < vol->k; rank++) {
+		uint64_t vpn = dg_loc_vpn(vol, dg_row_data_dev(vol, row, rank),
+					  row);
+		unsigned ix = page_ix(pg, npg, vpn, 0);
+
+		if (ix < npg && pg[ix].vpn == vpn &&
+		    !lone_candidate(vol, &pg[ix]))
+			return false;
+	}
+	return true;
+}
+
+/* The candidates are few or none in most updates (a megabyte's pages
+ * are whole rows): each is looked at alone, its row's other pages
+ * found by bisection, nothing sorted. */
+static void mark_lone_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
+{
+	if (!vol->copies_together || !dg_new_row_allowed(vol))
+		return;
+	for (unsigned i = 0; i < npg; i++)
+		if (lone_candidate(vol, &pg[i]) &&
+		    (npg == 1 || row_all_candidates(vol, pg, npg, pg[i].row)))
+			pg[i].lone = pg[i].in_place = true;
+}
+
 /* What the ranges do to each page, and which rows they fill: nothing
  * read yet, no lock needed. pix[] gets the page of each range; rix[]
  * each page's ranges, together and in the order given (a later range's
@@ -347,6 +413,7 @@ static int note_ranges(struct dg_vol *vol, const struct dg_range *r,
 		       unsigned npg, unsigned *pix, unsigned *rix)
 {
 	unsigned end = 0;
+	int ret;
 
 	for (unsigned i = 0; i < n; i++) {
 		struct apage *p;
@@ -375,7 +442,12 @@ static int note_ranges(struct dg_vol *vol, const struct dg_range *r,
 	for (unsigned i = 0; i < npg; i++)
 		if (!pg[i].nranges)
 			pg[i].lo = pg[i].hi = 0;
-	return vol->redundancy ? mark_full_rows(vol, pg, npg) : 0;
+	if (!vol->redundancy)
+		return 0;
+	ret = mark_full_rows(vol, pg, npg);
+	if (!ret)
+		mark_lone_rows(vol, pg, npg);
+	return ret;
 }
 
 /* The new image of page p, its ranges over its old image in img (the
@@ -620,24 +692,50 @@ static uint64_t par_page_csum(struct dg_vol *vol, const struct arow *a,
 			    par);
 }
 
+/* The other pages of a lone row, as its parity counts them. */
+static const uint8_t zero_page[DG_PAGE_SIZE] __attribute__((aligned(64)));
+
 /* Parity of a full row, from its new data pages alone, and its
- * checksums. */
+ * checksums; of a lone row (mark_lone_rows()), from its new pages and
+ * zeros for the rest. */
 static void compute_full_row(struct dg_vol *vol, const struct apage *pg,
 			     struct arow *a)
 {
 	uint8_t *data[DG_MAX_DEVS];
+	unsigned have = 0, last = 0;
 
 	/* ISA-L only reads its sources. */
-	for (unsigned rank = 0; rank < vol->k; rank++)
+	for (unsigned rank = 0; rank < vol->k; rank++) {
+		if (!a->page[rank]) {
+			data[rank] = (uint8_t *)zero_page;
+			continue;
+		}
 		data[rank] = (uint8_t *)pg[a->page[rank] - 1].new;
-	dg_parity_compute(vol, data, a->par, DG_PAGE_SIZE);
+		have++;
+		last = rank;
+	}
+	a->in_place = pg[a->page[last] - 1].in_place;
+	/* One page beside zeros is its own XOR: a lone row's usual case. */
+	if (vol->parity == 1 && have == 1)
+		memcpy(a->par[0], data[last], DG_PAGE_SIZE);
+	else
+		dg_parity_compute(vol, data, a->par, DG_PAGE_SIZE);
 	for (unsigned j = 0; j < vol->parity; j++) {
 		a->par_csum[j] = DG_CSUM_NONE;	/* written whole */
 		a->new_par_csum[j] = par_page_csum(vol, a, j, a->par[j]);
 	}
 	a->lo = 0;
 	a->hi = DG_PAGE_SIZE;
-	a->in_place = pg[a->page[0] - 1].in_place;
+}
+
+/* Whether row a is a lone row (mark_lone_rows()), not a full one. */
+static bool row_is_lone(const struct dg_vol *vol, const struct apage *pg,
+			const struct arow *a)
+{
+	for (unsigned rank = 0; rank < vol->k; rank++)
+		if (a->page[rank])
+			return pg[a->page[rank] - 1].lone;
+	return false;
 }
 
 /* Page i of the update into its row's entry (the row added if new):
@@ -1053,13 +1151,14 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
  * The ranges that reserve the new rows into jr (NULL: count them): a
  * range a run of consecutive rows (DG_JRANGE_ROWS) where the volume has
  * them -- every data page of a new row is the update's (mark_full_rows())
- * -- else a range a page (DG_JRANGE_RESERVED). rows: scratch for npg.
+ * -- else, and for the pages of lone rows, a range a page
+ * (DG_JRANGE_RESERVED). rows: scratch for npg.
  */
 static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
 			       unsigned npg, uint64_t *rows,
 			       struct dg_djrange *jr)
 {
-	unsigned n = 0, nr = 0;
+	unsigned n = 0, nr = 0, nlone = 0;
 
 	if (!vol->reserved_rows) {
 		for (unsigned i = 0; i < npg; i++) {
@@ -1079,10 +1178,12 @@ static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
 	/* Each new row once, by its first data page (a new row's data
 	 * pages are all the update's): in vpn order they mostly come in
 	 * row order already, which sort_runs() only checks. */
-	for (unsigned i = 0; i < npg; i++)
-		if (pg[i].in_place &&
+	for (unsigned i = 0; i < npg; i++) {
+		nlone += pg[i].lone;
+		if (pg[i].in_place && !pg[i].lone &&
 		    !dg_row_data_rank(vol, pg[i].row, pg[i].dev))
 			rows[nr++] = pg[i].row;
+	}
 	sort_runs(rows, nr, sizeof(*rows), u64_cmp);
 	for (unsigned i = 0, j; i < nr; i = j) {
 		/* A run of consecutive rows, one range. */
@@ -1094,6 +1195,23 @@ static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
 				.len = DG_PAGE_SIZE,
 				.flags = DG_JRANGE_ROWS,
 				.page_csum = rows[j - 1] - rows[i] + 1,
+			};
+		n++;
+	}
+	/* A lone row's pages a range each, as on the old layout: the
+	 * rest of its row is not the update's, and the bound on what the
+	 * reservations of a log name (dg_jrange_budget()) counts on every
+	 * page they name being named again by the update's entry. */
+	for (unsigned i = 0; i < npg && nlone; i++) {
+		if (!pg[i].lone)
+			continue;
+		nlone--;
+		if (jr)
+			jr[n] = (struct dg_djrange){
+				.row = pg[i].row,
+				.dev = (uint16_t)pg[i].dev,
+				.len = DG_PAGE_SIZE,
+				.flags = DG_JRANGE_RESERVED,
 			};
 		n++;
 	}
@@ -1111,10 +1229,20 @@ static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
 static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
 			    unsigned npg, uint64_t *seq)
 {
+	/* A small update's on the stack: a lone row's page is one. */
+	union {
+		struct dg_djentry e;
+		uint8_t b[(sizeof(struct dg_djentry) +
+			   SMALL_PAGES * sizeof(struct dg_djrange) +
+			   DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1)];
+	} small_e;
+	uint64_t small_rows[SMALL_PAGES];
+	const void *small_data[SMALL_PAGES] = { NULL };
 	struct dg_djentry *e = NULL;
 	struct dg_djrange *jr;
 	const void **data = NULL;
-	uint64_t *rows = malloc(npg * sizeof(*rows));
+	bool small = npg <= SMALL_PAGES;
+	uint64_t *rows = small ? small_rows : malloc(npg * sizeof(*rows));
 	unsigned n;
 	size_t len;
 	int ret;
@@ -1123,8 +1251,15 @@ static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
 		return -ENOMEM;
 	n = reserve_ranges(vol, pg, npg, rows, NULL);
 	len = sizeof(*e) + n * sizeof(*jr);
-	e = calloc(1, (len + DG_JALIGN - 1) & ~(size_t)(DG_JALIGN - 1));
-	data = calloc(n, sizeof(*data));	/* no bytes */
+	if (small) {
+		memset(&small_e, 0, sizeof(small_e));
+		e = &small_e.e;
+		data = small_data;	/* no bytes */
+	} else {
+		e = calloc(1, (len + DG_JALIGN - 1) &
+				      ~(size_t)(DG_JALIGN - 1));
+		data = calloc(n, sizeof(*data));
+	}
 	if (!e || !data) {
 		ret = -ENOMEM;
 		goto out;
@@ -1135,9 +1270,11 @@ static int reserve_new_rows(struct dg_vol *vol, const struct apage *pg,
 	reserve_ranges(vol, pg, npg, rows, jr);
 	ret = dg_journal_append(vol, e, data, seq);
 out:
-	free(rows);
-	free(e);
-	free(data);
+	if (!small) {
+		free(rows);
+		free(e);
+		free(data);
+	}
 	return ret;
 }
 
@@ -1197,6 +1334,57 @@ static void unlock_rows(struct dg_vol *vol, const unsigned *locks,
 }
 
 /*
+ * Whether the data pages of row that are not the update's are free and
+ * blank (mark_lone_rows()): the allocation bitmap says free, and the
+ * checksum is NONE (never written: zeros) or that of a page of zeros.
+ * A checksum that cannot be looked up says no. The row's lock held, so
+ * no page of it is written meanwhile; a page allocated after the look
+ * is written after this update's rows (its own update locks the row).
+ */
+static bool lone_row_ok(struct dg_vol *vol, const struct apage *pg,
+			unsigned npg, uint64_t row)
+{
+	bool ok = true;
+
+	for (unsigned rank = 0; rank < vol->k && ok; rank++) {
+		unsigned dev = dg_row_data_dev(vol, row, rank);
+		uint64_t vpn = dg_loc_vpn(vol, dev, row), cs;
+		unsigned ix = page_ix(pg, npg, vpn, 0);
+		struct dg_csum_cursor cur;
+
+		if (ix < npg && pg[ix].vpn == vpn)
+			continue; /* the update's */
+		if (dg_vpn_allocated(vol, vpn))
+			return false;
+		dg_csum_cursor_init(&cur);
+		ok = dg_csum_lookup(vol, &cur, dev, row, &cs) == 0 &&
+		     (cs == DG_CSUM_NONE ||
+		      cs == dg_csum_page(vol, dev, row, zero_page));
+		dg_csum_cursor_fini(&cur);
+	}
+	return ok;
+}
+
+/* The lone rows of the update whose other pages turn out not to be
+ * free and blank go the journaled way after all, every page of such a
+ * row (a page allocated meanwhile may fail a second look at a row whose
+ * first passed); how many pages stay in_place. */
+static unsigned check_lone_rows(struct dg_vol *vol, struct apage *pg,
+				unsigned npg)
+{
+	unsigned left = 0;
+
+	for (unsigned i = 0; i < npg; i++)
+		if (pg[i].lone && !lone_row_ok(vol, pg, npg, pg[i].row))
+			for (unsigned x = 0; x < npg; x++)
+				if (pg[x].row == pg[i].row)
+					pg[x].lone = pg[x].in_place = false;
+	for (unsigned i = 0; i < npg; i++)
+		left += pg[i].in_place;
+	return left;
+}
+
+/*
  * New rows (mark_full_rows()), before the update's journal entry: data,
  * parity and checksums, all durable before the entry is written, so that
  * once it is there the rows are whole and verify. Nothing live is in
@@ -1215,20 +1403,29 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 {
 	struct dg_flushset fs;
 	struct rowset rs = { 0 };
-	struct arow *rows = NULL;
-	unsigned *locks = NULL, nl, nnew = 0;
+	struct arow *rows = NULL, small_rows[SMALL_PAGES];
+	unsigned *locks = NULL, small_locks[SMALL_PAGES], nl, nnew = 0;
+	unsigned nlone = 0;
 	uint8_t *par = NULL;
 	uint64_t seq = 0;
+	bool small;
 	int ret;
 
 	for (unsigned i = 0; i < npg; i++)
 		nnew += pg[i].in_place;
 	if (!nnew)
 		return 0;
-	locks = malloc(nnew * sizeof(*locks));
-	rows = malloc(nnew * sizeof(*rows));	/* zeroed as taken */
-	par = aligned_alloc(DG_PAGE_SIZE, (size_t)nnew * vol->parity *
-					       DG_PAGE_SIZE);
+	/* A small update (a lone row's page) allocates nothing: its
+	 * parity pages are a buffer the thread keeps. */
+	small = nnew <= SMALL_PAGES;
+	locks = small ? small_locks : malloc(nnew * sizeof(*locks));
+	rows = small ? small_rows : malloc(nnew * sizeof(*rows)); /* zeroed
+								     as taken */
+	par = small ? scratch_get(SCRATCH_NEW_PARITY, (size_t)nnew *
+						      vol->parity *
+						      DG_PAGE_SIZE)
+		    : aligned_alloc(DG_PAGE_SIZE, (size_t)nnew * vol->parity *
+							  DG_PAGE_SIZE);
 	ret = !locks || !rows || !par ? -ENOMEM : rowset_init(&rs, rows, nnew);
 	if (ret)
 		goto out;
@@ -1237,9 +1434,11 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 	 * marked: journal them like any full row after all. */
 	if (!dg_new_row_allowed(vol)) {
 		for (unsigned i = 0; i < npg; i++)
-			pg[i].in_place = false;
+			pg[i].lone = pg[i].in_place = false;
 		goto unlock;
 	}
+	if (!check_lone_rows(vol, pg, npg))
+		goto unlock;
 	for (unsigned i = 0; i < nnew; i++)
 		for (unsigned j = 0; j < vol->parity; j++)
 			rows[i].par[j] = par + ((size_t)i * vol->parity + j) *
@@ -1249,10 +1448,13 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 			build_page(vol, r, rix, &pg[i], pg[i].img);
 			row_add(vol, &rs, pg, i);
 		}
-	for (unsigned i = 0; i < rs.n; i++)
+	for (unsigned i = 0; i < rs.n; i++) {
 		compute_full_row(vol, pg, &rows[i]);
-	vol->rows_full += rs.n;
-	vol->rows_new += rs.n;
+		nlone += row_is_lone(vol, pg, &rows[i]);
+	}
+	vol->rows_full += rs.n - nlone;
+	vol->rows_new += rs.n - nlone;
+	vol->rows_lone += nlone;
 	ret = reserve_new_rows(vol, pg, npg, &seq);
 	if (ret)
 		goto unlock;
@@ -1268,9 +1470,11 @@ unlock:
 	unlock_rows(vol, locks, nl);
 out:
 	rowset_fini(&rs);
-	free(locks);
-	free(rows);
-	free(par);
+	if (!small) {
+		free(locks);
+		free(rows);
+		free(par);
+	}
 	return ret;
 }
 

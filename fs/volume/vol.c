@@ -993,6 +993,7 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->rows_full = vol->rows_full;
 	info->rows_patched = vol->rows_patched;
 	info->rows_new = vol->rows_new;
+	info->rows_lone = vol->rows_lone;
 	info->updates_split = vol->updates_split;
 	info->appends_waited = __atomic_load_n(&vol->jrnl.appends_waited,
 					       __ATOMIC_RELAXED);

@@ -174,8 +174,10 @@ struct dg_vol {
 	/* Rows whose parity updates computed from new data alone, and rows
 	 * they patched with deltas (old data and parity read), since the
 	 * open (apply.c); of the first, those new to their update, written
-	 * before its journal entry (DG_JRANGE_IN_PLACE). */
-	_Atomic uint64_t rows_full, rows_patched, rows_new, updates_split;
+	 * before its journal entry (DG_JRANGE_IN_PLACE); and the lone rows,
+	 * written so with one update's pages and blank pages beside. */
+	_Atomic uint64_t rows_full, rows_patched, rows_new, rows_lone,
+		updates_split;
 
 	/* Online replace (replace.c); NULL when none runs. Set and
 	 * cleared with every row lock and the journal lock held. */

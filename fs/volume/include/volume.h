@@ -99,6 +99,9 @@ struct dg_vol_info {
 				   read) since the open */
 	uint64_t rows_new;	/* of rows_full, rows new to their update:
 				   their bytes not in the journal */
+	uint64_t rows_lone;	/* rows written so with an update's pages
+				   and free blank pages beside (a small
+				   write into a row that holds nothing) */
 	uint64_t updates_split;	/* updates whose old pages two threads
 				   read and verified, since the open */
 	uint64_t appends_waited; /* journal appends that waited for an
