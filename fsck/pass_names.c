@@ -37,12 +37,22 @@ static void name_unattached(char *path, size_t size)
 		path[0] = 0;
 }
 
+/* Who names the files: the filesystem, or where it cannot be opened
+ * (an inode fsck -n leaves invalid), the walk the checks ran on. */
+struct namer {
+	struct dg_fs *fs;
+	struct dg_check_names *walk;
+};
+
 /* The path of ino on the volume as the run left it, an unattached
  * inode named where -y puts it. */
-static void path_of(struct dg_fs *fs, uint64_t ino, char *path, size_t size)
+static void path_of(const struct namer *nm, uint64_t ino, char *path,
+		    size_t size)
 {
-	if (fs)
-		dg_fs_path(fs, ino, path, size);
+	if (nm->fs)
+		dg_fs_path(nm->fs, ino, path, size);
+	else if (nm->walk)
+		dg_check_names_path(nm->walk, ino, path, size);
 	else
 		snprintf(path, size, "?ino%llu", (unsigned long long)ino);
 	name_unattached(path, size);
@@ -54,14 +64,14 @@ static void path_of(struct dg_fs *fs, uint64_t ino, char *path, size_t size)
  * /lost+found: it is named by the entry that named it (which the same
  * run drops as dangling), or, none naming it, by its number alone.
  */
-static void name_finding(struct dg_fs *fs, struct finding *f)
+static void name_finding(const struct namer *nm, struct finding *f)
 {
 	if (f->cleared && !f->dir) {
 		snprintf(f->file, sizeof(f->file), "#%llu",
 			 (unsigned long long)f->ino);
 		return;
 	}
-	path_of(fs, f->cleared ? f->dir : f->ino, f->file, sizeof(f->file));
+	path_of(nm, f->cleared ? f->dir : f->ino, f->file, sizeof(f->file));
 	if (f->name[0])	/* an entry of that directory */
 		append_name(f->file, sizeof(f->file), f->name);
 }
@@ -71,7 +81,7 @@ static void name_finding(struct dg_fs *fs, struct finding *f)
 static void annotate(struct fsck_ctx *c)
 {
 	struct dg_vpnmap *map = NULL;
-	struct dg_fs *fs = NULL;
+	struct namer nm = { 0 };
 	struct dg_vol_info info;
 
 	if (!c->nf)
@@ -79,8 +89,11 @@ static void annotate(struct fsck_ctx *c)
 	dg_vol_get_info(c->vol, &info);
 	if (dg_check_classify(c->vol, &map))
 		return;
-	if (dg_fs_open(c->vol, &fs))
-		fs = NULL;
+	if (dg_fs_open(c->vol, &nm.fs)) {
+		nm.fs = NULL;
+		if (dg_check_names_load(c->vol, &nm.walk))
+			nm.walk = NULL;
+	}
 	for (size_t i = 0; i < c->nf; i++) {
 		struct finding *f = &c->f[i];
 
@@ -94,9 +107,10 @@ static void annotate(struct fsck_ctx *c)
 						 map, (uint64_t)f->vpn)));
 		}
 		if (f->ino && !f->file[0])
-			name_finding(fs, f);
+			name_finding(&nm, f);
 	}
-	dg_fs_close(fs);
+	dg_fs_close(nm.fs);
+	dg_check_names_free(nm.walk);
 	dg_vpnmap_free(map);
 }
 

@@ -151,11 +151,14 @@ def test_typeless_inode_keeps_its_data(vol):
     """A file's inode has no file type (every S_IFMT bit set): its entry
     still says it is a regular file, so fsck sets that type again
     (exit 1: nothing given up, named by its path) and the file reads
-    back whole, with its mode, in its place."""
+    back whole, with its mode, in its place. fsck -n names it by its
+    path too, though the filesystem cannot be opened with an inode
+    that has no type (its walk names it: check_names.c)."""
     v, want, data, st, _ = vol
     rep = logical(v, "inode", 3)
     assert rep["kind"] == "mode" and rep["after"] & 0o170000 == 0o170000
-    _, rep_y = repair_cycle(v, "PR_3_INODE_BAD", ino=rep["ino"])
+    _, rep_y = repair_cycle(v, "PR_3_INODE_BAD", ino=rep["ino"],
+                            file=rep["file"])
     assert [(f["code"], f["file"]) for f in rep_y["findings"]] == \
         [("PR_3_INODE_BAD", rep["file"])], rep_y
     v.mount()

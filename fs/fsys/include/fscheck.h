@@ -70,6 +70,17 @@ uint64_t dg_vpnmap_leaves(const struct dg_vpnmap *m);
  * caller frees with dg_vpnmap_free().
  */
 int dg_check_classify(struct dg_vol *vol, struct dg_vpnmap **map);
+/*
+ * Paths of inodes from the same walk, for naming findings when the
+ * filesystem cannot be opened (check_names.c): dg_check_names_path()
+ * spells them as dg_fs_path() does ("?inoN/rest" for an inode no entry
+ * leads to from the root). 0, -ENOMEM, -EUCLEAN (no root to walk).
+ */
+struct dg_check_names;
+int dg_check_names_load(struct dg_vol *vol, struct dg_check_names **n);
+void dg_check_names_path(const struct dg_check_names *n, uint64_t ino,
+			 char *buf, size_t len);
+void dg_check_names_free(struct dg_check_names *n);
 /* Metadata pages (any class but file data) that lie outside the
  * metadata zone, so without ditto copies: where a full zone put them. */
 int dg_check_meta_outside(struct dg_vol *vol, uint64_t *pages);
