@@ -116,15 +116,21 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 		ret = fill_holes(fs, txn, ip, first, last, &fl);
 	if (ret)
 		goto out;
-	for (uint64_t p = first; p <= last; p++) {
-		uint64_t vpn, run, pstart = p * DG_PAGE_SIZE;
+	/* One lookup an extent: a megabyte's 256 pages are a few. */
+	for (uint64_t p = first, vpn = 0, run = 0; p <= last; p++) {
+		uint64_t pstart = p * DG_PAGE_SIZE;
 		uint32_t po = p == first ? (uint32_t)(off % DG_PAGE_SIZE) : 0;
 		uint64_t end = off + size < pstart + DG_PAGE_SIZE
 				       ? off + size - pstart
 				       : DG_PAGE_SIZE;
 		uint32_t n = (uint32_t)(end - po);
 
-		dg_ext_lookup(ip, p, &vpn, &run);
+		if (run > 1 && vpn) {
+			vpn++;
+			run--;
+		} else {
+			dg_ext_lookup(ip, p, &vpn, &run);
+		}
 		if (n < DG_PAGE_SIZE && is_fresh(&fl, p)) {
 			if (!page && !(page = malloc(DG_PAGE_SIZE))) {
 				ret = -ENOMEM;
