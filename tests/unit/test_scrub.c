@@ -167,6 +167,48 @@ static uint64_t lose_free_page(struct tvol *tv, struct dg_vol *vol,
 	return vpn;
 }
 
+/*
+ * As lose_free_page(), but with a page of another device of its row in
+ * use, written before the loss: a write of the lost page then patches a
+ * row that holds data and reads the lost page for the parity delta
+ * (EIO until the reset), where a row that holds nothing else takes the
+ * write whole (apply.c, lone rows; lone_write_heals_lost_page below).
+ */
+static uint64_t lose_free_page_beside_data(struct tvol *tv,
+					   struct dg_vol *vol, uint64_t *seed)
+{
+	uint64_t start = write_pages(vol, 32, seed), vpn, nb, s, n;
+	struct dg_txn *t;
+	struct dg_loc l;
+	uint8_t buf[PG];
+	int ret;
+
+	if (!start || free_pages(vol, start, 32))
+		return 0;
+	vpn = start + 5;
+	l = dg_vpn_loc(vol, vpn);
+	nb = dg_loc_vpn(vol, dg_row_data_dev(vol, l.row,
+			dg_row_data_rank(vol, l.row, l.dev) ? 0 : 1), l.row);
+	t = dg_txn_new(vol);
+	if (!t)
+		return 0;
+	trand_fill(seed, buf, PG);
+	ret = dg_alloc(t, nb, 1, &s, &n);
+	if (!ret && s != nb)
+		ret = -EAGAIN;
+	if (!ret)
+		ret = dg_txn_write(t, s, 0, buf, PG);
+	if (!ret)
+		ret = dg_txn_commit(t);
+	dg_txn_free(t);
+	if (ret)
+		return 0;
+	poke_junk(tv, l.dev, dg_row_page(vol, l.row), seed);
+	poke_junk(tv, dg_row_parity_dev(vol, l.row, 0),
+		  dg_row_page(vol, l.row), seed);
+	return vpn;
+}
+
 static void test_reset_lost_page(void)
 {
 	struct tvol tv;
@@ -338,14 +380,14 @@ static void test_reset_races_allocation(void)
 	struct tvol tv;
 	struct race rc = { 0 };
 	pthread_t th;
-	uint64_t seed = 41, start;
+	uint64_t seed = 41;
 	uint8_t *want = aligned_alloc(PG, 2 * PG), *got = want + PG;
 
 	REQUIRE(want);
 	tvol_make(&tv, "scrubrace", 4, 1, 16ull << 20, false);
 	rc.vol = tvol_open(&tv, 0);
 	REQUIRE(rc.vol);
-	rc.vpn = lose_free_page(&tv, rc.vol, &seed, &start);
+	rc.vpn = lose_free_page_beside_data(&tv, rc.vol, &seed);
 	REQUIRE(rc.vpn);
 	REQUIRE(pthread_create(&th, NULL, resetter, &rc) == 0);
 	for (unsigned i = 0; i < 400; i++) {
@@ -383,6 +425,47 @@ static void test_reset_races_allocation(void)
 	CHECK(rc.got_it > 0);	/* the writer did take the lost page */
 	CHECK(rc.resets > 0);	/* and the resetter did get in between */
 	dg_vol_close(rc.vol);
+	tvol_cleanup(&tv);
+	free(want);
+}
+
+/* A free page lost beyond parity in a row that holds nothing else is
+ * healed by the next write of it whole: the write goes to a lone row
+ * (apply.c), whose parity comes from the new page alone, so nothing
+ * lost is read and no reset is needed. */
+static void test_lone_write_heals_lost_page(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_txn *t;
+	struct dg_scrub_report r;
+	struct dg_vol_info a, b;
+	uint64_t seed = 43, start, vpn, s, n;
+	uint8_t *want = aligned_alloc(PG, 2 * PG), *got = want + PG;
+
+	REQUIRE(want);
+	tvol_make(&tv, "scrubheal", 4, 1, 16ull << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	vpn = lose_free_page(&tv, vol, &seed, &start);
+	REQUIRE(vpn);
+	CHECK_EQ(dg_read(vol, vpn, 1, got), -EIO);
+	dg_vol_get_info(vol, &a);
+	t = dg_txn_new(vol);
+	REQUIRE(t);
+	REQUIRE(dg_alloc(t, vpn, 1, &s, &n) == 0 && s == vpn);
+	trand_fill(&seed, want, PG);
+	REQUIRE(dg_txn_write(t, s, 0, want, PG) == 0);
+	CHECK_EQ(dg_txn_commit(t), 0);
+	dg_txn_free(t);
+	dg_vol_get_info(vol, &b);
+	CHECK_EQ(b.rows_lone - a.rows_lone, 1);
+	REQUIRE(dg_read(vol, vpn, 1, got) == 0);
+	CHECK(memcmp(want, got, PG) == 0);
+	REQUIRE(dg_vol_scrub(vol, false, &r, NULL, NULL) == 0);
+	CHECK_EQ(r.unrecoverable, 0);
+	CHECK_EQ(r.parity_mismatch, 0);
+	dg_vol_close(vol);
 	tvol_cleanup(&tv);
 	free(want);
 }
@@ -608,6 +691,7 @@ int main(int argc, char **argv)
 		{ "reset_keeps_a_lost_neighbour",
 		  test_reset_keeps_a_lost_neighbour },
 		{ "reset_races_allocation", test_reset_races_allocation },
+		{ "lone_write_heals_lost_page", test_lone_write_heals_lost_page },
 		{ "lost_registry", test_lost_registry },
 		{ NULL, NULL },
 	};
