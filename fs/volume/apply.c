@@ -1154,6 +1154,14 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
  * -- else, and for the pages of lone rows, a range a page
  * (DG_JRANGE_RESERVED). rows: scratch for npg.
  */
+/* The range that reserves page p alone. */
+static struct dg_djrange reserved_page(const struct apage *p)
+{
+	return (struct dg_djrange){ .row = p->row, .dev = (uint16_t)p->dev,
+				    .len = DG_PAGE_SIZE,
+				    .flags = DG_JRANGE_RESERVED };
+}
+
 static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
 			       unsigned npg, uint64_t *rows,
 			       struct dg_djrange *jr)
@@ -1165,12 +1173,7 @@ static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
 			if (!pg[i].in_place)
 				continue;
 			if (jr)
-				jr[n] = (struct dg_djrange){
-					.row = pg[i].row,
-					.dev = (uint16_t)pg[i].dev,
-					.len = DG_PAGE_SIZE,
-					.flags = DG_JRANGE_RESERVED,
-				};
+				jr[n] = reserved_page(&pg[i]);
 			n++;
 		}
 		return n;
@@ -1207,12 +1210,7 @@ static unsigned reserve_ranges(struct dg_vol *vol, const struct apage *pg,
 			continue;
 		nlone--;
 		if (jr)
-			jr[n] = (struct dg_djrange){
-				.row = pg[i].row,
-				.dev = (uint16_t)pg[i].dev,
-				.len = DG_PAGE_SIZE,
-				.flags = DG_JRANGE_RESERVED,
-			};
+			jr[n] = reserved_page(&pg[i]);
 		n++;
 	}
 	return n;
