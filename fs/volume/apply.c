@@ -1394,10 +1394,12 @@ static unsigned check_lone_rows(struct dg_vol *vol, struct apage *pg,
  * rows: the bitmap's and the inode table's rows are shared by every
  * allocating update, and holding them while a megabyte is written would
  * make concurrent writers take turns. The two sets are never held
- * together, so the lock order stays acyclic.
+ * together, so the lock order stays acyclic. held: the caller holds
+ * every row's lock already (dg_apply_locked()).
  */
 static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
-			  const unsigned *rix, struct apage *pg, unsigned npg)
+			  const unsigned *rix, struct apage *pg, unsigned npg,
+			  bool held)
 {
 	struct dg_flushset fs;
 	struct rowset rs = { 0 };
@@ -1427,7 +1429,7 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 	ret = !locks || !rows || !par ? -ENOMEM : rowset_init(&rs, rows, nnew);
 	if (ret)
 		goto out;
-	nl = lock_rows(vol, pg, npg, true, locks);
+	nl = held ? 0 : lock_rows(vol, pg, npg, true, locks);
 	/* A replace may have begun, or a device gone, since they were
 	 * marked: journal them like any full row after all. */
 	if (!dg_new_row_allowed(vol)) {
@@ -1870,8 +1872,8 @@ static int apply(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 	ret = note_ranges(vol, r, n, fresh, pg, npg, pix, rix);
 	if (!ret)
 		prefetch_old(vol, pg, npg);
-	if (!ret && !held)
-		ret = new_rows_first(vol, r, rix, pg, npg);
+	if (!ret)
+		ret = new_rows_first(vol, r, rix, pg, npg, held);
 	if (ret)
 		goto out;
 	if (!held)
@@ -1932,9 +1934,10 @@ int dg_apply(struct dg_vol *vol, const struct dg_range *r, unsigned n)
 	return apply(vol, r, n, NULL, NULL, false);
 }
 
-int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n)
+int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n,
+		    const bool *fresh)
 {
-	return apply(vol, r, n, NULL, NULL, true);
+	return apply(vol, r, n, fresh, NULL, true);
 }
 
 int dg_apply_new(struct dg_vol *vol, const struct dg_range *r, unsigned n,

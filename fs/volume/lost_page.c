@@ -96,7 +96,7 @@ int dg_vol_reset_free_page(struct dg_vol *vol, uint64_t vpn,
 	/* Whole row: parity from the new pages alone, nothing unreadable
 	 * is read (apply.c). */
 	if (!ret)
-		ret = dg_apply_locked(vol, r, n);
+		ret = dg_apply_locked(vol, r, n, NULL);
 	pthread_rwlock_unlock(lk);
 	free(buf);
 	return ret;

@@ -13,10 +13,16 @@
  * space in a sparse image).
  *
  * Crash safety, in two steps under the row's lock:
- *  1. the data pages are written as zeros through the update path
- *     (journaled; parity recomputed from the new pages: zeros), so
- *     every page of the row, parity included, is a page of zeros with
- *     its checksum;
+ *  1. the data pages are written as zeros through the update path, as
+ *     a new row (apply.c, new_rows_first()): nothing live is in the
+ *     row, so its pages count as new to the update. An entry reserves
+ *     the row, the zeros, the parity computed from them (zeros) and
+ *     their checksums are written and made durable, and the update's
+ *     entry then carries the checksums and no bytes -- where journaling
+ *     the zeros stored them on parity + 1 journal copies besides. Every
+ *     page of the row, parity included, is then a page of zeros with
+ *     its checksum; a crash before the update's entry leaves the row as
+ *     the replay of the reservation finds it, consistent and free;
  *  2. the pages are punched (dg_dev_punch()): they read as the zeros
  *     their checksums say, so a crash before, during or after the
  *     punch leaves a consistent row, and the punch needs no ordering
@@ -90,44 +96,81 @@ static bool row_blank(struct dg_vol *vol, uint64_t row, const uint8_t *zeros)
 	return blank;
 }
 
-/* Steps 1 and 2 for one row, its lock held: 1 trimmed, 0 nothing to do,
- * or a negative errno (the volume refused a write). */
-static int trim_row_locked(struct dg_vol *vol, uint64_t row, uint64_t lo,
-			   uint64_t hi, const uint8_t *zeros)
+static int lock_cmp(const void *a, const void *b)
 {
-	struct dg_range r[DG_MAX_DEVS];
-	unsigned n = 0;
-	int ret;
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
 
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Steps 1 and 2 for rows [row0, row0 + n), n <= DG_TRIM_BATCH, under their
+ * locks (taken in ascending order, as apply.c takes them): each row
+ * whose data pages are all free and within [lo, hi), and not given back
+ * already, is written as zeros -- all of them in one update -- and then
+ * punched. *done gets the rows given back; 0, or a negative errno (the
+ * volume refused a write).
+ */
+int dg_trim_rows(struct dg_vol *vol, uint64_t row0, unsigned n, uint64_t lo,
+		 uint64_t hi, unsigned *done)
+{
+	static const uint8_t zeros[DG_PAGE_SIZE]
+		__attribute__((aligned(DG_PAGE_SIZE)));
+	struct dg_range r[DG_TRIM_BATCH * DG_MAX_DEVS];
+	bool fresh[DG_TRIM_BATCH * DG_MAX_DEVS];
+	uint64_t rows[DG_TRIM_BATCH];
+	unsigned locks[DG_TRIM_BATCH], nl = 0, nr = 0, nrows = 0;
+	int ret = 0;
+
+	*done = 0;
+	if (n > DG_TRIM_BATCH)
+		n = DG_TRIM_BATCH;
+	for (unsigned i = 0; i < n; i++)
+		locks[nl++] = (unsigned)((row0 + i) % DG_ROW_LOCKS);
+	qsort(locks, nl, sizeof(*locks), lock_cmp);
+	for (unsigned i = 0; i < nl; i++)
+		if (!i || locks[i] != locks[i - 1])
+			pthread_rwlock_wrlock(&vol->row_locks[locks[i]]);
 	if (vol->repl)
-		return -EBUSY;
-	if (!row_free(vol, row, lo, hi))
-		return 0;
-	if (row_blank(vol, row, zeros))
-		return 0;
-	for (unsigned dev = 0; dev < vol->ndev; dev++)
-		if (!dg_vol_row_is_parity(vol, row, dev))
-			r[n++] = (struct dg_range){ dg_loc_vpn(vol, dev, row),
-						    0, DG_PAGE_SIZE, zeros };
-	ret = dg_apply_locked(vol, r, n);
-	if (ret)
-		return ret;
-	for (unsigned dev = 0; dev < vol->ndev; dev++) {
-		ret = dg_dev_punch(&vol->devs[dev],
-				   dg_row_page(vol, row) * DG_PAGE_SIZE,
-				   DG_PAGE_SIZE);
-		/* A block device keeps its zeros. */
-		if (ret && ret != -EOPNOTSUPP)
-			return ret;
+		ret = -EBUSY;
+	for (unsigned i = 0; i < n && !ret; i++) {
+		uint64_t row = row0 + i;
+
+		if (!row_free(vol, row, lo, hi) || row_blank(vol, row, zeros))
+			continue;
+		rows[nrows++] = row;
+		for (unsigned dev = 0; dev < vol->ndev; dev++)
+			if (!dg_vol_row_is_parity(vol, row, dev)) {
+				fresh[nr] = true;
+				r[nr++] = (struct dg_range){
+					dg_loc_vpn(vol, dev, row), 0,
+					DG_PAGE_SIZE, zeros };
+			}
 	}
-	return 1;
+	if (!ret && nr)
+		ret = dg_apply_locked(vol, r, nr, fresh);
+	for (unsigned i = 0; i < nrows && !ret; i++)
+		for (unsigned dev = 0; dev < vol->ndev && !ret; dev++) {
+			ret = dg_dev_punch(&vol->devs[dev],
+					   dg_row_page(vol, rows[i]) *
+						   DG_PAGE_SIZE,
+					   DG_PAGE_SIZE);
+			/* A block device keeps its zeros. */
+			if (ret == -EOPNOTSUPP)
+				ret = 0;
+		}
+	for (unsigned i = 0; i < nl; i++)
+		if (!i || locks[i] != locks[i - 1])
+			pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
+	if (!ret)
+		*done = nrows;
+	return ret;
 }
 
 int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 		uint64_t minlen, uint64_t *trimmed)
 {
 	uint64_t lo, hi, row_bytes, rows = dg_vol_rows(vol);
-	uint8_t *zeros;
 	int ret = 0;
 
 	*trimmed = 0;
@@ -146,10 +189,6 @@ int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 	hi = len > UINT64_MAX - start ? UINT64_MAX
 				       : (start + len) / DG_PAGE_SIZE;
 	row_bytes = (uint64_t)vol->k * DG_PAGE_SIZE;
-	zeros = aligned_alloc(DG_PAGE_SIZE, DG_PAGE_SIZE);
-	if (!zeros)
-		return -ENOMEM;
-	memset(zeros, 0, DG_PAGE_SIZE);
 	for (uint64_t row = 0; row < rows && !ret;) {
 		uint64_t end = dg_cmap_next_row(vol, row, rows);
 
@@ -174,20 +213,17 @@ int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 			row = end;
 			continue;
 		}
-		for (; row < end && !ret; row++) {
-			pthread_rwlock_t *lk = dg_row_lock(vol, row);
-			int r;
+		while (row < end && !ret) {
+			unsigned n = end - row < DG_TRIM_BATCH
+					     ? (unsigned)(end - row)
+					     : DG_TRIM_BATCH;
+			unsigned done;
 
-			pthread_rwlock_wrlock(lk);
-			r = trim_row_locked(vol, row, lo, hi, zeros);
-			pthread_rwlock_unlock(lk);
-			if (r < 0)
-				ret = r;
-			else if (r)
-				*trimmed += row_bytes;
+			ret = dg_trim_rows(vol, row, n, lo, hi, &done);
+			*trimmed += done * row_bytes;
+			row += n;
 		}
 	}
-	free(zeros);
 	if (*trimmed)
 		dg_vol_log(vol, DG_LOG_NOTICE, "trim: %" PRIu64 " bytes of free "
 			   "rows given back to the devices", *trimmed);

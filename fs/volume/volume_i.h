@@ -449,10 +449,12 @@ int dg_parity_rebuild(const struct dg_vol *vol, uint8_t **pages,
 		      const bool *lost, size_t len);
 
 /* ---- apply.c --------------------------------------------------------- */
-/* dg_apply() for a caller that already holds the lock of every row the
- * ranges touch, for writing: a check and the update it decides on then
- * see the same row (reclaim.c). */
-int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n);
+/* dg_apply_new() for a caller that already holds the lock of every row
+ * the ranges touch, for writing: a check and the update it decides on
+ * then see the same row (lost_page.c, trim.c). No hooks; fresh may be
+ * NULL (no page new to the update). */
+int dg_apply_locked(struct dg_vol *vol, const struct dg_range *r, unsigned n,
+		    const bool *fresh);
 /* New rows (below) are written in place: not on a degraded volume, nor
  * during a replace. */
 bool dg_new_row_allowed(const struct dg_vol *vol);
@@ -470,6 +472,18 @@ struct dg_apply_hooks {
  * entry and not copied into it (apply.c, "new rows"). */
 int dg_apply_new(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		 const bool *fresh, const struct dg_apply_hooks *hooks);
+
+/* ---- trim.c ---------------------------------------------------------- */
+/* Rows given back in one update at most (trim.c): one reservation, one
+ * round of zeros and one entry for them all, 3 fences, where journaling
+ * the zeros a row at a time took 2 a row. */
+#define DG_TRIM_BATCH 64u
+/* Rows [row0, row0 + n) given back as zeros, in one update, where every
+ * data page of a row is free and in [lo, hi) and the row is not blank
+ * already (trim.c): *done of them (n is cut to DG_TRIM_BATCH). 0 or a
+ * negative errno. Takes the rows' locks. */
+int dg_trim_rows(struct dg_vol *vol, uint64_t row0, unsigned n, uint64_t lo,
+		 uint64_t hi, unsigned *done);
 
 /* ---- read.c ---------------------------------------------------------- */
 /* Read row's pages, verified (repaired where parity allows), into the
