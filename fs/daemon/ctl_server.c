@@ -213,6 +213,9 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(r, "rows_patched", in->rows_patched);
 	json_add_u64(r, "rows_written_before_journal", in->rows_new);
 	json_add_u64(r, "rows_written_alone_before_journal", in->rows_lone);
+	json_add_u64(r, "freed_rows_blanked", in->rows_blanked);
+	json_add_u64(r, "freed_pages_to_blank", in->blank_pending);
+	json_add_u64(r, "freed_runs_not_blanked", in->blank_dropped);
 	json_add_u64(r, "updates_verified_in_two_threads", in->updates_split);
 	json_add_u64(r, "journal_appends_waited", in->appends_waited);
 	json_add_u64(r, "generation", in->generation);

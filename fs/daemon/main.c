@@ -60,10 +60,26 @@ static const char usage[] =
 	"    bdi_ratio=PERCENT with writeback, as root: the share of the kernel's\n"
 	"                      dirty limit this mount may use, without FUSE's\n"
 	"                      strict limit (20; 0 leaves the kernel's 1% strict)\n"
+	"    discard           give the rows of freed pages back as zeros in the\n"
+	"                      background, as fstrim(8) does: space back to\n"
+	"                      sparse images at once, and small writes into\n"
+	"                      those rows skip the journal (parity 1); costs\n"
+	"                      the zeros (default: nodiscard)\n"
 	"    inode_cache=N     inodes kept in core once idle (65536; from 64):\n"
 	"                      the daemon's memory is bounded by it, plus what\n"
 	"                      the kernel and open files hold, not by the files\n"
 	"                      stored\n";
+
+/* -o discard: freed rows given back as zeros in the background
+ * (blank.c; it passes them by while the volume is degraded). */
+static void start_blanker(struct dg_daemon *dd)
+{
+	int ret = dg_vol_blank_start(dd->vol);
+
+	if (ret)
+		dg_log(DG_LOG_WARNING, "discard: freed rows are not given back "
+		       "on this volume (%s)", strerror(-ret));
+}
 
 struct dg_opts {
 	char *devs;
@@ -76,6 +92,8 @@ struct dg_opts {
 	char *inode_cache;
 	int degraded;
 	int ro;
+	int discard;
+	int nodiscard;
 	int show_help;
 	int show_version;
 	int allow_other;
@@ -95,6 +113,8 @@ static const struct fuse_opt dg_fuse_opts[] = {
 	{ "bdi_ratio=%d", offsetof(struct dg_opts, bdi_ratio), 0 },
 	{ "inode_cache=%s", offsetof(struct dg_opts, inode_cache), 0 },
 	DG_OPT("degraded", degraded),
+	DG_OPT("discard", discard),
+	DG_OPT("nodiscard", nodiscard),
 	DG_OPT("ro", ro),
 	DG_OPT("allow_dev", allow_dev),
 	DG_OPT("allow_suid", allow_suid),
@@ -732,6 +752,11 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "daxguard: timeout must not be negative\n");
 		goto out_args;
 	}
+	if (o.discard && o.nodiscard) {
+		fprintf(stderr, "daxguard: discard and nodiscard contradict "
+			"each other\n");
+		goto out_args;
+	}
 	if (o.wb_max && !o.writeback) {
 		fprintf(stderr, "daxguard: wb_max needs -o writeback (without "
 			"it every write() is on the media when it returns)\n");
@@ -834,6 +859,8 @@ int main(int argc, char *argv[])
 	if (dg_wbd_start(&dd))
 		goto out_ctl;
 	dg_wbd_tune_bdi(&dd);
+	if (o.discard)
+		start_blanker(&dd);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		goto out_ctl;

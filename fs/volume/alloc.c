@@ -611,6 +611,40 @@ static void bitmap_fill(void *arg)
 	pthread_mutex_unlock(&vol->alloc_lock);
 }
 
+/* Freed pages [start, start + n) for -o discard's queue (volume_i.h,
+ * struct dg_blank; blank.c takes them). alloc_lock held. */
+bool dg_freed_note(struct dg_vol *vol, uint64_t start, uint64_t n)
+{
+	struct dg_blank *b = &vol->blank;
+	bool took = false;
+
+	if (start < vol->zone_vpns)
+		return false;
+	pthread_mutex_lock(&b->lock);
+	if (b->on && !b->stop) {
+		struct dg_blank_run *last =
+			b->len ? &b->run[(b->head + b->len - 1) % DG_BLANK_RUNS]
+			       : NULL;
+
+		if (last && last->start + last->n == start) {
+			last->n += n;
+			took = true;
+		} else if (b->len < DG_BLANK_RUNS) {
+			b->run[(b->head + b->len++) % DG_BLANK_RUNS] =
+				(struct dg_blank_run){ start, n };
+			took = true;
+		} else {
+			b->dropped++;
+		}
+	}
+	if (took) {
+		b->pending += n;
+		pthread_cond_broadcast(&b->cond);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return took;
+}
+
 /* The commit's entry is durable, under the locks of its bitmap rows:
  * its freed pages may be taken again, and the next commit's bytes of
  * those rows must show them free. */
@@ -628,9 +662,12 @@ static void frees_durable(void *arg)
 		/* Reuse freed space before untouched space: on file-backed
 		 * devices (images on tmpfs) untouched pages cost no memory,
 		 * and a roving cursor would touch every page of the volume
-		 * before reusing any. */
-		if (t->op[i].start >= vol->zone_vpns &&
-		    t->op[i].start < vol->alloc_cursor)
+		 * before reusing any. Where the blanker takes them, it moves
+		 * the cursor once their rows are blank (blank.c). */
+		if (dg_freed_note(vol, t->op[i].start, t->op[i].n))
+			;
+		else if (t->op[i].start >= vol->zone_vpns &&
+			 t->op[i].start < vol->alloc_cursor)
 			vol->alloc_cursor = t->op[i].start;
 		else if (t->op[i].start < vol->zone_vpns &&
 			 t->op[i].start < vol->meta_cursor)

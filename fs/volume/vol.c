@@ -55,6 +55,8 @@ static int vol_init_core(struct dg_vol *vol)
 	for (unsigned i = 0; i < DG_CSUM_LOCKS; i++)
 		pthread_mutex_init(&vol->csum_locks[i], NULL);
 	pthread_mutex_init(&vol->alloc_lock, NULL);
+	pthread_mutex_init(&vol->blank.lock, NULL);
+	pthread_cond_init(&vol->blank.cond, NULL);
 	pthread_mutex_init(&vol->epoch_lock, NULL);
 	pthread_mutex_init(&vol->cmap_lock, NULL);
 	pthread_mutex_init(&vol->cmap_init_lock, NULL);
@@ -905,6 +907,9 @@ int dg_vol_close(struct dg_vol *vol)
 
 	if (!vol)
 		return 0;
+	/* Before the checkpoint: the blanker writes rows. */
+	if (vol->blank.halt)
+		vol->blank.halt(vol);
 	/* A replace not finished lets go of its new device; its record
 	 * resumes it at the next open. */
 	if (vol->repl_abort)
@@ -994,6 +999,8 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->rows_patched = vol->rows_patched;
 	info->rows_new = vol->rows_new;
 	info->rows_lone = vol->rows_lone;
+	info->rows_blanked = vol->blank.rows;
+	info->blank_dropped = vol->blank.dropped;
 	info->updates_split = vol->updates_split;
 	info->appends_waited = __atomic_load_n(&vol->jrnl.appends_waited,
 					       __ATOMIC_RELAXED);
@@ -1001,6 +1008,9 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 						__ATOMIC_RELAXED);
 	info->ditto_copies = vol->sb.ditto_copies;
 	pthread_mutex_unlock(&vol->alloc_lock);
+	pthread_mutex_lock(&vol->blank.lock);
+	info->blank_pending = vol->blank.pending;
+	pthread_mutex_unlock(&vol->blank.lock);
 }
 
 void dg_vol_media_counts(struct dg_vol *vol, struct dg_media_counts *total,

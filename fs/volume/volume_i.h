@@ -77,6 +77,31 @@ struct dg_journal {
 
 struct dg_chk_event;
 
+/*
+ * Runs of data pages freed by committed updates, whose rows the blanker
+ * gives back blank when every data page of a row is free (blank.c):
+ * then a small write into such a row goes alone, unjournaled (apply.c,
+ * mark_lone_rows()). Filled by the allocator as frees become durable
+ * (alloc.c), under alloc_lock and then lock (in that order); the thread
+ * takes runs under lock alone.
+ */
+#define DG_BLANK_RUNS 256u
+struct dg_blank {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct dg_blank_run {
+		uint64_t start, n;
+	} run[DG_BLANK_RUNS];		/* a ring, by lock */
+	unsigned head, len;		/* by lock */
+	uint64_t pending;		/* pages queued or being looked at */
+	bool on, stop, thread_live;	/* by lock */
+	pthread_t thread;
+	/* blank.c's stop, set with the thread: what the close calls (the
+	 * close stays below the blanker, which trims). */
+	void (*halt)(struct dg_vol *vol);
+	_Atomic uint64_t rows, dropped;	/* rows blanked; runs not queued */
+};
+
 struct dg_vol {
 	struct dg_dev devs[DG_MAX_DEVS];	/* indexed by device index */
 	unsigned ndev, parity, k;		/* k = data pages per row */
@@ -178,6 +203,9 @@ struct dg_vol {
 	 * written so with one update's pages and blank pages beside. */
 	_Atomic uint64_t rows_full, rows_patched, rows_new, rows_lone,
 		updates_split;
+
+	/* Rows freed whole, blanked in the background (blank.c). */
+	struct dg_blank blank;
 
 	/* Online replace (replace.c); NULL when none runs. Set and
 	 * cleared with every row lock and the journal lock held. */
@@ -473,7 +501,7 @@ struct dg_apply_hooks {
 int dg_apply_new(struct dg_vol *vol, const struct dg_range *r, unsigned n,
 		 const bool *fresh, const struct dg_apply_hooks *hooks);
 
-/* ---- trim.c ---------------------------------------------------------- */
+/* ---- trim.c, blank.c ------------------------------------------------- */
 /* Rows given back in one update at most (trim.c): one reservation, one
  * round of zeros and one entry for them all, 3 fences, where journaling
  * the zeros a row at a time took 2 a row. */
@@ -484,6 +512,12 @@ int dg_apply_new(struct dg_vol *vol, const struct dg_range *r, unsigned n,
  * negative errno. Takes the rows' locks. */
 int dg_trim_rows(struct dg_vol *vol, uint64_t row0, unsigned n, uint64_t lo,
 		 uint64_t hi, unsigned *done);
+/* Pages [start, start + n) were freed by a durable commit, alloc_lock
+ * held (alloc.c): true when the blanker's queue took them, to give their
+ * rows back blank and then move the allocation cursor back to them;
+ * false (blanker off, metadata zone, queue full) and the caller moves
+ * it. In alloc.c, so that nothing below the close calls blank.c. */
+bool dg_freed_note(struct dg_vol *vol, uint64_t start, uint64_t n);
 
 /* ---- read.c ---------------------------------------------------------- */
 /* Read row's pages, verified (repaired where parity allows), into the

@@ -18,9 +18,15 @@
  * apply.c's lone rows: a page written into a hole, whose row's other
  * data pages are free and blank, goes with the row's parity before the
  * journal entry, reserved by its page, its bytes never journaled. The
- * recorded run, on 4 devices with parity 1, writes one page at a time
- * into file s (each write 4 KiB, a page of its own generation):
- *   w1 page 0 and w2 page 1: lone rows;
+ * recorded run, on 4 devices with parity 1, begins by making the rows
+ * of pages 0 and 1 blank again after use, as the blanker does (blank.c):
+ *   w0, w0' pages 0 and 1 (generation 3): lone rows;
+ *   t  the file truncated to nothing: both freed, their bytes left;
+ *   b  the blanker gives both rows back as zeros, in one update
+ *      (trim.c, as new rows);
+ * and then writes one page at a time into file s (each write 4 KiB, a
+ * page of its own generation):
+ *   w1 page 0 (into the row just blanked) and w2 page 1: lone rows;
  *   w3 page 0's neighbour in its row (the same row, another device):
  *      journaled, its row's parity patched, w1's page beside it;
  *   w4 page 2: a lone row;
@@ -32,7 +38,8 @@
  * or another's misdirected to it: w1's or w4's page, its row's parity,
  * or the page its neighbour write goes to), and every page of s reads
  * what the writes before the crash left, the write in flight old or new,
- * never other bytes. The one exception is the compound state the
+ * never other bytes (a page past the end or in a hole reads zeros: the
+ * truncate's old or new). The one exception is the compound state the
  * journaled path knows (docs/integrity.md, "Replay under faults"): the
  * faulted page itself may read EIO while a journaled write into its row
  * is in flight. While a lone write is in flight nothing acknowledged is
@@ -42,7 +49,7 @@
  */
 
 #define NDEV	4u
-#define NWRITES 6u
+#define NWRITES 10u
 #define NPAGES	4u	/* file pages the checks read: 0, 1, 2 and the two
 			 * neighbours are looked at by their own index */
 
@@ -50,12 +57,18 @@ static const enum crec_policy pols[] = { CREC_NONE, CREC_ALL, CREC_RANDOM,
 					 CREC_TORN };
 static const char *const pol_names[] = { "none", "all", "random", "torn" };
 
-/* The writes: file page, generation, whether it is a lone row's. */
+/* The steps: file page, generation (0: the truncate's hole, in every
+ * page), and
+ * whether a write into that row may leave a faulted page EIO while in
+ * flight: only a journaled write (the compound state above), never a
+ * lone one, the truncate or the blank. */
+enum { W_WRITE, W_TRUNC, W_BLANK };
 struct wr {
 	uint64_t page;
-	unsigned gen;
+	unsigned gen, what;
 	bool lone;
 };
+#define NO_PAGE UINT64_MAX
 
 /* What a page reads: 0 zeros (a hole), g a generation, or below. */
 enum { R_EIO = 100, R_OTHER };
@@ -86,7 +99,7 @@ static int page_state(struct dg_fs *fs, uint64_t ino, uint64_t page)
 	memset(want, 0, sizeof(want));
 	if (!memcmp(data, want, DG_PAGE_SIZE))
 		return 0;
-	for (unsigned g = 1; g <= 2; g++) {
+	for (unsigned g = 1; g <= 3; g++) {
 		fill(want, page, g);
 		if (!memcmp(data, want, DG_PAGE_SIZE))
 			return (int)g;
@@ -196,7 +209,8 @@ static void test_lone_states(void)
 	struct crec *rec;
 	struct wr w[NWRITES];
 	struct fault faults[6 * FK_NR];
-	uint64_t mark[NWRITES], pg[NWRITES], K, lone0, v0 = 0, v2 = 0, cp;
+	uint64_t mark[NWRITES], pg[NWRITES], K, lone0, blank0, v0 = 0, v2 = 0;
+	uint64_t cp, vw0 = 0;
 	unsigned npg = 0, nfaults = 0, checked = 0, faulted = 0, eio = 0;
 	uint8_t page[DG_PAGE_SIZE];
 	struct dg_loc l;
@@ -218,28 +232,50 @@ static void test_lone_states(void)
 	REQUIRE(vol);
 	REQUIRE(dg_vol_cache_csum_pages(vol, 1u << 20) == 0);
 	REQUIRE(dg_fs_open(vol, &fs) == 0);
+	REQUIRE(dg_vol_blank_start(vol) == 0);
 	cp = vol->sb.chunk_pages;
 	dg_vol_get_info(vol, &in);
 	lone0 = in.rows_lone;
-	w[0] = (struct wr){ 0, 1, true };
-	w[1] = (struct wr){ 1, 1, true };
-	w[3] = (struct wr){ 2, 1, true };
-	w[4] = (struct wr){ 1, 2, false };
+	blank0 = in.rows_blanked;
+	w[0] = (struct wr){ 0, 3, W_WRITE, true };
+	w[1] = (struct wr){ 1, 3, W_WRITE, true };
+	w[2] = (struct wr){ 0, 0, W_TRUNC, true };
+	w[3] = (struct wr){ NO_PAGE, 0, W_BLANK, true };
+	w[4] = (struct wr){ 0, 1, W_WRITE, true };
+	w[5] = (struct wr){ 1, 1, W_WRITE, true };
+	w[7] = (struct wr){ 2, 1, W_WRITE, true };
+	w[8] = (struct wr){ 1, 2, W_WRITE, false };
 	for (unsigned i = 0; i < NWRITES; i++) {
-		if (i == 2 || i == 5) {
+		if (i == 6 || i == 9) {
 			/* The neighbour of page 0 (2): a file page a chunk
 			 * on, which the allocator puts at the next data
 			 * device of the same row (a sparse file's pages go
 			 * where its home says: alloc.c, dg_alloc_home()). */
-			uint64_t base = i == 2 ? 0 : 2;
+			uint64_t base = i == 6 ? 0 : 2;
 
-			w[i] = (struct wr){ base + cp, 1, false };
+			w[i] = (struct wr){ base + cp, 1, W_WRITE, false };
+		}
+		if (w[i].what == W_TRUNC) {
+			struct dg_setattr sa = { .valid = DG_SET_SIZE };
+			struct dg_attr after;
+
+			vw0 = vpn_of(fs, at.ino, 0);
+			REQUIRE(dg_fs_setattr(fs, at.ino, &sa, &after) == 0);
+			mark[i] = crec_mark(rec, "truncate");
+			continue;
+		}
+		if (w[i].what == W_BLANK) {
+			/* The blanker's thread, waited for: the only
+			 * writer while it runs. */
+			REQUIRE(dg_vol_blank_idle(vol, 60000));
+			mark[i] = crec_mark(rec, "blank");
+			continue;
 		}
 		fill(page, w[i].page, w[i].gen);
 		REQUIRE(dg_fs_write(fs, at.ino, w[i].page * DG_PAGE_SIZE,
 				    page, DG_PAGE_SIZE) == DG_PAGE_SIZE);
 		mark[i] = crec_mark(rec, "write");
-		if (i == 0 || i == 3) {
+		if (i == 4 || i == 7) {
 			/* Its neighbour's place: the next data device of
 			 * its row, free and blank before the neighbour
 			 * write (a fault target). */
@@ -248,17 +284,20 @@ static void test_lone_states(void)
 			l = dg_vpn_loc(vol, v);
 			REQUIRE(dg_row_data_rank(vol, l.row, l.dev) + 1 <
 				vol->k);
-			if (i == 0)
+			if (i == 4)
 				v0 = v;
 			else
 				v2 = v;
 		}
 	}
-	/* The layout the run is about: the neighbours in their rows. */
+	/* The layout the run is about: w1 in the row w0 used and the
+	 * blanker gave back, the neighbours in their rows. */
+	REQUIRE(v0 == vw0);
 	REQUIRE(vpn_of(fs, at.ino, cp) == v0 + cp);
 	REQUIRE(vpn_of(fs, at.ino, 2 + cp) == v2 + cp);
 	dg_vol_get_info(vol, &in);
-	CHECK_EQ(in.rows_lone - lone0, 3);
+	CHECK_EQ(in.rows_lone - lone0, 5);
+	CHECK_EQ(in.rows_blanked - blank0, 2);
 	/* The faults: w1's and w4's pages, the parity of their rows, and
 	 * the neighbours' pages, each of every kind. */
 	for (unsigned kind = 0; kind < FK_NR; kind++)
@@ -281,7 +320,7 @@ static void test_lone_states(void)
 	dg_vol_close(vol);
 	crec_stop(rec);
 	for (unsigned i = 0; i < NWRITES; i++) {
-		bool seen = false;
+		bool seen = w[i].page == NO_PAGE;
 
 		for (unsigned x = 0; x < npg; x++)
 			seen |= pg[x] == w[i].page;
@@ -320,11 +359,13 @@ static void test_lone_states(void)
 					   &bad2);
 				for (unsigned x = 0; x < npg; x++) {
 					/* Before and after the writes to
-					 * it: old is the last one done. */
+					 * it (the truncate's to every
+					 * page): old is the last one done. */
 					int old = 0, new = -1;
 
 					for (unsigned i = 0; i < NWRITES; i++)
-						if (w[i].page != pg[x])
+						if (w[i].page != pg[x] &&
+						    w[i].what != W_TRUNC)
 							continue;
 						else if (i < fl)
 							old = (int)w[i].gen;
@@ -335,7 +376,8 @@ static void test_lone_states(void)
 						continue;
 					if (st[x] == R_EIO && f &&
 					    f->file_page == pg[x] &&
-					    fl < NWRITES && !w[fl].lone) {
+					    fl < NWRITES && !w[fl].lone &&
+					    w[fl].what == W_WRITE) {
 						eio++;
 						continue;
 					}

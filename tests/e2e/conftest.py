@@ -149,6 +149,14 @@ class Volume:
         import json
         return json.loads(self.ctl("status", "--json").stdout)
 
+    def wait_blanked(self, timeout=60):
+        """Until -o discard's blanker has looked at every page freed so
+        far (fs/volume/blank.c)."""
+        end = time.monotonic() + timeout
+        while self.status()["freed_pages_to_blank"]:
+            assert time.monotonic() < end, "the blanker did not finish"
+            time.sleep(0.02)
+
     def drop_caches(self):
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")

@@ -96,6 +96,40 @@ def test_fstrim_gives_freed_space_back(volume_factory):
     assert "trim: " in v.read_log()
 
 
+def test_discard_gives_freed_space_back_at_once(volume_factory):
+    """-o discard: a deleted file's rows are given back as the delete
+    becomes durable (fs/volume/blank.c), without fstrim -- du of the
+    images drops, what is kept reads exactly, fstrim finds nothing left,
+    rows given back are written again, and fsck finds nothing."""
+    v = volume_factory(ndev=4, size="64M", parity=1)
+    v.mkfs()
+    v.mount("discard")
+    keep = write_random(v.mnt / "keep", 4 * MIB, "keep")
+    write_random(v.mnt / "big", 32 * MIB, "big")
+    os.sync()
+    full = du(v.devs)
+    os.unlink(v.mnt / "big")
+    v.wait_blanked()
+    # 32 MiB of data is more than 40 MiB of pages with parity.
+    assert full - du(v.devs) >= 28 * MIB, (full, du(v.devs))
+    assert v.status()["freed_rows_blanked"] >= 32 * MIB // (3 * 4096)
+    assert v.status()["freed_runs_not_blanked"] == 0
+    if os.geteuid() == 0 and shutil.which("fstrim"):
+        assert fstrim(v.mnt) == 0
+    again = write_random(v.mnt / "again", 16 * MIB, "again")
+    v.drop_caches()
+    assert sha(v.mnt / "keep") == keep and sha(v.mnt / "again") == again
+    v.umount()
+    rc, rep, p = fsck(v.devs, "-n", json_out=True)
+    assert rc == 0 and rep["findings"] == [], p.stdout + p.stderr
+    # Without the option nothing is given back until fstrim asks.
+    v.mount()
+    os.unlink(v.mnt / "again")
+    os.sync()
+    time.sleep(0.2)
+    assert v.status()["freed_rows_blanked"] == 0
+
+
 def test_fitrim_other_ioctls_are_not_supported(mounted):
     """An ioctl other than FITRIM is ENOTTY (what an application probing
     for features expects), not a hang or EIO."""

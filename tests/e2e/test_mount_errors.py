@@ -61,6 +61,14 @@ def make_images(v, fill):
             fill(f, size)
 
 
+def test_refuses_discard_and_nodiscard(volume_factory):
+    v = volume_factory()
+    v.mkfs()
+    rc, out = try_mount(v.devlist, v.mnt, "discard,nodiscard")
+    assert rc == 2, out
+    assert "discard and nodiscard contradict each other" in out, out
+
+
 # ---- not a volume ---------------------------------------------------------
 
 def test_refuses_zero_filled_images(volume_factory):

@@ -5,6 +5,7 @@
 
 #include "csum.h"
 #include "harness.h"
+#include "volume_i.h"
 
 /*
  * A whole page new to its update, in a row whose other data pages are
@@ -264,12 +265,16 @@ static void test_zeros_are_blank(void)
 /* Writers racing for the same rows: each writes its own data device
  * of rows [row0, row0 + NROWS), one page an update. */
 #define NROWS 64u
+#define CHURN_KEPT 64u
 
 struct racer {
 	struct dg_vol *vol;
 	uint64_t row0;
 	unsigned rank;
 	int ret;
+	/* churn(): the runs it left in use */
+	uint64_t kept[CHURN_KEPT][2];
+	unsigned nkept;
 };
 
 static uint8_t race_page(unsigned rank, uint64_t row, unsigned i)
@@ -312,7 +317,9 @@ static void test_writers_race_for_rows(void)
 	REQUIRE(vol);
 	dg_vol_get_info(vol, &a);
 	for (unsigned t = 0; t < 3; t++) {
-		rc[t] = (struct racer){ vol, vol->sb.rows / 2 + 64, t, 0 };
+		rc[t] = (struct racer){ .vol = vol,
+					.row0 = vol->sb.rows / 2 + 64,
+					.rank = t };
 		REQUIRE(pthread_create(&th[t], NULL, race, &rc[t]) == 0);
 	}
 	for (unsigned t = 0; t < 3; t++) {
@@ -337,6 +344,238 @@ static void test_writers_race_for_rows(void)
 	tvol_cleanup(&tv);
 }
 
+/* The checksum of a page of zeros at (dev, row), or NONE: blank. */
+static bool page_blank(struct dg_vol *vol, unsigned dev, uint64_t row)
+{
+	static const uint8_t zeros[DG_PAGE_SIZE];
+	const uint8_t *p = dg_dev_ptr(&vol->devs[dev], dg_row_page(vol, row)
+						       << DG_PAGE_SHIFT);
+	uint64_t cs;
+
+	return dg_csum_get(vol, dev, row, &cs) == 0 &&
+	       (cs == DG_CSUM_NONE || cs == dg_csum_page(vol, dev, row, zeros)) &&
+	       !memcmp(p, zeros, DG_PAGE_SIZE);
+}
+
+static bool row_blank(struct dg_vol *vol, uint64_t row)
+{
+	for (unsigned dev = 0; dev < vol->ndev; dev++)
+		if (!page_blank(vol, dev, row))
+			return false;
+	return true;
+}
+
+/* Pages [v, v + n) of one chunk, allocated at v and written with
+ * pages[x], or freed. */
+static void take_pages(struct dg_vol *vol, uint64_t v, uint64_t n,
+		       unsigned x)
+{
+	struct dg_txn *t = dg_txn_new(vol);
+	uint64_t s, got;
+
+	REQUIRE(t);
+	REQUIRE(dg_alloc(t, v, n, &s, &got) == 0);
+	REQUIRE(s == v && got == n);
+	for (uint64_t i = 0; i < n; i++)
+		REQUIRE(dg_txn_write(t, v + i, 0, pages[x], DG_PAGE_SIZE) ==
+			0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+}
+
+static void free_pages(struct dg_vol *vol, uint64_t v, uint64_t n)
+{
+	struct dg_txn *t = dg_txn_new(vol);
+
+	REQUIRE(t);
+	REQUIRE(dg_free(t, v, n) == 0);
+	REQUIRE(dg_txn_commit(t) == 0);
+	dg_txn_free(t);
+}
+
+/*
+ * The blanker (blank.c): rows whose data pages are all freed are given
+ * back as zeros once the frees are durable, and then the allocation
+ * cursor comes back to them; a row with a page still in use keeps its
+ * bytes. A small write into a row given back goes alone again, where
+ * the freed bytes had sent it the journaled way.
+ */
+static void test_blanker_gives_freed_rows_back(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_vol_info a, b;
+	uint64_t seed = 9, r0, cp, v[3];
+	const bool fresh[1] = { true };
+	const uint8_t *one[1] = { pages[3] };
+	struct dg_range r;
+	struct moved m;
+
+	tvol_make(&tv, "lone6", NDEV, 1, 32u << 20, false);
+	trand_fill(&seed, pages, sizeof(pages));
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_vol_blank_start(vol) == 0);
+	cp = vol->sb.chunk_pages;
+	/* Rows [r0, r0 + 8) whole, and row r0 + 8 on two devices. */
+	r0 = (vol->zone_vpns / (vol->k * cp) + 2) * cp;
+	for (unsigned rank = 0; rank < vol->k; rank++) {
+		v[rank] = vpn_at(vol, r0, rank);
+		take_pages(vol, v[rank], 8 + (rank < 2), rank);
+	}
+	dg_vol_get_info(vol, &a);
+	for (unsigned rank = 0; rank < vol->k; rank++)
+		free_pages(vol, v[rank], 8 + (rank == 0));
+	REQUIRE(dg_vol_blank_idle(vol, 60000));
+	dg_vol_get_info(vol, &b);
+	CHECK_EQ(b.rows_blanked - a.rows_blanked, 8);
+	CHECK_EQ(b.blank_pending, 0);
+	CHECK(vol->alloc_cursor <= v[0]);
+	for (uint64_t row = r0; row < r0 + 8; row++)
+		CHECK(row_blank(vol, row));
+	/* Row r0 + 8: rank 1's page in use, rank 0's freed beside it. */
+	CHECK(!row_blank(vol, r0 + 8));
+	CHECK(reads(vol, v[1] + 8, pages[1]));
+	CHECK(!page_blank(vol, dg_row_data_dev(vol, r0 + 8, 0), r0 + 8));
+	/* A write into a row given back: alone. */
+	r = whole(vol, r0 + 3, 2, pages[3]);
+	m = put(vol, &r, 1, fresh);
+	CHECK_EQ(m.lone, 1);
+	CHECK(parity_is(vol, r0 + 3, one, 1));
+	/* Into the kept row: journaled. */
+	r = whole(vol, r0 + 8, 2, pages[3]);
+	m = put(vol, &r, 1, fresh);
+	CHECK_EQ(m.lone, 0);
+	CHECK(m.jbytes > DG_PAGE_SIZE);
+	scrub_clean(vol);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* The queue: adjacent frees merge into one run; a run that finds it full
+ * is dropped, counted, and left to the caller (the cursor moves back at
+ * once, alloc.c); nothing is taken while the blanker is off. */
+static void test_blank_queue(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_vol_info in;
+	uint64_t v;
+
+	tvol_make(&tv, "lone7", NDEV, 1, 32u << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	v = vol->zone_vpns + 64;
+	CHECK(!dg_freed_note(vol, v, 1));
+	/* On, with no thread to take runs: the queue as it fills. */
+	vol->blank.on = true;
+	CHECK(!dg_freed_note(vol, vol->zone_vpns - 1, 1));
+	CHECK(dg_freed_note(vol, v, 1));
+	CHECK(dg_freed_note(vol, v + 1, 3));
+	CHECK_EQ(vol->blank.len, 1);
+	for (unsigned i = 1; i < DG_BLANK_RUNS; i++)
+		CHECK(dg_freed_note(vol, v + 10 * i, 1));
+	CHECK(!dg_freed_note(vol, v + 10 * DG_BLANK_RUNS, 1));
+	/* Adjacent to the last run: still taken. */
+	CHECK(dg_freed_note(vol, v + 10 * (DG_BLANK_RUNS - 1) + 1, 2));
+	dg_vol_get_info(vol, &in);
+	CHECK_EQ(in.blank_dropped, 1);
+	CHECK_EQ(in.blank_pending, 4 + DG_BLANK_RUNS - 1 + 2);
+	vol->blank.on = false;
+	vol->blank.len = 0;
+	vol->blank.pending = 0;
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
+/* Writers allocating, writing and freeing pages while the blanker gives
+ * their freed rows back: a page allocated before the blanker locks its
+ * row keeps the row as it is, one allocated after it is written after
+ * it. Every page in use reads its bytes and the scrub finds every row's
+ * parity whole (the ThreadSanitizer build runs it too). */
+#define CHURN 150u
+
+static void *churn(void *arg)
+{
+	struct racer *rc = arg;
+	static __thread uint8_t b[DG_PAGE_SIZE] __attribute__((aligned(64)));
+	static __thread uint8_t got[DG_PAGE_SIZE] __attribute__((aligned(64)));
+
+	for (unsigned i = 0; i < CHURN && !rc->ret; i++) {
+		struct dg_txn *t = dg_txn_new(rc->vol);
+		uint64_t s, n;
+		bool keep = i % 5 == 0;
+
+		if (!t) {
+			rc->ret = -ENOMEM;
+			break;
+		}
+		rc->ret = dg_alloc(t, UINT64_MAX, 1 + i % 4, &s, &n);
+		for (uint64_t x = 0; x < n && !rc->ret; x++) {
+			memset(b, (int)(s + x + rc->rank), sizeof(b));
+			rc->ret = dg_txn_write(t, s + x, 0, b, DG_PAGE_SIZE);
+		}
+		if (!rc->ret)
+			rc->ret = dg_txn_commit(t);
+		for (uint64_t x = 0; x < n && !rc->ret; x++) {
+			memset(b, (int)(s + x + rc->rank), sizeof(b));
+			if (dg_read(rc->vol, s + x, 1, got) ||
+			    memcmp(got, b, DG_PAGE_SIZE))
+				rc->ret = -EIO;
+		}
+		if (!rc->ret && !keep) {
+			rc->ret = dg_free(t, s, n);
+			if (!rc->ret)
+				rc->ret = dg_txn_commit(t);
+		}
+		dg_txn_free(t);
+		if (keep && !rc->ret) {
+			rc->kept[rc->nkept][0] = s;
+			rc->kept[rc->nkept++][1] = n;
+		}
+	}
+	return NULL;
+}
+
+static void test_blanker_races_writers(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	struct dg_vol_info a, b;
+	struct racer rc[2];
+	pthread_t th[2];
+	uint8_t want[DG_PAGE_SIZE];
+
+	tvol_make(&tv, "lone8", NDEV, 1, 32u << 20, false);
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	REQUIRE(dg_vol_blank_start(vol) == 0);
+	dg_vol_get_info(vol, &a);
+	for (unsigned t = 0; t < 2; t++) {
+		rc[t] = (struct racer){ .vol = vol, .rank = t };
+		REQUIRE(pthread_create(&th[t], NULL, churn, &rc[t]) == 0);
+	}
+	for (unsigned t = 0; t < 2; t++) {
+		pthread_join(th[t], NULL);
+		CHECK_EQ(rc[t].ret, 0);
+	}
+	REQUIRE(dg_vol_blank_idle(vol, 60000));
+	dg_vol_get_info(vol, &b);
+	CHECK(b.rows_blanked > a.rows_blanked);
+	CHECK(b.rows_lone > a.rows_lone);
+	for (unsigned t = 0; t < 2; t++)
+		for (unsigned i = 0; i < rc[t].nkept; i++)
+			for (uint64_t x = 0; x < rc[t].kept[i][1]; x++) {
+				uint64_t v = rc[t].kept[i][0] + x;
+
+				memset(want, (int)(v + t), sizeof(want));
+				CHECK(reads(vol, v, want));
+			}
+	scrub_clean(vol);
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -346,6 +585,10 @@ int main(int argc, char **argv)
 		{ "rows_of_one_update", test_rows_of_one_update },
 		{ "zeros_are_blank", test_zeros_are_blank },
 		{ "writers_race_for_rows", test_writers_race_for_rows },
+		{ "blanker_gives_freed_rows_back",
+		  test_blanker_gives_freed_rows_back },
+		{ "blank_queue", test_blank_queue },
+		{ "blanker_races_writers", test_blanker_races_writers },
 		{ NULL, NULL },
 	};
 

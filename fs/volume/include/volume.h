@@ -102,6 +102,12 @@ struct dg_vol_info {
 	uint64_t rows_lone;	/* rows written so with an update's pages
 				   and free blank pages beside (a small
 				   write into a row that holds nothing) */
+	uint64_t rows_blanked;	/* rows the blanker gave back as zeros
+				   since the open (dg_vol_blank_start()) */
+	uint64_t blank_pending;	/* freed pages whose rows it has still to
+				   look at */
+	uint64_t blank_dropped;	/* runs of freed pages it had no room for
+				   (left to fstrim) */
 	uint64_t updates_split;	/* updates whose old pages two threads
 				   read and verified, since the open */
 	uint64_t appends_waited; /* journal appends that waited for an
@@ -660,6 +666,19 @@ void dg_vol_lost_forget(struct dg_vol *vol);
  */
 int dg_vol_trim(struct dg_vol *vol, uint64_t start, uint64_t len,
 		uint64_t minlen, uint64_t *trimmed);
+
+/*
+ * The blanker (blank.c): a thread that gives back as zeros, as
+ * dg_vol_trim() does, each row whose data pages updates free, once the
+ * frees are durable -- so that a small write into such a row later goes
+ * alone, its bytes not journaled (docs/design.md, "Blank rows kept in
+ * supply"). Runs until dg_vol_close(). 0, -EOPNOTSUPP on a volume
+ * without new rows or redundancy, or read-only, -EAGAIN.
+ */
+int dg_vol_blank_start(struct dg_vol *vol);
+/* Wait up to timeout_ms for the blanker to have looked at every freed
+ * page noted so far: whether it has. */
+bool dg_vol_blank_idle(struct dg_vol *vol, unsigned timeout_ms);
 
 /* ---- for the layers above (access.c) -------------------------------- */
 
