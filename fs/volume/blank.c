@@ -119,10 +119,14 @@ static void blank_pages(struct dg_vol *vol, uint64_t start, uint64_t n)
 			if (!may_blank(vol))
 				return;
 			ret = dg_trim_rows(vol, row, nb, 0, UINT64_MAX, &done);
+			/* A replace begun meanwhile (EBUSY) says so itself,
+			 * as a failed write latches and logs the volume. */
 			if (ret < 0) {
-				dg_vol_log(vol, DG_LOG_WARNING, "blanking "
-					   "freed rows from %" PRIu64 " failed: "
-					   "%s", row, strerror(-ret));
+				if (ret != -EBUSY && !dg_latch_on(&vol->latch))
+					dg_vol_log(vol, DG_LOG_WARNING,
+						   "blanking freed rows from %"
+						   PRIu64 " failed: %s", row,
+						   strerror(-ret));
 				return;
 			}
 			vol->blank.rows += done;
