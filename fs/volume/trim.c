@@ -12,7 +12,8 @@
  * the device files (punched: they read as zeros after, and take no
  * space in a sparse image).
  *
- * Crash safety, in two steps under the row's lock:
+ * Crash safety, in two steps under the row's lock (the locks of up to
+ * DG_TRIM_BATCH rows, given back together: dg_trim_rows()):
  *  1. the data pages are written as zeros through the update path, as
  *     a new row (apply.c, new_rows_first()): nothing live is in the
  *     row, so its pages count as new to the update. An entry reserves
