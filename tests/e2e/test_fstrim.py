@@ -130,6 +130,24 @@ def test_discard_gives_freed_space_back_at_once(volume_factory):
     assert v.status()["freed_rows_blanked"] == 0
 
 
+def test_discard_without_redundancy_is_reported(volume_factory):
+    """-o discard on a volume with no checksum to say a row was given
+    back (--redundancy none): the daemon says why in its log, mounts,
+    and gives nothing back."""
+    v = volume_factory(ndev=4, size="64M", redundancy="none")
+    v.mkfs()
+    v.expect_log(r"discard: freed rows are not given back on this volume")
+    v.mount("discard")
+    write_random(v.mnt / "big", 8 * MIB, "big")
+    os.unlink(v.mnt / "big")
+    os.sync()
+    st = v.status()
+    assert st["freed_rows_blanked"] == 0 and \
+        st["freed_pages_to_blank"] == 0, st
+    assert "discard: freed rows are not given back on this volume" in \
+        v.read_log()
+
+
 def test_fitrim_other_ioctls_are_not_supported(mounted):
     """An ioctl other than FITRIM is ENOTTY (what an application probing
     for features expects), not a hang or EIO."""
