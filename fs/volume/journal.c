@@ -943,6 +943,10 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 		d = &vol->devs[r[i].dev];
 
 		off = (dg_row_page(vol, r[i].row) << DG_PAGE_SHIFT) + r[i].off;
+		if ((r[i].flags & DG_JRANGE_RESERVED) && d->present &&
+		    !written_later(ip, r[i].dev, r[i].row, e->seq) &&
+		    dg_rproof_blank(pf, vol, r[i].dev, r[i].row))
+			return -ENOMEM; /* never committed: blank before */
 		if ((r[i].flags & DG_JRANGE_NO_BYTES) ||
 		    written_later(ip, r[i].dev, r[i].row, e->seq) || lost)
 			; /* the page holds its newest bytes already */

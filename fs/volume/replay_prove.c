@@ -48,6 +48,10 @@ struct dg_rproof {
 	size_t nslot;
 };
 
+/* The image as found of every page dg_rproof_blank() names: shared, so
+ * that the reservations of a forged log cost no page each. */
+static const uint8_t blank_page[DG_PAGE_SIZE];
+
 struct dg_rproof *dg_rproof_new(void)
 {
 	return calloc(1, sizeof(struct dg_rproof));
@@ -59,7 +63,8 @@ void dg_rproof_free(struct dg_rproof *p)
 		return;
 	for (size_t i = 0; i < p->n; i++)
 		for (unsigned d = 0; d < DG_MAX_DEVS; d++) {
-			free(p->rows[i].found[d]);
+			if (p->rows[i].found[d] != blank_page)
+				free(p->rows[i].found[d]);
 			free(p->rows[i].redone[d]);
 		}
 	free(p->rows);
@@ -187,6 +192,23 @@ int dg_rproof_row(struct dg_rproof *p, struct dg_vol *vol, uint64_t row)
 	if (!vol->parity || find_row(p, row))
 		return 0;
 	return add_row(p, vol, row) ? 0 : -ENOMEM;
+}
+
+int dg_rproof_blank(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
+		    uint64_t row)
+{
+	struct prow *pr;
+
+	if (!vol->parity)
+		return 0;
+	pr = find_row(p, row);
+	if (!pr)
+		pr = add_row(p, vol, row);
+	if (!pr)
+		return -ENOMEM;
+	if (!pr->found[dev])
+		pr->found[dev] = (uint8_t *)blank_page; /* never written to */
+	return 0;
 }
 
 /* What one proof attempt works with. */

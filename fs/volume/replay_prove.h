@@ -36,6 +36,22 @@ int dg_rproof_keep(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 int dg_rproof_row(struct dg_rproof *p, struct dg_vol *vol, uint64_t row);
 
 /*
+ * Data page (dev, row), dev present, was reserved alone by an update
+ * that writes it before its entry and never committed it
+ * (DG_JRANGE_RESERVED). Where that was a hole filled beside pages in use
+ * (apply.c, check_lone_rows()), its image before the write was zeros as
+ * the row's parity counts them, and the page was durable before the
+ * parity was written. So keep the row's parity as found and zeros as
+ * the page's image as found: another page of the row then proves from
+ * the row with this page as zeros or as written -- or, the parity torn,
+ * a splice of the two. (Beside a page of a lone row or a new row nothing
+ * is live to prove, and an image that is wrong proves nothing: the
+ * checksum.) Nothing when the page is kept already. 0 or -ENOMEM.
+ */
+int dg_rproof_blank(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
+		    uint64_t row);
+
+/*
  * Rebuild data page (dev, row) of a row the replay rewrote into buf, from
  * the row as found, as redone, or (a parity write torn by the crash)
  * redone up to an 8-byte boundary and as found after it; with parity 2
