@@ -213,6 +213,7 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 	json_add_u64(r, "rows_patched", in->rows_patched);
 	json_add_u64(r, "rows_written_before_journal", in->rows_new);
 	json_add_u64(r, "rows_written_alone_before_journal", in->rows_lone);
+	json_add_u64(r, "holes_filled_before_journal", in->holes_filled);
 	json_add_u64(r, "freed_rows_blanked", in->rows_blanked);
 	json_add_u64(r, "freed_pages_to_blank", in->blank_pending);
 	json_add_u64(r, "freed_runs_not_blanked", in->blank_dropped);

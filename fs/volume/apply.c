@@ -30,6 +30,9 @@ struct apage {
 	bool in_place;		/* ... and new: written before the entry */
 	bool lone;		/* in_place, its row's other pages free and
 				 * blank (mark_lone_rows()) */
+	bool beside;		/* ... or, lone but for live pages beside,
+				 * the page itself blank: a hole filled
+				 * (check_lone_rows()) */
 };
 
 /* One row whose parity an update patches. */
@@ -42,6 +45,8 @@ struct arow {
 	unsigned left;		/* pages still to patch in (prepare_parity()) */
 	bool started;		/* ... its old parity read */
 	bool in_place;		/* a new row (new_rows_first()) */
+	bool late_parity;	/* its parity stored in the round after its
+				 * pages' (write_pages()) */
 	unsigned page[DG_MAX_DEVS];	/* by data rank: index + 1 of the
 					 * update's page there, 0 none */
 };
@@ -355,10 +360,22 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
  * page as found and recomputes the row's parity (journal.c), the other
  * pages reading as the zeros they are.
  *
+ * Holes filled. A row with pages in use beside takes the same path when
+ * the update's pages of it were blank themselves -- a small write into a
+ * hole of a row already partly filled, the usual case of appends and of
+ * a sparse file's holes: the old parity is read (not the old pages: they
+ * were zeros) and the new pages added to it, and the parity is stored a
+ * round after the pages (late_parity), so that a crash leaves at most
+ * one of them torn. The replay then proves any page beside from the row
+ * with the hole as zeros or as written, or a splice of the two at a torn
+ * parity's 8-byte boundary (replay_prove.c, dg_rproof_blank()) -- which
+ * the journaled path, both written in one round, cannot always do.
+ *
  * A candidate is a whole page new to the update, its only range, not
  * in a full row nor the metadata zone, in a row where every page of
- * the update is such a candidate. Whether the rest of the row is free
- * and blank is decided under the row's lock (lone_row_ok()).
+ * the update is such a candidate. Which way it goes -- a lone row, a
+ * hole filled or journaled -- is decided under the row's lock
+ * (row_lone_kind()).
  *
  * The trade is two fences for a page of journal copies and two pages
  * read: the reservation's round and the rows' come before the entry's.
@@ -728,14 +745,45 @@ static void compute_full_row(struct dg_vol *vol, const struct apage *pg,
 	a->hi = DG_PAGE_SIZE;
 }
 
-/* Whether row a is a lone row (mark_lone_rows()), not a full one. */
-static bool row_is_lone(const struct dg_vol *vol, const struct apage *pg,
-			const struct arow *a)
+/*
+ * A hole filled beside pages in use (check_lone_rows()): the row's
+ * parity is its old parity -- read under the row's lock, verified or
+ * rebuilt like any page -- plus what compute_full_row() made of the
+ * update's pages beside zeros, since those pages were zeros as the old
+ * parity counts them (parity is linear). Stored in the round after the
+ * pages' (late_parity), so that a crash never leaves the pages and the
+ * parity both torn: the replay rebuilds a page beside from the row with
+ * the hole taken as zeros or as written (journal.c, replay_prove.c).
+ */
+static int add_old_parity(struct dg_vol *vol, struct arow *a)
 {
-	for (unsigned rank = 0; rank < vol->k; rank++)
-		if (a->page[rank])
-			return pg[a->page[rank] - 1].lone;
-	return false;
+	uint64_t old[DG_PAGE_SIZE / 8] __attribute__((aligned(64))), cs;
+
+	for (unsigned j = 0; j < vol->parity; j++) {
+		uint64_t *par = (uint64_t *)a->par[j];
+		int ret = dg_page_read_locked(vol,
+					      dg_row_parity_dev(vol, a->row, j),
+					      a->row, old, &cs);
+
+		if (ret)
+			return ret;
+		for (unsigned w = 0; w < DG_PAGE_SIZE / 8; w++)
+			par[w] ^= old[w];
+		a->new_par_csum[j] = par_page_csum(vol, a, j, a->par[j]);
+	}
+	a->late_parity = true;
+	return 0;
+}
+
+/* The first of the update's pages in row a: what it is, the row is. */
+static const struct apage *first_page(const struct apage *pg,
+				      const struct arow *a)
+{
+	unsigned rank = 0;
+
+	while (!a->page[rank])
+		rank++;
+	return &pg[a->page[rank] - 1];
 }
 
 /* Page i of the update into its row's entry (the row added if new):
@@ -946,7 +994,6 @@ struct wpart {
 	struct arow *rows;
 	unsigned nrows;
 	bool new_rows;
-	bool defer_parity;	/* lean: the parity waits (write_pages()) */
 	unsigned part, parts;
 	struct dg_csum_upd *u;	/* the checksums written: room for all */
 	unsigned nu;
@@ -1009,7 +1056,7 @@ static void *write_part(void *arg)
 		if (a->in_place != w->new_rows ||
 		    !part_has(w->part, w->parts, a->row))
 			continue;
-		if (!w->defer_parity)
+		if (!a->late_parity)
 			w->ret = write_parity(vol, a, w->new_rows, w->fs);
 		for (unsigned j = 0; j < vol->parity && !w->ret; j++)
 			w->u[w->nu++] = (struct dg_csum_upd){
@@ -1019,21 +1066,25 @@ static void *write_part(void *arg)
 	return NULL;
 }
 
-/* A lean update's parity, stored after its page's round (write_pages()). */
-struct lean_parity {
+/* The parity of the rows marked late_parity, stored after their pages'
+ * round (write_pages()). */
+struct late_parity {
 	struct dg_vol *vol;
 	const struct arow *rows;
 	unsigned nrows;
+	bool new_rows;
 };
 
-static int lean_parity_store(void *arg, struct dg_flushset *fs)
+static int late_parity_store(void *arg, struct dg_flushset *fs)
 {
-	const struct lean_parity *lp = arg;
+	const struct late_parity *lp = arg;
 	int ret = 0;
 
 	for (unsigned i = 0; i < lp->nrows && !ret; i++)
-		if (!lp->rows[i].in_place)
-			ret = write_parity(lp->vol, &lp->rows[i], false, fs);
+		if (lp->rows[i].late_parity &&
+		    lp->rows[i].in_place == lp->new_rows)
+			ret = write_parity(lp->vol, &lp->rows[i], lp->new_rows,
+					   fs);
 	return ret;
 }
 
@@ -1092,17 +1143,20 @@ static void sort_upd(struct dg_csum_upd *u, unsigned n)
 /*
  * Write in place the pages and the parity of the rows that are (or are
  * not) new rows, on two threads when they are many (above), then their
- * checksums. lean (a lean update, format.h DG_JENTRY_LEAN): the page and
- * the first checksum copies in one round, the parity after its fence,
- * with the second copies -- so a crash leaves the page torn beside the
- * parity as it was, or the page whole, never both torn.
+ * checksums. A row marked late_parity -- every row of a lean update
+ * (format.h DG_JENTRY_LEAN), a hole filled beside live pages
+ * (check_lone_rows()) -- has its page and the first checksum copies in
+ * one round and its parity after that round's fence, with the second
+ * copies: so a crash leaves the page torn beside the parity as it was,
+ * or the page whole, never both torn.
  */
 static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		       struct arow *rows, unsigned nrows, bool new_rows,
 		       bool lean, struct dg_flushset *fs)
 {
-	struct lean_parity lp = { vol, rows, nrows };
-	const struct dg_csum_then then = { lean_parity_store, &lp };
+	struct late_parity lp = { vol, rows, nrows, new_rows };
+	const struct dg_csum_then then = { late_parity_store, &lp };
+	bool late = false;
 	size_t cap = npg + (size_t)nrows * vol->parity;
 	struct dg_csum_upd *u, small_u[2 * SMALL_PAGES * (1 + DG_MAX_PARITY)];
 	struct dg_flushset fs1;
@@ -1115,7 +1169,13 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	 * next megabyte in (a second thread gained nothing measurable). */
 	for (unsigned i = 0; i < npg; i++)
 		todo += pg[i].nranges && pg[i].in_place == new_rows;
-	two = !new_rows && !lean && worth_two(todo);
+	for (unsigned i = 0; i < nrows; i++) {
+		if (rows[i].in_place != new_rows)
+			continue;
+		rows[i].late_parity = rows[i].late_parity || lean;
+		late = late || rows[i].late_parity;
+	}
+	two = !new_rows && !late && worth_two(todo);
 	u = (two ? 2 : 1) * cap <= sizeof(small_u) / sizeof(*small_u)
 		    ? small_u
 		    : malloc((two ? 2 : 1) * cap * sizeof(*u));
@@ -1124,7 +1184,7 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	dg_flushset_init(&fs1);
 	for (unsigned i = 0; i < 2; i++)
 		w[i] = (struct wpart){ vol, pg, npg, rows, nrows, new_rows,
-				       lean, i, two ? 2 : 1, u + i * cap, 0,
+				       i, two ? 2 : 1, u + i * cap, 0,
 				       i ? &fs1 : fs, 0 };
 	run_parts(write_part, &w[0], &w[1], two);
 	if (two) {
@@ -1140,7 +1200,7 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		/* Under the update's entry, or the reservation of its
 		 * new rows, which the replay redoes. */
 		ret = dg_csum_set_journaled(vol, u, w[0].nu + w[1].nu, fs,
-					    lean ? &then : NULL);
+					    late ? &then : NULL);
 	}
 	if (u != small_u)
 		free(u);
@@ -1331,52 +1391,84 @@ static void unlock_rows(struct dg_vol *vol, const unsigned *locks,
 		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
 }
 
-/*
- * Whether the data pages of row that are not the update's are free and
- * blank (mark_lone_rows()): the allocation bitmap says free, and the
- * checksum is NONE (never written: zeros) or that of a page of zeros.
- * A checksum that cannot be looked up says no. The row's lock held, so
- * no page of it is written meanwhile; a page allocated after the look
- * is written after this update's rows (its own update locks the row).
- */
-static bool lone_row_ok(struct dg_vol *vol, const struct apage *pg,
-			unsigned npg, uint64_t row)
+/* Whether (dev, row) is blank: its checksum NONE (never written: zeros)
+ * or that of a page of zeros. A checksum that cannot be looked up says
+ * no. */
+static bool page_blank(struct dg_vol *vol, unsigned dev, uint64_t row)
 {
-	bool ok = true;
+	struct dg_csum_cursor cur;
+	uint64_t cs;
+	bool blank;
 
-	for (unsigned rank = 0; rank < vol->k && ok; rank++) {
-		unsigned dev = dg_row_data_dev(vol, row, rank);
-		uint64_t vpn = dg_loc_vpn(vol, dev, row), cs;
-		unsigned ix = page_ix(pg, npg, vpn, 0);
-		struct dg_csum_cursor cur;
-
-		if (ix < npg && pg[ix].vpn == vpn)
-			continue; /* the update's */
-		if (dg_vpn_allocated(vol, vpn))
-			return false;
-		dg_csum_cursor_init(&cur);
-		ok = dg_csum_lookup(vol, &cur, dev, row, &cs) == 0 &&
-		     (cs == DG_CSUM_NONE ||
-		      cs == dg_csum_page(vol, dev, row, zero_page));
-		dg_csum_cursor_fini(&cur);
-	}
-	return ok;
+	dg_csum_cursor_init(&cur);
+	blank = dg_csum_lookup(vol, &cur, dev, row, &cs) == 0 &&
+		(cs == DG_CSUM_NONE ||
+		 cs == dg_csum_page(vol, dev, row, zero_page));
+	dg_csum_cursor_fini(&cur);
+	return blank;
 }
 
-/* The lone rows of the update whose other pages turn out not to be
- * free and blank go the journaled way after all, every page of such a
- * row (a page allocated meanwhile may fail a second look at a row whose
- * first passed); how many pages stay in_place. */
+/* How a candidate row of the update (mark_lone_rows()) may go before its
+ * journal entry. */
+enum lone_kind {
+	LONE_NOT,	/* journaled after all */
+	LONE_ROW,	/* its other data pages free and blank */
+	LONE_BESIDE,	/* the update's pages of it blank before, its other
+			 * pages anything: a hole filled */
+};
+
+/*
+ * Which way row goes (enum lone_kind), its lock held, so no page of it
+ * is written meanwhile (a page allocated after the look is written after
+ * this update's rows: its own update locks the row). A lone row's other
+ * data pages are free (the allocation bitmap) and blank; failing that,
+ * the update's own pages of it must be blank -- zeros as the row's
+ * parity counts them -- for the hole filled beside the pages in use,
+ * where the old parity is read and the new pages added to it.
+ */
+static enum lone_kind row_lone_kind(struct dg_vol *vol, const struct apage *pg,
+				    unsigned npg, uint64_t row)
+{
+	bool others = true, own = true;
+
+	for (unsigned rank = 0; rank < vol->k && (others || own); rank++) {
+		unsigned dev = dg_row_data_dev(vol, row, rank);
+		uint64_t vpn = dg_loc_vpn(vol, dev, row);
+		unsigned ix = page_ix(pg, npg, vpn, 0);
+
+		if (ix < npg && pg[ix].vpn == vpn)
+			own = own && page_blank(vol, dev, row);
+		else
+			others = others && !dg_vpn_allocated(vol, vpn) &&
+				 page_blank(vol, dev, row);
+	}
+	if (others)
+		return LONE_ROW;
+	return own ? LONE_BESIDE : LONE_NOT;
+}
+
+/* Each lone row's way (row_lone_kind()): the rows that turn out to be
+ * neither go the journaled way after all, every page of such a row (a
+ * page allocated meanwhile may fail a second look at a row whose first
+ * passed); how many pages stay in_place. */
 static unsigned check_lone_rows(struct dg_vol *vol, struct apage *pg,
 				unsigned npg)
 {
 	unsigned left = 0;
 
-	for (unsigned i = 0; i < npg; i++)
-		if (pg[i].lone && !lone_row_ok(vol, pg, npg, pg[i].row))
-			for (unsigned x = 0; x < npg; x++)
-				if (pg[x].row == pg[i].row)
-					pg[x].lone = pg[x].in_place = false;
+	for (unsigned i = 0; i < npg; i++) {
+		enum lone_kind k;
+
+		if (!pg[i].lone)
+			continue;
+		k = row_lone_kind(vol, pg, npg, pg[i].row);
+		for (unsigned x = 0; x < npg; x++) {
+			if (pg[x].row != pg[i].row)
+				continue;
+			pg[x].lone = pg[x].in_place = k != LONE_NOT;
+			pg[x].beside = k == LONE_BESIDE;
+		}
+	}
 	for (unsigned i = 0; i < npg; i++)
 		left += pg[i].in_place;
 	return left;
@@ -1405,7 +1497,7 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 	struct rowset rs = { 0 };
 	struct arow *rows = NULL, small_rows[SMALL_PAGES];
 	unsigned *locks = NULL, small_locks[SMALL_PAGES], nl, nnew = 0;
-	unsigned nlone = 0;
+	unsigned nlone = 0, nbeside = 0;
 	uint8_t *par = NULL;
 	uint64_t seq = 0;
 	bool small;
@@ -1448,13 +1540,21 @@ static int new_rows_first(struct dg_vol *vol, const struct dg_range *r,
 			build_page(vol, r, rix, &pg[i], pg[i].img);
 			row_add(vol, &rs, pg, i);
 		}
-	for (unsigned i = 0; i < rs.n; i++) {
+	for (unsigned i = 0; i < rs.n && !ret; i++) {
+		const struct apage *p0 = first_page(pg, &rows[i]);
+
 		compute_full_row(vol, pg, &rows[i]);
-		nlone += row_is_lone(vol, pg, &rows[i]);
+		nlone += p0->lone && !p0->beside;
+		nbeside += p0->beside;
+		if (p0->beside)
+			ret = add_old_parity(vol, &rows[i]);
 	}
-	vol->rows_full += rs.n - nlone;
-	vol->rows_new += rs.n - nlone;
+	if (ret)
+		goto unlock;
+	vol->rows_full += rs.n - nlone - nbeside;
+	vol->rows_new += rs.n - nlone - nbeside;
 	vol->rows_lone += nlone;
+	vol->holes_filled += nbeside;
 	ret = reserve_new_rows(vol, pg, npg, &seq);
 	if (ret)
 		goto unlock;

@@ -999,6 +999,7 @@ void dg_vol_get_info(struct dg_vol *vol, struct dg_vol_info *info)
 	info->rows_patched = vol->rows_patched;
 	info->rows_new = vol->rows_new;
 	info->rows_lone = vol->rows_lone;
+	info->holes_filled = vol->holes_filled;
 	info->rows_blanked = vol->blank.rows;
 	info->blank_dropped = vol->blank.dropped;
 	info->updates_split = vol->updates_split;

@@ -200,9 +200,10 @@ struct dg_vol {
 	 * they patched with deltas (old data and parity read), since the
 	 * open (apply.c); of the first, those new to their update, written
 	 * before its journal entry (DG_JRANGE_IN_PLACE); and the lone rows,
-	 * written so with one update's pages and blank pages beside. */
+	 * written so with one update's pages and blank pages beside; and
+	 * the holes filled so beside pages in use. */
 	_Atomic uint64_t rows_full, rows_patched, rows_new, rows_lone,
-		updates_split;
+		holes_filled, updates_split;
 
 	/* Rows freed whole, blanked in the background (blank.c). */
 	struct dg_blank blank;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* test_crash_lone.c -- crash states of small writes into rows that hold
- * nothing else, with and without a fault on top */
+ * nothing else or into blank holes beside pages in use, with and without
+ * a fault on top */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,10 +29,11 @@
  * page of its own generation):
  *   w1 page 0 (into the row just blanked) and w2 page 1: lone rows;
  *   w3 page 0's neighbour in its row (the same row, another device):
- *      journaled, its row's parity patched, w1's page beside it;
+ *      a hole filled beside w1's page, reserved by its page, the row's
+ *      parity patched from the old and stored after the page;
  *   w4 page 2: a lone row;
  *   w5 page 1 again: an overwrite in place, journaled;
- *   w6 page 2's neighbour: journaled, beside w4's page.
+ *   w6 page 2's neighbour: a hole filled beside w4's page.
  * At every persist point, under every policy, the images are opened
  * (journal replay) as they are and again with each of 24 faults put on
  * them, one at a time (a byte flipped, the page zeroed, its write lost
@@ -43,7 +45,9 @@
  * journaled path knows (docs/integrity.md, "Replay under faults"): the
  * faulted page itself may read EIO while a journaled write into its row
  * is in flight. While a lone write is in flight nothing acknowledged is
- * in its row, so there it may not. Unfaulted states also find no bad
+ * in its row, and while a hole is filled the page beside proves from the
+ * row with the hole as zeros or as written (the page is durable before
+ * the parity), so there it may not. Unfaulted states also find no bad
  * page in the replay, the reads or (every 4th) a scrub, and a second
  * open of every state reads the same as the first.
  */
@@ -209,7 +213,8 @@ static void test_lone_states(void)
 	struct crec *rec;
 	struct wr w[NWRITES];
 	struct fault faults[6 * FK_NR];
-	uint64_t mark[NWRITES], pg[NWRITES], K, lone0, blank0, v0 = 0, v2 = 0;
+	uint64_t mark[NWRITES], pg[NWRITES], K, lone0, holes0, blank0;
+	uint64_t v0 = 0, v2 = 0;
 	uint64_t cp, vw0 = 0;
 	unsigned npg = 0, nfaults = 0, checked = 0, faulted = 0, eio = 0;
 	uint8_t page[DG_PAGE_SIZE];
@@ -236,6 +241,7 @@ static void test_lone_states(void)
 	cp = vol->sb.chunk_pages;
 	dg_vol_get_info(vol, &in);
 	lone0 = in.rows_lone;
+	holes0 = in.holes_filled;
 	blank0 = in.rows_blanked;
 	w[0] = (struct wr){ 0, 3, W_WRITE, true };
 	w[1] = (struct wr){ 1, 3, W_WRITE, true };
@@ -253,7 +259,7 @@ static void test_lone_states(void)
 			 * where its home says: alloc.c, dg_alloc_home()). */
 			uint64_t base = i == 6 ? 0 : 2;
 
-			w[i] = (struct wr){ base + cp, 1, W_WRITE, false };
+			w[i] = (struct wr){ base + cp, 1, W_WRITE, true };
 		}
 		if (w[i].what == W_TRUNC) {
 			struct dg_setattr sa = { .valid = DG_SET_SIZE };
@@ -297,6 +303,7 @@ static void test_lone_states(void)
 	REQUIRE(vpn_of(fs, at.ino, 2 + cp) == v2 + cp);
 	dg_vol_get_info(vol, &in);
 	CHECK_EQ(in.rows_lone - lone0, 5);
+	CHECK_EQ(in.holes_filled - holes0, 2);
 	CHECK_EQ(in.rows_blanked - blank0, 2);
 	/* The faults: w1's and w4's pages, the parity of their rows, and
 	 * the neighbours' pages, each of every kind. */

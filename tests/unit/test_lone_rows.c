@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* test_lone_rows.c -- small writes into rows that hold nothing else
- * (apply.c, mark_lone_rows()) */
+/* test_lone_rows.c -- small writes into rows that hold nothing else, or
+ * into blank holes beside pages in use (apply.c, mark_lone_rows()) */
 #include <pthread.h>
 
 #include "csum.h"
@@ -13,8 +13,11 @@
  * entry, as a new row is: the entry that reserves it names the page (a
  * DG_JRANGE_RESERVED range), the update's entry carries its checksum
  * and no bytes, and neither the old page nor the old parity is read.
- * Any other page of the row in use, or holding bytes, sends the update
- * the journaled way. 4 devices, parity 1: three data pages a row.
+ * With another page of the row in use or holding bytes, the same goes
+ * for a page that was blank itself (a hole filled): the old parity is
+ * read and the page added to it, stored after the page. A page that
+ * holds bytes, free or not, sends the update the journaled way. 4
+ * devices, parity 1: three data pages a row.
  */
 
 #define NDEV 4u
@@ -23,7 +26,7 @@ static uint8_t pages[4][DG_PAGE_SIZE] __attribute__((aligned(64)));
 
 /* The counters and the journal bytes an update moved. */
 struct moved {
-	uint64_t lone, full, patched, jbytes;
+	uint64_t lone, holes, full, patched, jbytes;
 };
 
 static struct moved counters(struct dg_vol *vol)
@@ -31,8 +34,8 @@ static struct moved counters(struct dg_vol *vol)
 	struct dg_vol_info in;
 
 	dg_vol_get_info(vol, &in);
-	return (struct moved){ in.rows_lone, in.rows_full, in.rows_patched,
-			       vol->jrnl.head_off };
+	return (struct moved){ in.rows_lone, in.holes_filled, in.rows_full,
+			       in.rows_patched, vol->jrnl.head_off };
 }
 
 /* Ranges r[0, n), fresh[i] new to the update: what the update moved. */
@@ -43,8 +46,9 @@ static struct moved put(struct dg_vol *vol, const struct dg_range *r,
 
 	CHECK_EQ(dg_apply_new(vol, r, n, fresh, NULL), 0);
 	b = counters(vol);
-	return (struct moved){ b.lone - a.lone, b.full - a.full,
-			       b.patched - a.patched, b.jbytes - a.jbytes };
+	return (struct moved){ b.lone - a.lone, b.holes - a.holes,
+			       b.full - a.full, b.patched - a.patched,
+			       b.jbytes - a.jbytes };
 }
 
 static uint64_t vpn_at(struct dg_vol *vol, uint64_t row, unsigned rank)
@@ -97,9 +101,11 @@ static void scrub_clean(struct dg_vol *vol)
 }
 
 /* One page into a blank row, then a second page into the same row: the
- * first alone, reserved by its page; the second journaled, its row's
- * parity patched, since the first page now holds bytes (in use or not:
- * this test allocates nothing, so the bitmap calls both free). */
+ * first alone, reserved by its page; the second a hole filled beside it,
+ * reserved by its page too, since the first now holds bytes (in use or
+ * not: this test allocates nothing, so the bitmap calls both free); then
+ * the first again as new to its update, which holds bytes: journaled,
+ * its row's parity patched. */
 static void test_one_page_then_its_neighbour(void)
 {
 	struct tvol tv;
@@ -143,11 +149,34 @@ static void test_one_page_then_its_neighbour(void)
 	vol = tvol_open(&tv, 0);
 	REQUIRE(vol);
 	CHECK(reads(vol, r.vpn, pages[0]));
+	head = (vol->jrnl.start[0] << DG_PAGE_SHIFT) + vol->jrnl.log_off +
+	       vol->jrnl.head_off;
 	r = whole(vol, row, 0, pages[1]);
 	m = put(vol, &r, 1, fresh);
 	CHECK_EQ(m.lone, 0);
+	CHECK_EQ(m.holes, 1);
+	CHECK_EQ(m.patched, 0);
+	CHECK(m.jbytes < 512);
+	CHECK(parity_is(vol, row, both, 2));
+	CHECK(reads(vol, r.vpn, pages[1]));
+	tvol_peek(&tv, jdev, head, &e, sizeof(e));
+	tvol_peek(&tv, jdev, head + sizeof(e), &jr, sizeof(jr));
+	CHECK_EQ(e.nranges, 1);
+	CHECK_EQ(jr.flags, DG_JRANGE_RESERVED);
+	CHECK_EQ(jr.dev, dg_vpn_loc(vol, r.vpn).dev);
+	scrub_clean(vol);
+	dg_vol_close(vol);
+
+	/* Reopened: the replay has nothing to redo. */
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	CHECK(reads(vol, r.vpn, pages[1]));
+	r = whole(vol, row, 1, pages[2]);
+	m = put(vol, &r, 1, fresh);
+	CHECK_EQ(m.lone + m.holes, 0);
 	CHECK_EQ(m.patched, 1);
 	CHECK(m.jbytes > DG_PAGE_SIZE);
+	both[0] = pages[2];
 	CHECK(parity_is(vol, row, both, 2));
 	scrub_clean(vol);
 	dg_vol_close(vol);
@@ -155,7 +184,8 @@ static void test_one_page_then_its_neighbour(void)
 }
 
 /* A page in use blocks a lone row even when it holds nothing yet (its
- * checksum NONE): an update that allocated it writes it later. */
+ * checksum NONE): an update that allocated it writes it later. A blank
+ * page beside it is a hole filled, its parity patched from the old. */
 static void test_page_in_use_blocks(void)
 {
 	struct tvol tv;
@@ -183,7 +213,9 @@ static void test_page_in_use_blocks(void)
 	r = whole(vol, l.row, rank, pages[0]);
 	m = put(vol, &r, 1, fresh);
 	CHECK_EQ(m.lone, 0);
-	CHECK_EQ(m.patched, 1);
+	CHECK_EQ(m.holes, 1);
+	CHECK_EQ(m.patched, 0);
+	CHECK(m.jbytes < 512);
 	CHECK(parity_is(vol, l.row, one, 1));
 	scrub_clean(vol);
 	dg_vol_close(vol);
@@ -442,11 +474,18 @@ static void test_blanker_gives_freed_rows_back(void)
 	m = put(vol, &r, 1, fresh);
 	CHECK_EQ(m.lone, 1);
 	CHECK(parity_is(vol, r0 + 3, one, 1));
-	/* Into the kept row: journaled. */
+	/* Into the kept row's blank page: a hole filled beside the page in
+	 * use; into its freed page, which holds bytes: journaled. */
 	r = whole(vol, r0 + 8, 2, pages[3]);
 	m = put(vol, &r, 1, fresh);
 	CHECK_EQ(m.lone, 0);
+	CHECK_EQ(m.holes, 1);
+	CHECK(m.jbytes < 512);
+	r = whole(vol, r0 + 8, 0, pages[2]);
+	m = put(vol, &r, 1, fresh);
+	CHECK_EQ(m.lone + m.holes, 0);
 	CHECK(m.jbytes > DG_PAGE_SIZE);
+	CHECK(reads(vol, v[1] + 8, pages[1]));
 	scrub_clean(vol);
 	dg_vol_close(vol);
 	tvol_cleanup(&tv);

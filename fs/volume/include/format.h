@@ -458,23 +458,29 @@ struct dg_djrange {
  * The range is a whole page whose bytes are not in the entry: the page
  * was new to the update (allocated by it, nothing live in it before),
  * as was every other data page of its row -- or every other was free
- * and blank, zeros or never written (a lone row) -- and the update wrote
+ * and blank, zeros or never written (a lone row), or the page itself
+ * was blank (a hole filled beside pages in use) -- and the update wrote
  * the row -- data, parity, checksums -- and made it durable before the
- * entry (apply.c, "new rows" and mark_lone_rows()). page_csum says what the page holds. Replay
+ * entry (apply.c, "new rows" and mark_lone_rows()). page_csum says what
+ * the page holds. Replay
  * writes nothing to it, and no earlier entry's bytes over it; a page
  * that does not verify is a fault after the write, repaired from its
  * row like any other. Only on volumes with DG_FEAT_INCOMPAT_NEW_ROWS.
  */
 #define DG_JRANGE_IN_PLACE 2u
 /*
- * A whole page of a new row, or of a lone row (DG_JRANGE_IN_PLACE),
- * about to be written before its entry (the entry that reserves is
- * appended first): if no later entry wrote the
- * page in place, its update never committed and the page is free, its
- * row possibly half written. The replay takes such a page as it finds
- * it -- its checksum recomputed from its bytes -- and recomputes its
- * row's parity, so free rows stay consistent. No bytes; page_csum is 0.
- * Only on volumes with DG_FEAT_INCOMPAT_NEW_ROWS.
+ * A whole page of a new row, of a lone row or of a hole filled beside
+ * pages in use (DG_JRANGE_IN_PLACE), about to be written before its
+ * entry (the entry that reserves is appended first): if no later entry
+ * wrote the page in place, its update never committed and the page is
+ * free, its row possibly half written. The replay takes such a page as
+ * it finds it -- its checksum recomputed from its bytes -- and
+ * recomputes its row's parity, so free rows stay consistent. A page of
+ * the row that fails its checksum meanwhile is proven from the row with
+ * the reserved page as zeros or as found: a hole filled was blank
+ * (zeros, as the parity counts them) and durable before its row's
+ * parity was written (apply.c, check_lone_rows()). No bytes; page_csum
+ * is 0. Only on volumes with DG_FEAT_INCOMPAT_NEW_ROWS.
  */
 #define DG_JRANGE_RESERVED 4u
 /*

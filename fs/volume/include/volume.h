@@ -102,6 +102,9 @@ struct dg_vol_info {
 	uint64_t rows_lone;	/* rows written so with an update's pages
 				   and free blank pages beside (a small
 				   write into a row that holds nothing) */
+	uint64_t holes_filled;	/* rows written so with an update's pages
+				   into blank holes beside pages in use,
+				   their parity patched (apply.c) */
 	uint64_t rows_blanked;	/* rows the blanker gave back as zeros
 				   since the open (dg_vol_blank_start()) */
 	uint64_t blank_pending;	/* freed pages whose rows it has still to
