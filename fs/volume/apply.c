@@ -709,9 +709,6 @@ static uint64_t par_page_csum(struct dg_vol *vol, const struct arow *a,
 			    par);
 }
 
-/* The other pages of a lone row, as its parity counts them. */
-static const uint8_t zero_page[DG_PAGE_SIZE] __attribute__((aligned(64)));
-
 /* Parity of a full row, from its new data pages alone, and its
  * checksums; of a lone row (mark_lone_rows()), from its new pages and
  * zeros for the rest. */
@@ -724,7 +721,7 @@ static void compute_full_row(struct dg_vol *vol, const struct apage *pg,
 	/* ISA-L only reads its sources. */
 	for (unsigned rank = 0; rank < vol->k; rank++) {
 		if (!a->page[rank]) {
-			data[rank] = (uint8_t *)zero_page;
+			data[rank] = (uint8_t *)dg_zero_page;
 			continue;
 		}
 		data[rank] = (uint8_t *)pg[a->page[rank] - 1].new;
@@ -1391,9 +1388,8 @@ static void unlock_rows(struct dg_vol *vol, const unsigned *locks,
 		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
 }
 
-/* Whether (dev, row) is blank: its checksum NONE (never written: zeros)
- * or that of a page of zeros. A checksum that cannot be looked up says
- * no. */
+/* Whether (dev, row) is blank (dg_csum_blank()). A checksum that cannot
+ * be looked up says no. */
 static bool page_blank(struct dg_vol *vol, unsigned dev, uint64_t row)
 {
 	struct dg_csum_cursor cur;
@@ -1402,8 +1398,7 @@ static bool page_blank(struct dg_vol *vol, unsigned dev, uint64_t row)
 
 	dg_csum_cursor_init(&cur);
 	blank = dg_csum_lookup(vol, &cur, dev, row, &cs) == 0 &&
-		(cs == DG_CSUM_NONE ||
-		 cs == dg_csum_page(vol, dev, row, zero_page));
+		dg_csum_blank(vol, dev, row, cs);
 	dg_csum_cursor_fini(&cur);
 	return blank;
 }

@@ -44,6 +44,15 @@ uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
 	return h == DG_CSUM_NONE ? 1 : h;
 }
 
+const uint8_t dg_zero_page[DG_PAGE_SIZE] __attribute__((aligned(DG_PAGE_SIZE)));
+
+bool dg_csum_blank(const struct dg_vol *vol, unsigned dev, uint64_t row,
+		   uint64_t cs)
+{
+	return cs == DG_CSUM_NONE || cs == dg_csum_page(vol, dev, row,
+						       dg_zero_page);
+}
+
 /* ---- generations ------------------------------------------------------ */
 
 void dg_gen_init(struct dg_vol *vol)

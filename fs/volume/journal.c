@@ -959,7 +959,11 @@ static int replay_entry(struct dg_vol *vol, const struct dg_djentry *e,
 			ret = dg_dev_write(d, off, data, r[i].len);
 			if (ret)
 				return ret;
-		} else if (shadow_put(sh, &r[i], data)) {
+		} else if (shadow_put(sh, &r[i], data) ||
+			   dg_rproof_shadow(pf, vol, r[i].dev, r[i].row,
+					    r[i].off, r[i].len,
+					    shadow_find(sh, r[i].dev,
+							r[i].row))) {
 			return -ENOMEM;
 		}
 		if (!lost)
@@ -1055,6 +1059,14 @@ static int redo_data_page(struct dg_vol *vol, const struct shadows *sh,
 			return ret;
 		if (ret == 0)
 			return redo_put_back(vol, dev, row, buf);
+		/* A blank page (a trimmed one: its checksum that of zeros)
+		 * is proven by its checksum alone, whatever the crash left
+		 * of its row: the journaled write beside it torn together
+		 * with its parity. */
+		if (dg_csum_blank(vol, dev, row, cs)) {
+			memset(buf, 0, DG_PAGE_SIZE);
+			return redo_put_back(vol, dev, row, buf);
+		}
 	}
 	if (dg_page_read_locked(vol, dev, row, buf, &cs) == 0)
 		return 0;

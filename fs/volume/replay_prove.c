@@ -39,6 +39,9 @@ struct prow {
 	uint64_t row;
 	uint8_t *found[DG_MAX_DEVS];	/* by device; NULL: not rewritten */
 	uint8_t *redone[DG_MAX_DEVS];	/* bit per byte the replay wrote */
+	const uint8_t *shadow[DG_MAX_DEVS];	/* a missing device's page:
+						 * where the replay wrote
+						 * them (journal.c) */
 };
 
 struct dg_rproof {
@@ -47,10 +50,6 @@ struct dg_rproof {
 	size_t *slot;		/* open addressing by row: index + 1 */
 	size_t nslot;
 };
-
-/* The image as found of every page dg_rproof_blank() names: shared, so
- * that the reservations of a forged log cost no page each. */
-static const uint8_t blank_page[DG_PAGE_SIZE];
 
 struct dg_rproof *dg_rproof_new(void)
 {
@@ -63,7 +62,10 @@ void dg_rproof_free(struct dg_rproof *p)
 		return;
 	for (size_t i = 0; i < p->n; i++)
 		for (unsigned d = 0; d < DG_MAX_DEVS; d++) {
-			if (p->rows[i].found[d] != blank_page)
+			/* dg_rproof_blank()'s is shared, so that the
+			 * reservations of a forged log cost no page
+			 * each. */
+			if (p->rows[i].found[d] != dg_zero_page)
 				free(p->rows[i].found[d]);
 			free(p->rows[i].redone[d]);
 		}
@@ -187,6 +189,29 @@ int dg_rproof_keep(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 	return 0;
 }
 
+int dg_rproof_shadow(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
+		     uint64_t row, uint32_t off, uint32_t len,
+		     const uint8_t *shadow)
+{
+	struct prow *pr;
+
+	if (!vol->parity)
+		return 0;
+	pr = find_row(p, row);
+	if (!pr)
+		pr = add_row(p, vol, row);
+	if (!pr)
+		return -ENOMEM;
+	if (!pr->redone[dev])
+		pr->redone[dev] = calloc(1, MASK_BYTES);
+	if (!pr->redone[dev])
+		return -ENOMEM;
+	pr->shadow[dev] = shadow;
+	for (uint32_t b = off; b < off + len && b < DG_PAGE_SIZE; b++)
+		pr->redone[dev][b / 8] |= (uint8_t)(1u << (b % 8));
+	return 0;
+}
+
 int dg_rproof_row(struct dg_rproof *p, struct dg_vol *vol, uint64_t row)
 {
 	if (!vol->parity || find_row(p, row))
@@ -207,7 +232,7 @@ int dg_rproof_blank(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 	if (!pr)
 		return -ENOMEM;
 	if (!pr->found[dev])
-		pr->found[dev] = (uint8_t *)blank_page; /* never written to */
+		pr->found[dev] = (uint8_t *)dg_zero_page; /* only read */
 	return 0;
 }
 
@@ -310,7 +335,7 @@ int dg_rproof_page(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 		a.src[1][pos] = pos < vol->k ? cur : a.src[0][pos];
 		unknown += pos != a.want && !cur;
 		if (pos == a.want) {
-			a.cur_want = cur;
+			a.cur_want = cur ? cur : pr->shadow[pd];
 			a.redone_mask = pr->redone[pd];
 		}
 	}

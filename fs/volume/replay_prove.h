@@ -30,6 +30,19 @@ void dg_rproof_free(struct dg_rproof *p);
 int dg_rproof_keep(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 		   uint64_t row, uint32_t off, uint32_t len);
 
+/*
+ * The replay is about to write bytes [off, off + len) of data page
+ * (dev, row) of a missing device into the page's shadow (journal.c,
+ * which keeps it until the replay ends): keep the row's parity pages as
+ * found (the first time), note the bytes as redone and the shadow as
+ * where they are, so that the page is proven from the row as found with
+ * them put back over its rebuilt old image, as a present page is. 0 or
+ * -ENOMEM.
+ */
+int dg_rproof_shadow(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
+		     uint64_t row, uint32_t off, uint32_t len,
+		     const uint8_t *shadow);
+
 /* Keep row's parity pages as found (the first time) without a page of
  * its own: a page of a missing device is then proven from the row as
  * found (journal.c, a lean entry's page). 0 or -ENOMEM. */

@@ -80,7 +80,7 @@ static bool row_free(struct dg_vol *vol, uint64_t row, uint64_t lo,
  * zeros (step 1, trimmed before), or NONE (never written). Undecidable
  * (a checksum page that cannot be read, which the read path reports)
  * counts as given back: nothing is done to it. Row lock held. */
-static bool row_blank(struct dg_vol *vol, uint64_t row, const uint8_t *zeros)
+static bool row_blank(struct dg_vol *vol, uint64_t row)
 {
 	bool blank = true;
 
@@ -90,8 +90,7 @@ static bool row_blank(struct dg_vol *vol, uint64_t row, const uint8_t *zeros)
 
 		dg_csum_cursor_init(&cur);
 		if (dg_csum_lookup(vol, &cur, dev, row, &cs) == 0)
-			blank = cs == DG_CSUM_NONE ||
-				cs == dg_csum_page(vol, dev, row, zeros);
+			blank = dg_csum_blank(vol, dev, row, cs);
 		dg_csum_cursor_fini(&cur);
 	}
 	return blank;
@@ -115,8 +114,6 @@ static int lock_cmp(const void *a, const void *b)
 int dg_trim_rows(struct dg_vol *vol, uint64_t row0, unsigned n, uint64_t lo,
 		 uint64_t hi, unsigned *done)
 {
-	static const uint8_t zeros[DG_PAGE_SIZE]
-		__attribute__((aligned(DG_PAGE_SIZE)));
 	struct dg_range r[DG_TRIM_BATCH * DG_MAX_DEVS];
 	bool fresh[DG_TRIM_BATCH * DG_MAX_DEVS];
 	uint64_t rows[DG_TRIM_BATCH];
@@ -137,7 +134,7 @@ int dg_trim_rows(struct dg_vol *vol, uint64_t row0, unsigned n, uint64_t lo,
 	for (unsigned i = 0; i < n && !ret; i++) {
 		uint64_t row = row0 + i;
 
-		if (!row_free(vol, row, lo, hi) || row_blank(vol, row, zeros))
+		if (!row_free(vol, row, lo, hi) || row_blank(vol, row))
 			continue;
 		rows[nrows++] = row;
 		for (unsigned dev = 0; dev < vol->ndev; dev++)
@@ -145,7 +142,7 @@ int dg_trim_rows(struct dg_vol *vol, uint64_t row0, unsigned n, uint64_t lo,
 				fresh[nr] = true;
 				r[nr++] = (struct dg_range){
 					dg_loc_vpn(vol, dev, row), 0,
-					DG_PAGE_SIZE, zeros };
+					DG_PAGE_SIZE, dg_zero_page };
 			}
 	}
 	if (!ret && nr)

@@ -63,8 +63,6 @@
 #include "check.h"
 #include "csum.h"
 
-/* A never-written page reads as zeros whatever its media holds. */
-static const uint8_t zero_page[DG_PAGE_SIZE] __attribute__((aligned(64)));
 
 bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
 		  uint8_t *calc_mem)
@@ -78,7 +76,7 @@ bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
 		struct dg_dev *d = &vol->devs[dev];
 
 		if (cs[dev] == DG_CSUM_NONE) {
-			pages[p] = (uint8_t *)zero_page;
+			pages[p] = (uint8_t *)dg_zero_page;
 			continue;
 		}
 		if (!dg_dev_has_row(d, row))

@@ -314,6 +314,13 @@ uint64_t dg_seed_from_uuid(const uint8_t uuid[16]);
 /* Address-seeded checksum of a data-row page; never DG_CSUM_NONE. */
 uint64_t dg_csum_page(const struct dg_vol *vol, unsigned dev, uint64_t row,
 		      const void *page);
+/* A page of zeros, never written to. */
+extern const uint8_t dg_zero_page[DG_PAGE_SIZE];
+/* Whether checksum cs says (dev, row) is blank: NONE (never written,
+ * zeros whatever the media holds) or that of a page of zeros -- what a
+ * trimmed page holds, which the checksum alone proves. */
+bool dg_csum_blank(const struct dg_vol *vol, unsigned dev, uint64_t row,
+		   uint64_t cs);
 /* The verified checksum of (dev, row), from the newest copy of its
  * checksum page (stale and damaged copies are rewritten when writable).
  * -EIO when no copy verifies and the init map says it was written.

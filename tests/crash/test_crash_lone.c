@@ -35,10 +35,11 @@
  *   w5 page 1 again: an overwrite in place, journaled;
  *   w6 page 2's neighbour: a hole filled beside w4's page.
  * At every persist point, under every policy, the images are opened
- * (journal replay) as they are and again with each of 24 faults put on
+ * (journal replay) as they are and again with each of 30 faults put on
  * them, one at a time (a byte flipped, the page zeroed, its write lost
- * or another's misdirected to it: w1's or w4's page, its row's parity,
- * or the page its neighbour write goes to), and every page of s reads
+ * or another's misdirected to it, or its whole device missing at the
+ * open: w1's or w4's page, its row's parity, or the page its neighbour
+ * write goes to), and every page of s reads
  * what the writes before the crash left, the write in flight old or new,
  * never other bytes (a page past the end or in a hole reads zeros: the
  * truncate's old or new). The one exception is the compound state the
@@ -47,7 +48,11 @@
  * is in flight. While a lone write is in flight nothing acknowledged is
  * in its row, and while a hole is filled the page beside proves from the
  * row with the hole as zeros or as written (the page is durable before
- * the parity), so there it may not. Unfaulted states also find no bad
+ * the parity), so there it may not. A device missing may not refuse the
+ * open either: the metadata every write journals beside it is proven
+ * with the entry's bytes over its row as found, and a blank page beside
+ * a torn journaled write by its checksum (journal.c, redo_data_page()).
+ * Unfaulted states also find no bad
  * page in the replay, the reads or (every 4th) a scrub, and a second
  * open of every state reads the same as the first.
  */
@@ -115,13 +120,19 @@ static int page_state(struct dg_fs *fs, uint64_t ino, uint64_t page)
  * order of pg[]; *bad when the replay, the reads or the scrub met a bad
  * data or parity page. false when the open or the file failed. */
 static bool look(char **paths, const uint64_t *pg, unsigned npg, int *st,
-		 bool scrub, bool *bad)
+		 bool scrub, bool *bad, int miss)
 {
-	struct dg_vol *vol = crec_open_quiet(paths, NDEV, 0, NULL);
+	char *open_paths[NDEV], none[] = "";
+	struct dg_vol *vol;
 	static struct dg_fault_event ev[DG_FAULT_RING];
 	struct dg_fs *fs = NULL;
 	struct dg_attr at;
 
+	for (unsigned d = 0; d < NDEV; d++)
+		open_paths[d] = (int)d == miss ? none : paths[d];
+	vol = crec_open_quiet(open_paths, NDEV, miss < 0 ? 0 :
+				      DG_OPEN_DEGRADED | DG_OPEN_DEGRADED_RW,
+			      NULL);
 	*bad = true;
 	if (!vol)
 		return false;
@@ -153,10 +164,11 @@ static bool look(char **paths, const uint64_t *pg, unsigned npg, int *st,
 /* A fault on a page of the crash images, of the compound campaign's
  * kinds (test_crash.c): a byte flipped, the page zeroed, its write lost
  * (the page as the recording began) or another page's write misdirected
- * to it (the next row's page of the same device). */
-enum { FK_FLIP, FK_ZERO, FK_LOST, FK_MISDIRECT, FK_NR };
+ * to it (the next row's page of the same device); or the page's whole
+ * device missing at the open (degraded, read-write). */
+enum { FK_FLIP, FK_ZERO, FK_LOST, FK_MISDIRECT, FK_MISSING, FK_NR };
 static const char *const fk_names[FK_NR] = { "flipped", "zeroed", "lost",
-					     "misdirected" };
+					     "misdirected", "missing" };
 
 struct fault {
 	unsigned dev;
@@ -168,11 +180,13 @@ struct fault {
 static void put_fault(struct crec *rec, char **paths, const struct fault *f)
 {
 	uint8_t b[DG_PAGE_SIZE];
-	int fd = open(paths[f->dev], O_RDWR);
+	int fd = f->kind == FK_MISSING ? -1 : open(paths[f->dev], O_RDWR);
 	off_t off = (off_t)(f->page << DG_PAGE_SHIFT);
 	const uint8_t *snap;
 	uint64_t size;
 
+	if (f->kind == FK_MISSING)
+		return; /* at the open (look()) */
 	REQUIRE(fd >= 0);
 	REQUIRE(pread(fd, b, sizeof(b), off) == (ssize_t)sizeof(b));
 	switch (f->kind) {
@@ -360,10 +374,13 @@ static void test_lone_states(void)
 							   out.paths) == 0);
 				if (f)
 					put_fault(rec, out.paths, f);
+				int miss = f && f->kind == FK_MISSING
+						   ? (int)f->dev : -1;
+
 				ok &= look(out.paths, pg, npg, st,
-					   !f && k % 4 == p % 4, &bad);
+					   !f && k % 4 == p % 4, &bad, miss);
 				ok &= look(out.paths, pg, npg, st2, false,
-					   &bad2);
+					   &bad2, miss);
 				for (unsigned x = 0; x < npg; x++) {
 					/* Before and after the writes to
 					 * it (the truncate's to every
