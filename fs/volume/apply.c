@@ -45,8 +45,12 @@ struct arow {
 	unsigned left;		/* pages still to patch in (prepare_parity()) */
 	bool started;		/* ... its old parity read */
 	bool in_place;		/* a new row (new_rows_first()) */
-	bool late_parity;	/* its parity stored in the round after its
-				 * pages' (write_pages()) */
+	bool patched;		/* ... not: its parity patched with deltas */
+	enum {
+		PARITY_WITH_PAGES,	/* in its pages' round */
+		PARITY_AFTER,		/* in the round after theirs */
+		PARITY_BEFORE,		/* in a round before theirs */
+	} parity_round;		/* (write_pages()) */
 	unsigned page[DG_MAX_DEVS];	/* by data rank: index + 1 of the
 					 * update's page there, 0 none */
 };
@@ -365,7 +369,7 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
  * hole of a row already partly filled, the usual case of appends and of
  * a sparse file's holes: the old parity is read (not the old pages: they
  * were zeros) and the new pages added to it, and the parity is stored a
- * round after the pages (late_parity), so that a crash leaves at most
+ * round after the pages (PARITY_AFTER), so that a crash leaves at most
  * one of them torn. The replay then proves any page beside from the row
  * with the hole as zeros or as written, or a splice of the two at a torn
  * parity's 8-byte boundary (replay_prove.c, dg_rproof_blank()) -- which
@@ -748,7 +752,7 @@ static void compute_full_row(struct dg_vol *vol, const struct apage *pg,
  * rebuilt like any page -- plus what compute_full_row() made of the
  * update's pages beside zeros, since those pages were zeros as the old
  * parity counts them (parity is linear). Stored in the round after the
- * pages' (late_parity), so that a crash never leaves the pages and the
+ * pages' (PARITY_AFTER), so that a crash never leaves the pages and the
  * parity both torn: the replay rebuilds a page beside from the row with
  * the hole taken as zeros or as written (journal.c, replay_prove.c).
  */
@@ -768,7 +772,7 @@ static int add_old_parity(struct dg_vol *vol, struct arow *a)
 			par[w] ^= old[w];
 		a->new_par_csum[j] = par_page_csum(vol, a, j, a->par[j]);
 	}
-	a->late_parity = true;
+	a->parity_round = PARITY_AFTER;
 	return 0;
 }
 
@@ -845,6 +849,7 @@ static int prepare_parity(struct prep *x, struct dg_csum_cursor *cur)
 		}
 		if (!a->started) {
 			a->started = true;
+			a->patched = true;
 			vol->rows_patched++;
 			a->lo = lo;
 			a->hi = hi;
@@ -1053,7 +1058,7 @@ static void *write_part(void *arg)
 		if (a->in_place != w->new_rows ||
 		    !part_has(w->part, w->parts, a->row))
 			continue;
-		if (!a->late_parity)
+		if (a->parity_round == PARITY_WITH_PAGES)
 			w->ret = write_parity(vol, a, w->new_rows, w->fs);
 		for (unsigned j = 0; j < vol->parity && !w->ret; j++)
 			w->u[w->nu++] = (struct dg_csum_upd){
@@ -1063,22 +1068,22 @@ static void *write_part(void *arg)
 	return NULL;
 }
 
-/* The parity of the rows marked late_parity, stored after their pages'
+/* The parity of the rows marked PARITY_AFTER, stored after their pages'
  * round (write_pages()). */
-struct late_parity {
+struct parity_after {
 	struct dg_vol *vol;
 	const struct arow *rows;
 	unsigned nrows;
 	bool new_rows;
 };
 
-static int late_parity_store(void *arg, struct dg_flushset *fs)
+static int parity_after_store(void *arg, struct dg_flushset *fs)
 {
-	const struct late_parity *lp = arg;
+	const struct parity_after *lp = arg;
 	int ret = 0;
 
 	for (unsigned i = 0; i < lp->nrows && !ret; i++)
-		if (lp->rows[i].late_parity &&
+		if (lp->rows[i].parity_round == PARITY_AFTER &&
 		    lp->rows[i].in_place == lp->new_rows)
 			ret = write_parity(lp->vol, &lp->rows[i], lp->new_rows,
 					   fs);
@@ -1137,10 +1142,67 @@ static void sort_upd(struct dg_csum_upd *u, unsigned n)
 		sort_runs(u + b, at[d] - b, sizeof(*u), dg_csum_upd_cmp);
 }
 
+/* Whether every data page of row has ditto copies (the metadata zone). */
+static bool row_has_dittos(struct dg_vol *vol, uint64_t row)
+{
+	for (unsigned rank = 0; rank < vol->k; rank++)
+		if (!dg_ditto_has(vol, dg_loc_vpn(vol, dg_row_data_dev(vol, row,
+								      rank),
+						  row)))
+			return false;
+	return true;
+}
+
+/*
+ * The parity of the data rows an update patches in place, in a round of
+ * its own before their pages': so a crash leaves at most one of a page
+ * and its parity torn, never both. The replay then proves any other page
+ * of the row that a fault took -- its bytes flipped or lost, its device
+ * gone -- from the row as found (the old page, the parity as it was),
+ * as redone (the journal's page, the parity written) or a splice of the
+ * two at the torn parity's 8-byte boundary (replay_prove.c). Written in
+ * one round, a torn page beside a torn parity left that page to no
+ * version: the write hole of the journaled path. Parity before pages,
+ * not after: the journal holds the page's new bytes, not its old ones,
+ * so a page torn beside the old parity would be lost. The metadata
+ * zone's rows are left in one round: their pages have ditto copies, from
+ * which the read path proves them (ditto.c), and a megabyte's write
+ * keeps its four rounds. So is parity 2: where its two parities are torn
+ * at different bytes, each byte of the row has a parity of one version
+ * or two equations for the torn page's lost byte and the faulted one's.
+ */
+static int parity_first(struct dg_vol *vol, struct arow *rows,
+			unsigned nrows)
+{
+	struct dg_flushset fs;
+	unsigned n = 0;
+	int ret = 0, p;
+
+	if (vol->parity != 1)
+		return 0;
+	for (unsigned i = 0; i < nrows; i++)
+		n += !rows[i].in_place && rows[i].patched &&
+		     !row_has_dittos(vol, rows[i].row);
+	if (!n)
+		return 0;
+	dg_flushset_init(&fs);
+	for (unsigned i = 0; i < nrows && !ret; i++) {
+		struct arow *a = &rows[i];
+
+		if (a->in_place || !a->patched || row_has_dittos(vol, a->row))
+			continue;
+		a->parity_round = PARITY_BEFORE;
+		ret = write_parity(vol, a, false, &fs);
+	}
+	p = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	dg_flushset_fini(&fs);
+	return ret ? ret : p;
+}
+
 /*
  * Write in place the pages and the parity of the rows that are (or are
  * not) new rows, on two threads when they are many (above), then their
- * checksums. A row marked late_parity -- every row of a lean update
+ * checksums. A row marked PARITY_AFTER -- every row of a lean update
  * (format.h DG_JENTRY_LEAN), a hole filled beside live pages
  * (check_lone_rows()) -- has its page and the first checksum copies in
  * one round and its parity after that round's fence, with the second
@@ -1151,8 +1213,8 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 		       struct arow *rows, unsigned nrows, bool new_rows,
 		       bool lean, struct dg_flushset *fs)
 {
-	struct late_parity lp = { vol, rows, nrows, new_rows };
-	const struct dg_csum_then then = { late_parity_store, &lp };
+	struct parity_after lp = { vol, rows, nrows, new_rows };
+	const struct dg_csum_then then = { parity_after_store, &lp };
 	bool late = false;
 	size_t cap = npg + (size_t)nrows * vol->parity;
 	struct dg_csum_upd *u, small_u[2 * SMALL_PAGES * (1 + DG_MAX_PARITY)];
@@ -1169,8 +1231,14 @@ static int write_pages(struct dg_vol *vol, struct apage *pg, unsigned npg,
 	for (unsigned i = 0; i < nrows; i++) {
 		if (rows[i].in_place != new_rows)
 			continue;
-		rows[i].late_parity = rows[i].late_parity || lean;
-		late = late || rows[i].late_parity;
+		if (lean)
+			rows[i].parity_round = PARITY_AFTER;
+		late = late || rows[i].parity_round == PARITY_AFTER;
+	}
+	if (!new_rows && !late) {
+		ret = parity_first(vol, rows, nrows);
+		if (ret)
+			return ret;
 	}
 	two = !new_rows && !late && worth_two(todo);
 	u = (two ? 2 : 1) * cap <= sizeof(small_u) / sizeof(*small_u)
