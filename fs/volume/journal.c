@@ -1032,11 +1032,12 @@ static int redo_put_back(struct dg_vol *vol, unsigned dev, uint64_t row,
  * 1 given up: the page fails its checksum and reads EIO, and buf holds
  * its bytes as they are, so that the parity still covers the rest of
  * the row; -EIO when a missing device's page is given up (it has no
- * bytes but in the parity as found); -ENOMEM.
+ * bytes but in the parity as found); -ENOMEM. as_found: the row was
+ * reserved by an update that never came (redo_redundancy()).
  */
 static int redo_data_page(struct dg_vol *vol, const struct shadows *sh,
 			  struct dg_rproof *pf, unsigned dev, uint64_t row,
-			  uint8_t *buf)
+			  uint8_t *buf, bool as_found)
 {
 	struct dg_dev *d = &vol->devs[dev];
 	uint64_t cs, off = dg_row_page(vol, row) << DG_PAGE_SHIFT;
@@ -1068,6 +1069,12 @@ static int redo_data_page(struct dg_vol *vol, const struct shadows *sh,
 			return redo_put_back(vol, dev, row, buf);
 		}
 	}
+	/* A missing page of a row half written by an update that never
+	 * came is free (nothing to keep: the caller leaves the row), or
+	 * beside a hole filled, whose row the proof above has taken as
+	 * the read path would: the read path would only note it lost. */
+	if (!d->present && as_found)
+		return -EIO;
 	if (dg_page_read_locked(vol, dev, row, buf, &cs) == 0)
 		return 0;
 	if (!d->present)
@@ -1210,7 +1217,8 @@ static int redo_redundancy(struct dg_vol *vol, struct touched *t, size_t nt,
 		for (unsigned r = 0; r < vol->k && !ret; r++) {
 			unsigned dev = dg_row_data_dev(vol, row, r);
 
-			ret = redo_data_page(vol, sh, pf, dev, row, pages[r]);
+			ret = redo_data_page(vol, sh, pf, dev, row, pages[r],
+					     as_found);
 			if (ret == -ENOMEM)
 				goto out;
 			if (ret > 0 && !as_found)
