@@ -1171,6 +1171,12 @@ static bool row_has_dittos(struct dg_vol *vol, uint64_t row)
  * at different bytes, each byte of the row has a parity of one version
  * or two equations for the torn page's lost byte and the faulted one's.
  */
+static bool parity_goes_first(struct dg_vol *vol, const struct arow *a)
+{
+	return vol->parity == 1 && !a->in_place && a->patched &&
+	       !row_has_dittos(vol, a->row);
+}
+
 static int parity_first(struct dg_vol *vol, struct arow *rows,
 			unsigned nrows)
 {
@@ -1178,23 +1184,15 @@ static int parity_first(struct dg_vol *vol, struct arow *rows,
 	unsigned n = 0;
 	int ret = 0, p;
 
-	if (vol->parity != 1)
-		return 0;
-	for (unsigned i = 0; i < nrows; i++)
-		n += !rows[i].in_place && rows[i].patched &&
-		     !row_has_dittos(vol, rows[i].row);
-	if (!n)
-		return 0;
 	dg_flushset_init(&fs);
 	for (unsigned i = 0; i < nrows && !ret; i++) {
-		struct arow *a = &rows[i];
-
-		if (a->in_place || !a->patched || row_has_dittos(vol, a->row))
+		if (!parity_goes_first(vol, &rows[i]))
 			continue;
-		a->parity_round = PARITY_BEFORE;
-		ret = write_parity(vol, a, false, &fs);
+		rows[i].parity_round = PARITY_BEFORE;
+		ret = write_parity(vol, &rows[i], false, &fs);
+		n++;
 	}
-	p = dg_flushset_persist(vol->devs, vol->ndev, &fs);
+	p = n ? dg_flushset_persist(vol->devs, vol->ndev, &fs) : 0;
 	dg_flushset_fini(&fs);
 	return ret ? ret : p;
 }
@@ -1480,34 +1478,40 @@ enum lone_kind {
 			 * pages anything: a hole filled */
 };
 
-/*
- * Which way row goes (enum lone_kind), its lock held, so no page of it
- * is written meanwhile (a page allocated after the look is written after
- * this update's rows: its own update locks the row). A lone row's other
- * data pages are free (the allocation bitmap) and blank; failing that,
- * the update's own pages of it must be blank -- zeros as the row's
- * parity counts them -- for the hole filled beside the pages in use,
- * where the old parity is read and the new pages added to it.
- */
-static enum lone_kind row_lone_kind(struct dg_vol *vol, const struct apage *pg,
-				    unsigned npg, uint64_t row)
+/* Whether every data page of row that is the update's (own) or that is
+ * not (and is then free too, the allocation bitmap says) is blank. */
+static bool pages_blank(struct dg_vol *vol, const struct apage *pg,
+			unsigned npg, uint64_t row, bool own)
 {
-	bool others = true, own = true;
-
-	for (unsigned rank = 0; rank < vol->k && (others || own); rank++) {
+	for (unsigned rank = 0; rank < vol->k; rank++) {
 		unsigned dev = dg_row_data_dev(vol, row, rank);
 		uint64_t vpn = dg_loc_vpn(vol, dev, row);
 		unsigned ix = page_ix(pg, npg, vpn, 0);
 
-		if (ix < npg && pg[ix].vpn == vpn)
-			own = own && page_blank(vol, dev, row);
-		else
-			others = others && !dg_vpn_allocated(vol, vpn) &&
-				 page_blank(vol, dev, row);
+		if ((ix < npg && pg[ix].vpn == vpn) != own)
+			continue;
+		if ((!own && dg_vpn_allocated(vol, vpn)) ||
+		    !page_blank(vol, dev, row))
+			return false;
 	}
-	if (others)
+	return true;
+}
+
+/*
+ * Which way row goes (enum lone_kind), its lock held, so no page of it
+ * is written meanwhile (a page allocated after the look is written after
+ * this update's rows: its own update locks the row). A lone row's other
+ * data pages are free and blank; failing that, the update's own pages of
+ * it must be blank -- zeros as the row's parity counts them -- for the
+ * hole filled beside the pages in use, where the old parity is read and
+ * the new pages added to it.
+ */
+static enum lone_kind row_lone_kind(struct dg_vol *vol, const struct apage *pg,
+				    unsigned npg, uint64_t row)
+{
+	if (pages_blank(vol, pg, npg, row, false))
 		return LONE_ROW;
-	return own ? LONE_BESIDE : LONE_NOT;
+	return pages_blank(vol, pg, npg, row, true) ? LONE_BESIDE : LONE_NOT;
 }
 
 /* Each lone row's way (row_lone_kind()): the rows that turn out to be
