@@ -164,29 +164,46 @@ static struct prow *add_row(struct dg_rproof *p, struct dg_vol *vol,
 	return pr;
 }
 
-int dg_rproof_keep(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
-		   uint64_t row, uint32_t off, uint32_t len)
+/* Row's record, made (with its parity pages as found) the first time;
+ * NULL when out of memory. */
+static struct prow *row_of(struct dg_rproof *p, struct dg_vol *vol,
+			   uint64_t row)
 {
 	struct prow *pr = find_row(p, row);
-	uint8_t *m;
 
-	if (!vol->parity)
-		return 0;	/* nothing to rebuild from */
-	if (!pr)
-		pr = add_row(p, vol, row);
-	if (!pr)
-		return -ENOMEM;
-	if (!pr->redone[dev]) {
-		if (!pr->found[dev]) /* a parity page's is kept already */
-			pr->found[dev] = copy_page(vol, dev, row);
-		pr->redone[dev] = calloc(1, MASK_BYTES);
-		if (!pr->found[dev] || !pr->redone[dev])
-			return -ENOMEM; /* freed with p */
-	}
-	m = pr->redone[dev];
+	return pr ? pr : add_row(p, vol, row);
+}
+
+/* Note bytes [off, off + len) of dev's page in pr as redone. */
+static int mark_redone(struct prow *pr, unsigned dev, uint32_t off,
+		       uint32_t len)
+{
+	uint8_t *m = pr->redone[dev];
+
+	if (!m)
+		m = pr->redone[dev] = calloc(1, MASK_BYTES);
+	if (!m)
+		return -ENOMEM; /* freed with p */
 	for (uint32_t b = off; b < off + len && b < DG_PAGE_SIZE; b++)
 		m[b / 8] |= (uint8_t)(1u << (b % 8));
 	return 0;
+}
+
+int dg_rproof_keep(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
+		   uint64_t row, uint32_t off, uint32_t len)
+{
+	struct prow *pr;
+
+	if (!vol->parity)
+		return 0;	/* nothing to rebuild from */
+	pr = row_of(p, vol, row);
+	if (!pr)
+		return -ENOMEM;
+	if (!pr->found[dev]) /* a parity page's is kept already */
+		pr->found[dev] = copy_page(vol, dev, row);
+	if (!pr->found[dev])
+		return -ENOMEM;
+	return mark_redone(pr, dev, off, len);
 }
 
 int dg_rproof_shadow(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
@@ -197,26 +214,18 @@ int dg_rproof_shadow(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 
 	if (!vol->parity)
 		return 0;
-	pr = find_row(p, row);
+	pr = row_of(p, vol, row);
 	if (!pr)
-		pr = add_row(p, vol, row);
-	if (!pr)
-		return -ENOMEM;
-	if (!pr->redone[dev])
-		pr->redone[dev] = calloc(1, MASK_BYTES);
-	if (!pr->redone[dev])
 		return -ENOMEM;
 	pr->shadow[dev] = shadow;
-	for (uint32_t b = off; b < off + len && b < DG_PAGE_SIZE; b++)
-		pr->redone[dev][b / 8] |= (uint8_t)(1u << (b % 8));
-	return 0;
+	return mark_redone(pr, dev, off, len);
 }
 
 int dg_rproof_row(struct dg_rproof *p, struct dg_vol *vol, uint64_t row)
 {
-	if (!vol->parity || find_row(p, row))
+	if (!vol->parity)
 		return 0;
-	return add_row(p, vol, row) ? 0 : -ENOMEM;
+	return row_of(p, vol, row) ? 0 : -ENOMEM;
 }
 
 int dg_rproof_blank(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
@@ -226,9 +235,7 @@ int dg_rproof_blank(struct dg_rproof *p, struct dg_vol *vol, unsigned dev,
 
 	if (!vol->parity)
 		return 0;
-	pr = find_row(p, row);
-	if (!pr)
-		pr = add_row(p, vol, row);
+	pr = row_of(p, vol, row);
 	if (!pr)
 		return -ENOMEM;
 	if (!pr->found[dev])
