@@ -425,6 +425,58 @@ static void free_pages(struct dg_vol *vol, uint64_t v, uint64_t n)
 	dg_txn_free(t);
 }
 
+/* A hole filled reads the row's old parity: a parity page that fails its
+ * checksum is rebuilt from the row first (the hole counted as the zeros
+ * it is), and the filled row's parity is right; one the row cannot
+ * rebuild -- its page in use flipped too -- fails the write with EIO
+ * before anything is reserved or stored, the hole still a hole. */
+static void test_hole_over_bad_parity(void)
+{
+	struct tvol tv;
+	struct dg_vol *vol;
+	uint64_t seed = 10, row, head;
+	unsigned pdev, adev;
+	const bool fresh[1] = { true };
+	const uint8_t *both[2] = { pages[0], pages[1] };
+	uint8_t junk[64], zeros[DG_PAGE_SIZE] = { 0 };
+	struct dg_range r;
+	struct moved m;
+
+	tvol_make(&tv, "lone9", NDEV, 1, 32u << 20, false);
+	trand_fill(&seed, pages, sizeof(pages));
+	trand_fill(&seed, junk, sizeof(junk));
+	vol = tvol_open(&tv, 0);
+	REQUIRE(vol);
+	row = vol->sb.rows / 2 + 7;
+	pdev = dg_row_parity_dev(vol, row, 0);
+	r = whole(vol, row, 0, pages[0]);
+	adev = dg_vpn_loc(vol, r.vpn).dev;
+	CHECK_EQ(put(vol, &r, 1, fresh).lone, 1);
+	/* The parity flipped: rebuilt, then the hole added to it. */
+	tvol_poke(&tv, pdev, dg_row_page(vol, row) * DG_PAGE_SIZE + 512, junk,
+		  sizeof(junk));
+	r = whole(vol, row, 1, pages[1]);
+	m = put(vol, &r, 1, fresh);
+	CHECK_EQ(m.holes, 1);
+	CHECK(parity_is(vol, row, both, 2));
+	CHECK(reads(vol, r.vpn, pages[1]));
+	scrub_clean(vol);
+	/* Parity and the first page both flipped: nothing to rebuild from. */
+	tvol_poke(&tv, pdev, dg_row_page(vol, row) * DG_PAGE_SIZE + 512, junk,
+		  sizeof(junk));
+	tvol_poke(&tv, adev, dg_row_page(vol, row) * DG_PAGE_SIZE + 1024,
+		  junk, sizeof(junk));
+	head = vol->jrnl.head_off;
+	r = whole(vol, row, 2, pages[2]);
+	CHECK_EQ(dg_apply_new(vol, &r, 1, fresh, NULL), -EIO);
+	CHECK_EQ(vol->jrnl.head_off, head);
+	CHECK(page_blank(vol, dg_row_data_dev(vol, row, 2), row));
+	CHECK(reads(vol, r.vpn, zeros));
+	CHECK(!dg_latch_on(&vol->latch));
+	dg_vol_close(vol);
+	tvol_cleanup(&tv);
+}
+
 /*
  * The blanker (blank.c): rows whose data pages are all freed are given
  * back as zeros once the frees are durable, and then the allocation
@@ -621,6 +673,7 @@ int main(int argc, char **argv)
 		{ "one_page_then_its_neighbour",
 		  test_one_page_then_its_neighbour },
 		{ "page_in_use_blocks", test_page_in_use_blocks },
+		{ "hole_over_bad_parity", test_hole_over_bad_parity },
 		{ "rows_of_one_update", test_rows_of_one_update },
 		{ "zeros_are_blank", test_zeros_are_blank },
 		{ "writers_race_for_rows", test_writers_race_for_rows },
