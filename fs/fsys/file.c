@@ -84,9 +84,10 @@ static int fill_holes(struct dg_fs *fs, struct dg_txn *txn,
  * written before the journal entry and not copied into it, where
  * overwriting them in place journals every byte. The old pages are freed
  * by the same commit, so a crash leaves the old bytes or the new, and
- * their space is reused only once the commit is durable (dg_free()).
- * Not while the file has a libcommit map: those read the pages where
- * they are.
+ * their space is reused only once the commit is durable (dg_free()) --
+ * by the next such write, not given back as zeros first under -o
+ * discard (dg_txn_frees_rewritten()). Not while the file has a
+ * libcommit map: those read the pages where they are.
  */
 static int relocate(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		    uint64_t off, size_t size, bool *moved)
@@ -98,6 +99,7 @@ static int relocate(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	if (!min || end < first + min || dg_inode_map_check(ip, true))
 		return 0;
 	*moved = true;
+	dg_txn_frees_rewritten(txn);
 	return dg_ext_punch(fs, txn, ip, first, end - first);
 }
 

@@ -664,7 +664,8 @@ static void frees_durable(void *arg)
 		 * and a roving cursor would touch every page of the volume
 		 * before reusing any. Where the blanker takes them, it moves
 		 * the cursor once their rows are blank (blank.c). */
-		if (dg_freed_note(vol, t->op[i].start, t->op[i].n))
+		if (!t->frees_rewritten &&
+		    dg_freed_note(vol, t->op[i].start, t->op[i].n))
 			;
 		else if (t->op[i].start >= vol->zone_vpns &&
 			 t->op[i].start < vol->alloc_cursor)

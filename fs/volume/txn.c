@@ -29,6 +29,12 @@ static void txn_reset(struct dg_txn *t, bool committed)
 			free((void *)t->w[i].data);
 	t->nw = 0;
 	t->nop = 0;
+	t->frees_rewritten = false;
+}
+
+void dg_txn_frees_rewritten(struct dg_txn *t)
+{
+	t->frees_rewritten = true;
 }
 
 void dg_txn_free(struct dg_txn *t)

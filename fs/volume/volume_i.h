@@ -824,6 +824,7 @@ struct dg_txn {
 	struct txn_op *op;
 	unsigned nop, capop;
 	unsigned bm_first;	/* w[bm_first..]: the bitmap's bytes */
+	bool frees_rewritten;	/* dg_txn_frees_rewritten() */
 };
 
 static inline int dg_grow(void **p, unsigned *cap, unsigned n, size_t size)

@@ -279,6 +279,12 @@ int dg_txn_write_ref(struct dg_txn *txn, uint64_t vpn, uint32_t off,
 		     const void *data, uint32_t len);
 /* Commit every buffered write with one dg_apply(); the txn is reset. */
 int dg_txn_commit(struct dg_txn *txn);
+/* The pages txn frees are rewritten by it into new rows (a large
+ * overwrite moved, file.c relocate()): under -o discard they are not
+ * given back as zeros (blank.c) -- the large writes that take such
+ * space again write whole rows and need none -- and the allocation
+ * cursor comes back to them at once. Until the txn is reset. */
+void dg_txn_frees_rewritten(struct dg_txn *txn);
 /* Allocate up to want contiguous vpns of file data near hint, outside
  * the metadata zone while there is room there; *got >= 1 on success. */
 int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
