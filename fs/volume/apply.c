@@ -45,7 +45,8 @@ struct arow {
 	unsigned left;		/* pages still to patch in (prepare_parity()) */
 	bool started;		/* ... its old parity read */
 	bool in_place;		/* a new row (new_rows_first()) */
-	bool patched;		/* ... not: its parity patched with deltas */
+	bool patched;		/* not new: its parity patched with deltas
+				 * (prepare_parity()) */
 	enum {
 		PARITY_WITH_PAGES,	/* in its pages' round */
 		PARITY_AFTER,		/* in the round after theirs */
@@ -366,8 +367,8 @@ static int mark_full_rows(struct dg_vol *vol, struct apage *pg, unsigned npg)
  *
  * Holes filled. A row with pages in use beside takes the same path when
  * the update's pages of it were blank themselves -- a small write into a
- * hole of a row already partly filled, the usual case of appends and of
- * a sparse file's holes: the old parity is read (not the old pages: they
+ * hole of a row already partly filled, the usual case of a sparse file
+ * written at random: the old parity is read (not the old pages: they
  * were zeros) and the new pages added to it, and the parity is stored a
  * round after the pages (PARITY_AFTER), so that a crash leaves at most
  * one of them torn. The replay then proves any page beside from the row

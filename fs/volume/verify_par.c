@@ -63,7 +63,6 @@
 #include "check.h"
 #include "csum.h"
 
-
 bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
 		  uint8_t *calc_mem)
 {
@@ -76,6 +75,7 @@ bool dg_row_clean(struct dg_vol *vol, uint64_t row, const uint64_t *cs,
 		struct dg_dev *d = &vol->devs[dev];
 
 		if (cs[dev] == DG_CSUM_NONE) {
+			/* Never written: zeros whatever the media holds. */
 			pages[p] = (uint8_t *)dg_zero_page;
 			continue;
 		}
