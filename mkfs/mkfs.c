@@ -19,7 +19,7 @@
 static const char usage_line[] =
 	"usage: mkfs.daxguard [--parity N] [--size SIZE] [--chunk SIZE] "
 	"[--meta-size SIZE] [--label L] [--redundancy full|none] "
-	"[--lean-journal] [--force] [-q] DEV...\n";
+	"[--lean-journal] [--in-place] [--force] [-q] DEV...\n";
 
 static const char help_text[] =
 	"Format 1 to 16 devices (regular files, block devices or device-DAX)\n"
@@ -49,6 +49,13 @@ static const char help_text[] =
 	"                          device then loses data in more cases\n"
 	"                          (docs/design.md, \"Lean entries\"); needs\n"
 	"                          parity and parity + 2 devices\n"
+	"      --in-place          overwrite a whole page where it is, as\n"
+	"                          daxguard did before remap pages: no file\n"
+	"                          is then remapped (parity 1 remaps a whole-\n"
+	"                          page overwrite to a blank page, 2.3x the\n"
+	"                          bytes written instead of 4.1x; docs/\n"
+	"                          design.md, \"Overwrites redirected\"), and\n"
+	"                          older daxguard can open the volume\n"
 	"  -f, --force             overwrite an existing daxguard volume, or a\n"
 	"                          device or file that holds something else\n"
 	"  -q, --quiet             print nothing on success\n"
@@ -289,6 +296,7 @@ int main(int argc, char **argv)
 		{ "label", required_argument, NULL, 'L' },
 		{ "redundancy", required_argument, NULL, 'r' },
 		{ "lean-journal", no_argument, NULL, 'J' },
+		{ "in-place", no_argument, NULL, 'I' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -349,6 +357,9 @@ int main(int argc, char **argv)
 			break;
 		case 'J':
 			o.lean_journal = true;
+			break;
+		case 'I':
+			o.in_place = true;
 			break;
 		case 'f':
 			o.force = true;

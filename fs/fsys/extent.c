@@ -70,6 +70,7 @@ void dg_ext_free(struct dg_inode *ip)
 	free(ip->leaf);
 	ip->leaf = NULL;
 	ip->nleaf = ip->capleaf = ip->next = 0;
+	dg_remap_free(ip);
 }
 
 /* Leaf 0, for an inode whose map was never loaded (a new inode). */
@@ -181,11 +182,17 @@ void dg_ext_lookup(const struct dg_inode *ip, uint64_t fpage, uint64_t *vpn,
 	} else {
 		*vpn = e->vpn + (fpage - e->fpage);
 		*run = e->fpage + e->len - fpage;
+		if (ip->remap)
+			dg_remap_apply(ip, fpage, vpn, run);
 	}
 }
 
+/* A home page a record stands in for is owned by no file page: what it
+ * holds is read no more (format.h "Remap page"). */
 bool dg_ext_owns(const struct dg_inode *ip, uint64_t vpn, uint64_t *fpage)
 {
+	if (dg_remap_owns(ip, vpn, fpage))
+		return true;
 	for (uint32_t li = 0; li < ip->nleaf; li++) {
 		const struct dg_eleaf *lf = ip->leaf[li];
 
@@ -193,7 +200,7 @@ bool dg_ext_owns(const struct dg_inode *ip, uint64_t vpn, uint64_t *fpage)
 			if (vpn >= lf->e[i].vpn &&
 			    vpn < lf->e[i].vpn + lf->e[i].len) {
 				*fpage = lf->e[i].fpage + vpn - lf->e[i].vpn;
-				return true;
+				return !dg_remap_has(ip, *fpage);
 			}
 	}
 	return false;
@@ -598,7 +605,8 @@ int dg_ext_punch(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	bool changed = false;
 	int ret = leaf0(ip);
 
-	(void)fs;
+	if (!ret)
+		ret = dg_remap_drop(fs, txn, ip, fpage, len);
 	if (!ret)
 		ret = ext_punch(txn, ip, fpage, len, &changed);
 	return !ret && changed ? ext_store(txn, ip) : ret;
@@ -620,15 +628,18 @@ int dg_ext_move(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	bool changed = false;
 	int ret = leaf0(ip);
 
-	(void)fs;
 	for (unsigned i = 0; i < nfile; i++)
 		pages += file[i].n;
 	for (unsigned i = 0; i < nmedia; i++)
 		pages -= media[i].n;
 	if (pages)
 		return -EINVAL;
-	for (unsigned i = 0; i < nfile && !ret; i++)
-		ret = ext_punch(txn, ip, file[i].fpage, file[i].n, &changed);
+	for (unsigned i = 0; i < nfile && !ret; i++) {
+		ret = dg_remap_drop(fs, txn, ip, file[i].fpage, file[i].n);
+		if (!ret)
+			ret = ext_punch(txn, ip, file[i].fpage, file[i].n,
+					&changed);
+	}
 	for (unsigned i = 0; i < nfile && !ret;) {
 		uint64_t len = file[i].n - fo;
 
@@ -692,5 +703,5 @@ int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip)
 	if (k == -EUCLEAN && r.why)
 		return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": extent %u: %s",
 				  ip->ino, r.seen, r.why);
-	return k;
+	return k ? k : dg_remap_load(fs, ip);
 }

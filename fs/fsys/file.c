@@ -133,6 +133,19 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 		} else {
 			dg_ext_lookup(ip, p, &vpn, &run);
 		}
+		if (moved && n == DG_PAGE_SIZE && vpn && !is_fresh(&fl, p)) {
+			bool done = false;
+
+			/* A whole page over one in use: to a blank page,
+			 * where that stores less (remap.c). */
+			ret = dg_remap_write(fs, txn, ip, p, src, &done, moved);
+			if (ret)
+				goto out;
+			if (done) {
+				src += n;
+				continue;
+			}
+		}
 		if (n < DG_PAGE_SIZE && is_fresh(&fl, p)) {
 			if (!page && !(page = malloc(DG_PAGE_SIZE))) {
 				ret = -ENOMEM;
@@ -265,11 +278,14 @@ static bool piece_undo(struct dg_fs *fs, struct dg_txn **txn,
 	return moved && (*txn = dg_txn_new(fs->vol)) != NULL;
 }
 
-/* The end of every write: the locks of write_begin() dropped, and the
- * requests and bytes counted when some were written. */
+/* The end of every write: a full remap page folded (its failure is
+ * logged: the write is done, and the next ones go in place), the locks
+ * of write_begin() dropped, and the requests and bytes counted when
+ * some were written. */
 static void write_end(struct dg_fs *fs, struct dg_inode *ip,
 		      struct dg_txn *txn, unsigned requests, size_t done)
 {
+	(void)dg_remap_fold(fs, ip);
 	pthread_rwlock_unlock(&ip->lock);
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);

@@ -57,6 +57,9 @@ struct dg_inode {
 	struct dg_eleaf **leaf;	/* extent map; leaf[0] exists once loaded */
 	uint32_t nleaf, capleaf;
 	uint32_t next;		/* extents in all leaves */
+	/* Its remap page's records (remap.c), loaded with the extents;
+	 * NULL: none. Under lock, as the extents. */
+	struct dg_remap *remap;
 	/* Directories only, and only while in use (dir_load.c): NULL
 	 * until the first lookup, readdir or change reads its pages. */
 	struct dg_dir *dir;
@@ -338,6 +341,51 @@ int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip);
 void dg_ext_free(struct dg_inode *ip);
 /* The file page that vpn holds, if ip maps it. */
 bool dg_ext_owns(const struct dg_inode *ip, uint64_t vpn, uint64_t *fpage);
+
+/* ---- remap.c ----------------------------------------------------------- */
+/* A file's remap page in core (format.h "Remap page"): its records in
+ * fpage order, each with the slot that holds it on the media. */
+struct dg_remap {
+	uint64_t vpn;		/* the remap page */
+	uint32_t n;		/* records, in r[0, n) and slots [0, n) */
+	bool fold_due;		/* full: dg_remap_fold() before the next */
+	struct dg_rrec {
+		uint64_t fpage, vpn;
+		uint32_t slot;
+	} r[DG_REMAP_PER_PAGE];
+};
+/* A remap page read from the media: owned by ino, its records in range
+ * for vol and no two alike, the slots after them zero. 0, or -EUCLEAN
+ * with *why; *n the records. Shared by the load and fsck. */
+int dg_dremap_check(const struct dg_dremap *pg, uint64_t ino,
+		    struct dg_vol *vol, uint32_t *n, const char **why);
+/* ip's remap page read into core (after its extents: each record's page
+ * must be mapped); 0 with none. */
+int dg_remap_load(struct dg_fs *fs, struct dg_inode *ip);
+void dg_remap_free(struct dg_inode *ip);
+/* Where a mapped file page reads from: *vpn and *run (dg_ext_lookup())
+ * narrowed by the records. */
+void dg_remap_apply(const struct dg_inode *ip, uint64_t fpage, uint64_t *vpn,
+		    uint64_t *run);
+/* The record whose page is vpn, if any: its file page. */
+bool dg_remap_owns(const struct dg_inode *ip, uint64_t vpn, uint64_t *fpage);
+/* Whether fpage reads from a record's page (its home page is stale). */
+bool dg_remap_has(const struct dg_inode *ip, uint64_t fpage);
+/* Pages the remap holds beyond dinode.blocks: the page and its records'. */
+uint64_t dg_remap_blocks(const struct dg_inode *ip);
+/* Drop the records of [fpage, fpage + len) in txn, their pages freed;
+ * the remap page too when none is left. */
+int dg_remap_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		  uint64_t fpage, uint64_t len);
+/* Write the whole page src of file page fpage (mapped) to a new page, if
+ * the volume writes it there for less (parity 1, REMAP, not degraded, no
+ * libcommit map, room in the remap page): *done then, and *meta when
+ * the inode record changed (a remap page begun). */
+int dg_remap_write(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
+		   uint64_t fpage, const void *src, bool *done, bool *meta);
+/* Fold ip's records into its extents in transactions of its own (the
+ * remap page full); the inode's lock held for writing. */
+int dg_remap_fold(struct dg_fs *fs, struct dg_inode *ip);
 
 /* ---- emap.c ------------------------------------------------------------ */
 /* Reads an extent map from the media in file order, checking each

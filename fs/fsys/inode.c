@@ -34,7 +34,7 @@ void dg_inode_attr(const struct dg_inode *ip, struct dg_attr *a)
 	a->uid = ip->d.uid;
 	a->gid = ip->d.gid;
 	a->size = ip->d.size;
-	a->blocks = ip->d.blocks;
+	a->blocks = ip->d.blocks + dg_remap_blocks(ip);
 	a->rdev = ip->d.rdev;
 	a->atime = ns_ts(ip->d.atime_ns);
 	a->mtime = ns_ts(ip->d.mtime_ns);

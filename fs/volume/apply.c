@@ -412,6 +412,11 @@ static bool row_all_candidates(struct dg_vol *vol, const struct apage *pg,
 	return true;
 }
 
+bool dg_vol_blank_page_alone(struct dg_vol *vol)
+{
+	return vol->copies_together && dg_new_row_allowed(vol);
+}
+
 /* The candidates are few or none in most updates (a megabyte's pages
  * are whole rows): each is looked at alone, its row's other pages
  * found by bisection, nothing sorted. */

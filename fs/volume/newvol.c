@@ -208,7 +208,15 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 			* (csum.c, cpage_salvage()) */
 		       (!o->no_redundancy && o->parity == 1 &&
 				sb->csum_copies >= 3 && ndev >= sb->csum_copies
-				? DG_FEAT_INCOMPAT_COPIES_TOGETHER : 0);
+				? DG_FEAT_INCOMPAT_COPIES_TOGETHER : 0) |
+		       /* where a whole page into a blank one needs no
+			* journal copy (apply.c, lone rows and holes filled,
+			* which need the copies together), which is what a
+			* redirected overwrite writes */
+		       (!o->no_redundancy && o->parity == 1 &&
+				sb->csum_copies >= 3 && ndev >= sb->csum_copies &&
+				!o->in_place
+				? DG_FEAT_INCOMPAT_REMAP : 0);
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);
 	else

@@ -209,6 +209,12 @@
  * parity 2 keeps the copies one round each (two faults could leave two
  * copies against two). */
 #define DG_FEAT_INCOMPAT_COPIES_TOGETHER (1ull << 12)
+/* A file may carry a remap page (dg_dinode.remap_vpn, struct dg_dremap):
+ * whole-page overwrites redirected to new pages, which a reader that did
+ * not know it would read from the old ones (docs/design.md, "Overwrites
+ * redirected"). Set by mkfs on volumes with parity 1, whose writes into
+ * blank pages need no journal copy (--in-place leaves it out). */
+#define DG_FEAT_INCOMPAT_REMAP (1ull << 13)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
@@ -216,7 +222,7 @@
 	 DG_FEAT_INCOMPAT_NEW_ROWS | DG_FEAT_INCOMPAT_XATTR_64K |            \
 	 DG_FEAT_INCOMPAT_BIG_ITABLE | DG_FEAT_INCOMPAT_JOURNAL_V2 |         \
 	 DG_FEAT_INCOMPAT_RESERVED_ROWS | DG_FEAT_INCOMPAT_LEAN_JOURNAL |    \
-	 DG_FEAT_INCOMPAT_COPIES_TOGETHER)
+	 DG_FEAT_INCOMPAT_COPIES_TOGETHER | DG_FEAT_INCOMPAT_REMAP)
 /*
  * Features set on first use. A volume that never needs the new form
  * stays readable by a daxguard that does not know it. The superblocks
@@ -618,6 +624,21 @@ _Static_assert(sizeof(struct dg_droot) == DG_PAGE_SIZE, "droot size");
  * and the run at most DG_XATTR_MAX_PAGES.
  *
  * Symlink targets are the contents of the symlink's (single) page.
+ *
+ * Remap page (DG_FEAT_INCOMPAT_REMAP): a regular file's whole-page
+ * overwrite may go to a new page instead of over the old, and only a
+ * record says so: struct dg_dremap at dinode.remap_vpn (0: none), a
+ * metadata page written only through transactions. Record r in
+ * rec[0, n), n the first slot whose vpn is 0 (the rest are zero), says
+ * that file page r.fpage reads from volume page r.vpn, not from the page
+ * the extents map it to. That page -- its home -- stays mapped and
+ * allocated, holding the bytes before the first redirect, until the
+ * records are folded into the extents (the home freed, r.vpn mapped in
+ * its place, the record gone). So: r.fpage is mapped by an extent, no
+ * two records share an fpage or a vpn, r.vpn is allocated and mapped by
+ * nothing else, and dinode.blocks counts neither the remap page nor the
+ * records' pages (st_blocks adds them). Slots are not sorted: a record
+ * dropped takes the last one's place.
  */
 #define DG_FS_MAGIC	      0x5346445241554758ull /* "XGUARDFS" */
 #define DG_ITABLE_CHUNK_PAGES 64u
@@ -711,7 +732,10 @@ struct dg_dinode {
 	 * every page the sync changes. A mount that finds it set applies
 	 * the stage again (idempotent), then clears it. */
 	uint64_t stage_ino;
-	uint8_t reserved[24];	/* zero */
+	/* Remap page (DG_FEAT_INCOMPAT_REMAP, "Remap page" above), 0: none;
+	 * zero on volumes without the feature. */
+	uint64_t remap_vpn;
+	uint8_t reserved[16];	/* zero */
 };
 #define DG_DINODE_MAPPED_RW 1u
 _Static_assert(sizeof(struct dg_dinode) == DG_INODE_SIZE, "dinode size");
@@ -723,6 +747,17 @@ struct dg_demap {
 	struct dg_dextent e[DG_EMAP_PER_PAGE];
 };
 _Static_assert(sizeof(struct dg_demap) == DG_PAGE_SIZE, "demap size");
+
+#define DG_REMAP_PER_PAGE 255u
+struct dg_dremap {
+	uint64_t ino;		/* the file that owns it */
+	uint64_t zero;		/* zero */
+	struct dg_dremap_rec {
+		uint64_t fpage;	/* file page */
+		uint64_t vpn;	/* where it reads from; 0: end of the list */
+	} rec[DG_REMAP_PER_PAGE];
+};
+_Static_assert(sizeof(struct dg_dremap) == DG_PAGE_SIZE, "dremap size");
 
 struct dg_ddirent {
 	uint64_t ino;		/* 0: deleted */

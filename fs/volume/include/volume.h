@@ -56,6 +56,9 @@ struct dg_format_opts {
 	bool lean_journal;	 /* --lean-journal: whole-page overwrites
 				    journal their bytes on parity copies
 				    (format.h DG_JENTRY_LEAN); needs parity */
+	bool in_place;		 /* --in-place: no remap pages (format.h
+				    DG_FEAT_INCOMPAT_REMAP): overwrites go
+				    over the old page, as before it */
 	/* The volume's uuid (and so its checksum seed); NULL: a random one.
 	 * Two volumes made with one uuid seal their pages alike: the fuzz
 	 * harnesses' seed pages verify in a volume made afresh. */
@@ -299,6 +302,11 @@ int dg_alloc(struct dg_txn *txn, uint64_t hint, uint64_t want,
  * again.
  */
 uint64_t dg_vol_new_row_min(struct dg_vol *vol);
+/* Whether a whole page written into a blank page now goes without a
+ * journal copy (apply.c: lone rows, holes filled): parity 1 with its
+ * checksum copies together, not degraded, no replace under way. A hint:
+ * the update decides again, page by page. */
+bool dg_vol_blank_page_alone(struct dg_vol *vol);
 /* The fewest pages, scattered over a file, that are moved to a band of
  * their own (dg_alloc_band(), the writeback hold: file.c): 8 rows'
  * worth; 0 when new rows are not written (as above). */
