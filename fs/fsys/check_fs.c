@@ -19,7 +19,7 @@ const char *dg_pclass_name(enum dg_pclass c)
 {
 	static const char *const n[DG_PC_NR] = {
 		"free", "root", "allocation", "inode", "extent", "xattr",
-		"directory", "data", "symlink",
+		"directory", "data", "symlink", "remap",
 	};
 
 	return c < DG_PC_NR ? n[c] : "?";
@@ -526,6 +526,121 @@ static void load_pages(struct walk *w, uint64_t ino)
 	}
 }
 
+/*
+ * A remap page found bad (why): the inode forgets it, and the pages it
+ * and its records hold that this walk marked as the inode's (marked[0,
+ * n)) become leaks the bitmap pass frees. The file then reads its home
+ * pages, which stayed mapped and allocated: the bytes before the
+ * overwrites the records redirected, which are lost (format.h "Remap
+ * page"). Declined, the marks stay: the inode still names those pages.
+ */
+static void drop_remap(struct walk *w, uint64_t ino, const uint64_t *marked,
+		       uint32_t n, const char *why)
+{
+	struct wino *wi = &w->in[ino];
+	struct dg_chk_event ev;
+
+	dg_chk_event_init(&ev, DG_CHK_REMAP_BAD, "remap");
+	ev_vpn(w, &ev, wi->d.remap_vpn);
+	ev.ino = ino;
+	snprintf(ev.detail, sizeof(ev.detail), "inode %llu: %s",
+		 (unsigned long long)ino, why);
+	/* The file reads its home pages again: the detail's room goes to
+	 * the fault, the action's says what is lost. */
+	snprintf(ev.action, sizeof(ev.action),
+		 "drop it (the overwrites it redirected are lost)");
+	if (wask(w, &ev)) {
+		for (uint32_t i = 0; i < n; i++)
+			unmark(w, marked[i], ino);
+		wi->d.remap_vpn = 0;
+		wreport(w, &ev, store_inode(w, ino) == 0);
+	} else {
+		wreport(w, &ev, false);
+	}
+}
+
+/* Where a remap page may be at all, else why not (dg_remap_load() says
+ * the same of it). */
+static const char *remap_allowed(const struct walk *w, const struct wino *wi)
+{
+	if (!dg_vol_has_incompat(w->vol, DG_FEAT_INCOMPAT_REMAP))
+		return "remap page on a volume without them";
+	if (!S_ISREG(wi->d.mode))
+		return "remap page of a file not regular";
+	if (wi->d.remap_vpn >= w->vpns)
+		return "remap page out of range";
+	return NULL;
+}
+
+/*
+ * ino's remap page (format.h "Remap page"), after every inode's extents
+ * are marked: the page itself as metadata, each record's page as the
+ * file's data, so that a page used twice and the bitmap are judged as
+ * for the extents' pages. Marked after them, a remap page or record
+ * that collides is the one found bad: it holds only the overwrites
+ * since the last fold, the extents the file. Any fault drops the page
+ * whole, not the one bad record: simplest, and a record is trusted no
+ * more than the page that holds it. dinode.blocks counts none of these
+ * pages, so check_counts() has nothing to add for them.
+ */
+static void load_remap(struct walk *w, uint64_t ino)
+{
+	struct wino *wi = &w->in[ino];
+	const struct dg_dremap *pg = (const struct dg_dremap *)w->page;
+	uint64_t marked[DG_REMAP_PER_PAGE + 1];
+	const char *why = remap_allowed(w, wi);
+	char buf[96];
+	uint32_t n = 0, nr = 0;
+	int r;
+
+	if (!wi->d.remap_vpn || !wi->used || wi->bad)
+		return;
+	if (!why && !mark(w, wi->d.remap_vpn, 1, DG_PC_REMAP, ino))
+		why = "remap page used twice";
+	if (why)
+		goto bad;
+	marked[n++] = wi->d.remap_vpn;
+	r = dg_read(w->vol, wi->d.remap_vpn, 1, w->page);
+	if (r && r != -EIO) {
+		/* The records are not known: left as they are (G6). */
+		unreadable(w, wi->d.remap_vpn, ino, "remap", r);
+		return;
+	}
+	if (r) {
+		why = "remap page unreadable";
+		goto bad;
+	}
+	if (dg_dremap_check(pg, ino, w->vol, &nr, &why))
+		goto bad;
+	for (uint32_t i = 0; i < nr; i++) {
+		const struct dg_dremap_rec *rec = &pg->rec[i];
+		uint64_t home;
+
+		dg_walk_ext_lookup(wi, rec->fpage, &home);
+		if (!home) {
+			snprintf(buf, sizeof(buf), "remap record for file page "
+				 "%llu, which no extent maps",
+				 (unsigned long long)rec->fpage);
+			why = buf;
+			goto bad;
+		}
+		if (!mark(w, rec->vpn, 1, DG_PC_FILE, ino)) {
+			snprintf(buf, sizeof(buf), "remap record for file page "
+				 "%llu names vpn %llu, used already",
+				 (unsigned long long)rec->fpage,
+				 (unsigned long long)rec->vpn);
+			why = buf;
+			goto bad;
+		}
+		marked[n++] = rec->vpn;
+	}
+	return;
+bad:
+	if (w->classify_only)
+		return;	/* what was marked stays the inode's */
+	drop_remap(w, ino, marked, n, why);
+}
+
 static void load_itable(struct walk *w)
 {
 	for (uint32_t c = 0; c < w->fsr.nchunks; c++) {
@@ -575,6 +690,8 @@ static void load_itable(struct walk *w)
 	for (uint64_t ino = 1; ino < w->icap; ino++)
 		if (w->in[ino].used)
 			load_pages(w, ino);
+	for (uint64_t ino = 1; ino < w->icap; ino++)
+		load_remap(w, ino);
 }
 
 void dg_walk_ext_lookup(const struct wino *wi, uint64_t fpage, uint64_t *vpn)
@@ -793,6 +910,7 @@ static bool retype_inode(struct walk *w, uint64_t ino, const struct said *s)
 	wi->used = true;
 	wreport(w, &ev, fix && store_inode(w, ino) == 0);
 	load_pages(w, ino);
+	load_remap(w, ino);
 	if (S_ISDIR(t))
 		load_dir(w, ino);
 	return true;
@@ -1012,6 +1130,8 @@ static void check_counts(struct walk *w)
 		struct wino *wi = &w->in[ino];
 		struct dg_chk_event ev;
 		uint32_t want;
+		/* Not its remap page nor its records' pages (format.h
+		 * "Remap page"): load_remap() puts none in ext or emap. */
 		uint64_t blocks = wi->nemap + dg_xattr_run_pages(&wi->d);
 
 		if (!wi->used)

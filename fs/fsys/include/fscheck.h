@@ -39,6 +39,7 @@ enum dg_pclass {
 	DG_PC_DIR,
 	DG_PC_FILE,	/* regular file data */
 	DG_PC_SYMLINK,
+	DG_PC_REMAP,	/* a file's remap page (its records' pages: FILE) */
 	DG_PC_NR,
 };
 const char *dg_pclass_name(enum dg_pclass c);

@@ -66,6 +66,11 @@
 	/* An inode nothing can make valid again (no entry says its \
 	 * file type, or an extent count out of range): cleared, its \
 	 * file and data lost. INODE_BAD's repairs lose nothing. */ \
-	X(INODE_UNUSABLE, 3, "inode invalid beyond repair", PR_LOSS)
+	X(INODE_UNUSABLE, 3, "inode invalid beyond repair", PR_LOSS) \
+	/* A remap page that is unreadable, malformed, or whose records \
+	 * name pages the file does not map or others use: dropped, the \
+	 * file reads its pages as before the overwrites it redirected \
+	 * (those are lost). */ \
+	X(REMAP_BAD, 3, "remap page invalid", PR_LOSS)
 
 #endif /* DG_CHECK_KINDS_H */
