@@ -7,6 +7,7 @@
  * still maps a page an earlier answer gave it (fault reports), asked
  * of that file loaded. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fsys_i.h"
 
@@ -16,15 +17,29 @@ static bool open_slot(const struct dg_lost_page *lp)
 	return lp->ino == 0;
 }
 
-/* Give the unplaced pages that extent maps to ino. */
+/* Whether file page fpage reads from a record's page (rec[0, nrec)):
+ * its home page is then not the file's data (format.h "Remap page"). */
+static bool shadowed(const struct dg_dremap_rec *rec, uint32_t nrec,
+		     uint64_t fpage)
+{
+	for (uint32_t i = 0; i < nrec; i++)
+		if (rec[i].fpage == fpage)
+			return true;
+	return false;
+}
+
+/* Give the unplaced pages that extent maps to ino, but for the home
+ * pages of records rec[0, nrec). */
 static unsigned claim(struct dg_lost_page *lp, unsigned n, uint64_t ino,
-		      uint64_t vpn, uint64_t len, uint64_t fpage)
+		      uint64_t vpn, uint64_t len, uint64_t fpage,
+		      const struct dg_dremap_rec *rec, uint32_t nrec)
 {
 	unsigned got = 0;
 
 	for (unsigned i = 0; i < n; i++)
 		if (open_slot(&lp[i]) && lp[i].vpn >= vpn &&
-		    lp[i].vpn < vpn + len) {
+		    lp[i].vpn < vpn + len &&
+		    !shadowed(rec, nrec, fpage + lp[i].vpn - vpn)) {
 			lp[i].ino = ino;
 			lp[i].fpage = fpage + lp[i].vpn - vpn;
 			got++;
@@ -32,21 +47,55 @@ static unsigned claim(struct dg_lost_page *lp, unsigned n, uint64_t ino,
 	return got;
 }
 
-/* The extents of one inode off the media. A map that cannot be read
+/* The records of ino's remap page off the media, into rec (*nrec; 0:
+ * none); -EUCLEAN or -EIO when it is damaged or cannot be read. pg is
+ * a page to read it into. */
+static int scan_remap(struct dg_fs *fs, uint64_t ino,
+		      const struct dg_dinode *d, void *pg,
+		      struct dg_dremap_rec *rec, uint32_t *nrec)
+{
+	const struct dg_dremap *rp = pg;
+	const char *why;
+	int ret;
+
+	*nrec = 0;
+	if (!d->remap_vpn)
+		return 0;
+	if (!dg_vol_has_incompat(fs->vol, DG_FEAT_INCOMPAT_REMAP) ||
+	    d->remap_vpn >= dg_vol_vpns(fs->vol))
+		return -EUCLEAN;
+	ret = dg_read(fs->vol, d->remap_vpn, 1, pg);
+	if (!ret)
+		ret = dg_dremap_check(rp, ino, fs->vol, nrec, &why);
+	if (!ret)
+		memcpy(rec, rp->rec, *nrec * sizeof(*rec));
+	return ret;
+}
+
+/* The extents of one inode off the media, and its remap page's records:
+ * a record's page is the file's at its file page, the home page it
+ * stands in for no longer is. A map or remap page that cannot be read
  * or is damaged places nothing: the page stays unnamed, never reset. */
 static unsigned scan_dinode(struct dg_fs *fs, uint64_t ino,
 			    const struct dg_dinode *d, struct dg_demap *pg,
 			    struct dg_lost_page *lp, unsigned n)
 {
+	struct dg_dremap_rec rec[DG_REMAP_PER_PAGE];
 	struct dg_emap_reader r;
 	const struct dg_dextent *e;
 	unsigned got = 0;
+	uint32_t nrec;
 	int k;
 
+	if (scan_remap(fs, ino, d, pg, rec, &nrec))
+		return 0;
+	for (uint32_t i = 0; i < nrec; i++)
+		got += claim(lp, n, ino, rec[i].vpn, 1, rec[i].fpage, NULL, 0);
 	dg_emap_begin(&r, fs->vol, d, pg);
 	while ((k = dg_emap_next(&r, &e)) > 0)
 		if (k != DG_EMAP_PAGE)
-			got += claim(lp, n, ino, e->vpn, e->len, e->fpage);
+			got += claim(lp, n, ino, e->vpn, e->len, e->fpage, rec,
+				     nrec);
 	return got;
 }
 
