@@ -476,6 +476,41 @@ static int lf_extent_bad(struct walk *w, struct dg_lfault *lf, uint64_t ino,
 	return 0;
 }
 
+/* "remap-bad": a file's remap page (the file ino, or one chosen by rng,
+ * among those that have one) names another file as its owner: the
+ * page verifies, dg_dremap_check() refuses it. */
+static int lf_remap_bad(struct walk *w, struct dg_lfault *lf, uint64_t ino,
+			uint64_t *rng)
+{
+	uint64_t n = 0, k, f = 0, owner;
+	struct dg_lf_write *x;
+
+	for (uint64_t i = 2; i < w->icap; i++)
+		n += (!ino || i == ino) && lf_plain_file(w, i, UINT32_MAX) &&
+		     w->in[i].d.remap_vpn;
+	if (!n)
+		return -ENOENT;
+	k = lf_rnd(rng) % n;
+	for (uint64_t i = 2; i < w->icap && !f; i++)
+		if ((!ino || i == ino) && lf_plain_file(w, i, UINT32_MAX) &&
+		    w->in[i].d.remap_vpn && k-- == 0)
+			f = i;
+	owner = f + 1;
+	lf->ino = f;
+	lf->vpn = (int64_t)w->in[f].d.remap_vpn;
+	lf->before = f;
+	lf->after = owner;
+	x = lf_add(lf, w->in[f].d.remap_vpn, offsetof(struct dg_dremap, ino),
+		   sizeof(owner), "remap");
+	memcpy(x->data, &owner, sizeof(owner));
+	snprintf(lf->detail, sizeof(lf->detail),
+		 "inode %llu: remap page %llu says it is inode %llu's",
+		 (unsigned long long)f,
+		 (unsigned long long)w->in[f].d.remap_vpn,
+		 (unsigned long long)owner);
+	return 0;
+}
+
 /*
  * Every sub-kind, by target. The first ones of a target (by_seed) are
  * what seed % (their number) picks when none is named; the rest are
@@ -505,6 +540,7 @@ static const struct lf_sub {
 	{ DG_LF_EXTENT, "extent-dup", true, NULL },
 	{ DG_LF_EXTENT, "blocks", true, NULL },
 	{ DG_LF_EXTENT, "extent-bad", false, lf_extent_bad },
+	{ DG_LF_EXTENT, "remap-bad", false, lf_remap_bad },
 	{ DG_LF_XATTR, "xattr-garbage", true, NULL },
 };
 #define LF_NSUBS (sizeof(lf_subs) / sizeof(lf_subs[0]))

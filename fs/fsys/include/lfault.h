@@ -33,6 +33,9 @@
  *                     by name only: "extent-bad": a file's last extent
  *                       starts past the end of the volume (before,
  *                       after: old and new vpn)
+ *                     by name only: "remap-bad": a file's remap page
+ *                       names another file as its owner (vpn: the
+ *                       page; before, after: old and new owner)
  *   DG_LF_XATTR       "xattr-garbage": a file's xattr page claims more
  *                       bytes than a page (fsck does not parse xattr
  *                       pages: only the daemon meets it, as EIO)
@@ -47,7 +50,8 @@ enum dg_lf_target { DG_LF_INODE, DG_LF_DIRECTORY, DG_LF_ALLOCATION,
 struct dg_lf_write {
 	uint64_t vpn;
 	uint32_t off, len;
-	const char *structure;	/* "inode", "directory", "allocation" */
+	const char *structure;	/* "inode", "directory", "allocation",
+				 * "remap" */
 	uint8_t data[DG_INODE_SIZE];
 };
 struct dg_lfault {
@@ -59,7 +63,8 @@ struct dg_lfault {
 				 * entry */
 	char name[DG_NAME_MAX + 1]; /* orphan, dangling, multi: the entry's
 				     * name */
-	int64_t vpn;		/* bitmap-*: page whose bit flips; -1 */
+	int64_t vpn;		/* bitmap-*: page whose bit flips;
+				 * remap-bad: the remap page; -1 */
 	uint64_t fpage, pages;	/* extent-dup, extent-bad: file pages
 				 * remapped */
 	uint64_t before, after;	/* nlink-*, blocks, parent, type, mode,
