@@ -33,7 +33,7 @@ static const char help_text[] =
 	"                       device-loss stale-device logical\n"
 	"  -t, --target WHAT    data directory inode extent allocation checksum\n"
 	"                       parity superblock journal xattr bitmap cmap\n"
-	"                       free any (default any)\n"
+	"                       free remap any (default any)\n"
 	"  -F, --file PATH      damage this file of the volume (with data)\n"
 	"  -c, --count N        faults to inject, 1 to 1000 (default 1)\n"
 	"  -s, --seed S         seed of the random choices (default: the time)\n"
@@ -89,14 +89,16 @@ static const char *const kinds[] = { "bitflip", "scribble", "zero",
  * targets up to T_JOURNAL, so a seed hits what it hit before they were
  * targets. T_BITMAP: allocation bitmap pages only (T_ALLOC has the root
  * too); T_CMAP: an init map page copy; T_FREE: a never-written page of
- * a vpn nothing uses (issue 34: rows the allocation state calls empty). */
+ * a vpn nothing uses (issue 34: rows the allocation state calls empty);
+ * T_REMAP: a file's remap page (format.h "Remap page"). */
 enum target { T_DATA, T_DIR, T_INODE, T_EXTENT, T_ALLOC, T_CSUM, T_PARITY,
-	      T_SUPER, T_JOURNAL, T_XATTR, T_BITMAP, T_CMAP, T_FREE, T_ANY };
+	      T_SUPER, T_JOURNAL, T_XATTR, T_BITMAP, T_CMAP, T_FREE, T_REMAP,
+	      T_ANY };
 static const char *const targets[] = { "data", "directory", "inode",
 				       "extent", "allocation", "checksum",
 				       "parity", "superblock", "journal",
 				       "xattr", "bitmap", "cmap", "free",
-				       "any", NULL };
+				       "remap", "any", NULL };
 
 static int lookup(const char *const *tab, const char *s)
 {
@@ -226,6 +228,8 @@ static bool class_fits(enum target t, uint8_t c)
 		return c == DG_PC_BITMAP;
 	case T_FREE:
 		return c == DG_PC_FREE;
+	case T_REMAP:
+		return c == DG_PC_REMAP;
 	default:
 		return c != DG_PC_FREE;
 	}
