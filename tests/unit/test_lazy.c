@@ -499,6 +499,52 @@ static void test_owner_holds_damaged(void)
 	tfs_done(&t);
 }
 
+/* The media half of the owner lookup reads a file's remap page: a
+ * record's page is the file's at the record's file page, and the home
+ * page it stands in for (still mapped and allocated until a fold) is
+ * no file's data (format.h "Remap page"), as dg_ext_owns() answers in
+ * core. */
+static void test_owner_on_media_remapped(void)
+{
+	struct tfs t;
+	uint8_t data[2 * DG_PAGE_SIZE];
+	struct dg_lost_page lp[3];
+	uint64_t f, home, rec, other;
+	struct dg_inode *ip;
+
+	REQUIRE(tfs_make(&t, "lazy9"));
+	f = tfs_file(&t, 1, "f");
+	REQUIRE(f);
+	memset(data, 'a', sizeof(data));
+	REQUIRE(dg_fs_write(t.fs, f, 0, data, sizeof(data)) ==
+		(ssize_t)sizeof(data));
+	REQUIRE(tfs_remount(&t));
+	home = vpn_of(&t, f, 1);
+	other = vpn_of(&t, f, 0);
+	memset(data, 'b', DG_PAGE_SIZE);
+	REQUIRE(dg_fs_write(t.fs, f, DG_PAGE_SIZE, data, DG_PAGE_SIZE) ==
+		DG_PAGE_SIZE);
+	rec = vpn_of(&t, f, 1);
+	pthread_rwlock_rdlock(&t.fs->lock);
+	ip = dg_inode_get(t.fs, f);
+	pthread_rwlock_unlock(&t.fs->lock);
+	/* Redirected: a 3-device parity-1 volume remaps (tvol_make()). */
+	REQUIRE(ip && ip->remap && rec && rec != home);
+	REQUIRE(tfs_remount(&t));
+	lp[0] = (struct dg_lost_page){ .vpn = rec };
+	lp[1] = (struct dg_lost_page){ .vpn = home };
+	lp[2] = (struct dg_lost_page){ .vpn = other };
+	pthread_rwlock_rdlock(&t.fs->lock);
+	CHECK_EQ(dg_fs_owners_on_media(t.fs, lp, 3, false), 0);
+	pthread_rwlock_unlock(&t.fs->lock);
+	CHECK_EQ(lp[0].ino, f);
+	CHECK_EQ(lp[0].fpage, 1);
+	CHECK_EQ(lp[1].ino, 0);
+	CHECK_EQ(lp[2].ino, f);
+	CHECK_EQ(lp[2].fpage, 0);
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -511,6 +557,7 @@ int main(int argc, char **argv)
 		{ "owner_holds", test_owner_holds },
 		{ "owner_holds_many_extents", test_owner_holds_many_extents },
 		{ "owner_holds_damaged", test_owner_holds_damaged },
+		{ "owner_on_media_remapped", test_owner_on_media_remapped },
 		{ NULL, NULL },
 	};
 
