@@ -230,6 +230,14 @@ static void status_json(struct dg_daemon *dd, struct dg_out *o,
 		json_add_u64(r, "inodes_cached", c.inodes_cached);
 		json_add_u64(r, "inode_loads", c.inode_loads);
 	}
+	{
+		/* Whole-page overwrites sent to blank pages (remap.c). */
+		uint64_t remapped, folded;
+
+		dg_fs_remap_counts(dd->fs, &remapped, &folded);
+		json_add_u64(r, "pages_remapped", remapped);
+		json_add_u64(r, "remap_records_folded", folded);
+	}
 	json_object_object_add(r, "media", dg_media_status_json(dd));
 	json_object_object_add(r, "writeback", dg_wbd_status_json(dd));
 	json_add_u64(fo, "detected", f[DG_FAULT_DETECTED]);

@@ -666,6 +666,30 @@ int dg_ext_move(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	return ret ? ret : ext_store(txn, ip);
 }
 
+/* ip's remap page loaded (remap.c), each record's page a mapped one: a
+ * record stands in for its home page, never for a hole (format.h). */
+static int remap_homes(struct dg_fs *fs, struct dg_inode *ip)
+{
+	const struct dg_remap *rm;
+	int ret = dg_remap_load(fs, ip);
+
+	if (ret || !(rm = ip->remap))
+		return ret;
+	for (uint32_t i = 0; i < rm->n; i++) {
+		struct epos p = pos_find(ip, rm->r[i].fpage);
+		const struct dg_ext *e = ext_at(ip, &p);
+
+		if (!e || e->fpage > rm->r[i].fpage) {
+			ret = DG_CORRUPT(fs->vol, "inode %" PRIu64 ": remap "
+					 "record for page %" PRIu64 ", a hole",
+					 ip->ino, rm->r[i].fpage);
+			dg_remap_free(ip);
+			return ret;
+		}
+	}
+	return 0;
+}
+
 int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip)
 {
 	struct dg_demap *pg = NULL;
@@ -703,5 +727,7 @@ int dg_ext_load(struct dg_fs *fs, struct dg_inode *ip)
 	if (k == -EUCLEAN && r.why)
 		return DG_CORRUPT(fs->vol, "inode %" PRIu64 ": extent %u: %s",
 				  ip->ino, r.seen, r.why);
-	return k ? k : dg_remap_load(fs, ip);
+	if (k)
+		return k;
+	return remap_homes(fs, ip);
 }

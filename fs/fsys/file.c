@@ -133,7 +133,8 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 		} else {
 			dg_ext_lookup(ip, p, &vpn, &run);
 		}
-		if (moved && n == DG_PAGE_SIZE && vpn && !is_fresh(&fl, p)) {
+		if (moved && n == DG_PAGE_SIZE && vpn &&
+		    !dg_txn_allocated(txn, vpn)) {
 			bool done = false;
 
 			/* A whole page over one in use: to a blank page,
@@ -142,6 +143,10 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 			if (ret)
 				goto out;
 			if (done) {
+				/* Counted before the commit: a failed one
+				 * fails the write, which the count is of. */
+				__atomic_fetch_add(&fs->pages_remapped, 1,
+						   __ATOMIC_RELAXED);
 				src += n;
 				continue;
 			}
@@ -278,6 +283,51 @@ static bool piece_undo(struct dg_fs *fs, struct dg_txn **txn,
 	return moved && (*txn = dg_txn_new(fs->vol)) != NULL;
 }
 
+/*
+ * A full remap page folded into the extents (remap.c): up to the records
+ * one transaction holds, each mapped in place of its home page, which is
+ * freed (dg_ext_move()); the records leave the page, or the page goes.
+ * A crash leaves the records or the extents that replace them. A record
+ * may rewrite a leaf's tail and split it: some three pages of the entry.
+ */
+static int remap_fold(struct dg_fs *fs, struct dg_inode *ip)
+{
+	uint32_t max = (uint32_t)(dg_apply_max_bytes(fs->vol) /
+				  (3 * DG_PAGE_SIZE));
+	struct dg_dinode saved = ip->d;
+	struct dg_frun *fr = NULL;
+	struct dg_vrun *vr = NULL;
+	struct dg_txn *txn;
+	unsigned n = 0;
+	int ret;
+
+	if (!ip->remap || !ip->remap->fold_due)
+		return 0;
+	txn = dg_txn_new(fs->vol);
+	if (!txn)
+		return -ENOMEM;
+	ret = dg_remap_take(txn, ip, max ? max : 1, &fr, &vr, &n);
+	if (!ret)
+		ret = dg_ext_move(fs, txn, ip, fr, n, vr, n);
+	if (!ret)
+		ret = dg_inode_store(fs, txn, ip);
+	if (!ret)
+		ret = dg_fs_commit(fs, txn);
+	dg_txn_free(txn);
+	free(fr);
+	free(vr);
+	if (!ret)
+		__atomic_fetch_add(&fs->remaps_folded, n, __ATOMIC_RELAXED);
+	if (ret) {
+		undo_map(fs, ip, &saved);
+		dg_vol_log(fs->vol, DG_LOG_WARNING, "inode %" PRIu64 ": remap "
+			   "records not folded (%s); whole-page overwrites "
+			   "go in place until they are", ip->ino,
+			   strerror(-ret));
+	}
+	return ret;
+}
+
 /* The end of every write: a full remap page folded (its failure is
  * logged: the write is done, and the next ones go in place), the locks
  * of write_begin() dropped, and the requests and bytes counted when
@@ -285,7 +335,7 @@ static bool piece_undo(struct dg_fs *fs, struct dg_txn **txn,
 static void write_end(struct dg_fs *fs, struct dg_inode *ip,
 		      struct dg_txn *txn, unsigned requests, size_t done)
 {
-	(void)dg_remap_fold(fs, ip);
+	(void)remap_fold(fs, ip);
 	pthread_rwlock_unlock(&ip->lock);
 	dg_txn_free(txn);
 	pthread_rwlock_unlock(&fs->lock);
@@ -576,6 +626,13 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
 	}
 	write_end(fs, ip, txn, requests ? requests : 1, done);
 	return ret;
+}
+
+void dg_fs_remap_counts(struct dg_fs *fs, uint64_t *remapped,
+			uint64_t *folded)
+{
+	*remapped = __atomic_load_n(&fs->pages_remapped, __ATOMIC_RELAXED);
+	*folded = __atomic_load_n(&fs->remaps_folded, __ATOMIC_RELAXED);
 }
 
 void dg_fs_write_counts(struct dg_fs *fs, uint64_t *writes, uint64_t *bytes)

@@ -178,6 +178,8 @@ struct dg_fs {
 	/* Transactions of dg_fs_write_batch() undone after a move ran out
 	 * of room and written again without it (file.c); atomic. */
 	uint64_t moves_redone;
+	/* dg_fs_remap_counts(); atomic. */
+	uint64_t pages_remapped, remaps_folded;
 	/* Where xattr names go (xattr_ops.c): set by the mount before its
 	 * first request, read unlocked after. */
 	bool posix_acl;
@@ -348,7 +350,7 @@ bool dg_ext_owns(const struct dg_inode *ip, uint64_t vpn, uint64_t *fpage);
 struct dg_remap {
 	uint64_t vpn;		/* the remap page */
 	uint32_t n;		/* records, in r[0, n) and slots [0, n) */
-	bool fold_due;		/* full: dg_remap_fold() before the next */
+	bool fold_due;		/* full: folded at the write's end (file.c) */
 	struct dg_rrec {
 		uint64_t fpage, vpn;
 		uint32_t slot;
@@ -359,8 +361,8 @@ struct dg_remap {
  * with *why; *n the records. Shared by the load and fsck. */
 int dg_dremap_check(const struct dg_dremap *pg, uint64_t ino,
 		    struct dg_vol *vol, uint32_t *n, const char **why);
-/* ip's remap page read into core (after its extents: each record's page
- * must be mapped); 0 with none. */
+/* ip's remap page read into core (dg_ext_load(), which checks that
+ * each record's page is mapped); 0 with none. */
 int dg_remap_load(struct dg_fs *fs, struct dg_inode *ip);
 void dg_remap_free(struct dg_inode *ip);
 /* Where a mapped file page reads from: *vpn and *run (dg_ext_lookup())
@@ -383,9 +385,12 @@ int dg_remap_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
  * the inode record changed (a remap page begun). */
 int dg_remap_write(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		   uint64_t fpage, const void *src, bool *done, bool *meta);
-/* Fold ip's records into its extents in transactions of its own (the
- * remap page full); the inode's lock held for writing. */
-int dg_remap_fold(struct dg_fs *fs, struct dg_inode *ip);
+/* Up to max records, those of the last slots, out of the remap page in
+ * txn (the page freed with the last), their pages not freed: *fr and
+ * *vr (the caller's to free) get each one's file page and page, in file
+ * order, for dg_ext_move() to map in place of their homes. */
+int dg_remap_take(struct dg_txn *txn, struct dg_inode *ip, uint32_t max,
+		  struct dg_frun **fr, struct dg_vrun **vr, unsigned *n);
 
 /* ---- emap.c ------------------------------------------------------------ */
 /* Reads an extent map from the media in file order, checking each

@@ -107,20 +107,9 @@ int dg_remap_load(struct dg_fs *fs, struct dg_inode *ip)
 				 why);
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t home, run;
-
-		/* ip->remap is not set yet: the extents' answer alone. */
-		dg_ext_lookup(ip, pg->rec[i].fpage, &home, &run);
-		if (!home) {
-			ret = DG_CORRUPT(fs->vol, "inode %" PRIu64 ": remap "
-					 "record for page %" PRIu64 ", a hole",
-					 ip->ino, (uint64_t)pg->rec[i].fpage);
-			goto out;
-		}
+	for (uint32_t i = 0; i < n; i++)
 		rm->r[i] = (struct dg_rrec){ pg->rec[i].fpage, pg->rec[i].vpn,
 					     i };
-	}
 	qsort(rm->r, n, sizeof(rm->r[0]), rrec_cmp);
 	rm->vpn = ip->d.remap_vpn;
 	rm->n = n;
@@ -312,7 +301,7 @@ int dg_remap_write(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	struct dg_remap *rm = ip->remap;
 	uint32_t i = rm ? rec_find(rm, fpage) : 0;
 	bool again = rm && i < rm->n && rm->r[i].fpage == fpage;
-	uint64_t vpn, got;
+	uint64_t hint, vpn, got;
 	int ret;
 
 	*done = false;
@@ -322,7 +311,12 @@ int dg_remap_write(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		rm->fold_due = true;	/* in place this once */
 		return 0;
 	}
-	ret = dg_alloc(txn, 0, 1, &vpn, &got);
+	/* Only to a blank page: a page that held bytes takes the journal's
+	 * copies, as in place, and the record besides. */
+	hint = dg_alloc_blank_hint(fs->vol);
+	if (!hint)
+		return 0;
+	ret = dg_alloc(txn, hint, 1, &vpn, &got);
 	if (ret == -ENOSPC)
 		return 0;		/* in place needs no room */
 	if (!ret)
@@ -352,16 +346,8 @@ int dg_remap_write(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 	return ret;
 }
 
-/*
- * Up to max of ip's records, those of the last slots (so no record moves
- * on the media), into the extents: each record's page mapped in place of
- * its home, which is freed (dg_ext_move()), the records gone from the
- * page -- or the page itself when none is left. One transaction, stored
- * whole with the inode: a crash leaves the records or the extents that
- * replace them.
- */
-static int fold_some(struct dg_fs *fs, struct dg_txn *txn,
-		     struct dg_inode *ip, uint32_t max)
+int dg_remap_take(struct dg_txn *txn, struct dg_inode *ip, uint32_t max,
+		  struct dg_frun **frp, struct dg_vrun **vrp, unsigned *np)
 {
 	struct dg_remap *rm = ip->remap;
 	uint32_t from = rm->n > max ? rm->n - max : 0, nf = 0;
@@ -378,7 +364,8 @@ static int fold_some(struct dg_fs *fs, struct dg_txn *txn,
 	if (!ret && !from) {
 		ret = remap_end(txn, ip);
 	} else if (!ret) {
-		/* Highest slot first: each leaves the list's end. */
+		/* Highest slot first: each leaves the list's end, so no
+		 * record moves on the media. */
 		for (uint32_t s = rm->n; s-- > from && !ret;) {
 			uint32_t i = 0;
 
@@ -386,46 +373,15 @@ static int fold_some(struct dg_fs *fs, struct dg_txn *txn,
 				i++;
 			ret = rec_remove(txn, rm, i);
 		}
+		rm->fold_due = false;
 	}
-	if (!ret)
-		ret = dg_ext_move(fs, txn, ip, fr, nf, vr, nf);
-	if (!ret)
-		ret = dg_inode_store(fs, txn, ip);
-	free(fr);
-	free(vr);
-	return ret;
-}
-
-int dg_remap_fold(struct dg_fs *fs, struct dg_inode *ip)
-{
-	/* A record's fold may rewrite a leaf's tail and split it: some
-	 * three pages of the entry at most. */
-	size_t per = 3 * DG_PAGE_SIZE;
-	uint32_t max = (uint32_t)(dg_apply_max_bytes(fs->vol) / per);
-	struct dg_dinode saved = ip->d;
-	struct dg_txn *txn;
-	int ret;
-
-	if (!ip->remap || !ip->remap->fold_due)
-		return 0;
-	txn = dg_txn_new(fs->vol);
-	if (!txn)
-		return -ENOMEM;
-	ret = fold_some(fs, txn, ip, max ? max : 1);
-	if (!ret)
-		ret = dg_fs_commit(fs, txn);
-	dg_txn_free(txn);
 	if (ret) {
-		/* The records and extents as the media holds them. */
-		ip->d = saved;
-		if (dg_ext_load(fs, ip))
-			ip->damaged = true;
-		dg_vol_log(fs->vol, DG_LOG_WARNING, "inode %" PRIu64 ": remap "
-			   "records not folded (%s); overwrites go in place "
-			   "until they are", ip->ino, strerror(-ret));
+		free(fr);
+		free(vr);
 		return ret;
 	}
-	if (ip->remap)
-		ip->remap->fold_due = false;
+	*frp = fr;
+	*vrp = vr;
+	*np = nf;
 	return 0;
 }

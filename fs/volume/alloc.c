@@ -191,6 +191,15 @@ static int add_op(struct dg_txn *t, uint64_t start, uint64_t n, bool is_free)
 	return 0;
 }
 
+bool dg_txn_allocated(const struct dg_txn *t, uint64_t vpn)
+{
+	for (unsigned i = 0; i < t->nop; i++)
+		if (!t->op[i].is_free && vpn >= t->op[i].start &&
+		    vpn - t->op[i].start < t->op[i].n)
+			return true;
+	return false;
+}
+
 /* First free vpn in [lo, hi) at or after from, wrapping once to lo; hi
  * if none. */
 static uint64_t find_free(struct dg_vol *vol, uint64_t lo, uint64_t hi,
@@ -205,6 +214,42 @@ static uint64_t find_free(struct dg_vol *vol, uint64_t lo, uint64_t hi,
 		return i;
 	i = dg_bm_next_free(vol, lo, from);
 	return i < from ? i : hi;
+}
+
+/* How many free pages dg_alloc_blank_hint() looks at a call: a few
+ * checksum lookups a write, most of them in one cached page. */
+#define BLANK_LOOK 16u
+
+uint64_t dg_alloc_blank_hint(struct dg_vol *vol)
+{
+	uint64_t cand[BLANK_LOOK], from, found = 0;
+	unsigned n = 0, i;
+
+	pthread_mutex_lock(&vol->alloc_lock);
+	from = vol->blank_cursor;
+	while (n < BLANK_LOOK) {
+		uint64_t v = find_free(vol, vol->zone_vpns, vol->vpns, from);
+
+		if (v >= vol->vpns || (n && v == cand[0]))
+			break;	/* none, or round to the first again */
+		cand[n++] = v;
+		from = v + 1;
+	}
+	pthread_mutex_unlock(&vol->alloc_lock);
+	/* Looked up unlocked: a page taken meanwhile is not blank to its
+	 * taker's write either way, and the checksum says what it holds. */
+	for (i = 0; i < n && !found; i++) {
+		struct dg_loc l = dg_vpn_loc(vol, cand[i]);
+
+		if (dg_page_blank(vol, l.dev, l.row))
+			found = cand[i];
+	}
+	if (n) {
+		pthread_mutex_lock(&vol->alloc_lock);
+		vol->blank_cursor = cand[i - 1] + 1;
+		pthread_mutex_unlock(&vol->alloc_lock);
+	}
+	return found;
 }
 
 /* Take up to want free vpns from the first free one in [lo, hi) at or

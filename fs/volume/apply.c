@@ -1460,9 +1460,7 @@ static void unlock_rows(struct dg_vol *vol, const unsigned *locks,
 		pthread_rwlock_unlock(&vol->row_locks[locks[i]]);
 }
 
-/* Whether (dev, row) is blank (dg_csum_blank()). A checksum that cannot
- * be looked up says no. */
-static bool page_blank(struct dg_vol *vol, unsigned dev, uint64_t row)
+bool dg_page_blank(struct dg_vol *vol, unsigned dev, uint64_t row)
 {
 	struct dg_csum_cursor cur;
 	uint64_t cs;
@@ -1497,7 +1495,7 @@ static bool pages_blank(struct dg_vol *vol, const struct apage *pg,
 		if ((ix < npg && pg[ix].vpn == vpn) != own)
 			continue;
 		if ((!own && dg_vpn_allocated(vol, vpn)) ||
-		    !page_blank(vol, dev, row))
+		    !dg_page_blank(vol, dev, row))
 			return false;
 	}
 	return true;

@@ -191,6 +191,11 @@ struct dg_vol {
 	uint64_t free_vpns;			/* protected by alloc_lock */
 	uint64_t zone_free;			/* protected by alloc_lock */
 	uint64_t alloc_cursor;			/* data, by alloc_lock */
+	/* Where dg_alloc_blank_hint() looks next: past the last blank page
+	 * it gave or the pages it found not blank, so the frees the
+	 * allocation cursor goes back to (they hold bytes) are passed once,
+	 * not looked at by every write. By alloc_lock. */
+	uint64_t blank_cursor;
 	uint64_t meta_cursor;			/* zone, by alloc_lock */
 	/* Metadata pages allocated outside a full zone since the open (no
 	 * ditto copies); fsck counts those on the media. */
@@ -319,6 +324,9 @@ extern const uint8_t dg_zero_page[DG_PAGE_SIZE];
 /* Whether checksum cs says (dev, row) is blank: NONE (never written,
  * zeros whatever the media holds) or that of a page of zeros -- what a
  * trimmed page holds, which the checksum alone proves. */
+/* Whether (dev, row) is blank (dg_csum_blank()). A checksum that cannot
+ * be looked up says no. */
+bool dg_page_blank(struct dg_vol *vol, unsigned dev, uint64_t row);
 bool dg_csum_blank(const struct dg_vol *vol, unsigned dev, uint64_t row,
 		   uint64_t cs);
 /* The verified checksum of (dev, row), from the newest copy of its

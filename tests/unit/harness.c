@@ -198,6 +198,15 @@ void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
 	make(tv, tag, ndev, &o);
 }
 
+void tvol_make_in_place(struct tvol *tv, const char *tag, unsigned ndev,
+			unsigned parity, uint64_t size)
+{
+	struct dg_format_opts o = { .parity = parity, .size = size,
+				    .force = true, .in_place = true };
+
+	make(tv, tag, ndev, &o);
+}
+
 void tvol_make_chunked(struct tvol *tv, const char *tag, unsigned ndev,
 		       unsigned parity, uint64_t size, uint32_t chunk_pages)
 {

@@ -147,6 +147,10 @@ int dg_fs_write_batch(struct dg_fs *fs, uint64_t ino,
  * divided by (dg_vol_media_counts(), docs/design.md "What a write costs
  * the media"). A request that wrote nothing is not counted. */
 void dg_fs_write_counts(struct dg_fs *fs, uint64_t *writes, uint64_t *bytes);
+/* Whole-page overwrites redirected to blank pages since the mount, and
+ * the records folded into extents (remap.c, format.h "Remap page"). */
+void dg_fs_remap_counts(struct dg_fs *fs, uint64_t *remapped,
+			uint64_t *folded);
 /* SEEK_DATA or SEEK_HOLE from off (seek.c): the offset in *out, or
  * -ENXIO at or past EOF, for a negative off (as lseek(2)), and for
  * SEEK_DATA in a hole up to EOF. off is signed as the caller's off_t:

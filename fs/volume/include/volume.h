@@ -350,6 +350,14 @@ uint64_t dg_alloc_home(struct dg_vol *vol, uint64_t pages);
 int dg_alloc_exact(struct dg_txn *txn, uint64_t want, bool meta,
 		   uint64_t *start);
 int dg_free(struct dg_txn *txn, uint64_t start, uint64_t n);
+/* A free data page near the allocation cursor that is blank (zeros under
+ * the checksum of zeros, or never written), as a hint for dg_alloc(): a
+ * whole page written into it needs no journal copy; 0 when none is
+ * near. */
+uint64_t dg_alloc_blank_hint(struct dg_vol *vol);
+/* Whether txn allocated vpn (a page that holds nothing of the file's
+ * before the commit). */
+bool dg_txn_allocated(const struct dg_txn *txn, uint64_t vpn);
 bool dg_vpn_allocated(struct dg_vol *vol, uint64_t vpn);
 /* The first vpn in [vpn, end) marked in use, else end (fsck walks the
  * bitmap by words with it rather than vpn by vpn). */
