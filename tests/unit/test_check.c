@@ -487,6 +487,114 @@ static void test_entry_type_must_fit(void)
 	tfs_done(&t);
 }
 
+/* Bytes at off of page vpn written through an update (as inode_put()). */
+static void bytes_put(struct tfs *t, uint64_t vpn, uint32_t off,
+		      const void *p, uint32_t len)
+{
+	struct dg_txn *txn = dg_txn_new(t->vol);
+
+	REQUIRE(txn);
+	REQUIRE(dg_txn_write(txn, vpn, off, p, len) == 0);
+	REQUIRE(dg_txn_commit(txn) == 0);
+	dg_txn_free(txn);
+}
+
+/* f's page 1 overwritten whole: redirected (a 3-device parity-1
+ * volume remaps, tvol_make()); *rvpn its remap page (0: none), the fs
+ * closed. */
+static void remapped(struct tfs *t, uint64_t f, uint8_t fill, uint64_t *rvpn)
+{
+	uint8_t data[PG];
+	struct dg_inode *ip;
+
+	*rvpn = 0;
+	REQUIRE(tfs_remount(t));
+	memset(data, fill, PG);
+	REQUIRE(dg_fs_write(t->fs, f, PG, data, PG) == PG);
+	ip = dg_inode_get(t->fs, f);
+	REQUIRE(ip && ip->remap && ip->remap->n == 1);
+	*rvpn = ip->d.remap_vpn;
+	dg_fs_close(t->fs);
+	t->fs = NULL;
+}
+
+/* Whether file f reads fill at its page fpage, remounted first (its
+ * home page, once the remap page is dropped). */
+static bool page_is(struct tfs *t, uint64_t f, uint64_t fpage, uint8_t fill)
+{
+	static _Alignas(PG) uint8_t pages[3 * PG];
+	uint8_t want[PG];
+	const void *got;
+
+	memset(want, fill, PG);
+	return (t->fs || tfs_remount(t)) &&
+	       dg_fs_read(t->fs, f, fpage * PG, PG, pages, &got) == PG &&
+	       !memcmp(got, want, PG);
+}
+
+/*
+ * A remap page whose record names a page another file maps, then one
+ * whose record is for a hole (checksums valid: a bug in daxguard): the
+ * remap page is dropped whole (PR_3_REMAP_BAD), never the other file's
+ * extent, the file reads its home page again, and the pages the remap
+ * held go back to the bitmap as leaks. A remap page and its records are
+ * no part of dinode.blocks, so no block count changes. The next check
+ * finds nothing.
+ */
+static void test_remap_dropped(void)
+{
+	struct tfs t;
+	struct seen s = { 0 }, again = { 0 };
+	uint8_t data[2 * PG];
+	struct dg_dremap_rec rec;
+	uint64_t f, g, rvpn, gvpn, run;
+
+	REQUIRE(tfs_make(&t, "checkremap"));
+	f = tfs_file(&t, DG_ROOT_INO, "f");
+	g = tfs_file(&t, DG_ROOT_INO, "g");
+	REQUIRE(f && g);
+	memset(data, 'a', sizeof(data));
+	REQUIRE(dg_fs_write(t.fs, f, 0, data, sizeof(data)) == 2 * PG);
+	REQUIRE(dg_fs_write(t.fs, g, 0, data, sizeof(data)) == 2 * PG);
+	dg_ext_lookup(dg_inode_get(t.fs, g), 0, &gvpn, &run);
+	REQUIRE(gvpn);
+	remapped(&t, f, 'b', &rvpn);
+	REQUIRE(rvpn);
+	dg_check_fs(t.vol, on_event, NULL, &again);
+	CHECK_EQ(again.n, 0);		/* clean as written */
+	rec = (struct dg_dremap_rec){ 1, gvpn };
+	bytes_put(&t, rvpn, offsetof(struct dg_dremap, rec), &rec,
+		  sizeof(rec));
+	dg_check_fs(t.vol, on_event, yes, &s);
+	CHECK_EQ(s.kinds[DG_CHK_REMAP_BAD], 1);
+	CHECK_EQ(s.kinds[DG_CHK_EXTENT_DUP], 0);
+	CHECK_EQ(s.kinds[DG_CHK_BLOCKS], 0);
+	CHECK_EQ(s.kinds[DG_CHK_BITMAP_LEAK], 2); /* remap page, record's */
+	CHECK_EQ(s.fixed, s.n);
+	memset(&again, 0, sizeof(again));
+	dg_check_fs(t.vol, on_event, NULL, &again);
+	CHECK_EQ(again.n, 0);
+	CHECK(page_is(&t, f, 1, 'a'));
+	CHECK(page_is(&t, g, 0, 'a'));
+	/* A record for a page no extent maps. */
+	remapped(&t, f, 'c', &rvpn);
+	REQUIRE(rvpn);
+	rec.fpage = 100;
+	bytes_put(&t, rvpn, offsetof(struct dg_dremap, rec) +
+		  offsetof(struct dg_dremap_rec, fpage), &rec.fpage,
+		  sizeof(rec.fpage));
+	memset(&s, 0, sizeof(s));
+	dg_check_fs(t.vol, on_event, yes, &s);
+	CHECK_EQ(s.kinds[DG_CHK_REMAP_BAD], 1);
+	CHECK_EQ(s.kinds[DG_CHK_BITMAP_LEAK], 2);
+	CHECK_EQ(s.fixed, s.n);
+	memset(&again, 0, sizeof(again));
+	dg_check_fs(t.vol, on_event, NULL, &again);
+	CHECK_EQ(again.n, 0);
+	CHECK(page_is(&t, f, 1, 'a'));
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -499,6 +607,7 @@ int main(int argc, char **argv)
 		{ "typeless_inode_retyped", test_typeless_inode_retyped },
 		{ "inode_cleared", test_inode_cleared },
 		{ "entry_type_must_fit", test_entry_type_must_fit },
+		{ "remap_dropped", test_remap_dropped },
 		{ NULL, NULL },
 	};
 
