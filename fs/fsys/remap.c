@@ -340,6 +340,8 @@ int dg_remap_write(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 				(rm->n - i) * sizeof(rm->r[0]));
 			rm->r[i] = (struct dg_rrec){ fpage, vpn, rm->n };
 			rm->n++;
+			/* Folded at this write's end, so the next has room. */
+			rm->fold_due = rm->n == DG_REMAP_PER_PAGE;
 		}
 	}
 	*done = !ret;
