@@ -166,6 +166,9 @@ static bool inline_map_ok(struct dg_vol *vol, const struct dg_dinode *d)
 	const struct dg_dextent *e;
 	int k;
 
+	/* A remap page would be a read of its own (remap.c): not here. */
+	if (d->remap_vpn)
+		return false;
 	/* No page buffer: a map that goes on past the record fails. */
 	dg_emap_begin(&r, vol, d, NULL);
 	while ((k = dg_emap_next(&r, &e)) > 0)
