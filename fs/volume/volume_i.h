@@ -194,8 +194,10 @@ struct dg_vol {
 	/* Where dg_alloc_blank_hint() looks next: past the last blank page
 	 * it gave or the pages it found not blank, so the frees the
 	 * allocation cursor goes back to (they hold bytes) are passed once,
-	 * not looked at by every write. By alloc_lock. */
+	 * not looked at by every write; and how many calls are still to
+	 * pass without a look after one found none. By alloc_lock. */
 	uint64_t blank_cursor;
+	unsigned blank_skip;
 	uint64_t meta_cursor;			/* zone, by alloc_lock */
 	/* Metadata pages allocated outside a full zone since the open (no
 	 * ditto copies); fsck counts those on the media. */
