@@ -10,7 +10,7 @@
 #   fuzz.sh --seeds   remake the committed seed corpus with mkseeds
 set -eu
 cd "$(dirname "$0")/.."
-all="super jhead jentry inode emap dir xattr cpage cmap fsopen proto ctl"
+all="super jhead jentry inode emap dir xattr cpage cmap fsopen remap proto ctl"
 if [ "${1:-}" = "--seeds" ]; then
 	scripts/build.sh build
 	rm -rf tests/fuzz/corpus.new
