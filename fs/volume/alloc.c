@@ -183,21 +183,46 @@ uint64_t dg_free_vpns(struct dg_vol *vol)
 	return n;
 }
 
+/* t on or off vol->alloc_pending; alloc_lock held. */
+static void pending_set(struct dg_txn *t, bool on)
+{
+	struct dg_vol *vol = t->vol;
+
+	if (t->pending == on)
+		return;
+	if (on) {
+		t->pend_prev = NULL;
+		t->pend_next = vol->alloc_pending;
+		if (t->pend_next)
+			t->pend_next->pend_prev = t;
+		vol->alloc_pending = t;
+	} else {
+		if (t->pend_prev)
+			t->pend_prev->pend_next = t->pend_next;
+		else
+			vol->alloc_pending = t->pend_next;
+		if (t->pend_next)
+			t->pend_next->pend_prev = t->pend_prev;
+	}
+	t->pending = on;
+}
+
+void dg_alloc_settled(struct dg_txn *t)
+{
+	pthread_mutex_lock(&t->vol->alloc_lock);
+	pending_set(t, false);
+	pthread_mutex_unlock(&t->vol->alloc_lock);
+}
+
+/* An allocation (alloc_lock held) or a free (not) of t. */
 static int add_op(struct dg_txn *t, uint64_t start, uint64_t n, bool is_free)
 {
 	if (dg_grow((void **)&t->op, &t->capop, t->nop, sizeof(*t->op)))
 		return -ENOMEM;
 	t->op[t->nop++] = (struct txn_op){ start, n, is_free };
+	if (!is_free)
+		pending_set(t, true);
 	return 0;
-}
-
-bool dg_txn_allocated(const struct dg_txn *t, uint64_t vpn)
-{
-	for (unsigned i = 0; i < t->nop; i++)
-		if (!t->op[i].is_free && vpn >= t->op[i].start &&
-		    vpn - t->op[i].start < t->op[i].n)
-			return true;
-	return false;
 }
 
 /* First free vpn in [lo, hi) at or after from, wrapping once to lo; hi
@@ -640,6 +665,32 @@ int dg_free(struct dg_txn *t, uint64_t start, uint64_t n)
  * included, in the journal and on the media alike; commits that touch
  * other pages need no order.
  */
+/* The bits of u's frees (frees) or allocations (!frees) cleared in b,
+ * the bitmap's bytes [b0, b0 + len). */
+static void ops_clear(const struct dg_txn *u, bool frees, uint8_t *b,
+		      uint64_t b0, uint32_t len)
+{
+	for (unsigned k = 0; k < u->nop; k++) {
+		uint64_t s = u->op[k].start, e = s + u->op[k].n;
+
+		if (u->op[k].is_free != frees)
+			continue;
+		if (s < b0 * 8)
+			s = b0 * 8;
+		if (e > (b0 + len) * 8)
+			e = (b0 + len) * 8;
+		for (uint64_t v = s; v < e; v++)
+			b[v / 8 - b0] &= (uint8_t)~(1u << (v % 8));
+	}
+}
+
+/*
+ * Nor the allocations of other commits that are not durable: they are
+ * set in core from dg_alloc() on, and a commit whose bytes held them
+ * would leave them set on the media if those commits never were (a
+ * crash): pages marked in use that nothing uses, for fsck to find. The
+ * commit that made them durable writes them, under the same row lock.
+ */
 static void bitmap_fill(void *arg)
 {
 	struct dg_txn *t = arg;
@@ -652,18 +703,11 @@ static void bitmap_fill(void *arg)
 			      t->w[i].off;
 
 		dg_bm_bytes(vol, b0, t->w[i].len, b);
-		for (unsigned k = 0; k < t->nop; k++) {
-			uint64_t s = t->op[k].start, e = s + t->op[k].n;
-
-			if (!t->op[k].is_free)
-				continue;
-			if (s < b0 * 8)
-				s = b0 * 8;
-			if (e > (b0 + t->w[i].len) * 8)
-				e = (b0 + t->w[i].len) * 8;
-			for (uint64_t v = s; v < e; v++)
-				b[v / 8 - b0] &= (uint8_t)~(1u << (v % 8));
-		}
+		ops_clear(t, true, b, b0, t->w[i].len);
+		for (const struct dg_txn *u = vol->alloc_pending; u;
+		     u = u->pend_next)
+			if (u != t)
+				ops_clear(u, false, b, b0, t->w[i].len);
 	}
 	pthread_mutex_unlock(&vol->alloc_lock);
 }
@@ -711,6 +755,7 @@ static void frees_durable(void *arg)
 	struct dg_vol *vol = t->vol;
 
 	pthread_mutex_lock(&vol->alloc_lock);
+	pending_set(t, false);	/* its allocations are durable */
 	for (unsigned i = 0; i < t->nop; i++) {
 		if (!t->op[i].is_free)
 			continue;
@@ -742,6 +787,7 @@ void dg_alloc_undo(struct dg_txn *t)
 
 	if (t->nop) {
 		pthread_mutex_lock(&vol->alloc_lock);
+		pending_set(t, false);
 		for (unsigned i = 0; i < t->nop; i++)
 			if (!t->op[i].is_free) {
 				dg_bm_set(vol, t->op[i].start, t->op[i].n,

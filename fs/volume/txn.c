@@ -24,6 +24,8 @@ static void txn_reset(struct dg_txn *t, bool committed)
 {
 	if (!committed)
 		dg_alloc_undo(t);
+	else if (t->nop)	/* as its hooks did, if it called them */
+		dg_alloc_settled(t);
 	for (unsigned i = 0; i < t->nw; i++)
 		if (t->w[i].owned)
 			free((void *)t->w[i].data);
@@ -125,8 +127,7 @@ static int bitmap_writes(struct dg_txn *t, uint64_t start, uint64_t n)
 	return 0;
 }
 
-/* vpn was allocated by this txn: nothing live is in it. */
-static bool allocated_here(const struct dg_txn *t, uint64_t vpn)
+bool dg_txn_allocated(const struct dg_txn *t, uint64_t vpn)
 {
 	for (unsigned i = 0; i < t->nop; i++)
 		if (!t->op[i].is_free && vpn >= t->op[i].start &&
@@ -169,7 +170,7 @@ int dg_txn_commit(struct dg_txn *t)
 	for (unsigned i = 0; !ret && i < t->nw; i++) {
 		r[i] = (struct dg_range){ t->w[i].vpn, t->w[i].off,
 					  t->w[i].len, t->w[i].data };
-		fresh[i] = allocated_here(t, t->w[i].vpn);
+		fresh[i] = dg_txn_allocated(t, t->w[i].vpn);
 	}
 	if (!ret)
 		ret = dg_apply_new(vol, r, t->nw, fresh, t->nop ? &hooks : NULL);

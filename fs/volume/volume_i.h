@@ -191,6 +191,9 @@ struct dg_vol {
 	uint64_t free_vpns;			/* protected by alloc_lock */
 	uint64_t zone_free;			/* protected by alloc_lock */
 	uint64_t alloc_cursor;			/* data, by alloc_lock */
+	/* Transactions whose allocations are set in the in-core bitmap and
+	 * not durable (alloc.c, bitmap_fill()). By alloc_lock. */
+	struct dg_txn *alloc_pending;
 	/* Where dg_alloc_blank_hint() looks next: past the last blank page
 	 * it gave or the pages it found not blank, so the frees the
 	 * allocation cursor goes back to (they hold bytes) are passed once,
@@ -835,7 +838,14 @@ struct dg_txn {
 	unsigned nop, capop;
 	unsigned bm_first;	/* w[bm_first..]: the bitmap's bytes */
 	bool frees_rewritten;	/* dg_txn_frees_rewritten() */
+	/* On vol->alloc_pending while it holds allocations its commit has
+	 * not made durable (alloc.c, bitmap_fill()). By alloc_lock. */
+	bool pending;
+	struct dg_txn *pend_prev, *pend_next;
 };
+
+/* t's allocations are durable or undone: off vol->alloc_pending. */
+void dg_alloc_settled(struct dg_txn *t);
 
 static inline int dg_grow(void **p, unsigned *cap, unsigned n, size_t size)
 {
