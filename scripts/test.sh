@@ -60,7 +60,8 @@ ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	tests/e2e/test_setid.py tests/e2e/test_acl.py tests/e2e/test_handles.py \
 	tests/e2e/test_stale_reads.py tests/e2e/test_event_log.py \
 	tests/e2e/test_fsck_ask.py tests/e2e/test_whole_rows.py \
-	tests/e2e/test_file_modes.py tests/e2e/test_identity.py
+	tests/e2e/test_file_modes.py tests/e2e/test_identity.py \
+	tests/e2e/test_remap.py
 ASAN_OPTIONS=detect_leaks=1 DG_BUILD_DIR=build-san \
 	/usr/bin/python3 -m pytest -q tests/e2e/test_fsck.py -k "lost or mounts"
 # daxguard-inject's engine uses (reopens, a stale device) under ASan:
