@@ -19,7 +19,7 @@
 static const char usage_line[] =
 	"usage: mkfs.daxguard [--parity N] [--size SIZE] [--chunk SIZE] "
 	"[--meta-size SIZE] [--label L] [--redundancy full|none] "
-	"[--lean-journal] [--in-place] [--force] [-q] DEV...\n";
+	"[--lean-journal] [--remap] [--force] [-q] DEV...\n";
 
 static const char help_text[] =
 	"Format 1 to 16 devices (regular files, block devices or device-DAX)\n"
@@ -49,13 +49,13 @@ static const char help_text[] =
 	"                          device then loses data in more cases\n"
 	"                          (docs/design.md, \"Lean entries\"); needs\n"
 	"                          parity and parity + 2 devices\n"
-	"      --in-place          overwrite a whole page where it is, as\n"
-	"                          daxguard did before remap pages: no file\n"
-	"                          is then remapped (parity 1 remaps a whole-\n"
-	"                          page overwrite to a blank page, 2.3x the\n"
-	"                          bytes written instead of 4.1x; docs/\n"
-	"                          design.md, \"Overwrites redirected\"), and\n"
-	"                          older daxguard can open the volume\n"
+	"      --remap             send an overwrite of a whole page to a blank\n"
+	"                          page and record the move in the file's\n"
+	"                          remap page: 2.4x the bytes written instead\n"
+	"                          of 4.1x, for some three times the pages\n"
+	"                          read and hashed a write (docs/design.md,\n"
+	"                          \"Overwrites redirected\"); needs parity 1\n"
+	"                          and three devices or more\n"
 	"  -f, --force             overwrite an existing daxguard volume, or a\n"
 	"                          device or file that holds something else\n"
 	"  -q, --quiet             print nothing on success\n"
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 		{ "label", required_argument, NULL, 'L' },
 		{ "redundancy", required_argument, NULL, 'r' },
 		{ "lean-journal", no_argument, NULL, 'J' },
-		{ "in-place", no_argument, NULL, 'I' },
+		{ "remap", no_argument, NULL, 'R' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -358,8 +358,8 @@ int main(int argc, char **argv)
 		case 'J':
 			o.lean_journal = true;
 			break;
-		case 'I':
-			o.in_place = true;
+		case 'R':
+			o.remap = true;
 			break;
 		case 'f':
 			o.force = true;
@@ -388,6 +388,8 @@ int main(int argc, char **argv)
 		usage_error("--redundancy none excludes --parity");
 	if (o.lean_journal && !o.parity)
 		usage_error("--lean-journal needs parity");
+	if (o.remap && (o.parity != 1 || argc - optind < 3))
+		usage_error("--remap needs parity 1 and three devices or more");
 	if (o.lean_journal && argc - optind < (int)o.parity + 2)
 		usage_error("--lean-journal needs parity + 2 devices (%u with "
 			    "parity %u; %d given)", o.parity + 2, o.parity,

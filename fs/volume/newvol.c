@@ -209,13 +209,13 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 		       (!o->no_redundancy && o->parity == 1 &&
 				sb->csum_copies >= 3 && ndev >= sb->csum_copies
 				? DG_FEAT_INCOMPAT_COPIES_TOGETHER : 0) |
-		       /* where a whole page into a blank one needs no
-			* journal copy (apply.c, lone rows and holes filled,
-			* which need the copies together), which is what a
-			* redirected overwrite writes */
-		       (!o->no_redundancy && o->parity == 1 &&
-				sb->csum_copies >= 3 && ndev >= sb->csum_copies &&
-				!o->in_place
+		       /* asked for only (docs/design.md, "Overwrites
+			* redirected": fewer bytes stored, more pages read
+			* and hashed), and where a whole page into a blank
+			* one needs no journal copy (apply.c, lone rows and
+			* holes filled, which need the copies together) */
+		       (o->remap && !o->no_redundancy && o->parity == 1 &&
+				sb->csum_copies >= 3 && ndev >= sb->csum_copies
 				? DG_FEAT_INCOMPAT_REMAP : 0);
 	if (o->uuid)
 		memcpy(sb->vol_uuid, o->uuid, 16);

@@ -38,8 +38,8 @@
  *   w6 page 2's neighbour: a hole filled beside w4's page;
  *   w7 page 0 again: an overwrite in place, journaled, w3's page beside
  *      it.
- * That is the volume made --in-place (lone_states); on one with remap
- * pages (remap_states) w5 and w7 go to blank pages instead, each with a
+ * That is the volume as mkfs makes it (lone_states); on one made
+ * --remap (remap_states) w5 and w7 go to blank pages instead, each with a
  * record in the file's remap page (fs/fsys/remap.c), the pages they
  * overwrite left whole.
  * At every persist point, under every policy (the random and torn ones
@@ -230,15 +230,14 @@ static uint64_t vpn_of(struct dg_fs *fs, uint64_t ino, uint64_t page)
 	return vpn;
 }
 
-/* in_place: a volume made --in-place, where w5 and w7 are journaled
+/* in_place: a volume made without --remap, where w5 and w7 are journaled
  * overwrites; else w5 and w7 are redirected to blank pages, a remap
  * record each (fs/fsys/remap.c), and the pages they leave are read by
  * nothing: two more lone rows or holes filled. */
 static void lone_states(bool in_place)
 {
 	const struct dg_format_opts o = { .parity = 1, .size = 16ull << 20,
-					  .force = true,
-					  .in_place = in_place };
+					  .force = true, .remap = !in_place };
 	struct tvol tv, out;
 	struct dg_vol *vol;
 	struct dg_fs *fs;

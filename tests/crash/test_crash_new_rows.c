@@ -204,10 +204,10 @@ static void new_rows_states(bool old_layout)
 	uint8_t *g[5], *buf;
 	unsigned checked = 0, overlap = 0;
 
-	tvol_make_in_place(&tv, old_layout ? "crnewo" : "crnew", NDEV, 1,
-			   16ull << 20);
-	tvol_make_in_place(&out, old_layout ? "crnewoout" : "crnewout", NDEV,
-			   1, 16ull << 20);
+	tvol_make(&tv, old_layout ? "crnewo" : "crnew", NDEV, 1, 16ull << 20,
+		  false);
+	tvol_make(&out, old_layout ? "crnewoout" : "crnewout", NDEV, 1,
+		  16ull << 20, false);
 	if (old_layout) {
 		tvol_clear_incompat(&tv, DG_FEAT_INCOMPAT_RESERVED_ROWS);
 		tvol_clear_incompat(&out, DG_FEAT_INCOMPAT_RESERVED_ROWS);
@@ -361,8 +361,8 @@ static void test_scatter_states(void)
 	uint64_t K, m_s, new0, seen[3] = { 0 };
 	unsigned checked = 0;
 
-	tvol_make_in_place(&tv, "crscat", NDEV, 1, 16ull << 20);
-	tvol_make_in_place(&out, "crscatout", NDEV, 1, 16ull << 20);
+	tvol_make(&tv, "crscat", NDEV, 1, 16ull << 20, false);
+	tvol_make(&out, "crscatout", NDEV, 1, 16ull << 20, false);
 	for (unsigned i = 0; i < 3; i++) {
 		g[i] = malloc(PAGES * DG_PAGE_SIZE);
 		REQUIRE(g[i]);

@@ -575,7 +575,7 @@ def test_remapped_volume_checks_clean(volume_factory, overwrites):
     so a fold has moved some into the extents meanwhile."""
     import random
     v = volume_factory(parity=1)
-    v.mkfs()
+    v.mkfs("--remap")
     v.mount()
     r = random.Random(overwrites)
     data = bytearray(r.randbytes(2 << 20))

@@ -26,9 +26,7 @@ def crashed(volume_factory):
     parity as the volume lies, whole once the journal is replayed."""
     for seed in range(1, 40):
         v = volume_factory(ndev=4, size="32M")
-        # In place: a remapped overwrite goes to a blank page with no
-        # journal copy, and a crash in it leaves the old page read.
-        v.mkfs("--meta-size", "none", "--in-place")
+        v.mkfs("--meta-size", "none")
         v.mount()
         (v.mnt / "f").write_bytes(os.urandom(PAGE))
         v.umount()

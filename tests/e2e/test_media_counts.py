@@ -30,23 +30,18 @@ MIB = 1 << 20
 # before; the bound fails that. Parity 1 writes a data row's parity a
 # round before its page (docs/design.md, "Parity before the page"): 3
 # fences, the issue's bound of 4 with room for a round more.
-RANDOM_4K_IN_PLACE = {  # stored/written, fences a write, lines a write
+RANDOM_4K = {  # stored/written, fences a write, lines a write
     1: (4.4, 3.5, 300),     # 4.08x-4.09x, 3-3.03, 271-273
     2: (6.5, 5.5, 450),     # 6.13x-6.14x, 5-5.08, 412-416
 }
-# Parity 1 volumes redirect a whole-page overwrite to a blank page with a
-# remap record (docs/design.md, "Overwrites redirected"): the page and
+# A volume made --remap sends a whole-page overwrite to a blank page with
+# a remap record (docs/design.md, "Overwrites redirected"): the page and
 # its parity, no journal copy, and a 16-byte record. A page into a row
 # with nothing else in it takes 4 fences, one filling a row beside pages
 # in use 5 (its parity a round after it): 4.0 on the space after the
-# file, 4.7 with four writers sharing rows, 4.67 in the long run (a
-# row's first page alone, the other two beside it). The in-place bounds
-# above fail the bytes. Parity 2 journals a page into a blank one too:
-# it keeps the in-place path.
-RANDOM_4K = {  # stored/written, fences a write, lines a write
-    1: (2.5, 4.8, 460),     # 2.36x-2.37x, 4.0-4.7, 432-434
-    2: RANDOM_4K_IN_PLACE[2],
-}
+# file, 4.67 in the long run (a row's first page alone, the other two
+# beside it). The in-place bounds above fail the bytes.
+RANDOM_4K_REMAP = (2.5, 4.8, 460)   # 2.37x, 4.0, 432
 # On a volume made with --lean-journal a whole page's bytes are on parity
 # journal copies (docs/design.md, "Lean entries"): the bounds fail the
 # counts above. Parity 1's are issue #31's target, met exactly: 12,624
@@ -143,20 +138,18 @@ def test_random_4k_overwrite(vol):
     d, ratios = random_4k_overwrite(vol)
     report("4 KiB random overwrite", vol.parity, d, ratios, "write")
     check(ratios, RANDOM_4K[vol.parity])
-    remapped = vol.status()["pages_remapped"]
-    assert remapped == (64 if vol.parity == 1 else 0), remapped
+    assert vol.status()["pages_remapped"] == 0
 
 
-def test_random_4k_overwrite_in_place(volume_factory):
-    """A volume made --in-place overwrites where the page is: the
-    journal's two copies, the page and its parity."""
+def test_random_4k_overwrite_remap(volume_factory):
+    """A volume made --remap: every overwrite to a blank page."""
     v = volume_factory(parity=1)
-    v.mkfs("--in-place")
+    v.mkfs("--remap")
     v.mount()
     d, ratios = random_4k_overwrite(v)
-    report("4 KiB random overwrite, --in-place", 1, d, ratios, "write")
-    check(ratios, RANDOM_4K_IN_PLACE[1])
-    assert v.status()["pages_remapped"] == 0
+    report("4 KiB random overwrite, --remap", 1, d, ratios, "write")
+    check(ratios, RANDOM_4K_REMAP)
+    assert v.status()["pages_remapped"] == 64
 
 
 def test_random_4k_overwrite_folds(volume_factory):
@@ -165,7 +158,7 @@ def test_random_4k_overwrite_folds(volume_factory):
     mapped) a few times, and the blank pages come from past the homes
     the folds free. The folds' transactions are in the counts."""
     v = volume_factory(parity=1)
-    v.mkfs()
+    v.mkfs("--remap")
     v.mount()
     fd = os.open(v.mnt / "f", os.O_CREAT | os.O_RDWR, 0o600)
     try:
@@ -193,7 +186,7 @@ def test_random_4k_overwrite_folds(volume_factory):
 @pytest.mark.parametrize("parity", [1, 2], ids=["p1", "p2"])
 def test_random_4k_overwrite_lean(volume_factory, parity):
     v = volume_factory(parity=parity)
-    v.mkfs("--lean-journal", "--in-place")  # lean entries are in place
+    v.mkfs("--lean-journal")
     v.mount()
     d, ratios = random_4k_overwrite(v)
     report("4 KiB random overwrite, --lean-journal", parity, d, ratios,

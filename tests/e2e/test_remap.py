@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Remap pages (DG_FEAT_INCOMPAT_REMAP, format.h "Remap page"): on a
-parity-1 volume of 4 devices a whole-page overwrite of a written page
+parity-1 volume of 4 devices made --remap a whole-page overwrite of a written page
 goes to a blank page and a record in the file's remap page says so; the
 records are folded into the extents when the page is full (255), and
 truncate, punch and unlink drop the ones in their range.
@@ -155,9 +155,10 @@ def new_file(v, name, rnd, npages=NPAGES):
     return path, fd, shadow
 
 
-def remap_volume(volume_factory, *mkfs_extra, parity=None):
+def remap_volume(volume_factory, remap=True, parity=None):
+    """A volume made --remap (parity 1, 4 devices), or without it."""
     v = volume_factory(parity=parity)
-    v.mkfs(*mkfs_extra)
+    v.mkfs(*(["--remap"] if remap else []))
     v.mount()
     return v
 
@@ -423,14 +424,14 @@ def test_truncate_to_zero_and_regrow(volume_factory):
     fsck_clean(v, "truncate to zero and regrow")
 
 
-def test_no_remap_in_place_or_parity_2(volume_factory):
-    """mkfs --in-place, and parity 2: no whole-page overwrite is
-    redirected, so st_blocks stays the file's size in pages; on the
-    default parity-1 volume it counts the records and the remap page."""
+def test_no_remap_unasked_or_parity_2(volume_factory):
+    """A volume made without --remap, and parity 2: no whole-page
+    overwrite is redirected, so st_blocks stays the file's size in
+    pages; on a --remap volume it counts the records and the remap
+    page."""
     rnd = random.Random(6)
-    for mk, parity, what in ((("--in-place",), None, "--in-place"),
-                             ((), 2, "parity 2")):
-        v = remap_volume(volume_factory, *mk, parity=parity)
+    for parity, what in ((None, "without --remap"), (2, "parity 2")):
+        v = remap_volume(volume_factory, remap=False, parity=parity)
         path, fd, shadow = new_file(v, "f", rnd, 512)
         try:
             for _ in range(300):
@@ -466,7 +467,7 @@ def test_writeback_overwrites(volume_factory):
     batches, fsync; remounted (without writeback) every byte is there,
     fsck clean."""
     v = volume_factory()
-    v.mkfs()
+    v.mkfs("--remap")
     # the hold is on with wb_max; commit=3600: each fsync commits a batch
     v.mount("writeback", "wb_max=64M", "commit=3600")
     rnd = random.Random(7)

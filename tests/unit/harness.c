@@ -198,11 +198,11 @@ void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
 	make(tv, tag, ndev, &o);
 }
 
-void tvol_make_in_place(struct tvol *tv, const char *tag, unsigned ndev,
-			unsigned parity, uint64_t size)
+void tvol_make_remap(struct tvol *tv, const char *tag, unsigned ndev,
+		     uint64_t size)
 {
-	struct dg_format_opts o = { .parity = parity, .size = size,
-				    .force = true, .in_place = true };
+	struct dg_format_opts o = { .parity = 1, .size = size,
+				    .force = true, .remap = true };
 
 	make(tv, tag, ndev, &o);
 }

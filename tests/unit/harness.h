@@ -81,11 +81,11 @@ struct tvol {
 /* Format ndev images of size bytes each; REQUIREs success. */
 void tvol_make(struct tvol *tv, const char *tag, unsigned ndev,
 	       unsigned parity, uint64_t size, bool no_redundancy);
-/* The same made --in-place (no remap pages, DG_FEAT_INCOMPAT_REMAP):
- * whole-page overwrites go over the old page, for the cases about the
- * in-place paths (the journaled overwrite, scattered pages moved). */
-void tvol_make_in_place(struct tvol *tv, const char *tag, unsigned ndev,
-			unsigned parity, uint64_t size);
+/* The same made --remap (DG_FEAT_INCOMPAT_REMAP, parity 1 on three
+ * devices or more): whole-page overwrites go to blank pages, with a
+ * record in the file's remap page (fs/fsys/remap.c). */
+void tvol_make_remap(struct tvol *tv, const char *tag, unsigned ndev,
+		     uint64_t size);
 /* The same with chunks of chunk_pages pages, for cases that lay out
  * whole rows of one chunk. */
 void tvol_make_chunked(struct tvol *tv, const char *tag, unsigned ndev,

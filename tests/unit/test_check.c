@@ -499,8 +499,8 @@ static void bytes_put(struct tfs *t, uint64_t vpn, uint32_t off,
 	dg_txn_free(txn);
 }
 
-/* f's page 1 overwritten whole: redirected (a 3-device parity-1
- * volume remaps, tvol_make()); *rvpn its remap page (0: none), the fs
+/* f's page 1 overwritten whole: redirected (a volume made with
+ * tfs_make_remap()); *rvpn its remap page (0: none), the fs
  * closed. */
 static void remapped(struct tfs *t, uint64_t f, uint8_t fill, uint64_t *rvpn)
 {
@@ -549,7 +549,7 @@ static void test_remap_dropped(void)
 	struct dg_dremap_rec rec;
 	uint64_t f, g, rvpn, gvpn, run;
 
-	REQUIRE(tfs_make(&t, "checkremap"));
+	REQUIRE(tfs_make_remap(&t, "checkremap"));
 	f = tfs_file(&t, DG_ROOT_INO, "f");
 	g = tfs_file(&t, DG_ROOT_INO, "g");
 	REQUIRE(f && g);

@@ -56,7 +56,7 @@ static bool fx_make(struct fx *x, const char *tag, uint64_t npages)
 	x->model = calloc(npages, sizeof(*x->model));
 	x->buf = aligned_alloc(PG, PG);
 	x->pages = aligned_alloc(PG, 3 * PG);
-	tvol_make_in_place(&x->tv, tag, 4, 1, 64ull << 20);
+	tvol_make(&x->tv, tag, 4, 1, 64ull << 20, false);
 	if (!x->model || !x->buf || !x->pages || !fx_open_fs(x))
 		return false;
 	if (dg_fs_mknod(x->fs, DG_ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, &a))

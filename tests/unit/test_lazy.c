@@ -512,7 +512,7 @@ static void test_owner_on_media_remapped(void)
 	uint64_t f, home, rec, other;
 	struct dg_inode *ip;
 
-	REQUIRE(tfs_make(&t, "lazy9"));
+	REQUIRE(tfs_make_remap(&t, "lazy9"));
 	f = tfs_file(&t, 1, "f");
 	REQUIRE(f);
 	memset(data, 'a', sizeof(data));
@@ -528,7 +528,7 @@ static void test_owner_on_media_remapped(void)
 	pthread_rwlock_rdlock(&t.fs->lock);
 	ip = dg_inode_get(t.fs, f);
 	pthread_rwlock_unlock(&t.fs->lock);
-	/* Redirected: a 3-device parity-1 volume remaps (tvol_make()). */
+	/* Redirected: tfs_make_remap(). */
 	REQUIRE(ip && ip->remap && rec && rec != home);
 	REQUIRE(tfs_remount(&t));
 	lp[0] = (struct dg_lost_page){ .vpn = rec };

@@ -27,6 +27,15 @@ static inline bool tfs_make_size(struct tfs *t, const char *tag,
 	return t->vol && dg_fs_open(t->vol, &t->fs) == 0;
 }
 
+/* The same made --remap, 16 MiB each: whole-page overwrites go to
+ * blank pages (fs/fsys/remap.c). */
+static inline bool tfs_make_remap(struct tfs *t, const char *tag)
+{
+	tvol_make_remap(&t->tv, tag, 3, 16ull << 20);
+	t->vol = tvol_open(&t->tv, 0);
+	return t->vol && dg_fs_open(t->vol, &t->fs) == 0;
+}
+
 /* The same, 16 MiB each. */
 static inline bool tfs_make(struct tfs *t, const char *tag)
 {

@@ -212,8 +212,9 @@
 /* A file may carry a remap page (dg_dinode.remap_vpn, struct dg_dremap):
  * whole-page overwrites redirected to new pages, which a reader that did
  * not know it would read from the old ones (docs/design.md, "Overwrites
- * redirected"). Set by mkfs on volumes with parity 1, whose writes into
- * blank pages need no journal copy (--in-place leaves it out). */
+ * redirected"). Set by mkfs --remap on volumes with parity 1 whose
+ * checksum copies go together (three devices or more): there a whole
+ * page into a blank one needs no journal copy. */
 #define DG_FEAT_INCOMPAT_REMAP (1ull << 13)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \

@@ -56,9 +56,10 @@ struct dg_format_opts {
 	bool lean_journal;	 /* --lean-journal: whole-page overwrites
 				    journal their bytes on parity copies
 				    (format.h DG_JENTRY_LEAN); needs parity */
-	bool in_place;		 /* --in-place: no remap pages (format.h
-				    DG_FEAT_INCOMPAT_REMAP): overwrites go
-				    over the old page, as before it */
+	bool remap;		 /* --remap: whole-page overwrites go to
+				    blank pages, with remap pages (format.h
+				    DG_FEAT_INCOMPAT_REMAP); parity 1 on three
+				    devices or more only */
 	/* The volume's uuid (and so its checksum seed); NULL: a random one.
 	 * Two volumes made with one uuid seal their pages alike: the fuzz
 	 * harnesses' seed pages verify in a volume made afresh. */
