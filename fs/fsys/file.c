@@ -143,8 +143,8 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 			if (ret)
 				goto out;
 			if (done) {
-				/* Counted before the commit: a failed one
-				 * fails the write, which the count is of. */
+				/* Counted when sent: a commit that fails
+				 * fails the write as well. */
 				__atomic_fetch_add(&fs->pages_remapped, 1,
 						   __ATOMIC_RELAXED);
 				src += n;
@@ -316,9 +316,9 @@ static int remap_fold(struct dg_fs *fs, struct dg_inode *ip)
 	dg_txn_free(txn);
 	free(fr);
 	free(vr);
-	if (!ret)
+	if (!ret) {
 		__atomic_fetch_add(&fs->remaps_folded, n, __ATOMIC_RELAXED);
-	if (ret) {
+	} else {
 		undo_map(fs, ip, &saved);
 		dg_vol_log(fs->vol, DG_LOG_WARNING, "inode %" PRIu64 ": remap "
 			   "records not folded (%s); whole-page overwrites "
