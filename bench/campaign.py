@@ -367,7 +367,8 @@ def cmd_lostwrite(a):
                           "--dirty"], capture_output=True, text=True)
     conf = {"trials": 0, "seed": a.seed, "bases": a.bases,
             "parity": parities, "kinds": kinds, "size": a.size,
-            "chunk": a.chunk, "jobs": a.jobs, "seconds": 0,
+            "chunk": a.chunk, "remap": a.remap, "jobs": a.jobs,
+            "seconds": 0,
             "build": str(firmware.BUILD), "label": a.label,
             "harness": rev.stdout.strip(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
@@ -390,7 +391,8 @@ def cmd_lostwrite(a):
         for p in parities:
             for j in range(a.bases):
                 b = firmware.Base(work, parity=p, seed=a.seed + j,
-                                  size=a.size, chunk=a.chunk)
+                                  size=a.size, chunk=a.chunk,
+                                  remap=a.remap and p == 1)
                 bases.append(b)
                 b.build()
                 print(f"base p{p} seed {b.seed}: {b.summary()}",
@@ -670,6 +672,9 @@ def main():
                                 for p, k in LW_KINDS.items()))
     lw.add_argument("--size", default="16M")
     lw.add_argument("--chunk")
+    lw.add_argument("--remap", action="store_true",
+                    help="parity-1 bases made --remap: whole-page "
+                    "overwrites redirected (docs/design.md)")
     lw.add_argument("--jobs", type=int, default=3)
     lw.add_argument("--out", help="directory for summary.md, summary.json "
                     "and failures.txt")

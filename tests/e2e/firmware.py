@@ -630,13 +630,14 @@ class Base:
     generation as the final images, few changed pages)."""
 
     def __init__(self, work, parity=1, ndev=None, size="16M", seed=1,
-                 chunk=None, nops=70, tag=None):
+                 chunk=None, nops=70, tag=None, remap=False):
         self.work = Path(work)
         self.parity = parity
         self.ndev = ndev or 3 + parity
         self.size = size
         self.seed = seed
         self.chunk = chunk
+        self.remap = remap    # mkfs --remap: overwrites redirected
         self.nops = nops
         self.tag = tag or f"lw{os.getpid()}-p{parity}-s{seed}"
         d = self.work / f"base-{self.tag}"
@@ -668,7 +669,8 @@ class Base:
         t = time.time()
         rng = random.Random(f"base:{self.seed}")
         v = self.vol
-        v.mkfs(*(["--chunk", self.chunk] if self.chunk else []))
+        v.mkfs(*(["--chunk", self.chunk] if self.chunk else []),
+               *(["--remap"] if self.remap else []))
         v.mount()
         try:
             make_tree(v.mnt, seed=self.seed, small=40, large=2, depth=4)
@@ -1141,7 +1143,8 @@ def run_trial(base, kind, seed, work, keep=None):
     fault = make_fault(base, kind, rng)
     within = len(fault.devices) <= base.parity
     res = {"kind": kind, "target": fault.target, "parity": base.parity,
-           "base": base.seed, "seed": seed, "within": within,
+           "base": base.seed, "remap": base.remap, "seed": seed,
+           "within": within,
            "fault": fault, "crash": [], "refused": [], "problems": [],
            "degraded": [], "replaced": [], "codes": {}, "scrub": None}
     tag = f"{base.tag}-{kind}-{seed}"
@@ -1307,7 +1310,8 @@ def report(res, width=400):
 def repro_cmd(res):
     return (f"bench/campaign.py lostwrite --seed {res['base']} --bases 1 "
             f"--parity {res['parity']} --kinds {res['kind']} "
-            f"--repro {res['seed']} --keep /dev/shm/lw-repro")
+            + ("--remap " if res.get("remap") else "")
+            + f"--repro {res['seed']} --keep /dev/shm/lw-repro")
 
 
 def campaign(bases, kinds, trials, seed, work, jobs=2, progress=None):
