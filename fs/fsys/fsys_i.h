@@ -379,10 +379,11 @@ uint64_t dg_remap_blocks(const struct dg_inode *ip);
  * the remap page too when none is left. */
 int dg_remap_drop(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		  uint64_t fpage, uint64_t len);
-/* Write the whole page src of file page fpage (mapped) to a new page, if
- * the volume writes it there for less (parity 1, REMAP, not degraded, no
- * libcommit map, room in the remap page): *done then, and *meta when
- * the inode record changed (a remap page begun). */
+/* Write the whole page src of file page fpage (mapped) to a blank page,
+ * if the volume writes it there for less (REMAP, not degraded, no
+ * libcommit map, room in the remap page, a blank page near):
+ * *done then, and *meta when the inode record changed (a remap page
+ * begun). Otherwise the caller writes it in place. */
 int dg_remap_write(struct dg_fs *fs, struct dg_txn *txn, struct dg_inode *ip,
 		   uint64_t fpage, const void *src, bool *done, bool *meta);
 /* Up to max records, those of the last slots, out of the remap page in
