@@ -74,12 +74,41 @@ static uint64_t dg_gen_next(struct dg_vol *vol)
 
 /* ---- checksum page images ---------------------------------------------- */
 
+static uint64_t cpage_seed(const struct dg_vol *vol, unsigned owner,
+			   uint64_t index)
+{
+	return vol->seed ^ ((owner + 1) * DG_SEED_K_DEV) ^
+	       ((index + 1) * DG_SEED_K_CPAGE);
+}
+
+#define CPAGE_LINES (DG_PAGE_SIZE / DG_LINE_SIZE)
+
+/* The sum of the line seal's terms (format.h, struct dg_dcpage) of the
+ * lines of page in the mask lines: bit l for line l. */
+static uint64_t seal_lines(uint64_t seed, const void *page, uint64_t lines)
+{
+	const size_t end = offsetof(struct dg_dcpage, seal);
+	uint64_t sum = 0;
+
+	for (; lines; lines &= lines - 1) {
+		size_t at = (size_t)__builtin_ctzll(lines) * DG_LINE_SIZE;
+
+		sum += XXH3_64bits_withSeed(
+			(const uint8_t *)page + at,
+			at + DG_LINE_SIZE > end ? end - at : DG_LINE_SIZE,
+			seed ^ ((at / DG_LINE_SIZE + 1) * DG_SEED_K_LINE));
+	}
+	return sum;
+}
+
 static uint64_t cpage_seal(const struct dg_vol *vol, unsigned owner,
 			   uint64_t index, const void *page)
 {
-	uint64_t seed = vol->seed ^ ((owner + 1) * DG_SEED_K_DEV) ^
-			((index + 1) * DG_SEED_K_CPAGE);
+	uint64_t seed = cpage_seed(vol, owner, index);
 
+	_Static_assert(CPAGE_LINES == 64, "one mask bit a line");
+	if (dg_vol_has_incompat(vol, DG_FEAT_INCOMPAT_LINE_SEAL))
+		return seal_lines(seed, page, ~0ull);
 	return XXH3_64bits_withSeed(page, offsetof(struct dg_dcpage, seal),
 				    seed);
 }
@@ -1297,6 +1326,37 @@ bool dg_cmap_recover(struct dg_vol *vol, unsigned owner, uint64_t index)
 }
 
 /*
+ * Set the slots u[0..n) of p, the image of (owner, index), give it a new
+ * generation and seal it. A line seal (format.h) takes the old terms of
+ * the lines that change away and adds their new ones, two lines' hashes
+ * for a one-slot update instead of the page's: p's seal is that of its
+ * bytes (the cache's image, or a copy that verified). An image that
+ * carries no seal, an empty one to be written whole, is sealed whole.
+ */
+static void set_slots(struct dg_vol *vol, unsigned owner,
+		      uint64_t index, struct dg_dcpage *p,
+		      const struct dg_csum_upd *u, unsigned n)
+{
+	const bool lines = dg_vol_has_incompat(vol, DG_FEAT_INCOMPAT_LINE_SEAL) &&
+			   p->seal != 0;
+	uint64_t seed = cpage_seed(vol, owner, index), seal = p->seal;
+	uint64_t mask = 1ull << (offsetof(struct dg_dcpage, gen) / DG_LINE_SIZE);
+
+	for (unsigned i = 0; i < n; i++)
+		mask |= 1ull << (u[i].row % DG_CSUMS_PER_PAGE * 8 /
+				 DG_LINE_SIZE);
+	if (lines)
+		seal -= seal_lines(seed, p, mask);
+	for (unsigned i = 0; i < n; i++)
+		p->csum[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
+	p->gen = dg_gen_next(vol);
+	if (lines)
+		p->seal = seal + seal_lines(seed, p, mask);
+	else
+		dg_csum_page_seal(vol, owner, index, p);
+}
+
+/*
  * The image of (owner, index), an index the map says was never written,
  * into img: 1 a copy verifies (kept, the others made equal to it: an
  * initialisation a crash cut short), 0 none does (img empty: the page is
@@ -1555,10 +1615,7 @@ static int prepare_page(struct dg_vol *vol, const struct dg_csum_upd *u,
 		p = (struct dg_dcpage *)img;
 		*put = true;
 	}
-	for (unsigned i = 0; i < n; i++)
-		p->csum[u[i].row % DG_CSUMS_PER_PAGE] = u[i].csum;
-	p->gen = dg_gen_next(vol);
-	dg_csum_page_seal(vol, owner, index, p);
+	set_slots(vol, owner, index, p, u, n);
 	/* A page read into img is written whole: only one from the
 	 * cache is known to be whole on every copy but for u's slots. */
 	if (*put)

@@ -57,6 +57,7 @@ static const struct {
 	{ 2, DG_FEAT_INCOMPAT_LEAN_JOURNAL, "lean_journal" },
 	{ 2, DG_FEAT_INCOMPAT_COPIES_TOGETHER, "copies_together" },
 	{ 2, DG_FEAT_INCOMPAT_REMAP, "remap" },
+	{ 2, DG_FEAT_INCOMPAT_LINE_SEAL, "line_seal" },
 };
 
 const char *dg_feature_name(unsigned which, uint64_t bit)

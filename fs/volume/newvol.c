@@ -189,6 +189,8 @@ static int write_skeleton(struct dg_vol *vol, unsigned ndev,
 		       DG_FEAT_INCOMPAT_JOURNAL_COPIES |
 		       (o->no_redundancy ? 0 : DG_FEAT_INCOMPAT_NEW_ROWS) |
 		       (o->no_redundancy ? 0 : DG_FEAT_INCOMPAT_JOURNAL_V2) |
+		       (o->no_redundancy || o->whole_seal
+				? 0 : DG_FEAT_INCOMPAT_LINE_SEAL) |
 		       /* runs of new rows need parity (dg_new_row_allowed()):
 			* without it the bit would only lock out older
 			* readers */

@@ -363,7 +363,7 @@ def test_dumpfs_shows_every_superblock_and_the_geometry(volume_factory):
                                          "xattr_run", "staged_sync",
                                          "journal_copies", "new_rows",
                                          "journal_v2", "reserved_rows",
-                                         "copies_together"]
+                                         "copies_together", "line_seal"]
     # the metadata zone: whole chunks of rows, and how full it is
     assert g["zone_vpns"] % (2 * 16) == 0 and g["zone_vpns"] > 0
     assert g["zone_rows"] == g["zone_vpns"] // 2

@@ -163,10 +163,116 @@ static void test_known_answers(void)
 	CHECK_EQ(dg_csum_page_check(vol, 2, 6, page), -EUCLEAN);
 	w[DG_CSUMS_PER_PAGE] = 0x1235;	/* the generation is sealed too */
 	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), -EUCLEAN);
+
+	/* The line seal (DG_FEAT_INCOMPAT_LINE_SEAL): the sum of each
+	 * line's XXH3-64, the line's number in its seed. */
+	vol->sb.incompat = DG_FEAT_INCOMPAT_LINE_SEAL;
+	dg_csum_page_seal(vol, 2, 5, page);
+	{
+		uint64_t seed = vol->seed ^ (3 * 0x9e3779b97f4a7c15ull) ^
+				(6 * 0x165667b19e3779f9ull), sum = 0;
+
+		for (unsigned l = 0; l < PG / 64; l++)
+			sum += XXH3_64bits_withSeed(
+				page + l * 64, l == PG / 64 - 1 ? 56 : 64,
+				seed ^ ((l + 1) * 0x85ebca77c2b2ae63ull));
+		CHECK_HEX(w[DG_CSUMS_PER_PAGE + 1], sum);
+	}
+	CHECK_HEX(w[DG_CSUMS_PER_PAGE + 1], 0xf5dbe4b30a510bbdull);
+	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), 1);
+	CHECK_EQ(dg_csum_page_check(vol, 3, 5, page), -EUCLEAN);
+	CHECK_EQ(dg_csum_page_check(vol, 2, 6, page), -EUCLEAN);
+	for (unsigned b = 0; b < PG - 8; b += 61) {	/* every line */
+		page[b] ^= 0x10;
+		CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), -EUCLEAN);
+		page[b] ^= 0x10;
+	}
+	/* Two lines swapped: each line's seed is its own. */
+	{
+		uint8_t line[64];
+
+		memcpy(line, page + 64, 64);
+		memcpy(page + 64, page + 128, 64);
+		memcpy(page + 128, line, 64);
+		CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), -EUCLEAN);
+	}
 	memset(page, 0, PG);
 	CHECK_EQ(dg_csum_page_check(vol, 2, 5, page), -EUCLEAN);
 	free(page);
 	free(vol);
+}
+
+/*
+ * Both seal forms through the update path: a checksum page updated slot
+ * by slot, from the cache and from the media, keeps copies that verify,
+ * whether its seal is the whole page's or the sum of its lines' (where
+ * an update hashes only the lines it changes, csum.c set_slots()).
+ */
+static void test_seal_forms(void)
+{
+	enum { FIRST = 2 * DG_CSUMS_PER_PAGE };
+
+	for (unsigned whole = 0; whole < 2; whole++) {
+		struct dg_format_opts o = { .parity = 1, .size = 32ull << 20,
+					    .force = true,
+					    .whole_seal = whole };
+		uint64_t want[2][DG_CSUMS_PER_PAGE] = { { 0 } }, got;
+		struct tvol tv;
+		struct dg_vol *vol;
+		uint32_t rnd = 12345;
+
+		tvol_make_opts(&tv, whole ? "seal-whole" : "seal-lines", 4,
+			       &o);
+		vol = tvol_open(&tv, 0);
+		REQUIRE(vol);
+		CHECK_EQ(dg_vol_has_incompat(vol, DG_FEAT_INCOMPAT_LINE_SEAL),
+			 !whole);
+		for (unsigned round = 0; round < 200; round++) {
+			struct dg_csum_upd u[3];
+			struct dg_flushset fs;
+			unsigned n = 1 + round % 3;
+
+			if (round == 100)	/* the rest from the cache */
+				REQUIRE(dg_vol_cache_csum_pages(vol,
+								1u << 20) ==
+					0);
+			for (unsigned i = 0; i < n; i++) {
+				rnd = rnd * 1103515245u + 12345u;
+				/* rows of device 0 then device 1, ascending,
+				 * in a checksum page whose rows a fresh
+				 * volume leaves unused */
+				u[i] = (struct dg_csum_upd){
+					i == 2, FIRST + (rnd >> 8) % 170 + 170 * i,
+					((uint64_t)rnd << 20) | round | 1 };
+			}
+			if (n > 1 && u[1].row < u[0].row) {
+				struct dg_csum_upd t = u[0];
+
+				u[0] = u[1];
+				u[1] = t;
+			}
+			dg_flushset_init(&fs);
+			CHECK_EQ(dg_csum_set_batch(vol, u, n, &fs), 0);
+			dg_flushset_fini(&fs);
+			for (unsigned i = 0; i < n; i++)
+				want[u[i].dev][u[i].row - FIRST] = u[i].csum;
+		}
+		dg_vol_close(vol);
+
+		/* Uncached: every copy read from the media, and sealed. */
+		vol = tvol_open(&tv, DG_OPEN_RDONLY);
+		REQUIRE(vol);
+		for (unsigned d = 0; d < 2; d++)
+			for (unsigned r = 0; r < DG_CSUMS_PER_PAGE; r++) {
+				if (!want[d][r])
+					continue;
+				REQUIRE(dg_csum_get(vol, d, FIRST + r, &got) ==
+					0);
+				CHECK_HEX(got, want[d][r]);
+			}
+		dg_vol_close(vol);
+		tvol_cleanup(&tv);
+	}
 }
 
 /* ---- end to end on a volume ---------------------------------------- */
@@ -799,6 +905,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{ "seeded_distinct", test_seeded_distinct },
 		{ "known_answers", test_known_answers },
+		{ "seal_forms", test_seal_forms },
 		{ "copy_stores_changed_slots", test_copy_stores_changed_slots },
 		{ "misdirected_same_dev", test_misdirected_same_dev },
 		{ "misdirected_same_row", test_misdirected_same_row },

@@ -102,7 +102,8 @@ static void test_super_fields(void)
 		CHECK(!strcmp(get(&s[0], "incompat")->str,
 			      "sealed_journal,meta_zone,xattr_run,"
 			      "staged_sync,journal_copies,new_rows,"
-			      "journal_v2,reserved_rows,copies_together"));
+			      "journal_v2,reserved_rows,copies_together,"
+			      "line_seal"));
 		for (unsigned i = 0; i < s[0].n; i++)
 			CHECK(s[0].f[i].u == s[1].f[i].u &&
 			      !strcmp(s[0].f[i].str, s[1].f[i].str));

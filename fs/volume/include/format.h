@@ -216,6 +216,12 @@
  * checksum copies go together (three devices or more): there a whole
  * page into a blank one needs no journal copy. */
 #define DG_FEAT_INCOMPAT_REMAP (1ull << 13)
+/* A checksum page's seal is the sum of one hash per line (struct
+ * dg_dcpage), so an update that sets a few slots hashes the lines they
+ * and the generation are in, not the whole page again. A reader that
+ * did not know it would find no copy that verifies. Set by mkfs on
+ * every volume with checksums. */
+#define DG_FEAT_INCOMPAT_LINE_SEAL (1ull << 14)
 #define DG_FEAT_INCOMPAT_SUPPORTED                                          \
 	(DG_FEAT_INCOMPAT_NOREDUNDANCY | DG_FEAT_INCOMPAT_SEALED_JOURNAL |  \
 	 DG_FEAT_INCOMPAT_META_ZONE | DG_FEAT_INCOMPAT_XATTR_RUN |           \
@@ -223,7 +229,8 @@
 	 DG_FEAT_INCOMPAT_NEW_ROWS | DG_FEAT_INCOMPAT_XATTR_64K |            \
 	 DG_FEAT_INCOMPAT_BIG_ITABLE | DG_FEAT_INCOMPAT_JOURNAL_V2 |         \
 	 DG_FEAT_INCOMPAT_RESERVED_ROWS | DG_FEAT_INCOMPAT_LEAN_JOURNAL |    \
-	 DG_FEAT_INCOMPAT_COPIES_TOGETHER | DG_FEAT_INCOMPAT_REMAP)
+	 DG_FEAT_INCOMPAT_COPIES_TOGETHER | DG_FEAT_INCOMPAT_REMAP |        \
+	 DG_FEAT_INCOMPAT_LINE_SEAL)
 /*
  * Features set on first use. A volume that never needs the new form
  * stays readable by a daxguard that does not know it. The superblocks
@@ -331,6 +338,7 @@ static inline uint64_t dg_gen_count(uint64_t seq)
 #define DG_SEED_K_ROW	0xc2b2ae3d27d4eb4full
 #define DG_SEED_K_CPAGE 0x165667b19e3779f9ull
 #define DG_SEED_K_CMAP	0x27d4eb2f165667c5ull
+#define DG_SEED_K_LINE	0x85ebca77c2b2ae63ull
 /* A page fsck gave up on (check.h, given_up.c): its checksum entry is
  * that of its bytes as they are, XOR this tag ("DXGLOST!"). */
 #define DG_CSUM_GIVEN_UP_TAG 0x2154534f4c475844ull
@@ -353,8 +361,13 @@ static inline uint64_t dg_gen_count(uint64_t seq)
 /*
  * A checksum page copy. seal is XXH3-64 of the bytes before it, seeded
  * with the volume seed, the owner device and the page index (not the
- * copy: all copies of a generation are the same bytes). An all-zero
- * page does not verify.
+ * copy: all copies of a generation are the same bytes). With
+ * DG_FEAT_INCOMPAT_LINE_SEAL it is instead the sum, modulo 2^64, of
+ * XXH3-64 of each 64-byte line's bytes before the seal (56 in the last
+ * line), line l's seeded with that seed XOR (l + 1) * DG_SEED_K_LINE: an update that sets one slot changes two lines (its
+ * slot's and the generation's), and the seal takes those two lines'
+ * old terms away and adds their new ones. Torn or corrupted lines fail
+ * it as they fail a whole-page hash. An all-zero page does not verify.
  */
 struct dg_dcpage {
 	uint64_t csum[DG_CSUMS_PER_PAGE]; /* page checksums; 0: never written */

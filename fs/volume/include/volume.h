@@ -60,6 +60,10 @@ struct dg_format_opts {
 				    blank pages, with remap pages (format.h
 				    DG_FEAT_INCOMPAT_REMAP); parity 1 on three
 				    devices or more only */
+	bool whole_seal;	 /* checksum pages sealed whole, the form
+				    before DG_FEAT_INCOMPAT_LINE_SEAL: a
+				    volume daxguard before it reads (tests
+				    of that form) */
 	/* The volume's uuid (and so its checksum seed); NULL: a random one.
 	 * Two volumes made with one uuid seal their pages alike: the fuzz
 	 * harnesses' seed pages verify in a volume made afresh. */
