@@ -84,7 +84,10 @@ int dg_emap_next(struct dg_emap_reader *r, const struct dg_dextent **e)
 			return ret;
 	}
 	d = r->leaf ? &r->pg->e[r->slot] : &r->d->inl[r->slot];
-	if (d->len == 0 || d->vpn < 1 || d->vpn >= vpns ||
+	/* Never the volume root or the bitmap: a file's writes would go
+	 * over them (dg_alloc_meta_vpns(), 0 while no bitmap is loaded). */
+	if (d->len == 0 || d->vpn < 1 ||
+	    d->vpn < dg_alloc_meta_vpns(r->vol) || d->vpn >= vpns ||
 	    d->len > vpns - d->vpn || d->fpage < r->prev_end ||
 	    d->fpage > (UINT64_MAX >> DG_PAGE_SHIFT) - d->len)
 		return fail(r, "extent out of range or out of order");

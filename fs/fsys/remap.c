@@ -41,7 +41,8 @@ int dg_dremap_check(const struct dg_dremap *pg, uint64_t ino,
 	for (uint32_t j = 0; j < i; j++) {
 		const struct dg_dremap_rec *r = &pg->rec[j];
 
-		if (r->vpn >= vpns || r->fpage >= fpages) {
+		if (r->vpn >= vpns || r->vpn < dg_alloc_meta_vpns(vol) ||
+		    r->fpage >= fpages) {
 			*why = "remap record out of range";
 			return -EUCLEAN;
 		}

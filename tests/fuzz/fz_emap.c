@@ -48,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		/* What the walk promises extent.c and fsck. */
 		FUZZ_ASSERT(e->len && e->vpn >= 1 && e->vpn + e->len <= vol->vpns);
+		FUZZ_ASSERT(e->vpn >= dg_alloc_meta_vpns(vol));
 		FUZZ_ASSERT(e->fpage >= prev_end);
 		FUZZ_ASSERT(++seen <= d.nextents);
 		prev_end = e->fpage + e->len;

@@ -24,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(pg.ino == 2 && n <= DG_REMAP_PER_PAGE);
 	for (uint32_t i = 0; i < n; i++) {
 		FUZZ_ASSERT(pg.rec[i].vpn >= 1 && pg.rec[i].vpn < vol->vpns);
+		FUZZ_ASSERT(pg.rec[i].vpn >= dg_alloc_meta_vpns(vol));
 		FUZZ_ASSERT(pg.rec[i].fpage < DG_MAX_FILE_SIZE / DG_PAGE_SIZE);
 		for (uint32_t j = 0; j < i; j++)
 			FUZZ_ASSERT(pg.rec[j].fpage != pg.rec[i].fpage &&

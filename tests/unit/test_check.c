@@ -595,6 +595,59 @@ static void test_remap_dropped(void)
 	tfs_done(&t);
 }
 
+/*
+ * File data never over the volume root or the allocation bitmap: an
+ * extent or a remap record naming one of their pages is refused where
+ * it is read, so a hostile image cannot turn a file's reads into the
+ * bitmap's bytes, nor its writes into the bitmap's; fsck drops the
+ * record, and the file reads its own page again.
+ */
+static void test_data_over_meta(void)
+{
+	static struct dg_demap pg __attribute__((aligned(4096)));
+	struct dg_dinode d = { .mode = 0100644, .nextents = 1 };
+	struct dg_emap_reader r;
+	const struct dg_dextent *e;
+	struct seen s = { 0 }, again = { 0 };
+	static _Alignas(PG) uint8_t buf[PG];
+	const void *got;
+	uint8_t data[2 * PG];
+	uint64_t f, rvpn, meta;
+	struct tfs t;
+
+	REQUIRE(tfs_make_remap(&t, "overmeta"));
+	meta = dg_alloc_meta_vpns(t.vol);
+	REQUIRE(meta >= 2);
+	for (uint64_t vpn = meta - 1; vpn <= meta; vpn++) {
+		d.inl[0] = (struct dg_dextent){ .fpage = 0, .vpn = vpn,
+						.len = 1 };
+		dg_emap_begin(&r, t.vol, &d, &pg);
+		CHECK_EQ(dg_emap_next(&r, &e),
+			 vpn < meta ? -EUCLEAN : DG_EMAP_EXTENT);
+	}
+
+	f = tfs_file(&t, DG_ROOT_INO, "f");
+	REQUIRE(f);
+	memset(data, 'a', sizeof(data));
+	REQUIRE(dg_fs_write(t.fs, f, 0, data, sizeof(data)) == 2 * PG);
+	remapped(&t, f, 'b', &rvpn);
+	REQUIRE(rvpn);
+	bytes_put(&t, rvpn, offsetof(struct dg_dremap, rec) +
+		  offsetof(struct dg_dremap_rec, vpn), &(uint64_t){ meta - 1 },
+		  sizeof(uint64_t));
+	REQUIRE(tfs_remount(&t));
+	CHECK(dg_fs_read(t.fs, f, PG, PG, buf, &got) < 0);
+	dg_fs_close(t.fs);
+	t.fs = NULL;
+	dg_check_fs(t.vol, on_event, yes, &s);
+	CHECK_EQ(s.kinds[DG_CHK_REMAP_BAD], 1);
+	CHECK_EQ(s.fixed, s.n);
+	dg_check_fs(t.vol, on_event, NULL, &again);
+	CHECK_EQ(again.n, 0);
+	CHECK(page_is(&t, f, 1, 'a'));
+	tfs_done(&t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -608,6 +661,7 @@ int main(int argc, char **argv)
 		{ "inode_cleared", test_inode_cleared },
 		{ "entry_type_must_fit", test_entry_type_must_fit },
 		{ "remap_dropped", test_remap_dropped },
+		{ "data_over_meta", test_data_over_meta },
 		{ NULL, NULL },
 	};
 
