@@ -111,6 +111,10 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 	const uint8_t *src = buf;
 	uint64_t first = off / DG_PAGE_SIZE, last = (off + size - 1) / DG_PAGE_SIZE;
 	uint8_t *page = NULL;
+	/* Only a --remap volume redirects: elsewhere no page is asked
+	 * (each asking scans the txn's allocations, 256 times a MiB). */
+	const bool remap = moved && dg_vol_has_incompat(fs->vol,
+							DG_FEAT_INCOMPAT_REMAP);
 	int ret;
 
 	ret = moved ? relocate(fs, txn, ip, off, size, moved) : 0;
@@ -133,7 +137,7 @@ int dg_file_write_txn(struct dg_fs *fs, struct dg_txn *txn,
 		} else {
 			dg_ext_lookup(ip, p, &vpn, &run);
 		}
-		if (moved && n == DG_PAGE_SIZE && vpn &&
+		if (remap && n == DG_PAGE_SIZE && vpn &&
 		    !dg_txn_allocated(txn, vpn)) {
 			bool done = false;
 
