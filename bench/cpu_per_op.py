@@ -20,8 +20,8 @@ medians of ops/s (MiB/s for sequential jobs), busy %, CPU microseconds
 per operation and the daemon's share of them.
 """
 import argparse
+import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -109,7 +109,7 @@ def run_one(a, system, job, work):
             d.kill()
             d.wait()
     js = out.stdout[out.stdout.find("{"):]
-    w = __import__("json").loads(js)["jobs"][0]["write"]
+    w = json.loads(js)["jobs"][0]["write"]
     ops = w["total_ios"]
     hz = os.sysconf("SC_CLK_TCK")
     busy = (t1 - t0) - (i1 - i0)
